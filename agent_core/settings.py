@@ -1,0 +1,29 @@
+"""The agent's settings: one immutable value shared by the server and the `%agent` magic."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+ToolCalling = Literal["native", "prompt"]
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    model: str = ""
+    base_url: str = ""
+    api_key: str = ""
+    tool_calling: ToolCalling = "native"
+    auto_approve: frozenset[str] = field(default_factory=frozenset)
+    max_model_calls: int = 30
+    cell_timeout: float | None = None  # long training cells are normal: no cap by default
+    command_timeout: float = 120.0
+    request_timeout: float = 120.0  # connect / between streamed chunks
+    max_retries: int = 2
+
+    @property
+    def llm_configured(self) -> bool:
+        # Without a base_url the SDK talks to api.openai.com, which needs a key.
+        return bool(self.model) and bool(self.base_url or self.api_key)
+
+    def with_overrides(self, **changes: object) -> "AgentSettings":
+        return replace(self, **changes)  # type: ignore[arg-type]

@@ -1,0 +1,147 @@
+"""Threads and their append-only event logs, in SQLite.
+
+Every event gets the thread's next sequence number (never reused, also across restarts), so a
+client that reconnects with the last seq it saw gets every later event once, in order."""
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+ThreadStatus = str  # "idle" | "running" | "awaiting_approval" | "completed" | "cancelled" | "failed"
+
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS threads ("
+    " thread_id TEXT PRIMARY KEY, title TEXT NOT NULL, notebook_path TEXT NOT NULL,"
+    " created_at REAL NOT NULL, updated_at REAL NOT NULL, status TEXT NOT NULL,"
+    " last_run_id TEXT NOT NULL DEFAULT '', kernel_id TEXT NOT NULL DEFAULT '')",
+    "CREATE TABLE IF NOT EXISTS events ("
+    " thread_id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (thread_id, seq))",
+)
+
+
+@dataclass
+class ThreadRecord:
+    thread_id: str
+    title: str
+    notebook_path: str
+    created_at: float
+    updated_at: float
+    status: ThreadStatus
+    last_run_id: str = ""
+    kernel_id: str = ""
+
+    def public(self) -> dict[str, Any]:
+        data = asdict(self)
+        del data["last_run_id"], data["kernel_id"]
+        return data
+
+
+class ThreadStore:
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._conn: Any = None
+        self._last_seq: dict[str, int] = {}
+        self._wakeups: dict[str, asyncio.Event] = {}
+        self._append_lock = asyncio.Lock()
+
+    @property
+    def is_open(self) -> bool:
+        return self._conn is not None
+
+    async def open(self) -> None:
+        import aiosqlite
+
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = await aiosqlite.connect(str(self._path))
+        await self._conn.execute("PRAGMA journal_mode=WAL")
+        for statement in SCHEMA:
+            await self._conn.execute(statement)
+        await self._conn.commit()
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            await self._conn.close()
+            self._conn = None
+
+    async def create(self, notebook_path: str, title: str) -> ThreadRecord:
+        now = time.time()
+        record = ThreadRecord(uuid.uuid4().hex, title, notebook_path, now, now, "idle")
+        await self._conn.execute(
+            "INSERT INTO threads VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (record.thread_id, record.title, record.notebook_path, now, now, record.status, "", ""),
+        )
+        await self._conn.commit()
+        return record
+
+    async def get(self, thread_id: str) -> ThreadRecord | None:
+        async with self._conn.execute("SELECT * FROM threads WHERE thread_id = ?", (thread_id,)) as cursor:
+            row = await cursor.fetchone()
+        return ThreadRecord(*row) if row else None
+
+    async def list(self) -> list[ThreadRecord]:
+        async with self._conn.execute("SELECT * FROM threads ORDER BY updated_at DESC") as cursor:
+            return [ThreadRecord(*row) for row in await cursor.fetchall()]
+
+    async def update(self, thread_id: str, **fields: str) -> None:
+        allowed = {"title", "notebook_path", "status", "last_run_id", "kernel_id"}
+        if not fields.keys() <= allowed:
+            raise ValueError(f"cannot update {sorted(fields.keys() - allowed)}")
+        assignments = ", ".join(f"{name} = ?" for name in fields)
+        await self._conn.execute(
+            f"UPDATE threads SET {assignments}, updated_at = ? WHERE thread_id = ?",
+            (*fields.values(), time.time(), thread_id),
+        )
+        await self._conn.commit()
+
+    async def delete(self, thread_id: str) -> None:
+        await self._conn.execute("DELETE FROM threads WHERE thread_id = ?", (thread_id,))
+        await self._conn.execute("DELETE FROM events WHERE thread_id = ?", (thread_id,))
+        await self._conn.commit()
+        self._last_seq.pop(thread_id, None)
+        self._wake(thread_id)
+
+    async def append(self, thread_id: str, event: dict[str, Any]) -> dict[str, Any]:
+        """Stamp `event` with the thread's next seq, persist it and wake the readers."""
+        async with self._append_lock:
+            seq = await self._next_seq(thread_id)
+            stamped = {**event, "seq": seq, "thread_id": thread_id}
+            await self._conn.execute(
+                "INSERT INTO events (thread_id, seq, data) VALUES (?, ?, ?)", (thread_id, seq, json.dumps(stamped))
+            )
+            await self._conn.commit()
+            self._last_seq[thread_id] = seq
+        self._wake(thread_id)
+        return stamped
+
+    async def events_after(self, thread_id: str, after: int, limit: int = 1000) -> list[dict[str, Any]]:
+        async with self._conn.execute(
+            "SELECT data FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?", (thread_id, after, limit)
+        ) as cursor:
+            return [json.loads(row[0]) for row in await cursor.fetchall()]
+
+    async def wait_for_events(self, thread_id: str, after: int, timeout: float) -> None:
+        """Return when the thread has an event after `after`, or after `timeout` seconds."""
+        wakeup = self._wakeups.setdefault(thread_id, asyncio.Event())
+        if await self._next_seq(thread_id) - 1 > after:
+            return
+        try:
+            await asyncio.wait_for(wakeup.wait(), timeout)
+        except asyncio.TimeoutError:
+            pass
+
+    def _wake(self, thread_id: str) -> None:
+        wakeup = self._wakeups.pop(thread_id, None)
+        if wakeup is not None:
+            wakeup.set()
+
+    async def _next_seq(self, thread_id: str) -> int:
+        if thread_id not in self._last_seq:
+            async with self._conn.execute("SELECT MAX(seq) FROM events WHERE thread_id = ?", (thread_id,)) as cursor:
+                row = await cursor.fetchone()
+            self._last_seq[thread_id] = row[0] or 0
+        return self._last_seq[thread_id] + 1

@@ -1,0 +1,132 @@
+"""Runs approved cells in a notebook's kernel over jupyter-client: execute_request out, iopub
+messages back as `cell_output` events, execute_reply closes the cell. Cancel interrupts the kernel;
+a dead kernel ends the cell with a clear error, never a hang."""
+from __future__ import annotations
+
+import asyncio
+import queue
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from nbformat.v4 import output_from_msg
+
+from agent_core.events import make_event
+from agent_core.tools import CellRun, ToolInputError
+from agent_core.tools.base import Emit
+
+OUTPUT_MSG_TYPES = {"stream", "display_data", "execute_result", "error"}
+POLL_SECONDS = 1.0
+
+
+class NoKernel(ToolInputError):
+    """No kernel to run in: the model is told, and so is the user."""
+
+
+@dataclass
+class KernelEnvironment:
+    """The ToolEnvironment of a server-side run: the notebook's kernel, found at the moment a cell runs."""
+
+    kernel_manager: Any
+    session_manager: Any
+    notebook_path: str
+    kernel_id: str | None = None
+    cell_timeout: float | None = None
+
+    async def resolve_kernel(self) -> str:
+        if self.kernel_id and self.kernel_id in self.kernel_manager:
+            return self.kernel_id
+        # After a restart the notebook has a new kernel: find it through its session.
+        for session in await self.session_manager.list_sessions():
+            kernel = session.get("kernel") or {}
+            if self.notebook_path and session.get("path") == self.notebook_path and kernel.get("id") in self.kernel_manager:
+                return kernel["id"]
+        target = self.notebook_path or "this thread (no notebook)"
+        raise NoKernel(f"no kernel for {target}: open the notebook or start its kernel, then ask again")
+
+    async def run_cell(self, call_id: str, code: str, emit: Emit) -> CellRun:
+        kernel_id = await self.resolve_kernel()
+        manager = self.kernel_manager.get_kernel(kernel_id)
+        client = manager.client()
+        client.start_channels()
+        try:
+            await client.wait_for_ready(timeout=30)
+            return await self._execute(client, manager, kernel_id, call_id, code, emit)
+        finally:
+            client.stop_channels()
+
+    async def _execute(self, client: Any, manager: Any, kernel_id: str, call_id: str, code: str, emit: Emit) -> CellRun:
+        started = time.monotonic()
+        msg_id = client.execute(code, store_history=True, allow_stdin=False)
+        emit(make_event("cell_started", id=call_id, code=code, notebook_path=self.notebook_path, kernel_id=kernel_id))
+        outputs: list[dict[str, Any]] = []
+        try:
+            status, count = await self._collect(client, manager, msg_id, call_id, outputs, emit, started)
+        except asyncio.CancelledError:
+            await self.kernel_manager.interrupt_kernel(kernel_id)
+            emit(self._finished(call_id, "aborted", None, started))
+            raise
+        except _KernelGone:
+            status, count = "error", None
+        except asyncio.TimeoutError:
+            await self.kernel_manager.interrupt_kernel(kernel_id)
+            outputs.append(_error_output("CellTimeout", f"Interrupted after the cell time-out of {self.cell_timeout} s."))
+            emit(make_event("cell_output", id=call_id, output=outputs[-1]))
+            status, count = "error", None
+        emit(self._finished(call_id, status, count, started))
+        return CellRun(status, outputs, count, int((time.monotonic() - started) * 1000))
+
+    async def _collect(
+        self, client: Any, manager: Any, msg_id: str, call_id: str, outputs: list[dict[str, Any]], emit: Emit, started: float
+    ) -> tuple[Any, int | None]:
+        """Forward this cell's outputs until the kernel is idle again; then read its reply."""
+        while True:
+            try:
+                msg = await client.get_iopub_msg(timeout=POLL_SECONDS)
+            except queue.Empty:
+                await self._check_alive(manager, call_id, outputs, emit, started)
+                continue
+            if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            kind = msg["header"]["msg_type"]
+            if kind in OUTPUT_MSG_TYPES:
+                output = dict(output_from_msg(msg))
+                outputs.append(output)
+                emit(make_event("cell_output", id=call_id, output=output))
+            elif kind == "status" and msg["content"].get("execution_state") == "idle":
+                break
+        reply = await self._reply(client, msg_id)
+        status = "ok" if reply.get("status") == "ok" else ("aborted" if reply.get("status") == "aborted" else "error")
+        return status, reply.get("execution_count")
+
+    async def _check_alive(
+        self, manager: Any, call_id: str, outputs: list[dict[str, Any]], emit: Emit, started: float
+    ) -> None:
+        if not await manager.is_alive():
+            outputs.append(_error_output("KernelDied", "The kernel died while running this cell (out of memory?). Restart it and try again."))
+            emit(make_event("cell_output", id=call_id, output=outputs[-1]))
+            raise _KernelGone()
+        if self.cell_timeout is not None and time.monotonic() - started > self.cell_timeout:
+            raise asyncio.TimeoutError
+
+    async def _reply(self, client: Any, msg_id: str) -> dict[str, Any]:
+        while True:
+            try:
+                msg = await client.get_shell_msg(timeout=10)
+            except queue.Empty:
+                return {"status": "error"}
+            if msg.get("parent_header", {}).get("msg_id") == msg_id:
+                return msg["content"]
+
+    @staticmethod
+    def _finished(call_id: str, status: str, count: int | None, started: float) -> dict[str, Any]:
+        duration = int((time.monotonic() - started) * 1000)
+        return make_event("cell_finished", id=call_id, status=status, execution_count=count, duration_ms=duration)
+
+
+class _KernelGone(Exception):
+    pass
+
+
+def _error_output(name: str, message: str) -> dict[str, Any]:
+    return {"output_type": "error", "ename": name, "evalue": message, "traceback": [f"{name}: {message}"]}

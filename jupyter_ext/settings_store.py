@@ -1,0 +1,60 @@
+"""Settings changed at run time (PUT config), kept in the Jupyter data directory.
+
+The file may hold the API key, so it is written readable by the owner only."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from agent_core.tools import TOOL_NAMES
+
+from .errors import BadRequest
+
+EDITABLE = ("model", "base_url", "api_key", "tool_calling", "auto_approve")
+
+
+def validate_changes(body: Any) -> dict[str, Any]:
+    """The accepted changes of a PUT config body, or BadRequest saying what is wrong."""
+    if not isinstance(body, dict) or not body:
+        raise BadRequest(f"Send a JSON object with any of {list(EDITABLE)}.")
+    unknown = sorted(set(body) - set(EDITABLE))
+    if unknown:
+        raise BadRequest(f"Unknown settings {unknown}; editable ones are {list(EDITABLE)}.")
+    for name in ("model", "base_url", "api_key"):
+        if name in body and not isinstance(body[name], str):
+            raise BadRequest(f"{name!r} must be a string.")
+    if "tool_calling" in body and body["tool_calling"] not in ("native", "prompt"):
+        raise BadRequest('"tool_calling" must be "native" or "prompt".')
+    if "auto_approve" in body:
+        names = body["auto_approve"]
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise BadRequest('"auto_approve" must be a list of tool names.')
+        unknown_tools = sorted(set(names) - set(TOOL_NAMES))
+        if unknown_tools:
+            raise BadRequest(f"Unknown tools in auto_approve: {unknown_tools}.")
+    return dict(body)
+
+
+class SettingsStore:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def load(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError):
+            return {}  # a damaged file must not stop the server; PUT config rewrites it
+        return {k: v for k, v in data.items() if k in EDITABLE} if isinstance(data, dict) else {}
+
+    def save(self, changes: dict[str, Any]) -> None:
+        data = {**self.load(), **changes}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(data, handle, indent=1)
+        os.replace(tmp, self.path)

@@ -1,0 +1,118 @@
+"""Fixtures: a real Jupyter server with Cellwright (pytest-jupyter), a real ipykernel behind a
+notebook session, and the scripted fake LLM the real `openai` client talks to."""
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any, Iterator
+
+import pytest
+
+from tests.fake_llm import FakeLLM
+
+pytest_plugins = ["pytest_jupyter.jupyter_server"]
+
+NOTEBOOK = "analysis.ipynb"
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[FakeLLM]:
+    with FakeLLM() as llm:
+        yield llm
+
+
+@pytest.fixture
+def cellwright_config(fake_llm: FakeLLM, tmp_path: Any) -> dict[str, Any]:
+    return {
+        "model": "fake-model",
+        "base_url": fake_llm.base_url,
+        "api_key": "sk-test-secret-key",
+        "data_dir": str(tmp_path / "cellwright-data"),
+        "request_timeout": 10.0,
+    }
+
+
+@pytest.fixture
+def jp_server_config(cellwright_config: dict[str, Any]) -> dict[str, Any]:
+    return {"ServerApp": {"jpserver_extensions": {"jupyter_ext": True}}, "Cellwright": cellwright_config}
+
+
+class Api:
+    """The routes of API.md through the real server (token auth, as the panel's requests)."""
+
+    def __init__(self, jp_fetch: Any) -> None:
+        self._fetch = jp_fetch
+
+    async def call(self, method: str, path: str, body: Any = None, expect: int | None = None, **kw: Any) -> Any:
+        kwargs: dict[str, Any] = {"method": method, "raise_error": False, **kw}
+        if body is not None:
+            kwargs["body"] = body if isinstance(body, (str, bytes)) else json.dumps(body)
+        response = await self._fetch("cellwright", "api", *path.split("/"), **kwargs)
+        if expect is not None:
+            assert response.code == expect, f"{method} {path}: {response.code} {response.body!r}"
+        text = response.body.decode() if response.body else ""
+        return response.code, (json.loads(text) if text and "json" in response.headers.get("Content-Type", "") else text)
+
+    async def new_thread(self, notebook_path: str = NOTEBOOK) -> str:
+        _, data = await self.call("POST", "threads", {"notebook_path": notebook_path}, expect=201)
+        return data["thread_id"]
+
+    async def run(self, thread_id: str, message: str, **fields: Any) -> str:
+        body = {"message": message, "notebook_path": NOTEBOOK, **fields}
+        _, data = await self.call("POST", f"threads/{thread_id}/runs", body, expect=202)
+        return data["run_id"]
+
+    async def events(self, thread_id: str, after: int = 0, headers: dict[str, str] | None = None) -> list[dict[str, Any]]:
+        """Read the event stream until the server closes it (end of the active run)."""
+        code, text = await self.call("GET", f"threads/{thread_id}/events", params={"after": after} if not headers else None,
+                                     headers=headers or {}, request_timeout=60)
+        assert code == 200, text
+        return parse_sse(text)
+
+    async def until_finished(self, thread_id: str, after: int = 0) -> list[dict[str, Any]]:
+        """Events after `after` up to and including the next run_finished."""
+        collected: list[dict[str, Any]] = []
+        for _ in range(50):
+            batch = await self.events(thread_id, after)
+            collected += batch
+            if any(e["type"] == "run_finished" for e in collected):
+                return collected
+            after = collected[-1]["seq"] if collected else after
+            await asyncio.sleep(0.1)
+        raise AssertionError(f"no run_finished in {collected}")
+
+    async def approve(self, thread_id: str, call_id: str, decision: str = "approve", **fields: Any) -> tuple[int, Any]:
+        return await self.call("POST", f"threads/{thread_id}/approvals/{call_id}", {"decision": decision, **fields})
+
+
+def parse_sse(text: str) -> list[dict[str, Any]]:
+    events = []
+    for block in text.split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if line and not line.startswith(":"))
+        if "data" in fields:
+            event = json.loads(fields["data"])
+            assert int(fields["id"]) == event["seq"] and fields["event"] == event["type"]
+            events.append(event)
+    return events
+
+
+@pytest.fixture
+def api(jp_fetch: Any) -> Api:
+    return Api(jp_fetch)
+
+
+@pytest.fixture
+def notebook_kernel(jp_serverapp: Any, jp_root_dir: Any, jp_asyncio_loop: Any) -> Iterator[str]:
+    """A real ipykernel behind a Jupyter session for NOTEBOOK, as JupyterLab makes when it opens it."""
+    import nbformat
+
+    nbformat.write(nbformat.v4.new_notebook(), str(jp_root_dir / NOTEBOOK))
+    create = jp_serverapp.session_manager.create_session(path=NOTEBOOK, kernel_name="python3", type="notebook")
+    kernel_id = jp_asyncio_loop.run_until_complete(create)["kernel"]["id"]
+    yield kernel_id
+    if kernel_id in jp_serverapp.kernel_manager:
+        jp_asyncio_loop.run_until_complete(jp_serverapp.kernel_manager.shutdown_kernel(kernel_id, now=True))
+
+
+def of_type(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
+    return [e for e in events if e["type"] == kind]
