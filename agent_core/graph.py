@@ -11,7 +11,6 @@ import operator
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
-from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
@@ -20,7 +19,8 @@ from .events import make_event
 from .llm import stream_chat
 from .prompts import prompt_text
 from .settings import AgentSettings
-from .tool_ledger import ToolLedger
+from .tool_ledger import STOPPED, ToolLedger
+from .tools.base import Emit
 from .tools import TOOLS, ToolContext, ToolEnvironment, ToolInputError, ToolOutcome, ToolSpec
 
 log = logging.getLogger(__name__)
@@ -41,6 +41,9 @@ class RunContext:
     settings: AgentSettings
     env: ToolEnvironment
     ledger: ToolLedger
+    # Events go to this sink rather than LangGraph's stream writer: what a tool emits while its run
+    # is being cancelled (a cell's "aborted") would never reach the stream's consumer.
+    emit: Emit
     notebook_path: str = ""
     agent: str = "main"
     tools: dict[str, ToolSpec] = field(default_factory=lambda: dict(TOOLS))
@@ -92,7 +95,7 @@ def _limit_reached(ctx: RunContext, emit: Any) -> AgentState:
 
 async def call_model(state: AgentState, runtime: Runtime[RunContext]) -> AgentState:
     ctx = runtime.context
-    emit = get_stream_writer()
+    emit = ctx.emit
     calls_so_far = state.get("model_calls", 0)
     if calls_so_far >= ctx.settings.max_model_calls:
         return _limit_reached(ctx, emit)
@@ -175,7 +178,7 @@ async def _run_recorded(spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolCont
     except ToolInputError as exc:
         outcome = ToolOutcome("error", f"{spec.name} failed: {exc}")
     except asyncio.CancelledError:
-        await ctx.ledger.finished(ctx.thread_id, tool_ctx.call_id, ToolOutcome("error", "Stopped by the user."))
+        await ctx.ledger.finished(ctx.thread_id, tool_ctx.call_id, STOPPED)
         raise
     except Exception as exc:  # a tool failure is the model's to handle, not a crash of the run
         log.exception("tool %s failed", spec.name)
@@ -186,7 +189,7 @@ async def _run_recorded(spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolCont
 
 async def call_tools(state: AgentState, runtime: Runtime[RunContext]) -> AgentState:
     ctx = runtime.context
-    emit = get_stream_writer()
+    emit = ctx.emit
     call = state["messages"][-1]["tool_calls"][0]
     outcome = await _run_tool(call, ctx, emit)
     emit(

@@ -14,6 +14,12 @@ INTERRUPTED = ToolOutcome(
     "it was not run again. Check its effects before retrying.",
 )
 
+STOPPED = ToolOutcome(
+    "rejected",
+    "The user stopped the run: this call did not run, or was stopped before it finished.",
+    summary="Stopped by the user",
+)
+
 
 class ToolLedger(Protocol):
     async def started(self, thread_id: str, call_id: str) -> None: ...

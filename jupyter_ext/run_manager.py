@@ -13,7 +13,8 @@ from typing import Any, Callable
 from agent_core.events import make_event
 from agent_core.settings import AgentSettings
 from agent_core.thread_store import ThreadRecord, ThreadStore
-from agent_core.tools import TOOLS, ToolEnvironment, ToolOutcome
+from agent_core.tool_ledger import INTERRUPTED, STOPPED
+from agent_core.tools import TOOLS, ToolEnvironment
 
 from .errors import BadRequest, Conflict, NotFound
 
@@ -21,7 +22,6 @@ log = logging.getLogger(__name__)
 
 EnvFactory = Callable[[str, str | None, AgentSettings], ToolEnvironment]
 DECISIONS = ("approve", "edit", "reject")
-STOPPED = ToolOutcome("rejected", "The user stopped the run before this call was approved. It did not run.")
 
 
 @dataclass
@@ -156,11 +156,13 @@ class RunManager:
         record = await self.thread(thread_id)
         async with self._thread_locks[thread_id]:
             if thread_id in self._active:
-                await self._stop_task(thread_id)
+                await self._stop_task(thread_id)  # the run closes its open call itself
                 return
-            pending = self._pending(await self._snapshot(thread_id))
-            if pending is not None:
-                await self._close_pending(record, pending)
+            emit = EventPump(self.threads, thread_id, record.last_run_id)
+            if await self._close_open_call(thread_id, emit):
+                emit(make_event("run_finished", status="cancelled"))
+                await self.threads.update(thread_id, status="cancelled")
+            await emit.drain()
 
     def is_running(self, thread_id: str) -> bool:
         return thread_id in self._active
@@ -185,42 +187,35 @@ class RunManager:
         from agent_core.llm import LLMError
 
         thread_id = record.thread_id
-        emit = self._emitter(thread_id, run_id)
+        emit = EventPump(self.threads, thread_id, run_id)
         status = "completed"
         try:
             await self.threads.update(thread_id, status="running", last_run_id=run_id)
-            await emit(make_event("run_started", mode=mode, message=message))
+            emit(make_event("run_started", mode=mode, message=message))
             graph = await self.graph()
-            context = RunContext(thread_id, settings, env, self._agent_store.ledger, record.notebook_path)
-            async for stream_mode, chunk in graph.astream(
-                graph_input, self._config(thread_id), context=context, stream_mode=["custom", "updates"], durability="sync"
+            context = RunContext(thread_id, settings, env, self._agent_store.ledger, emit, record.notebook_path)
+            async for chunk in graph.astream(
+                graph_input, self._config(thread_id), context=context, stream_mode="updates", durability="sync"
             ):
-                if stream_mode == "custom":
-                    await emit(chunk)
-                elif "__interrupt__" in chunk:
-                    for pending in chunk["__interrupt__"]:
-                        await emit(_approval_event(pending.value))
+                for pending in chunk.get("__interrupt__", ()):
+                    emit(_approval_event(pending.value))
                     status = "awaiting_approval"
         except asyncio.CancelledError:
             status = "cancelled"
+            await self._close_open_call(thread_id, emit)
         except LLMError as exc:
             status = "failed"
-            await emit(make_event("error", kind=exc.kind, message=exc.message, retryable=exc.retryable))
+            emit(make_event("error", kind=exc.kind, message=exc.message, retryable=exc.retryable))
         except Exception as exc:  # a bug: keep the thread usable and say so
             log.exception("run %s of thread %s failed", run_id, thread_id)
             status = "failed"
-            await emit(make_event("error", kind="internal", message=f"Cellwright failed: {type(exc).__name__}: {exc}", retryable=False))
+            emit(make_event("error", kind="internal", message=f"Cellwright failed: {type(exc).__name__}: {exc}", retryable=False))
         finally:
             self._active.pop(thread_id, None)
             if await self.threads.get(thread_id) is not None:
-                await emit(make_event("run_finished", status=status))
+                emit(make_event("run_finished", status=status))
+                await emit.drain()
                 await self.threads.update(thread_id, status=status)
-
-    def _emitter(self, thread_id: str, run_id: str) -> Callable[[dict[str, Any]], Any]:
-        async def emit(event: dict[str, Any]) -> None:
-            await self.threads.append(thread_id, {"agent": "main", **event, "run_id": run_id})
-
-        return emit
 
     async def _stop_task(self, thread_id: str) -> None:
         run = self._active.get(thread_id)
@@ -229,16 +224,24 @@ class RunManager:
         run.task.cancel()
         await asyncio.wait([run.task])
 
-    async def _close_pending(self, record: ThreadRecord, pending: dict[str, Any]) -> None:
-        """Stop while waiting for approval: the call is answered as stopped and never runs."""
+    async def _close_open_call(self, thread_id: str, emit: "EventPump") -> bool:
+        """After a stop, answer the call the tools step was on (pending approval, or cut off while
+        running) with its recorded outcome, so the thread is consistent and the call never runs again."""
         graph = await self.graph()
-        await self._agent_store.ledger.finished(record.thread_id, pending["id"], STOPPED)
-        tool_message = {"role": "tool", "tool_call_id": pending["id"], "content": STOPPED.content}
-        await graph.aupdate_state(self._config(record.thread_id), {"messages": [tool_message], "done": True}, as_node="tools")
-        emit = self._emitter(record.thread_id, record.last_run_id)
-        await emit(make_event("tool_result", id=pending["id"], name=pending["name"], status="rejected", summary="Stopped by the user"))
-        await emit(make_event("run_finished", status="cancelled"))
-        await self.threads.update(record.thread_id, status="cancelled")
+        snapshot = await self._snapshot(thread_id)
+        if snapshot.next != ("tools",):
+            return False
+        call = snapshot.values["messages"][-1]["tool_calls"][0]
+        ledger = self._agent_store.ledger
+        outcome = await ledger.lookup(thread_id, call["id"])
+        if outcome is None or outcome.content == INTERRUPTED.content:
+            outcome = STOPPED
+            await ledger.finished(thread_id, call["id"], outcome)
+        tool_message = {"role": "tool", "tool_call_id": call["id"], "content": outcome.content}
+        await graph.aupdate_state(self._config(thread_id), {"messages": [tool_message], "done": True}, as_node="tools")
+        name = call["function"]["name"]
+        emit(make_event("tool_result", id=call["id"], name=name, status=outcome.status, summary=outcome.display_summary))
+        return True
 
     async def _redrive_if_stuck(self, record: ThreadRecord) -> None:
         """A crash between saving the model's step and raising the approval interrupt leaves a
@@ -272,6 +275,29 @@ class RunManager:
     @staticmethod
     def _config(thread_id: str) -> dict[str, Any]:
         return {"configurable": {"thread_id": thread_id}}
+
+
+class EventPump:
+    """The run's event sink: a sync call for the agent, appended to the thread's log in order by a
+    task of its own, so events emitted while the run is being cancelled are still kept."""
+
+    def __init__(self, threads: ThreadStore, thread_id: str, run_id: str) -> None:
+        self._threads = threads
+        self._thread_id = thread_id
+        self._run_id = run_id
+        self._queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self._task = asyncio.create_task(self._pump())
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        self._queue.put_nowait({"agent": "main", **event, "run_id": self._run_id})
+
+    async def drain(self) -> None:
+        self._queue.put_nowait(None)
+        await asyncio.shield(self._task)
+
+    async def _pump(self) -> None:
+        while (event := await self._queue.get()) is not None:
+            await self._threads.append(self._thread_id, event)
 
 
 def _check_decision(body: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,476 @@
+"""A scripted fake OpenAI-compatible chat-completions server (standard library only).
+
+Each POST /v1/chat/completions consumes the next scripted reply; the test then
+inspects ``llm.requests`` to see what the client sent.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import socket
+import sys
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Mapping, Sequence, Union
+
+MODEL_ID = "fake-model"
+EXHAUSTED_MESSAGE = "fake LLM script exhausted"
+
+ToolCallSpec = tuple  # (name, args) or (name, args, id); args: dict | str (raw) | None
+
+
+@dataclass
+class Reply:
+    """One scripted answer of the model.
+
+    content: text; a list of str is streamed as exactly those deltas.
+    tool_calls: (name, args) or (name, args, id); args is a dict (JSON-encoded)
+        or a str sent verbatim.
+    raw_args: sent verbatim as the first tool call's arguments (invalid JSON tests).
+    reasoning: streamed as ``reasoning_content`` deltas before the content.
+    finish_reason: override ("length", ...); default "tool_calls" or "stop".
+    status/error_body/headers: a non-200 status sends error_body as JSON.
+    delay_before: seconds to wait before the response headers.
+    chunk_delay: seconds to wait before each stream chunk.
+    empty_stream: stream nothing but ``data: [DONE]`` (no chunk at all).
+    hang: send headers (and any scripted chunks), then stall until server stop.
+    omit_ids: tool-call deltas carry no "id".
+    repeat_name: every argument delta repeats the function name (llama.cpp).
+    split_args_into: argument pieces per tool call; 0 = arguments in the first delta.
+    """
+
+    content: str | list[str] | None = None
+    tool_calls: Sequence[ToolCallSpec] = ()
+    raw_args: str | None = None
+    reasoning: str | None = None
+    finish_reason: str | None = None
+    status: int = 200
+    error_body: dict | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    delay_before: float = 0.0
+    chunk_delay: float = 0.0
+    empty_stream: bool = False
+    hang: bool = False
+    omit_ids: bool = False
+    repeat_name: bool = False
+    split_args_into: int = 3
+
+    def __post_init__(self) -> None:
+        for tc in self.tool_calls:
+            if not isinstance(tc, (tuple, list)) or len(tc) not in (2, 3) or not isinstance(tc[0], str):
+                raise ValueError(f"tool call must be (name, args) or (name, args, id), got {tc!r}")
+        if self.raw_args is not None and not self.tool_calls:
+            raise ValueError("raw_args needs at least one tool call")
+
+
+ScriptItem = Union[Reply, str, Callable[[dict], Union[Reply, str]]]
+
+
+def text(content: str | list[str], **opts: Any) -> Reply:
+    """A plain assistant text reply."""
+    return Reply(content=content, **opts)
+
+
+def tool_call(name: str, args: dict | str | None = None, *, id: str | None = None, **opts: Any) -> Reply:
+    """A reply with one native tool call (args: dict, or str sent verbatim)."""
+    return Reply(tool_calls=[(name, args, id)], **opts)
+
+
+_ERROR_DEFAULTS = {
+    400: ("invalid_request_error", None),
+    401: ("invalid_request_error", "invalid_api_key"),
+    403: ("invalid_request_error", None),
+    404: ("invalid_request_error", "model_not_found"),
+    429: ("requests", "rate_limit_exceeded"),
+}
+
+
+def error(
+    status: int,
+    message: str,
+    *,
+    type: str | None = None,
+    code: str | None = None,
+    retry_after: float | None = None,
+    **opts: Any,
+) -> Reply:
+    """An HTTP error with an OpenAI-style body {"error": {message, type, code}}."""
+    d_type, d_code = _ERROR_DEFAULTS.get(status, ("server_error", None))
+    headers = dict(opts.pop("headers", {}))
+    if retry_after is not None:
+        headers["retry-after"] = f"{retry_after:g}"
+    body = {"error": {"message": message, "type": type or d_type, "param": None, "code": code or d_code}}
+    return Reply(status=status, error_body=body, headers=headers, **opts)
+
+
+def _error_body(message: str, type: str = "server_error", code: str | None = None) -> dict:
+    return {"error": {"message": message, "type": type, "param": None, "code": code}}
+
+
+class _Stopped(Exception):
+    """The server is stopping; abandon the response."""
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, fake: FakeLLM, host: str) -> None:
+        self.fake = fake
+        self.connections: set[socket.socket] = set()
+        self.conn_lock = threading.Lock()
+        super().__init__((host, 0), _Handler)
+
+    def get_request(self):  # type: ignore[override]
+        sock, addr = super().get_request()
+        with self.conn_lock:
+            self.connections.add(sock)
+        return sock, addr
+
+    def shutdown_request(self, request) -> None:  # type: ignore[override]
+        with self.conn_lock:
+            self.connections.discard(request)
+        super().shutdown_request(request)
+
+    def abort_connections(self) -> None:
+        with self.conn_lock:
+            conns = list(self.connections)
+        for sock in conns:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def handle_error(self, request, client_address) -> None:  # type: ignore[override]
+        if self.fake._stop.is_set() or isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return  # client hung up / server stopping: not a test failure
+        super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # silence stderr
+        pass
+
+    # -- helpers -------------------------------------------------------------
+
+    @property
+    def fake(self) -> FakeLLM:
+        return self.server.fake
+
+    def _sleep(self, seconds: float) -> None:
+        if seconds > 0 and self.fake._stop.wait(seconds):
+            raise _Stopped
+
+    def _send_json(self, status: int, obj: Any, headers: Mapping[str, str] = {}) -> None:
+        data = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
+    def _write_chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def _hang(self) -> None:
+        self.fake._stop.wait()
+        self.close_connection = True
+        raise _Stopped
+
+    # -- routes --------------------------------------------------------------
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") == "/v1/models":
+            model = {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "fake-llm"}
+            self._send_json(200, {"object": "list", "data": [model]})
+        else:
+            self._send_json(404, _error_body(f"unknown path {self.path}", "invalid_request_error"))
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        if self.path.rstrip("/") != "/v1/chat/completions":
+            self._send_json(404, _error_body(f"unknown path {self.path}", "invalid_request_error"))
+            return
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            self._send_json(400, _error_body("fake LLM: request body is not JSON", "invalid_request_error"))
+            return
+        reply = self.fake._next_reply(body, {k.lower(): v for k, v in self.headers.items()})
+        try:
+            self._respond(body, reply)
+        except _Stopped:
+            self.close_connection = True
+        except ConnectionError:  # client went away (e.g. its timeout)
+            self.close_connection = True
+
+    def _respond(self, body: dict, reply: Reply) -> None:
+        self._sleep(reply.delay_before)
+        if reply.status != 200:
+            self._send_json(reply.status, reply.error_body or _error_body("error"), reply.headers)
+            return
+        if body.get("stream"):
+            self._stream(body, reply)
+        elif reply.hang:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.wfile.flush()
+            self._hang()
+        else:
+            self._send_json(200, self.fake._completion(body, reply), reply.headers)
+
+    def _stream(self, body: dict, reply: Reply) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Transfer-Encoding", "chunked")
+        for k, v in reply.headers.items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.flush()
+        chunks = self.fake._chunks(body, reply)
+        if reply.hang:  # stall mid-stream: no finish chunk; headers only if nothing scripted
+            chunks = [c for c in chunks if c["choices"] and c["choices"][0]["finish_reason"] is None]
+            chunks = chunks if len(chunks) > 1 else []
+        for chunk in chunks:
+            self._sleep(reply.chunk_delay)
+            self._write_chunk(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+        if reply.hang:
+            self._hang()
+        self._sleep(reply.chunk_delay)
+        self._write_chunk(b"data: [DONE]\n\n")
+        self._write_chunk(b"")  # end of chunked body
+
+
+def _split_words(s: str) -> list[str]:
+    return re.findall(r"\s*\S+|\s+$", s) or [s]
+
+
+def _split_n(s: str, n: int) -> list[str]:
+    if n <= 1 or len(s) <= 1:
+        return [s]
+    n = min(n, len(s))
+    step, extra = divmod(len(s), n)
+    out, pos = [], 0
+    for i in range(n):
+        size = step + (1 if i < extra else 0)
+        out.append(s[pos : pos + size])
+        pos += size
+    return out
+
+
+class FakeLLM:
+    """A fake OpenAI chat-completions server on 127.0.0.1 (a free port), scripted per test."""
+
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        self._host = host
+        self._lock = threading.Condition()
+        self._script: deque[ScriptItem] = deque()
+        self._requests: list[dict] = []
+        self._headers: list[dict[str, str]] = []
+        self._stop = threading.Event()
+        self._ids = itertools.count(1)  # completion ids
+        self._call_ids = itertools.count(1)  # automatic tool-call ids
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -------------------------------------------------------------
+
+    def start(self) -> FakeLLM:
+        """Start serving in a daemon thread."""
+        if self._server is not None:
+            return self
+        self._stop.clear()
+        self._server = _Server(self, self._host)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-llm", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving; aborts hanging/slow replies and open connections."""
+        if self._server is None:
+            return
+        self._stop.set()
+        self._server.shutdown()
+        self._server.abort_connections()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._server = None
+        self._thread = None
+
+    def __enter__(self) -> FakeLLM:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def port(self) -> int:
+        assert self._server is not None, "FakeLLM not started"
+        return self._server.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        """E.g. "http://127.0.0.1:PORT/v1"."""
+        return f"http://{self._host}:{self.port}/v1"
+
+    # -- scripting / inspection --------------------------------------------------
+
+    def script(self, *replies: ScriptItem) -> FakeLLM:
+        """Append replies (Reply, str = text, or callable(request_body) -> Reply)."""
+        for r in replies:
+            if not (isinstance(r, (Reply, str)) or callable(r)):
+                raise TypeError(f"script item must be a Reply, str or callable, got {r!r}")
+        with self._lock:
+            self._script.extend(replies)
+        return self
+
+    @property
+    def pending(self) -> int:
+        """Number of scripted replies not yet consumed."""
+        with self._lock:
+            return len(self._script)
+
+    @property
+    def requests(self) -> list[dict]:
+        """Parsed JSON bodies of chat-completion requests, in order (a copy)."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def request_headers(self) -> list[dict[str, str]]:
+        """Headers of each chat-completion request (lower-cased names), in order."""
+        with self._lock:
+            return list(self._headers)
+
+    def wait_for_requests(self, n: int, timeout: float = 10) -> list[dict]:
+        """Block until at least n requests arrived; raise TimeoutError otherwise."""
+        with self._lock:
+            if not self._lock.wait_for(lambda: len(self._requests) >= n, timeout):
+                raise TimeoutError(f"fake LLM: expected {n} requests, got {len(self._requests)} in {timeout}s")
+            return list(self._requests)
+
+    # -- internals ---------------------------------------------------------------
+
+    def _next_reply(self, body: dict, headers: dict[str, str]) -> Reply:
+        with self._lock:
+            self._requests.append(body)
+            self._headers.append(headers)
+            number = len(self._requests)
+            item = self._script.popleft() if self._script else None
+            self._lock.notify_all()
+        if item is None:
+            return error(500, f"{EXHAUSTED_MESSAGE}: no reply scripted for request #{number}", code="fake_llm")
+        if callable(item) and not isinstance(item, Reply):
+            try:
+                item = item(body)
+            except Exception as exc:  # make test bugs visible to the client
+                return error(500, f"fake LLM script callable raised {exc!r}", code="fake_llm")
+        if isinstance(item, str):
+            item = text(item)
+        if not isinstance(item, Reply):
+            return error(500, f"fake LLM script callable returned {item!r}, not a Reply", code="fake_llm")
+        return item
+
+    def _tool_calls(self, reply: Reply) -> list[tuple[str, str, str | None]]:
+        out = []
+        for i, tc in enumerate(reply.tool_calls):
+            name, args = tc[0], tc[1]
+            call_id = tc[2] if len(tc) == 3 and tc[2] else f"call_fake_{next(self._call_ids)}"
+            if i == 0 and reply.raw_args is not None:
+                args = reply.raw_args
+            elif args is None:
+                args = "{}"
+            elif not isinstance(args, str):
+                args = json.dumps(args)
+            out.append((name, args, None if reply.omit_ids else call_id))
+        return out
+
+    @staticmethod
+    def _usage(body: dict, reply: Reply) -> dict:
+        prompt = len(json.dumps(body.get("messages", []))) // 4
+        completion = len("".join(reply.content) if isinstance(reply.content, list) else reply.content or "") // 4
+        completion += sum(len(str(tc[1])) for tc in reply.tool_calls) // 4
+        return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+    def _completion(self, body: dict, reply: Reply) -> dict:
+        content = "".join(reply.content) if isinstance(reply.content, list) else reply.content
+        message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
+        if reply.reasoning is not None:
+            message["reasoning_content"] = reply.reasoning
+        calls = self._tool_calls(reply)
+        if calls and not reply.empty_stream:
+            message["tool_calls"] = [
+                {**({"id": cid} if cid else {}), "type": "function", "function": {"name": n, "arguments": a}}
+                for n, a, cid in calls
+            ]
+        finish = reply.finish_reason or ("tool_calls" if calls else "stop")
+        return {
+            "id": f"chatcmpl-fake{next(self._ids)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", MODEL_ID),
+            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
+            "usage": self._usage(body, reply),
+        }
+
+    def _chunks(self, body: dict, reply: Reply) -> list[dict]:
+        if reply.empty_stream:
+            return []
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        base = {
+            "id": f"chatcmpl-fake{next(self._ids)}",
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": body.get("model", MODEL_ID),
+        }
+
+        def chunk(delta: dict, finish: str | None = None) -> dict:
+            c = {**base, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+            if include_usage:
+                c["usage"] = None
+            return c
+
+        out = [chunk({"role": "assistant", "content": ""})]
+        if reply.reasoning:
+            out += [chunk({"reasoning_content": p}) for p in _split_words(reply.reasoning)]
+        if reply.content:
+            pieces = reply.content if isinstance(reply.content, list) else _split_words(reply.content)
+            out += [chunk({"content": p}) for p in pieces]
+        calls = self._tool_calls(reply)
+        for i, (name, args, cid) in enumerate(calls):
+            first: dict[str, Any] = {"index": i}
+            if cid:
+                first["id"] = cid
+            first["type"] = "function"
+            first["function"] = {"name": name, "arguments": args if reply.split_args_into == 0 else ""}
+            out.append(chunk({"tool_calls": [first]}))
+            if reply.split_args_into == 0:
+                continue
+            for piece in _split_n(args, reply.split_args_into):
+                fn = {"name": name, "arguments": piece} if reply.repeat_name else {"arguments": piece}
+                out.append(chunk({"tool_calls": [{"index": i, "function": fn}]}))
+        finish = reply.finish_reason or ("tool_calls" if calls else "stop")
+        out.append(chunk({}, finish))
+        if include_usage:
+            out.append({**base, "choices": [], "usage": self._usage(body, reply)})
+        return out
