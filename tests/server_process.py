@@ -1,0 +1,99 @@
+"""A real `jupyter server` / `jupyter lab` in a subprocess, for tests that restart it or drive it
+from a browser. Each instance gets its own config, data and runtime directories."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+TOKEN = "cellwright-test-token"
+REPO = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class JupyterProcess:
+    def __init__(self, base: Path, env: dict[str, str], app: str = "server", extra_args: list[str] | None = None) -> None:
+        self.base = base
+        self.root = base / "root"
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.env = {
+            **os.environ,
+            "JUPYTER_CONFIG_DIR": str(base / "config"),
+            "JUPYTER_DATA_DIR": str(base / "data"),
+            "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
+            "JUPYTER_PLATFORM_DIRS": "1",
+            # The working tree's code, also when an older Cellwright is pip-installed.
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")])),
+            **env,
+        }
+        self.app = app
+        self.extra_args = extra_args or []
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.port = 0
+        self.log_path = base / f"{app}.log"
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 60) -> "JupyterProcess":
+        self.port = free_port()
+        args = [
+            sys.executable, "-m", "jupyter", self.app, "--no-browser", "--allow-root",
+            f"--port={self.port}", "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={TOKEN}",
+            f"--ServerApp.root_dir={self.root}", "--ServerApp.jpserver_extensions={'jupyter_ext': True}",
+            *self.extra_args,
+        ]  # fmt: skip
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(args, env=self.env, stdout=log, stderr=subprocess.STDOUT, cwd=self.root)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"jupyter {self.app} exited: {self.log_path.read_text()[-3000:]}")
+            try:
+                if self.get("api/status").status_code == 200:
+                    return self
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"jupyter {self.app} did not start: {self.log_path.read_text()[-3000:]}")
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def request(self, method: str, path: str, body: Any = None, **kw: Any) -> httpx.Response:
+        headers = {"Authorization": f"token {TOKEN}", **kw.pop("headers", {})}
+        content = json.dumps(body) if body is not None else None
+        return httpx.request(method, f"{self.url}/{path}", content=content, headers=headers, timeout=kw.pop("timeout", 60), **kw)
+
+    def get(self, path: str, **kw: Any) -> httpx.Response:
+        return self.request("GET", path, **kw)
+
+    def open_notebook(self, path: str) -> str:
+        """What JupyterLab does when it opens a notebook: a session with a kernel. Returns the kernel id."""
+        import nbformat
+
+        if not (self.root / path).exists():
+            nbformat.write(nbformat.v4.new_notebook(), str(self.root / path))
+        body = {"path": path, "name": path, "type": "notebook", "kernel": {"name": "python3"}}
+        response = self.request("POST", "api/sessions", body)
+        assert response.status_code == 201, response.text
+        return response.json()["kernel"]["id"]
