@@ -122,9 +122,9 @@ async def call_model(state: AgentState, runtime: Runtime[RunContext]) -> AgentSt
     return {"messages": [message], "model_calls": calls_so_far + 1, "done": not calls}
 
 
-def approval_request(call_id: str, spec: ToolSpec, args: dict[str, Any], agent: str) -> dict[str, Any]:
-    return {
-        "id": call_id,
+async def approval_request(spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolContext, agent: str) -> dict[str, Any]:
+    request: dict[str, Any] = {
+        "id": tool_ctx.call_id,
         "name": spec.name,
         "args": args,
         "description": spec.describe_call(args),
@@ -132,6 +132,12 @@ def approval_request(call_id: str, spec: ToolSpec, args: dict[str, Any], agent: 
         "diff": None,
         "agent": agent,
     }
+    if spec.preview is not None:
+        try:
+            request.update(await spec.preview(args, tool_ctx))
+        except Exception as exc:  # a preview is a help for the user, never a reason to fail the call
+            log.warning("preview of %s failed: %s", spec.name, exc)
+    return request
 
 
 def _decided_args(decision: Any, args: dict[str, Any]) -> tuple[dict[str, Any] | None, ToolOutcome | None]:
@@ -161,14 +167,15 @@ async def _run_tool(call: dict[str, Any], ctx: RunContext, emit: Any) -> ToolOut
     recorded = await ctx.ledger.lookup(ctx.thread_id, call["id"])
     if recorded is not None:
         return recorded
+    tool_ctx = ToolContext(call["id"], ctx.env, emit, ctx.settings)
     if ctx.needs_approval(name):
         # The node re-runs from the top on resume; nothing above has side effects.
-        decision = interrupt(approval_request(call["id"], spec, args, ctx.agent))
+        decision = interrupt(await approval_request(spec, args, tool_ctx, ctx.agent))
         args, rejected = _decided_args(decision, args)
         if rejected is not None:
             await ctx.ledger.finished(ctx.thread_id, call["id"], rejected)
             return rejected
-    return await _run_recorded(spec, args or {}, ToolContext(call["id"], ctx.env, emit, ctx.settings), ctx)
+    return await _run_recorded(spec, args or {}, tool_ctx, ctx)
 
 
 async def _run_recorded(spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolContext, ctx: RunContext) -> ToolOutcome:

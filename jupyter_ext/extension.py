@@ -74,7 +74,9 @@ class Cellwright(ExtensionApp):
         serverapp = self.serverapp
 
         def environment(notebook_path: str, kernel_id: str | None, settings: AgentSettings) -> KernelEnvironment:
-            return KernelEnvironment(serverapp.kernel_manager, serverapp.session_manager, notebook_path, kernel_id, settings.cell_timeout)
+            return KernelEnvironment(
+                serverapp.kernel_manager, serverapp.session_manager, Path(serverapp.root_dir), notebook_path, kernel_id, settings.cell_timeout
+            )
 
         self.threads = ThreadStore(data / "threads.sqlite")
         self.run_manager = RunManager(self.threads, self.agent_settings, environment, self.checkpointer_url, data / "checkpoints.sqlite")

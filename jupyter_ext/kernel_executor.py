@@ -3,10 +3,13 @@ messages back as `cell_output` events, execute_reply closes the cell. Cancel int
 a dead kernel ends the cell with a clear error, never a hang."""
 from __future__ import annotations
 
+import ast
 import asyncio
+import json
 import queue
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from nbformat.v4 import output_from_msg
@@ -29,6 +32,7 @@ class KernelEnvironment:
 
     kernel_manager: Any
     session_manager: Any
+    root_dir: Path
     notebook_path: str
     kernel_id: str | None = None
     cell_timeout: float | None = None
@@ -54,6 +58,22 @@ class KernelEnvironment:
             return await self._execute(client, manager, kernel_id, call_id, code, emit)
         finally:
             client.stop_channels()
+
+    async def evaluate_json(self, expression: str) -> Any:
+        kernel_id = await self.resolve_kernel()
+        client = self.kernel_manager.get_kernel(kernel_id).client()
+        client.start_channels()
+        try:
+            await client.wait_for_ready(timeout=30)
+            # silent: no history, no execution count; user_expressions: evaluated, nothing assigned.
+            msg_id = client.execute("", silent=True, store_history=False, user_expressions={"value": expression})
+            reply = await self._reply(client, msg_id, timeout=30)
+        finally:
+            client.stop_channels()
+        value = reply.get("user_expressions", {}).get("value", {})
+        if value.get("status") != "ok":
+            raise ToolInputError(f"the kernel could not evaluate it: {value.get('ename')}: {value.get('evalue')}")
+        return json.loads(ast.literal_eval(value["data"]["text/plain"]))
 
     async def _execute(self, client: Any, manager: Any, kernel_id: str, call_id: str, code: str, emit: Emit) -> CellRun:
         started = time.monotonic()
@@ -109,10 +129,10 @@ class KernelEnvironment:
         if self.cell_timeout is not None and time.monotonic() - started > self.cell_timeout:
             raise asyncio.TimeoutError
 
-    async def _reply(self, client: Any, msg_id: str) -> dict[str, Any]:
+    async def _reply(self, client: Any, msg_id: str, timeout: float = 10) -> dict[str, Any]:
         while True:
             try:
-                msg = await client.get_shell_msg(timeout=10)
+                msg = await client.get_shell_msg(timeout=timeout)
             except queue.Empty:
                 return {"status": "error"}
             if msg.get("parent_header", {}).get("msg_id") == msg_id:

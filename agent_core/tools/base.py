@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Awaitable, Callable, Literal, Protocol
 
 from ..events import CellStatus, ToolStatus
@@ -33,7 +34,17 @@ class CellRun:
 class ToolEnvironment(Protocol):
     """Where side effects happen: the server's kernels, or the kernel the `%agent` magic runs in."""
 
+    @property
+    def root_dir(self) -> Path:
+        """The folder file and shell tools are confined to (the server's root directory)."""
+        ...
+
     async def run_cell(self, call_id: str, code: str, emit: Emit) -> CellRun: ...
+
+    async def evaluate_json(self, expression: str) -> Any:
+        """Evaluate `expression` (which must give a JSON string) in the notebook's kernel without a
+        trace: no history, no execution count, no new names. Raises ToolInputError without a kernel."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -70,6 +81,9 @@ class ToolSpec:
     needs_approval: bool = False
     read_only: bool = False
     describe: Callable[[dict[str, Any]], str] | None = None  # one line for the approval card
+    # Extra approval-card fields ({"diagnostics": [...]} or {"diff": "..."}); must have no side effects,
+    # as the tools node re-runs it when the user's decision resumes the run.
+    preview: Callable[[dict[str, Any], "ToolContext"], Awaitable[dict[str, Any]]] | None = None
 
     def openai_schema(self) -> dict[str, Any]:
         return {

@@ -1,0 +1,50 @@
+"""The kernel executor against a real ipykernel."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from jupyter_ext.kernel_executor import KernelEnvironment
+from tests.conftest import NOTEBOOK
+
+
+def _env(jp_serverapp: Any, kernel_id: str | None = None, notebook: str = NOTEBOOK) -> KernelEnvironment:
+    return KernelEnvironment(jp_serverapp.kernel_manager, jp_serverapp.session_manager, Path(jp_serverapp.root_dir), notebook, kernel_id)
+
+
+async def test_evaluate_json_leaves_no_trace(jp_serverapp: Any, notebook_kernel: str) -> None:
+    env = _env(jp_serverapp)
+    events: list[dict[str, Any]] = []
+    await env.run_cell("c1", "secret = 41", events.append)
+    before = await env.evaluate_json("__import__('json').dumps(sorted(k for k in globals() if not k.startswith('_')))")
+    value = await env.evaluate_json("__import__('json').dumps({'answer': secret + 1})")
+    assert value == {"answer": 42}
+    after = await env.evaluate_json("__import__('json').dumps(sorted(k for k in globals() if not k.startswith('_')))")
+    assert before == after and "secret" in after
+    count = await env.evaluate_json("__import__('json').dumps(get_ipython().execution_count)")
+    assert count == 2  # only the one real cell counted
+
+
+async def test_cell_outputs_errors_and_images(jp_serverapp: Any, notebook_kernel: str) -> None:
+    env = _env(jp_serverapp)
+    events: list[dict[str, Any]] = []
+    ok = await env.run_cell("c1", "from IPython.display import Image, display\nprint('a')\n1 + 1", events.append)
+    assert ok.status == "ok" and [o["output_type"] for o in ok.outputs] == ["stream", "execute_result"]
+    failed = await env.run_cell("c2", "1 / 0", events.append)
+    assert failed.status == "error" and failed.outputs[0]["ename"] == "ZeroDivisionError"
+    types = [e["type"] for e in events]
+    assert types.count("cell_started") == 2 and types.count("cell_finished") == 2
+
+
+async def test_kernel_found_through_the_session_when_the_id_is_stale(jp_serverapp: Any, notebook_kernel: str) -> None:
+    env = _env(jp_serverapp, kernel_id="dead-kernel-id")
+    assert await env.resolve_kernel() == notebook_kernel
+
+
+async def test_dead_kernel_ends_the_cell_with_a_clear_error(jp_serverapp: Any, notebook_kernel: str) -> None:
+    env = _env(jp_serverapp)
+    events: list[dict[str, Any]] = []
+    cell = await env.run_cell("c1", "import os, time\nprint('bye', flush=True)\nos._exit(1)", events.append)
+    assert cell.status == "error"
+    assert any("died" in str(o.get("evalue", "")) for o in cell.outputs)
+    assert events[-1]["type"] == "cell_finished" and events[-1]["status"] == "error"
