@@ -1,36 +1,61 @@
 """The agent loop: a LangGraph StateGraph with a model node and a tools node.
 
 State holds OpenAI-format message dicts. The tools node raises one `interrupt()` for a risky call
-before any side effect; a tool call id runs at most once (see tool_ledger)."""
+before any side effect; a tool call id runs at most once (see tool_ledger). Model misbehaviour is
+repaired here, in the loop: empty replies, several calls in one turn, unknown tools, bad
+arguments and the same failing call over and over."""
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
-import operator
 from dataclasses import dataclass, field
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, Sequence, TypedDict
 
+from langgraph.channels.delta import DeltaChannel
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from .events import make_event
-from .llm import stream_chat
+from .history import compact
+from .llm import LLMError, ModelRequest, ModelTurn, complete
 from .prompts import prompt_text
 from .settings import AgentSettings
 from .tool_ledger import STOPPED, ToolLedger
-from .tools.base import Emit
 from .tools import TOOLS, ToolContext, ToolEnvironment, ToolInputError, ToolOutcome, ToolSpec
+from .tools.base import Emit
 
 log = logging.getLogger(__name__)
 
+EMPTY_REPLY_RETRIES = 2
+SAME_FAILURE_LIMIT = 3
+
+
+def appended(*messages: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """A write to `messages`. Wrapped, because LangGraph turns bare message dicts written to a delta
+    channel into LangChain message objects, and the state holds OpenAI-format dicts."""
+    return {"append": list(messages)}
+
+
+def append_messages(current: list[dict[str, Any]], writes: Sequence[Any]) -> list[dict[str, Any]]:
+    merged = list(current)
+    for write in writes:
+        merged.extend(write["append"] if isinstance(write, dict) else write)
+    return merged
+
 
 class AgentState(TypedDict, total=False):
-    messages: Annotated[list[dict[str, Any]], operator.add]
+    # A delta channel: each checkpoint stores the new messages, not the whole list again, so a long
+    # thread grows linearly on disk instead of with the square of its turns.
+    messages: Annotated[list[dict[str, Any]], DeltaChannel(append_messages, snapshot_frequency=1000)]
     todos: list[dict[str, str]]
     model_calls: int  # per run: reset by each new user message
     done: bool
+    deferred: list[str]  # calls cut from the last turn, to tell the model they did not run
+    failure: dict[str, Any]  # {"call": fingerprint, "count": n} of consecutive identical failures
+    summary: str
+    summary_upto: int  # messages before this index are covered by `summary`
 
 
 @dataclass
@@ -47,6 +72,11 @@ class RunContext:
     notebook_path: str = ""
     agent: str = "main"
     tools: dict[str, ToolSpec] = field(default_factory=lambda: dict(TOOLS))
+    tool_mode: str = ""  # "native" or "prompt" for this run; "auto" settles on the first refusal
+
+    def __post_init__(self) -> None:
+        if not self.tool_mode:
+            self.tool_mode = "prompt" if self.settings.tool_calling == "prompt" else "native"
 
     def needs_approval(self, name: str) -> bool:
         spec = self.tools.get(name)
@@ -54,7 +84,7 @@ class RunContext:
 
 
 def new_run_input(message: str) -> AgentState:
-    return {"messages": [{"role": "user", "content": message}], "model_calls": 0, "done": False}
+    return {"messages": appended({"role": "user", "content": message}), "model_calls": 0, "done": False, "failure": {}}
 
 
 def parse_args(raw: str | dict[str, Any] | None) -> tuple[dict[str, Any] | None, str | None]:
@@ -69,57 +99,87 @@ def parse_args(raw: str | dict[str, Any] | None) -> tuple[dict[str, Any] | None,
     return value, None
 
 
-def with_tool_results(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Messages as sent to the model: every tool call answered (a cancel can leave one dangling),
-    and `content: ""` instead of null beside tool calls (llama.cpp rejects null)."""
-    answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        if message.get("role") == "assistant" and message.get("content") is None:
-            message = {**message, "content": ""}
-        out.append(message)
-        for call in message.get("tool_calls") or []:
-            if call["id"] not in answered:
-                out.append({"role": "tool", "tool_call_id": call["id"], "content": "Not run: the run was stopped."})
-    return out
+def _finish(emit: Emit, answer: str, next_items: list[dict[str, str]] | None = None) -> AgentState:
+    emit(make_event("final", answer=answer, next_items=next_items or []))
+    return {"messages": appended({"role": "assistant", "content": answer}), "done": True}
 
 
-def _limit_reached(ctx: RunContext, emit: Any) -> AgentState:
-    answer = (
-        f"I stopped after {ctx.settings.max_model_calls} model calls, the limit for one run. "
-        "The work so far is in the notebook."
-    )
-    emit(make_event("final", answer=answer, next_items=[{"title": "Continue", "prompt": "Continue where you stopped."}]))
-    return {"messages": [{"role": "assistant", "content": answer}], "done": True}
+# -- the model node
+
+
+def _system_prompt(ctx: RunContext) -> dict[str, Any]:
+    text = prompt_text("system").replace("{notebook_path}", ctx.notebook_path or "(none open)")
+    return {"role": "system", "content": text}
+
+
+def _reminder(ctx: RunContext) -> dict[str, Any]:
+    how = "reply with an Action or a Final Answer" if ctx.tool_mode == "prompt" else "call a tool, or call final_answer"
+    return {"role": "user", "content": f"Your last reply was empty. Continue the task: {how}."}
+
+
+async def _ask(ctx: RunContext, messages: list[dict[str, Any]], turn_id: int) -> ModelTurn:
+    """One model turn; in "auto" mode a refusal of function calling switches the run to prompt mode."""
+    emit = ctx.emit
+
+    def on_retry(error: LLMError, delay: float, attempt: int) -> None:
+        message = f"{error.message} Retrying in {delay:g} s (attempt {attempt + 1} of {ctx.settings.max_retries + 1})."
+        emit(make_event("error", kind="llm_retrying", message=message, retryable=True))
+
+    def on_token(text: str) -> None:
+        emit(make_event("token", text=text))
+
+    tools = [spec.openai_schema() for spec in ctx.tools.values()]
+    try:
+        return await complete(ctx.settings, ModelRequest(messages, tools, ctx.tool_mode, turn_id), on_token, on_retry)
+    except LLMError as exc:
+        if exc.kind != "tools_unsupported" or ctx.settings.tool_calling != "auto" or ctx.tool_mode == "prompt":
+            raise
+        log.info("endpoint refused function calling; switching to prompt mode: %s", exc.message)
+        ctx.tool_mode = "prompt"
+        return await complete(ctx.settings, ModelRequest(messages, tools, "prompt", turn_id), on_token, on_retry)
 
 
 async def call_model(state: AgentState, runtime: Runtime[RunContext]) -> AgentState:
     ctx = runtime.context
-    emit = ctx.emit
-    calls_so_far = state.get("model_calls", 0)
-    if calls_so_far >= ctx.settings.max_model_calls:
-        return _limit_reached(ctx, emit)
-    system = prompt_text("system").replace("{notebook_path}", ctx.notebook_path or "(none open)")
-    messages = [{"role": "system", "content": system}, *with_tool_results(state.get("messages", []))]
-    turn = await stream_chat(
-        ctx.settings,
-        messages,
-        [spec.openai_schema() for spec in ctx.tools.values()],
-        on_token=lambda text: emit(make_event("token", text=text)),
-        turn_id=calls_so_far,
+    calls = state.get("model_calls", 0)
+    if calls >= ctx.settings.max_model_calls:
+        answer = f"I stopped after {ctx.settings.max_model_calls} model calls, the limit for one run. The work so far is in the notebook."
+        return {**_finish(ctx.emit, answer, [{"title": "Continue", "prompt": "Continue where you stopped."}]), "model_calls": calls}
+    messages, update = await compact(
+        ctx.settings, state.get("messages", []), state.get("summary", ""), state.get("summary_upto", 0), _system_prompt(ctx)
     )
-    calls = turn.tool_calls[:1]  # one tool at a time: approvals and results stay in order
+    turn = await _ask(ctx, messages, calls)
+    calls += 1
+    for _ in range(EMPTY_REPLY_RETRIES):
+        if not turn.empty or calls >= ctx.settings.max_model_calls:
+            break
+        turn = await _ask(ctx, [*messages, _reminder(ctx)], calls)
+        calls += 1
+    update["model_calls"] = calls
+    if turn.empty:
+        answer = (
+            "The model returned empty replies, so I stopped. Servers that cannot stream tool calls for a model "
+            'do this (llama.cpp does): try the setting tool_calling = "prompt", or another model.'
+        )
+        return {**update, **_finish(ctx.emit, answer, [{"title": "Try again", "prompt": "Please try again."}])}
+    return {**update, **_model_reply(ctx, turn)}
+
+
+def _model_reply(ctx: RunContext, turn: ModelTurn) -> AgentState:
     message: dict[str, Any] = {"role": "assistant", "content": turn.content}
-    if calls:
-        message["tool_calls"] = calls
-        for call in calls:
-            args, _ = parse_args(call["function"]["arguments"])
-            name = call["function"]["name"]
-            emit(make_event("tool_call", id=call["id"], name=name, args=args or {}, needs_approval=ctx.needs_approval(name)))
-    else:
-        answer = turn.content.strip() or "The model returned an empty reply."
-        emit(make_event("final", answer=answer, next_items=[]))
-    return {"messages": [message], "model_calls": calls_so_far + 1, "done": not calls}
+    if not turn.tool_calls:
+        answer = turn.final_answer if turn.final_answer is not None else turn.content.strip()
+        ctx.emit(make_event("final", answer=answer, next_items=[]))
+        return {"messages": appended(message), "done": True}
+    first, *rest = turn.tool_calls  # one tool at a time: approvals and results stay in order
+    message["tool_calls"] = [first]
+    args, _ = parse_args(first["function"]["arguments"])
+    name = first["function"]["name"]
+    ctx.emit(make_event("tool_call", id=first["id"], name=name, args=args or {}, needs_approval=ctx.needs_approval(name)))
+    return {"messages": appended(message), "done": False, "deferred": [c["function"]["name"] for c in rest]}
+
+
+# -- the tools node
 
 
 async def approval_request(spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolContext, agent: str) -> dict[str, Any]:
@@ -155,7 +215,7 @@ def _decided_args(decision: Any, args: dict[str, Any]) -> tuple[dict[str, Any] |
     return args, None
 
 
-async def _run_tool(call: dict[str, Any], ctx: RunContext, emit: Any) -> ToolOutcome:
+async def _run_tool(call: dict[str, Any], ctx: RunContext) -> ToolOutcome:
     name = call["function"]["name"]
     spec = ctx.tools.get(name)
     if spec is None:
@@ -167,7 +227,7 @@ async def _run_tool(call: dict[str, Any], ctx: RunContext, emit: Any) -> ToolOut
     recorded = await ctx.ledger.lookup(ctx.thread_id, call["id"])
     if recorded is not None:
         return recorded
-    tool_ctx = ToolContext(call["id"], ctx.env, emit, ctx.settings)
+    tool_ctx = ToolContext(call["id"], ctx.env, ctx.emit, ctx.settings)
     if ctx.needs_approval(name):
         # The node re-runs from the top on resume; nothing above has side effects.
         decision = interrupt(await approval_request(spec, args, tool_ctx, ctx.agent))
@@ -194,20 +254,55 @@ async def _run_recorded(spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolCont
     return outcome
 
 
+def _fingerprint(call: dict[str, Any]) -> str:
+    args, _ = parse_args(call["function"]["arguments"])
+    canonical = json.dumps(args, sort_keys=True) if args is not None else call["function"]["arguments"]
+    return f"{call['function']['name']}:{canonical}"
+
+
+def _notes(state: AgentState, ctx: RunContext, spec: ToolSpec | None) -> str:
+    """What the model should know beside the result: cut calls, and the open todos after a read."""
+    notes = []
+    if state.get("deferred"):
+        notes.append(f"Only this call ran; these were not run: {', '.join(state['deferred'])}. Call them one at a time if still needed.")
+    open_todos = [t["content"] for t in state.get("todos", []) if t.get("status") != "completed"]
+    if spec is not None and spec.read_only and open_todos:
+        notes.append(f"Continue with your todo list. Open: {'; '.join(open_todos)}.")
+    return "".join(f"\n\n[{note}]" for note in notes)
+
+
 async def call_tools(state: AgentState, runtime: Runtime[RunContext]) -> AgentState:
     ctx = runtime.context
-    emit = ctx.emit
     call = state["messages"][-1]["tool_calls"][0]
-    outcome = await _run_tool(call, ctx, emit)
-    emit(
-        make_event(
-            "tool_result", id=call["id"], name=call["function"]["name"], status=outcome.status, summary=outcome.display_summary
-        )
-    )
-    update: AgentState = {"messages": [{"role": "tool", "tool_call_id": call["id"], "content": outcome.content}]}
+    name = call["function"]["name"]
+    outcome = await _run_tool(call, ctx)
+    ctx.emit(make_event("tool_result", id=call["id"], name=name, status=outcome.status, summary=outcome.display_summary))
+    content = outcome.content + _notes(state, ctx, ctx.tools.get(name))
+    messages = [{"role": "tool", "tool_call_id": call["id"], "content": content}]
+    update: AgentState = {"deferred": []}
     update.update(outcome.state)  # type: ignore[typeddict-item]
     update["done"] = outcome.ends_run
+    update["failure"] = _failure_streak(state, call, outcome)
+    if update["failure"].get("count", 0) >= SAME_FAILURE_LIMIT:
+        answer = (
+            f"I stopped: the same call to `{name}` failed {SAME_FAILURE_LIMIT} times in a row. Last error:\n\n"
+            f"> {outcome.content[:500]}\n\nRephrase the request or fix the cause, then ask again."
+        )
+        messages += _finish(ctx.emit, answer)["messages"]["append"]
+        update["done"] = True
+    update["messages"] = appended(*messages)  # type: ignore[typeddict-item]
     return update
+
+
+def _failure_streak(state: AgentState, call: dict[str, Any], outcome: ToolOutcome) -> dict[str, Any]:
+    if outcome.status != "error":
+        return {}
+    key = _fingerprint(call)
+    previous = state.get("failure") or {}
+    return {"call": key, "count": previous.get("count", 0) + 1 if previous.get("call") == key else 1}
+
+
+# -- the graph
 
 
 def _after_model(state: AgentState) -> str:

@@ -1,28 +1,47 @@
-"""The OpenAI-compatible adapter: one streamed chat completion, tokens forwarded as they arrive,
-tool-call deltas assembled, SDK errors turned into messages that tell the user what to fix."""
+"""The OpenAI-compatible adapter: one streamed chat completion in native or prompt tool-calling
+mode, tokens forwarded as they arrive, tool-call deltas assembled, transient failures retried with
+backoff, and SDK errors turned into messages that tell the user what to fix."""
 from __future__ import annotations
 
+import asyncio
+import json
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from .prompt_protocol import VisibleTokens, as_prompt_messages, parse_reply, tools_section
 from .settings import AgentSettings
 
 # Local servers ignore the key, but the SDK refuses an empty one.
 PLACEHOLDER_KEY = "no-key-needed"
+MAX_BACKOFF_SECONDS = 20.0
 
 
 class LLMError(Exception):
-    def __init__(self, kind: str, message: str, retryable: bool = False) -> None:
+    def __init__(self, kind: str, message: str, retryable: bool = False, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message
         self.retryable = retryable
+        self.retry_after = retry_after
 
 
 @dataclass
 class ModelTurn:
-    content: str = ""
+    content: str = ""  # the raw reply text (prompt mode: with its Action lines)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)  # OpenAI format, raw JSON arguments
+    final_answer: str | None = None  # prompt mode's "Final Answer:"
+
+    @property
+    def empty(self) -> bool:
+        return not self.content.strip() and not self.tool_calls
+
+
+@dataclass
+class ModelRequest:
+    messages: list[dict[str, Any]]  # canonical OpenAI-format history, system prompt first
+    tools: list[dict[str, Any]]  # OpenAI tool schemas
+    mode: str  # "native" or "prompt"
+    turn_id: int = 0
 
 
 def _client(settings: AgentSettings) -> Any:
@@ -32,9 +51,128 @@ def _client(settings: AgentSettings) -> Any:
     return openai.AsyncOpenAI(
         api_key=settings.api_key or PLACEHOLDER_KEY,
         base_url=settings.base_url or None,
-        timeout=openai.Timeout(settings.request_timeout, connect=min(10.0, settings.request_timeout)),
-        max_retries=settings.max_retries,
+        timeout=openai.Timeout(settings.request_timeout, connect=settings.connect_timeout),
+        max_retries=0,  # retried here, visibly
     )
+
+
+def not_configured() -> LLMError:
+    return LLMError(
+        "llm_not_configured",
+        "No model is configured. Set CELLWRIGHT_MODEL and OPENAI_BASE_URL (and OPENAI_API_KEY if the endpoint "
+        "needs one), or c.Cellwright.model / base_url / api_key, or PUT cellwright/api/config.",
+    )
+
+
+async def complete(
+    settings: AgentSettings,
+    request: ModelRequest,
+    on_token: Callable[[str], None],
+    on_retry: Callable[[LLMError, float, int], None],
+) -> ModelTurn:
+    """One model turn, retried on transient failures (only while nothing has streamed yet)."""
+    if not settings.llm_configured:
+        raise not_configured()
+    streamed = False
+
+    def forward(text: str) -> None:
+        nonlocal streamed
+        streamed = True
+        on_token(text)
+
+    for attempt in range(1, settings.max_retries + 2):
+        try:
+            return await asyncio.wait_for(_complete_once(settings, request, forward), settings.response_timeout)
+        except asyncio.TimeoutError:
+            error = LLMError("llm_timeout", f"The model's reply took longer than {settings.response_timeout:g} s.", True)
+        except LLMError as exc:
+            error = exc
+        if not error.retryable or streamed or attempt > settings.max_retries:
+            raise error
+        delay = min(error.retry_after or 2.0 ** (attempt - 1), MAX_BACKOFF_SECONDS)
+        on_retry(error, delay, attempt)
+        await asyncio.sleep(delay)
+    raise AssertionError("unreachable")
+
+
+async def _complete_once(settings: AgentSettings, request: ModelRequest, on_token: Callable[[str], None]) -> ModelTurn:
+    if request.mode == "prompt":
+        return await _complete_prompt(settings, request, on_token)
+    return await _complete_native(settings, request, on_token)
+
+
+async def _complete_native(settings: AgentSettings, request: ModelRequest, on_token: Callable[[str], None]) -> ModelTurn:
+    turn = ModelTurn()
+    calls: dict[int, dict[str, Any]] = {}
+
+    def on_delta(delta: Any) -> None:
+        if delta.content:
+            turn.content += delta.content
+            on_token(delta.content)
+        for tool_delta in delta.tool_calls or []:
+            _merge_tool_delta(calls, tool_delta)
+
+    await _stream(settings, _wire_messages(request.messages), request.tools, on_delta)
+    turn.tool_calls = _finish_calls(calls, request.turn_id)
+    if not turn.tool_calls:  # a tool call written as JSON in the text is still a tool call
+        rescued = parse_reply(turn.content, {t["function"]["name"] for t in request.tools})
+        turn.tool_calls = _calls_from_pairs(rescued.tool_calls, request.turn_id)
+    return turn
+
+
+async def _complete_prompt(settings: AgentSettings, request: ModelRequest, on_token: Callable[[str], None]) -> ModelTurn:
+    system, *rest = request.messages
+    messages = [{"role": "system", "content": f"{system['content']}\n\n{tools_section(request.tools)}"}, *as_prompt_messages(rest)]
+    turn = ModelTurn()
+    visible = VisibleTokens(on_token)
+
+    def on_delta(delta: Any) -> None:
+        if delta.content:
+            turn.content += delta.content
+            visible.feed(delta.content)
+
+    await _stream(settings, messages, None, on_delta)
+    visible.close()
+    parsed = parse_reply(turn.content)
+    turn.tool_calls = _calls_from_pairs(parsed.tool_calls, request.turn_id)
+    turn.final_answer = parsed.final_answer
+    return turn
+
+
+async def _stream(settings: AgentSettings, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, on_delta: Callable[[Any], None]) -> None:
+    import openai
+
+    body: dict[str, Any] = {"model": settings.model, "messages": messages, "stream": True}
+    if tools:  # never send tools/tool_choice when unset: some servers reject null values
+        body["tools"] = tools
+    try:
+        async with _client(settings) as client:
+            stream = await client.chat.completions.create(**body)
+            async for chunk in stream:
+                for choice in chunk.choices or []:
+                    if choice.delta is not None:
+                        on_delta(choice.delta)
+    except openai.OpenAIError as exc:
+        raise _llm_error(exc, settings, bool(tools)) from None
+
+
+async def plain_completion(settings: AgentSettings, messages: list[dict[str, Any]]) -> str:
+    """A non-streamed completion without tools (used to summarise old turns)."""
+    import openai
+
+    if not settings.llm_configured:
+        raise not_configured()
+    try:
+        async with _client(settings) as client:
+            reply = await client.chat.completions.create(model=settings.model, messages=messages)
+    except openai.OpenAIError as exc:
+        raise _llm_error(exc, settings, False) from None
+    return (reply.choices[0].message.content or "").strip() if reply.choices else ""
+
+
+def _wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`content: ""` instead of null beside tool calls (llama.cpp rejects null)."""
+    return [{**m, "content": ""} if m.get("role") == "assistant" and m.get("content") is None else m for m in messages]
 
 
 def _merge_tool_delta(calls: dict[int, dict[str, Any]], delta: Any) -> None:
@@ -63,53 +201,29 @@ def _finish_calls(calls: dict[int, dict[str, Any]], turn_id: int) -> list[dict[s
     return finished
 
 
-async def stream_chat(
-    settings: AgentSettings,
-    messages: list[dict[str, Any]],
-    tools: list[dict[str, Any]] | None,
-    on_token: Callable[[str], None],
-    turn_id: int = 0,
-) -> ModelTurn:
-    """One streamed completion. Raises LLMError with a user-facing message on any failure."""
-    if not settings.llm_configured:
-        raise LLMError(
-            "llm_not_configured",
-            "No model is configured. Set CELLWRIGHT_MODEL and OPENAI_BASE_URL (and OPENAI_API_KEY if the "
-            "endpoint needs one), or c.Cellwright.model / base_url / api_key, or PUT cellwright/api/config.",
-        )
-    import openai
+def _calls_from_pairs(pairs: list[tuple[str, str]], turn_id: int) -> list[dict[str, Any]]:
+    return [
+        {"id": f"call_{turn_id}_{i}", "type": "function", "function": {"name": name, "arguments": args}}
+        for i, (name, args) in enumerate(pairs)
+    ]
 
-    request: dict[str, Any] = {"model": settings.model, "messages": messages, "stream": True}
-    if tools:  # never send tools/tool_choice when unset: some servers reject null values
-        request["tools"] = tools
-    turn = ModelTurn()
-    calls: dict[int, dict[str, Any]] = {}
+
+def _retry_after(exc: Any) -> float | None:
+    response = getattr(exc, "response", None)
+    raw = response.headers.get("retry-after") if response is not None else None
     try:
-        async with _client(settings) as client:
-            stream = await client.chat.completions.create(**request)
-            async for chunk in stream:
-                for choice in chunk.choices or []:
-                    delta = choice.delta
-                    if delta is None:
-                        continue
-                    if delta.content:
-                        turn.content += delta.content
-                        on_token(delta.content)
-                    for tool_delta in delta.tool_calls or []:
-                        _merge_tool_delta(calls, tool_delta)
-    except openai.OpenAIError as exc:
-        raise _llm_error(exc, settings) from None
-    turn.tool_calls = _finish_calls(calls, turn_id)
-    return turn
+        return float(raw) if raw is not None else None
+    except ValueError:
+        return None
 
 
-def _llm_error(exc: Exception, settings: AgentSettings) -> LLMError:
+def _llm_error(exc: Exception, settings: AgentSettings, sent_tools: bool) -> LLMError:
     import openai
 
     where = settings.base_url or "api.openai.com"
     detail = _server_message(exc)
     if isinstance(exc, openai.APITimeoutError):
-        return LLMError("llm_timeout", f"The LLM endpoint at {where} timed out. Try again, or raise the time-out.", True)
+        return LLMError("llm_timeout", f"The LLM endpoint at {where} timed out (no data for {settings.request_timeout:g} s).", True)
     if isinstance(exc, openai.APIConnectionError):
         return LLMError(
             "llm_unreachable",
@@ -129,10 +243,15 @@ def _llm_error(exc: Exception, settings: AgentSettings) -> LLMError:
             "Set CELLWRIGHT_MODEL (c.Cellwright.model) to a model it serves.",
         )
     if isinstance(exc, openai.RateLimitError):
-        return LLMError("llm_rate_limited", f"The LLM endpoint is rate limiting requests ({detail}). Try again later.", True)
+        return LLMError("llm_rate_limited", f"The LLM endpoint is rate limiting requests ({detail}).", True, _retry_after(exc))
     if isinstance(exc, openai.APIStatusError):
+        if sent_tools and exc.status_code in (400, 422, 500, 501) and "tool" in detail.lower():
+            return LLMError(
+                "tools_unsupported",
+                f"The endpoint at {where} rejected function calling ({detail}). Set tool_calling to \"prompt\" (or \"auto\").",
+            )
         retryable = exc.status_code >= 500
-        return LLMError("llm_error", f"The LLM endpoint answered {exc.status_code}: {detail}", retryable)
+        return LLMError("llm_error", f"The LLM endpoint answered {exc.status_code}: {detail}", retryable, _retry_after(exc))
     return LLMError("llm_error", f"The LLM request failed: {detail}")
 
 
@@ -142,4 +261,11 @@ def _server_message(exc: Exception) -> str:
         inner = body.get("error", body)
         if isinstance(inner, dict) and inner.get("message"):
             return str(inner["message"])[:300]
+        if isinstance(inner, str):
+            return inner[:300]
     return str(exc)[:300]
+
+
+def estimate_tokens(messages: list[dict[str, Any]]) -> int:
+    """A rough count (4 characters a token) that needs no tokenizer for an unknown model."""
+    return sum(len(json.dumps(m)) for m in messages) // 4

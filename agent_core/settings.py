@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-ToolCalling = Literal["native", "prompt"]
+ToolCalling = Literal["native", "prompt", "auto"]  # auto: native, falling back to prompt
 
 
 @dataclass(frozen=True)
@@ -17,8 +17,11 @@ class AgentSettings:
     max_model_calls: int = 30
     cell_timeout: float | None = None  # long training cells are normal: no cap by default
     command_timeout: float = 120.0
-    request_timeout: float = 120.0  # connect / between streamed chunks
-    max_retries: int = 2
+    request_timeout: float = 120.0  # between streamed chunks
+    connect_timeout: float = 10.0
+    response_timeout: float = 600.0  # a whole reply, however slowly it trickles in
+    max_retries: int = 3  # for 429, 5xx and dropped connections, with backoff
+    context_token_budget: int = 48_000  # older turns are summarised beyond this (estimated tokens)
 
     @property
     def llm_configured(self) -> bool:

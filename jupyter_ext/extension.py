@@ -30,13 +30,21 @@ class Cellwright(ExtensionApp):
     model = Unicode(config=True, help="Model name sent to the endpoint. Env: CELLWRIGHT_MODEL.")
     base_url = Unicode(config=True, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1. Env: OPENAI_BASE_URL.")
     api_key = Unicode(config=True, help="API key for the endpoint; may be empty for local servers. Env: OPENAI_API_KEY.")
-    tool_calling = Enum(["native", "prompt"], config=True, help="native function calling, or tools described in the prompt. Env: CELLWRIGHT_TOOL_CALLING.")
+    tool_calling = Enum(
+        ["native", "prompt", "auto"], config=True,
+        help="native function calling, tools described in the prompt, or auto (native, prompt if the server refuses tools). "
+        "Env: CELLWRIGHT_TOOL_CALLING.",
+    )
     auto_approve = List(Unicode(), config=True, help="Tool names that run without asking. Default: none of the risky ones.")
     checkpointer_url = Unicode(config=True, help="'' for SQLite in the data directory, a file path, 'memory', or postgresql://... Env: CELLWRIGHT_CHECKPOINTER_URL.")
     max_model_calls = Int(30, config=True, help="Model calls per run before the agent stops with a final answer.")
     command_timeout = Float(120.0, config=True, help="Seconds before a shell command is killed.")
     cell_timeout = Float(None, allow_none=True, config=True, help="Seconds before a cell is interrupted; no cap by default.")
-    request_timeout = Float(120.0, config=True, help="Seconds to wait for the LLM to connect or send the next chunk.")
+    request_timeout = Float(120.0, config=True, help="Seconds to wait for the LLM's next streamed chunk.")
+    connect_timeout = Float(10.0, config=True, help="Seconds to wait for a connection to the LLM endpoint.")
+    response_timeout = Float(600.0, config=True, help="Seconds a whole model reply may take, however it trickles in.")
+    max_retries = Int(3, config=True, help="Retries (with backoff) of a model call after 429, 5xx or a dropped connection.")
+    context_token_budget = Int(48_000, config=True, help="Estimated tokens of history sent to the model; older turns are summarised beyond it.")
     data_dir = Unicode(config=True, help="Where threads, checkpoints and runtime settings are kept.")
 
     @default("model")
@@ -111,6 +119,10 @@ class Cellwright(ExtensionApp):
             cell_timeout=self.cell_timeout,
             command_timeout=self.command_timeout,
             request_timeout=self.request_timeout,
+            connect_timeout=self.connect_timeout,
+            response_timeout=self.response_timeout,
+            max_retries=self.max_retries,
+            context_token_budget=self.context_token_budget,
         )
 
     def apply_changes(self, changes: dict[str, Any]) -> None:

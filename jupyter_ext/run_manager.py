@@ -227,6 +227,8 @@ class RunManager:
     async def _close_open_call(self, thread_id: str, emit: "EventPump") -> bool:
         """After a stop, answer the call the tools step was on (pending approval, or cut off while
         running) with its recorded outcome, so the thread is consistent and the call never runs again."""
+        from agent_core.graph import appended
+
         graph = await self.graph()
         snapshot = await self._snapshot(thread_id)
         if snapshot.next != ("tools",):
@@ -238,7 +240,7 @@ class RunManager:
             outcome = STOPPED
             await ledger.finished(thread_id, call["id"], outcome)
         tool_message = {"role": "tool", "tool_call_id": call["id"], "content": outcome.content}
-        await graph.aupdate_state(self._config(thread_id), {"messages": [tool_message], "done": True}, as_node="tools")
+        await graph.aupdate_state(self._config(thread_id), {"messages": appended(tool_message), "done": True}, as_node="tools")
         name = call["function"]["name"]
         emit(make_event("tool_result", id=call["id"], name=name, status=outcome.status, summary=outcome.display_summary))
         return True

@@ -25,8 +25,8 @@ def validate_changes(body: Any) -> dict[str, Any]:
     for name in ("model", "base_url", "api_key"):
         if name in body and not isinstance(body[name], str):
             raise BadRequest(f"{name!r} must be a string.")
-    if "tool_calling" in body and body["tool_calling"] not in ("native", "prompt"):
-        raise BadRequest('"tool_calling" must be "native" or "prompt".')
+    if "tool_calling" in body and body["tool_calling"] not in ("native", "prompt", "auto"):
+        raise BadRequest('"tool_calling" must be "native", "prompt" or "auto".')
     if "auto_approve" in body:
         names = body["auto_approve"]
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):

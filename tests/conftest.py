@@ -29,6 +29,7 @@ def cellwright_config(fake_llm: FakeLLM, tmp_path: Any) -> dict[str, Any]:
         "api_key": "sk-test-secret-key",
         "data_dir": str(tmp_path / "cellwright-data"),
         "request_timeout": 10.0,
+        "max_retries": 1,
     }
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from agent_core.graph import appended
 from tests.conftest import NOTEBOOK, Api, of_type
 from tests.fake_llm import FakeLLM, error, text, tool_call
 
@@ -112,7 +113,8 @@ async def test_unreachable_and_unconfigured_llm(api: Api) -> None:
     assert code == 200
     await api.run(thread, "hello")
     events = await api.until_finished(thread)
-    assert of_type(events, "error")[0]["kind"] == "llm_unreachable"
+    assert [e["kind"] for e in of_type(events, "error")] == ["llm_retrying", "llm_unreachable"]
+    assert of_type(events, "error")[0]["retryable"] is True
     code, _ = await api.call("PUT", "config", {"model": ""})
     code, data = await api.call("POST", f"threads/{thread}/runs", {"message": "hi"})
     assert (code, data["error"]) == (400, "llm_not_configured") and "CELLWRIGHT_MODEL" in data["message"]
@@ -156,8 +158,8 @@ async def test_redrive_after_crash_before_interrupt(api: Api, jp_serverapp: Any)
     graph = await manager.graph()
     call = {"id": "c9", "type": "function", "function": {"name": "run_cell", "arguments": '{"code": "1"}'}}
     config = {"configurable": {"thread_id": thread}}
-    await graph.aupdate_state(config, {"messages": [{"role": "user", "content": "x"}]}, as_node="__start__")
-    await graph.aupdate_state(config, {"messages": [{"role": "assistant", "content": "", "tool_calls": [call]}]}, as_node="model")
+    await graph.aupdate_state(config, {"messages": appended({"role": "user", "content": "x"})}, as_node="__start__")
+    await graph.aupdate_state(config, {"messages": appended({"role": "assistant", "content": "", "tool_calls": [call]})}, as_node="model")
     assert (await graph.aget_state(config)).next == ("tools",)
     _, detail = await api.call("GET", f"threads/{thread}")
     assert detail["pending_approval"]["id"] == "c9" and detail["status"] == "awaiting_approval"

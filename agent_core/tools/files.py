@@ -1,0 +1,844 @@
+"""File tools: read, list, write and edit files, search the workspace and its notebooks.
+
+Every path is confined to the environment's root directory (agent_core.workspace). Reads and
+searches are bounded; writes and edits need approval, and their approval card shows a unified
+diff (`preview`). The blocking work runs in a thread so the event loop never waits on the disk."""
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import difflib
+import json
+import os
+import re
+import shutil
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+from ..output_digest import bounded
+from ..workspace import WorkspaceError, human_size, relative_to_root, resolve_in_root
+from .base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
+
+IGNORED_DIRS = frozenset({".git", "node_modules", ".ipynb_checkpoints", "__pycache__"})
+SNIFF_BYTES = 8192
+MAX_READ_BYTES = 5 * 1024 * 1024  # a whole-file read; larger files need a line range
+MAX_SCAN_BYTES = 256 * 1024 * 1024  # how far a line-range read may scan into a huge file
+MAX_READ_LINES = 2000
+MAX_READ_CHARS = 40_000
+MAX_LINE_CHARS = 2000
+MAX_LIST_ENTRIES = 500
+MAX_LIST_SCAN = 20_000
+MAX_WRITE_BYTES = 5 * 1024 * 1024
+MAX_DIFF_CHARS = 100_000  # on the approval card
+MAX_DIFF_TO_MODEL = 4000
+MAX_SEARCH_RESULTS = 100
+MAX_SEARCH_FILE_BYTES = 5 * 1024 * 1024
+MAX_NOTEBOOK_BYTES = 50 * 1024 * 1024
+MAX_NOTEBOOKS = 1000
+SEARCH_SECONDS = 30.0
+EXCERPT_CHARS = 300
+
+
+def confined(root: Path | str, path: Any) -> Path:
+    """`path` resolved inside `root`, or a ToolInputError the model can act on."""
+    try:
+        return resolve_in_root(root, path)
+    except WorkspaceError as exc:
+        raise ToolInputError(exc.message) from None
+
+
+def _is_binary(head: bytes) -> bool:
+    return b"\x00" in head
+
+
+def _sniff(path: Path) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read(SNIFF_BYTES)
+
+
+def _existing_file(root: Path, path: Path) -> os.stat_result:
+    rel = relative_to_root(root, path)
+    if not path.exists():
+        raise ToolInputError(f"there is no file {rel!r}; call list_files to see what is there")
+    if path.is_dir():
+        raise ToolInputError(f"{rel!r} is a directory, not a file; call list_files on it")
+    if not path.is_file():
+        raise ToolInputError(f"{rel!r} is not a regular file")
+    return path.stat()
+
+
+# -- read_file
+
+
+@dataclass
+class FileText:
+    lines: list[str]  # the selected lines, without line endings
+    first: int  # 1-based number of lines[0]
+    total: int | None  # lines in the file, when known
+    not_utf8: bool = False
+    stopped_at: int | None = None  # the next line to read when the output was cut
+
+
+def read_text(root: Path, path: Path, start_line: int | None = None, end_line: int | None = None) -> FileText:
+    """Lines `start_line`..`end_line` (1-based, inclusive) of a text file, bounded."""
+    stat = _existing_file(root, path)
+    rel = relative_to_root(root, path)
+    if start_line is not None and start_line < 1 or end_line is not None and end_line < 1:
+        raise ToolInputError("start_line and end_line count from 1")
+    if start_line and end_line and end_line < start_line:
+        raise ToolInputError(f"end_line ({end_line}) is before start_line ({start_line})")
+    if _is_binary(_sniff(path)):
+        raise ToolInputError(
+            f"{rel!r} is a binary file ({human_size(stat.st_size)}); read_file reads text only. "
+            "Inspect it in a cell instead (e.g. pandas for data files, PIL for images)."
+        )
+    first = start_line or 1
+    if stat.st_size <= MAX_READ_BYTES:
+        raw = path.read_bytes()
+        try:
+            text, not_utf8 = raw.decode("utf-8"), False
+        except UnicodeDecodeError:
+            text, not_utf8 = raw.decode("utf-8", errors="replace"), True
+        all_lines = text.splitlines()
+        total = len(all_lines)
+        if first > max(total, 1):
+            raise ToolInputError(f"{rel!r} has only {total} lines; start_line {first} is past its end")
+        selected = all_lines[first - 1 : end_line]
+        return _cap_lines(FileText(selected, first, total, not_utf8))
+    if start_line is None and end_line is None:
+        raise ToolInputError(
+            f"{rel!r} is {human_size(stat.st_size)}, too big to read whole (limit {human_size(MAX_READ_BYTES)}). "
+            f"Pass start_line and end_line (at most {MAX_READ_LINES} lines), search it with search_workspace, "
+            "or load it in a cell."
+        )
+    return _cap_lines(_read_range_streaming(path, rel, first, end_line or first + MAX_READ_LINES - 1))
+
+
+def _read_range_streaming(path: Path, rel: str, first: int, last: int) -> FileText:
+    selected: list[str] = []
+    not_utf8 = False
+    scanned = 0
+    with open(path, "rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            scanned += len(raw)
+            if number >= first:
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    line, not_utf8 = raw.decode("utf-8", errors="replace"), True
+                selected.append(line.rstrip("\r\n"))
+                if number >= last or len(selected) > MAX_READ_LINES:
+                    break
+            elif scanned > MAX_SCAN_BYTES:
+                raise ToolInputError(
+                    f"line {first} of {rel!r} is more than {human_size(MAX_SCAN_BYTES)} into the file; "
+                    "search it with search_workspace or read it in a cell"
+                )
+    if not selected:
+        raise ToolInputError(f"{rel!r} has fewer than {first} lines")
+    return FileText(selected, first, None, not_utf8)
+
+
+def _cap_lines(text: FileText) -> FileText:
+    kept: list[str] = []
+    chars = 0
+    for index, line in enumerate(text.lines):
+        if len(line) > MAX_LINE_CHARS:
+            line = f"{line[:MAX_LINE_CHARS]} [... {len(line) - MAX_LINE_CHARS} more characters on this line]"
+        if index >= MAX_READ_LINES or chars + len(line) > MAX_READ_CHARS:
+            text.stopped_at = text.first + index
+            break
+        kept.append(line)
+        chars += len(line) + 8
+    text.lines = kept
+    return text
+
+
+def format_file_text(rel: str, text: FileText) -> str:
+    last = text.first + len(text.lines) - 1
+    of_total = f" of {text.total}" if text.total is not None else ""
+    header = f"{rel} (lines {text.first}-{last}{of_total})" if text.lines else f"{rel} (empty file)"
+    parts = [header]
+    if text.not_utf8:
+        parts.append("[note: the file is not valid UTF-8; undecodable bytes are shown as \ufffd]")
+    parts += [f"{number:>6}\t{line}" for number, line in enumerate(text.lines, start=text.first)]
+    if text.stopped_at is not None:
+        parts.append(f"[... output cut at line {text.stopped_at - 1}; call read_file with start_line={text.stopped_at} to read on]")
+    return "\n".join(parts)
+
+
+async def read_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    root = Path(ctx.env.root_dir)
+    path = confined(root, args["path"])
+    text = await asyncio.to_thread(read_text, root, path, args.get("start_line"), args.get("end_line"))
+    rel = relative_to_root(root, path)
+    return ToolOutcome("ok", format_file_text(rel, text), summary=f"Read {rel} ({len(text.lines)} lines)")
+
+
+# -- list_files
+
+
+@dataclass
+class Listing:
+    entries: list[str] = field(default_factory=list)
+    more: int = 0
+    more_is_lower_bound: bool = False
+
+
+def _scan_sorted(directory: Path) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(directory) as it:
+            return sorted((e for e in it if e.name not in IGNORED_DIRS), key=lambda e: e.name)
+    except OSError:  # unreadable, vanished
+        return []
+
+
+def _walk(directory: Path, recursive: bool = True, skip_hidden: bool = False) -> Iterator[os.DirEntry[str]]:
+    """Entries in path order (pre-order, names sorted, as `rg --sort path`); symlinked folders are not entered."""
+    stack = [iter(_scan_sorted(directory))]
+    while stack:
+        entry = next(stack[-1], None)
+        if entry is None:
+            stack.pop()
+            continue
+        if skip_hidden and entry.name.startswith("."):
+            continue
+        yield entry
+        if recursive and entry.is_dir(follow_symlinks=False):
+            stack.append(iter(_scan_sorted(Path(entry.path))))
+
+
+def _entry_line(root: Path, entry: os.DirEntry[str]) -> str:
+    rel = Path(entry.path).relative_to(root.resolve()).as_posix()  # where it sits, not where a symlink points
+    if entry.is_symlink():
+        return rel + ("/" if entry.is_dir() else "") + "  (symlink)"
+    if entry.is_dir(follow_symlinks=False):
+        return rel + "/"
+    try:
+        return f"{rel}  ({human_size(entry.stat(follow_symlinks=False).st_size)})"
+    except OSError:
+        return rel
+
+
+def list_entries(root: Path, directory: Path, recursive: bool = False, limit: int = MAX_LIST_ENTRIES) -> Listing:
+    rel = relative_to_root(root, directory)
+    if not directory.exists():
+        raise ToolInputError(f"there is no directory {rel!r}; list '.' to see the root")
+    if not directory.is_dir():
+        raise ToolInputError(f"{rel!r} is a file, not a directory; use read_file to read it")
+    listing = Listing()
+    for seen, entry in enumerate(_walk(directory, recursive), start=1):
+        if len(listing.entries) < limit:
+            listing.entries.append(_entry_line(root, entry))
+        else:
+            listing.more += 1
+        if seen >= MAX_LIST_SCAN:
+            listing.more_is_lower_bound = True
+            break
+    return listing
+
+
+async def list_files(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    root = Path(ctx.env.root_dir)
+    directory = confined(root, args.get("path") or ".")
+    listing = await asyncio.to_thread(list_entries, root, directory, bool(args.get("recursive")))
+    rel = relative_to_root(root, directory)
+    lines = [f"{rel}/ ({'recursive' if args.get('recursive') else 'top level'}; paths relative to the root):"]
+    lines += listing.entries or ["(empty)"]
+    if listing.more:
+        plus = "+" if listing.more_is_lower_bound else ""
+        lines.append(f"... {listing.more}{plus} more (list a subfolder, or search with search_workspace)")
+    return ToolOutcome("ok", "\n".join(lines), summary=f"{len(listing.entries)} entries in {rel}")
+
+
+# -- write_file and edit_file
+
+
+def unified_diff(old: str, new: str, rel: str, new_file: bool = False) -> str:
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True),
+        new.splitlines(keepends=True),
+        fromfile="/dev/null" if new_file else f"a/{rel}",
+        tofile=f"b/{rel}",
+    )
+    out = []
+    for line in lines:
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+def _old_text_for_diff(path: Path) -> tuple[str | None, str]:
+    """The current text of `path` for a diff, or None with the reason it is not shown."""
+    if not path.exists():
+        return "", ""
+    size = path.stat().st_size
+    if size > MAX_READ_BYTES:
+        return None, f"(the current file, {human_size(size)}, is too big to diff)"
+    raw = path.read_bytes()
+    if _is_binary(raw[:SNIFF_BYTES]):
+        return None, f"(the current file is binary, {human_size(size)})"
+    return raw.decode("utf-8", errors="replace"), ""
+
+
+def _check_write(root: Path, args: dict[str, Any]) -> tuple[Path, str, bool]:
+    path = confined(root, args["path"])
+    rel = relative_to_root(root, path)
+    content = args["content"]
+    if path == root.resolve() or path.is_dir():
+        raise ToolInputError(f"{rel!r} is a directory; give a file path")
+    if len(content.encode("utf-8", errors="replace")) > MAX_WRITE_BYTES:
+        raise ToolInputError(f"the content is larger than {human_size(MAX_WRITE_BYTES)}; write big data from a cell instead")
+    exists = path.exists()
+    if exists and not args.get("overwrite"):
+        raise ToolInputError(f"{rel!r} already exists; pass overwrite=true to replace it, or use edit_file to change part of it")
+    for parent in path.parents:
+        if parent.exists() and not parent.is_dir():
+            raise ToolInputError(f"{relative_to_root(root, parent)!r} is a file, so it cannot hold {rel!r}")
+        if parent == root.resolve():
+            break
+    return path, rel, exists
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write through a temporary file in the same folder (new files get the umask's mode, replaced
+    files keep theirs), so a failure never leaves a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o7777 if path.exists() else None
+    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+async def write_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    root = Path(ctx.env.root_dir)
+    path, rel, exists = _check_write(root, args)
+    data = args["content"].encode("utf-8")
+    await asyncio.to_thread(write_atomic, path, data)
+    lines = args["content"].count("\n") + (0 if args["content"].endswith("\n") or not args["content"] else 1)
+    verb = "Replaced" if exists else "Created"
+    return ToolOutcome("ok", f"{verb} {rel} ({lines} lines, {human_size(len(data))}).")
+
+
+async def write_file_preview(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    root = Path(ctx.env.root_dir)
+    try:
+        path, rel, exists = _check_write(root, args)
+        old, why = await asyncio.to_thread(_old_text_for_diff, path)
+    except ToolInputError as exc:
+        return {"description": f"write_file will fail: {exc}"}
+    if old is None:
+        return {"diff": f"{why}; it is replaced by:\n" + bounded(unified_diff("", args["content"], rel, True), MAX_DIFF_CHARS)}
+    return {"diff": bounded(unified_diff(old, args["content"], rel, new_file=not exists), MAX_DIFF_CHARS)}
+
+
+def _line_of(text: str, index: int) -> int:
+    return text.count("\n", 0, index) + 1
+
+
+def _closest_line_hint(text: str, old: str) -> str:
+    wanted = next((line.strip() for line in old.splitlines() if line.strip()), "")
+    if not wanted:
+        return ""
+    lines = text.splitlines()
+    if len(lines) > 20_000:
+        return ""
+    stripped = [line.strip() for line in lines]
+    match = difflib.get_close_matches(wanted, stripped, n=1, cutoff=0.6)
+    if not match:
+        return ""
+    number = stripped.index(match[0]) + 1
+    return f" The closest line is {number}: {lines[number - 1].strip()[:200]!r}."
+
+
+def apply_edits(text: str, edits: Any, rel: str) -> tuple[str, int]:
+    """Apply the exact replacements in order; any missing or ambiguous search text fails the whole call."""
+    if not isinstance(edits, list) or not edits:
+        raise ToolInputError('edits must be a non-empty list of {"old": exact text, "new": replacement}')
+    for number, edit in enumerate(edits, start=1):
+        if not isinstance(edit, dict) or not isinstance(edit.get("old"), str) or not isinstance(edit.get("new"), str):
+            raise ToolInputError(f'edit {number} must be {{"old": str, "new": str}}')
+        unknown = set(edit) - {"old", "new"}
+        if unknown:
+            raise ToolInputError(f"edit {number} has unknown keys {sorted(unknown)}; each edit is {{\"old\", \"new\"}}")
+        old, new = edit["old"], edit["new"]
+        if not old:
+            raise ToolInputError(f"edit {number}: 'old' is empty; to add text, include the neighbouring line in 'old'")
+        count = text.count(old)
+        if count == 0:
+            after = " (after the previous edits)" if number > 1 else ""
+            raise ToolInputError(
+                f"edit {number}: the search text was not found in {rel}{after}; nothing was written. "
+                f"Copy the exact current text, whitespace included (read_file shows it).{_closest_line_hint(text, old)}"
+            )
+        if count > 1:
+            starts, at = [], -1
+            while len(starts) < 5 and (at := text.find(old, at + 1)) != -1:
+                starts.append(str(_line_of(text, at)))
+            raise ToolInputError(
+                f"edit {number}: the search text appears {count} times in {rel} (lines {', '.join(starts)}); "
+                "nothing was written. Include more surrounding lines so it matches exactly once."
+            )
+        text = text.replace(old, new, 1)
+    return text, len(edits)
+
+
+def _planned_edit(root: Path, args: dict[str, Any]) -> tuple[Path, str, str, str, bool]:
+    path = confined(root, args["path"])
+    rel = relative_to_root(root, path)
+    stat = _existing_file(root, path)
+    if stat.st_size > MAX_READ_BYTES:
+        raise ToolInputError(f"{rel!r} is {human_size(stat.st_size)}, too big for edit_file; change it from a cell or with execute_command")
+    raw = path.read_bytes()
+    if _is_binary(raw[:SNIFF_BYTES]):
+        raise ToolInputError(f"{rel!r} is a binary file; edit_file edits text files only")
+    try:
+        original = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolInputError(f"{rel!r} is not valid UTF-8; edit_file would corrupt it. Change it from a cell instead.") from None
+    crlf = "\r\n" in original and "\n" not in original.replace("\r\n", "")
+    text = original.replace("\r\n", "\n") if crlf else original
+    edits = args["edits"]
+    if crlf and isinstance(edits, list):
+        edits = [
+            {k: v.replace("\r\n", "\n") if isinstance(v, str) else v for k, v in e.items()} if isinstance(e, dict) else e
+            for e in edits
+        ]
+    updated, _ = apply_edits(text, edits, rel)
+    if updated == text:
+        raise ToolInputError("the edits leave the file unchanged")
+    return path, rel, text, updated, crlf
+
+
+async def edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    root = Path(ctx.env.root_dir)
+    path, rel, before, after, crlf = await asyncio.to_thread(_planned_edit, root, args)
+    data = (after.replace("\n", "\r\n") if crlf else after).encode("utf-8")
+    await asyncio.to_thread(write_atomic, path, data)
+    diff = unified_diff(before, after, rel)
+    count = len(args["edits"])
+    return ToolOutcome(
+        "ok",
+        f"Edited {rel}: {count} replacement{'s' if count != 1 else ''} applied.\n{bounded(diff, MAX_DIFF_TO_MODEL)}",
+        summary=f"Edited {rel} ({count} replacement{'s' if count != 1 else ''})",
+    )
+
+
+async def edit_file_preview(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    root = Path(ctx.env.root_dir)
+    try:
+        _, rel, before, after, _ = await asyncio.to_thread(_planned_edit, root, args)
+    except ToolInputError as exc:
+        return {"description": f"edit_file will fail: {exc}"}
+    return {"diff": bounded(unified_diff(before, after, rel), MAX_DIFF_CHARS)}
+
+
+# -- search_workspace
+
+
+@dataclass
+class SearchResult:
+    matches: list[dict[str, Any]]
+    truncated: bool = False
+    engine: str = "ripgrep"
+    note: str = ""
+
+
+_TYPE_RE = re.compile(r"^[A-Za-z0-9_+-]{1,20}$")
+
+
+def _file_types(raw: Any) -> list[str]:
+    if raw is None:
+        return []
+    if isinstance(raw, str):
+        raw = [raw]
+    if not isinstance(raw, list):
+        raise ToolInputError('file_types must be a list of extensions, e.g. ["py", "csv"]')
+    types = []
+    for item in raw:
+        ext = str(item).strip().lstrip("*").lstrip(".")
+        if not _TYPE_RE.match(ext):
+            raise ToolInputError(f"file type {item!r} is not an extension like 'py' or 'csv'")
+        types.append(ext)
+    return types
+
+
+def _smart_case_flags(pattern: str) -> int:
+    return 0 if any(ch.isupper() for ch in pattern) else re.IGNORECASE
+
+
+def _compile(pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern, _smart_case_flags(pattern))
+    except re.error as exc:
+        raise ToolInputError(f"the pattern is not a valid regular expression: {exc}") from None
+
+
+def _match(path: str, number: int, text: str) -> dict[str, Any]:
+    text = text.rstrip("\r\n").strip()
+    if len(text) > EXCERPT_CHARS:
+        text = text[:EXCERPT_CHARS] + " [...]"
+    return {"path": path, "line": number, "text": text}
+
+
+def _rg_text(value: dict[str, Any]) -> str:
+    if "text" in value:
+        return value["text"]
+    return base64.b64decode(value.get("bytes", "")).decode("utf-8", errors="replace")
+
+
+async def search_with_ripgrep(
+    rg: str, root: Path, target: Path, pattern: str, types: list[str], limit: int = MAX_SEARCH_RESULTS
+) -> SearchResult:
+    """`rg --json` from the root; raises ToolInputError for a pattern ripgrep rejects."""
+    root = root.resolve()
+    cmd = [rg, "--json", "--sort", "path", "--smart-case", "--max-filesize", "5M", "--no-messages"]
+    for ext in types:
+        cmd += ["-g", f"*.{ext}"]
+    for name in sorted(IGNORED_DIRS):
+        cmd += ["-g", f"!{name}/"]
+    cmd += ["-e", pattern, "--", os.path.relpath(target, root)]
+    proc = await asyncio.create_subprocess_exec(
+        *cmd,
+        cwd=str(root),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        limit=16 * 1024 * 1024,  # one JSON line holds a whole matching line
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    matches: list[dict[str, Any]] = []
+    truncated = False
+    note = ""
+    deadline = time.monotonic() + SEARCH_SECONDS
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                truncated, note = True, f"the search stopped after {SEARCH_SECONDS:.0f} s"
+                break
+            try:
+                line = await asyncio.wait_for(proc.stdout.readline(), remaining)
+            except asyncio.TimeoutError:
+                truncated, note = True, f"the search stopped after {SEARCH_SECONDS:.0f} s"
+                break
+            except ValueError:  # one JSON line longer than the stream limit: skip it
+                continue
+            if not line:
+                break
+            try:
+                item = json.loads(line)
+            except ValueError:
+                continue
+            if item.get("type") != "match":
+                continue
+            if len(matches) >= limit:
+                truncated = True
+                break
+            data = item["data"]
+            path = os.path.normpath(_rg_text(data["path"]))
+            matches.append(_match(Path(path).as_posix(), int(data.get("line_number") or 0), _rg_text(data["lines"])))
+    finally:
+        if proc.returncode is None:
+            if truncated:
+                proc.kill()
+            stderr = b""
+            try:
+                stderr = await asyncio.wait_for(proc.stderr.read(), 5)
+                await asyncio.wait_for(proc.wait(), 5)
+            except asyncio.TimeoutError:
+                proc.kill()
+                await proc.wait()
+        else:
+            stderr = await proc.stderr.read()
+    if proc.returncode == 2 and not matches and not truncated:
+        message = stderr.decode("utf-8", errors="replace").strip()
+        raise ToolInputError(f"ripgrep rejected the search: {message[:500]}")
+    return SearchResult(matches, truncated, "ripgrep", note)
+
+
+def _walk_files(target: Path, types: list[str]) -> Iterator[Path]:
+    if target.is_file():
+        yield target
+        return
+    for entry in _walk(target, recursive=True, skip_hidden=True):  # hidden skipped, as ripgrep does
+        if entry.is_file(follow_symlinks=False) and (not types or any(entry.name.endswith(f".{ext}") for ext in types)):
+            yield Path(entry.path)
+
+
+def search_with_python(root: Path, target: Path, pattern: str, types: list[str], limit: int = MAX_SEARCH_RESULTS) -> SearchResult:
+    """The same search and result shape as search_with_ripgrep, without ripgrep (no .gitignore rules)."""
+    regex = _compile(pattern)
+    root = root.resolve()
+    matches: list[dict[str, Any]] = []
+    deadline = time.monotonic() + SEARCH_SECONDS
+    for path in _walk_files(target, types):
+        if time.monotonic() > deadline:
+            return SearchResult(matches, True, "python", f"the search stopped after {SEARCH_SECONDS:.0f} s")
+        try:
+            if path.stat().st_size > MAX_SEARCH_FILE_BYTES or _is_binary(_sniff(path)):
+                continue
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                rel = os.path.relpath(path, root).replace(os.sep, "/")
+                for number, line in enumerate(handle, start=1):
+                    if regex.search(line):
+                        if len(matches) >= limit:
+                            return SearchResult(matches, True, "python")
+                        matches.append(_match(rel, number, line))
+        except OSError:
+            continue
+    return SearchResult(matches, False, "python")
+
+
+async def search_files(root: Path, pattern: str, path: Any = None, file_types: Any = None) -> SearchResult:
+    if not isinstance(pattern, str) or not pattern:
+        raise ToolInputError("pattern must be a non-empty regular expression")
+    target = confined(root, path or ".")
+    if not target.exists():
+        raise ToolInputError(f"there is no {relative_to_root(root, target)!r} to search; call list_files")
+    types = _file_types(file_types)
+    rg = shutil.which("rg")
+    if rg:
+        try:
+            return await search_with_ripgrep(rg, Path(root), target, pattern, types)
+        except ToolInputError:
+            _compile(pattern)  # ripgrep's regex dialect lacks look-around: Python's may take it; if not, say why
+    return await asyncio.to_thread(search_with_python, Path(root), target, pattern, types)
+
+
+async def search_workspace(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    root = Path(ctx.env.root_dir)
+    result = await search_files(root, args["pattern"], args.get("path"), args.get("file_types"))
+    if not result.matches:
+        return ToolOutcome("ok", f"No matches for {args['pattern']!r}." + (f" ({result.note})" if result.note else ""))
+    lines = [f"{m['path']}:{m['line']}: {m['text']}" for m in result.matches]
+    if result.truncated:
+        lines.append(f"... more matches not shown (first {len(result.matches)}); narrow the pattern, path or file_types")
+    if result.note:
+        lines.append(f"[{result.note}]")
+    return ToolOutcome("ok", "\n".join(lines), summary=f"{len(result.matches)}{'+' if result.truncated else ''} matches")
+
+
+# -- search_notebooks
+
+
+def _notebooks(target: Path) -> Iterator[Path]:
+    if target.is_file():
+        yield target
+        return
+    for path in _walk_files(target, ["ipynb"]):
+        yield path
+
+
+def search_notebook_cells(root: Path, pattern: str, notebook_path: Any = None, limit: int = MAX_SEARCH_RESULTS) -> SearchResult:
+    import nbformat
+
+    if not isinstance(pattern, str) or not pattern:
+        raise ToolInputError("pattern must be a non-empty regular expression")
+    regex = _compile(pattern)
+    root = Path(root).resolve()
+    target = confined(root, notebook_path or ".")
+    rel_target = relative_to_root(root, target)
+    if not target.exists():
+        raise ToolInputError(f"there is no {rel_target!r}; call list_files to find the notebook")
+    if target.is_file() and target.suffix != ".ipynb":
+        raise ToolInputError(f"{rel_target!r} is not a notebook (.ipynb); use search_workspace for other files")
+    matches: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    deadline = time.monotonic() + SEARCH_SECONDS
+    for count, path in enumerate(_notebooks(target)):
+        rel = relative_to_root(root, path)
+        if count >= MAX_NOTEBOOKS or time.monotonic() > deadline:
+            return SearchResult(matches, True, "nbformat", "stopped early: too many notebooks; pass notebook_path")
+        try:
+            if path.stat().st_size > MAX_NOTEBOOK_BYTES:
+                skipped.append(f"{rel} (too big)")
+                continue
+            notebook = nbformat.reads(path.read_text(encoding="utf-8", errors="replace"), as_version=4)
+        except Exception:  # not JSON, not a notebook
+            skipped.append(f"{rel} (unreadable)")
+            continue
+        for index, cell in enumerate(notebook.get("cells", [])):
+            source = cell.get("source", "")
+            source = "".join(source) if isinstance(source, list) else str(source)
+            for number, line in enumerate(source.splitlines(), start=1):
+                if regex.search(line):
+                    if len(matches) >= limit:
+                        return SearchResult(matches, True, "nbformat", _skipped_note(skipped))
+                    excerpt = line.strip()
+                    if len(excerpt) > EXCERPT_CHARS:
+                        excerpt = excerpt[:EXCERPT_CHARS] + " [...]"
+                    matches.append(
+                        {"notebook": rel, "cell_index": index, "cell_type": cell.get("cell_type", "code"), "line": number, "excerpt": excerpt}
+                    )
+    return SearchResult(matches, False, "nbformat", _skipped_note(skipped))
+
+
+def _skipped_note(skipped: list[str]) -> str:
+    if not skipped:
+        return ""
+    shown = ", ".join(skipped[:5]) + (f" and {len(skipped) - 5} more" if len(skipped) > 5 else "")
+    return f"skipped: {shown}"
+
+
+async def search_notebooks(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    root = Path(ctx.env.root_dir)
+    result = await asyncio.to_thread(search_notebook_cells, root, args["pattern"], args.get("notebook_path"))
+    if not result.matches:
+        return ToolOutcome("ok", f"No notebook cell matches {args['pattern']!r}." + (f" ({result.note})" if result.note else ""))
+    lines = [
+        f"{m['notebook']} cell {m['cell_index']} ({m['cell_type']}) line {m['line']}: {m['excerpt']}" for m in result.matches
+    ]
+    if result.truncated:
+        lines.append(f"... more matches not shown (first {len(result.matches)}); narrow the pattern or pass notebook_path")
+    if result.note:
+        lines.append(f"[{result.note}]")
+    header = "Cell indexes count from 0 (the notebook's order)."
+    return ToolOutcome("ok", header + "\n" + "\n".join(lines), summary=f"{len(result.matches)}{'+' if result.truncated else ''} cell matches")
+
+
+# -- specs
+
+_PATH = {"type": "string", "description": "A path relative to the workspace root."}
+
+READ_FILE = ToolSpec(
+    name="read_file",
+    description=(
+        "Read a text file of the workspace, with line numbers. For big files pass start_line/end_line "
+        f"(1-based, inclusive; at most {MAX_READ_LINES} lines per call). Binary files are refused."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "path": _PATH,
+            "start_line": {"type": "integer", "description": "First line to read (1-based)."},
+            "end_line": {"type": "integer", "description": "Last line to read (inclusive)."},
+        },
+        "required": ["path"],
+    },
+    run=read_file,
+    read_only=True,
+)
+
+LIST_FILES = ToolSpec(
+    name="list_files",
+    description=(
+        "List files and folders of the workspace (sizes included; .git, node_modules, .ipynb_checkpoints "
+        f"and __pycache__ are skipped; at most {MAX_LIST_ENTRIES} entries)."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "path": {"type": "string", "description": 'Folder to list, relative to the root (default ".").'},
+            "recursive": {"type": "boolean", "description": "Also list the contents of subfolders."},
+        },
+    },
+    run=list_files,
+    read_only=True,
+)
+
+WRITE_FILE = ToolSpec(
+    name="write_file",
+    description=(
+        "Create a text file (or replace one with overwrite=true); folders are created as needed. "
+        "The user approves it first, seeing the diff. To change part of a file use edit_file."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "path": _PATH,
+            "content": {"type": "string", "description": "The whole content of the file."},
+            "overwrite": {"type": "boolean", "description": "Replace the file if it exists (default false)."},
+        },
+        "required": ["path", "content"],
+    },
+    run=write_file,
+    needs_approval=True,
+    describe=lambda args: f"Write the file {args.get('path', '?')}",
+    preview=write_file_preview,
+)
+
+EDIT_FILE = ToolSpec(
+    name="edit_file",
+    description=(
+        "Change a text file by exact replacements, applied in order: each 'old' must appear exactly once "
+        "(copy it from read_file, whitespace included, without the line numbers; add neighbouring lines to make "
+        "it unique). If any edit does not apply, nothing is written. The user approves the diff first."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "path": _PATH,
+            "edits": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "old": {"type": "string", "description": "Exact text to replace."},
+                        "new": {"type": "string", "description": "Replacement text."},
+                    },
+                    "required": ["old", "new"],
+                },
+            },
+        },
+        "required": ["path", "edits"],
+    },
+    run=edit_file,
+    needs_approval=True,
+    describe=lambda args: f"Edit the file {args.get('path', '?')}",
+    preview=edit_file_preview,
+)
+
+SEARCH_WORKSPACE = ToolSpec(
+    name="search_workspace",
+    description=(
+        "Search the workspace's text files for a regular expression (ripgrep; case-insensitive unless the "
+        "pattern has capitals; hidden and git-ignored files are skipped). Returns path:line: text, "
+        f"at most {MAX_SEARCH_RESULTS} matches."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "pattern": {"type": "string", "description": "A regular expression."},
+            "path": {"type": "string", "description": "Folder or file to search (default: the whole root)."},
+            "file_types": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": 'Extensions to search, e.g. ["py", "csv"].',
+            },
+        },
+        "required": ["pattern"],
+    },
+    run=search_workspace,
+    read_only=True,
+)
+
+SEARCH_NOTEBOOKS = ToolSpec(
+    name="search_notebooks",
+    description=(
+        "Search the cells of the workspace's notebooks (.ipynb) for a regular expression (case-insensitive "
+        "unless it has capitals). Returns notebook, cell index (from 0), cell type, line and the matching line."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "pattern": {"type": "string", "description": "A regular expression."},
+            "notebook_path": {"type": "string", "description": "One notebook, or a folder (default: all notebooks)."},
+        },
+        "required": ["pattern"],
+    },
+    run=search_notebooks,
+    read_only=True,
+)

@@ -1,0 +1,359 @@
+"""execute_command: a shell command in the workspace, after approval.
+
+The command runs under bash in its own session (so in its own process group) in the root folder
+or a subfolder of it. Its output streams to the panel as `cell_output` stream events (batched) and
+is kept bounded (head and tail) for the model. On time-out, on Stop (task cancelled) and when the
+command leaves background processes behind, the whole process group is stopped: SIGTERM, then
+SIGKILL after a grace period. Nothing it started survives it (short of its own setsid)."""
+from __future__ import annotations
+
+import asyncio
+import codecs
+import contextlib
+import os
+import shutil
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from ..events import make_event
+from ..output_digest import ANSI
+from ..workspace import relative_to_root
+from .base import Emit, ToolContext, ToolInputError, ToolOutcome, ToolSpec
+from .files import confined
+
+STDOUT_LIMIT = 8000  # characters kept for the model: head and tail
+STDERR_LIMIT = 4000
+STREAM_LIMIT = 200_000  # characters streamed to the panel per command; the rest is only counted
+FLUSH_SECONDS = 0.1
+FLUSH_CHARS = 4096
+READ_CHUNK = 65536
+MAX_STDIN_BYTES = 1024 * 1024
+MAX_TIMEOUT = 3600.0
+TERM_GRACE = 1.0  # seconds between SIGTERM and SIGKILL
+PIPE_GRACE = 0.5  # after the shell exits, how long its pipes may stay open before leftovers are stopped
+SHELL = shutil.which("bash") or "/bin/sh"
+
+
+class BoundedText:
+    """Keeps the first `head` and the last `tail` characters of a growing text, and counts the rest."""
+
+    def __init__(self, limit: int) -> None:
+        self.head_limit = limit * 2 // 3
+        self.tail_limit = limit - self.head_limit
+        self.head = ""
+        self.tail = ""
+        self.total = 0
+
+    def add(self, text: str) -> None:
+        self.total += len(text)
+        if len(self.head) < self.head_limit:
+            take = self.head_limit - len(self.head)
+            self.head += text[:take]
+            text = text[take:]
+        if text:
+            self.tail = (self.tail + text)[-self.tail_limit :]
+
+    def text(self) -> str:
+        cut = self.total - len(self.head) - len(self.tail)
+        if cut <= 0:
+            return self.head + self.tail
+        return f"{self.head}\n[... {cut} characters cut ...]\n{self.tail}"
+
+
+class PanelStream:
+    """Batches output into `cell_output` events: flushed every FLUSH_SECONDS or FLUSH_CHARS, and
+    capped at STREAM_LIMIT characters per command (then one notice)."""
+
+    def __init__(self, emit: Emit | None, call_id: str, limit: int = STREAM_LIMIT) -> None:
+        self._emit = emit
+        self._call_id = call_id
+        self._limit = limit
+        self._pending: list[list[str]] = []  # [name, text], consecutive same-stream pieces merged
+        self._pending_chars = 0
+        self._sent = 0
+        self._capped = False
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._emit is not None:
+            self._task = asyncio.create_task(self._tick())
+
+    def add(self, name: str, text: str) -> None:
+        if self._emit is None or not text or self._capped:
+            return
+        room = self._limit - self._sent - self._pending_chars
+        if len(text) >= room:
+            text = text[: max(room, 0)]
+            self._capped = True
+        if text:
+            if self._pending and self._pending[-1][0] == name:
+                self._pending[-1][1] += text
+            else:
+                self._pending.append([name, text])
+            self._pending_chars += len(text)
+        if self._capped:
+            self._pending.append(["stderr", f"\n[output beyond {self._limit} characters is not shown here; the command goes on]\n"])
+            self.flush()
+        elif self._pending_chars >= FLUSH_CHARS:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._emit is None:
+            return
+        pending, self._pending = self._pending, []
+        self._sent += self._pending_chars
+        self._pending_chars = 0
+        for name, text in pending:
+            output = {"output_type": "stream", "name": name, "text": text}
+            self._emit(make_event("cell_output", id=self._call_id, output=output))
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(FLUSH_SECONDS)
+            if self._pending:
+                self.flush()
+
+    def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None
+        self.flush()
+
+
+@dataclass
+class CommandResult:
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    stopped_leftovers: bool = False  # background processes were still running after the command ended
+    duration: float = 0.0
+
+
+def _group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of the process group, from /proc; None-safe elsewhere."""
+    members = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return []
+        return [pgid]
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as handle:
+                stat = handle.read().decode(errors="replace")
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()  # after "pid (comm) ": state ppid pgrp ...
+        if len(fields) >= 3 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+            members.append(int(name))
+    return members
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+async def kill_group(pgid: int, grace: float = TERM_GRACE) -> None:
+    """SIGTERM the group, then SIGKILL whatever is left after `grace` seconds (also when cancelled)."""
+    _signal_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    try:
+        while _group_members(pgid) and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+    finally:
+        if _group_members(pgid):
+            _signal_group(pgid, signal.SIGKILL)
+
+
+async def _feed(stdin: asyncio.StreamWriter | None, data: bytes) -> None:
+    if stdin is None:
+        return
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError, OSError):
+        if data:
+            stdin.write(data)
+            await stdin.drain()
+        stdin.close()
+
+
+async def _pump(reader: asyncio.StreamReader | None, name: str, kept: BoundedText, panel: PanelStream) -> None:
+    if reader is None:
+        return
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    while chunk := await reader.read(READ_CHUNK):
+        text = decoder.decode(chunk)
+        kept.add(text)
+        panel.add(name, text)
+    tail = decoder.decode(b"", final=True)
+    kept.add(tail)
+    panel.add(name, tail)
+
+
+def command_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # Nothing may wait for a human: no pagers, no git credential prompts; Python output unbuffered.
+    env.update({"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0", "PYTHONUNBUFFERED": "1"})
+    return env
+
+
+async def run_command(
+    command: str,
+    cwd: Path,
+    *,
+    stdin: str = "",
+    timeout: float = 120.0,
+    emit: Emit | None = None,
+    call_id: str = "",
+    on_start: Callable[[int], None] | None = None,
+) -> CommandResult:
+    """Run `command` with bash in `cwd`; see the module docstring for the guarantees."""
+    started = time.monotonic()
+    proc = await asyncio.create_subprocess_exec(
+        SHELL,
+        "-c",
+        command,
+        cwd=str(cwd),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,  # its own session and process group, no controlling terminal
+        env=command_env(),
+    )
+    pgid = proc.pid
+    if on_start is not None:
+        on_start(pgid)
+    stdout, stderr = BoundedText(STDOUT_LIMIT), BoundedText(STDERR_LIMIT)
+    panel = PanelStream(emit, call_id)
+    panel.start()
+    feeder = asyncio.create_task(_feed(proc.stdin, stdin.encode("utf-8")))
+    readers = [
+        asyncio.create_task(_pump(proc.stdout, "stdout", stdout, panel)),
+        asyncio.create_task(_pump(proc.stderr, "stderr", stderr, panel)),
+    ]
+    timed_out = leftovers = False
+    try:
+        try:
+            await asyncio.wait_for(proc.wait(), timeout)
+        except asyncio.TimeoutError:
+            timed_out = True
+            await kill_group(pgid)
+            await proc.wait()
+        # The shell is gone; children it left in the background may still hold its pipes.
+        _, pending = await asyncio.wait(readers, timeout=PIPE_GRACE)
+        if pending or _group_members(pgid):
+            leftovers = not timed_out
+            await kill_group(pgid)
+            await asyncio.wait(readers, timeout=2.0)
+    except asyncio.CancelledError:
+        await kill_group(pgid)
+        raise
+    finally:
+        for task in (feeder, *readers):
+            task.cancel()
+        panel.close()
+        if proc.returncode is None:  # cancelled before it was reaped
+            _signal_group(pgid, signal.SIGKILL)
+    return CommandResult(proc.returncode, stdout.text(), stderr.text(), timed_out, leftovers, time.monotonic() - started)
+
+
+def _timeout(args: dict[str, Any], default: float) -> float:
+    value = args.get("timeout")
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ToolInputError("timeout must be a positive number of seconds")
+    if value > MAX_TIMEOUT:
+        raise ToolInputError(f"timeout may be at most {MAX_TIMEOUT:.0f} seconds")
+    return float(value)
+
+
+def _check(args: dict[str, Any], ctx: ToolContext) -> tuple[str, Path, str, str]:
+    command = args["command"]
+    if not command.strip():
+        raise ToolInputError("command is empty")
+    if "\x00" in command:
+        raise ToolInputError("command cannot contain a NUL character")
+    root = Path(ctx.env.root_dir)
+    cwd = confined(root, args.get("cwd") or ".")
+    rel = relative_to_root(root, cwd)
+    if not cwd.is_dir():
+        raise ToolInputError(f"cwd {rel!r} is not an existing folder of the workspace")
+    stdin = args.get("stdin") or ""
+    if len(stdin.encode("utf-8", errors="replace")) > MAX_STDIN_BYTES:
+        raise ToolInputError("stdin is larger than 1 MiB; write it to a file and redirect it instead")
+    return command, cwd, rel, stdin
+
+
+def _section(name: str, text: str) -> str:
+    text = ANSI.sub("", text).rstrip("\n")
+    return f"{name}:\n{text}" if text else f"{name}: (empty)"
+
+
+def format_result(command: str, rel: str, result: CommandResult, timeout: float) -> str:
+    lines = [f"$ {command}" if "\n" not in command else f"$ {command.splitlines()[0]} ...", f"(cwd: {rel})"]
+    if result.timed_out:
+        lines.append(f"timed out after {timeout:g} s: the command and its child processes were stopped")
+    else:
+        lines.append(f"exit code: {result.exit_code}")
+    if result.stopped_leftovers:
+        lines.append("note: background processes the command left running were stopped")
+    lines += [_section("stdout", result.stdout), _section("stderr", result.stderr)]
+    return "\n".join(lines)
+
+
+async def execute_command(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    command, cwd, rel, stdin = _check(args, ctx)
+    timeout = _timeout(args, ctx.settings.command_timeout)
+    result = await run_command(command, cwd, stdin=stdin, timeout=timeout, emit=ctx.emit, call_id=ctx.call_id)
+    content = format_result(command, rel, result, timeout)
+    ok = result.exit_code == 0 and not result.timed_out
+    status = f"timed out after {timeout:g} s" if result.timed_out else f"exit code {result.exit_code}"
+    tail = ANSI.sub("", (result.stdout or result.stderr)).strip()[-200:]
+    return ToolOutcome("ok" if ok else "error", content, summary=f"{status}\n{tail}".strip())
+
+
+async def execute_command_preview(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    try:
+        command, _, rel, _ = _check(args, ctx)
+        _timeout(args, ctx.settings.command_timeout)
+    except ToolInputError as exc:
+        return {"command": args.get("command", ""), "cwd": args.get("cwd") or ".", "description": f"execute_command will fail: {exc}"}
+    return {"command": command, "cwd": rel}
+
+
+def _describe(args: dict[str, Any]) -> str:
+    return f"Run a shell command in {args.get('cwd') or '.'} (workspace root relative)"
+
+
+EXECUTE_COMMAND = ToolSpec(
+    name="execute_command",
+    description=(
+        "Run a shell command (bash) in the workspace root or a subfolder (cwd), after the user approves it. "
+        "Returns the exit code and the output (long output keeps its head and tail). stdin is empty unless "
+        "given (e.g. \"y\\n\"); nothing interactive works. The command and everything it started are stopped "
+        "at the timeout (seconds; default from the settings). Prefer non-interactive flags (pip -q, apt -y)."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "command": {"type": "string", "description": "The command line, run with bash -c."},
+            "stdin": {"type": "string", "description": "Text sent to the command's standard input."},
+            "timeout": {"type": "number", "description": f"Seconds before it is stopped (at most {MAX_TIMEOUT:.0f})."},
+            "cwd": {"type": "string", "description": "Folder to run in, relative to the workspace root."},
+        },
+        "required": ["command"],
+    },
+    run=execute_command,
+    needs_approval=True,
+    describe=_describe,
+    preview=execute_command_preview,
+)
