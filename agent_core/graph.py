@@ -10,7 +10,7 @@ import asyncio
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Sequence, TypedDict
+from typing import Annotated, Any, Mapping, Sequence, TypedDict
 
 from langgraph.channels.delta import DeltaChannel
 from langgraph.graph import END, START, StateGraph
@@ -23,7 +23,7 @@ from .llm import LLMError, ModelRequest, ModelTurn, complete
 from .prompts import prompt_text
 from .settings import AgentSettings
 from .tool_ledger import STOPPED, ToolLedger
-from .tools import TOOLS, ToolContext, ToolEnvironment, ToolInputError, ToolOutcome, ToolSpec
+from .tools import TOOLS, ToolContext, ToolEnvironment, ToolInputError, ToolOutcome, ToolSpec, skills_prompt_section
 from .tools.base import Emit
 
 log = logging.getLogger(__name__)
@@ -109,7 +109,7 @@ def _finish(emit: Emit, answer: str, next_items: list[dict[str, str]] | None = N
 
 def _system_prompt(ctx: RunContext) -> dict[str, Any]:
     text = prompt_text("system").replace("{notebook_path}", ctx.notebook_path or "(none open)")
-    return {"role": "system", "content": text}
+    return {"role": "system", "content": text.replace("{skills}", skills_prompt_section())}
 
 
 def _reminder(ctx: RunContext) -> dict[str, Any]:
@@ -305,18 +305,19 @@ def _failure_streak(state: AgentState, call: dict[str, Any], outcome: ToolOutcom
 # -- the graph
 
 
-def _after_model(state: AgentState) -> str:
+def _after_model(state: Mapping[str, Any]) -> str:
     return END if state.get("done") else "tools"
 
 
-def _after_tools(state: AgentState) -> str:
+def _after_tools(state: Mapping[str, Any]) -> str:
     return END if state.get("done") else "model"
 
 
-def build_graph(checkpointer: Any) -> Any:
-    graph = StateGraph(AgentState, context_schema=RunContext)
-    graph.add_node("model", call_model)
-    graph.add_node("tools", call_tools)
+def build_graph(checkpointer: Any, state_schema: type = AgentState) -> Any:
+    """`state_schema` is swappable only so bench/checkpoint_size can measure the plain-list baseline."""
+    graph = StateGraph(state_schema, context_schema=RunContext)
+    graph.add_node("model", call_model, input_schema=state_schema)
+    graph.add_node("tools", call_tools, input_schema=state_schema)
     graph.add_edge(START, "model")
     graph.add_conditional_edges("model", _after_model, ["tools", END])
     graph.add_conditional_edges("tools", _after_tools, ["model", END])

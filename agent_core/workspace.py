@@ -49,8 +49,7 @@ def resolve_in_root(root: Path | str, path: str | os.PathLike[str] | None) -> Pa
         raise WorkspaceError(f"cannot resolve the path {text!r}: {exc}") from None
     if not resolved.is_relative_to(base):
         raise PathOutsideRoot(
-            f"the path {text!r} is outside the workspace root; use a path relative to the root "
-            "(list_files shows what is there)"
+            f"the path {text!r} is outside the workspace root; use a path inside it, relative to the root"
         )
     return resolved
 

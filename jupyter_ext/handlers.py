@@ -2,8 +2,8 @@
 errors become JSON error bodies in one place (`write_error`)."""
 from __future__ import annotations
 
-import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 from jupyter_server.auth.decorator import authorized
@@ -11,7 +11,10 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 from tornado.iostream import StreamClosedError
 
-from .errors import BadRequest, CellwrightError
+from agent_core.tools import ToolInputError
+from agent_core.workspace import WorkspaceError, resolve_in_root
+
+from .errors import BadRequest, CellwrightError, Conflict
 from .settings_store import validate_changes
 
 PING_SECONDS = 15.0
@@ -62,6 +65,7 @@ class CellwrightHandler(APIHandler):
         self.finish(json.dumps({"error": kind, "message": message}))
 
     def _handle_request_exception(self, e: BaseException) -> None:  # noqa: N802 (tornado's name)
+        e = _as_domain_error(e)
         if isinstance(e, CellwrightError):
             self.set_status(e.status)
             self.set_header("Content-Type", "application/json")
@@ -199,6 +203,85 @@ class EventsHandler(CellwrightHandler):
                 self.write(": ping\n\n")
 
 
+class ToolRouteHandler(CellwrightHandler):
+    """Routes that call the agent's tools directly (the same functions the agent uses)."""
+
+    @property
+    def root_dir(self) -> Path:
+        return Path(self.app.serverapp.root_dir)
+
+    def environment(self, notebook_path: str, kernel_id: str | None) -> Any:
+        from .kernel_executor import KernelEnvironment
+
+        return KernelEnvironment(self.kernel_manager, self.session_manager, self.root_dir, notebook_path, kernel_id)
+
+    def strings(self, body: dict[str, Any], *names: str) -> list[Any]:
+        values = [body.get(name) for name in names]
+        for name, value in zip(names, values):
+            if value is not None and not isinstance(value, str):
+                raise BadRequest(f'"{name}" must be a string.')
+        return values
+
+
+
+class DiagnosticsHandler(ToolRouteHandler):
+    """POST diagnostics: {"code", "path"?, "kernel_id"?} -> {"diagnostics": [...]} (1-based lines and
+    columns). `path` is the notebook (or .py file) the code belongs to: a notebook's kernel is asked
+    which names it defines, so they are not reported as undefined. Without code, `path` names a .py
+    file to check."""
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        from agent_core.tools.diagnostics import lint_code, lint_file
+
+        code, path, kernel_id = self.strings(self.body(), "code", "path", "kernel_id")
+        if code is None and path is None:
+            raise BadRequest('Send "code" (the cell\'s Python code), optionally with "path" and "kernel_id".', "missing_fields")
+        root = self.root_dir
+        if code is None:
+            result = await lint_file(root, path)
+        else:
+            target = resolve_in_root(root, path) if path else None
+            if target is not None and target.suffix == ".py":
+                result = await lint_code(code, root, cell=False, path=target)
+            else:
+                notebook = target.relative_to(root.resolve()).as_posix() if target is not None else ""
+                env = self.environment(notebook, kernel_id) if (notebook or kernel_id) else None
+                result = await lint_code(code, root, env=env)
+        answer: dict[str, Any] = {"diagnostics": result.diagnostics}
+        if result.note:
+            answer["note"] = result.note
+        self.write_json(answer)
+
+
+class ResourcesHandler(ToolRouteHandler):
+    """POST resources: {"files"?, "dataframes"?, "kernel_id"?} -> {"files", "dataframes", "system"}."""
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        from agent_core.tools.resources import check_resources
+
+        body = self.body()
+        kernel_id, notebook = self.strings(body, "kernel_id", "notebook_path")
+        env = self.environment(_root_relative(notebook) or "", kernel_id) if (kernel_id or notebook) else None
+        self.write_json(await check_resources(self.root_dir, env, body.get("files"), body.get("dataframes")))
+
+
+def _as_domain_error(e: BaseException) -> BaseException:
+    """Errors of the agent's tools, as the routes that call those tools answer them."""
+    if isinstance(e, WorkspaceError):
+        return BadRequest(e.message[:1].upper() + e.message[1:] + ".", e.kind)
+    if isinstance(e, ToolInputError):
+        from agent_core.tools.diagnostics import DiagnosticsUnavailable
+
+        if isinstance(e, DiagnosticsUnavailable):  # pylsp is being restarted: the request may be retried
+            return Conflict(str(e), "diagnostics_unavailable")
+        return BadRequest(str(e), "bad_request")
+    return e
+
+
 default_handlers = [
     (r"/cellwright/api/health", HealthHandler),
     (r"/cellwright/api/config", ConfigHandler),
@@ -208,6 +291,8 @@ default_handlers = [
     (r"/cellwright/api/threads/(?P<thread_id>[\w-]+)/approvals/(?P<call_id>[^/]+)", ApprovalHandler),
     (r"/cellwright/api/threads/(?P<thread_id>[\w-]+)/cancel", CancelHandler),
     (r"/cellwright/api/threads/(?P<thread_id>[\w-]+)/events", EventsHandler),
+    (r"/cellwright/api/diagnostics", DiagnosticsHandler),
+    (r"/cellwright/api/resources", ResourcesHandler),
 ]
 
 

@@ -61,16 +61,21 @@ class KernelEnvironment:
 
     async def evaluate_json(self, expression: str) -> Any:
         kernel_id = await self.resolve_kernel()
-        client = self.kernel_manager.get_kernel(kernel_id).client()
+        manager = self.kernel_manager.get_kernel(kernel_id)
+        if not await manager.is_alive():
+            raise NoKernel(f"the kernel of {self.notebook_path or kernel_id} is not running: restart it and try again")
+        client = manager.client()
         client.start_channels()
         try:
-            await client.wait_for_ready(timeout=30)
+            # No wait_for_ready: it waits for 0.2 s of iopub silence, and only the shell reply matters here.
             # silent: no history, no execution count; user_expressions: evaluated, nothing assigned.
             msg_id = client.execute("", silent=True, store_history=False, user_expressions={"value": expression})
             reply = await self._reply(client, msg_id, timeout=30)
         finally:
             client.stop_channels()
-        value = reply.get("user_expressions", {}).get("value", {})
+        if "user_expressions" not in reply:
+            raise ToolInputError("the kernel did not answer within 30 s: it may be busy running a cell")
+        value = reply["user_expressions"].get("value", {})
         if value.get("status") != "ok":
             raise ToolInputError(f"the kernel could not evaluate it: {value.get('ename')}: {value.get('evalue')}")
         return json.loads(ast.literal_eval(value["data"]["text/plain"]))

@@ -224,7 +224,8 @@ def _entry_line(root: Path, entry: os.DirEntry[str]) -> str:
         return rel
 
 
-def list_entries(root: Path, directory: Path, recursive: bool = False, limit: int = MAX_LIST_ENTRIES) -> Listing:
+def list_entries(root: Path, directory: Path, recursive: bool = False, limit: int | None = None) -> Listing:
+    limit = limit or MAX_LIST_ENTRIES
     rel = relative_to_root(root, directory)
     if not directory.exists():
         raise ToolInputError(f"there is no directory {rel!r}; list '.' to see the root")
@@ -284,13 +285,20 @@ def _old_text_for_diff(path: Path) -> tuple[str | None, str]:
     return raw.decode("utf-8", errors="replace"), ""
 
 
+def utf8(text: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # lone surrogates from a "\\ud800" in the JSON arguments
+        raise ToolInputError(f"the text has a character that is not valid Unicode at position {exc.start}") from None
+
+
 def _check_write(root: Path, args: dict[str, Any]) -> tuple[Path, str, bool]:
     path = confined(root, args["path"])
     rel = relative_to_root(root, path)
     content = args["content"]
     if path == root.resolve() or path.is_dir():
         raise ToolInputError(f"{rel!r} is a directory; give a file path")
-    if len(content.encode("utf-8", errors="replace")) > MAX_WRITE_BYTES:
+    if len(utf8(content)) > MAX_WRITE_BYTES:
         raise ToolInputError(f"the content is larger than {human_size(MAX_WRITE_BYTES)}; write big data from a cell instead")
     exists = path.exists()
     if exists and not args.get("overwrite"):
@@ -325,7 +333,7 @@ def write_atomic(path: Path, data: bytes) -> None:
 async def write_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     root = Path(ctx.env.root_dir)
     path, rel, exists = _check_write(root, args)
-    data = args["content"].encode("utf-8")
+    data = utf8(args["content"])
     await asyncio.to_thread(write_atomic, path, data)
     lines = args["content"].count("\n") + (0 if args["content"].endswith("\n") or not args["content"] else 1)
     verb = "Replaced" if exists else "Created"
@@ -425,7 +433,7 @@ def _planned_edit(root: Path, args: dict[str, Any]) -> tuple[Path, str, str, str
 async def edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     root = Path(ctx.env.root_dir)
     path, rel, before, after, crlf = await asyncio.to_thread(_planned_edit, root, args)
-    data = (after.replace("\n", "\r\n") if crlf else after).encode("utf-8")
+    data = utf8(after.replace("\n", "\r\n") if crlf else after)
     await asyncio.to_thread(write_atomic, path, data)
     diff = unified_diff(before, after, rel)
     count = len(args["edits"])
@@ -506,7 +514,9 @@ async def search_with_ripgrep(
     root = root.resolve()
     cmd = [rg, "--json", "--sort", "path", "--smart-case", "--max-filesize", "5M", "--no-messages"]
     for ext in types:
-        cmd += ["-g", f"*.{ext}"]
+        cmd += ["--type-add", f"cellwright:*.{ext}"]
+    if types:
+        cmd += ["-t", "cellwright", "-g", "!.*"]  # a type whitelist would let hidden files in again
     for name in sorted(IGNORED_DIRS):
         cmd += ["-g", f"!{name}/"]
     cmd += ["-e", pattern, "--", os.path.relpath(target, root)]
@@ -680,9 +690,8 @@ def search_notebook_cells(root: Path, pattern: str, notebook_path: Any = None, l
                     excerpt = line.strip()
                     if len(excerpt) > EXCERPT_CHARS:
                         excerpt = excerpt[:EXCERPT_CHARS] + " [...]"
-                    matches.append(
-                        {"notebook": rel, "cell_index": index, "cell_type": cell.get("cell_type", "code"), "line": number, "excerpt": excerpt}
-                    )
+                    kind = cell.get("cell_type", "code")
+                    matches.append({"notebook": rel, "cell_index": index, "cell_type": kind, "line": number, "excerpt": excerpt})
     return SearchResult(matches, False, "nbformat", _skipped_note(skipped))
 
 
@@ -706,7 +715,8 @@ async def search_notebooks(args: dict[str, Any], ctx: ToolContext) -> ToolOutcom
     if result.note:
         lines.append(f"[{result.note}]")
     header = "Cell indexes count from 0 (the notebook's order)."
-    return ToolOutcome("ok", header + "\n" + "\n".join(lines), summary=f"{len(result.matches)}{'+' if result.truncated else ''} cell matches")
+    count = f"{len(result.matches)}{'+' if result.truncated else ''}"
+    return ToolOutcome("ok", header + "\n" + "\n".join(lines), summary=f"{count} cell matches")
 
 
 # -- specs

@@ -5,6 +5,7 @@ from typing import Any
 
 from ..output_digest import digest
 from .base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
+from .diagnostics import cell_preview
 
 
 async def run_cell(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
@@ -41,6 +42,7 @@ RUN_CELL = ToolSpec(
     run=run_cell,
     needs_approval=True,
     describe=lambda args: args.get("description") or "Run a code cell in the notebook's kernel",
+    preview=cell_preview,  # the approval card shows the cell's diagnostics
 )
 
 ADD_MARKDOWN = ToolSpec(

@@ -198,6 +198,12 @@ async def _pump(reader: asyncio.StreamReader | None, name: str, kept: BoundedTex
     panel.add(name, tail)
 
 
+async def _exited(proc: asyncio.subprocess.Process) -> None:
+    # Not proc.wait(): in Python 3.11 it also waits for the pipes, which background children hold open.
+    while proc.returncode is None:
+        await asyncio.sleep(0.02)
+
+
 def command_env() -> dict[str, str]:
     env = dict(os.environ)
     # Nothing may wait for a human: no pagers, no git credential prompts; Python output unbuffered.
@@ -242,17 +248,19 @@ async def run_command(
     timed_out = leftovers = False
     try:
         try:
-            await asyncio.wait_for(proc.wait(), timeout)
+            await asyncio.wait_for(_exited(proc), timeout)
         except asyncio.TimeoutError:
             timed_out = True
             await kill_group(pgid)
-            await proc.wait()
+            await _exited(proc)
         # The shell is gone; children it left in the background may still hold its pipes.
         _, pending = await asyncio.wait(readers, timeout=PIPE_GRACE)
         if pending or _group_members(pgid):
             leftovers = not timed_out
             await kill_group(pgid)
             await asyncio.wait(readers, timeout=2.0)
+        with contextlib.suppress(asyncio.TimeoutError):  # pipes closed: the transport finishes
+            await asyncio.wait_for(proc.wait(), 2.0)
     except asyncio.CancelledError:
         await kill_group(pgid)
         raise
@@ -331,7 +339,8 @@ async def execute_command_preview(args: dict[str, Any], ctx: ToolContext) -> dic
 
 
 def _describe(args: dict[str, Any]) -> str:
-    return f"Run a shell command in {args.get('cwd') or '.'} (workspace root relative)"
+    cwd = args.get("cwd") or "."
+    return "Run a shell command in the workspace root" if cwd in (".", "./") else f"Run a shell command in {cwd}"
 
 
 EXECUTE_COMMAND = ToolSpec(

@@ -1,0 +1,120 @@
+"""Skills: Markdown playbooks with a front matter `name` and `description`.
+
+Built-in skills live in agent_core/skills/; a user folder, <jupyter_config_dir>/cellwright/skills/,
+adds skills or overrides built-in ones by name. The system prompt lists names and descriptions
+only (`skills_prompt_section`); `load_skill` returns a skill's body when the agent needs it.
+Files are read on each call, so a new user skill works without a restart."""
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
+
+log = logging.getLogger(__name__)
+
+BUILTIN_DIR = Path(__file__).resolve().parent.parent / "skills"
+MAX_SKILL_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Skill:
+    name: str
+    description: str
+    body: str
+    path: Path
+
+
+def normalize(name: str) -> str:
+    """'Data Analysis', 'data_analysis' and 'data-analysis' name the same skill."""
+    return re.sub(r"[\s_]+", "-", name.strip().lower())
+
+
+def user_skills_dir() -> Path:
+    try:
+        from jupyter_core.paths import jupyter_config_dir
+
+        base = Path(jupyter_config_dir())
+    except ImportError:  # pragma: no cover - jupyter_core comes with ipykernel and the server
+        base = Path.home() / ".jupyter"
+    return base / "cellwright" / "skills"
+
+
+def parse_skill(text: str, path: Path) -> Skill:
+    """Front matter between `---` lines (`key: value`), then the body."""
+    meta: dict[str, str] = {}
+    body = text
+    lines = text.splitlines()
+    if lines and lines[0].strip() == "---":
+        for index, line in enumerate(lines[1:], start=1):
+            if line.strip() == "---":
+                body = "\n".join(lines[index + 1 :])
+                break
+            key, sep, value = line.partition(":")
+            if sep:
+                meta[key.strip().lower()] = value.strip().strip("'\"")
+        else:
+            raise ValueError("the front matter has no closing '---' line")
+    name = normalize(meta.get("name") or path.stem)
+    description = " ".join(meta.get("description", "").split())
+    if not description:
+        first = next((line.strip("# ").strip() for line in body.splitlines() if line.strip()), "")
+        description = first[:200]
+    return Skill(name, description, body.strip() + "\n", path)
+
+
+def _read_folder(folder: Path) -> dict[str, Skill]:
+    skills: dict[str, Skill] = {}
+    if not folder.is_dir():
+        return skills
+    for path in sorted(folder.glob("*.md")):
+        try:
+            if path.stat().st_size > MAX_SKILL_BYTES:
+                raise ValueError(f"larger than {MAX_SKILL_BYTES} bytes")
+            skill = parse_skill(path.read_text(encoding="utf-8"), path)
+        except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
+            log.warning("skill file %s skipped: %s", path, exc)
+            continue
+        skills[skill.name] = skill
+    return skills
+
+
+def load_skills(builtin_dir: Path = BUILTIN_DIR, user_dir: Path | None = None) -> dict[str, Skill]:
+    """Built-in skills, then the user's (which win on the same name), sorted by name."""
+    skills = _read_folder(builtin_dir)
+    skills.update(_read_folder(user_dir if user_dir is not None else user_skills_dir()))
+    return dict(sorted(skills.items()))
+
+
+def skills_prompt_section() -> str:
+    """One `name: description` line per skill, for the system prompt."""
+    return "\n".join(f"{skill.name}: {skill.description}" for skill in load_skills().values())
+
+
+async def load_skill(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    skills = load_skills()
+    wanted = normalize(args["name"])
+    skill = skills.get(wanted)
+    if skill is None:
+        available = ", ".join(skills) or "(none)"
+        raise ToolInputError(f"there is no skill named {args['name']!r}; available skills: {available}")
+    return ToolOutcome("ok", f"# Skill: {skill.name}\n\n{skill.body}", summary=f"Loaded the {skill.name} skill")
+
+
+LOAD_SKILL = ToolSpec(
+    name="load_skill",
+    description=(
+        "Load a skill: a playbook with concrete steps, pitfalls and code idioms for a kind of task (the "
+        "available skills are listed in the system prompt). Load the matching one before starting such a task."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {"name": {"type": "string", "description": "The skill's name, as listed."}},
+        "required": ["name"],
+    },
+    run=load_skill,
+    read_only=True,
+)

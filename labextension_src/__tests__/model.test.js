@@ -1,0 +1,297 @@
+/*
+ * Unit tests of the panel's core logic (SSE parsing, the event reducer, the
+ * REST error handling and the stream client's replay / reconnect), with
+ * Node's built-in test runner and no extra dependency.
+ *
+ * Run with `npm test` (compiles tokens.ts, api.ts and model.ts to CommonJS
+ * under lib/__cjs__ first).
+ */
+'use strict';
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const { ServerConnection } = require('@jupyterlab/services');
+
+const api = require('../../lib/__cjs__/api.js');
+const model = require('../../lib/__cjs__/model.js');
+const tokens = require('../../lib/__cjs__/tokens.js');
+
+// ------------------------------------------------------------------ helpers
+
+let seq = 0;
+function ev(type, fields = {}) {
+  seq += 1;
+  return { type, seq, thread_id: 't1', run_id: 'r1', agent: 'main', ...fields };
+}
+
+function sse(events) {
+  return events
+    .map(e => `id: ${e.seq}\nevent: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`)
+    .join('');
+}
+
+/** Server settings whose fetch answers from `handler(url, request)`. */
+function fakeSettings(handler) {
+  const calls = [];
+  const settings = ServerConnection.makeSettings({
+    baseUrl: 'http://jupyter.test/',
+    wsUrl: 'ws://jupyter.test/',
+    token: 'secret',
+    init: { cache: 'no-store' },
+    fetch: async request => {
+      calls.push({ url: request.url, method: request.method, headers: request.headers });
+      return handler(request.url, request, calls.length);
+    }
+  });
+  return { settings, calls };
+}
+
+function streamResponse(chunks) {
+  const encoder = new TextEncoder();
+  const body = new ReadableStream({
+    async start(controller) {
+      for (const chunk of chunks) {
+        controller.enqueue(encoder.encode(chunk));
+        await new Promise(r => setTimeout(r, 1));
+      }
+      controller.close();
+    }
+  });
+  return new Response(body, { status: 200, headers: { 'Content-Type': 'text/event-stream' } });
+}
+
+const sleep = ms => new Promise(r => setTimeout(r, ms));
+
+// ------------------------------------------------------------------ tokens
+
+test('tokens: event and tool names are the contract lists', () => {
+  assert.equal(tokens.EVENT_TYPES.length, 13);
+  assert.ok(tokens.EVENT_TYPES.includes('approval_required'));
+  assert.ok(tokens.TOOL_NAMES.includes('run_cell'));
+  assert.equal(tokens.isEventType('final'), true);
+  assert.equal(tokens.isEventType('nope'), false);
+});
+
+// ------------------------------------------------------------------ SSE parser
+
+test('SSEParser: split chunks, comments, multi-line data, CRLF', () => {
+  const parser = new api.SSEParser();
+  let out = parser.push(': ping\n\nid: 1\nevent: tok');
+  assert.deepEqual(out, []);
+  out = parser.push('en\ndata: {"a":\ndata: 1}\r\n\r');
+  // the lone trailing \r waits for a possible \n
+  assert.deepEqual(out, []);
+  out = parser.push('\nid: 2\nevent: final\ndata: {}\n\n');
+  assert.deepEqual(out, [
+    { id: '1', event: 'token', data: '{"a":\n1}' },
+    { id: '2', event: 'final', data: '{}' }
+  ]);
+});
+
+test('toEvent: type from the event field, seq from the data', () => {
+  const event = api.toEvent({ id: '7', event: 'token', data: '{"seq":7,"text":"hi"}' });
+  assert.equal(event.type, 'token');
+  assert.equal(event.seq, 7);
+  assert.equal(event.text, 'hi');
+  assert.equal(api.toEvent({ id: '8', event: 'token', data: 'not json' }), null);
+});
+
+// ------------------------------------------------------------------ reducer
+
+test('reduceEvent: a run with approval, cell, final and next items', () => {
+  seq = 0;
+  const events = [
+    ev('run_started', { mode: 'single', message: 'compute x' }),
+    ev('todos', { todos: [{ content: 'Compute', status: 'in_progress' }] }),
+    ev('token', { text: 'Let me ' }),
+    ev('token', { text: 'compute.' }),
+    ev('tool_call', { id: 'c1', name: 'run_cell', args: { code: 'print(42)' }, needs_approval: true }),
+    ev('approval_required', { id: 'c1', name: 'run_cell', args: { code: 'print(42)' }, description: 'Run a cell', diagnostics: [] }),
+    ev('run_finished', { status: 'awaiting_approval' })
+  ];
+  let view = model.reduceEvents(model.EMPTY_VIEW, events);
+  assert.equal(view.status, 'awaiting_approval');
+  assert.equal(view.pendingApproval.id, 'c1');
+  assert.deepEqual(view.items.map(i => i.kind), ['user', 'assistant', 'tool']);
+  assert.equal(view.items[1].text, 'Let me compute.');
+  assert.equal(view.items[1].streaming, false);
+  assert.equal(view.items[2].status, 'awaiting_approval');
+  assert.equal(view.todos.length, 1);
+
+  view = model.reduceEvents(view, [
+    ev('run_started', { mode: 'single', message: 'compute x' }),
+    ev('cell_started', { id: 'c1', code: 'print(42)', notebook_path: 'a.ipynb', kernel_id: 'k' }),
+    ev('cell_output', { id: 'c1', output: { output_type: 'stream', name: 'stdout', text: '4' } }),
+    ev('cell_output', { id: 'c1', output: { output_type: 'stream', name: 'stdout', text: '2\n' } }),
+    ev('cell_finished', { id: 'c1', status: 'ok', execution_count: 3, duration_ms: 12 }),
+    ev('tool_result', { id: 'c1', name: 'run_cell', status: 'ok', summary: '42' }),
+    ev('tool_call', { id: 'f1', name: 'final_answer', args: {}, needs_approval: false }),
+    ev('final', { answer: 'x is **42**', next_items: [{ title: 'Plot', prompt: 'plot x' }] }),
+    ev('run_finished', { status: 'completed' })
+  ]);
+  assert.equal(view.status, 'idle');
+  assert.equal(view.pendingApproval, null);
+  // the resumed run adds no second user message; final_answer is not a timeline entry
+  assert.deepEqual(view.items.map(i => i.kind), ['user', 'assistant', 'tool', 'final']);
+  const tool = view.items[2];
+  assert.equal(tool.status, 'ok');
+  assert.equal(tool.executionCount, 3);
+  assert.deepEqual(tool.outputs, [{ output_type: 'stream', name: 'stdout', text: '42\n' }]);
+  assert.equal(view.items[3].nextItems[0].prompt, 'plot x');
+  assert.equal(view.lastSeq, seq);
+});
+
+test('reduceEvent: an event seen twice is applied once', () => {
+  seq = 0;
+  const first = ev('run_started', { mode: 'single', message: 'hi' });
+  const token = ev('token', { text: 'a' });
+  const view = model.reduceEvents(model.EMPTY_VIEW, [first, token, token, first]);
+  assert.equal(view.items.length, 2);
+  assert.equal(view.items[1].text, 'a');
+  assert.equal(model.reduceEvent(view, token), view);
+});
+
+test('reduceEvent: a final that repeats the streamed text shows once', () => {
+  seq = 0;
+  const view = model.reduceEvents(model.EMPTY_VIEW, [
+    ev('run_started', { mode: 'single', message: 'q' }),
+    ev('token', { text: 'The answer ' }),
+    ev('token', { text: 'is 42.' }),
+    ev('final', { answer: 'The answer is 42.', next_items: [] }),
+    ev('run_finished', { status: 'completed' })
+  ]);
+  assert.deepEqual(view.items.map(i => i.kind), ['user', 'final']);
+});
+
+test('reduceEvent: cancel, errors, agent switch', () => {
+  seq = 0;
+  const view = model.reduceEvents(model.EMPTY_VIEW, [
+    ev('run_started', { mode: 'multi', message: 'q' }),
+    ev('agent_switch', { from: 'main', to: 'researcher', task: 'look' }),
+    ev('tool_call', { id: 'l1', name: 'list_files', args: { path: '.' }, needs_approval: false, agent: 'researcher' }),
+    ev('error', { kind: 'llm_error', message: 'model down', retryable: true }),
+    ev('run_finished', { status: 'cancelled' })
+  ]);
+  assert.equal(view.status, 'cancelled');
+  assert.equal(view.agent, 'main');
+  assert.deepEqual(view.items.map(i => i.kind), ['user', 'agent_switch', 'tool', 'error', 'run_end']);
+  assert.equal(view.items[2].status, 'cancelled');
+  assert.equal(view.items[3].message, 'model down');
+});
+
+// ------------------------------------------------------------------ requestAPI
+
+test('requestAPI: the server message of an error answer', async () => {
+  const { settings, calls } = fakeSettings(
+    () =>
+      new Response(JSON.stringify({ error: 'run_active', message: 'A run is active.' }), {
+        status: 409,
+        headers: { 'Content-Type': 'application/json' }
+      })
+  );
+  await assert.rejects(api.requestAPI('threads/t1/runs', { method: 'POST', body: '{}' }, settings), error => {
+    assert.ok(error instanceof ServerConnection.ResponseError);
+    assert.equal(error.message, 'A run is active.');
+    assert.equal(error.kind, 'run_active');
+    assert.equal(error.status, 409);
+    return true;
+  });
+  assert.match(calls[0].url, /^http:\/\/jupyter\.test\/cellwright\/api\/threads\/t1\/runs/);
+  assert.equal(calls[0].headers.get('Authorization'), 'token secret');
+});
+
+test('requestAPI: a non-JSON 404 says the server extension may be missing', async () => {
+  const { settings } = fakeSettings(() => new Response('<html>404</html>', { status: 404, statusText: 'Not Found' }));
+  await assert.rejects(api.requestAPI('health', {}, settings), /server extension/);
+});
+
+// ------------------------------------------------------------------ ThreadModel streaming
+
+test('ThreadModel: replayed backlog is not live; reconnects after the last seq', async () => {
+  seq = 0;
+  const backlog = [
+    ev('run_started', { mode: 'single', message: 'q' }),
+    ev('cell_started', { id: 'c1', code: '1', notebook_path: 'a.ipynb', kernel_id: 'k' })
+  ];
+  const later = [
+    ev('cell_output', { id: 'c1', output: { output_type: 'stream', name: 'stdout', text: '1\n' } }),
+    ev('run_finished', { status: 'completed' })
+  ];
+  const urls = [];
+  const { settings } = fakeSettings(async (url, request, n) => {
+    urls.push(url);
+    if (n > 1) {
+      return streamResponse([sse([later[1]])]);
+    }
+    // The backlog, a quiet period, one live event, then the network drops.
+    const encoder = new TextEncoder();
+    const body = new ReadableStream({
+      async start(controller) {
+        controller.enqueue(encoder.encode(sse(backlog)));
+        await sleep(model.REPLAY_QUIET_MS + 150);
+        controller.enqueue(encoder.encode(sse([later[0]])));
+        await sleep(20);
+        controller.error(new TypeError('network down'));
+      }
+    });
+    return new Response(body, { status: 200 });
+  });
+  const client = new api.CellwrightAPI(settings);
+  const thread = new model.ThreadModel({ api: client, threadId: 't1', notebookPath: 'a.ipynb' });
+  const live = [];
+  thread.liveEvent.connect((_, e) => live.push(e.type));
+  const ended = new Promise(resolve => thread.streamEnded.connect(() => resolve()));
+  thread.connect({ replay: true });
+  await ended;
+  assert.deepEqual(live, ['cell_output', 'run_finished']);
+  assert.equal(thread.view.status, 'idle');
+  assert.equal(thread.view.lastSeq, later[1].seq);
+  assert.doesNotMatch(urls[0], /after=/);
+  assert.match(urls[1], new RegExp(`after=${later[0].seq}(&|$)`));
+  thread.dispose();
+});
+
+test('ThreadModel: an API error ends the stream and is reported', async () => {
+  const { settings } = fakeSettings(
+    () => new Response(JSON.stringify({ error: 'not_found', message: 'No thread t9.' }), { status: 404 })
+  );
+  const thread = new model.ThreadModel({ api: new api.CellwrightAPI(settings), threadId: 't9' });
+  const errors = [];
+  thread.errorRaised.connect((_, e) => errors.push(e.message));
+  const ended = new Promise(resolve => thread.streamEnded.connect(() => resolve()));
+  thread.connect({ replay: true });
+  await ended;
+  assert.deepEqual(errors, ['No thread t9.']);
+  thread.dispose();
+});
+
+test('PanelModel: decide posts once even when clicked twice', async () => {
+  seq = 0;
+  const posts = [];
+  const { settings } = fakeSettings(async (url, request) => {
+    if (request.method === 'POST') {
+      posts.push([url.split('?')[0], await request.text()]);
+      await sleep(20);
+      return new Response('{"run_id":"r2"}', { status: 202 });
+    }
+    return streamResponse([]);
+  });
+  const panel = new model.PanelModel({ api: new api.CellwrightAPI(settings), version: '0.1.0' });
+  const thread = new model.ThreadModel({ api: panel.api, threadId: 't1' });
+  thread.applyEvent(ev('run_started', { mode: 'single', message: 'q' }), false);
+  thread.applyEvent(
+    ev('approval_required', { id: 'c1', name: 'run_cell', args: { code: '1' }, description: '' }),
+    false
+  );
+  thread.applyEvent(ev('run_finished', { status: 'awaiting_approval' }), false);
+  // make it the active thread the way openThread does
+  panel._track(thread);
+  panel._setActive(thread);
+  const results = await Promise.all([panel.decide('approve'), panel.decide('approve')]);
+  assert.deepEqual(results.sort(), [false, true]);
+  assert.equal(posts.length, 1);
+  assert.match(posts[0][0], /threads\/t1\/approvals\/c1$/);
+  assert.deepEqual(JSON.parse(posts[0][1]), { decision: 'approve' });
+  assert.equal(panel.pendingApproval, null);
+  panel.dispose();
+});

@@ -1,0 +1,33 @@
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import * as React from 'react';
+import { useState } from 'react';
+
+import { PanelModel } from '../model';
+import { ApprovalCard } from './ApprovalCard';
+import { Composer } from './Composer';
+import { Conversation } from './Conversation';
+import { Header, StatusLine } from './Header';
+import { useSignal } from './hooks';
+import { Notices } from './Notices';
+
+/** The whole panel: header, notices, conversation, approval card, composer. */
+export function ChatView(props: {
+  model: PanelModel;
+  rendermime: IRenderMimeRegistry;
+  inputRef: React.RefObject<HTMLTextAreaElement>;
+}): JSX.Element {
+  const { model, rendermime } = props;
+  useSignal(model.changed);
+  const [historyOpen, setHistoryOpen] = useState(false);
+  const pending = model.pendingApproval;
+  return (
+    <div className="cw-chat">
+      <Header model={model} historyOpen={historyOpen} setHistoryOpen={setHistoryOpen} />
+      <Notices model={model} />
+      <Conversation model={model} view={model.view} rendermime={rendermime} />
+      {pending && <ApprovalCard key={pending.id} model={model} pending={pending} />}
+      <StatusLine model={model} />
+      <Composer model={model} inputRef={props.inputRef} />
+    </div>
+  );
+}

@@ -1,0 +1,117 @@
+import * as React from 'react';
+
+import { DisplayStatus, PanelModel } from '../model';
+import { ThreadHistory } from './ThreadHistory';
+
+const STATUS_TEXT: Record<DisplayStatus, string> = {
+  idle: 'idle',
+  running: 'running',
+  awaiting_approval: 'awaiting approval',
+  cancelled: 'cancelled',
+  failed: 'failed'
+};
+
+/** The thread's title, else its first message, else its id. */
+function threadTitle(model: PanelModel): string {
+  const thread = model.thread;
+  if (!thread) {
+    return '';
+  }
+  const first = model.view.items.find(item => item.kind === 'user');
+  return thread.title || (first && first.kind === 'user' ? first.text : '') || thread.threadId;
+}
+
+/** Notebook binding, thread controls and the history list. */
+export function Header(props: {
+  model: PanelModel;
+  historyOpen: boolean;
+  setHistoryOpen: (open: boolean) => void;
+}): JSX.Element {
+  const { model, historyOpen, setHistoryOpen } = props;
+  const notebook = model.notebook;
+  const thread = model.thread;
+  return (
+    <div className="cw-header">
+      <div className="cw-header-row">
+        <h2 className="cw-title">Cellwright</h2>
+        <span className="cw-spacer" />
+        <button
+          type="button"
+          className="cw-button cw-button-small"
+          aria-expanded={historyOpen}
+          aria-controls="cw-history"
+          onClick={() => {
+            const open = !historyOpen;
+            setHistoryOpen(open);
+            if (open) {
+              void model.refreshThreads();
+            }
+          }}
+        >
+          History
+        </button>
+        <button
+          type="button"
+          className="cw-button cw-button-small"
+          onClick={() => {
+            model.newThread();
+            setHistoryOpen(false);
+          }}
+          disabled={!thread}
+        >
+          New thread
+        </button>
+      </div>
+      <div className="cw-binding" data-testid="cw-notebook-path" title={notebook?.path ?? ''}>
+        {notebook ? (
+          <>
+            <span className="cw-label">Notebook: </span>
+            <span className="cw-path">{notebook.path}</span>
+          </>
+        ) : (
+          <span className="cw-muted">No notebook open: open one so the agent can use its kernel.</span>
+        )}
+      </div>
+      {thread && (
+        <div className="cw-thread-title" title={thread.threadId}>
+          <span className="cw-label">Thread: </span>
+          {threadTitle(model)}
+        </div>
+      )}
+      {historyOpen && (
+        <ThreadHistory
+          model={model}
+          onPicked={() => setHistoryOpen(false)}
+        />
+      )}
+    </div>
+  );
+}
+
+/** The small status line: run status, active agent, connection. */
+export function StatusLine(props: { model: PanelModel }): JSX.Element {
+  const { model } = props;
+  const view = model.view;
+  const thread = model.thread;
+  const connection = thread?.connection ?? 'closed';
+  return (
+    <div
+      className={`cw-status cw-status-${view.status}`}
+      data-testid="cw-status"
+      data-status={view.status}
+      role="status"
+    >
+      <span className={`cw-status-dot cw-status-dot-${view.status}`} aria-hidden="true" />
+      <span className="cw-status-text">{STATUS_TEXT[view.status]}</span>
+      <span className="cw-status-agent" data-testid="cw-agent">
+        {`agent: ${view.agent || 'main'}`}
+        {view.mode === 'multi' ? ' (multi-agent)' : ''}
+      </span>
+      {connection === 'reconnecting' && (
+        <span className="cw-status-conn">
+          {`reconnecting…${thread?.lastError ? ` (${thread.lastError})` : ''}`}
+        </span>
+      )}
+    </div>
+  );
+}

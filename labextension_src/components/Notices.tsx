@@ -1,0 +1,36 @@
+import * as React from 'react';
+
+import { PanelModel } from '../model';
+
+/** Health notices and dismissable error banners. */
+export function Notices(props: { model: PanelModel }): JSX.Element | null {
+  const { model } = props;
+  const notices = model.notices;
+  const errors = model.errors;
+  if (!notices.length && !errors.length) {
+    return null;
+  }
+  return (
+    <div className="cw-notices">
+      {notices.map((text, i) => (
+        <div key={`n${i}`} className="cw-notice" data-testid="cw-notice" role="note">
+          {text}
+        </div>
+      ))}
+      {errors.map(error => (
+        <div key={error.id} className="cw-error-banner" data-testid="cw-error-banner" role="alert">
+          <span className="cw-error-banner-text">{error.message}</span>
+          <button
+            type="button"
+            className="cw-icon-button"
+            aria-label="Dismiss error"
+            title="Dismiss"
+            onClick={() => model.dismissError(error.id)}
+          >
+            ×
+          </button>
+        </div>
+      ))}
+    </div>
+  );
+}

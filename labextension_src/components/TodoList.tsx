@@ -1,0 +1,46 @@
+import * as React from 'react';
+
+import { ITodo, TodoStatus } from '../tokens';
+
+const MARK: Record<TodoStatus, string> = {
+  pending: '☐',
+  in_progress: '◐',
+  completed: '☑'
+};
+
+const SPOKEN: Record<TodoStatus, string> = {
+  pending: 'pending',
+  in_progress: 'in progress',
+  completed: 'completed'
+};
+
+/** The agent's live checklist. */
+export function TodoList(props: { todos: ITodo[] }): JSX.Element | null {
+  const { todos } = props;
+  if (!todos.length) {
+    return null;
+  }
+  const done = todos.filter(t => t.status === 'completed').length;
+  return (
+    <section className="cw-todos" data-testid="cw-todos" aria-label="Todo list">
+      <div className="cw-todos-title">
+        Plan <span className="cw-todos-count">{`${done}/${todos.length} done`}</span>
+      </div>
+      <ul className="cw-todos-list">
+        {todos.map((todo, i) => (
+          <li
+            key={i}
+            className={`cw-todo cw-todo-${todo.status}`}
+            data-status={todo.status}
+          >
+            <span className="cw-todo-mark" aria-hidden="true">
+              {MARK[todo.status] ?? '☐'}
+            </span>
+            <span className="cw-todo-text">{todo.content}</span>
+            <span className="cw-visually-hidden">{` (${SPOKEN[todo.status] ?? todo.status})`}</span>
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}

@@ -1,0 +1,123 @@
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import * as React from 'react';
+
+import { IToolItem, ToolItemStatus } from '../model';
+import { OutputView } from './OutputView';
+
+const STATUS_LABEL: Record<ToolItemStatus, string> = {
+  running: 'running',
+  awaiting_approval: 'awaiting approval',
+  ok: 'done',
+  error: 'error',
+  rejected: 'rejected',
+  cancelled: 'stopped'
+};
+
+const STATUS_ICON: Record<ToolItemStatus, string> = {
+  running: '◌',
+  awaiting_approval: '?',
+  ok: '✓',
+  error: '✕',
+  rejected: '⊘',
+  cancelled: '■'
+};
+
+function firstLine(text: unknown, max = 80): string {
+  if (typeof text !== 'string') {
+    return '';
+  }
+  const line = text.trim().split('\n')[0] ?? '';
+  return line.length > max ? line.slice(0, max - 1) + '…' : line;
+}
+
+/** A one-line summary of a tool call's arguments. */
+export function shortArgs(name: string, args: Record<string, any>): string {
+  if (!args) {
+    return '';
+  }
+  switch (name) {
+    case 'run_cell':
+      return firstLine(args.description) || firstLine(args.code);
+    case 'execute_command':
+      return firstLine(args.command);
+    case 'task':
+      return `${args.agent ?? ''}: ${firstLine(args.description, 60)}`;
+    case 'check_resource':
+      return [...(args.files ?? []), ...(args.dataframes ?? [])].join(', ');
+    default: {
+      const value =
+        args.path ?? args.pattern ?? args.name ?? args.notebook_path ?? args.content ?? args.code;
+      return firstLine(value) || firstLine(JSON.stringify(args));
+    }
+  }
+}
+
+function formatDuration(ms: number | null): string {
+  if (ms === null || ms === undefined) {
+    return '';
+  }
+  return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+/** A compact, expandable entry of the tool-call timeline. */
+export function ToolEntry(props: {
+  item: IToolItem;
+  rendermime: IRenderMimeRegistry;
+  showAgent: boolean;
+}): JSX.Element {
+  const { item, rendermime } = props;
+  const code = item.code ?? (item.name === 'run_cell' ? item.args.code : null);
+  const description = typeof item.args?.description === 'string' ? item.args.description : null;
+  const otherArgs = Object.fromEntries(
+    Object.entries(item.args ?? {}).filter(
+      ([k]) => !(k === 'code' && code) && !(k === 'description' && description !== null)
+    )
+  );
+  return (
+    <div
+      className={`cw-tool cw-tool-${item.status}`}
+      data-testid="cw-tool"
+      data-tool-name={item.name}
+      data-tool-status={item.status}
+    >
+      <details className="cw-tool-details">
+        <summary className="cw-tool-summary">
+          <span className="cw-tool-icon" aria-hidden="true">
+            {STATUS_ICON[item.status]}
+          </span>
+          <span className="cw-tool-name">{item.name}</span>
+          <span className="cw-tool-args">{shortArgs(item.name, item.args)}</span>
+          <span className="cw-tool-status">
+            {STATUS_LABEL[item.status]}
+            {item.executionCount !== null ? ` · [${item.executionCount}]` : ''}
+            {item.durationMs !== null ? ` · ${formatDuration(item.durationMs)}` : ''}
+          </span>
+        </summary>
+        <div className="cw-tool-body">
+          {props.showAgent && <div className="cw-tool-agent">agent: {item.agent}</div>}
+          {description && <div className="cw-tool-description">{description}</div>}
+          {code && <pre className="cw-code">{code}</pre>}
+          {Object.keys(otherArgs).length > 0 && (
+            <pre className="cw-tool-argsfull">{JSON.stringify(otherArgs, null, 2)}</pre>
+          )}
+          {item.summary && (
+            <div className="cw-tool-result">
+              <span className="cw-label">Result: </span>
+              <span className="cw-tool-result-text">{item.summary}</span>
+            </div>
+          )}
+        </div>
+      </details>
+      {item.outputs.length > 0 && (
+        <div className="cw-outputs" aria-label={`Outputs of ${item.name}`}>
+          {item.outputs.map((output, i) => (
+            <OutputView key={i} rendermime={rendermime} output={output} />
+          ))}
+        </div>
+      )}
+      {item.outputs.length === 0 && item.summary && item.status !== 'ok' && (
+        <div className="cw-tool-inline-result">{firstLine(item.summary, 200)}</div>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,151 @@
+/**
+ * The Cellwright JupyterLab plugin: wires the model, the side panel, the
+ * notebook bridge, commands and settings together. No logic of its own.
+ */
+import {
+  ILayoutRestorer,
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import { ICommandPalette } from '@jupyterlab/apputils';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
+
+import { CellwrightAPI } from './api';
+import { PanelModel } from './model';
+import { NotebookBridge } from './notebook';
+import { CommandIDs, Mode, PLUGIN_ID } from './tokens';
+import { FRONTEND_VERSION } from './version';
+import { CellwrightPanel } from './widgets/CellwrightPanel';
+
+const CATEGORY = 'Cellwright';
+
+function localStorageOrNull(): Storage | null {
+  try {
+    return window.localStorage;
+  } catch {
+    return null;
+  }
+}
+
+const plugin: JupyterFrontEndPlugin<void> = {
+  id: PLUGIN_ID,
+  description: 'Cellwright: an AI agent that works in the live notebook, in a side panel.',
+  autoStart: true,
+  requires: [INotebookTracker, IRenderMimeRegistry],
+  optional: [ICommandPalette, ISettingRegistry, ILayoutRestorer],
+  activate: (
+    app: JupyterFrontEnd,
+    tracker: INotebookTracker,
+    rendermime: IRenderMimeRegistry,
+    palette: ICommandPalette | null,
+    settingRegistry: ISettingRegistry | null,
+    restorer: ILayoutRestorer | null
+  ): void => {
+    const model = new PanelModel({
+      api: new CellwrightAPI(app.serviceManager.serverSettings),
+      version: FRONTEND_VERSION,
+      storage: localStorageOrNull()
+    });
+    const panel = new CellwrightPanel({ model, rendermime });
+    app.shell.add(panel, 'right', { rank: 1000 });
+    restorer?.add(panel, 'cellwright');
+
+    // Live agent events write into the open notebook.
+    const bridge = new NotebookBridge(tracker);
+    model.liveEvent.connect((_, live) => bridge.handle(live));
+
+    // Bind the panel to the active notebook.
+    let bound: NotebookPanel | null = null;
+    const onRenamed = (_: unknown, path: string): void => {
+      if (bound) {
+        model.notebookRenamed(path);
+      }
+    };
+    const bind = (notebook: NotebookPanel | null): void => {
+      bound?.context.pathChanged.disconnect(onRenamed);
+      bound = notebook;
+      notebook?.context.pathChanged.connect(onRenamed);
+      model.setNotebook(
+        notebook
+          ? {
+              path: notebook.context.path,
+              kernelId: () => notebook.sessionContext.session?.kernel?.id
+            }
+          : null
+      );
+    };
+    tracker.currentChanged.connect((_, notebook) => bind(notebook));
+    bind(tracker.currentWidget);
+
+    // Commands.
+    app.commands.addCommand(CommandIDs.open, {
+      label: 'Open Cellwright',
+      caption: 'Open the Cellwright agent panel',
+      execute: () => {
+        app.shell.activateById(panel.id);
+        panel.focusInput();
+      }
+    });
+    app.commands.addCommand(CommandIDs.newThread, {
+      label: 'New Cellwright Thread',
+      caption: 'Start a new Cellwright conversation for the active notebook',
+      execute: () => {
+        model.newThread();
+        app.shell.activateById(panel.id);
+        panel.focusInput();
+      }
+    });
+    app.commands.addCommand(CommandIDs.stop, {
+      label: 'Stop Cellwright Run',
+      caption: 'Stop the running Cellwright agent',
+      isEnabled: () => model.running,
+      execute: () => model.cancel()
+    });
+    let running = model.running;
+    model.changed.connect(() => {
+      if (model.running !== running) {
+        running = model.running;
+        app.commands.notifyCommandChanged(CommandIDs.stop);
+      }
+    });
+    if (palette) {
+      for (const command of [CommandIDs.open, CommandIDs.newThread, CommandIDs.stop]) {
+        palette.addItem({ command, category: CATEGORY });
+      }
+    }
+
+    // Settings: mode and auto-scroll are the panel's; auto_approve goes to the server.
+    if (settingRegistry) {
+      void settingRegistry
+        .load(PLUGIN_ID)
+        .then(settings => {
+          let autoApprove = JSON.stringify(settings.get('auto_approve').composite ?? []);
+          const apply = (initial: boolean): void => {
+            model.mode = (settings.get('mode').composite as Mode) ?? 'single';
+            model.autoScroll = (settings.get('autoScroll').composite as boolean) ?? true;
+            const next = (settings.get('auto_approve').composite as string[]) ?? [];
+            if (!initial && JSON.stringify(next) !== autoApprove) {
+              autoApprove = JSON.stringify(next);
+              void model.setAutoApprove(next);
+            }
+          };
+          apply(true);
+          settings.changed.connect(() => apply(false));
+          model.modeChanged.connect((_, mode) => {
+            settings.set('mode', mode).catch(error => {
+              model.reportError(error, 'Could not save the mode setting');
+            });
+          });
+        })
+        .catch(error => {
+          model.reportError(error, 'Could not load the Cellwright settings');
+        });
+    }
+
+    void model.checkHealth();
+  }
+};
+
+export default plugin;

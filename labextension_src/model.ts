@@ -1,0 +1,1261 @@
+/**
+ * The panel's state.
+ *
+ * - `reduceEvent` is a pure function: (thread view, event) -> thread view. The
+ *   whole conversation view is a fold of the thread's events, so replaying a
+ *   thread's log rebuilds exactly what a live panel showed.
+ * - `ThreadModel` owns one thread: its view, its event stream (with
+ *   reconnection after the last seq seen) and the replay/live split.
+ * - `PanelModel` owns what the panel shows: the bound notebook, the active
+ *   thread, the thread history, errors, the server's health and settings.
+ *
+ * Both emit Lumino signals and have `dispose()`. Nothing here polls.
+ */
+import { IDisposable } from '@lumino/disposable';
+import { ISignal, Signal } from '@lumino/signaling';
+
+import { APIError, CellwrightAPI, errorMessage, isAbort, isTransient } from './api';
+import {
+  ApprovalDecision,
+  CellStatus,
+  CellwrightEvent,
+  IApprovalRequiredData,
+  IHealth,
+  INbOutput,
+  INextItem,
+  IThread,
+  ITodo,
+  Mode,
+  RunFinishedStatus
+} from './tokens';
+
+// ================================================================ view state
+
+/** The status shown in the status line. */
+export type DisplayStatus =
+  | 'idle'
+  | 'running'
+  | 'awaiting_approval'
+  | 'cancelled'
+  | 'failed';
+
+export type ToolItemStatus =
+  | 'running'
+  | 'awaiting_approval'
+  | 'ok'
+  | 'error'
+  | 'rejected'
+  | 'cancelled';
+
+export interface IUserItem {
+  kind: 'user';
+  key: string;
+  text: string;
+}
+
+export interface IAssistantItem {
+  kind: 'assistant';
+  key: string;
+  agent: string;
+  text: string;
+  streaming: boolean;
+}
+
+export interface IToolItem {
+  kind: 'tool';
+  key: string;
+  /** The tool call id. */
+  id: string;
+  name: string;
+  agent: string;
+  args: Record<string, any>;
+  needsApproval: boolean;
+  status: ToolItemStatus;
+  description: string | null;
+  summary: string | null;
+  /** The code that ran (from `cell_started`). */
+  code: string | null;
+  outputs: INbOutput[];
+  executionCount: number | null;
+  cellStatus: CellStatus | null;
+  durationMs: number | null;
+}
+
+export interface IFinalItem {
+  kind: 'final';
+  key: string;
+  agent: string;
+  answer: string;
+  nextItems: INextItem[];
+}
+
+export interface IErrorItem {
+  kind: 'error';
+  key: string;
+  errorKind: string;
+  message: string;
+  retryable: boolean;
+}
+
+export interface IAgentSwitchItem {
+  kind: 'agent_switch';
+  key: string;
+  from: string;
+  to: string;
+  task: string;
+}
+
+export interface IRunEndItem {
+  kind: 'run_end';
+  key: string;
+  status: 'cancelled' | 'failed';
+}
+
+export type ConversationItem =
+  | IUserItem
+  | IAssistantItem
+  | IToolItem
+  | IFinalItem
+  | IErrorItem
+  | IAgentSwitchItem
+  | IRunEndItem;
+
+export interface IThreadView {
+  items: ConversationItem[];
+  todos: ITodo[];
+  status: DisplayStatus;
+  /** The agent of the latest event ("main" in single mode). */
+  agent: string;
+  mode: Mode | null;
+  runId: string | null;
+  pendingApproval: IApprovalRequiredData | null;
+  /** The highest seq folded in; -1 before the first event. */
+  lastSeq: number;
+}
+
+export const EMPTY_VIEW: IThreadView = Object.freeze({
+  items: [],
+  todos: [],
+  status: 'idle',
+  agent: 'main',
+  mode: null,
+  runId: null,
+  pendingApproval: null,
+  lastSeq: -1
+}) as IThreadView;
+
+/** Tools that the timeline does not show: their effect has its own view. */
+const HIDDEN_TOOLS = new Set(['final_answer', 'write_todos']);
+
+/** Bounds for what the panel keeps of a cell's outputs (the notebook keeps all). */
+const MAX_OUTPUTS = 100;
+const MAX_STREAM_CHARS = 50_000;
+
+function closeStreaming(items: ConversationItem[]): ConversationItem[] {
+  const last = items[items.length - 1];
+  if (last && last.kind === 'assistant' && last.streaming) {
+    return [...items.slice(0, -1), { ...last, streaming: false }];
+  }
+  return items;
+}
+
+function findTool(items: ConversationItem[], id: string): number {
+  for (let i = items.length - 1; i >= 0; i--) {
+    const item = items[i];
+    if (item.kind === 'tool' && item.id === id) {
+      return i;
+    }
+  }
+  return -1;
+}
+
+function updateTool(
+  items: ConversationItem[],
+  id: string,
+  update: (item: IToolItem) => Partial<IToolItem>
+): ConversationItem[] {
+  const index = findTool(items, id);
+  if (index === -1) {
+    return items;
+  }
+  const item = items[index] as IToolItem;
+  const copy = items.slice();
+  copy[index] = { ...item, ...update(item) };
+  return copy;
+}
+
+function newTool(
+  event: { seq: number; agent: string; id: string; name: string; args: Record<string, any> },
+  status: ToolItemStatus,
+  needsApproval: boolean
+): IToolItem {
+  return {
+    kind: 'tool',
+    key: `tool-${event.id}`,
+    id: event.id,
+    name: event.name,
+    agent: event.agent,
+    args: event.args ?? {},
+    needsApproval,
+    status,
+    description: null,
+    summary: null,
+    code: null,
+    outputs: [],
+    executionCount: null,
+    cellStatus: null,
+    durationMs: null
+  };
+}
+
+function streamText(text: string | string[]): string {
+  return Array.isArray(text) ? text.join('') : String(text ?? '');
+}
+
+/** Append one output, merging consecutive stream outputs of the same name. */
+export function appendOutput(outputs: INbOutput[], output: INbOutput): INbOutput[] {
+  const last = outputs[outputs.length - 1];
+  if (
+    last &&
+    last.output_type === 'stream' &&
+    output.output_type === 'stream' &&
+    last.name === output.name
+  ) {
+    let text = streamText(last.text) + streamText(output.text);
+    if (text.length > MAX_STREAM_CHARS) {
+      text = '…' + text.slice(text.length - MAX_STREAM_CHARS);
+    }
+    return [...outputs.slice(0, -1), { ...last, text }];
+  }
+  const next = [...outputs, output];
+  return next.length > MAX_OUTPUTS ? next.slice(next.length - MAX_OUTPUTS) : next;
+}
+
+const FINISHED_STATUS: Record<RunFinishedStatus, DisplayStatus> = {
+  completed: 'idle',
+  awaiting_approval: 'awaiting_approval',
+  cancelled: 'cancelled',
+  failed: 'failed'
+};
+
+/**
+ * Fold one event into a thread view. Pure: returns a new view (or the same
+ * one when the event changes nothing, e.g. a seq already folded in).
+ */
+export function reduceEvent(view: IThreadView, event: CellwrightEvent): IThreadView {
+  const seq = event.seq;
+  if (Number.isFinite(seq) && seq <= view.lastSeq) {
+    return view; // already seen: reconnects never apply an event twice
+  }
+  const next: IThreadView = {
+    ...view,
+    lastSeq: Number.isFinite(seq) ? seq : view.lastSeq,
+    agent: typeof event.agent === 'string' && event.agent ? event.agent : view.agent
+  };
+  let items = view.items;
+  const key = `${event.type}-${seq}`;
+
+  switch (event.type) {
+    case 'run_started': {
+      // A run_started right after an approval pause resumes the same request.
+      const resuming = view.status === 'awaiting_approval';
+      items = closeStreaming(items);
+      if (!resuming && event.message) {
+        items = [...items, { kind: 'user', key, text: event.message }];
+      }
+      if (resuming) {
+        items = items.map(item =>
+          item.kind === 'tool' && item.status === 'awaiting_approval'
+            ? { ...item, status: 'running' }
+            : item
+        );
+      }
+      next.status = 'running';
+      next.mode = event.mode ?? view.mode;
+      next.runId = event.run_id ?? null;
+      next.pendingApproval = null;
+      break;
+    }
+    case 'token': {
+      const last = items[items.length - 1];
+      if (last && last.kind === 'assistant' && last.streaming && last.agent === event.agent) {
+        items = [...items.slice(0, -1), { ...last, text: last.text + event.text }];
+      } else {
+        items = [
+          ...closeStreaming(items),
+          { kind: 'assistant', key, agent: event.agent, text: event.text, streaming: true }
+        ];
+      }
+      break;
+    }
+    case 'tool_call': {
+      items = closeStreaming(items);
+      if (HIDDEN_TOOLS.has(event.name)) {
+        break;
+      }
+      // "awaiting approval" comes with approval_required (an auto-approved call never gets one).
+      if (findTool(items, event.id) === -1) {
+        items = [...items, newTool(event, 'running', !!event.needs_approval)];
+      } else {
+        items = updateTool(items, event.id, () => ({ args: event.args ?? {} }));
+      }
+      break;
+    }
+    case 'approval_required': {
+      items = closeStreaming(items);
+      if (findTool(items, event.id) === -1) {
+        items = [...items, newTool(event, 'awaiting_approval', true)];
+      }
+      items = updateTool(items, event.id, () => ({
+        status: 'awaiting_approval',
+        needsApproval: true,
+        args: event.args ?? {},
+        description: event.description ?? null
+      }));
+      next.pendingApproval = event;
+      next.status = 'awaiting_approval';
+      break;
+    }
+    case 'cell_started': {
+      if (findTool(items, event.id) === -1) {
+        items = [
+          ...items,
+          newTool({ ...event, name: 'run_cell', args: { code: event.code } }, 'running', false)
+        ];
+      }
+      items = updateTool(items, event.id, () => ({
+        status: 'running',
+        code: event.code,
+        outputs: []
+      }));
+      break;
+    }
+    case 'cell_output': {
+      items = updateTool(items, event.id, item => ({
+        outputs: appendOutput(item.outputs, event.output)
+      }));
+      break;
+    }
+    case 'cell_finished': {
+      items = updateTool(items, event.id, () => ({
+        executionCount: event.execution_count ?? null,
+        cellStatus: event.status,
+        durationMs: event.duration_ms ?? null
+      }));
+      break;
+    }
+    case 'tool_result': {
+      items = updateTool(items, event.id, () => ({
+        status: event.status,
+        summary: event.summary ?? null
+      }));
+      if (view.pendingApproval && view.pendingApproval.id === event.id) {
+        next.pendingApproval = null;
+      }
+      break;
+    }
+    case 'todos': {
+      next.todos = Array.isArray(event.todos) ? event.todos : [];
+      break;
+    }
+    case 'agent_switch': {
+      items = [
+        ...closeStreaming(items),
+        { kind: 'agent_switch', key, from: event.from, to: event.to, task: event.task }
+      ];
+      next.agent = event.to || next.agent;
+      break;
+    }
+    case 'final': {
+      items = closeStreaming(items);
+      const last = items[items.length - 1];
+      const answer = event.answer ?? '';
+      // When the answer was streamed as tokens too, show it once.
+      if (last && last.kind === 'assistant' && last.text.trim() === answer.trim()) {
+        items = items.slice(0, -1);
+      }
+      items = [
+        ...items,
+        {
+          kind: 'final',
+          key,
+          agent: event.agent,
+          answer,
+          nextItems: Array.isArray(event.next_items) ? event.next_items : []
+        }
+      ];
+      break;
+    }
+    case 'error': {
+      items = [
+        ...closeStreaming(items),
+        {
+          kind: 'error',
+          key,
+          errorKind: event.kind,
+          message: event.message,
+          retryable: !!event.retryable
+        }
+      ];
+      break;
+    }
+    case 'run_finished': {
+      items = closeStreaming(items);
+      const status = FINISHED_STATUS[event.status] ?? 'idle';
+      next.status = status;
+      if (status !== 'awaiting_approval') {
+        next.pendingApproval = null;
+        items = items.map(item =>
+          item.kind === 'tool' && (item.status === 'running' || item.status === 'awaiting_approval')
+            ? { ...item, status: status === 'idle' ? 'ok' : 'cancelled' }
+            : item
+        );
+      }
+      if (status === 'cancelled' || status === 'failed') {
+        items = [...items, { kind: 'run_end', key, status }];
+      }
+      break;
+    }
+    default:
+      break; // an event type this frontend does not know: only its seq counts
+  }
+  next.items = items;
+  return next;
+}
+
+/** Fold a list of events. */
+export function reduceEvents(view: IThreadView, events: Iterable<CellwrightEvent>): IThreadView {
+  let current = view;
+  for (const event of events) {
+    current = reduceEvent(current, event);
+  }
+  return current;
+}
+
+/** True while a run is going on or paused for approval. */
+export function isActive(status: DisplayStatus): boolean {
+  return status === 'running' || status === 'awaiting_approval';
+}
+
+// ================================================================ ThreadModel
+
+/**
+ * How long the stream must be quiet after it opens before the panel takes
+ * the thread's backlog as replayed. Events up to then are "replay" (the view
+ * shows them, the notebook is not touched); later ones are "live".
+ */
+export const REPLAY_QUIET_MS = 500;
+
+/** Reconnection backoff: 0.5 s, 1 s, 2 s ... up to 15 s. */
+const BACKOFF_MIN_MS = 500;
+const BACKOFF_MAX_MS = 15_000;
+/** Normal closes with no event before the run is over, before giving up. */
+const MAX_EMPTY_CLOSES = 5;
+
+export type ConnectionState = 'closed' | 'open' | 'reconnecting';
+
+export interface ILiveEvent {
+  thread: ThreadModel;
+  event: CellwrightEvent;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise(resolve => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done);
+  });
+}
+
+export namespace ThreadModel {
+  export interface IOptions {
+    api: CellwrightAPI;
+    threadId: string;
+    title?: string | null;
+    notebookPath?: string | null;
+  }
+}
+
+/** One thread: its folded view and its event stream. */
+export class ThreadModel implements IDisposable {
+  constructor(options: ThreadModel.IOptions) {
+    this._api = options.api;
+    this.threadId = options.threadId;
+    this.title = options.title ?? null;
+    this.notebookPath = options.notebookPath ?? null;
+  }
+
+  readonly threadId: string;
+  title: string | null;
+  notebookPath: string | null;
+
+  get view(): IThreadView {
+    return this._view;
+  }
+
+  /** Emitted (coalesced) when the view or the connection state changes. */
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  /** Every event that arrives after the replay of the backlog, synchronously. */
+  get liveEvent(): ISignal<this, CellwrightEvent> {
+    return this._liveEvent;
+  }
+
+  /** Emitted once when the event stream loop ends (run over, error, stop). */
+  get streamEnded(): ISignal<this, void> {
+    return this._streamEnded;
+  }
+
+  /** Errors worth showing (the model's owner shows them). */
+  get errorRaised(): ISignal<this, unknown> {
+    return this._errorRaised;
+  }
+
+  get connection(): ConnectionState {
+    return this._connection;
+  }
+
+  /** True while the event stream loop runs. */
+  get streaming(): boolean {
+    return this._controller !== null;
+  }
+
+  /** True while the backlog of a (re)opened thread is being replayed. */
+  get catchingUp(): boolean {
+    return this._catchingUp;
+  }
+
+  /** Ids of approvals decided from this panel and accepted by the server. */
+  isDecided(toolCallId: string): boolean {
+    return this._decided.has(toolCallId);
+  }
+
+  markDecided(toolCallId: string): void {
+    this._decided.add(toolCallId);
+    this._emitChanged(true);
+  }
+
+  get isDisposed(): boolean {
+    return this._isDisposed;
+  }
+
+  /**
+   * Open (or keep open) the event stream after the last seq seen.
+   *
+   * @param options.replay the events that arrive before the stream is quiet
+   *   are the thread's backlog: they rebuild the view but are not "live".
+   * @param options.expectRun a run was just started (or resumed): keep
+   *   reconnecting until its `run_started` arrives, even if the server closes
+   *   the first stream before it has anything to send.
+   */
+  connect(options: { replay?: boolean; expectRun?: boolean } = {}): void {
+    if (this._isDisposed) {
+      return;
+    }
+    if (options.expectRun) {
+      this._expectRun = true;
+    }
+    if (this._controller) {
+      this._again = true; // the running loop reconnects once more before ending
+      return;
+    }
+    const controller = new AbortController();
+    this._controller = controller;
+    void this._loop(controller, !!options.replay);
+  }
+
+  /** Close the stream (the thread's run goes on on the server). */
+  disconnect(): void {
+    this._controller?.abort();
+  }
+
+  /** Apply one event; `live` events are re-emitted on `liveEvent`. */
+  applyEvent(event: CellwrightEvent, live: boolean): void {
+    const before = this._view;
+    this._view = reduceEvent(before, event);
+    if (this._view === before) {
+      return;
+    }
+    if (event.type === 'run_started') {
+      this._expectRun = false;
+    }
+    if (live) {
+      this._liveEvent.emit(event);
+    }
+    this._emitChanged(false);
+  }
+
+  dispose(): void {
+    if (this._isDisposed) {
+      return;
+    }
+    this._isDisposed = true;
+    this._controller?.abort();
+    clearTimeout(this._quietTimer);
+    clearTimeout(this._changedTimer);
+    Signal.clearData(this);
+  }
+
+  private _shouldReconnect(): boolean {
+    return this._view.status === 'running' || this._expectRun;
+  }
+
+  private async _loop(controller: AbortController, replay: boolean): Promise<void> {
+    const signal = controller.signal;
+    let failures = 0;
+    let emptyCloses = 0;
+    this._catchingUp = replay;
+    try {
+      while (!signal.aborted) {
+        let received = 0;
+        this._again = false;
+        try {
+          const last = this._view.lastSeq;
+          await this._api.streamEvents(this.threadId, {
+            after: last < 0 ? null : last,
+            signal,
+            onOpen: () => {
+              failures = 0;
+              this._setConnection('open');
+              if (this._catchingUp) {
+                this._armQuietTimer();
+              }
+            },
+            onEvent: event => {
+              received++;
+              if (this._catchingUp) {
+                this._armQuietTimer();
+              }
+              this.applyEvent(event, !this._catchingUp);
+            }
+          });
+          // The server closed the stream normally.
+          this._endCatchUp();
+          if (!this._again && !this._shouldReconnect()) {
+            break;
+          }
+          if (this._again || received > 0) {
+            emptyCloses = 0;
+            continue;
+          }
+          if (++emptyCloses >= MAX_EMPTY_CLOSES) {
+            this._expectRun = false;
+            throw new Error(
+              'The event stream keeps closing before the run has finished. ' +
+                'Reopen the thread from the history to refresh it.'
+            );
+          }
+        } catch (error) {
+          if (signal.aborted || isAbort(error)) {
+            break;
+          }
+          this._endCatchUp();
+          if (!isTransient(error)) {
+            this._expectRun = false;
+            this._errorRaised.emit(error);
+            break;
+          }
+          failures++;
+          this._lastError = errorMessage(error);
+        }
+        this._setConnection('reconnecting');
+        const delay = Math.min(
+          BACKOFF_MAX_MS,
+          BACKOFF_MIN_MS * 2 ** Math.max(0, failures + emptyCloses - 1)
+        );
+        await sleep(delay, signal);
+      }
+    } finally {
+      this._endCatchUp();
+      if (this._controller === controller) {
+        this._controller = null;
+      }
+      this._setConnection('closed');
+      if (!this._isDisposed) {
+        this._streamEnded.emit();
+      }
+    }
+  }
+
+  /** The message of the last network failure while reconnecting. */
+  get lastError(): string | null {
+    return this._connection === 'reconnecting' ? this._lastError : null;
+  }
+
+  private _armQuietTimer(): void {
+    clearTimeout(this._quietTimer);
+    this._quietTimer = setTimeout(() => this._endCatchUp(), REPLAY_QUIET_MS);
+  }
+
+  private _endCatchUp(): void {
+    clearTimeout(this._quietTimer);
+    if (this._catchingUp) {
+      this._catchingUp = false;
+      this._emitChanged(false);
+    }
+  }
+
+  private _setConnection(state: ConnectionState): void {
+    if (this._connection !== state) {
+      this._connection = state;
+      this._emitChanged(false);
+    }
+  }
+
+  /** Coalesce change notifications: a replay of 1000 events renders once. */
+  private _emitChanged(now: boolean): void {
+    if (this._isDisposed) {
+      return;
+    }
+    if (now) {
+      clearTimeout(this._changedTimer);
+      this._changedTimer = undefined;
+      this._changed.emit();
+      return;
+    }
+    if (this._changedTimer === undefined) {
+      this._changedTimer = setTimeout(() => {
+        this._changedTimer = undefined;
+        if (!this._isDisposed) {
+          this._changed.emit();
+        }
+      }, 30);
+    }
+  }
+
+  private _api: CellwrightAPI;
+  private _view: IThreadView = EMPTY_VIEW;
+  private _controller: AbortController | null = null;
+  private _connection: ConnectionState = 'closed';
+  private _catchingUp = false;
+  private _expectRun = false;
+  private _again = false;
+  private _lastError: string | null = null;
+  private _quietTimer: ReturnType<typeof setTimeout> | undefined;
+  private _changedTimer: ReturnType<typeof setTimeout> | undefined;
+  private _decided = new Set<string>();
+  private _isDisposed = false;
+  private _changed = new Signal<this, void>(this);
+  private _liveEvent = new Signal<this, CellwrightEvent>(this);
+  private _streamEnded = new Signal<this, void>(this);
+  private _errorRaised = new Signal<this, unknown>(this);
+}
+
+// ================================================================ PanelModel
+
+/** The notebook the panel is bound to. */
+export interface INotebookBinding {
+  path: string;
+  /** The id of the notebook's kernel right now, if any. */
+  kernelId(): string | undefined;
+}
+
+export interface IPanelError {
+  id: number;
+  message: string;
+}
+
+/** A minimal key-value store (window.localStorage in the browser). */
+export interface IKeyValueStore {
+  getItem(key: string): string | null;
+  setItem(key: string, value: string): void;
+  removeItem(key: string): void;
+}
+
+const STORAGE_PREFIX = 'cellwright:last-thread:';
+
+export namespace PanelModel {
+  export interface IOptions {
+    api: CellwrightAPI;
+    /** The frontend's version, compared with the server's. */
+    version: string;
+    /** Where the last thread per notebook is remembered. */
+    storage?: IKeyValueStore | null;
+    mode?: Mode;
+    autoScroll?: boolean;
+  }
+}
+
+export class PanelModel implements IDisposable {
+  constructor(options: PanelModel.IOptions) {
+    this.api = options.api;
+    this.version = options.version;
+    this._storage = options.storage ?? null;
+    this._mode = options.mode ?? 'single';
+    this._autoScroll = options.autoScroll ?? true;
+  }
+
+  readonly api: CellwrightAPI;
+  readonly version: string;
+
+  /** Emitted when anything the panel shows changes. */
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  /** Live (not replayed) events of every open thread, for the notebook bridge. */
+  get liveEvent(): ISignal<this, ILiveEvent> {
+    return this._liveEvent;
+  }
+
+  /** Emitted when the user picks a mode in the panel (to persist it). */
+  get modeChanged(): ISignal<this, Mode> {
+    return this._modeChanged;
+  }
+
+  get notebook(): INotebookBinding | null {
+    return this._notebook;
+  }
+
+  /** The thread on show, or null for a new conversation not yet sent. */
+  get thread(): ThreadModel | null {
+    return this._active;
+  }
+
+  get view(): IThreadView {
+    return this._active?.view ?? EMPTY_VIEW;
+  }
+
+  /** The approval waiting for the user, unless it was already decided here. */
+  get pendingApproval(): IApprovalRequiredData | null {
+    const pending = this.view.pendingApproval;
+    if (!pending || !this._active || this._active.isDecided(pending.id)) {
+      return null;
+    }
+    return pending;
+  }
+
+  get running(): boolean {
+    return isActive(this.view.status);
+  }
+
+  get sending(): boolean {
+    return this._sending;
+  }
+
+  get deciding(): boolean {
+    return this._deciding;
+  }
+
+  get loadingThread(): boolean {
+    return !!this._active && this._active.catchingUp;
+  }
+
+  get errors(): readonly IPanelError[] {
+    return this._errors;
+  }
+
+  get health(): IHealth | null {
+    return this._health;
+  }
+
+  /** Null until the thread history was fetched once. */
+  get threadList(): readonly IThread[] | null {
+    return this._threadList;
+  }
+
+  get threadListLoading(): boolean {
+    return this._threadListLoading;
+  }
+
+  get mode(): Mode {
+    return this._mode;
+  }
+
+  set mode(value: Mode) {
+    if (value !== 'single' && value !== 'multi') {
+      return;
+    }
+    if (this._mode !== value) {
+      this._mode = value;
+      this._changed.emit();
+    }
+  }
+
+  /** Set the mode from the panel's switch: also asks to persist it. */
+  pickMode(value: Mode): void {
+    this.mode = value;
+    this._modeChanged.emit(value);
+  }
+
+  get autoScroll(): boolean {
+    return this._autoScroll;
+  }
+
+  set autoScroll(value: boolean) {
+    if (this._autoScroll !== value) {
+      this._autoScroll = value;
+      this._changed.emit();
+    }
+  }
+
+  get isDisposed(): boolean {
+    return this._isDisposed;
+  }
+
+  // ------------------------------------------------------------ errors
+
+  /** Show an error in the panel's banner (AbortErrors are not errors). */
+  reportError(error: unknown, context?: string): void {
+    if (this._isDisposed || isAbort(error)) {
+      return;
+    }
+    const text = errorMessage(error);
+    const message = context ? `${context}: ${text}` : text;
+    const last = this._errors[this._errors.length - 1];
+    if (last && last.message === message) {
+      return;
+    }
+    console.warn('Cellwright:', message);
+    this._errors = [...this._errors, { id: ++this._errorId, message }].slice(-5);
+    this._changed.emit();
+  }
+
+  dismissError(id: number): void {
+    this._errors = this._errors.filter(e => e.id !== id);
+    this._changed.emit();
+  }
+
+  // ------------------------------------------------------------ health and config
+
+  /** `GET health`, once at start. */
+  async checkHealth(): Promise<void> {
+    try {
+      this._health = await this.api.health();
+    } catch (error) {
+      this._health = null;
+      this.reportError(error, 'Cellwright server check failed');
+    }
+    this._changed.emit();
+  }
+
+  /** Notices derived from the health answer. */
+  get notices(): string[] {
+    const health = this._health;
+    if (!health) {
+      return [];
+    }
+    const notices: string[] = [];
+    if (health.llm_configured === false) {
+      notices.push(
+        'No language model is configured. Set OPENAI_BASE_URL, OPENAI_API_KEY and ' +
+          'CELLWRIGHT_MODEL in the environment of `jupyter lab`, or c.Cellwright.base_url, ' +
+          'c.Cellwright.api_key and c.Cellwright.model in jupyter_server_config.py, ' +
+          'then restart JupyterLab.'
+      );
+    }
+    if (health.version && health.version !== this.version) {
+      notices.push(
+        `Version mismatch: the Cellwright panel is ${this.version} but the server ` +
+          `extension is ${health.version}. Reinstall Cellwright and reload the page.`
+      );
+    }
+    return notices;
+  }
+
+  /** Send the auto-approve list to the server (the server keeps it). */
+  async setAutoApprove(tools: string[]): Promise<void> {
+    try {
+      await this.api.putConfig({ auto_approve: tools });
+    } catch (error) {
+      this.reportError(error, 'Could not save the auto-approve list');
+    }
+  }
+
+  // ------------------------------------------------------------ notebook and threads
+
+  /**
+   * Bind the panel to a notebook (or to none). Shows the last thread of that
+   * notebook, or a new conversation.
+   */
+  setNotebook(binding: INotebookBinding | null): void {
+    const samePath = (binding?.path ?? null) === (this._notebook?.path ?? null);
+    this._notebook = binding;
+    if (samePath && this._bound) {
+      this._changed.emit();
+      return;
+    }
+    this._bound = true;
+    const remembered = binding ? this._recall(binding.path) : null;
+    if (remembered) {
+      void this.openThread(remembered, { notebookPath: binding?.path ?? null });
+    } else {
+      this._setActive(null);
+    }
+  }
+
+  /** The bound notebook was renamed: keep its thread. */
+  notebookRenamed(newPath: string): void {
+    const binding = this._notebook;
+    if (!binding || binding.path === newPath) {
+      return;
+    }
+    const remembered = this._recall(binding.path);
+    if (remembered) {
+      this._forget(binding.path);
+      this._remember(newPath, remembered);
+    }
+    for (const thread of this._threads.values()) {
+      if (thread.notebookPath === binding.path) {
+        thread.notebookPath = newPath;
+      }
+    }
+    this._notebook = { ...binding, path: newPath };
+    this._changed.emit();
+  }
+
+  /** Start a new conversation (the thread is created on the first send). */
+  newThread(): void {
+    if (this._notebook) {
+      this._forget(this._notebook.path);
+    }
+    this._setActive(null);
+  }
+
+  /**
+   * Show a thread: replay all its events, then follow it live if it runs.
+   */
+  async openThread(
+    threadId: string,
+    info: { title?: string | null; notebookPath?: string | null } = {}
+  ): Promise<void> {
+    if (this._active?.threadId === threadId) {
+      return;
+    }
+    let thread = this._threads.get(threadId);
+    if (!thread) {
+      thread = this._track(
+        new ThreadModel({
+          api: this.api,
+          threadId,
+          title: info.title ?? null,
+          notebookPath: info.notebookPath ?? null
+        })
+      );
+      thread.connect({ replay: true });
+    }
+    if (this._notebook) {
+      this._remember(this._notebook.path, threadId);
+    }
+    this._setActive(thread);
+  }
+
+  /** `GET threads` for the history list. */
+  async refreshThreads(): Promise<void> {
+    this._threadListLoading = true;
+    this._changed.emit();
+    try {
+      this._threadList = await this.api.listThreads();
+    } catch (error) {
+      this.reportError(error, 'Could not load the thread history');
+    } finally {
+      this._threadListLoading = false;
+      this._changed.emit();
+    }
+  }
+
+  // ------------------------------------------------------------ actions
+
+  /**
+   * Send a message: creates the thread on the first send, starts a run and
+   * follows its events. Resolves true when the server accepted the run.
+   */
+  async send(text: string): Promise<boolean> {
+    const message = text.trim();
+    if (!message || this._sending || this._isDisposed) {
+      return false;
+    }
+    this._sending = true;
+    this._changed.emit();
+    const notebook = this._notebook;
+    try {
+      let thread = this._active;
+      if (!thread) {
+        const created = await this.api.createThread({
+          ...(notebook ? { notebook_path: notebook.path } : {}),
+          title: message.length > 80 ? message.slice(0, 77) + '...' : message
+        });
+        thread = this._track(
+          new ThreadModel({
+            api: this.api,
+            threadId: created.thread_id,
+            title: created.title ?? message,
+            notebookPath: created.notebook_path ?? notebook?.path ?? null
+          })
+        );
+        if (notebook) {
+          this._remember(notebook.path, thread.threadId);
+        }
+        this._setActive(thread);
+        this._threadList = null; // stale now
+      }
+      const kernelId = notebook?.kernelId();
+      await this.api.startRun(thread.threadId, {
+        message,
+        mode: this._mode,
+        ...(notebook ? { notebook_path: notebook.path } : {}),
+        ...(kernelId ? { kernel_id: kernelId } : {})
+      });
+      thread.connect({ expectRun: true });
+      return true;
+    } catch (error) {
+      this.reportError(error);
+      return false;
+    } finally {
+      this._sending = false;
+      this._changed.emit();
+    }
+  }
+
+  /** Decide the pending approval. At most one request at a time. */
+  async decide(
+    decision: ApprovalDecision,
+    extra: { args?: Record<string, unknown>; reason?: string } = {}
+  ): Promise<boolean> {
+    const thread = this._active;
+    const pending = this.pendingApproval;
+    if (!thread || !pending || this._deciding) {
+      return false;
+    }
+    this._deciding = true;
+    this._changed.emit();
+    try {
+      const kernelId = this._notebook?.kernelId();
+      await this.api.decide(thread.threadId, pending.id, {
+        decision,
+        ...(extra.args ? { args: extra.args } : {}),
+        ...(extra.reason ? { reason: extra.reason } : {}),
+        ...(kernelId ? { kernel_id: kernelId } : {})
+      });
+      thread.markDecided(pending.id);
+      thread.connect({ expectRun: true });
+      return true;
+    } catch (error) {
+      this.reportError(error);
+      if (error instanceof APIError && error.status === 409) {
+        thread.connect(); // someone else decided: catch up with the thread
+      }
+      return false;
+    } finally {
+      this._deciding = false;
+      this._changed.emit();
+    }
+  }
+
+  /** Stop the active thread's run. */
+  async cancel(): Promise<void> {
+    const thread = this._active;
+    if (!thread) {
+      return;
+    }
+    try {
+      await this.api.cancel(thread.threadId);
+      thread.connect();
+    } catch (error) {
+      this.reportError(error, 'Could not stop the run');
+    }
+  }
+
+  dispose(): void {
+    if (this._isDisposed) {
+      return;
+    }
+    this._isDisposed = true;
+    for (const thread of this._threads.values()) {
+      thread.dispose();
+    }
+    this._threads.clear();
+    this._active = null;
+    Signal.clearData(this);
+  }
+
+  // ------------------------------------------------------------ private
+
+  private _track(thread: ThreadModel): ThreadModel {
+    this._threads.set(thread.threadId, thread);
+    thread.changed.connect(() => {
+      if (thread === this._active) {
+        this._changed.emit();
+      }
+    });
+    thread.liveEvent.connect((_, event) => {
+      this._liveEvent.emit({ thread, event });
+    });
+    thread.errorRaised.connect((_, error) => {
+      if (error instanceof APIError && error.status === 404 && this._notebook) {
+        if (this._recall(this._notebook.path) === thread.threadId) {
+          this._forget(this._notebook.path);
+        }
+      }
+      this.reportError(error, `Thread ${thread.title ?? thread.threadId}`);
+    });
+    thread.streamEnded.connect(() => this._release(thread));
+    return thread;
+  }
+
+  /** Drop a thread that is neither shown nor streaming. */
+  private _release(thread: ThreadModel): void {
+    if (thread !== this._active && !thread.streaming) {
+      this._threads.delete(thread.threadId);
+      thread.dispose();
+    }
+  }
+
+  private _setActive(thread: ThreadModel | null): void {
+    const previous = this._active;
+    this._active = thread;
+    if (previous && previous !== thread) {
+      this._release(previous);
+    }
+    this._changed.emit();
+  }
+
+  private _recall(path: string): string | null {
+    try {
+      return this._storage?.getItem(STORAGE_PREFIX + path) ?? null;
+    } catch {
+      return null;
+    }
+  }
+
+  private _remember(path: string, threadId: string): void {
+    try {
+      this._storage?.setItem(STORAGE_PREFIX + path, threadId);
+    } catch {
+      // storage full or disabled: the panel still works, it forgets on reload
+    }
+  }
+
+  private _forget(path: string): void {
+    try {
+      this._storage?.removeItem(STORAGE_PREFIX + path);
+    } catch {
+      // see _remember
+    }
+  }
+
+  private _storage: IKeyValueStore | null;
+  private _notebook: INotebookBinding | null = null;
+  private _bound = false;
+  private _active: ThreadModel | null = null;
+  private _threads = new Map<string, ThreadModel>();
+  private _threadList: IThread[] | null = null;
+  private _threadListLoading = false;
+  private _errors: IPanelError[] = [];
+  private _errorId = 0;
+  private _health: IHealth | null = null;
+  private _mode: Mode;
+  private _autoScroll: boolean;
+  private _sending = false;
+  private _deciding = false;
+  private _isDisposed = false;
+  private _changed = new Signal<this, void>(this);
+  private _liveEvent = new Signal<this, ILiveEvent>(this);
+  private _modeChanged = new Signal<this, Mode>(this);
+}

@@ -1,0 +1,157 @@
+/**
+ * Writes what the agent did into the open notebook, so the notebook shows
+ * what the agent saw: `cell_started` inserts a code cell at the end,
+ * `cell_output` appends outputs to it, `cell_finished` sets its execution
+ * count; an `add_markdown` tool call inserts a markdown cell.
+ *
+ * The server already ran the code in the kernel: nothing is executed here.
+ * Only live events reach this bridge (see ThreadModel: a replayed backlog
+ * never does). Each inserted cell carries `metadata.cellwright.tool_call_id`,
+ * which is how its outputs find it again and how a second insertion of the
+ * same tool call is avoided (after a reconnect or a page reload mid-run).
+ */
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+
+import { ILiveEvent } from './model';
+
+const METADATA_KEY = 'cellwright';
+
+/** The parts of a cell model the bridge uses. */
+interface ICellLike {
+  readonly type: string;
+  getMetadata(key: string): any;
+}
+
+interface ICodeCellLike extends ICellLike {
+  outputs: { add(output: any): number };
+  executionCount: number | null;
+  executionState?: 'idle' | 'running';
+}
+
+export class NotebookBridge {
+  constructor(private _tracker: INotebookTracker) {}
+
+  /** Handle one live event of a thread. Never throws. */
+  handle({ thread, event }: ILiveEvent): void {
+    try {
+      switch (event.type) {
+        case 'cell_started': {
+          const panel = this._find(event.notebook_path ?? thread.notebookPath);
+          if (panel && !this._findCell(panel, event.id)) {
+            this._insert(panel, 'code', event.code ?? '', event.id);
+            const cell = this._findCell(panel, event.id) as ICodeCellLike | null;
+            if (cell && cell.type === 'code') {
+              cell.executionState = 'running';
+            }
+          }
+          break;
+        }
+        case 'cell_output': {
+          const cell = this._codeCell(event.id, thread.notebookPath);
+          cell?.outputs.add(event.output);
+          break;
+        }
+        case 'cell_finished': {
+          const cell = this._codeCell(event.id, thread.notebookPath);
+          if (cell) {
+            cell.executionCount = event.execution_count ?? null;
+            cell.executionState = 'idle';
+          }
+          break;
+        }
+        case 'tool_call': {
+          if (event.name === 'add_markdown') {
+            const panel = this._find(thread.notebookPath);
+            const content = event.args?.content;
+            if (panel && typeof content === 'string' && !this._findCell(panel, event.id)) {
+              this._insert(panel, 'markdown', content, event.id);
+            }
+          }
+          break;
+        }
+        default:
+          break;
+      }
+    } catch (error) {
+      console.error('Cellwright: could not update the notebook', error);
+    }
+  }
+
+  /** The open notebook whose path is `path`, if any. */
+  private _find(path: string | null | undefined): NotebookPanel | null {
+    if (!path) {
+      return null;
+    }
+    return this._tracker.find(panel => panel.context.path === path) ?? null;
+  }
+
+  private _cells(panel: NotebookPanel): ICellLike[] {
+    const model = panel.content.model;
+    if (!model) {
+      return [];
+    }
+    const cells: ICellLike[] = [];
+    for (let i = 0; i < model.cells.length; i++) {
+      cells.push(model.cells.get(i) as unknown as ICellLike);
+    }
+    return cells;
+  }
+
+  private _findCell(panel: NotebookPanel, toolCallId: string): ICellLike | null {
+    const cache = this._cache.get(toolCallId);
+    if (cache && this._cells(panel).includes(cache)) {
+      return cache;
+    }
+    for (const cell of this._cells(panel)) {
+      const meta = cell.getMetadata(METADATA_KEY);
+      if (meta && meta.tool_call_id === toolCallId) {
+        this._cache.set(toolCallId, cell);
+        return cell;
+      }
+    }
+    return null;
+  }
+
+  /** The code cell of a tool call in any open notebook (the thread's first). */
+  private _codeCell(toolCallId: string, preferredPath: string | null): ICodeCellLike | null {
+    const panels: NotebookPanel[] = [];
+    const preferred = this._find(preferredPath);
+    if (preferred) {
+      panels.push(preferred);
+    }
+    this._tracker.forEach(panel => {
+      if (panel !== preferred) {
+        panels.push(panel);
+      }
+    });
+    for (const panel of panels) {
+      const cell = this._findCell(panel, toolCallId);
+      if (cell && cell.type === 'code') {
+        return cell as ICodeCellLike;
+      }
+    }
+    return null;
+  }
+
+  private _insert(
+    panel: NotebookPanel,
+    cellType: 'code' | 'markdown',
+    source: string,
+    toolCallId: string
+  ): void {
+    const model = panel.content.model;
+    if (!model) {
+      return;
+    }
+    model.sharedModel.insertCell(model.cells.length, {
+      cell_type: cellType,
+      source,
+      metadata: { [METADATA_KEY]: { tool_call_id: toolCallId } }
+    });
+    if (this._cache.size > 500) {
+      this._cache.clear();
+    }
+  }
+
+  private _cache = new Map<string, ICellLike>();
+}
