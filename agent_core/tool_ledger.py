@@ -3,9 +3,10 @@ at most once: a node re-run after a resume, a cancel or a crash returns the reco
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any, Protocol
 
+from .output_digest import bounded
 from .tools.base import ToolOutcome
 
 INTERRUPTED = ToolOutcome(
@@ -29,8 +30,14 @@ class ToolLedger(Protocol):
         ...
 
 
+RECORDED_CHARS = 2000
+
+
 def _dump(outcome: ToolOutcome) -> str:
-    return json.dumps(asdict(outcome))
+    # Only read back when a step is re-run before its result was checkpointed (a crash, a stop): a
+    # bounded copy is enough there, and a full one would double the thread's storage.
+    recorded = replace(outcome, content=bounded(outcome.content, RECORDED_CHARS), summary=outcome.display_summary)
+    return json.dumps(asdict(recorded))
 
 
 def _load(raw: str) -> ToolOutcome:
