@@ -35,7 +35,7 @@ def cellwright_config(fake_llm: FakeLLM, tmp_path: Any) -> dict[str, Any]:
 
 @pytest.fixture
 def jp_server_config(cellwright_config: dict[str, Any]) -> dict[str, Any]:
-    return {"ServerApp": {"jpserver_extensions": {"jupyter_ext": True}}, "Cellwright": cellwright_config}
+    return {"ServerApp": {"jpserver_extensions": {"cellwright": True}}, "Cellwright": cellwright_config}
 
 
 class Api:

@@ -53,7 +53,7 @@ class JupyterProcess:
         args = [
             sys.executable, "-m", "jupyter", self.app, "--no-browser", "--allow-root",
             f"--port={self.port}", "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={TOKEN}",
-            f"--ServerApp.root_dir={self.root}", "--ServerApp.jpserver_extensions={'jupyter_ext': True}",
+            f"--ServerApp.root_dir={self.root}", "--ServerApp.jpserver_extensions={'cellwright': True}",
             *self.extra_args,
         ]  # fmt: skip
         log = open(self.log_path, "ab")

@@ -1,0 +1,115 @@
+"""The user story in a real browser: JupyterLab with Cellwright in Debian's chromium (Playwright),
+a real kernel, and the scripted fake LLM. Screenshots go to .output/ui/ (ignored by git)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from tests.fake_llm import FakeLLM, text, tool_call
+from tests.server_process import REPO, TOKEN, JupyterProcess
+
+CHROMIUM = "/usr/bin/chromium"
+SHOTS = REPO / ".output" / "ui"
+LAUNCH_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+    "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic",
+]  # fmt: skip
+
+pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} is missing: apt-get install chromium")
+
+
+@pytest.fixture
+def lab(tmp_path: Path, fake_llm: FakeLLM) -> Iterator[JupyterProcess]:
+    env = {"OPENAI_BASE_URL": fake_llm.base_url, "OPENAI_API_KEY": "sk-ui-secret", "CELLWRIGHT_MODEL": "fake-model"}
+    args = ["--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    # No "receive Jupyter news?" toast over the panel: the user settings answer it.
+    settings = tmp_path / "config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    server = JupyterProcess(tmp_path, env, app="lab", extra_args=args).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def page(lab: JupyterProcess) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1500, "height": 950})
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.errors = errors  # type: ignore[attr-defined]
+        yield page
+        browser.close()
+
+
+def open_new_notebook(page: Any, lab: JupyterProcess) -> None:
+    page.goto(f"{lab.url}/lab?reset&token={TOKEN}")
+    page.wait_for_selector(".jp-Launcher", timeout=60_000)
+    page.locator('.jp-LauncherCard[data-category="Notebook"]').first.click()
+    page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=60_000)
+
+
+def open_panel_from_palette(page: Any) -> None:
+    page.locator(".jp-Notebook").first.click()
+    page.keyboard.press("Escape")  # command mode: the editor would keep the shortcut
+    page.keyboard.press("Control+Shift+C")
+    palette = page.locator(".lm-CommandPalette-input")
+    palette.wait_for(timeout=10_000)
+    palette.fill("Open Cellwright")
+    page.locator(".lm-CommandPalette-item", has_text="Open Cellwright").first.click()
+    page.get_by_role("textbox", name="Message Cellwright").wait_for(timeout=10_000)
+
+
+def test_ask_approve_run_and_answer(page: Any, lab: JupyterProcess, fake_llm: FakeLLM) -> None:
+    from playwright.sync_api import expect
+
+    fake_llm.script(
+        tool_call("write_todos", {"todos": [{"content": "Load data.csv", "status": "in_progress"}, {"content": "Report", "status": "pending"}]}),
+        tool_call("run_cell", {"code": "rows = [l for l in open('data.csv')][1:]\nprint('shape', (len(rows), 2))", "description": "Load the CSV"}, id="call_load"),
+        tool_call("final_answer", {"answer": "The data has **3 rows** and 2 columns.", "next_items": [{"title": "Plot it", "prompt": "plot the data"}]}),
+        text(["A plot ", "comes next."]),
+    )
+    (lab.root / "data.csv").write_text("a,b\n1,2\n3,4\n5,6\n")
+    open_new_notebook(page, lab)
+    open_panel_from_palette(page)
+    box = page.get_by_role("textbox", name="Message Cellwright")
+    box.fill("load data.csv and show its shape")
+    page.get_by_role("button", name="Send").click()
+
+    card = page.get_by_role("region", name="Approval required")
+    card.wait_for(timeout=30_000)
+    expect(card).to_contain_text("open('data.csv')")
+    expect(page.get_by_test_id("cw-todos")).to_contain_text("Load data.csv")
+    page.screenshot(path=str(SHOTS / "1-approval-card.png"))
+    assert not page.locator(".jp-Notebook .jp-OutputArea-output").filter(has_text="shape").count(), "nothing ran yet"
+
+    card.get_by_role("button", name="Approve").click()
+    final = page.get_by_test_id("cw-final")
+    expect(final).to_contain_text("3 rows", timeout=30_000)
+    expect(page.locator(".jp-Notebook .jp-OutputArea-output").filter(has_text="shape (3, 2)")).to_have_count(1, timeout=10_000)
+    expect(page.locator(".jp-Notebook .jp-Cell .cm-content").filter(has_text="open('data.csv')")).to_have_count(1)
+    next_item = page.get_by_test_id("cw-next-item")
+    expect(next_item).to_have_text("Plot it")
+    page.screenshot(path=str(SHOTS / "2-final-answer.png"))
+
+    next_item.click()  # a suggestion sends its prompt
+    expect(page.get_by_test_id("cw-final")).to_have_count(2, timeout=30_000)
+    assert fake_llm.requests[-1]["messages"][-1] == {"role": "user", "content": "plot the data"}
+    assert "sk-ui-secret" not in page.content()
+    assert not page.errors, page.errors  # type: ignore[attr-defined]
+
+    # Reopening the tab shows the thread again, without inserting the cell twice.
+    page.reload()
+    page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=60_000)
+    page.keyboard.press("Alt+Shift+C")
+    expect(page.get_by_test_id("cw-final").first).to_contain_text("3 rows", timeout=20_000)
+    page.wait_for_timeout(1000)
+    assert page.locator(".jp-Notebook .jp-OutputArea-output").filter(has_text="shape (3, 2)").count() <= 1
+    page.screenshot(path=str(SHOTS / "3-after-reload.png"))
