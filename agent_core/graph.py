@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import uuid
+from functools import cache
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Mapping, Sequence, TypedDict
 
@@ -25,6 +27,7 @@ from .settings import AgentSettings
 from .tool_ledger import STOPPED, ToolLedger
 from .tools import TOOLS, ToolContext, ToolEnvironment, ToolInputError, ToolOutcome, ToolSpec, skills_prompt_section
 from .tools.base import Emit
+from .agents import AGENTS, AgentConfig, agent_for_mode
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +59,7 @@ class AgentState(TypedDict, total=False):
     failure: dict[str, Any]  # {"call": fingerprint, "count": n} of consecutive identical failures
     summary: str
     summary_upto: int  # messages before this index are covered by `summary`
+    mode: str  # "single" or "multi": which agent answers the user
 
 
 @dataclass
@@ -70,21 +74,41 @@ class RunContext:
     # is being cancelled (a cell's "aborted") would never reach the stream's consumer.
     emit: Emit
     notebook_path: str = ""
-    agent: str = "main"
-    tools: dict[str, ToolSpec] = field(default_factory=lambda: dict(TOOLS))
+    agent: AgentConfig = field(default_factory=lambda: AGENTS["main"])
+    ledger_scope: str = ""  # the ledger key space: the thread, or a sub-agent's task within it
     tool_mode: str = ""  # "native" or "prompt" for this run; "auto" settles on the first refusal
 
     def __post_init__(self) -> None:
         if not self.tool_mode:
             self.tool_mode = "prompt" if self.settings.tool_calling == "prompt" else "native"
+        self.ledger_scope = self.ledger_scope or self.thread_id
+        self.tools: dict[str, ToolSpec] = {name: ALL_TOOLS[name] for name in self.agent.tools}
+
+    @property
+    def max_model_calls(self) -> int:
+        return self.settings.max_model_calls or self.agent.max_model_calls
 
     def needs_approval(self, name: str) -> bool:
         spec = self.tools.get(name)
         return bool(spec and spec.needs_approval and name not in self.settings.auto_approve)
 
 
-def new_run_input(message: str) -> AgentState:
-    return {"messages": appended({"role": "user", "content": message}), "model_calls": 0, "done": False, "failure": {}}
+def run_context(
+    thread_id: str, settings: AgentSettings, env: ToolEnvironment, ledger: ToolLedger, emit: Emit, notebook_path: str, mode: str
+) -> RunContext:
+    """The context of a run's top agent: the single agent, or the planner in multi mode."""
+    agent = agent_for_mode(mode)
+    return RunContext(thread_id, settings, env, ledger, _tagged(emit, agent.name), notebook_path, agent)
+
+
+def _tagged(emit: Emit, agent: str) -> Emit:
+    if agent == "main":
+        return emit
+    return lambda event: emit({"agent": agent, **event})  # an inner (sub-)agent's tag wins
+
+
+def new_run_input(message: str, mode: str = "single") -> AgentState:
+    return {"messages": appended({"role": "user", "content": message}), "model_calls": 0, "done": False, "failure": {}, "mode": mode}
 
 
 def parse_args(raw: str | dict[str, Any] | None) -> tuple[dict[str, Any] | None, str | None]:
@@ -108,8 +132,9 @@ def _finish(emit: Emit, answer: str, next_items: list[dict[str, str]] | None = N
 
 
 def _system_prompt(ctx: RunContext) -> dict[str, Any]:
-    text = prompt_text("system").replace("{notebook_path}", ctx.notebook_path or "(none open)")
-    return {"role": "system", "content": text.replace("{skills}", skills_prompt_section())}
+    agents = "\n".join(f"  - {AGENTS[name].name}: {AGENTS[name].description}" for name in ctx.agent.may_call)
+    text = prompt_text(ctx.agent.prompt).replace("{notebook_path}", ctx.notebook_path or "(none open)")
+    return {"role": "system", "content": text.replace("{skills}", skills_prompt_section()).replace("{agents}", agents)}
 
 
 def _reminder(ctx: RunContext) -> dict[str, Any]:
@@ -117,7 +142,7 @@ def _reminder(ctx: RunContext) -> dict[str, Any]:
     return {"role": "user", "content": f"Your last reply was empty. Continue the task: {how}."}
 
 
-async def _ask(ctx: RunContext, messages: list[dict[str, Any]], turn_id: int) -> ModelTurn:
+async def _ask(ctx: RunContext, messages: list[dict[str, Any]]) -> ModelTurn:
     """One model turn; in "auto" mode a refusal of function calling switches the run to prompt mode."""
     emit = ctx.emit
 
@@ -130,30 +155,32 @@ async def _ask(ctx: RunContext, messages: list[dict[str, Any]], turn_id: int) ->
 
     tools = [spec.openai_schema() for spec in ctx.tools.values()]
     try:
-        return await complete(ctx.settings, ModelRequest(messages, tools, ctx.tool_mode, turn_id), on_token, on_retry)
+        return await complete(ctx.settings, ModelRequest(messages, tools, ctx.tool_mode), on_token, on_retry)
     except LLMError as exc:
         if exc.kind != "tools_unsupported" or ctx.settings.tool_calling != "auto" or ctx.tool_mode == "prompt":
             raise
         log.info("endpoint refused function calling; switching to prompt mode: %s", exc.message)
         ctx.tool_mode = "prompt"
-        return await complete(ctx.settings, ModelRequest(messages, tools, "prompt", turn_id), on_token, on_retry)
+        return await complete(ctx.settings, ModelRequest(messages, tools, "prompt"), on_token, on_retry)
 
 
 async def call_model(state: AgentState, runtime: Runtime[RunContext]) -> AgentState:
     ctx = runtime.context
     calls = state.get("model_calls", 0)
-    if calls >= ctx.settings.max_model_calls:
-        answer = f"I stopped after {ctx.settings.max_model_calls} model calls, the limit for one run. The work so far is in the notebook."
+    if calls >= ctx.max_model_calls:
+        answer = f"I stopped after {ctx.max_model_calls} model calls, the limit for one run. The work so far is in the notebook."
+        if ctx.agent.is_subagent:
+            return {"messages": appended({"role": "assistant", "content": answer}), "done": True, "model_calls": calls}
         return {**_finish(ctx.emit, answer, [{"title": "Continue", "prompt": "Continue where you stopped."}]), "model_calls": calls}
     messages, update = await compact(
         ctx.settings, state.get("messages", []), state.get("summary", ""), state.get("summary_upto", 0), _system_prompt(ctx)
     )
-    turn = await _ask(ctx, messages, calls)
+    turn = await _ask(ctx, messages)
     calls += 1
     for _ in range(EMPTY_REPLY_RETRIES):
-        if not turn.empty or calls >= ctx.settings.max_model_calls:
+        if not turn.empty or calls >= ctx.max_model_calls:
             break
-        turn = await _ask(ctx, [*messages, _reminder(ctx)], calls)
+        turn = await _ask(ctx, [*messages, _reminder(ctx)])
         calls += 1
     update["model_calls"] = calls
     if turn.empty:
@@ -162,16 +189,23 @@ async def call_model(state: AgentState, runtime: Runtime[RunContext]) -> AgentSt
             'do this (llama.cpp does): try the setting tool_calling = "prompt", or another model.'
         )
         return {**update, **_finish(ctx.emit, answer, [{"title": "Try again", "prompt": "Please try again."}])}
-    return {**update, **_model_reply(ctx, turn)}
+    return {**update, **_model_reply(ctx, turn, _call_ids(state.get("messages", [])))}
 
 
-def _model_reply(ctx: RunContext, turn: ModelTurn) -> AgentState:
+def _call_ids(messages: list[dict[str, Any]]) -> set[str]:
+    return {call["id"] for m in messages for call in m.get("tool_calls") or []}
+
+
+def _model_reply(ctx: RunContext, turn: ModelTurn, used_ids: set[str]) -> AgentState:
     message: dict[str, Any] = {"role": "assistant", "content": turn.content}
     if not turn.tool_calls:
         answer = turn.final_answer if turn.final_answer is not None else turn.content.strip()
-        ctx.emit(make_event("final", answer=answer, next_items=[]))
+        if not ctx.agent.is_subagent:  # a sub-agent's text is its report to the planner, not the answer
+            ctx.emit(make_event("final", answer=answer, next_items=[]))
         return {"messages": appended(message), "done": True}
     first, *rest = turn.tool_calls  # one tool at a time: approvals and results stay in order
+    if first["id"] in used_ids:  # some servers number calls per reply ("call_0" every time)
+        first = {**first, "id": f"call_{uuid.uuid4().hex[:16]}"}
     message["tool_calls"] = [first]
     args, _ = parse_args(first["function"]["arguments"])
     name = first["function"]["name"]
@@ -219,39 +253,96 @@ async def _run_tool(call: dict[str, Any], ctx: RunContext) -> ToolOutcome:
     name = call["function"]["name"]
     spec = ctx.tools.get(name)
     if spec is None:
-        return ToolOutcome("error", f"There is no tool named {name!r}. Available tools: {', '.join(ctx.tools)}.")
+        hint = f" {ctx.agent.label} may not delegate to other agents." if name == "task" else ""
+        return ToolOutcome("error", f"There is no tool named {name!r}.{hint} Available tools: {', '.join(ctx.tools)}.")
     args, problem = parse_args(call["function"]["arguments"])
     problem = problem or spec.check_args(args)
     if problem or args is None:
         return ToolOutcome("error", f"Invalid call to {name}: {problem}. Correct the arguments and call it again.")
-    recorded = await ctx.ledger.lookup(ctx.thread_id, call["id"])
+    recorded = await ctx.ledger.lookup(ctx.ledger_scope, call["id"])
     if recorded is not None:
         return recorded
-    tool_ctx = ToolContext(call["id"], ctx.env, ctx.emit, ctx.settings)
+    tool_ctx = ToolContext(call["id"], ctx.env, ctx.emit, ctx.settings, ctx)
     if ctx.needs_approval(name):
         # The node re-runs from the top on resume; nothing above has side effects.
-        decision = interrupt(await approval_request(spec, args, tool_ctx, ctx.agent))
+        decision = interrupt(await approval_request(spec, args, tool_ctx, ctx.agent.name))
         args, rejected = _decided_args(decision, args)
         if rejected is not None:
-            await ctx.ledger.finished(ctx.thread_id, call["id"], rejected)
+            await ctx.ledger.finished(ctx.ledger_scope, call["id"], rejected)
             return rejected
     return await _run_recorded(spec, args or {}, tool_ctx, ctx)
 
 
 async def _run_recorded(spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolContext, ctx: RunContext) -> ToolOutcome:
-    await ctx.ledger.started(ctx.thread_id, tool_ctx.call_id)
+    if not spec.recorded:  # a sub-agent's task resumes inside; its own calls are recorded
+        return await _run_unrecorded(spec, args, tool_ctx)
+    await ctx.ledger.started(ctx.ledger_scope, tool_ctx.call_id)
     try:
         outcome = await spec.run(args, tool_ctx)
     except ToolInputError as exc:
         outcome = ToolOutcome("error", f"{spec.name} failed: {exc}")
     except asyncio.CancelledError:
-        await ctx.ledger.finished(ctx.thread_id, tool_ctx.call_id, STOPPED)
+        await ctx.ledger.finished(ctx.ledger_scope, tool_ctx.call_id, STOPPED)
         raise
     except Exception as exc:  # a tool failure is the model's to handle, not a crash of the run
         log.exception("tool %s failed", spec.name)
         outcome = ToolOutcome("error", f"{spec.name} failed: {type(exc).__name__}: {exc}")
-    await ctx.ledger.finished(ctx.thread_id, tool_ctx.call_id, outcome)
+    await ctx.ledger.finished(ctx.ledger_scope, tool_ctx.call_id, outcome)
     return outcome
+
+
+async def _run_unrecorded(spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolContext) -> ToolOutcome:
+    try:
+        return await spec.run(args, tool_ctx)
+    except ToolInputError as exc:
+        return ToolOutcome("error", f"{spec.name} failed: {exc}")
+
+
+# -- delegation (multi-agent mode)
+
+
+async def run_task(args: dict[str, Any], tool_ctx: ToolContext) -> ToolOutcome:
+    """Run a sub-agent on a fresh context: only the description goes in, only its report comes back.
+    It runs as a subgraph of this node, so its approvals pause the whole thread and a resume
+    continues it where it stopped, without calling its model again."""
+    ctx: RunContext = tool_ctx.run
+    name, description = args["agent"], args["description"]
+    if name not in ctx.agent.may_call:
+        allowed = ", ".join(ctx.agent.may_call) or "none"
+        raise ToolInputError(f"{ctx.agent.label} may not call the agent {name!r}; it may call: {allowed}")
+    agent = AGENTS[name]
+    sub_ctx = RunContext(
+        ctx.thread_id, ctx.settings, ctx.env, ctx.ledger, _tagged(ctx.emit, name), ctx.notebook_path, agent,
+        ledger_scope=f"{ctx.ledger_scope}/{tool_ctx.call_id}", tool_mode=ctx.tool_mode,
+    )  # fmt: skip
+    ctx.emit(make_event("agent_switch", **{"from": ctx.agent.name, "to": name, "task": description}))
+    result = await _subagent_graph().ainvoke(new_run_input(description), context=sub_ctx)
+    ctx.emit(make_event("agent_switch", **{"from": name, "to": ctx.agent.name, "task": description}))
+    report = next((m.get("content") for m in reversed(result["messages"]) if m.get("role") == "assistant"), "") or "(no report)"
+    return ToolOutcome("ok", f"{agent.label} reports:\n{report}", summary=report)
+
+
+TASK = ToolSpec(
+    name="task",
+    description="Delegate one self-contained task to a sub-agent. It sees only your description and reports back.",
+    parameters={
+        "type": "object",
+        "properties": {
+            "agent": {"type": "string", "description": "The agent's name."},
+            "description": {"type": "string", "description": "The complete task: goal, names, what to report."},
+        },
+        "required": ["agent", "description"],
+    },
+    run=run_task,
+    recorded=False,
+)
+ALL_TOOLS: dict[str, ToolSpec] = {**TOOLS, TASK.name: TASK}
+
+
+@cache
+def _subagent_graph() -> Any:
+    # No checkpointer of its own: invoked inside a node, it saves into the parent's, under its task.
+    return build_graph(None)
 
 
 def _fingerprint(call: dict[str, Any]) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -41,7 +42,6 @@ class ModelRequest:
     messages: list[dict[str, Any]]  # canonical OpenAI-format history, system prompt first
     tools: list[dict[str, Any]]  # OpenAI tool schemas
     mode: str  # "native" or "prompt"
-    turn_id: int = 0
 
 
 def _client(settings: AgentSettings) -> Any:
@@ -113,10 +113,10 @@ async def _complete_native(settings: AgentSettings, request: ModelRequest, on_to
             _merge_tool_delta(calls, tool_delta)
 
     await _stream(settings, _wire_messages(request.messages), request.tools, on_delta)
-    turn.tool_calls = _finish_calls(calls, request.turn_id)
+    turn.tool_calls = _finish_calls(calls)
     if not turn.tool_calls:  # a tool call written as JSON in the text is still a tool call
         rescued = parse_reply(turn.content, {t["function"]["name"] for t in request.tools})
-        turn.tool_calls = _calls_from_pairs(rescued.tool_calls, request.turn_id)
+        turn.tool_calls = _calls_from_pairs(rescued.tool_calls)
     return turn
 
 
@@ -134,7 +134,7 @@ async def _complete_prompt(settings: AgentSettings, request: ModelRequest, on_to
     await _stream(settings, messages, None, on_delta)
     visible.close()
     parsed = parse_reply(turn.content)
-    turn.tool_calls = _calls_from_pairs(parsed.tool_calls, request.turn_id)
+    turn.tool_calls = _calls_from_pairs(parsed.tool_calls)
     turn.final_answer = parsed.final_answer
     return turn
 
@@ -192,19 +192,19 @@ def _merge_tool_delta(calls: dict[int, dict[str, Any]], delta: Any) -> None:
         call["function"]["arguments"] += fn.arguments
 
 
-def _finish_calls(calls: dict[int, dict[str, Any]], turn_id: int) -> list[dict[str, Any]]:
+def _finish_calls(calls: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
     finished = []
     for index in sorted(calls):
         call = calls[index]
-        call["id"] = call["id"] or f"call_{turn_id}_{index}"  # some servers send no ids
+        call["id"] = call["id"] or f"call_{uuid.uuid4().hex[:16]}"  # some servers send no ids
         finished.append(call)
     return finished
 
 
-def _calls_from_pairs(pairs: list[tuple[str, str]], turn_id: int) -> list[dict[str, Any]]:
+def _calls_from_pairs(pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
     return [
-        {"id": f"call_{turn_id}_{i}", "type": "function", "function": {"name": name, "arguments": args}}
-        for i, (name, args) in enumerate(pairs)
+        {"id": f"call_{uuid.uuid4().hex[:16]}", "type": "function", "function": {"name": name, "arguments": args}}
+        for name, args in pairs
     ]
 
 

@@ -14,7 +14,7 @@ class AgentSettings:
     api_key: str = ""
     tool_calling: ToolCalling = "native"
     auto_approve: frozenset[str] = field(default_factory=frozenset)
-    max_model_calls: int = 30
+    max_model_calls: int | None = None  # None: the agent's own cap (30 single, 50 for the planner)
     cell_timeout: float | None = None  # long training cells are normal: no cap by default
     command_timeout: float = 120.0
     request_timeout: float = 120.0  # between streamed chunks

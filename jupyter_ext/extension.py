@@ -37,7 +37,10 @@ class Cellwright(ExtensionApp):
     )
     auto_approve = List(Unicode(), config=True, help="Tool names that run without asking. Default: none of the risky ones.")
     checkpointer_url = Unicode(config=True, help="'' for SQLite in the data directory, a file path, 'memory', or postgresql://... Env: CELLWRIGHT_CHECKPOINTER_URL.")
-    max_model_calls = Int(30, config=True, help="Model calls per run before the agent stops with a final answer.")
+    max_model_calls = Int(
+        None, allow_none=True, config=True,
+        help="Model calls per run before the agent stops with a final answer. Default: 30 single, 50 multi-agent.",
+    )
     command_timeout = Float(120.0, config=True, help="Seconds before a shell command is killed.")
     cell_timeout = Float(None, allow_none=True, config=True, help="Seconds before a cell is interrupted; no cap by default.")
     request_timeout = Float(120.0, config=True, help="Seconds to wait for the LLM's next streamed chunk.")

@@ -136,8 +136,6 @@ class RunsHandler(CellwrightHandler):
             raise BadRequest('"message" must be a non-empty string.')
         if mode not in MODES:
             raise BadRequest(f'"mode" must be one of {list(MODES)}.', "bad_mode")
-        if mode == "multi":
-            raise BadRequest("Multi-agent mode is not available in this version; use mode \"single\".", "mode_unavailable")
         path, kernel_id = body.get("notebook_path"), body.get("kernel_id")
         if (path is not None and not isinstance(path, str)) or (kernel_id is not None and not isinstance(kernel_id, str)):
             raise BadRequest('"notebook_path" and "kernel_id" must be strings.')

@@ -47,6 +47,9 @@ export type ToolItemStatus =
   | 'rejected'
   | 'cancelled';
 
+/** The `tool_result` summary of a call the user's Stop ended (status "rejected"). */
+export const STOPPED_SUMMARY = 'Stopped by the user';
+
 export interface IUserItem {
   kind: 'user';
   key: string;
@@ -73,12 +76,44 @@ export interface IToolItem {
   status: ToolItemStatus;
   description: string | null;
   summary: string | null;
+  /** True when the call ran as a notebook cell (a `cell_started` came for it). */
+  isCell: boolean;
   /** The code that ran (from `cell_started`). */
   code: string | null;
+  /**
+   * Outputs of the call: a cell's outputs, or the live output of another
+   * tool that streams (execute_command's stdout / stderr chunks).
+   */
   outputs: INbOutput[];
   executionCount: number | null;
   cellStatus: CellStatus | null;
   durationMs: number | null;
+}
+
+/**
+ * Work delegated to a sub-agent (multi mode): the planner's `task` call and
+ * everything the sub-agent did for it, in order.
+ */
+export interface ISubtaskItem {
+  kind: 'subtask';
+  key: string;
+  /** The `task` tool call's id; null when only an `agent_switch` announced it. */
+  id: string | null;
+  /** The sub-agent doing the work. */
+  agent: string;
+  /** The agent that delegated it. */
+  parent: string;
+  /** The task description. */
+  task: string;
+  status: ToolItemStatus;
+  /** True while the sub-agent has control. */
+  active: boolean;
+  /** True once control came back (or the task call has its result). */
+  done: boolean;
+  /** The task call's `tool_result` summary. */
+  summary: string | null;
+  /** The sub-agent's report (tokens), tool calls, errors and nested subtasks. */
+  items: ConversationItem[];
 }
 
 export interface IFinalItem {
@@ -92,17 +127,10 @@ export interface IFinalItem {
 export interface IErrorItem {
   kind: 'error';
   key: string;
+  agent: string;
   errorKind: string;
   message: string;
   retryable: boolean;
-}
-
-export interface IAgentSwitchItem {
-  kind: 'agent_switch';
-  key: string;
-  from: string;
-  to: string;
-  task: string;
 }
 
 export interface IRunEndItem {
@@ -115,20 +143,38 @@ export type ConversationItem =
   | IUserItem
   | IAssistantItem
   | IToolItem
+  | ISubtaskItem
   | IFinalItem
   | IErrorItem
-  | IAgentSwitchItem
   | IRunEndItem;
+
+/** One open subtask: where a sub-agent's events go while it has control. */
+export interface ISubtaskFrame {
+  /** The key of its `ISubtaskItem`. */
+  key: string;
+  /** The `task` tool call's id, if known. */
+  id: string | null;
+  agent: string;
+  parent: string;
+}
 
 export interface IThreadView {
   items: ConversationItem[];
   todos: ITodo[];
   status: DisplayStatus;
-  /** The agent of the latest event ("main" in single mode). */
+  /** The agent in control ("main" in single mode). */
   agent: string;
   mode: Mode | null;
   runId: string | null;
   pendingApproval: IApprovalRequiredData | null;
+  /** The open subtasks, outermost first (empty outside a delegation). */
+  subtasks: readonly ISubtaskFrame[];
+  /**
+   * Where the assistant message that tokens are streaming into lives: the
+   * keys of the subtasks that contain it ([] for the top level); null when
+   * nothing streams. That message is always the last item there.
+   */
+  streaming: readonly string[] | null;
   /** The highest seq folded in; -1 before the first event. */
   lastSeq: number;
 }
@@ -141,32 +187,184 @@ export const EMPTY_VIEW: IThreadView = Object.freeze({
   mode: null,
   runId: null,
   pendingApproval: null,
+  subtasks: [],
+  streaming: null,
   lastSeq: -1
 }) as IThreadView;
+
+/** Agents whose events belong to the top level of the conversation. */
+export const ROOT_AGENTS: ReadonlySet<string> = new Set(['', 'main', 'planner']);
 
 /** Tools that the timeline does not show: their effect has its own view. */
 const HIDDEN_TOOLS = new Set(['final_answer', 'write_todos']);
 
-/** Bounds for what the panel keeps of a cell's outputs (the notebook keeps all). */
+/** The planner's delegation tool: shown as a subtask block, not a tool entry. */
+export const TASK_TOOL = 'task';
+
+/** Bounds for what the panel keeps of a call's outputs (the notebook keeps all). */
 const MAX_OUTPUTS = 100;
 const MAX_STREAM_CHARS = 50_000;
 
-function closeStreaming(items: ConversationItem[]): ConversationItem[] {
-  const last = items[items.length - 1];
-  if (last && last.kind === 'assistant' && last.streaming) {
-    return [...items.slice(0, -1), { ...last, streaming: false }];
-  }
-  return items;
+/** True while tokens stream into some assistant message. */
+export function isStreaming(view: IThreadView): boolean {
+  return view.streaming !== null;
 }
 
-function findTool(items: ConversationItem[], id: string): number {
+/** True for a rejected call whose rejection was the user's Stop. */
+export function isStopped(item: { status: ToolItemStatus; summary: string | null }): boolean {
+  return item.status === 'rejected' && (item.summary ?? '').trim() === STOPPED_SUMMARY;
+}
+
+// ---------------------------------------------------------------- tree helpers
+//
+// Items form a tree: subtask items hold their own items. A "path" is the list
+// of subtask keys from the top level down to a container. Every helper is
+// pure and returns the same array when nothing changed.
+
+type Path = readonly string[];
+
+function subtaskIndex(items: ConversationItem[], key: string): number {
   for (let i = items.length - 1; i >= 0; i--) {
     const item = items[i];
-    if (item.kind === 'tool' && item.id === id) {
+    if (item.kind === 'subtask' && item.key === key) {
       return i;
     }
   }
   return -1;
+}
+
+/** The items of the container at `path` (stops at the deepest level found). */
+function containerAt(items: ConversationItem[], path: Path): ConversationItem[] {
+  let current = items;
+  for (const key of path) {
+    const index = subtaskIndex(current, key);
+    if (index === -1) {
+      break;
+    }
+    current = (current[index] as ISubtaskItem).items;
+  }
+  return current;
+}
+
+/** Replace the items of the container at `path` with `update(items)`. */
+function updateContainer(
+  items: ConversationItem[],
+  path: Path,
+  update: (items: ConversationItem[]) => ConversationItem[]
+): ConversationItem[] {
+  if (!path.length) {
+    return update(items);
+  }
+  const index = subtaskIndex(items, path[0]);
+  if (index === -1) {
+    return update(items);
+  }
+  const subtask = items[index] as ISubtaskItem;
+  const inner = updateContainer(subtask.items, path.slice(1), update);
+  if (inner === subtask.items) {
+    return items;
+  }
+  const copy = items.slice();
+  copy[index] = { ...subtask, items: inner };
+  return copy;
+}
+
+function appendAt(items: ConversationItem[], path: Path, item: ConversationItem): ConversationItem[] {
+  return updateContainer(items, path, container => [...container, item]);
+}
+
+/** Update the subtask whose key is `key`, wherever it is. */
+function updateSubtaskByKey(
+  items: ConversationItem[],
+  key: string,
+  update: (item: ISubtaskItem) => Partial<ISubtaskItem>
+): ConversationItem[] {
+  return replaceLast(items, item =>
+    item.kind === 'subtask' && item.key === key ? { ...item, ...update(item) } : null
+  );
+}
+
+/**
+ * Replace the last item (searching from the end, into subtasks too) for
+ * which `replace` returns a new item.
+ */
+function replaceLast(
+  items: ConversationItem[],
+  replace: (item: ConversationItem) => ConversationItem | null
+): ConversationItem[] {
+  for (let i = items.length - 1; i >= 0; i--) {
+    const item = items[i];
+    const replaced = replace(item);
+    if (replaced) {
+      const copy = items.slice();
+      copy[i] = replaced;
+      return copy;
+    }
+    if (item.kind === 'subtask') {
+      const inner = replaceLast(item.items, replace);
+      if (inner !== item.items) {
+        const copy = items.slice();
+        copy[i] = { ...item, items: inner };
+        return copy;
+      }
+    }
+  }
+  return items;
+}
+
+/** Map every item of the tree (subtasks after their items). */
+function mapAll(
+  items: ConversationItem[],
+  map: (item: ConversationItem) => ConversationItem
+): ConversationItem[] {
+  let changed = false;
+  const out = items.map(item => {
+    let current = item;
+    if (current.kind === 'subtask') {
+      const inner = mapAll(current.items, map);
+      if (inner !== current.items) {
+        current = { ...current, items: inner };
+      }
+    }
+    const mapped = map(current);
+    if (mapped !== item) {
+      changed = true;
+    }
+    return mapped;
+  });
+  return changed ? out : items;
+}
+
+function findToolDeep(items: ConversationItem[], id: string): IToolItem | null {
+  for (let i = items.length - 1; i >= 0; i--) {
+    const item = items[i];
+    if (item.kind === 'tool' && item.id === id) {
+      return item;
+    }
+    if (item.kind === 'subtask') {
+      const found = findToolDeep(item.items, id);
+      if (found) {
+        return found;
+      }
+    }
+  }
+  return null;
+}
+
+function findSubtaskById(items: ConversationItem[], id: string): ISubtaskItem | null {
+  for (let i = items.length - 1; i >= 0; i--) {
+    const item = items[i];
+    if (item.kind === 'subtask') {
+      if (item.id === id) {
+        return item;
+      }
+      const found = findSubtaskById(item.items, id);
+      if (found) {
+        return found;
+      }
+    }
+  }
+  return null;
 }
 
 function updateTool(
@@ -174,14 +372,27 @@ function updateTool(
   id: string,
   update: (item: IToolItem) => Partial<IToolItem>
 ): ConversationItem[] {
-  const index = findTool(items, id);
-  if (index === -1) {
+  return replaceLast(items, item =>
+    item.kind === 'tool' && item.id === id ? { ...item, ...update(item) } : null
+  );
+}
+
+/** Close the streaming assistant message at `path`, if any. */
+function closeStreaming(items: ConversationItem[], path: Path | null): ConversationItem[] {
+  if (path === null) {
     return items;
   }
-  const item = items[index] as IToolItem;
-  const copy = items.slice();
-  copy[index] = { ...item, ...update(item) };
-  return copy;
+  return updateContainer(items, path, container => {
+    const last = container[container.length - 1];
+    if (last && last.kind === 'assistant' && last.streaming) {
+      return [...container.slice(0, -1), { ...last, streaming: false }];
+    }
+    return container;
+  });
+}
+
+function samePath(a: Path | null, b: Path): boolean {
+  return a !== null && a.length === b.length && a.every((key, i) => key === b[i]);
 }
 
 function newTool(
@@ -200,12 +411,52 @@ function newTool(
     status,
     description: null,
     summary: null,
+    isCell: false,
     code: null,
     outputs: [],
     executionCount: null,
     cellStatus: null,
     durationMs: null
   };
+}
+
+function newSubtask(fields: {
+  key: string;
+  id: string | null;
+  agent: string;
+  parent: string;
+  task: string;
+  status?: ToolItemStatus;
+}): ISubtaskItem {
+  return {
+    kind: 'subtask',
+    key: fields.key,
+    id: fields.id,
+    agent: fields.agent,
+    parent: fields.parent,
+    task: fields.task,
+    status: fields.status ?? 'running',
+    active: true,
+    done: false,
+    summary: null,
+    items: []
+  };
+}
+
+/** The subtask of a `task` tool call, from its arguments. */
+function taskSubtask(
+  event: { id: string; agent: string; args: Record<string, any> },
+  status: ToolItemStatus
+): ISubtaskItem {
+  const args = event.args ?? {};
+  return newSubtask({
+    key: `task-${event.id}`,
+    id: event.id,
+    agent: typeof args.agent === 'string' ? args.agent : '',
+    parent: event.agent || 'planner',
+    task: typeof args.description === 'string' ? args.description : '',
+    status
+  });
 }
 
 function streamText(text: string | string[]): string {
@@ -238,37 +489,234 @@ const FINISHED_STATUS: Record<RunFinishedStatus, DisplayStatus> = {
   failed: 'failed'
 };
 
+// ---------------------------------------------------------------- routing
+
+/** The mutable part of a fold step: the item tree and the open subtasks. */
+interface IState {
+  items: ConversationItem[];
+  frames: readonly ISubtaskFrame[];
+}
+
+function pathOf(frames: readonly ISubtaskFrame[], depth: number): string[] {
+  return frames.slice(0, depth).map(frame => frame.key);
+}
+
+/**
+ * How many open subtasks deep an agent's events go; null for a sub-agent no
+ * open subtask belongs to.
+ */
+function depthOf(frames: readonly ISubtaskFrame[], agent: string): number | null {
+  for (let i = frames.length - 1; i >= 0; i--) {
+    if (frames[i].agent === agent) {
+      return i + 1;
+    }
+  }
+  if (ROOT_AGENTS.has(agent)) {
+    return 0;
+  }
+  for (let i = frames.length - 1; i >= 0; i--) {
+    if (frames[i].parent === agent) {
+      return i;
+    }
+  }
+  return null;
+}
+
+/** Close the open subtasks from `depth` down: control went back up. */
+function popFrames(state: IState, depth: number): void {
+  for (const frame of state.frames.slice(depth)) {
+    state.items = updateSubtaskByKey(state.items, frame.key, item => ({
+      active: false,
+      done: true,
+      status: item.status === 'running' ? 'ok' : item.status
+    }));
+  }
+  if (state.frames.length > depth) {
+    state.frames = state.frames.slice(0, depth);
+  }
+}
+
+/** Open (or reopen) a subtask item as the innermost frame. */
+function pushFrame(state: IState, item: ISubtaskItem): void {
+  state.items = updateSubtaskByKey(state.items, item.key, () => ({ active: true }));
+  state.frames = [
+    ...state.frames,
+    { key: item.key, id: item.id, agent: item.agent, parent: item.parent }
+  ];
+}
+
+/**
+ * The path of the container an agent's new items go to. A sub-agent with
+ * no open subtask gets one: the last unfinished subtask of that agent at the
+ * innermost level (its `task` call came without an `agent_switch`), else a
+ * new one.
+ */
+function routeTo(state: IState, agent: string, seq: number): string[] {
+  const depth = depthOf(state.frames, agent);
+  if (depth !== null) {
+    return pathOf(state.frames, depth);
+  }
+  const parentPath = pathOf(state.frames, state.frames.length);
+  const container = containerAt(state.items, parentPath);
+  let subtask: ISubtaskItem | null = null;
+  for (let i = container.length - 1; i >= 0; i--) {
+    const item = container[i];
+    if (item.kind === 'subtask' && !item.done && (item.agent === agent || !item.agent)) {
+      subtask = item;
+      break;
+    }
+  }
+  if (subtask) {
+    if (!subtask.agent) {
+      state.items = updateSubtaskByKey(state.items, subtask.key, () => ({ agent }));
+      subtask = { ...subtask, agent };
+    }
+  } else {
+    const top = state.frames[state.frames.length - 1];
+    subtask = newSubtask({
+      key: `subtask-${seq}`,
+      id: null,
+      agent,
+      parent: top ? top.agent : 'planner',
+      task: ''
+    });
+    state.items = appendAt(state.items, parentPath, subtask);
+  }
+  pushFrame(state, subtask);
+  return [...parentPath, subtask.key];
+}
+
+/** `agent_switch`: a delegation (into a subtask) or a return (out of one). */
+function applySwitch(state: IState, from: string, to: string, task: string, seq: number): void {
+  const frames = state.frames;
+  let fromIndex = -1;
+  for (let i = frames.length - 1; i >= 0; i--) {
+    if (frames[i].agent === from) {
+      fromIndex = i;
+      break;
+    }
+  }
+  const returning =
+    fromIndex >= 0 &&
+    to !== from &&
+    (ROOT_AGENTS.has(to) ||
+      frames[fromIndex].parent === to ||
+      frames.slice(0, fromIndex).some(frame => frame.agent === to));
+  if (returning) {
+    let depth = 0;
+    for (let j = fromIndex - 1; j >= 0; j--) {
+      if (frames[j].agent === to) {
+        depth = j + 1;
+        break;
+      }
+    }
+    popFrames(state, depth);
+    return;
+  }
+  if (!to) {
+    return;
+  }
+  // A delegation from `from` to `to`.
+  const path = routeTo(state, from, seq);
+  const depth = path.length;
+  const open = state.frames[depth];
+  if (open && open.agent === to) {
+    // Already in that subtask: the delegating step re-ran after an approval.
+    popFrames(state, depth + 1);
+    if (task) {
+      state.items = updateSubtaskByKey(state.items, open.key, item => ({
+        task: item.task || task
+      }));
+    }
+    return;
+  }
+  popFrames(state, depth);
+  const container = containerAt(state.items, path);
+  let subtask: ISubtaskItem | null = null;
+  for (let i = container.length - 1; i >= 0; i--) {
+    const item = container[i];
+    if (item.kind === 'subtask' && !item.done && (item.agent === to || !item.agent)) {
+      subtask = item;
+      break;
+    }
+  }
+  if (subtask) {
+    const update = { agent: to, task: subtask.task || task, active: true };
+    state.items = updateSubtaskByKey(state.items, subtask.key, () => update);
+    subtask = { ...subtask, ...update };
+  } else {
+    subtask = newSubtask({ key: `subtask-${seq}`, id: null, agent: to, parent: from, task });
+    state.items = appendAt(state.items, path, subtask);
+  }
+  pushFrame(state, subtask);
+}
+
+/** End every running call and open subtask (a run that is over). */
+function settle(items: ConversationItem[], status: ToolItemStatus): ConversationItem[] {
+  return mapAll(items, item => {
+    if (item.kind === 'tool') {
+      return item.status === 'running' || item.status === 'awaiting_approval'
+        ? { ...item, status }
+        : item;
+    }
+    if (item.kind === 'subtask') {
+      const running = item.status === 'running' || item.status === 'awaiting_approval';
+      return running || item.active || !item.done
+        ? { ...item, status: running ? status : item.status, active: false, done: true }
+        : item;
+    }
+    return item;
+  });
+}
+
+// ---------------------------------------------------------------- the fold
+
 /**
  * Fold one event into a thread view. Pure: returns a new view (or the same
  * one when the event changes nothing, e.g. a seq already folded in).
+ *
+ * In multi mode a sub-agent's events (its `agent` field) go into the subtask
+ * block of the delegation that handed it control (`agent_switch`, or the
+ * planner's `task` call); everything else goes to the top level.
  */
 export function reduceEvent(view: IThreadView, event: CellwrightEvent): IThreadView {
   const seq = event.seq;
   if (Number.isFinite(seq) && seq <= view.lastSeq) {
     return view; // already seen: reconnects never apply an event twice
   }
+  const agent = typeof event.agent === 'string' ? event.agent : '';
   const next: IThreadView = {
     ...view,
-    lastSeq: Number.isFinite(seq) ? seq : view.lastSeq,
-    agent: typeof event.agent === 'string' && event.agent ? event.agent : view.agent
+    lastSeq: Number.isFinite(seq) ? seq : view.lastSeq
   };
-  let items = view.items;
+  const state: IState = { items: view.items, frames: view.subtasks };
   const key = `${event.type}-${seq}`;
+
+  // Tokens extend the streaming message; any other event ends it.
+  if (event.type !== 'token') {
+    state.items = closeStreaming(state.items, view.streaming);
+    next.streaming = null;
+  }
 
   switch (event.type) {
     case 'run_started': {
       // A run_started right after an approval pause resumes the same request.
       const resuming = view.status === 'awaiting_approval';
-      items = closeStreaming(items);
-      if (!resuming && event.message) {
-        items = [...items, { kind: 'user', key, text: event.message }];
-      }
       if (resuming) {
-        items = items.map(item =>
-          item.kind === 'tool' && item.status === 'awaiting_approval'
+        state.items = mapAll(state.items, item =>
+          (item.kind === 'tool' || item.kind === 'subtask') && item.status === 'awaiting_approval'
             ? { ...item, status: 'running' }
             : item
         );
+      } else {
+        if (state.frames.length) {
+          // The previous run ended without its run_finished.
+          state.items = settle(state.items, 'cancelled');
+          state.frames = [];
+        }
+        if (event.message) {
+          state.items = [...state.items, { kind: 'user', key, text: event.message }];
+        }
       }
       next.status = 'running';
       next.mode = event.mode ?? view.mode;
@@ -277,67 +725,137 @@ export function reduceEvent(view: IThreadView, event: CellwrightEvent): IThreadV
       break;
     }
     case 'token': {
-      const last = items[items.length - 1];
-      if (last && last.kind === 'assistant' && last.streaming && last.agent === event.agent) {
-        items = [...items.slice(0, -1), { ...last, text: last.text + event.text }];
-      } else {
-        items = [
-          ...closeStreaming(items),
-          { kind: 'assistant', key, agent: event.agent, text: event.text, streaming: true }
-        ];
+      const depth = depthOf(state.frames, agent);
+      if (depth !== null && view.streaming !== null) {
+        const path = pathOf(state.frames, depth);
+        const container = containerAt(state.items, path);
+        const last = container[container.length - 1];
+        if (
+          samePath(view.streaming, path) &&
+          last &&
+          last.kind === 'assistant' &&
+          last.streaming &&
+          last.agent === agent
+        ) {
+          state.items = updateContainer(state.items, path, c => [
+            ...c.slice(0, -1),
+            { ...last, text: last.text + event.text }
+          ]);
+          break;
+        }
       }
+      state.items = closeStreaming(state.items, view.streaming);
+      const path = routeTo(state, agent, seq);
+      state.items = appendAt(state.items, path, {
+        kind: 'assistant',
+        key,
+        agent,
+        text: event.text ?? '',
+        streaming: true
+      });
+      next.streaming = path;
       break;
     }
     case 'tool_call': {
-      items = closeStreaming(items);
       if (HIDDEN_TOOLS.has(event.name)) {
         break;
       }
+      const path = routeTo(state, agent, seq);
+      if (event.name === TASK_TOOL) {
+        const existing = findSubtaskById(state.items, event.id);
+        if (existing) {
+          const fresh = taskSubtask(event, existing.status);
+          state.items = updateSubtaskByKey(state.items, existing.key, () => ({
+            agent: existing.agent || fresh.agent,
+            task: existing.task || fresh.task
+          }));
+        } else {
+          const fresh = taskSubtask(event, 'running');
+          // An agent_switch that came first already opened a block for it: adopt that one.
+          const container = containerAt(state.items, path);
+          let adopted: ISubtaskItem | null = null;
+          for (let i = container.length - 1; i >= 0; i--) {
+            const item = container[i];
+            if (item.kind === 'subtask' && item.id === null && !item.done && item.agent === fresh.agent) {
+              adopted = item;
+              break;
+            }
+          }
+          if (adopted) {
+            const key = adopted.key;
+            state.items = updateSubtaskByKey(state.items, key, item => ({
+              id: event.id,
+              task: item.task || fresh.task
+            }));
+            state.frames = state.frames.map(frame =>
+              frame.key === key ? { ...frame, id: event.id } : frame
+            );
+          } else {
+            state.items = appendAt(state.items, path, fresh);
+          }
+        }
+        break;
+      }
       // "awaiting approval" comes with approval_required (an auto-approved call never gets one).
-      if (findTool(items, event.id) === -1) {
-        items = [...items, newTool(event, 'running', !!event.needs_approval)];
+      if (!findToolDeep(state.items, event.id)) {
+        state.items = appendAt(state.items, path, newTool(event, 'running', !!event.needs_approval));
       } else {
-        items = updateTool(items, event.id, () => ({ args: event.args ?? {} }));
+        state.items = updateTool(state.items, event.id, () => ({ args: event.args ?? {} }));
       }
       break;
     }
     case 'approval_required': {
-      items = closeStreaming(items);
-      if (findTool(items, event.id) === -1) {
-        items = [...items, newTool(event, 'awaiting_approval', true)];
+      const path = routeTo(state, agent, seq);
+      const subtask = findSubtaskById(state.items, event.id);
+      if (subtask || event.name === TASK_TOOL) {
+        if (subtask) {
+          state.items = updateSubtaskByKey(state.items, subtask.key, () => ({
+            status: 'awaiting_approval'
+          }));
+        } else {
+          state.items = appendAt(state.items, path, taskSubtask(event, 'awaiting_approval'));
+        }
+      } else {
+        if (!findToolDeep(state.items, event.id)) {
+          state.items = appendAt(state.items, path, newTool(event, 'awaiting_approval', true));
+        }
+        state.items = updateTool(state.items, event.id, () => ({
+          status: 'awaiting_approval',
+          needsApproval: true,
+          args: event.args ?? {},
+          description: event.description ?? null
+        }));
       }
-      items = updateTool(items, event.id, () => ({
-        status: 'awaiting_approval',
-        needsApproval: true,
-        args: event.args ?? {},
-        description: event.description ?? null
-      }));
       next.pendingApproval = event;
       next.status = 'awaiting_approval';
       break;
     }
     case 'cell_started': {
-      if (findTool(items, event.id) === -1) {
-        items = [
-          ...items,
+      if (!findToolDeep(state.items, event.id)) {
+        const path = routeTo(state, agent, seq);
+        state.items = appendAt(
+          state.items,
+          path,
           newTool({ ...event, name: 'run_cell', args: { code: event.code } }, 'running', false)
-        ];
+        );
       }
-      items = updateTool(items, event.id, () => ({
+      state.items = updateTool(state.items, event.id, () => ({
         status: 'running',
+        isCell: true,
         code: event.code,
         outputs: []
       }));
       break;
     }
     case 'cell_output': {
-      items = updateTool(items, event.id, item => ({
+      // A cell's output, or the live output of another tool (execute_command).
+      state.items = updateTool(state.items, event.id, item => ({
         outputs: appendOutput(item.outputs, event.output)
       }));
       break;
     }
     case 'cell_finished': {
-      items = updateTool(items, event.id, () => ({
+      state.items = updateTool(state.items, event.id, () => ({
         executionCount: event.execution_count ?? null,
         cellStatus: event.status,
         durationMs: event.duration_ms ?? null
@@ -345,10 +863,21 @@ export function reduceEvent(view: IThreadView, event: CellwrightEvent): IThreadV
       break;
     }
     case 'tool_result': {
-      items = updateTool(items, event.id, () => ({
-        status: event.status,
-        summary: event.summary ?? null
-      }));
+      const status = event.status;
+      const summary = event.summary ?? null;
+      state.items = replaceLast(state.items, item => {
+        if (item.kind === 'tool' && item.id === event.id) {
+          return { ...item, status, summary };
+        }
+        if (item.kind === 'subtask' && item.id === event.id) {
+          return { ...item, status, summary, active: false, done: true };
+        }
+        return null;
+      });
+      const frameIndex = state.frames.findIndex(frame => frame.id === event.id);
+      if (frameIndex >= 0) {
+        popFrames(state, frameIndex);
+      }
       if (view.pendingApproval && view.pendingApproval.id === event.id) {
         next.pendingApproval = null;
       }
@@ -359,27 +888,38 @@ export function reduceEvent(view: IThreadView, event: CellwrightEvent): IThreadV
       break;
     }
     case 'agent_switch': {
-      items = [
-        ...closeStreaming(items),
-        { kind: 'agent_switch', key, from: event.from, to: event.to, task: event.task }
-      ];
-      next.agent = event.to || next.agent;
+      applySwitch(state, event.from ?? '', event.to ?? '', event.task ?? '', seq);
       break;
     }
     case 'final': {
-      items = closeStreaming(items);
-      const last = items[items.length - 1];
       const answer = event.answer ?? '';
+      const path = routeTo(state, agent, seq);
+      if (path.length) {
+        // A sub-agent's final answer is its report, inside its block.
+        const container = containerAt(state.items, path);
+        const last = container[container.length - 1];
+        if (!(last && last.kind === 'assistant' && last.text.trim() === answer.trim()) && answer) {
+          state.items = appendAt(state.items, path, {
+            kind: 'assistant',
+            key,
+            agent,
+            text: answer,
+            streaming: false
+          });
+        }
+        break;
+      }
+      const last = state.items[state.items.length - 1];
       // When the answer was streamed as tokens too, show it once.
       if (last && last.kind === 'assistant' && last.text.trim() === answer.trim()) {
-        items = items.slice(0, -1);
+        state.items = state.items.slice(0, -1);
       }
-      items = [
-        ...items,
+      state.items = [
+        ...state.items,
         {
           kind: 'final',
           key,
-          agent: event.agent,
+          agent,
           answer,
           nextItems: Array.isArray(event.next_items) ? event.next_items : []
         }
@@ -387,11 +927,13 @@ export function reduceEvent(view: IThreadView, event: CellwrightEvent): IThreadV
       break;
     }
     case 'error': {
-      items = [
-        ...closeStreaming(items),
+      // Errors stay at the top level, where they are seen even when a subtask is folded.
+      state.items = [
+        ...state.items,
         {
           kind: 'error',
           key,
+          agent,
           errorKind: event.kind,
           message: event.message,
           retryable: !!event.retryable
@@ -400,26 +942,36 @@ export function reduceEvent(view: IThreadView, event: CellwrightEvent): IThreadV
       break;
     }
     case 'run_finished': {
-      items = closeStreaming(items);
       const status = FINISHED_STATUS[event.status] ?? 'idle';
       next.status = status;
       if (status !== 'awaiting_approval') {
         next.pendingApproval = null;
-        items = items.map(item =>
-          item.kind === 'tool' && (item.status === 'running' || item.status === 'awaiting_approval')
-            ? { ...item, status: status === 'idle' ? 'ok' : 'cancelled' }
-            : item
-        );
+        state.items = settle(state.items, status === 'idle' ? 'ok' : 'cancelled');
+        state.frames = [];
       }
       if (status === 'cancelled' || status === 'failed') {
-        items = [...items, { kind: 'run_end', key, status }];
+        state.items = [...state.items, { kind: 'run_end', key, status }];
       }
       break;
     }
     default:
       break; // an event type this frontend does not know: only its seq counts
   }
-  next.items = items;
+  next.items = state.items;
+  next.subtasks = state.frames;
+  // The agent in control: the innermost open subtask's, else the event's
+  // (in multi mode the top level is the planner's, whatever the run's own events say).
+  const top = state.frames[state.frames.length - 1];
+  if (top) {
+    next.agent = top.agent;
+  } else if (event.type === 'agent_switch' && event.to) {
+    next.agent = event.to;
+  } else if (agent) {
+    next.agent = agent;
+  }
+  if (next.mode === 'multi' && (next.agent === 'main' || !next.agent)) {
+    next.agent = 'planner';
+  }
   return next;
 }
 

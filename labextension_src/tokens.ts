@@ -34,6 +34,30 @@ export namespace CommandIDs {
 export type Mode = 'single' | 'multi';
 export const MODES: readonly Mode[] = ['single', 'multi'];
 
+/**
+ * The `agent` field of events: "main" in single mode; in multi mode the
+ * planner and the sub-agents it delegates to with the `task` tool.
+ */
+export const AGENT_LABELS: Readonly<Record<string, string>> = {
+  main: 'Agent',
+  planner: 'Planner',
+  python_developer: 'Python developer',
+  researcher: 'Researcher'
+};
+
+/** A readable name for an agent ("python_developer" -> "Python developer"). */
+export function agentLabel(agent: string | null | undefined): string {
+  if (!agent) {
+    return AGENT_LABELS.main;
+  }
+  const known = AGENT_LABELS[agent];
+  if (known) {
+    return known;
+  }
+  const words = agent.replace(/[_-]+/g, ' ').trim();
+  return words ? words.charAt(0).toUpperCase() + words.slice(1) : agent;
+}
+
 export type TodoStatus = 'pending' | 'in_progress' | 'completed';
 export type RunFinishedStatus =
   | 'completed'
@@ -60,10 +84,13 @@ export interface INextItem {
   prompt: string;
 }
 
+export type DiagnosticSeverity = 'error' | 'warning' | 'information' | 'hint';
+
 export interface IDiagnostic {
+  /** 1-based. */
   line: number;
   column: number;
-  severity: string;
+  severity: DiagnosticSeverity | string;
   code: string | null;
   message: string;
   source: string | null;
@@ -211,8 +238,14 @@ export interface IApprovalRequiredData extends IEventBase {
   name: ToolName | string;
   args: Record<string, any>;
   description: string;
+  /** run_cell: the linter's findings on the code (1-based lines). */
   diagnostics?: IDiagnostic[] | null;
+  /** write_file / edit_file: the change as a unified diff. */
   diff?: string | null;
+  /** execute_command: the command line. */
+  command?: string | null;
+  /** execute_command: the folder it runs in, relative to the root ("." for the root). */
+  cwd?: string | null;
 }
 
 export interface ICellStartedData extends IEventBase {

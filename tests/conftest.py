@@ -98,6 +98,15 @@ def parse_sse(text: str) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
+def servers() -> Iterator[list[Any]]:
+    """Jupyter server processes a test starts (tests.server_process), stopped at its end."""
+    started: list[Any] = []
+    yield started
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture
 def api(jp_fetch: Any) -> Api:
     return Api(jp_fetch)
 

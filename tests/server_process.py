@@ -87,6 +87,14 @@ class JupyterProcess:
     def get(self, path: str, **kw: Any) -> httpx.Response:
         return self.request("GET", path, **kw)
 
+    def events(self, thread_id: str, after: int = 0) -> list[dict[str, Any]]:
+        """The thread's events after `after`, read until the server closes the stream."""
+        from tests.conftest import parse_sse
+
+        response = self.get(f"cellwright/api/threads/{thread_id}/events?after={after}")
+        assert response.status_code == 200, response.text
+        return parse_sse(response.text)
+
     def open_notebook(self, path: str) -> str:
         """What JupyterLab does when it opens a notebook: a session with a kernel. Returns the kernel id."""
         import nbformat

@@ -2,11 +2,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterator
-
 import pytest
 
-from tests.conftest import of_type, parse_sse
+from tests.conftest import of_type
 from tests.fake_llm import FakeLLM, text, tool_call
 from tests.server_process import JupyterProcess
 
@@ -14,20 +12,6 @@ from tests.server_process import JupyterProcess
 @pytest.fixture
 def server_env(fake_llm: FakeLLM) -> dict[str, str]:
     return {"OPENAI_BASE_URL": fake_llm.base_url, "OPENAI_API_KEY": "sk-secret", "CELLWRIGHT_MODEL": "fake-model"}
-
-
-@pytest.fixture
-def servers(tmp_path: Path, server_env: dict[str, str]) -> Iterator[list[JupyterProcess]]:
-    started: list[JupyterProcess] = []
-    yield started
-    for server in started:
-        server.stop()
-
-
-def events(server: JupyterProcess, thread: str, after: int = 0) -> list[dict[str, Any]]:
-    response = server.get(f"cellwright/api/threads/{thread}/events?after={after}")
-    assert response.status_code == 200
-    return parse_sse(response.text)
 
 
 def test_pending_approval_survives_restart(tmp_path: Path, fake_llm: FakeLLM, server_env: dict[str, str], servers: list) -> None:
@@ -40,7 +24,7 @@ def test_pending_approval_survives_restart(tmp_path: Path, fake_llm: FakeLLM, se
     first.open_notebook("work.ipynb")
     thread = first.request("POST", "cellwright/api/threads", {"notebook_path": "work.ipynb"}).json()["thread_id"]
     assert first.request("POST", f"cellwright/api/threads/{thread}/runs", {"message": "show the pid"}).status_code == 202
-    before = events(first, thread)
+    before = first.events(thread)
     assert before[-1]["status"] == "awaiting_approval"
     first.stop()
 
@@ -50,12 +34,12 @@ def test_pending_approval_survives_restart(tmp_path: Path, fake_llm: FakeLLM, se
     assert detail["status"] == "awaiting_approval"
     assert detail["pending_approval"]["id"] == "call_after_restart"
     assert second.get("cellwright/api/threads").json()["threads"][0]["thread_id"] == thread
-    assert events(second, thread) == before  # the log survived, seqs included
+    assert second.events(thread) == before  # the log survived, seqs included
 
     second.open_notebook("work.ipynb")  # the notebook's new kernel, found through its session
     response = second.request("POST", f"cellwright/api/threads/{thread}/approvals/call_after_restart", {"decision": "approve"})
     assert response.status_code == 202, response.text
-    after = events(second, thread, before[-1]["seq"])
+    after = second.events(thread, before[-1]["seq"])
     assert after[0]["seq"] == before[-1]["seq"] + 1
     assert len(of_type(after, "cell_started")) == 1
     assert "pid" in of_type(after, "cell_output")[0]["output"]["text"]

@@ -67,6 +67,7 @@ class ToolContext:
     env: ToolEnvironment
     emit: Emit
     settings: AgentSettings
+    run: Any = None  # the graph's RunContext, for tools that run agents (task)
 
 
 ToolRun = Callable[[dict[str, Any], ToolContext], Awaitable[ToolOutcome]]
@@ -84,6 +85,7 @@ class ToolSpec:
     # Extra approval-card fields ({"diagnostics": [...]} or {"diff": "..."}); must have no side effects,
     # as the tools node re-runs it when the user's decision resumes the run.
     preview: Callable[[dict[str, Any], "ToolContext"], Awaitable[dict[str, Any]]] | None = None
+    recorded: bool = True  # kept in the tool ledger, so a call id runs at most once
 
     def openai_schema(self) -> dict[str, Any]:
         return {

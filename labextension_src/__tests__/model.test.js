@@ -173,10 +173,246 @@ test('reduceEvent: cancel, errors, agent switch', () => {
     ev('run_finished', { status: 'cancelled' })
   ]);
   assert.equal(view.status, 'cancelled');
-  assert.equal(view.agent, 'main');
-  assert.deepEqual(view.items.map(i => i.kind), ['user', 'agent_switch', 'tool', 'error', 'run_end']);
-  assert.equal(view.items[2].status, 'cancelled');
-  assert.equal(view.items[3].message, 'model down');
+  // the run's own events say "main": in multi mode the top level is the planner's
+  assert.equal(view.agent, 'planner');
+  assert.deepEqual(view.subtasks, []);
+  assert.deepEqual(view.items.map(i => i.kind), ['user', 'subtask', 'error', 'run_end']);
+  const subtask = view.items[1];
+  assert.equal(subtask.agent, 'researcher');
+  assert.equal(subtask.task, 'look');
+  assert.equal(subtask.status, 'cancelled');
+  assert.equal(subtask.active, false);
+  assert.equal(subtask.items[0].status, 'cancelled');
+  assert.equal(view.items[2].message, 'model down');
+});
+
+// ------------------------------------------------------------------ multi-agent
+
+/** Events as the server sends them: sub-agent events carry the sub-agent's name. */
+function multi(type, agent, fields = {}) {
+  return ev(type, { agent, ...fields });
+}
+
+test('reduceEvent: multi mode groups each sub-agent\'s steps under its task', () => {
+  seq = 0;
+  const P = 'planner';
+  const R = 'researcher';
+  const D = 'python_developer';
+  let view = model.reduceEvents(model.EMPTY_VIEW, [
+    multi('run_started', P, { mode: 'multi', message: 'What are total sales?' }),
+    multi('token', P, { text: 'I will ask the researcher.' }),
+    multi('tool_call', P, { id: 'p1', name: 'task', args: { agent: R, description: 'Find the sales file.' }, needs_approval: false }),
+    multi('agent_switch', P, { from: P, to: R, task: 'Find the sales file.' }),
+    multi('tool_call', R, { id: 'r1', name: 'list_files', args: { path: '.' }, needs_approval: false }),
+    multi('tool_result', R, { id: 'r1', name: 'list_files', status: 'ok', summary: '1 file' })
+  ]);
+  // The planner's task call is a subtask block, open and active.
+  assert.deepEqual(view.items.map(i => i.kind), ['user', 'assistant', 'subtask']);
+  assert.equal(view.items[1].streaming, false);
+  let researcher = view.items[2];
+  assert.equal(researcher.id, 'p1');
+  assert.equal(researcher.agent, R);
+  assert.equal(researcher.parent, P);
+  assert.equal(researcher.task, 'Find the sales file.');
+  assert.equal(researcher.active, true);
+  assert.deepEqual(researcher.items.map(i => [i.kind, i.name, i.status]), [['tool', 'list_files', 'ok']]);
+  assert.equal(view.agent, R);
+  assert.deepEqual(view.subtasks.map(f => f.agent), [R]);
+
+  view = model.reduceEvents(view, [
+    multi('token', R, { text: 'The file is ' }),
+    multi('token', R, { text: 'sales.csv.' })
+  ]);
+  researcher = view.items[2];
+  assert.deepEqual(researcher.items.map(i => i.kind), ['tool', 'assistant']);
+  assert.equal(researcher.items[1].text, 'The file is sales.csv.');
+  assert.equal(researcher.items[1].streaming, true);
+  assert.deepEqual(view.streaming, [researcher.key]);
+  assert.equal(model.isStreaming(view), true);
+
+  view = model.reduceEvents(view, [
+    multi('agent_switch', P, { from: R, to: P, task: 'Find the sales file.' }),
+    multi('tool_result', P, { id: 'p1', name: 'task', status: 'ok', summary: 'The file is sales.csv.' }),
+    multi('tool_call', P, { id: 'p2', name: 'task', args: { agent: D, description: 'Print the total.' }, needs_approval: false }),
+    multi('agent_switch', P, { from: P, to: D, task: 'Print the total.' }),
+    multi('tool_call', D, { id: 'd1', name: 'run_cell', args: { code: 'print(42)' }, needs_approval: true }),
+    multi('approval_required', D, { id: 'd1', name: 'run_cell', args: { code: 'print(42)' }, description: 'Run a cell', diagnostics: [] }),
+    multi('run_finished', P, { status: 'awaiting_approval' })
+  ]);
+  assert.equal(model.isStreaming(view), false);
+  researcher = view.items[2];
+  assert.equal(researcher.items[1].streaming, false);
+  assert.equal(researcher.active, false);
+  assert.equal(researcher.done, true);
+  assert.equal(researcher.status, 'ok');
+  assert.deepEqual(view.items.map(i => i.kind), ['user', 'assistant', 'subtask', 'subtask']);
+  let developer = view.items[3];
+  assert.equal(developer.agent, D);
+  assert.equal(developer.active, true);
+  assert.deepEqual(developer.items.map(i => [i.name, i.status]), [['run_cell', 'awaiting_approval']]);
+  assert.equal(view.status, 'awaiting_approval');
+  assert.equal(view.pendingApproval.agent, D);
+  assert.equal(view.agent, D);
+  assert.deepEqual(view.subtasks.map(f => f.id), ['p2']);
+
+  // The resume: the planner's task step re-runs and announces the same switch again.
+  view = model.reduceEvents(view, [
+    multi('run_started', P, { mode: 'multi', message: 'What are total sales?' }),
+    multi('agent_switch', P, { from: P, to: D, task: 'Print the total.' })
+  ]);
+  assert.equal(view.agent, D, 'the sub-agent keeps control across the resume');
+  view = model.reduceEvents(view, [
+    multi('cell_started', D, { id: 'd1', code: 'print(42)', notebook_path: 'a.ipynb', kernel_id: 'k' }),
+    multi('cell_output', D, { id: 'd1', output: { output_type: 'stream', name: 'stdout', text: '42\n' } }),
+    multi('cell_finished', D, { id: 'd1', status: 'ok', execution_count: 1, duration_ms: 5 }),
+    multi('tool_result', D, { id: 'd1', name: 'run_cell', status: 'ok', summary: '42' }),
+    multi('token', D, { text: 'Total amount is 42.' }),
+    multi('agent_switch', P, { from: D, to: P, task: 'Print the total.' }),
+    multi('tool_result', P, { id: 'p2', name: 'task', status: 'ok', summary: 'Total amount is 42.' }),
+    multi('tool_call', P, { id: 'f1', name: 'final_answer', args: {}, needs_approval: false }),
+    multi('final', P, { answer: 'Total sales: **42**.', next_items: [] }),
+    multi('run_finished', P, { status: 'completed' })
+  ]);
+  assert.equal(view.items.filter(i => i.kind === 'user').length, 1);
+  assert.deepEqual(view.items.map(i => i.kind), ['user', 'assistant', 'subtask', 'subtask', 'final']);
+  developer = view.items[3];
+  assert.deepEqual(developer.items.map(i => i.kind), ['tool', 'assistant'], 'one block, not a second one');
+  const cell = developer.items[0];
+  assert.equal(cell.status, 'ok');
+  assert.equal(cell.isCell, true);
+  assert.deepEqual(cell.outputs, [{ output_type: 'stream', name: 'stdout', text: '42\n' }]);
+  assert.equal(developer.items[1].text, 'Total amount is 42.');
+  assert.equal(developer.items[1].streaming, false);
+  assert.equal(developer.status, 'ok');
+  assert.equal(developer.active, false);
+  assert.equal(view.items[4].agent, P);
+  assert.equal(view.agent, P);
+  assert.deepEqual(view.subtasks, []);
+  assert.equal(view.status, 'idle');
+});
+
+test('reduceEvent: a failed delegation and a sub-agent that may not delegate', () => {
+  seq = 0;
+  const view = model.reduceEvents(model.EMPTY_VIEW, [
+    multi('run_started', 'planner', { mode: 'multi', message: 'go' }),
+    multi('tool_call', 'planner', { id: 'p0', name: 'task', args: { agent: 'data_engineer', description: 'x' }, needs_approval: false }),
+    multi('tool_result', 'planner', { id: 'p0', name: 'task', status: 'error', summary: 'may call: python_developer, researcher' }),
+    multi('tool_call', 'planner', { id: 'p1', name: 'task', args: { agent: 'python_developer', description: 'Do it.' }, needs_approval: false }),
+    multi('agent_switch', 'planner', { from: 'planner', to: 'python_developer', task: 'Do it.' }),
+    multi('tool_call', 'python_developer', { id: 'n1', name: 'task', args: { agent: 'researcher', description: 'Help me.' }, needs_approval: false }),
+    multi('tool_result', 'python_developer', { id: 'n1', name: 'task', status: 'error', summary: 'no tool named task' }),
+    multi('token', 'python_developer', { text: 'I could not delegate.' }),
+    multi('agent_switch', 'planner', { from: 'python_developer', to: 'planner', task: 'Do it.' }),
+    multi('tool_result', 'planner', { id: 'p1', name: 'task', status: 'ok', summary: 'I could not delegate.' }),
+    multi('run_finished', 'planner', { status: 'completed' })
+  ]);
+  assert.deepEqual(view.items.map(i => [i.kind, i.agent, i.status]), [
+    ['user', undefined, undefined],
+    ['subtask', 'data_engineer', 'error'],
+    ['subtask', 'python_developer', 'ok']
+  ]);
+  assert.equal(view.items[1].summary, 'may call: python_developer, researcher');
+  const inner = view.items[2].items;
+  assert.deepEqual(inner.map(i => i.kind), ['subtask', 'assistant']);
+  assert.equal(inner[0].status, 'error');
+  assert.equal(inner[0].done, true);
+  assert.deepEqual(view.subtasks, []);
+});
+
+test('reduceEvent: sub-agent events with no delegation seen get a block of their own', () => {
+  seq = 0;
+  let view = model.reduceEvents(model.EMPTY_VIEW, [
+    multi('run_started', 'planner', { mode: 'multi', message: 'go' }),
+    // a switch that comes before its task call: the call adopts the block
+    multi('agent_switch', 'planner', { from: 'planner', to: 'researcher', task: 'Look around.' }),
+    multi('tool_call', 'planner', { id: 'p1', name: 'task', args: { agent: 'researcher', description: 'Look around.' }, needs_approval: false }),
+    multi('token', 'researcher', { text: 'Nothing here.' })
+  ]);
+  assert.deepEqual(view.items.map(i => i.kind), ['user', 'subtask']);
+  assert.equal(view.items[1].id, 'p1');
+  assert.deepEqual(view.subtasks.map(f => f.id), ['p1']);
+  view = model.reduceEvents(view, [
+    multi('tool_result', 'planner', { id: 'p1', name: 'task', status: 'ok', summary: 'Nothing here.' }),
+    // events of a sub-agent no switch announced
+    multi('tool_call', 'python_developer', { id: 'd1', name: 'read_file', args: { path: 'a.py' }, needs_approval: false })
+  ]);
+  assert.deepEqual(view.items.map(i => [i.kind, i.agent]), [
+    ['user', undefined],
+    ['subtask', 'researcher'],
+    ['subtask', 'python_developer']
+  ]);
+  assert.equal(view.items[1].done, true);
+  assert.equal(view.items[2].items[0].id, 'd1');
+  assert.equal(view.agent, 'python_developer');
+});
+
+test('reduceEvent: planner and sub-agent tokens never merge', () => {
+  seq = 0;
+  const view = model.reduceEvents(model.EMPTY_VIEW, [
+    multi('run_started', 'planner', { mode: 'multi', message: 'go' }),
+    multi('agent_switch', 'planner', { from: 'planner', to: 'researcher', task: 't' }),
+    multi('token', 'researcher', { text: 'report' }),
+    multi('agent_switch', 'planner', { from: 'researcher', to: 'planner', task: 't' }),
+    multi('token', 'planner', { text: 'summary' })
+  ]);
+  assert.deepEqual(view.items.map(i => i.kind), ['user', 'subtask', 'assistant']);
+  assert.equal(view.items[1].items[0].text, 'report');
+  assert.equal(view.items[1].items[0].streaming, false);
+  assert.equal(view.items[2].text, 'summary');
+  assert.deepEqual(view.streaming, []);
+});
+
+// ------------------------------------------------------------------ tool output and status
+
+test('reduceEvent: execute_command output stays with its call, not a cell', () => {
+  seq = 0;
+  const view = model.reduceEvents(model.EMPTY_VIEW, [
+    ev('run_started', { mode: 'single', message: 'list' }),
+    ev('tool_call', { id: 'x1', name: 'execute_command', args: { command: 'ls' }, needs_approval: true }),
+    ev('approval_required', { id: 'x1', name: 'execute_command', args: { command: 'ls' }, description: 'Run a shell command', command: 'ls', cwd: '.' }),
+    ev('run_finished', { status: 'awaiting_approval' }),
+    ev('run_started', { mode: 'single', message: 'list' }),
+    ev('cell_output', { id: 'x1', output: { output_type: 'stream', name: 'stdout', text: 'a\n' } }),
+    ev('cell_output', { id: 'x1', output: { output_type: 'stream', name: 'stdout', text: 'b\n' } }),
+    ev('cell_output', { id: 'x1', output: { output_type: 'stream', name: 'stderr', text: 'warn\n' } }),
+    ev('tool_result', { id: 'x1', name: 'execute_command', status: 'ok', summary: 'exit code 0' })
+  ]);
+  const tool = view.items[1];
+  assert.equal(tool.isCell, false);
+  assert.equal(tool.code, null);
+  assert.equal(tool.status, 'ok');
+  assert.deepEqual(tool.outputs, [
+    { output_type: 'stream', name: 'stdout', text: 'a\nb\n' },
+    { output_type: 'stream', name: 'stderr', text: 'warn\n' }
+  ]);
+  assert.equal(view.pendingApproval, null);
+});
+
+test('reduceEvent: a call the user stopped keeps its status and reads as stopped', () => {
+  seq = 0;
+  const view = model.reduceEvents(model.EMPTY_VIEW, [
+    ev('run_started', { mode: 'single', message: 'q' }),
+    ev('tool_call', { id: 'c1', name: 'run_cell', args: { code: 'sleep()' }, needs_approval: false }),
+    ev('cell_started', { id: 'c1', code: 'sleep()', notebook_path: null, kernel_id: null }),
+    ev('tool_result', { id: 'c1', name: 'run_cell', status: 'rejected', summary: 'Stopped by the user' }),
+    ev('tool_call', { id: 'c2', name: 'run_cell', args: { code: '1' }, needs_approval: true }),
+    ev('tool_result', { id: 'c2', name: 'run_cell', status: 'rejected', summary: 'Rejected: no' }),
+    ev('run_finished', { status: 'cancelled' })
+  ]);
+  const [stopped, rejected] = view.items.filter(i => i.kind === 'tool');
+  assert.equal(stopped.status, 'rejected');
+  assert.equal(model.isStopped(stopped), true);
+  assert.equal(rejected.status, 'rejected');
+  assert.equal(model.isStopped(rejected), false);
+});
+
+test('agentLabel: readable agent names', () => {
+  assert.equal(tokens.agentLabel('python_developer'), 'Python developer');
+  assert.equal(tokens.agentLabel('researcher'), 'Researcher');
+  assert.equal(tokens.agentLabel('planner'), 'Planner');
+  assert.equal(tokens.agentLabel('main'), 'Agent');
+  assert.equal(tokens.agentLabel(''), 'Agent');
+  assert.equal(tokens.agentLabel('data_engineer'), 'Data engineer');
 });
 
 // ------------------------------------------------------------------ requestAPI

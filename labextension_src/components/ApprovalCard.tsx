@@ -2,7 +2,8 @@ import * as React from 'react';
 import { useEffect, useState } from 'react';
 
 import { PanelModel } from '../model';
-import { IApprovalRequiredData } from '../tokens';
+import { agentLabel, IApprovalRequiredData } from '../tokens';
+import { DiagnosticsList, DiffView } from './Previews';
 
 /** The argument a user edits for each tool; others edit the JSON of all args. */
 const EDITABLE_FIELD: Record<string, string> = {
@@ -10,17 +11,83 @@ const EDITABLE_FIELD: Record<string, string> = {
   execute_command: 'command'
 };
 
+/** What the agent asks to do, per tool. */
+const ACTION: Record<string, string> = {
+  run_cell: 'run a cell',
+  execute_command: 'run a shell command',
+  write_file: 'write a file',
+  edit_file: 'edit a file',
+  add_markdown: 'add a Markdown cell',
+  task: 'delegate a task'
+};
+
+/** "Python developer asks to run a cell" ("Cellwright asks …" in single mode). */
+export function approvalQuestion(pending: { agent?: string; name: string }): string {
+  const agent = pending.agent;
+  const who = !agent || agent === 'main' ? 'Cellwright' : agentLabel(agent);
+  return `${who} asks to ${ACTION[pending.name] ?? `use ${pending.name}`}`;
+}
+
+/** A preview that says the call cannot succeed ("… will fail: <reason>"). */
+export function isFailureWarning(description: string | null | undefined): boolean {
+  return !!description && /\bwill fail\b/i.test(description);
+}
+
+function commandOf(pending: IApprovalRequiredData): string {
+  return String(pending.command ?? pending.args?.command ?? '');
+}
+
 function editableText(pending: IApprovalRequiredData): string {
   const field = EDITABLE_FIELD[pending.name];
+  if (field === 'command') {
+    return commandOf(pending);
+  }
   if (field) {
     return String(pending.args?.[field] ?? '');
   }
   return JSON.stringify(pending.args ?? {}, null, 2);
 }
 
+/** The shell command, its folder and its limits. */
+function CommandPreview(props: { pending: IApprovalRequiredData }): JSX.Element {
+  const { pending } = props;
+  const args = pending.args ?? {};
+  const cwd = String(pending.cwd ?? args.cwd ?? '.') || '.';
+  const root = cwd === '.' || cwd === './';
+  return (
+    <div className="cw-approval-command">
+      <div className="cw-label">Command</div>
+      <pre className="cw-code" data-testid="cw-approval-command">
+        <code>{commandOf(pending)}</code>
+      </pre>
+      <div className="cw-approval-cwd">
+        <span className="cw-label">Working directory: </span>
+        <span className="cw-path" data-testid="cw-approval-cwd">
+          {cwd}
+        </span>
+        {root && <span className="cw-muted"> (the workspace root)</span>}
+      </div>
+      {typeof args.stdin === 'string' && args.stdin !== '' && (
+        <>
+          <div className="cw-label">Input (stdin)</div>
+          <pre className="cw-code">{args.stdin}</pre>
+        </>
+      )}
+      {args.timeout !== undefined && args.timeout !== null && (
+        <div>
+          <span className="cw-label">Timeout: </span>
+          {`${args.timeout} s`}
+        </div>
+      )}
+    </div>
+  );
+}
+
 /**
- * The approval card: what the agent wants to do and approve / edit / reject
- * (with a reason). Buttons are disabled while the decision is being sent.
+ * The approval card: who asks to do what, a preview fitting the tool (the
+ * cell's code with its diagnostics, the shell command and its folder, a file
+ * change as a diff), and approve / edit / reject (with a reason). Buttons are
+ * disabled while the decision is being sent.
  */
 export function ApprovalCard(props: {
   model: PanelModel;
@@ -76,9 +143,10 @@ export function ApprovalCard(props: {
   };
 
   const args = pending.args ?? {};
-  const diagnostics = pending.diagnostics ?? [];
+  const diagnostics = Array.isArray(pending.diagnostics) ? pending.diagnostics : [];
   const diff = pending.diff ?? (typeof args.diff === 'string' ? args.diff : null);
-  const showAgent = pending.agent && pending.agent !== 'main';
+  const isFile = pending.name === 'write_file' || pending.name === 'edit_file';
+  const warning = isFailureWarning(pending.description);
 
   return (
     <section
@@ -88,34 +156,28 @@ export function ApprovalCard(props: {
       data-testid="cw-approval-card"
       data-tool-name={pending.name}
       data-tool-call-id={pending.id}
+      data-agent={pending.agent}
     >
       <div className="cw-approval-head">
         <span className="cw-approval-title">Approval required</span>
         <span className="cw-approval-tool">{pending.name}</span>
-        {showAgent && <span className="cw-agent-badge">{pending.agent}</span>}
       </div>
-      {pending.description && (
-        <div className="cw-approval-description">{pending.description}</div>
-      )}
+      <div className="cw-approval-agent" data-testid="cw-approval-agent">
+        {approvalQuestion(pending)}
+      </div>
+      {pending.description &&
+        (warning ? (
+          <div className="cw-approval-warning" data-testid="cw-approval-warning" role="alert">
+            <span className="cw-approval-warning-icon" aria-hidden="true">
+              ⚠
+            </span>
+            <span>{pending.description}</span>
+          </div>
+        ) : (
+          <div className="cw-approval-description">{pending.description}</div>
+        ))}
 
-      {pending.name === 'execute_command' && mode !== 'edit' && (
-        <div className="cw-approval-command">
-          <div>
-            <span className="cw-label">Command: </span>
-            <code>{String(args.command ?? '')}</code>
-          </div>
-          <div>
-            <span className="cw-label">Directory: </span>
-            <code>{String(args.cwd ?? '.')}</code>
-          </div>
-          {args.timeout !== undefined && (
-            <div>
-              <span className="cw-label">Timeout: </span>
-              <code>{`${args.timeout} s`}</code>
-            </div>
-          )}
-        </div>
-      )}
+      {pending.name === 'execute_command' && mode !== 'edit' && <CommandPreview pending={pending} />}
 
       {pending.name === 'run_cell' && mode !== 'edit' && (
         <pre className="cw-code cw-approval-code" data-testid="cw-approval-code">
@@ -123,14 +185,24 @@ export function ApprovalCard(props: {
         </pre>
       )}
 
-      {(pending.name === 'write_file' || pending.name === 'edit_file') && args.path && (
+      {pending.name === 'task' && mode !== 'edit' && (
+        <div className="cw-approval-task">
+          <div>
+            <span className="cw-label">Delegate to: </span>
+            {agentLabel(String(args.agent ?? ''))}
+          </div>
+          <div className="cw-approval-description">{String(args.description ?? '')}</div>
+        </div>
+      )}
+
+      {isFile && args.path && (
         <div className="cw-approval-path">
           <span className="cw-label">File: </span>
           <code>{String(args.path)}</code>
         </div>
       )}
 
-      {!field && !diff && mode !== 'edit' && pending.name !== 'run_cell' && (
+      {!field && !diff && mode !== 'edit' && pending.name !== 'task' && (
         <pre className="cw-code cw-approval-args">{JSON.stringify(args, null, 2)}</pre>
       )}
 
@@ -147,7 +219,7 @@ export function ApprovalCard(props: {
             }
             value={draft}
             spellCheck={false}
-            rows={Math.min(20, Math.max(4, draft.split('\n').length + 1))}
+            rows={Math.min(20, Math.max(field === 'command' ? 2 : 4, draft.split('\n').length + 1))}
             onChange={e => setDraft(e.target.value)}
             disabled={busy}
           />
@@ -159,43 +231,9 @@ export function ApprovalCard(props: {
         </div>
       )}
 
-      {diagnostics.length > 0 && (
-        <div className="cw-diagnostics">
-          <div className="cw-label">Diagnostics</div>
-          <ul>
-            {diagnostics.map((d, i) => (
-              <li key={i} className={`cw-diagnostic cw-diagnostic-${d.severity}`}>
-                <span className="cw-diagnostic-pos">{`${d.line}:${d.column}`}</span>{' '}
-                <span className="cw-diagnostic-severity">{d.severity}</span>{' '}
-                {d.code && <span className="cw-diagnostic-code">{d.code}</span>}{' '}
-                <span className="cw-diagnostic-message">{d.message}</span>
-                {d.source && <span className="cw-diagnostic-source">{` (${d.source})`}</span>}
-              </li>
-            ))}
-          </ul>
-        </div>
-      )}
+      <DiagnosticsList diagnostics={diagnostics} />
 
-      {diff && (
-        <pre className="cw-diff" aria-label="Proposed changes (unified diff)">
-          {diff.split('\n').map((line, i) => (
-            <span
-              key={i}
-              className={
-                line.startsWith('+') && !line.startsWith('+++')
-                  ? 'cw-diff-add'
-                  : line.startsWith('-') && !line.startsWith('---')
-                    ? 'cw-diff-del'
-                    : line.startsWith('@@')
-                      ? 'cw-diff-hunk'
-                      : undefined
-              }
-            >
-              {line + '\n'}
-            </span>
-          ))}
-        </pre>
-      )}
+      {diff && mode !== 'edit' && <DiffView diff={diff} />}
 
       {mode === 'reject' ? (
         <div className="cw-approval-reject">

@@ -1,25 +1,156 @@
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import * as React from 'react';
-import { useEffect, useLayoutEffect, useRef } from 'react';
+import { useEffect, useLayoutEffect, useRef, useState } from 'react';
 
-import { ConversationItem, IThreadView, PanelModel } from '../model';
+import {
+  ConversationItem,
+  isStopped,
+  isStreaming,
+  ISubtaskItem,
+  IThreadView,
+  PanelModel,
+  ROOT_AGENTS
+} from '../model';
+import { agentLabel } from '../tokens';
 import { Markdown } from './Markdown';
 import { TodoList } from './TodoList';
 import { ToolEntry } from './ToolEntry';
 
-function AgentBadge(props: { agent: string }): JSX.Element | null {
-  if (!props.agent || props.agent === 'main') {
+/** The agent's name, when it is not the one its container already names. */
+function AgentBadge(props: { agent: string; container?: string }): JSX.Element | null {
+  const { agent, container } = props;
+  if (ROOT_AGENTS.has(agent) || agent === container) {
     return null;
   }
-  return <span className="cw-agent-badge">{props.agent}</span>;
+  return <span className="cw-agent-badge">{agentLabel(agent)}</span>;
+}
+
+/** True when a call inside the block waits for the user. */
+function awaitsApproval(items: ConversationItem[]): boolean {
+  return items.some(
+    item =>
+      (item.kind === 'tool' && item.status === 'awaiting_approval') ||
+      (item.kind === 'subtask' &&
+        (item.status === 'awaiting_approval' || awaitsApproval(item.items)))
+  );
+}
+
+function subtaskStatus(item: ISubtaskItem): string {
+  if (item.status === 'awaiting_approval' || (!item.done && awaitsApproval(item.items))) {
+    return 'awaiting approval';
+  }
+  switch (item.status) {
+    case 'running':
+      return item.active ? 'working' : 'starting';
+    case 'ok':
+      return 'done';
+    case 'error':
+      return 'failed';
+    case 'rejected':
+      return isStopped(item) ? 'stopped' : 'rejected';
+    case 'cancelled':
+      return 'stopped';
+    default:
+      return item.status;
+  }
+}
+
+const SUBTASK_ICON: Record<string, string> = {
+  running: '◌',
+  awaiting_approval: '?',
+  ok: '✓',
+  error: '✕',
+  rejected: '⊘',
+  cancelled: '■'
+};
+
+/**
+ * A sub-agent's work for one delegated task: the planner's `task` call as
+ * the header (agent and task), then what the sub-agent did. Open while the
+ * sub-agent has control, folded when it hands back (the user can toggle).
+ */
+function SubtaskBlock(props: {
+  item: ISubtaskItem;
+  model: PanelModel;
+  rendermime: IRenderMimeRegistry;
+}): JSX.Element {
+  const { item, model, rendermime } = props;
+  const [open, setOpen] = useState(item.active);
+  useEffect(() => {
+    setOpen(item.active);
+  }, [item.active]);
+  const label = agentLabel(item.agent);
+  const status = subtaskStatus(item);
+  const stopped = isStopped(item) || item.status === 'cancelled';
+  return (
+    <div
+      className={`cw-subtask cw-subtask-${item.status}${item.active ? ' cw-subtask-active' : ''}${
+        stopped ? ' cw-subtask-stopped' : ''
+      }`}
+      data-testid="cw-subtask"
+      data-agent={item.agent}
+      data-status={item.status}
+      data-active={item.active ? 'true' : 'false'}
+      data-tool-call-id={item.id ?? undefined}
+      role="group"
+      aria-label={`${label} subtask`}
+    >
+      <details
+        className="cw-subtask-details"
+        open={open}
+        onToggle={event => setOpen((event.currentTarget as HTMLDetailsElement).open)}
+      >
+        <summary className="cw-subtask-summary">
+          <span className="cw-subtask-icon" aria-hidden="true">
+            {stopped ? '■' : (SUBTASK_ICON[item.status] ?? '◌')}
+          </span>
+          <span className="cw-subtask-agent" data-testid="cw-subtask-agent">
+            {label}
+          </span>
+          {item.task && (
+            <span className="cw-subtask-task" data-testid="cw-subtask-task">
+              <span className="cw-visually-hidden">: </span>
+              {item.task}
+            </span>
+          )}
+          <span className="cw-subtask-status">
+            <span className="cw-visually-hidden">, </span>
+            {status}
+          </span>
+        </summary>
+        <div className="cw-subtask-body">
+          {item.items.length === 0 && item.active && (
+            <div className="cw-muted">{`${label} is starting…`}</div>
+          )}
+          {item.items.map(child => (
+            <Item
+              key={child.key}
+              item={child}
+              model={model}
+              rendermime={rendermime}
+              container={item.agent}
+            />
+          ))}
+          {item.summary && item.status !== 'ok' && (
+            <div className="cw-subtask-result">
+              <span className="cw-label">Result: </span>
+              <span className="cw-tool-result-text">{item.summary}</span>
+            </div>
+          )}
+        </div>
+      </details>
+    </div>
+  );
 }
 
 function Item(props: {
   item: ConversationItem;
   model: PanelModel;
   rendermime: IRenderMimeRegistry;
+  /** The sub-agent whose block holds the item; undefined at the top level. */
+  container?: string;
 }): JSX.Element | null {
-  const { item, model, rendermime } = props;
+  const { item, model, rendermime, container } = props;
   switch (item.kind) {
     case 'user':
       return (
@@ -29,18 +160,30 @@ function Item(props: {
       );
     case 'assistant':
       return (
-        <div className="cw-message cw-message-assistant" data-testid="cw-assistant-message">
-          <AgentBadge agent={item.agent} />
+        <div
+          className={`cw-message cw-message-assistant${container ? ' cw-subtask-report' : ''}`}
+          data-testid="cw-assistant-message"
+          data-agent={item.agent}
+        >
+          <AgentBadge agent={item.agent} container={container} />
           <Markdown rendermime={rendermime} source={item.text} streaming={item.streaming} />
         </div>
       );
     case 'tool':
-      return <ToolEntry item={item} rendermime={rendermime} showAgent={item.agent !== 'main'} />;
+      return (
+        <ToolEntry
+          item={item}
+          rendermime={rendermime}
+          showAgent={!ROOT_AGENTS.has(item.agent) && item.agent !== container}
+        />
+      );
+    case 'subtask':
+      return <SubtaskBlock item={item} model={model} rendermime={rendermime} />;
     case 'final': {
       const disabled = model.running || model.sending;
       return (
         <div className="cw-message cw-final">
-          <AgentBadge agent={item.agent} />
+          <AgentBadge agent={item.agent} container={container} />
           <Markdown rendermime={rendermime} source={item.answer} testId="cw-final" />
           {item.nextItems.length > 0 && (
             <div className="cw-next-items" role="group" aria-label="Suggested next steps">
@@ -65,18 +208,10 @@ function Item(props: {
     case 'error':
       return (
         <div className="cw-error-block" data-testid="cw-error">
+          <AgentBadge agent={item.agent} />
           <span className="cw-label">{`Error${item.errorKind ? ` (${item.errorKind})` : ''}: `}</span>
           <span className="cw-error-message">{item.message}</span>
           {item.retryable && <span className="cw-error-hint"> You can send the request again.</span>}
-        </div>
-      );
-    case 'agent_switch':
-      return (
-        <div className="cw-agent-switch">
-          <span aria-hidden="true">→ </span>
-          {`${item.from} handed over to `}
-          <strong>{item.to}</strong>
-          {item.task ? `: ${item.task}` : ''}
         </div>
       );
     case 'run_end':
@@ -120,7 +255,7 @@ export function Conversation(props: {
     pinned.current = true;
   }, [model.thread]);
 
-  const streaming = view.items.some(i => i.kind === 'assistant' && i.streaming);
+  const streaming = isStreaming(view);
   return (
     <div
       ref={log}

@@ -1,6 +1,7 @@
 import * as React from 'react';
 
 import { DisplayStatus, PanelModel } from '../model';
+import { agentLabel } from '../tokens';
 import { ThreadHistory } from './ThreadHistory';
 
 const STATUS_TEXT: Record<DisplayStatus, string> = {
@@ -94,6 +95,7 @@ export function StatusLine(props: { model: PanelModel }): JSX.Element {
   const view = model.view;
   const thread = model.thread;
   const connection = thread?.connection ?? 'closed';
+  const agent = view.agent || 'main';
   return (
     <div
       className={`cw-status cw-status-${view.status}`}
@@ -103,9 +105,15 @@ export function StatusLine(props: { model: PanelModel }): JSX.Element {
     >
       <span className={`cw-status-dot cw-status-dot-${view.status}`} aria-hidden="true" />
       <span className="cw-status-text">{STATUS_TEXT[view.status]}</span>
-      <span className="cw-status-agent" data-testid="cw-agent">
-        {`agent: ${view.agent || 'main'}`}
-        {view.mode === 'multi' ? ' (multi-agent)' : ''}
+      <span
+        className="cw-status-agent"
+        data-testid="cw-agent"
+        data-agent={agent}
+        data-mode={view.mode ?? undefined}
+        title={view.mode === 'multi' ? 'Active agent (multi-agent mode)' : 'Active agent'}
+      >
+        <span className="cw-visually-hidden">Active agent: </span>
+        {agentLabel(agent)}
       </span>
       {connection === 'reconnecting' && (
         <span className="cw-status-conn">

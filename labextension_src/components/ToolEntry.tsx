@@ -1,7 +1,9 @@
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import * as React from 'react';
 
-import { IToolItem, ToolItemStatus } from '../model';
+import { isStopped, IToolItem, ToolItemStatus } from '../model';
+import { agentLabel } from '../tokens';
+import { CommandOutput } from './CommandOutput';
 import { OutputView } from './OutputView';
 
 const STATUS_LABEL: Record<ToolItemStatus, string> = {
@@ -59,13 +61,24 @@ function formatDuration(ms: number | null): string {
   return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
 }
 
-/** A compact, expandable entry of the tool-call timeline. */
+/** The status as the entry shows it: a call the user's Stop ended reads "stopped". */
+export function toolStatusLabel(item: IToolItem): string {
+  return isStopped(item) ? 'stopped' : STATUS_LABEL[item.status] ?? item.status;
+}
+
+/**
+ * A compact, expandable entry of the tool-call timeline. A notebook cell's
+ * outputs show under it as the notebook renders them; another tool's live
+ * output (execute_command) shows as terminal text.
+ */
 export function ToolEntry(props: {
   item: IToolItem;
   rendermime: IRenderMimeRegistry;
   showAgent: boolean;
 }): JSX.Element {
   const { item, rendermime } = props;
+  const stopped = isStopped(item);
+  const isCell = item.isCell || item.name === 'run_cell';
   const code = item.code ?? (item.name === 'run_cell' ? item.args.code : null);
   const description = typeof item.args?.description === 'string' ? item.args.description : null;
   const otherArgs = Object.fromEntries(
@@ -75,7 +88,7 @@ export function ToolEntry(props: {
   );
   return (
     <div
-      className={`cw-tool cw-tool-${item.status}`}
+      className={`cw-tool cw-tool-${item.status}${stopped ? ' cw-tool-stopped' : ''}`}
       data-testid="cw-tool"
       data-tool-name={item.name}
       data-tool-status={item.status}
@@ -83,18 +96,23 @@ export function ToolEntry(props: {
       <details className="cw-tool-details">
         <summary className="cw-tool-summary">
           <span className="cw-tool-icon" aria-hidden="true">
-            {STATUS_ICON[item.status]}
+            {stopped ? STATUS_ICON.cancelled : STATUS_ICON[item.status]}
           </span>
           <span className="cw-tool-name">{item.name}</span>
           <span className="cw-tool-args">{shortArgs(item.name, item.args)}</span>
           <span className="cw-tool-status">
-            {STATUS_LABEL[item.status]}
+            {toolStatusLabel(item)}
             {item.executionCount !== null ? ` · [${item.executionCount}]` : ''}
             {item.durationMs !== null ? ` · ${formatDuration(item.durationMs)}` : ''}
           </span>
         </summary>
         <div className="cw-tool-body">
-          {props.showAgent && <div className="cw-tool-agent">agent: {item.agent}</div>}
+          {props.showAgent && (
+            <div className="cw-tool-agent">
+              <span className="cw-label">Agent: </span>
+              {agentLabel(item.agent)}
+            </div>
+          )}
           {description && <div className="cw-tool-description">{description}</div>}
           {code && <pre className="cw-code">{code}</pre>}
           {Object.keys(otherArgs).length > 0 && (
@@ -108,14 +126,22 @@ export function ToolEntry(props: {
           )}
         </div>
       </details>
-      {item.outputs.length > 0 && (
-        <div className="cw-outputs" aria-label={`Outputs of ${item.name}`}>
+      {item.outputs.length > 0 && !isCell && (
+        <CommandOutput
+          outputs={item.outputs}
+          rendermime={rendermime}
+          label={item.name}
+          running={item.status === 'running'}
+        />
+      )}
+      {item.outputs.length > 0 && isCell && (
+        <div className="cw-outputs" role="group" aria-label={`Outputs of ${item.name}`}>
           {item.outputs.map((output, i) => (
             <OutputView key={i} rendermime={rendermime} output={output} />
           ))}
         </div>
       )}
-      {item.outputs.length === 0 && item.summary && item.status !== 'ok' && (
+      {item.summary && item.status !== 'ok' && (item.outputs.length === 0 || !isCell) && (
         <div className="cw-tool-inline-result">{firstLine(item.summary, 200)}</div>
       )}
     </div>

@@ -1,0 +1,180 @@
+"""Drives a thread's graph run by run, for the server and for the in-kernel `%agent` magic alike:
+events into the thread's log, approvals out of interrupts, a consistent thread after a stop."""
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from .checkpoint import AgentStore, open_store
+from .events import make_event
+from .thread_store import ThreadStore
+from .tool_ledger import INTERRUPTED, STOPPED
+
+log = logging.getLogger(__name__)
+
+
+class EventPump:
+    """A run's event sink: a sync call for the agent, appended to the thread's log in order by a
+    task of its own, so events emitted while the run is being cancelled are still kept."""
+
+    def __init__(self, threads: ThreadStore, thread_id: str, run_id: str, on_event: Callable[[dict[str, Any]], None] | None = None) -> None:
+        self._threads = threads
+        self._thread_id = thread_id
+        self._run_id = run_id
+        self._on_event = on_event
+        self._queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self._task = asyncio.create_task(self._pump())
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        self._queue.put_nowait({"agent": "main", **event, "run_id": self._run_id})
+
+    async def drain(self) -> None:
+        self._queue.put_nowait(None)
+        await asyncio.shield(self._task)
+
+    async def _pump(self) -> None:
+        while (event := await self._queue.get()) is not None:
+            stamped = await self._threads.append(self._thread_id, event)
+            if self._on_event is not None:
+                self._on_event(stamped)
+
+
+ContextFactory = Callable[[EventPump], Any]  # builds the run's RunContext around its event sink
+
+
+@dataclass
+class AgentRuntime:
+    """The compiled graph with its persistence and the thread store."""
+
+    graph: Any
+    store: AgentStore
+    threads: ThreadStore
+
+    @classmethod
+    async def open(cls, threads: ThreadStore, checkpointer_url: str, default_path: Path) -> "AgentRuntime":
+        from .graph import build_graph
+
+        store = await open_store(checkpointer_url, default_path)
+        return cls(build_graph(store.saver), store, threads)
+
+    async def aclose(self) -> None:
+        await self.store.aclose()
+
+    @staticmethod
+    def config(thread_id: str) -> dict[str, Any]:
+        return {"configurable": {"thread_id": thread_id}}
+
+    async def snapshot(self, thread_id: str) -> Any:
+        return await self.graph.aget_state(self.config(thread_id), subgraphs=True)
+
+    @staticmethod
+    def pending(snapshot: Any) -> dict[str, Any] | None:
+        """The approval the thread waits for, if any (also one raised inside a sub-agent)."""
+        for interrupt in snapshot.interrupts:
+            if isinstance(interrupt.value, dict) and "id" in interrupt.value:
+                return {**interrupt.value, "interrupt_id": interrupt.id}
+        return None
+
+    @staticmethod
+    def stuck(snapshot: Any) -> bool:
+        """A crash between saving the model's step and raising its approval interrupt leaves a
+        tools step with no interrupt: driving the thread again (input None) asks for approval."""
+        return snapshot.next == ("tools",) and not snapshot.interrupts
+
+    async def run_segment(
+        self, thread_id: str, run_id: str, graph_input: Any, make_context: ContextFactory, mode: str, message: str,
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+    ) -> str:  # fmt: skip
+        """One segment of a run: until the graph ends, pauses for approval, fails or is cancelled.
+        Returns the run_finished status; every event is in the thread's log when it returns."""
+        from .llm import LLMError
+
+        emit = EventPump(self.threads, thread_id, run_id, on_event)
+        status = "completed"
+        try:
+            await self.threads.update(thread_id, status="running", last_run_id=run_id)
+            emit(make_event("run_started", mode=mode, message=message))
+            async for chunk in self.graph.astream(
+                graph_input, self.config(thread_id), context=make_context(emit), stream_mode="updates", durability="sync"
+            ):
+                for interrupt in chunk.get("__interrupt__", ()):
+                    emit(approval_event(interrupt.value))
+                    status = "awaiting_approval"
+        except asyncio.CancelledError:
+            status = "cancelled"
+            await self.close_open_call(thread_id, emit)
+        except LLMError as exc:
+            status = "failed"
+            emit(make_event("error", kind=exc.kind, message=exc.message, retryable=exc.retryable))
+        except Exception as exc:  # a bug: keep the thread usable and say so
+            log.exception("run %s of thread %s failed", run_id, thread_id)
+            status = "failed"
+            emit(make_event("error", kind="internal", message=f"Cellwright failed: {type(exc).__name__}: {exc}", retryable=False))
+        finally:
+            if await self.threads.get(thread_id) is not None:
+                emit(make_event("run_finished", status=status))
+                await emit.drain()
+                await self.threads.update(thread_id, status=status)
+        return status
+
+    async def stop_pending(self, thread_id: str, run_id: str) -> bool:
+        """Stop a thread that waits for approval: the call is answered as stopped and never runs."""
+        emit = EventPump(self.threads, thread_id, run_id)
+        closed = await self.close_open_call(thread_id, emit)
+        if closed:
+            emit(make_event("run_finished", status="cancelled"))
+            await self.threads.update(thread_id, status="cancelled")
+        await emit.drain()
+        return closed
+
+    async def close_open_call(self, thread_id: str, emit: Callable[[dict[str, Any]], None]) -> bool:
+        """After a stop, answer the call the tools step was on (pending approval, or cut off while
+        running) with its recorded outcome, so the thread is consistent and the call never runs again."""
+        from .graph import appended
+
+        snapshot = await self.graph.aget_state(self.config(thread_id))
+        if snapshot.next != ("tools",):
+            return False
+        call = snapshot.values["messages"][-1]["tool_calls"][0]
+        ledger = self.store.ledger
+        outcome = await ledger.lookup(thread_id, call["id"])
+        if outcome is None or outcome.content == INTERRUPTED.content:
+            outcome = STOPPED
+            await ledger.finished(thread_id, call["id"], outcome)
+        tool_message = {"role": "tool", "tool_call_id": call["id"], "content": outcome.content}
+        await self.graph.aupdate_state(self.config(thread_id), {"messages": appended(tool_message), "done": True}, as_node="tools")
+        name = call["function"]["name"]
+        emit(make_event("tool_result", id=call["id"], name=name, status=outcome.status, summary=outcome.display_summary))
+        return True
+
+    async def delete_thread(self, thread_id: str) -> None:
+        await self.store.delete_thread(thread_id)
+        await self.threads.delete(thread_id)
+
+
+def approval_event(payload: dict[str, Any]) -> dict[str, Any]:
+    fields = {k: v for k, v in payload.items() if k != "agent"}
+    return {**make_event("approval_required", **fields), "agent": payload.get("agent", "main")}
+
+
+def view_message(message: dict[str, Any]) -> dict[str, Any]:
+    """A state message as GET threads/{id} shows it."""
+    from .graph import parse_args
+
+    view: dict[str, Any] = {"role": message.get("role"), "content": message.get("content") or ""}
+    if message.get("tool_calls"):
+        view["tool_calls"] = [
+            {"id": c["id"], "name": c["function"]["name"], "args": parse_args(c["function"]["arguments"])[0]}
+            for c in message["tool_calls"]
+        ]
+    if message.get("tool_call_id"):
+        view["tool_call_id"] = message["tool_call_id"]
+    return view
+
+
+def title_from(message: str) -> str:
+    line = " ".join(message.split())
+    return line if len(line) <= 60 else line[:57] + "..."
