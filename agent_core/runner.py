@@ -20,16 +20,20 @@ class EventPump:
     """A run's event sink: a sync call for the agent, appended to the thread's log in order by a
     task of its own, so events emitted while the run is being cancelled are still kept."""
 
-    def __init__(self, threads: ThreadStore, thread_id: str, run_id: str, on_event: Callable[[dict[str, Any]], None] | None = None) -> None:
+    def __init__(
+        self, threads: ThreadStore, thread_id: str, run_id: str, agent: str = "main",
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:  # fmt: skip
         self._threads = threads
         self._thread_id = thread_id
         self._run_id = run_id
+        self._agent = agent  # the run's top agent: "main", or "planner" in multi mode
         self._on_event = on_event
         self._queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         self._task = asyncio.create_task(self._pump())
 
     def __call__(self, event: dict[str, Any]) -> None:
-        self._queue.put_nowait({"agent": "main", **event, "run_id": self._run_id})
+        self._queue.put_nowait({"agent": self._agent, **event, "run_id": self._run_id})
 
     async def drain(self) -> None:
         self._queue.put_nowait(None)
@@ -90,9 +94,10 @@ class AgentRuntime:
     ) -> str:  # fmt: skip
         """One segment of a run: until the graph ends, pauses for approval, fails or is cancelled.
         Returns the run_finished status; every event is in the thread's log when it returns."""
+        from .agents import agent_for_mode
         from .llm import LLMError
 
-        emit = EventPump(self.threads, thread_id, run_id, on_event)
+        emit = EventPump(self.threads, thread_id, run_id, agent_for_mode(mode).name, on_event)
         status = "completed"
         try:
             await self.threads.update(thread_id, status="running", last_run_id=run_id)

@@ -1,0 +1,301 @@
+"""The `%agent` magic in a real ipykernel (through jupyter-client), against the scripted fake LLM:
+approvals answered on the stdin channel, cells run in the kernel's own namespace, threads in the
+same store the server uses, bad input, and an interrupt in the middle of a run."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import queue
+import time
+from dataclasses import dataclass, field
+from dataclasses import fields as dataclass_fields
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+from jupyter_client.manager import KernelManager
+
+from agent_core.kernel.kernel_settings import AGENT_TRAITS, load_settings, notebook_path
+from agent_core.settings import AgentSettings
+from agent_core.thread_store import ThreadStore
+from tests.fake_llm import FakeLLM, text, tool_call
+
+REPO = str(Path(__file__).resolve().parent.parent)
+NOTEBOOK = "analysis.ipynb"
+
+
+@dataclass
+class Executed:
+    stdout: str = ""
+    stderr: str = ""
+    markdown: list[str] = field(default_factory=list)
+    prompts: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    status: str = ""
+
+    @property
+    def text(self) -> str:
+        return self.stdout + self.stderr
+
+
+class Kernel:
+    """A real ipykernel, as a notebook's: cells executed with allow_stdin, input requests answered."""
+
+    def __init__(self, env: dict[str, str], cwd: Path) -> None:
+        self.manager = KernelManager(kernel_name="python3")
+        self.manager.start_kernel(env=env, cwd=str(cwd))
+        self.client = self.manager.client()
+        self.client.start_channels()
+        self.client.wait_for_ready(timeout=60)
+
+    def stop(self) -> None:
+        self.client.stop_channels()
+        self.manager.shutdown_kernel(now=True)
+
+    def run(
+        self, code: str, answers: tuple[str, ...] = (), interrupt_when: Callable[[Executed], bool] | None = None, timeout: float = 30
+    ) -> Executed:
+        out = Executed()
+        answers_left = list(answers)
+        msg_id = self.client.execute(code, allow_stdin=True)
+        deadline = time.monotonic() + timeout
+        idle = False
+        while not idle:
+            assert time.monotonic() < deadline, f"no end of {code!r} in {timeout} s; so far: {out}"
+            while self.client.stdin_channel.msg_ready():
+                request = self.client.get_stdin_msg(timeout=1)
+                out.prompts.append(request["content"]["prompt"])
+                if interrupt_when is not None and interrupt_when(out):
+                    self.manager.interrupt_kernel()
+                    interrupt_when = None
+                else:
+                    assert answers_left, f"unexpected input request {request['content']['prompt']!r}; output: {out.text}"
+                    self.client.input(answers_left.pop(0))
+            try:
+                msg = self.client.get_iopub_msg(timeout=0.05)
+            except queue.Empty:
+                continue
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            kind, content = msg["header"]["msg_type"], msg["content"]
+            if kind == "stream":
+                setattr(out, content["name"], getattr(out, content["name"]) + content["text"])
+            elif kind in ("display_data", "execute_result") and "text/markdown" in content["data"]:
+                out.markdown.append(content["data"]["text/markdown"])
+            elif kind == "error":
+                out.errors.append(content["ename"])
+            elif kind == "status" and content["execution_state"] == "idle":
+                idle = True
+            if interrupt_when is not None and interrupt_when(out):
+                self.manager.interrupt_kernel()
+                interrupt_when = None
+        out.status = self.client.get_shell_msg(timeout=10)["content"]["status"]
+        assert not answers_left, f"answers not asked for: {answers_left}; output: {out.text}"
+        return out
+
+
+@pytest.fixture(scope="module")
+def llm() -> Iterator[FakeLLM]:
+    with FakeLLM() as fake:
+        yield fake
+
+
+@pytest.fixture(scope="module")
+def places(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("magic")
+    found = {name: root / name for name in ("data", "config", "work")}
+    for path in found.values():
+        path.mkdir()
+    # A Cellwright section in the Jupyter config, as the server reads it: the kernel reads it too.
+    (found["config"] / "jupyter_server_config.json").write_text(json.dumps({"Cellwright": {"max_retries": 0, "request_timeout": 10}}))
+    return found
+
+
+@pytest.fixture(scope="module")
+def kernel(llm: FakeLLM, places: dict[str, Path]) -> Iterator[Kernel]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CELLWRIGHT_", "OPENAI_", "JPY_"))}
+    env.update(
+        JUPYTER_DATA_DIR=str(places["data"]),
+        JUPYTER_CONFIG_DIR=str(places["config"]),
+        OPENAI_BASE_URL=llm.base_url,
+        CELLWRIGHT_MODEL="fake-model",
+        JPY_SESSION_NAME=NOTEBOOK,
+        PYTHONPATH=os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")])),
+    )
+    started = Kernel(env, places["work"])
+    assert started.run("%load_ext agent_core").status == "ok"
+    yield started
+    started.stop()
+
+
+@pytest.fixture
+def requests_after(llm: FakeLLM) -> Callable[[], list[dict[str, Any]]]:
+    """The model requests made by this test (the fake LLM serves the whole module)."""
+    before = len(llm.requests)
+    yield lambda: llm.requests[before:]
+    assert llm.pending == 0, "scripted replies left over"
+
+
+def threads_of(data_dir: Path) -> list[Any]:
+    async def read() -> tuple[list[Any], dict[str, list[str]]]:
+        store = ThreadStore(data_dir / "cellwright" / "threads.sqlite")
+        await store.open()
+        try:
+            records = await store.list()
+            events = {r.thread_id: [e["type"] for e in await store.events_after(r.thread_id, 0)] for r in records}
+        finally:
+            await store.close()
+        return records, events
+
+    records, events = asyncio.run(read())
+    return [(r, events[r.thread_id]) for r in records]
+
+
+def tool_messages(request: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in request["messages"] if m["role"] == "tool"]
+
+
+def test_approved_in_the_notebook(kernel: Kernel, llm: FakeLLM, requests_after: Callable[[], list[dict[str, Any]]]) -> None:
+    llm.script(
+        tool_call("run_cell", {"code": "x = 6 * 7\nprint('x is', x)\nx + 1", "description": "compute x"}),
+        tool_call("final_answer", {"answer": "x is **42**", "next_items": [{"title": "Plot", "prompt": "plot x"}]}),
+    )
+    out = kernel.run("%agent --new compute x", answers=("y",))
+    assert out.status == "ok" and not out.errors, out
+    assert out.prompts == ["Approve? [y]es / [e]dit / [n]o: "]
+    assert "run_cell needs approval: compute x" in out.stdout and "x = 6 * 7" in out.stdout
+    assert "x is 42" in out.stdout  # the agent's cell printed into this cell
+    assert out.markdown == ["x is **42**"] and "%agent plot x" in out.stdout
+    told = tool_messages(requests_after()[1])[-1]
+    assert "x is 42" in told and "43" in told  # its stdout and its result, as the model was told
+    assert kernel.run("print(x)").stdout == "42\n"  # in the user's namespace
+
+
+def test_yes_approves_and_threads_continue(
+    kernel: Kernel, llm: FakeLLM, places: dict[str, Path], requests_after: Callable[[], list[dict[str, Any]]]
+) -> None:
+    llm.script(
+        tool_call("run_cell", {"code": "y = 'made by the agent'\nprint(y)"}),
+        tool_call("final_answer", {"answer": "Made y."}),
+    )
+    out = kernel.run("%agent --new --yes make y")
+    assert out.status == "ok" and out.prompts == [] and "Approved (--yes)." in out.stdout
+    assert "made by the agent" in out.stdout and out.markdown == ["Made y."]
+
+    ours = [(r, events) for r, events in threads_of(places["data"]) if r.title == "%agent: make y"]
+    assert len(ours) == 1
+    record, events = ours[0]
+    assert record.notebook_path == NOTEBOOK and record.status == "completed"
+    for kind in ("run_started", "approval_required", "cell_started", "cell_output", "cell_finished", "tool_result", "final"):
+        assert kind in events, (kind, events)
+    assert events[-1] == "run_finished"
+
+    llm.script(text("It holds a string."))
+    out = kernel.run("%agent what is in y?")
+    assert out.markdown == [], out  # streamed as tokens, not repeated
+    contents = [m.get("content") or "" for m in requests_after()[-1]["messages"]]
+    assert "make y" in contents and "made by the agent" in "".join(contents) and contents[-1] == "what is in y?"
+
+    llm.script(text("Fresh start."))
+    kernel.run("%agent --new hello")
+    assert [m["role"] for m in requests_after()[-1]["messages"]] == ["system", "user"]
+    titles = [r.title for r, _ in threads_of(places["data"]) if r.notebook_path == NOTEBOOK]
+    assert titles[:2] == ["%agent: hello", "%agent: make y"]  # newest first; the second call continued
+
+
+def test_rejection_reason_reaches_the_model(kernel: Kernel, llm: FakeLLM, requests_after: Callable[[], list[dict[str, Any]]]) -> None:
+    llm.script(
+        tool_call("run_cell", {"code": "import os\nz = os.listdir('/')"}),
+        tool_call("final_answer", {"answer": "Understood, I left the file system alone."}),
+    )
+    out = kernel.run("%agent --new look around", answers=("n", "do not touch the file system"))
+    assert out.prompts[1].startswith("Reason") and "✗ run_cell: Rejected: do not touch the file system" in out.stdout
+    assert "Reason: do not touch the file system" in tool_messages(requests_after()[1])[-1]
+    assert out.markdown == ["Understood, I left the file system alone."]  # the run went on
+    assert kernel.run("print('z' in globals())").stdout == "False\n"
+
+
+def test_edited_code_runs(kernel: Kernel, llm: FakeLLM, requests_after: Callable[[], list[dict[str, Any]]]) -> None:
+    llm.script(tool_call("run_cell", {"code": "w = 'proposed'"}), tool_call("final_answer", {"answer": "Done."}))
+    kernel.run("%agent --new set w", answers=("e", "w = 'edited'", "print(w)", "."))
+    assert kernel.run("print(w)").stdout == "edited\n"
+    assert "edited" in tool_messages(requests_after()[1])[-1]
+
+
+def test_no_model_configured(kernel: Kernel) -> None:
+    kernel.run("import os; _saved = os.environ.pop('CELLWRIGHT_MODEL')")
+    try:
+        out = kernel.run("%agent hello")
+    finally:
+        kernel.run("os.environ['CELLWRIGHT_MODEL'] = _saved")
+    assert out.status == "ok" and out.errors == []
+    assert "No model is configured" in out.stderr and "CELLWRIGHT_MODEL" in out.stderr and "Traceback" not in out.text
+
+
+def test_unreachable_endpoint(kernel: Kernel) -> None:
+    kernel.run("_saved = os.environ['OPENAI_BASE_URL']; os.environ['OPENAI_BASE_URL'] = 'http://127.0.0.1:9/v1'")
+    try:
+        out = kernel.run("%agent --new hello")  # max_retries 0 comes from the Jupyter config file
+    finally:
+        kernel.run("os.environ['OPENAI_BASE_URL'] = _saved")
+    assert out.status == "ok" and "Cannot reach the LLM endpoint at http://127.0.0.1:9/v1" in out.stderr
+
+
+def test_interrupt_stops_and_the_thread_goes_on(
+    kernel: Kernel, llm: FakeLLM, requests_after: Callable[[], list[dict[str, Any]]]
+) -> None:
+    llm.script(tool_call("run_cell", {"code": "import time\nprint('sleep' + 'ing', flush=True)\ntime.sleep(30)"}))
+    started = time.monotonic()
+    out = kernel.run("%agent --new --yes take a nap", interrupt_when=lambda o: "sleeping\n" in o.stdout)
+    assert time.monotonic() - started < 15 and out.stdout.rstrip().endswith("Stopped."), out
+    assert out.errors == ["KeyboardInterrupt"] and "Stopped by the user" in out.stdout  # in the agent's cell
+
+    llm.script(tool_call("final_answer", {"answer": "Awake again."}))
+    assert kernel.run("%agent --yes carry on").markdown == ["Awake again."]
+    assert "The user stopped the run" in tool_messages(requests_after()[-1])[-1]
+
+    # Interrupted while the model streams its reply.
+    llm.script(text(["Thinking", " very", " slowly", " about", " it"], chunk_delay=1.0))
+    out = kernel.run("%agent think", interrupt_when=lambda o: "Thinking" in o.stdout)
+    assert out.stdout.rstrip().endswith("Stopped.") and "about" not in out.stdout
+
+    # Interrupted while asking for approval: the call never runs, and the thread stays usable.
+    llm.script(tool_call("run_cell", {"code": "never = 1"}))
+    out = kernel.run("%agent ask me", interrupt_when=lambda o: bool(o.prompts))
+    assert out.stdout.rstrip().endswith("Stopped.")
+    llm.script(text("Still here."))
+    out = kernel.run("%agent still there?")
+    assert "Still here." in out.stdout and "left waiting" not in out.stdout
+    assert kernel.run("print('never' in globals())").stdout == "False\n"
+
+
+# -- settings, without a kernel
+
+
+def test_settings_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    config, data = tmp_path / "config", tmp_path / "data"
+    config.mkdir()
+    (config / "jupyter_server_config.py").write_text("c.Cellwright.base_url = 'http://from-config-py/v1'\nc.Cellwright.model = 'from-py'\n")
+    (config / "jupyter_server_config.json").write_text(
+        json.dumps({"Cellwright": {"model": "from-config", "request_timeout": 5, "data_dir": str(data), "max_retries": "x"}})
+    )
+    data.mkdir()
+    (data / "settings.json").write_text(json.dumps({"model": "from-put-config", "auto_approve": ["run_cell"], "data_dir": "ignored"}))
+    environ = {"CELLWRIGHT_MODEL": "from-env", "OPENAI_API_KEY": "env-key", "OPENAI_BASE_URL": "http://env/v1"}
+
+    settings = load_settings(environ, [str(config)])
+    assert settings.agent.model == "from-put-config" and settings.agent.auto_approve == {"run_cell"}
+    assert settings.agent.base_url == "http://from-config-py/v1" and settings.agent.api_key == "env-key"
+    assert settings.agent.request_timeout == 5.0 and settings.agent.max_retries == 3
+    assert settings.threads_path == data / "threads.sqlite" and settings.checkpointer_url == ""
+    assert any("max_retries" in p for p in settings.problems)
+    assert set(AGENT_TRAITS) == {f.name for f in dataclass_fields(AgentSettings)}  # every agent setting is read
+
+
+def test_notebook_path_relative_to_the_server_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path))
+    (tmp_path / "jpserver-1.json").write_text(json.dumps({"root_dir": str(tmp_path / "root"), "pid": 1}))
+    assert notebook_path({"JPY_SESSION_NAME": str(tmp_path / "root" / "sub" / "a.ipynb")}) == "sub/a.ipynb"
+    assert notebook_path({"JPY_SESSION_NAME": "b.ipynb"}) == "b.ipynb"
+    assert notebook_path({}) == "magic"

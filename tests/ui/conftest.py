@@ -1,0 +1,86 @@
+"""Browser fixtures: JupyterLab with Cellwright in a subprocess, Debian's chromium through Playwright."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from tests.fake_llm import FakeLLM
+from tests.server_process import REPO, TOKEN, JupyterProcess
+
+CHROMIUM = "/usr/bin/chromium"
+SHOTS = REPO / ".output" / "ui"
+LAUNCH_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+    "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic",
+]  # fmt: skip
+
+
+
+@pytest.fixture
+def lab(tmp_path: Path, fake_llm: FakeLLM) -> Iterator[JupyterProcess]:
+    env = {"OPENAI_BASE_URL": fake_llm.base_url, "OPENAI_API_KEY": "sk-ui-secret", "CELLWRIGHT_MODEL": "fake-model"}
+    args = ["--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+    # No "receive Jupyter news?" toast over the panel: the user settings answer it.
+    settings = tmp_path / "config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    server = JupyterProcess(tmp_path, env, app="lab", extra_args=args).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def page(lab: JupyterProcess) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
+        page = browser.new_page(viewport={"width": 1500, "height": 950})
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.errors = errors  # type: ignore[attr-defined]
+        yield page
+        browser.close()
+
+
+def open_new_notebook(page: Any, lab: JupyterProcess) -> None:
+    page.goto(f"{lab.url}/lab?reset&token={TOKEN}")
+    page.wait_for_selector(".jp-Launcher", timeout=60_000)
+    page.locator('.jp-LauncherCard[data-category="Notebook"]').first.click()
+    page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=60_000)
+
+
+def open_panel_from_palette(page: Any) -> None:
+    """Run "Open Cellwright" from the command palette. The modal palette closes when focus moves
+    (a busy page restoring its layout does that), so the whole sequence is retried."""
+    palette = page.locator(".lm-CommandPalette-input")
+    item = page.locator('.lm-CommandPalette-item.lm-mod-active[data-command="cellwright:open"]')
+    box = page.get_by_role("textbox", name="Message Cellwright")
+    for _ in range(5):
+        page.locator(".jp-Notebook").first.click()
+        page.keyboard.press("Escape")  # command mode: the cell editor would keep the shortcut
+        page.keyboard.press("Control+Shift+C")
+        try:
+            palette.wait_for(state="visible", timeout=3_000)
+            page.keyboard.type("Open Cellwright")
+            item.wait_for(timeout=3_000)
+            page.keyboard.press("Enter")
+            box.wait_for(timeout=5_000)
+            return
+        except Exception:
+            page.keyboard.press("Escape")
+    raise AssertionError("the command palette did not run Open Cellwright")
+
+
+
+
+def pytest_collection_modifyitems(items: list[Any]) -> None:
+    if not Path(CHROMIUM).exists():
+        skip = pytest.mark.skip(reason=f"{CHROMIUM} is missing: apt-get install chromium (scripts/test.sh does)")
+        for item in items:
+            if "tests/ui/" in str(item.fspath):
+                item.add_marker(skip)
