@@ -184,9 +184,11 @@ async def call_model(state: AgentState, runtime: Runtime[RunContext]) -> AgentSt
         calls += 1
     update["model_calls"] = calls
     if turn.empty:
-        answer = (
-            "The model returned empty replies, so I stopped. Servers that cannot stream tool calls for a model "
-            'do this (llama.cpp does): try the setting tool_calling = "prompt", or another model.'
+        answer = "The model returned empty replies, so I stopped. " + (
+            "Servers that cannot stream tool calls for a model do this (llama.cpp does): "
+            'try the setting tool_calling = "prompt", or another model.'
+            if ctx.tool_mode == "native"
+            else "The server's log may say why (a chat format that needs tools, a context too small); or try another model."
         )
         return {**update, **_finish(ctx.emit, answer, [{"title": "Try again", "prompt": "Please try again."}])}
     return {**update, **_model_reply(ctx, turn, _call_ids(state.get("messages", [])))}
