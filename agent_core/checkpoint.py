@@ -54,6 +54,8 @@ async def open_store(url: str, default_path: Path) -> AgentStore:
     stack = AsyncExitStack()
     conn = await stack.enter_async_context(aiosqlite.connect(str(path)))
     await conn.execute("PRAGMA journal_mode=WAL")
+    # WAL + NORMAL: no fsync per commit (one per checkpoint of the WAL); survives a crash of the process.
+    await conn.execute("PRAGMA synchronous=NORMAL")
     saver = AsyncSqliteSaver(conn)
     await saver.setup()
     ledger = SqliteToolLedger(conn)

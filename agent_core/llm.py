@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -44,16 +45,24 @@ class ModelRequest:
     mode: str  # "native" or "prompt"
 
 
+# One client per event loop and endpoint: a client reused across event loops fails ("Event loop is
+# closed"), and making one costs ~30 ms (an SSL context), which the first token would wait for.
+_clients: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, ...], Any]]" = weakref.WeakKeyDictionary()
+
+
 def _client(settings: AgentSettings) -> Any:
     import openai
 
-    # A client per call: a client reused across event loops fails ("Event loop is closed").
-    return openai.AsyncOpenAI(
-        api_key=settings.api_key or PLACEHOLDER_KEY,
-        base_url=settings.base_url or None,
-        timeout=openai.Timeout(settings.request_timeout, connect=settings.connect_timeout),
-        max_retries=0,  # retried here, visibly
-    )
+    key = (settings.api_key, settings.base_url, settings.request_timeout, settings.connect_timeout)
+    per_loop = _clients.setdefault(asyncio.get_running_loop(), {})
+    if key not in per_loop:
+        per_loop[key] = openai.AsyncOpenAI(
+            api_key=settings.api_key or PLACEHOLDER_KEY,
+            base_url=settings.base_url or None,
+            timeout=openai.Timeout(settings.request_timeout, connect=settings.connect_timeout),
+            max_retries=0,  # retried here, visibly
+        )
+    return per_loop[key]
 
 
 def not_configured() -> LLMError:
@@ -146,8 +155,8 @@ async def _stream(settings: AgentSettings, messages: list[dict[str, Any]], tools
     if tools:  # never send tools/tool_choice when unset: some servers reject null values
         body["tools"] = tools
     try:
-        async with _client(settings) as client:
-            stream = await client.chat.completions.create(**body)
+        stream = await _client(settings).chat.completions.create(**body)
+        async with stream:
             async for chunk in stream:
                 for choice in chunk.choices or []:
                     if choice.delta is not None:
@@ -163,8 +172,7 @@ async def plain_completion(settings: AgentSettings, messages: list[dict[str, Any
     if not settings.llm_configured:
         raise not_configured()
     try:
-        async with _client(settings) as client:
-            reply = await client.chat.completions.create(model=settings.model, messages=messages)
+        reply = await _client(settings).chat.completions.create(model=settings.model, messages=messages)
     except openai.OpenAIError as exc:
         raise _llm_error(exc, settings, False) from None
     return (reply.choices[0].message.content or "").strip() if reply.choices else ""

@@ -11,7 +11,6 @@ if ! command -v chromium >/dev/null || ! command -v rg >/dev/null; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium ripgrep >/dev/null
 fi
 
-python -m pip install --quiet --upgrade pip
 python -m pip install --quiet ".[test]"   # builds the labextension into the wheel (npm install + build)
 # A real local model for tests/test_local_llm.py: llama.cpp compiles for ~5 min on 2 cores the first
 # time (pip caches the wheel after that). Without a compiler the test is skipped and says why.

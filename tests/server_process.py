@@ -24,7 +24,9 @@ def free_port() -> int:
 
 
 class JupyterProcess:
-    def __init__(self, base: Path, env: dict[str, str], app: str = "server", extra_args: list[str] | None = None) -> None:
+    def __init__(
+        self, base: Path, env: dict[str, str], app: str = "server", extra_args: list[str] | None = None, cellwright: bool = True
+    ) -> None:
         self.base = base
         self.root = base / "root"
         self.root.mkdir(parents=True, exist_ok=True)
@@ -40,6 +42,7 @@ class JupyterProcess:
         }
         self.app = app
         self.extra_args = extra_args or []
+        self.cellwright = cellwright
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
         self.log_path = base / f"{app}.log"
@@ -53,7 +56,7 @@ class JupyterProcess:
         args = [
             sys.executable, "-m", "jupyter", self.app, "--no-browser", "--allow-root",
             f"--port={self.port}", "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={TOKEN}",
-            f"--ServerApp.root_dir={self.root}", "--ServerApp.jpserver_extensions={'cellwright': True}",
+            f"--ServerApp.root_dir={self.root}", f"--ServerApp.jpserver_extensions={{'cellwright': {self.cellwright}}}",
             *self.extra_args,
         ]  # fmt: skip
         log = open(self.log_path, "ab")

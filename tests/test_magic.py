@@ -14,12 +14,14 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
+from jupyter_client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 
 from agent_core.kernel.kernel_settings import AGENT_TRAITS, load_settings, notebook_path
 from agent_core.settings import AgentSettings
 from agent_core.thread_store import ThreadStore
 from tests.fake_llm import FakeLLM, text, tool_call
+from tests.server_process import JupyterProcess
 
 REPO = str(Path(__file__).resolve().parent.parent)
 NOTEBOOK = "analysis.ipynb"
@@ -42,16 +44,22 @@ class Executed:
 class Kernel:
     """A real ipykernel, as a notebook's: cells executed with allow_stdin, input requests answered."""
 
-    def __init__(self, env: dict[str, str], cwd: Path) -> None:
-        self.manager = KernelManager(kernel_name="python3")
-        self.manager.start_kernel(env=env, cwd=str(cwd))
-        self.client = self.manager.client()
+    def __init__(self, client: Any, manager: Any = None) -> None:
+        self.client = client
+        self.manager = manager
         self.client.start_channels()
         self.client.wait_for_ready(timeout=60)
 
+    @classmethod
+    def start(cls, env: dict[str, str], cwd: Path) -> "Kernel":
+        manager = KernelManager(kernel_name="python3")
+        manager.start_kernel(env=env, cwd=str(cwd))
+        return cls(manager.client(), manager)
+
     def stop(self) -> None:
         self.client.stop_channels()
-        self.manager.shutdown_kernel(now=True)
+        if self.manager is not None:
+            self.manager.shutdown_kernel(now=True)
 
     def run(
         self, code: str, answers: tuple[str, ...] = (), interrupt_when: Callable[[Executed], bool] | None = None, timeout: float = 30
@@ -123,7 +131,7 @@ def kernel(llm: FakeLLM, places: dict[str, Path]) -> Iterator[Kernel]:
         JPY_SESSION_NAME=NOTEBOOK,
         PYTHONPATH=os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")])),
     )
-    started = Kernel(env, places["work"])
+    started = Kernel.start(env, places["work"])
     assert started.run("%load_ext agent_core").status == "ok"
     yield started
     started.stop()
@@ -204,6 +212,16 @@ def test_yes_approves_and_threads_continue(
     assert titles[:2] == ["%agent: hello", "%agent: make y"]  # newest first; the second call continued
 
 
+def test_auto_approve_from_the_environment(kernel: Kernel, llm: FakeLLM, requests_after: Callable[[], list[dict[str, Any]]]) -> None:
+    llm.script(tool_call("run_cell", {"code": "u = 1"}), tool_call("final_answer", {"answer": "Done."}))
+    kernel.run("import os; os.environ['CELLWRIGHT_MAGIC_AUTO_APPROVE'] = '1'")
+    try:
+        out = kernel.run("%agent --new set u")
+    finally:
+        kernel.run("del os.environ['CELLWRIGHT_MAGIC_AUTO_APPROVE']")
+    assert out.prompts == [] and "Approved (--yes)." in out.stdout and out.markdown == ["Done."]
+
+
 def test_rejection_reason_reaches_the_model(kernel: Kernel, llm: FakeLLM, requests_after: Callable[[], list[dict[str, Any]]]) -> None:
     llm.script(
         tool_call("run_cell", {"code": "import os\nz = os.listdir('/')"}),
@@ -268,6 +286,38 @@ def test_interrupt_stops_and_the_thread_goes_on(
     out = kernel.run("%agent still there?")
     assert "Still here." in out.stdout and "left waiting" not in out.stdout
     assert kernel.run("print('never' in globals())").stdout == "False\n"
+
+
+def test_the_panel_sees_and_continues_a_magic_thread(
+    tmp_path: Path, llm: FakeLLM, servers: list[Any], requests_after: Callable[[], list[dict[str, Any]]]
+) -> None:
+    """A kernel the server started for a notebook (JPY_SESSION_NAME is then the notebook's absolute path)."""
+    server = JupyterProcess(tmp_path, {"OPENAI_BASE_URL": llm.base_url, "CELLWRIGHT_MODEL": "fake-model"}).start()
+    servers.append(server)
+    kernel_id = server.open_notebook("work.ipynb")
+    client = BlockingKernelClient(connection_file=str(tmp_path / "runtime" / f"kernel-{kernel_id}.json"))
+    client.load_connection_file()
+    kernel = Kernel(client)
+    try:
+        kernel.run("%load_ext agent_core")
+        llm.script(tool_call("run_cell", {"code": "v = 5"}), tool_call("final_answer", {"answer": "v is set."}))
+        assert kernel.run("%agent --yes set v").markdown == ["v is set."]
+    finally:
+        kernel.stop()
+
+    threads = server.get("cellwright/api/threads").json()["threads"]
+    assert [(t["title"], t["notebook_path"], t["status"]) for t in threads] == [("%agent: set v", "work.ipynb", "completed")]
+    thread_id = threads[0]["thread_id"]
+    assert threads_of(tmp_path / "data")[0][0].kernel_id == kernel_id  # the panel's cells would run in that kernel
+    detail = server.get(f"cellwright/api/threads/{thread_id}").json()
+    assert [m["role"] for m in detail["messages"]][:2] == ["user", "assistant"] and detail["pending_approval"] is None
+
+    llm.script(text("It is 5."))
+    seen = server.events(thread_id)[-1]["seq"]
+    assert server.request("POST", f"cellwright/api/threads/{thread_id}/runs", {"message": "what is v?"}).status_code == 202
+    assert server.events(thread_id, after=seen)[-1]["status"] == "completed"
+    contents = [m.get("content") or "" for m in requests_after()[-1]["messages"]]
+    assert contents[1] == "set v" and contents[-1] == "what is v?"
 
 
 # -- settings, without a kernel

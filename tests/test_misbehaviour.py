@@ -63,7 +63,8 @@ async def test_empty_replies_retried_twice_then_explained(api: Api, fake_llm: Fa
     assert len(fake_llm.requests) == 3
     assert "empty" in fake_llm.requests[1]["messages"][-1]["content"]
     final = of_type(events, "final")[0]
-    assert "empty replies" in final["answer"] and "prompt" in final["answer"]
+    assert "empty replies" in final["answer"]
+    assert ('tool_calling = "prompt"' in final["answer"]) == (mode == "native")  # the advice fits the mode
     assert events[-1]["status"] == "completed"
 
 

@@ -1,0 +1,72 @@
+"""Time to first token: through Cellwright's server (POST runs -> first `token` event on the SSE
+stream) versus the openai client talking to the same endpoint directly. Prints both medians and
+the ratio. The endpoint is the scripted fake LLM (a fixed, fast model), so the figure is our overhead.
+
+    python bench/first_token.py [rounds]
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import openai
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.fake_llm import FakeLLM, text  # noqa: E402
+from tests.server_process import TOKEN, JupyterProcess  # noqa: E402
+
+REPLY = ["Hello", " there", ", this", " is", " a", " streamed", " answer."]
+
+
+def direct(llm: FakeLLM) -> float:
+    llm.script(text(REPLY))
+    client = openai.OpenAI(base_url=llm.base_url, api_key="k", max_retries=0)
+    started = time.perf_counter()
+    stream = client.chat.completions.create(model="fake-model", messages=[{"role": "user", "content": "hi"}], stream=True)
+    for chunk in stream:
+        if chunk.choices and chunk.choices[0].delta.content:
+            elapsed = time.perf_counter() - started
+            break
+    stream.close()
+    return elapsed
+
+
+def through_server(llm: FakeLLM, server: JupyterProcess) -> float:
+    llm.script(text(REPLY))
+    headers = {"Authorization": f"token {TOKEN}"}
+    thread = server.request("POST", "cellwright/api/threads", {"notebook_path": "b.ipynb"}).json()["thread_id"]
+    started = time.perf_counter()
+    server.request("POST", f"cellwright/api/threads/{thread}/runs", {"message": "hi"})
+    with httpx.stream("GET", f"{server.url}/cellwright/api/threads/{thread}/events", headers=headers, timeout=30) as response:
+        for line in response.iter_lines():
+            if line == "event: token":
+                return time.perf_counter() - started
+    raise RuntimeError("no token event")
+
+
+def main(rounds: int) -> None:
+    with FakeLLM() as llm, tempfile.TemporaryDirectory() as tmp:
+        env = {"OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "k", "CELLWRIGHT_MODEL": "fake-model"}
+        server = JupyterProcess(Path(tmp), env).start()
+        try:
+            through_server(llm, server)  # warm: first use opens the checkpointer and imports langgraph
+            served = [through_server(llm, server) for _ in range(rounds)]
+        finally:
+            server.stop()
+        direct(llm)
+        raw = [direct(llm) for _ in range(rounds)]
+    ms = 1000
+    print(f"rounds: {rounds}")
+    print(f"direct openai client, first token:   median {statistics.median(raw) * ms:7.1f} ms")
+    print(f"through Cellwright (POST -> SSE):    median {statistics.median(served) * ms:7.1f} ms")
+    print(f"ratio server / direct: {statistics.median(served) / statistics.median(raw):.1f}x, "
+          f"overhead {(statistics.median(served) - statistics.median(raw)) * ms:.1f} ms")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 10)
