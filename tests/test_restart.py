@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import of_type
-from tests.fake_llm import FakeLLM, text, tool_call
+from tests.fake_llm import FakeLLM, tool_call
 from tests.server_process import JupyterProcess
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from agent_core.tools import TOOLS, ToolInputError, ToolOutcome
 from agent_core.tools import files as files_module
+from agent_core.tools import search as search_module
 from agent_core.workspace import PathOutsideRoot, resolve_in_root
 from tests.tools_env import Ctx
 
@@ -189,14 +190,14 @@ async def test_search_workspace_same_results_with_and_without_ripgrep(search_roo
         {"path": "src/model.py", "line": 2, "text": "return df['amount'].sum()"},
     ]
     only_py = [expected[1]]
-    with_rg = await files_module.search_files(search_root, "amount")
+    with_rg = await search_module.search_files(search_root, "amount")
     assert with_rg.engine == "ripgrep" and with_rg.matches == expected
-    typed = await files_module.search_files(search_root, "AMOUNT|amount", None, ["py"])
+    typed = await search_module.search_files(search_root, "AMOUNT|amount", None, ["py"])
     assert typed.matches == only_py
-    monkeypatch.setattr(files_module.shutil, "which", lambda name: None)
-    fallback = await files_module.search_files(search_root, "amount")
+    monkeypatch.setattr(search_module.shutil, "which", lambda name: None)
+    fallback = await search_module.search_files(search_root, "amount")
     assert fallback.engine == "python" and fallback.matches == expected
-    assert (await files_module.search_files(search_root, "amount", "src", [".py"])).matches == only_py
+    assert (await search_module.search_files(search_root, "amount", "src", [".py"])).matches == only_py
     out = await call("search_workspace", {"pattern": "amount", "file_types": ["csv"]}, search_root)
     assert out.content == "data/sales.csv:1: region,amount"
 
@@ -205,14 +206,14 @@ async def test_search_workspace_bad_patterns_and_caps(search_root: Path, monkeyp
     await fails("search_workspace", {"pattern": "amount("}, search_root, "not a valid regular expression")
     await fails("search_workspace", {"pattern": "x", "file_types": ["p y"]}, search_root, "not an extension")
     await fails("search_workspace", {"pattern": "x", "path": "nowhere"}, search_root, "no 'nowhere'")
-    lookaround = await files_module.search_files(search_root, r"amount(?='\])")  # ripgrep cannot, Python can
+    lookaround = await search_module.search_files(search_root, r"amount(?='\])")  # ripgrep cannot, Python can
     assert lookaround.engine == "python" and lookaround.matches[0]["path"] == "src/model.py"
     (search_root / "many.txt").write_text("hit\n" * 500)
     for use_rg in (True, False):
         if not use_rg:
-            monkeypatch.setattr(files_module.shutil, "which", lambda name: None)
-        result = await files_module.search_files(search_root, "hit", "many.txt")
-        assert len(result.matches) == files_module.MAX_SEARCH_RESULTS and result.truncated
+            monkeypatch.setattr(search_module.shutil, "which", lambda name: None)
+        result = await search_module.search_files(search_root, "hit", "many.txt")
+        assert len(result.matches) == search_module.MAX_SEARCH_RESULTS and result.truncated
     out = await call("search_workspace", {"pattern": "hit"}, search_root)
     assert "... more matches not shown" in out.content
     out = await call("search_workspace", {"pattern": "zzz_nothing"}, search_root)
@@ -232,7 +233,7 @@ async def test_search_notebooks_reads_cells(root: Path) -> None:
     (root / "broken.ipynb").write_text("{not json")
     (root / ".ipynb_checkpoints").mkdir()
     nbformat.write(nb, str(root / ".ipynb_checkpoints" / "analysis-checkpoint.ipynb"))
-    result = files_module.search_notebook_cells(root, "read_csv|sales")
+    result = search_module.search_notebook_cells(root, "read_csv|sales")
     assert [(m["notebook"], m["cell_index"], m["cell_type"], m["line"]) for m in result.matches] == [
         ("analysis.ipynb", 0, "markdown", 1), ("analysis.ipynb", 1, "code", 2),
         ("sub/copy.ipynb", 0, "markdown", 1), ("sub/copy.ipynb", 1, "code", 2),

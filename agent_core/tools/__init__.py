@@ -3,10 +3,11 @@ from __future__ import annotations
 
 from .base import CellRun, ToolContext, ToolEnvironment, ToolInputError, ToolOutcome, ToolSpec
 from .diagnostics import DIAGNOSTICS
-from .files import EDIT_FILE, LIST_FILES, READ_FILE, SEARCH_NOTEBOOKS, SEARCH_WORKSPACE, WRITE_FILE
+from .files import EDIT_FILE, LIST_FILES, READ_FILE, WRITE_FILE
 from .notebook import ADD_MARKDOWN, RUN_CELL
 from .planning import FINAL_ANSWER, WRITE_TODOS
 from .resources import CHECK_RESOURCE
+from .search import SEARCH_NOTEBOOKS, SEARCH_WORKSPACE
 from .shell import EXECUTE_COMMAND
 from .skills import LOAD_SKILL, skills_prompt_section
 

@@ -1,4 +1,4 @@
-"""File tools: read, list, write and edit files, search the workspace and its notebooks.
+"""File tools: read, list, write and edit files (searching is in search.py).
 
 Every path is confined to the environment's root directory (agent_core.workspace). Reads and
 searches are bounded; writes and edits need approval, and their approval card shows a unified
@@ -6,14 +6,9 @@ diff (`preview`). The blocking work runs in a thread so the event loop never wai
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import difflib
-import json
 import os
-import re
-import shutil
-import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,12 +30,6 @@ MAX_LIST_SCAN = 20_000
 MAX_WRITE_BYTES = 5 * 1024 * 1024
 MAX_DIFF_CHARS = 100_000  # on the approval card
 MAX_DIFF_TO_MODEL = 4000
-MAX_SEARCH_RESULTS = 100
-MAX_SEARCH_FILE_BYTES = 5 * 1024 * 1024
-MAX_NOTEBOOK_BYTES = 50 * 1024 * 1024
-MAX_NOTEBOOKS = 1000
-SEARCH_SECONDS = 30.0
-EXCERPT_CHARS = 300
 
 
 def confined(root: Path | str, path: Any) -> Path:
@@ -51,11 +40,11 @@ def confined(root: Path | str, path: Any) -> Path:
         raise ToolInputError(exc.message) from None
 
 
-def _is_binary(head: bytes) -> bool:
+def is_binary(head: bytes) -> bool:
     return b"\x00" in head
 
 
-def _sniff(path: Path) -> bytes:
+def sniff(path: Path) -> bytes:
     with open(path, "rb") as handle:
         return handle.read(SNIFF_BYTES)
 
@@ -91,7 +80,7 @@ def read_text(root: Path, path: Path, start_line: int | None = None, end_line: i
         raise ToolInputError("start_line and end_line count from 1")
     if start_line and end_line and end_line < start_line:
         raise ToolInputError(f"end_line ({end_line}) is before start_line ({start_line})")
-    if _is_binary(_sniff(path)):
+    if is_binary(sniff(path)):
         raise ToolInputError(
             f"{rel!r} is a binary file ({human_size(stat.st_size)}); read_file reads text only. "
             "Inspect it in a cell instead (e.g. pandas for data files, PIL for images)."
@@ -197,7 +186,7 @@ def _scan_sorted(directory: Path) -> list[os.DirEntry[str]]:
         return []
 
 
-def _walk(directory: Path, recursive: bool = True, skip_hidden: bool = False) -> Iterator[os.DirEntry[str]]:
+def walk(directory: Path, recursive: bool = True, skip_hidden: bool = False) -> Iterator[os.DirEntry[str]]:
     """Entries in path order (pre-order, names sorted, as `rg --sort path`); symlinked folders are not entered."""
     stack = [iter(_scan_sorted(directory))]
     while stack:
@@ -232,7 +221,7 @@ def list_entries(root: Path, directory: Path, recursive: bool = False, limit: in
     if not directory.is_dir():
         raise ToolInputError(f"{rel!r} is a file, not a directory; use read_file to read it")
     listing = Listing()
-    for seen, entry in enumerate(_walk(directory, recursive), start=1):
+    for seen, entry in enumerate(walk(directory, recursive), start=1):
         if len(listing.entries) < limit:
             listing.entries.append(_entry_line(root, entry))
         else:
@@ -280,7 +269,7 @@ def _old_text_for_diff(path: Path) -> tuple[str | None, str]:
     if size > MAX_READ_BYTES:
         return None, f"(the current file, {human_size(size)}, is too big to diff)"
     raw = path.read_bytes()
-    if _is_binary(raw[:SNIFF_BYTES]):
+    if is_binary(raw[:SNIFF_BYTES]):
         return None, f"(the current file is binary, {human_size(size)})"
     return raw.decode("utf-8", errors="replace"), ""
 
@@ -410,7 +399,7 @@ def _planned_edit(root: Path, args: dict[str, Any]) -> tuple[Path, str, str, str
     if stat.st_size > MAX_READ_BYTES:
         raise ToolInputError(f"{rel!r} is {human_size(stat.st_size)}, too big for edit_file; change it from a cell or with execute_command")
     raw = path.read_bytes()
-    if _is_binary(raw[:SNIFF_BYTES]):
+    if is_binary(raw[:SNIFF_BYTES]):
         raise ToolInputError(f"{rel!r} is a binary file; edit_file edits text files only")
     try:
         original = raw.decode("utf-8")
@@ -455,271 +444,6 @@ async def edit_file_preview(args: dict[str, Any], ctx: ToolContext) -> dict[str,
 
 # -- search_workspace
 
-
-@dataclass
-class SearchResult:
-    matches: list[dict[str, Any]]
-    truncated: bool = False
-    engine: str = "ripgrep"
-    note: str = ""
-
-
-_TYPE_RE = re.compile(r"^[A-Za-z0-9_+-]{1,20}$")
-
-
-def _file_types(raw: Any) -> list[str]:
-    if raw is None:
-        return []
-    if isinstance(raw, str):
-        raw = [raw]
-    if not isinstance(raw, list):
-        raise ToolInputError('file_types must be a list of extensions, e.g. ["py", "csv"]')
-    types = []
-    for item in raw:
-        ext = str(item).strip().lstrip("*").lstrip(".")
-        if not _TYPE_RE.match(ext):
-            raise ToolInputError(f"file type {item!r} is not an extension like 'py' or 'csv'")
-        types.append(ext)
-    return types
-
-
-def _smart_case_flags(pattern: str) -> int:
-    return 0 if any(ch.isupper() for ch in pattern) else re.IGNORECASE
-
-
-def _compile(pattern: str) -> re.Pattern[str]:
-    try:
-        return re.compile(pattern, _smart_case_flags(pattern))
-    except re.error as exc:
-        raise ToolInputError(f"the pattern is not a valid regular expression: {exc}") from None
-
-
-def _match(path: str, number: int, text: str) -> dict[str, Any]:
-    text = text.rstrip("\r\n").strip()
-    if len(text) > EXCERPT_CHARS:
-        text = text[:EXCERPT_CHARS] + " [...]"
-    return {"path": path, "line": number, "text": text}
-
-
-def _rg_text(value: dict[str, Any]) -> str:
-    if "text" in value:
-        return value["text"]
-    return base64.b64decode(value.get("bytes", "")).decode("utf-8", errors="replace")
-
-
-async def search_with_ripgrep(
-    rg: str, root: Path, target: Path, pattern: str, types: list[str], limit: int = MAX_SEARCH_RESULTS
-) -> SearchResult:
-    """`rg --json` from the root; raises ToolInputError for a pattern ripgrep rejects."""
-    root = root.resolve()
-    cmd = [rg, "--json", "--sort", "path", "--smart-case", "--max-filesize", "5M", "--no-messages"]
-    for ext in types:
-        cmd += ["--type-add", f"cellwright:*.{ext}"]
-    if types:
-        cmd += ["-t", "cellwright", "-g", "!.*"]  # a type whitelist would let hidden files in again
-    for name in sorted(IGNORED_DIRS):
-        cmd += ["-g", f"!{name}/"]
-    cmd += ["-e", pattern, "--", os.path.relpath(target, root)]
-    proc = await asyncio.create_subprocess_exec(
-        *cmd,
-        cwd=str(root),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        limit=16 * 1024 * 1024,  # one JSON line holds a whole matching line
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    matches: list[dict[str, Any]] = []
-    truncated = False
-    note = ""
-    deadline = time.monotonic() + SEARCH_SECONDS
-    try:
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                truncated, note = True, f"the search stopped after {SEARCH_SECONDS:.0f} s"
-                break
-            try:
-                line = await asyncio.wait_for(proc.stdout.readline(), remaining)
-            except asyncio.TimeoutError:
-                truncated, note = True, f"the search stopped after {SEARCH_SECONDS:.0f} s"
-                break
-            except ValueError:  # one JSON line longer than the stream limit: skip it
-                continue
-            if not line:
-                break
-            try:
-                item = json.loads(line)
-            except ValueError:
-                continue
-            if item.get("type") != "match":
-                continue
-            if len(matches) >= limit:
-                truncated = True
-                break
-            data = item["data"]
-            path = os.path.normpath(_rg_text(data["path"]))
-            matches.append(_match(Path(path).as_posix(), int(data.get("line_number") or 0), _rg_text(data["lines"])))
-    finally:
-        if proc.returncode is None:
-            if truncated:
-                proc.kill()
-            stderr = b""
-            try:
-                stderr = await asyncio.wait_for(proc.stderr.read(), 5)
-                await asyncio.wait_for(proc.wait(), 5)
-            except asyncio.TimeoutError:
-                proc.kill()
-                await proc.wait()
-        else:
-            stderr = await proc.stderr.read()
-    if proc.returncode == 2 and not matches and not truncated:
-        message = stderr.decode("utf-8", errors="replace").strip()
-        raise ToolInputError(f"ripgrep rejected the search: {message[:500]}")
-    return SearchResult(matches, truncated, "ripgrep", note)
-
-
-def _walk_files(target: Path, types: list[str]) -> Iterator[Path]:
-    if target.is_file():
-        yield target
-        return
-    for entry in _walk(target, recursive=True, skip_hidden=True):  # hidden skipped, as ripgrep does
-        if entry.is_file(follow_symlinks=False) and (not types or any(entry.name.endswith(f".{ext}") for ext in types)):
-            yield Path(entry.path)
-
-
-def search_with_python(root: Path, target: Path, pattern: str, types: list[str], limit: int = MAX_SEARCH_RESULTS) -> SearchResult:
-    """The same search and result shape as search_with_ripgrep, without ripgrep (no .gitignore rules)."""
-    regex = _compile(pattern)
-    root = root.resolve()
-    matches: list[dict[str, Any]] = []
-    deadline = time.monotonic() + SEARCH_SECONDS
-    for path in _walk_files(target, types):
-        if time.monotonic() > deadline:
-            return SearchResult(matches, True, "python", f"the search stopped after {SEARCH_SECONDS:.0f} s")
-        try:
-            if path.stat().st_size > MAX_SEARCH_FILE_BYTES or _is_binary(_sniff(path)):
-                continue
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                rel = os.path.relpath(path, root).replace(os.sep, "/")
-                for number, line in enumerate(handle, start=1):
-                    if regex.search(line):
-                        if len(matches) >= limit:
-                            return SearchResult(matches, True, "python")
-                        matches.append(_match(rel, number, line))
-        except OSError:
-            continue
-    return SearchResult(matches, False, "python")
-
-
-async def search_files(root: Path, pattern: str, path: Any = None, file_types: Any = None) -> SearchResult:
-    if not isinstance(pattern, str) or not pattern:
-        raise ToolInputError("pattern must be a non-empty regular expression")
-    target = confined(root, path or ".")
-    if not target.exists():
-        raise ToolInputError(f"there is no {relative_to_root(root, target)!r} to search; call list_files")
-    types = _file_types(file_types)
-    rg = shutil.which("rg")
-    if rg:
-        try:
-            return await search_with_ripgrep(rg, Path(root), target, pattern, types)
-        except ToolInputError:
-            _compile(pattern)  # ripgrep's regex dialect lacks look-around: Python's may take it; if not, say why
-    return await asyncio.to_thread(search_with_python, Path(root), target, pattern, types)
-
-
-async def search_workspace(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-    root = Path(ctx.env.root_dir)
-    result = await search_files(root, args["pattern"], args.get("path"), args.get("file_types"))
-    if not result.matches:
-        return ToolOutcome("ok", f"No matches for {args['pattern']!r}." + (f" ({result.note})" if result.note else ""))
-    lines = [f"{m['path']}:{m['line']}: {m['text']}" for m in result.matches]
-    if result.truncated:
-        lines.append(f"... more matches not shown (first {len(result.matches)}); narrow the pattern, path or file_types")
-    if result.note:
-        lines.append(f"[{result.note}]")
-    return ToolOutcome("ok", "\n".join(lines), summary=f"{len(result.matches)}{'+' if result.truncated else ''} matches")
-
-
-# -- search_notebooks
-
-
-def _notebooks(target: Path) -> Iterator[Path]:
-    if target.is_file():
-        yield target
-        return
-    for path in _walk_files(target, ["ipynb"]):
-        yield path
-
-
-def search_notebook_cells(root: Path, pattern: str, notebook_path: Any = None, limit: int = MAX_SEARCH_RESULTS) -> SearchResult:
-    import nbformat
-
-    if not isinstance(pattern, str) or not pattern:
-        raise ToolInputError("pattern must be a non-empty regular expression")
-    regex = _compile(pattern)
-    root = Path(root).resolve()
-    target = confined(root, notebook_path or ".")
-    rel_target = relative_to_root(root, target)
-    if not target.exists():
-        raise ToolInputError(f"there is no {rel_target!r}; call list_files to find the notebook")
-    if target.is_file() and target.suffix != ".ipynb":
-        raise ToolInputError(f"{rel_target!r} is not a notebook (.ipynb); use search_workspace for other files")
-    matches: list[dict[str, Any]] = []
-    skipped: list[str] = []
-    deadline = time.monotonic() + SEARCH_SECONDS
-    for count, path in enumerate(_notebooks(target)):
-        rel = relative_to_root(root, path)
-        if count >= MAX_NOTEBOOKS or time.monotonic() > deadline:
-            return SearchResult(matches, True, "nbformat", "stopped early: too many notebooks; pass notebook_path")
-        try:
-            if path.stat().st_size > MAX_NOTEBOOK_BYTES:
-                skipped.append(f"{rel} (too big)")
-                continue
-            notebook = nbformat.reads(path.read_text(encoding="utf-8", errors="replace"), as_version=4)
-        except Exception:  # not JSON, not a notebook
-            skipped.append(f"{rel} (unreadable)")
-            continue
-        for index, cell in enumerate(notebook.get("cells", [])):
-            source = cell.get("source", "")
-            source = "".join(source) if isinstance(source, list) else str(source)
-            for number, line in enumerate(source.splitlines(), start=1):
-                if regex.search(line):
-                    if len(matches) >= limit:
-                        return SearchResult(matches, True, "nbformat", _skipped_note(skipped))
-                    excerpt = line.strip()
-                    if len(excerpt) > EXCERPT_CHARS:
-                        excerpt = excerpt[:EXCERPT_CHARS] + " [...]"
-                    kind = cell.get("cell_type", "code")
-                    matches.append({"notebook": rel, "cell_index": index, "cell_type": kind, "line": number, "excerpt": excerpt})
-    return SearchResult(matches, False, "nbformat", _skipped_note(skipped))
-
-
-def _skipped_note(skipped: list[str]) -> str:
-    if not skipped:
-        return ""
-    shown = ", ".join(skipped[:5]) + (f" and {len(skipped) - 5} more" if len(skipped) > 5 else "")
-    return f"skipped: {shown}"
-
-
-async def search_notebooks(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-    root = Path(ctx.env.root_dir)
-    result = await asyncio.to_thread(search_notebook_cells, root, args["pattern"], args.get("notebook_path"))
-    if not result.matches:
-        return ToolOutcome("ok", f"No notebook cell matches {args['pattern']!r}." + (f" ({result.note})" if result.note else ""))
-    lines = [
-        f"{m['notebook']} cell {m['cell_index']} ({m['cell_type']}) line {m['line']}: {m['excerpt']}" for m in result.matches
-    ]
-    if result.truncated:
-        lines.append(f"... more matches not shown (first {len(result.matches)}); narrow the pattern or pass notebook_path")
-    if result.note:
-        lines.append(f"[{result.note}]")
-    header = "Cell indexes count from 0 (the notebook's order)."
-    count = f"{len(result.matches)}{'+' if result.truncated else ''}"
-    return ToolOutcome("ok", header + "\n" + "\n".join(lines), summary=f"{count} cell matches")
-
-
-# -- specs
 
 _PATH = {"type": "string", "description": "A path relative to the workspace root."}
 
@@ -809,46 +533,4 @@ EDIT_FILE = ToolSpec(
     needs_approval=True,
     describe=lambda args: f"Edit the file {args.get('path', '?')}",
     preview=edit_file_preview,
-)
-
-SEARCH_WORKSPACE = ToolSpec(
-    name="search_workspace",
-    description=(
-        "Search the workspace's text files for a regular expression (ripgrep; case-insensitive unless the "
-        "pattern has capitals; hidden and git-ignored files are skipped). Returns path:line: text, "
-        f"at most {MAX_SEARCH_RESULTS} matches."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "pattern": {"type": "string", "description": "A regular expression."},
-            "path": {"type": "string", "description": "Folder or file to search (default: the whole root)."},
-            "file_types": {
-                "type": "array",
-                "items": {"type": "string"},
-                "description": 'Extensions to search, e.g. ["py", "csv"].',
-            },
-        },
-        "required": ["pattern"],
-    },
-    run=search_workspace,
-    read_only=True,
-)
-
-SEARCH_NOTEBOOKS = ToolSpec(
-    name="search_notebooks",
-    description=(
-        "Search the cells of the workspace's notebooks (.ipynb) for a regular expression (case-insensitive "
-        "unless it has capitals). Returns notebook, cell index (from 0), cell type, line and the matching line."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "pattern": {"type": "string", "description": "A regular expression."},
-            "notebook_path": {"type": "string", "description": "One notebook, or a folder (default: all notebooks)."},
-        },
-        "required": ["pattern"],
-    },
-    run=search_notebooks,
-    read_only=True,
 )
