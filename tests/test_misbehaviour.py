@@ -174,3 +174,23 @@ async def test_long_history_is_summarised_keeping_recent_turns(api: Api, fake_ll
     sent = json.dumps(answer_request["messages"])
     assert "SUMMARY: the user asked about OLD things" in sent and "OLD-DETAIL" not in sent
     assert answer_request["messages"][-1] == {"role": "user", "content": "second question"}
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_read_only_tool_result_nudges_towards_open_todos(api: Api, fake_llm: FakeLLM, mode: str) -> None:
+    todos = {"todos": [{"content": "Find the data", "status": "completed"}, {"content": "Summarise it", "status": "pending"}]}
+    fake_llm.script(call(mode, "write_todos", todos), call(mode, "list_files", {"path": "."}), answer(mode, "done"))
+    _, events = await start(api, mode)
+    observations = tool_messages(fake_llm.requests[-1], mode)
+    assert "Continue with your todo list. Open: Summarise it." in observations[1]
+    assert "Find the data" not in observations[1].split("Continue with")[1]
+    assert "Continue with" not in observations[0], "only after a read-only tool"
+    assert of_type(events, "final")[0]["answer"] == "done"
+
+
+async def test_server_error_is_retried(api: Api, fake_llm: FakeLLM) -> None:
+    fake_llm.script(error(503, "overloaded"), text("back"))
+    _, events = await start(api, "native")
+    assert [e["kind"] for e in of_type(events, "error")] == ["llm_retrying"]
+    assert "503" in of_type(events, "error")[0]["message"]
+    assert of_type(events, "final")[0]["answer"] == "back"
