@@ -65,6 +65,12 @@ def _client(settings: AgentSettings) -> Any:
     return per_loop[key]
 
 
+async def close_clients() -> None:
+    """Close this event loop's clients: for a loop that ends (each `%agent` call has its own)."""
+    for client in _clients.pop(asyncio.get_running_loop(), {}).values():
+        await client.close()
+
+
 def not_configured() -> LLMError:
     return LLMError(
         "llm_not_configured",

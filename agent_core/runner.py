@@ -65,7 +65,10 @@ class AgentRuntime:
         return cls(build_graph(store.saver), store, threads)
 
     async def aclose(self) -> None:
+        from .llm import close_clients
+
         await self.store.aclose()
+        await close_clients()
 
     @staticmethod
     def config(thread_id: str) -> dict[str, Any]:

@@ -45,9 +45,8 @@ class ThreadStore:
     def __init__(self, path: Path) -> None:
         self._path = path
         self._conn: Any = None
-        self._last_seq: dict[str, int] = {}
         self._wakeups: dict[str, asyncio.Event] = {}
-        self._append_lock = asyncio.Lock()
+        self._write_lock = asyncio.Lock()  # one write transaction at a time on this connection
 
     @property
     def is_open(self) -> bool:
@@ -73,11 +72,12 @@ class ThreadStore:
     async def create(self, notebook_path: str, title: str) -> ThreadRecord:
         now = time.time()
         record = ThreadRecord(uuid.uuid4().hex, title, notebook_path, now, now, "idle")
-        await self._conn.execute(
-            "INSERT INTO threads VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (record.thread_id, record.title, record.notebook_path, now, now, record.status, "", ""),
-        )
-        await self._conn.commit()
+        async with self._write_lock:
+            await self._conn.execute(
+                "INSERT INTO threads VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (record.thread_id, record.title, record.notebook_path, now, now, record.status, "", ""),
+            )
+            await self._conn.commit()
         return record
 
     async def get(self, thread_id: str) -> ThreadRecord | None:
@@ -94,29 +94,35 @@ class ThreadStore:
         if not fields.keys() <= allowed:
             raise ValueError(f"cannot update {sorted(fields.keys() - allowed)}")
         assignments = ", ".join(f"{name} = ?" for name in fields)
-        await self._conn.execute(
-            f"UPDATE threads SET {assignments}, updated_at = ? WHERE thread_id = ?",
-            (*fields.values(), time.time(), thread_id),
-        )
-        await self._conn.commit()
+        async with self._write_lock:
+            await self._conn.execute(
+                f"UPDATE threads SET {assignments}, updated_at = ? WHERE thread_id = ?",
+                (*fields.values(), time.time(), thread_id),
+            )
+            await self._conn.commit()
 
     async def delete(self, thread_id: str) -> None:
-        await self._conn.execute("DELETE FROM threads WHERE thread_id = ?", (thread_id,))
-        await self._conn.execute("DELETE FROM events WHERE thread_id = ?", (thread_id,))
-        await self._conn.commit()
-        self._last_seq.pop(thread_id, None)
+        async with self._write_lock:
+            await self._conn.execute("DELETE FROM threads WHERE thread_id = ?", (thread_id,))
+            await self._conn.execute("DELETE FROM events WHERE thread_id = ?", (thread_id,))
+            await self._conn.commit()
         self._wake(thread_id)
 
     async def append(self, thread_id: str, event: dict[str, Any]) -> dict[str, Any]:
-        """Stamp `event` with the thread's next seq, persist it and wake the readers."""
-        async with self._append_lock:
-            seq = await self._next_seq(thread_id)
-            stamped = {**event, "seq": seq, "thread_id": thread_id}
-            await self._conn.execute(
-                "INSERT INTO events (thread_id, seq, data) VALUES (?, ?, ?)", (thread_id, seq, json.dumps(stamped))
-            )
-            await self._conn.commit()
-            self._last_seq[thread_id] = seq
+        """Stamp `event` with the thread's next seq, persist it and wake the readers. The seq is read
+        inside a write transaction: the server and a kernel's `%agent` may append to one thread."""
+        async with self._write_lock:
+            await self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                seq = await self._max_seq(thread_id) + 1
+                stamped = {**event, "seq": seq, "thread_id": thread_id}
+                await self._conn.execute(
+                    "INSERT INTO events (thread_id, seq, data) VALUES (?, ?, ?)", (thread_id, seq, json.dumps(stamped))
+                )
+                await self._conn.commit()
+            except BaseException:
+                await self._conn.rollback()
+                raise
         self._wake(thread_id)
         return stamped
 
@@ -127,9 +133,10 @@ class ThreadStore:
             return [json.loads(row[0]) for row in await cursor.fetchall()]
 
     async def wait_for_events(self, thread_id: str, after: int, timeout: float) -> None:
-        """Return when the thread has an event after `after`, or after `timeout` seconds."""
+        """Return when the thread has an event after `after`, or after `timeout` seconds (events
+        another process appends are seen at the next call; the SSE handler calls at least every 15 s)."""
         wakeup = self._wakeups.setdefault(thread_id, asyncio.Event())
-        if await self._next_seq(thread_id) - 1 > after:
+        if await self._max_seq(thread_id) > after:
             return
         try:
             await asyncio.wait_for(wakeup.wait(), timeout)
@@ -141,9 +148,7 @@ class ThreadStore:
         if wakeup is not None:
             wakeup.set()
 
-    async def _next_seq(self, thread_id: str) -> int:
-        if thread_id not in self._last_seq:
-            async with self._conn.execute("SELECT MAX(seq) FROM events WHERE thread_id = ?", (thread_id,)) as cursor:
-                row = await cursor.fetchone()
-            self._last_seq[thread_id] = row[0] or 0
-        return self._last_seq[thread_id] + 1
+    async def _max_seq(self, thread_id: str) -> int:
+        async with self._conn.execute("SELECT MAX(seq) FROM events WHERE thread_id = ?", (thread_id,)) as cursor:
+            row = await cursor.fetchone()
+        return row[0] or 0

@@ -8,11 +8,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from agent_core.kernel.kernel_settings import RUNTIME_EDITABLE as EDITABLE
+from agent_core.kernel.kernel_settings import runtime_values
 from agent_core.tools import TOOL_NAMES
 
 from .errors import BadRequest
-
-EDITABLE = ("model", "base_url", "api_key", "tool_calling", "auto_approve")
 
 
 def validate_changes(body: Any) -> dict[str, Any]:
@@ -42,13 +42,7 @@ class SettingsStore:
         self.path = path
 
     def load(self) -> dict[str, Any]:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError):
-            return {}  # a damaged file must not stop the server; PUT config rewrites it
-        return {k: v for k, v in data.items() if k in EDITABLE} if isinstance(data, dict) else {}
+        return runtime_values(self.path)  # the kernel-side magic reads the same file the same way
 
     def save(self, changes: dict[str, Any]) -> None:
         data = {**self.load(), **changes}

@@ -51,6 +51,22 @@ class Kernel:
         self.client.wait_for_ready(timeout=60)
 
     @classmethod
+    def connect(cls, connection_file: Path, timeout: float = 60) -> "Kernel":
+        """A kernel someone else started; until its first heartbeat a client without its manager
+        takes it for dead, so a busy machine needs a few tries."""
+        deadline = time.monotonic() + timeout
+        while True:
+            client = BlockingKernelClient(connection_file=str(connection_file))
+            client.load_connection_file()
+            try:
+                return cls(client)
+            except RuntimeError:
+                client.stop_channels()
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+
+    @classmethod
     def start(cls, env: dict[str, str], cwd: Path) -> "Kernel":
         manager = KernelManager(kernel_name="python3")
         manager.start_kernel(env=env, cwd=str(cwd))
@@ -178,6 +194,9 @@ def test_approved_in_the_notebook(kernel: Kernel, llm: FakeLLM, requests_after: 
     told = tool_messages(requests_after()[1])[-1]
     assert "x is 42" in told and "43" in told  # its stdout and its result, as the model was told
     assert kernel.run("print(x)").stdout == "42\n"  # in the user's namespace
+    # Nothing of the call is left in the kernel: no worker or database threads, no per-loop LLM client.
+    left = kernel.run("import threading, agent_core.llm as L; print([t.name for t in threading.enumerate()], len(L._clients))")
+    assert "cellwright-agent" not in left.stdout and left.stdout.rstrip().endswith("0"), left.stdout
 
 
 def test_yes_approves_and_threads_continue(
@@ -295,9 +314,7 @@ def test_the_panel_sees_and_continues_a_magic_thread(
     server = JupyterProcess(tmp_path, {"OPENAI_BASE_URL": llm.base_url, "CELLWRIGHT_MODEL": "fake-model"}).start()
     servers.append(server)
     kernel_id = server.open_notebook("work.ipynb")
-    client = BlockingKernelClient(connection_file=str(tmp_path / "runtime" / f"kernel-{kernel_id}.json"))
-    client.load_connection_file()
-    kernel = Kernel(client)
+    kernel = Kernel.connect(tmp_path / "runtime" / f"kernel-{kernel_id}.json")
     try:
         kernel.run("%load_ext agent_core")
         llm.script(tool_call("run_cell", {"code": "v = 5"}), tool_call("final_answer", {"answer": "v is set."}))

@@ -1,0 +1,30 @@
+"""The event log shared by the server and kernels: sequence numbers stay strictly increasing by
+one when two processes (two connections) append to the same thread."""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from agent_core.thread_store import ThreadStore
+
+
+async def test_two_writers_never_reuse_a_seq(tmp_path: Path) -> None:
+    server, kernel = ThreadStore(tmp_path / "threads.sqlite"), ThreadStore(tmp_path / "threads.sqlite")
+    await server.open()
+    await kernel.open()
+    try:
+        thread = (await server.create("nb.ipynb", "t")).thread_id
+        await server.append(thread, {"type": "run_started"})  # the server has now seen this thread
+
+        async def write(store: ThreadStore, who: str) -> None:
+            for i in range(25):
+                await store.append(thread, {"type": "token", "text": f"{who}{i}"})
+
+        await asyncio.gather(write(server, "s"), write(kernel, "k"))
+        events = await server.events_after(thread, 0)
+        assert [e["seq"] for e in events] == list(range(1, 52))
+        assert sum(e.get("text", "").startswith("k") for e in events) == 25
+        await server.wait_for_events(thread, 50, timeout=5)  # returns at once: seq 51 exists
+    finally:
+        await server.close()
+        await kernel.close()
