@@ -14,7 +14,7 @@ import {
 import { agentLabel } from '../tokens';
 import { Markdown } from './Markdown';
 import { TodoList } from './TodoList';
-import { ToolEntry } from './ToolEntry';
+import { ToolEntry, ToolResultLine } from './ToolEntry';
 
 /** The agent's name, when it is not the one its container already names. */
 function AgentBadge(props: { agent: string; container?: string }): JSX.Element | null {
@@ -132,10 +132,7 @@ function SubtaskBlock(props: {
             />
           ))}
           {item.summary && item.status !== 'ok' && (
-            <div className="cw-subtask-result">
-              <span className="cw-label">Result: </span>
-              <span className="cw-tool-result-text">{item.summary}</span>
-            </div>
+            <ToolResultLine className="cw-subtask-result" summary={item.summary} />
           )}
         </div>
       </details>

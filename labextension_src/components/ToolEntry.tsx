@@ -6,6 +6,16 @@ import { agentLabel } from '../tokens';
 import { CommandOutput } from './CommandOutput';
 import { OutputView } from './OutputView';
 
+/** "Result: <summary>", under a tool entry or a sub-agent's task. */
+export function ToolResultLine(props: { className: string; summary: string }): JSX.Element {
+  return (
+    <div className={props.className}>
+      <span className="cw-label">Result: </span>
+      <span className="cw-tool-result-text">{props.summary}</span>
+    </div>
+  );
+}
+
 const STATUS_LABEL: Record<ToolItemStatus, string> = {
   running: 'running',
   awaiting_approval: 'awaiting approval',
@@ -118,12 +128,7 @@ export function ToolEntry(props: {
           {Object.keys(otherArgs).length > 0 && (
             <pre className="cw-tool-argsfull">{JSON.stringify(otherArgs, null, 2)}</pre>
           )}
-          {item.summary && (
-            <div className="cw-tool-result">
-              <span className="cw-label">Result: </span>
-              <span className="cw-tool-result-text">{item.summary}</span>
-            </div>
-          )}
+          {item.summary && <ToolResultLine className="cw-tool-result" summary={item.summary} />}
         </div>
       </details>
       {item.outputs.length > 0 && !isCell && (
