@@ -46,6 +46,16 @@ class EventPump:
                 self._on_event(stamped)
 
 
+class ThreadBusy(Exception):
+    """Another process (the server, or a kernel's %agent) is driving this thread right now."""
+
+    def __init__(self, thread_id: str) -> None:
+        super().__init__(
+            f"Thread {thread_id} is being run elsewhere right now (the panel's server or a %agent call in a kernel); "
+            "wait for that run to finish."
+        )
+
+
 ContextFactory = Callable[[EventPump], Any]  # builds the run's RunContext around its event sink
 
 
@@ -100,6 +110,9 @@ class AgentRuntime:
         from .agents import agent_for_mode
         from .llm import LLMError
 
+        if not await self.threads.take_lease(thread_id):
+            raise ThreadBusy(thread_id)
+        renewing = asyncio.create_task(self._renew_lease(thread_id))
         emit = EventPump(self.threads, thread_id, run_id, agent_for_mode(mode).name, on_event)
         status = "completed"
         try:
@@ -126,7 +139,16 @@ class AgentRuntime:
                 emit(make_event("run_finished", status=status))
                 await emit.drain()
                 await self.threads.update(thread_id, status=status)
+            renewing.cancel()
+            await self.threads.release_lease(thread_id)
         return status
+
+    async def _renew_lease(self, thread_id: str) -> None:
+        from .thread_store import LEASE_SECONDS
+
+        while True:
+            await asyncio.sleep(LEASE_SECONDS / 3)
+            await self.threads.take_lease(thread_id)
 
     async def stop_pending(self, thread_id: str, run_id: str) -> bool:
         """Stop a thread that waits for approval: the call is answered as stopped and never runs."""

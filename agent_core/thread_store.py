@@ -10,7 +10,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 ThreadStatus = str  # "idle" | "running" | "awaiting_approval" | "completed" | "cancelled" | "failed"
 
@@ -21,7 +21,10 @@ SCHEMA = (
     " last_run_id TEXT NOT NULL DEFAULT '', kernel_id TEXT NOT NULL DEFAULT '')",
     "CREATE TABLE IF NOT EXISTS events ("
     " thread_id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (thread_id, seq))",
+    # Which process drives a thread right now: the server and kernels (%agent) share the store.
+    "CREATE TABLE IF NOT EXISTS leases (thread_id TEXT PRIMARY KEY, owner TEXT NOT NULL, until REAL NOT NULL)",
 )
+LEASE_SECONDS = 30.0  # renewed every third of it while a run goes on; a crashed owner's lease expires
 
 
 @dataclass
@@ -47,6 +50,7 @@ class ThreadStore:
         self._conn: Any = None
         self._wakeups: dict[str, asyncio.Event] = {}
         self._write_lock = asyncio.Lock()  # one write transaction at a time on this connection
+        self.owner = uuid.uuid4().hex  # this process's name on the leases it holds
 
     @property
     def is_open(self) -> bool:
@@ -106,7 +110,30 @@ class ThreadStore:
             await self._conn.execute("DELETE FROM threads WHERE thread_id = ?", (thread_id,))
             await self._conn.execute("DELETE FROM events WHERE thread_id = ?", (thread_id,))
             await self._conn.commit()
-        self._wake(thread_id)
+        self.wake(thread_id)
+
+    async def take_lease(self, thread_id: str) -> bool:
+        """Take (or renew) the right to drive `thread_id`; False while another process holds it."""
+        now = time.time()
+        async with self._write_lock:
+            cursor = await self._conn.execute(
+                "INSERT INTO leases (thread_id, owner, until) VALUES (?, ?, ?) ON CONFLICT (thread_id) DO UPDATE"
+                " SET owner = excluded.owner, until = excluded.until WHERE leases.owner = excluded.owner OR leases.until < ?",
+                (thread_id, self.owner, now + LEASE_SECONDS, now),
+            )
+            await self._conn.commit()
+        return cursor.rowcount == 1
+
+    async def release_lease(self, thread_id: str) -> None:
+        async with self._write_lock:
+            await self._conn.execute("DELETE FROM leases WHERE thread_id = ? AND owner = ?", (thread_id, self.owner))
+            await self._conn.commit()
+
+    async def leased_elsewhere(self, thread_id: str) -> bool:
+        async with self._conn.execute(
+            "SELECT 1 FROM leases WHERE thread_id = ? AND owner != ? AND until >= ?", (thread_id, self.owner, time.time())
+        ) as cursor:
+            return await cursor.fetchone() is not None
 
     async def append(self, thread_id: str, event: dict[str, Any]) -> dict[str, Any]:
         """Stamp `event` with the thread's next seq, persist it and wake the readers. The seq is read
@@ -123,7 +150,7 @@ class ThreadStore:
             except BaseException:
                 await self._conn.rollback()
                 raise
-        self._wake(thread_id)
+        self.wake(thread_id)
         return stamped
 
     async def events_after(self, thread_id: str, after: int, limit: int = 1000) -> list[dict[str, Any]]:
@@ -132,18 +159,20 @@ class ThreadStore:
         ) as cursor:
             return [json.loads(row[0]) for row in await cursor.fetchall()]
 
-    async def wait_for_events(self, thread_id: str, after: int, timeout: float) -> None:
-        """Return when the thread has an event after `after`, or after `timeout` seconds (events
-        another process appends are seen at the next call; the SSE handler calls at least every 15 s)."""
-        wakeup = self._wakeups.setdefault(thread_id, asyncio.Event())
-        if await self._max_seq(thread_id) > after:
+    async def wait_for_events(self, thread_id: str, after: int, timeout: float, still: Callable[[], bool] = lambda: True) -> None:
+        """Return when the thread has an event after `after`, when `still()` turns false (woken by
+        `wake`, e.g. when its run ends), or after `timeout` seconds. Events another process appends
+        are seen at the next call; the SSE handler calls at least every 15 s."""
+        wakeup = self._wakeups.setdefault(thread_id, asyncio.Event())  # registered before checking: no lost wake-up
+        if await self._max_seq(thread_id) > after or not still():
             return
         try:
             await asyncio.wait_for(wakeup.wait(), timeout)
         except asyncio.TimeoutError:
             pass
 
-    def _wake(self, thread_id: str) -> None:
+    def wake(self, thread_id: str) -> None:
+        """Wake this process's readers of the thread (new events, or a run that ended)."""
         wakeup = self._wakeups.pop(thread_id, None)
         if wakeup is not None:
             wakeup.set()

@@ -196,8 +196,8 @@ class EventsHandler(CellwrightHandler):
             if self.request.connection.stream.closed():  # type: ignore[union-attr]
                 return
             before = after
-            await threads.wait_for_events(thread_id, after, PING_SECONDS)
-            if not await threads.events_after(thread_id, before, 1):
+            await threads.wait_for_events(thread_id, after, PING_SECONDS, still=lambda: self.runs.is_running(thread_id))
+            if self.runs.is_running(thread_id) and not await threads.events_after(thread_id, before, 1):
                 self.write(": ping\n\n")
 
 

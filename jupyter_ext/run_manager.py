@@ -3,6 +3,7 @@ the agent. One run per thread at a time (two resumes of one approval would run t
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections import defaultdict
 from pathlib import Path
@@ -13,6 +14,8 @@ from agent_core.thread_store import ThreadRecord, ThreadStore
 from agent_core.tools import ToolEnvironment
 
 from .errors import BadRequest, Conflict, NotFound
+
+log = logging.getLogger(__name__)
 
 EnvFactory = Callable[[str, str | None, AgentSettings], ToolEnvironment]
 DECISIONS = ("approve", "edit", "reject")
@@ -101,7 +104,7 @@ class RunManager:
         if not settings.llm_configured:
             raise BadRequest(not_configured().message, "llm_not_configured")
         async with self._thread_locks[thread_id]:
-            self._ensure_idle(thread_id)
+            await self._ensure_free(thread_id)
             await self._redrive_if_stuck(record)
             runtime = await self.runtime()
             if runtime.pending(await runtime.snapshot(thread_id)):
@@ -127,7 +130,7 @@ class RunManager:
         record = await self.thread(thread_id)
         decision = _check_decision(body)
         async with self._thread_locks[thread_id]:
-            self._ensure_idle(thread_id, "This thread's run is still going; the approval is not pending any more.")
+            await self._ensure_free(thread_id, "This thread's run is still going; the approval is not pending any more.")
             runtime = await self.runtime()
             snapshot = await runtime.snapshot(thread_id)
             pending = runtime.pending(snapshot)
@@ -158,9 +161,11 @@ class RunManager:
 
     # -- internals
 
-    def _ensure_idle(self, thread_id: str, message: str = "") -> None:
+    async def _ensure_free(self, thread_id: str, message: str = "") -> None:
         if thread_id in self._active:
             raise Conflict(message or "A run of this thread is active: wait for it to finish or press Stop.", "run_active")
+        if await self.threads.leased_elsewhere(thread_id):
+            raise Conflict("A %agent call in a kernel is running this thread right now: wait for it to finish.", "run_active")
 
     def _launch(self, record: ThreadRecord, graph_input: Any, settings: AgentSettings, mode: str, message: str) -> str:
         run_id = uuid.uuid4().hex
@@ -174,12 +179,18 @@ class RunManager:
     ) -> str:
         from agent_core.graph import run_context
 
+        from agent_core.runner import ThreadBusy
+
         runtime = await self.runtime()
         try:
             make_context = lambda emit: run_context(record.thread_id, settings, env, runtime.store.ledger, emit, record.notebook_path, mode)  # noqa: E731
             return await runtime.run_segment(record.thread_id, run_id, graph_input, make_context, mode, message)
+        except ThreadBusy as exc:  # a kernel took the thread between our check and the start
+            log.warning("%s", exc)
+            return "failed"
         finally:
             self._active.pop(record.thread_id, None)
+            self.threads.wake(record.thread_id)  # event streams close once the run is over
 
     async def _stop_task(self, thread_id: str) -> None:
         task = self._active.get(thread_id)

@@ -165,3 +165,19 @@ async def test_redrive_after_crash_before_interrupt(api: Api, jp_serverapp: Any)
     assert detail["pending_approval"]["id"] == "c9" and detail["status"] == "awaiting_approval"
     events = await api.events(thread)
     assert of_type(events, "approval_required")[0]["id"] == "c9"
+
+
+async def test_thread_run_by_a_kernel_is_busy_for_the_panel(api: Api, jp_serverapp: Any) -> None:
+    from agent_core.thread_store import ThreadStore
+
+    thread = await api.new_thread()
+    app = jp_serverapp.web_app.settings["cellwright"]
+    kernel_side = ThreadStore(app.threads._path)  # what a %agent call in a kernel opens
+    await kernel_side.open()
+    try:
+        assert await kernel_side.take_lease(thread)
+        code, data = await api.call("POST", f"threads/{thread}/runs", {"message": "hi"})
+        assert (code, data["error"]) == (409, "run_active") and "%agent" in data["message"]
+        await kernel_side.release_lease(thread)
+    finally:
+        await kernel_side.close()

@@ -140,3 +140,16 @@ async def test_cancel_during_long_cell_interrupts_kernel(api: Api, fake_llm: Fak
     assert again[-1]["status"] == "completed" and not of_type(again, "cell_started")
     dangling = [m for m in fake_llm.requests[-1]["messages"] if m.get("tool_call_id") == "slow"]
     assert len(dangling) == 1
+
+
+async def test_event_stream_closes_when_the_run_ends(api: Api, fake_llm: FakeLLM) -> None:
+    """The stream stays open only until the run's run_finished (not until the next 15 s ping)."""
+    import time
+
+    fake_llm.script(text(["slow ", "answer"], delay_before=0.5))
+    thread = await api.new_thread()
+    await api.run(thread, "hello")
+    started = time.monotonic()
+    events = await api.events(thread)  # opened while the run is still waiting for the model
+    assert events[-1]["type"] == "run_finished"
+    assert time.monotonic() - started < 10, "the stream outlived its run"

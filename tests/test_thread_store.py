@@ -28,3 +28,29 @@ async def test_two_writers_never_reuse_a_seq(tmp_path: Path) -> None:
     finally:
         await server.close()
         await kernel.close()
+
+
+async def test_one_process_drives_a_thread_at_a_time(tmp_path: Path) -> None:
+    import agent_core.thread_store as store_module
+
+    server, kernel = ThreadStore(tmp_path / "threads.sqlite"), ThreadStore(tmp_path / "threads.sqlite")
+    await server.open()
+    await kernel.open()
+    try:
+        thread = (await server.create("nb.ipynb", "t")).thread_id
+        assert await kernel.take_lease(thread)
+        assert await kernel.take_lease(thread), "the holder renews"
+        assert not await server.take_lease(thread) and await server.leased_elsewhere(thread)
+        await kernel.release_lease(thread)
+        assert not await server.leased_elsewhere(thread) and await server.take_lease(thread)
+        # A crashed holder's lease expires.
+        await server.release_lease(thread)
+        store_module.LEASE_SECONDS, saved = -1.0, store_module.LEASE_SECONDS
+        try:
+            assert await kernel.take_lease(thread)  # already expired when taken
+        finally:
+            store_module.LEASE_SECONDS = saved
+        assert not await server.leased_elsewhere(thread) and await server.take_lease(thread)
+    finally:
+        await server.close()
+        await kernel.close()

@@ -183,6 +183,9 @@ class AgentCall:
         from ..graph import new_run_input
 
         record = await self._thread(runtime.threads)
+        if await runtime.threads.leased_elsewhere(record.thread_id):
+            self.main.post(self.printer.error, "The panel is running this conversation right now: wait for it, or use %agent --new.")
+            return
         snapshot = await runtime.snapshot(record.thread_id)
         if runtime.stuck(snapshot):  # a crash between the model's step and its approval: finish that first
             if await self._drive(runtime, record, None, "") != "completed":
