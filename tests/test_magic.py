@@ -84,6 +84,7 @@ class Kernel:
         answers_left = list(answers)
         msg_id = self.client.execute(code, allow_stdin=True)
         deadline = time.monotonic() + timeout
+        interrupted_at: float | None = None
         idle = False
         while not idle:
             assert time.monotonic() < deadline, f"no end of {code!r} in {timeout} s; so far: {out}"
@@ -92,7 +93,7 @@ class Kernel:
                 out.prompts.append(request["content"]["prompt"])
                 if interrupt_when is not None and interrupt_when(out):
                     self.manager.interrupt_kernel()
-                    interrupt_when = None
+                    interrupt_when, interrupted_at = None, time.monotonic()
                 else:
                     assert answers_left, f"unexpected input request {request['content']['prompt']!r}; output: {out.text}"
                     self.client.input(answers_left.pop(0))
@@ -113,7 +114,11 @@ class Kernel:
                 idle = True
             if interrupt_when is not None and interrupt_when(out):
                 self.manager.interrupt_kernel()
-                interrupt_when = None
+                interrupt_when, interrupted_at = None, time.monotonic()
+            elif interrupted_at is not None and time.monotonic() - interrupted_at > 5 and "Stopped." not in out.stdout:
+                # Seen once under load: the kernel ignored a SIGINT. A user presses Stop again; so do we.
+                self.manager.interrupt_kernel()
+                interrupted_at = time.monotonic()
         out.status = self.client.get_shell_msg(timeout=10)["content"]["status"]
         assert not answers_left, f"answers not asked for: {answers_left}; output: {out.text}"
         return out
