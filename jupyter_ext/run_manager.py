@@ -71,9 +71,8 @@ class RunManager:
 
         record = await self.thread(thread_id)
         async with self._thread_locks[thread_id]:
-            await self._redrive_if_stuck(record)
+            snapshot = await self._redrive_if_stuck(record)
         runtime = await self.runtime()
-        snapshot = await runtime.snapshot(thread_id)
         values = snapshot.values or {}
         pending = runtime.pending(snapshot)
         return {
@@ -105,9 +104,8 @@ class RunManager:
             raise BadRequest(not_configured().message, "llm_not_configured")
         async with self._thread_locks[thread_id]:
             await self._ensure_free(thread_id)
-            await self._redrive_if_stuck(record)
             runtime = await self.runtime()
-            if runtime.pending(await runtime.snapshot(thread_id)):
+            if runtime.pending(await self._redrive_if_stuck(record)):
                 raise Conflict(
                     "This thread is waiting for your approval of a tool call: approve or reject it (or press Stop) first.",
                     "approval_pending",
@@ -198,15 +196,16 @@ class RunManager:
             task.cancel()
             await asyncio.wait([task])
 
-    async def _redrive_if_stuck(self, record: ThreadRecord) -> None:
-        if record.thread_id in self._active:
-            return
+    async def _redrive_if_stuck(self, record: ThreadRecord) -> Any:
+        """The thread's snapshot, after driving it on if a crash left it stuck (read once: hot path)."""
         runtime = await self.runtime()
         snapshot = await runtime.snapshot(record.thread_id)
-        if runtime.stuck(snapshot):
+        if record.thread_id not in self._active and runtime.stuck(snapshot):
             mode = (snapshot.values or {}).get("mode", "single")
             self._launch(record, None, self._settings(), mode, "")
             await asyncio.wait([self._active[record.thread_id]])
+            snapshot = await runtime.snapshot(record.thread_id)
+        return snapshot
 
     def _status(self, record: ThreadRecord, pending: dict[str, Any] | None) -> str:
         if record.thread_id in self._active:

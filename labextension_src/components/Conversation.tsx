@@ -14,7 +14,7 @@ import {
 import { agentLabel } from '../tokens';
 import { Markdown } from './Markdown';
 import { TodoList } from './TodoList';
-import { ToolEntry, ToolResultLine } from './ToolEntry';
+import { STATUS_ICON, ToolEntry, ToolResultLine } from './ToolEntry';
 
 /** The agent's name, when it is not the one its container already names. */
 function AgentBadge(props: { agent: string; container?: string }): JSX.Element | null {
@@ -55,14 +55,6 @@ function subtaskStatus(item: ISubtaskItem): string {
   }
 }
 
-const SUBTASK_ICON: Record<string, string> = {
-  running: '◌',
-  awaiting_approval: '?',
-  ok: '✓',
-  error: '✕',
-  rejected: '⊘',
-  cancelled: '■'
-};
 
 /**
  * A sub-agent's work for one delegated task: the planner's `task` call as
@@ -102,7 +94,7 @@ function SubtaskBlock(props: {
       >
         <summary className="cw-subtask-summary">
           <span className="cw-subtask-icon" aria-hidden="true">
-            {stopped ? '■' : (SUBTASK_ICON[item.status] ?? '◌')}
+            {stopped ? '■' : ((STATUS_ICON as Record<string, string>)[item.status] ?? '◌')}
           </span>
           <span className="cw-subtask-agent" data-testid="cw-subtask-agent">
             {label}

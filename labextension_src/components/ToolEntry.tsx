@@ -25,7 +25,7 @@ const STATUS_LABEL: Record<ToolItemStatus, string> = {
   cancelled: 'stopped'
 };
 
-const STATUS_ICON: Record<ToolItemStatus, string> = {
+export const STATUS_ICON: Record<ToolItemStatus, string> = {
   running: '◌',
   awaiting_approval: '?',
   ok: '✓',
