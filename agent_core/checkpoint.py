@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from .private_storage import private_file
 from .tool_ledger import MemoryToolLedger, SqliteToolLedger, ToolLedger
 
 CheckpointerKind = Literal["sqlite", "postgres", "memory"]
@@ -46,8 +47,7 @@ async def open_store(url: str, default_path: Path) -> AgentStore:
         return AgentStore(InMemorySaver(), MemoryToolLedger(), "memory")
     if kind == "postgres":
         return await _open_postgres(url)
-    path = Path(url.removeprefix("sqlite:///")) if url else default_path
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path = private_file(Path(url.removeprefix("sqlite:///")) if url else default_path)
     import aiosqlite
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 

@@ -142,6 +142,14 @@ def _reminder(ctx: RunContext) -> dict[str, Any]:
     return {"role": "user", "content": f"Your last reply was empty. Continue the task: {how}."}
 
 
+def _ignored_call_note(problem: str) -> dict[str, Any]:
+    return {
+        "role": "user",
+        "content": f"[Your reply contained a tool call as text, but it did not run ({problem}). To use a tool, call it "
+        "with valid arguments; if you are done, give your final answer.]",
+    }
+
+
 async def _ask(ctx: RunContext, messages: list[dict[str, Any]]) -> ModelTurn:
     """One model turn; in "auto" mode a refusal of function calling switches the run to prompt mode."""
     emit = ctx.emit
@@ -154,14 +162,19 @@ async def _ask(ctx: RunContext, messages: list[dict[str, Any]]) -> ModelTurn:
         emit(make_event("token", text=text))
 
     tools = [spec.openai_schema() for spec in ctx.tools.values()]
+
+    def validate(name: str, args: Any) -> str | None:
+        spec = ctx.tools.get(name)
+        return spec.check_args(args) if spec else f"there is no tool {name!r}; the tools are {sorted(ctx.tools)}"
+
     try:
-        return await complete(ctx.settings, ModelRequest(messages, tools, ctx.tool_mode), on_token, on_retry)
+        return await complete(ctx.settings, ModelRequest(messages, tools, ctx.tool_mode, validate), on_token, on_retry)
     except LLMError as exc:
         if exc.kind != "tools_unsupported" or ctx.settings.tool_calling != "auto" or ctx.tool_mode == "prompt":
             raise
         log.info("endpoint refused function calling; switching to prompt mode: %s", exc.message)
         ctx.tool_mode = "prompt"
-        return await complete(ctx.settings, ModelRequest(messages, tools, "prompt"), on_token, on_retry)
+        return await complete(ctx.settings, ModelRequest(messages, tools, "prompt", validate), on_token, on_retry)
 
 
 async def call_model(state: AgentState, runtime: Runtime[RunContext]) -> AgentState:
@@ -181,6 +194,9 @@ async def call_model(state: AgentState, runtime: Runtime[RunContext]) -> AgentSt
         if not turn.empty or calls >= ctx.max_model_calls:
             break
         turn = await _ask(ctx, [*messages, _reminder(ctx)])
+        calls += 1
+    if turn.ignored_call and not turn.tool_calls and calls < ctx.max_model_calls:
+        turn = await _ask(ctx, [*messages, {"role": "assistant", "content": turn.content}, _ignored_call_note(turn.ignored_call)])
         calls += 1
     update["model_calls"] = calls
     if turn.empty:

@@ -10,7 +10,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .prompt_protocol import VisibleTokens, as_prompt_messages, parse_reply, tools_section
+from .prompt_protocol import Rescue, Validate, VisibleTokens, as_prompt_messages, parse_reply, rescue_call, tools_section
 from .settings import AgentSettings
 
 # Local servers ignore the key, but the SDK refuses an empty one.
@@ -32,6 +32,7 @@ class ModelTurn:
     content: str = ""  # the raw reply text (prompt mode: with its Action lines)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)  # OpenAI format, raw JSON arguments
     final_answer: str | None = None  # prompt mode's "Final Answer:"
+    ignored_call: str = ""  # a call-like JSON object in the text that was not run, and why
 
     @property
     def empty(self) -> bool:
@@ -43,6 +44,7 @@ class ModelRequest:
     messages: list[dict[str, Any]]  # canonical OpenAI-format history, system prompt first
     tools: list[dict[str, Any]]  # OpenAI tool schemas
     mode: str  # "native" or "prompt"
+    validate: Validate | None = None  # checks a tool call found in the text before it is run
 
 
 # One client per event loop and endpoint: a client reused across event loops fails ("Event loop is
@@ -129,9 +131,13 @@ async def _complete_native(settings: AgentSettings, request: ModelRequest, on_to
 
     await _stream(settings, _wire_messages(request.messages), request.tools, on_delta)
     turn.tool_calls = _finish_calls(calls)
-    if not turn.tool_calls:  # a tool call written as JSON in the text is still a tool call
-        rescued = parse_reply(turn.content, {t["function"]["name"] for t in request.tools})
-        turn.tool_calls = _calls_from_pairs(rescued.tool_calls)
+    if not turn.tool_calls:  # a tool call written in the text is still a tool call
+        found = rescue_call(turn.content, request.validate) if request.validate else Rescue()
+        # The prompt-mode forms (Action:, <tool_call>, JSON at the start) run even with bad
+        # arguments: the tool's error tells the model what to fix.
+        pairs = [found.call] if found.call else parse_reply(turn.content, {t["function"]["name"] for t in request.tools}).tool_calls
+        turn.tool_calls = _calls_from_pairs(pairs)
+        turn.ignored_call = "" if pairs else found.near_miss
     return turn
 
 

@@ -48,6 +48,52 @@ def _call_from_object(value: Any) -> tuple[str, str] | None:
     return None
 
 
+MAX_RESCUE_SCAN_CHARS = 64_000  # a reply longer than this is prose; scanning it all would be slow
+MAX_RESCUE_CANDIDATES = 200
+Validate = Callable[[str, Any], "str | None"]  # (tool name, arguments) -> what is wrong, or None
+
+
+@dataclass
+class Rescue:
+    call: tuple[str, str] | None = None  # (name, raw JSON arguments)
+    near_miss: str = ""  # why a call-like object in the text was not run
+
+
+def rescue_call(text: str, validate: Validate) -> Rescue:
+    """The first JSON object anywhere in `text` that names a tool with arguments that validate.
+    A native-mode model sometimes writes its call as JSON after some prose; the first call-like
+    object that does not validate is reported, so the model can be told why nothing ran."""
+    rescue = Rescue()
+    decoder = json.JSONDecoder()
+    position, tried = 0, 0
+    scanned = text[:MAX_RESCUE_SCAN_CHARS]
+    while tried < MAX_RESCUE_CANDIDATES and (start := scanned.find("{", position)) >= 0:
+        tried += 1
+        try:
+            value, end = decoder.raw_decode(scanned, start)
+        except (json.JSONDecodeError, RecursionError):
+            position = start + 1
+            continue
+        call = _call_from_object(value)
+        if call is None:
+            position = start + 1  # a wrapper object may hold the call inside it
+            continue
+        problem = validate(call[0], _loads_or_none(call[1]))
+        if problem is None:
+            rescue.call = call
+            return rescue
+        rescue.near_miss = rescue.near_miss or f"{call[0]}: {problem}"
+        position = end
+    return rescue
+
+
+def _loads_or_none(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+
+
 def parse_reply(text: str, known_tools: set[str] | None = None) -> ParsedReply:
     """Find the first tool call (or the final answer) in a model's text reply."""
     reply = ParsedReply(visible=visible_text(text))

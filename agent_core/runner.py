@@ -9,41 +9,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .checkpoint import AgentStore, open_store
+from .event_pump import EventPump
 from .events import make_event
 from .thread_store import ThreadStore
 from .tool_ledger import INTERRUPTED, STOPPED
 
 log = logging.getLogger(__name__)
-
-
-class EventPump:
-    """A run's event sink: a sync call for the agent, appended to the thread's log in order by a
-    task of its own, so events emitted while the run is being cancelled are still kept."""
-
-    def __init__(
-        self, threads: ThreadStore, thread_id: str, run_id: str, agent: str = "main",
-        on_event: Callable[[dict[str, Any]], None] | None = None,
-    ) -> None:  # fmt: skip
-        self._threads = threads
-        self._thread_id = thread_id
-        self._run_id = run_id
-        self._agent = agent  # the run's top agent: "main", or "planner" in multi mode
-        self._on_event = on_event
-        self._queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
-        self._task = asyncio.create_task(self._pump())
-
-    def __call__(self, event: dict[str, Any]) -> None:
-        self._queue.put_nowait({"agent": self._agent, **event, "run_id": self._run_id})
-
-    async def drain(self) -> None:
-        self._queue.put_nowait(None)
-        await asyncio.shield(self._task)
-
-    async def _pump(self) -> None:
-        while (event := await self._queue.get()) is not None:
-            stamped = await self._threads.append(self._thread_id, event)
-            if self._on_event is not None:
-                self._on_event(stamped)
 
 
 class ThreadBusy(Exception):
@@ -135,12 +106,14 @@ class AgentRuntime:
             status = "failed"
             emit(make_event("error", kind="internal", message=f"Cellwright failed: {type(exc).__name__}: {exc}", retryable=False))
         finally:
-            if await self.threads.get(thread_id) is not None:
-                emit(make_event("run_finished", status=status))
-                await emit.drain()
-                await self.threads.update(thread_id, status=status)
-            renewing.cancel()
-            await self.threads.release_lease(thread_id)
+            try:
+                if await self.threads.get(thread_id) is not None:
+                    emit(make_event("run_finished", status=status))
+                    await emit.drain()
+                    await self.threads.update(thread_id, status=status)
+            finally:  # a failed save must not leave the thread leased to nobody for 30 s
+                renewing.cancel()
+                await self.threads.release_lease(thread_id)
         return status
 
     async def _renew_lease(self, thread_id: str) -> None:
@@ -177,7 +150,8 @@ class AgentRuntime:
         tool_message = {"role": "tool", "tool_call_id": call["id"], "content": outcome.content}
         await self.graph.aupdate_state(self.config(thread_id), {"messages": appended(tool_message), "done": True}, as_node="tools")
         name = call["function"]["name"]
-        emit(make_event("tool_result", id=call["id"], name=name, status=outcome.status, summary=outcome.display_summary))
+        stopped = outcome.content == STOPPED.content
+        emit(make_event("tool_result", id=call["id"], name=name, status=outcome.status, summary=outcome.display_summary, stopped=stopped))
         return True
 
     async def delete_thread(self, thread_id: str) -> None:

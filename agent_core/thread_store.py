@@ -8,9 +8,12 @@ import asyncio
 import json
 import time
 import uuid
-from dataclasses import asdict, dataclass
+from collections import deque
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
+
+from .private_storage import private_file
 
 ThreadStatus = str  # "idle" | "running" | "awaiting_approval" | "completed" | "cancelled" | "failed"
 
@@ -24,7 +27,19 @@ SCHEMA = (
     # Which process drives a thread right now: the server and kernels (%agent) share the store.
     "CREATE TABLE IF NOT EXISTS leases (thread_id TEXT PRIMARY KEY, owner TEXT NOT NULL, until REAL NOT NULL)",
 )
+# Who holds a lease, in words, so a refused Stop can say who runs the thread (added after the first release).
+MIGRATIONS = ("ALTER TABLE leases ADD COLUMN holder TEXT NOT NULL DEFAULT ''",)
 LEASE_SECONDS = 30.0  # renewed every third of it while a run goes on; a crashed owner's lease expires
+LIVE_EVENTS_KEPT = 2000  # per thread: live-only events a slow reader may still catch up on
+
+
+@dataclass
+class _LiveLog:
+    """Events streamed to this process's readers but not stored (a cell's output beyond its stored
+    cap). Each is anchored to the last stored seq before it, so readers interleave them in order."""
+
+    entries: deque[tuple[int, int, dict[str, Any]]] = field(default_factory=lambda: deque(maxlen=LIVE_EVENTS_KEPT))
+    next_index: int = 0
 
 
 @dataclass
@@ -45,12 +60,15 @@ class ThreadRecord:
 
 
 class ThreadStore:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, holder: str = "another process") -> None:
         self._path = path
         self._conn: Any = None
         self._wakeups: dict[str, asyncio.Event] = {}
         self._write_lock = asyncio.Lock()  # one write transaction at a time on this connection
         self.owner = uuid.uuid4().hex  # this process's name on the leases it holds
+        self.holder = holder  # ... and how a refusal names it to the user
+        self._live: dict[str, _LiveLog] = {}
+        self._last_seq: dict[str, int] = {}
 
     @property
     def is_open(self) -> bool:
@@ -59,13 +77,18 @@ class ThreadStore:
     async def open(self) -> None:
         import aiosqlite
 
-        self._path.parent.mkdir(parents=True, exist_ok=True)
+        private_file(self._path)
         self._conn = await aiosqlite.connect(str(self._path))
         await self._conn.execute("PRAGMA journal_mode=WAL")
         # WAL + NORMAL: no fsync per commit (one per checkpoint of the WAL); survives a crash of the process.
         await self._conn.execute("PRAGMA synchronous=NORMAL")
         for statement in SCHEMA:
             await self._conn.execute(statement)
+        async with self._conn.execute("PRAGMA table_info(leases)") as cursor:
+            lease_columns = {row[1] for row in await cursor.fetchall()}
+        if "holder" not in lease_columns:
+            for statement in MIGRATIONS:
+                await self._conn.execute(statement)
         await self._conn.commit()
 
     async def close(self) -> None:
@@ -110,6 +133,7 @@ class ThreadStore:
             await self._conn.execute("DELETE FROM threads WHERE thread_id = ?", (thread_id,))
             await self._conn.execute("DELETE FROM events WHERE thread_id = ?", (thread_id,))
             await self._conn.commit()
+        self.forget_live(thread_id)
         self.wake(thread_id)
 
     async def take_lease(self, thread_id: str) -> bool:
@@ -117,9 +141,10 @@ class ThreadStore:
         now = time.time()
         async with self._write_lock:
             cursor = await self._conn.execute(
-                "INSERT INTO leases (thread_id, owner, until) VALUES (?, ?, ?) ON CONFLICT (thread_id) DO UPDATE"
-                " SET owner = excluded.owner, until = excluded.until WHERE leases.owner = excluded.owner OR leases.until < ?",
-                (thread_id, self.owner, now + LEASE_SECONDS, now),
+                "INSERT INTO leases (thread_id, owner, until, holder) VALUES (?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE"
+                " SET owner = excluded.owner, until = excluded.until, holder = excluded.holder"
+                " WHERE leases.owner = excluded.owner OR leases.until < ?",
+                (thread_id, self.owner, now + LEASE_SECONDS, self.holder, now),
             )
             await self._conn.commit()
         return cursor.rowcount == 1
@@ -129,11 +154,13 @@ class ThreadStore:
             await self._conn.execute("DELETE FROM leases WHERE thread_id = ? AND owner = ?", (thread_id, self.owner))
             await self._conn.commit()
 
-    async def leased_elsewhere(self, thread_id: str) -> bool:
+    async def leased_elsewhere(self, thread_id: str) -> str | None:
+        """Who else drives `thread_id` right now (in words), or None."""
         async with self._conn.execute(
-            "SELECT 1 FROM leases WHERE thread_id = ? AND owner != ? AND until >= ?", (thread_id, self.owner, time.time())
+            "SELECT holder FROM leases WHERE thread_id = ? AND owner != ? AND until >= ?", (thread_id, self.owner, time.time())
         ) as cursor:
-            return await cursor.fetchone() is not None
+            row = await cursor.fetchone()
+        return None if row is None else (row[0] or "another process")
 
     async def append(self, thread_id: str, event: dict[str, Any]) -> dict[str, Any]:
         """Stamp `event` with the thread's next seq, persist it and wake the readers. The seq is read
@@ -150,8 +177,46 @@ class ThreadStore:
             except BaseException:
                 await self._conn.rollback()
                 raise
+        self._last_seq[thread_id] = seq
         self.wake(thread_id)
         return stamped
+
+    def publish_live(self, thread_id: str, event: dict[str, Any]) -> None:
+        """Stream `event` to this process's readers without storing it (no seq)."""
+        log = self._live.setdefault(thread_id, _LiveLog())
+        anchor = self._last_seq.get(thread_id, 0)
+        log.entries.append((log.next_index, anchor, {**event, "thread_id": thread_id}))
+        log.next_index += 1
+        self.wake(thread_id)
+
+    def live_start(self, thread_id: str, after: int) -> int:
+        """Where a reader that starts after stored seq `after` begins in the live log."""
+        log = self._live.get(thread_id)
+        if log is None:
+            return 0
+        return next((index for index, anchor, _ in log.entries if anchor >= after), log.next_index)
+
+    def live_events(self, thread_id: str, start: int, upto_seq: int) -> tuple[list[dict[str, Any]], int]:
+        """Live events from index `start` anchored at or before `upto_seq`, and the next index."""
+        log = self._live.get(thread_id)
+        if log is None:
+            return [], start
+        found = []
+        for index, anchor, event in log.entries:
+            if index < start:
+                continue
+            if anchor > upto_seq:
+                break
+            found.append(event)
+            start = index + 1
+        return found, start
+
+    def has_live_after(self, thread_id: str, start: int) -> bool:
+        log = self._live.get(thread_id)
+        return log is not None and log.next_index > start
+
+    def forget_live(self, thread_id: str) -> None:
+        self._live.pop(thread_id, None)
 
     async def events_after(self, thread_id: str, after: int, limit: int = 1000) -> list[dict[str, Any]]:
         async with self._conn.execute(
@@ -159,12 +224,16 @@ class ThreadStore:
         ) as cursor:
             return [json.loads(row[0]) for row in await cursor.fetchall()]
 
-    async def wait_for_events(self, thread_id: str, after: int, timeout: float, still: Callable[[], bool] = lambda: True) -> None:
+    async def wait_for_events(
+        self, thread_id: str, after: int, timeout: float, still: Callable[[], bool] = lambda: True, live_start: int | None = None
+    ) -> None:
         """Return when the thread has an event after `after`, when `still()` turns false (woken by
         `wake`, e.g. when its run ends), or after `timeout` seconds. Events another process appends
         are seen at the next call; the SSE handler calls at least every 15 s."""
         wakeup = self._wakeups.setdefault(thread_id, asyncio.Event())  # registered before checking: no lost wake-up
         if await self._max_seq(thread_id) > after or not still():
+            return
+        if live_start is not None and self.has_live_after(thread_id, live_start):
             return
         try:
             await asyncio.wait_for(wakeup.wait(), timeout)

@@ -11,6 +11,18 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 from tornado.iostream import StreamClosedError
 
+from agent_core.route_bodies import (
+    MAX_BODY_BYTES,
+    BodyError,
+    CreateThread,
+    Decision,
+    DiagnosticsRequest,
+    ModelT,
+    ResourcesRequest,
+    StartRun,
+    parse_body,
+    parse_json,
+)
 from agent_core.tools import ToolInputError
 from agent_core.workspace import WorkspaceError, resolve_in_root
 
@@ -18,7 +30,7 @@ from .errors import BadRequest, CellwrightError, Conflict
 from .settings_store import validate_changes
 
 PING_SECONDS = 15.0
-MODES = ("single", "multi")
+MAX_SEQ = 2**62  # SQLite integers are 64-bit: a larger Last-Event-ID must not reach the query
 
 
 class CellwrightHandler(APIHandler):
@@ -34,19 +46,25 @@ class CellwrightHandler(APIHandler):
 
     async def prepare(self) -> None:
         await super().prepare()
+        if len(self.request.body or b"") > MAX_BODY_BYTES:  # before any work, even for a wrong route body
+            parse_json(self.request.body)
         await self.app.ready()
 
-    def body(self, *required: str) -> dict[str, Any]:
-        try:
-            data = json.loads(self.request.body or b"{}")
-        except ValueError as exc:
-            raise BadRequest(f"The request body is not valid JSON ({exc}).", "malformed_json") from None
-        if not isinstance(data, dict):
-            raise BadRequest("The request body must be a JSON object.", "malformed_json")
-        missing = [name for name in required if name not in data]
-        if missing:
-            raise BadRequest(f"Missing fields: {missing}.", "missing_fields")
-        return data
+    def body(self, model: type[ModelT]) -> ModelT:
+        """The request body as `model`: JSON, bounded, every field type-checked."""
+        return parse_body(model, parse_json(self.request.body))
+
+    @property
+    def root_dir(self) -> Path:
+        return Path(self.app.serverapp.root_dir)
+
+    def _notebook_path(self, path: str | None) -> str | None:
+        """A notebook path from a body, relative to the root; 400 path_outside_root when it leaves it
+        (by `..`, an absolute path or a symlink)."""
+        relative = _root_relative(path)
+        if relative:
+            resolve_in_root(self.root_dir, relative)
+        return relative
 
     def write_json(self, data: Any, status: int = 200) -> None:
         self.set_status(status)
@@ -90,7 +108,7 @@ class ConfigHandler(CellwrightHandler):
     @web.authenticated
     @authorized
     async def put(self) -> None:
-        self.app.apply_changes(validate_changes(self.body()))
+        self.app.apply_changes(validate_changes(parse_json(self.request.body)))
         self.write_json(self.app.public_config())
 
 
@@ -103,11 +121,9 @@ class ThreadsHandler(CellwrightHandler):
     @web.authenticated
     @authorized
     async def post(self) -> None:
-        body = self.body()
-        path, title = body.get("notebook_path", ""), body.get("title", "")
-        if not isinstance(path, str) or not isinstance(title, str):
-            raise BadRequest('"notebook_path" and "title" must be strings.')
-        record = await self.runs.threads.create(path, title.strip() or "New thread")
+        body = self.body(CreateThread)
+        path = self._notebook_path(body.notebook_path) or ""
+        record = await self.runs.threads.create(path, body.title.strip() or "New thread")
         self.set_header("Location", self.base_url.rstrip("/") + f"/cellwright/api/threads/{record.thread_id}")
         self.write_json({**record.public(), "status": "idle"}, 201)
 
@@ -130,16 +146,11 @@ class RunsHandler(CellwrightHandler):
     @web.authenticated
     @authorized
     async def post(self, thread_id: str) -> None:
-        body = self.body("message")
-        message, mode = body["message"], body.get("mode", "single")
-        if not isinstance(message, str) or not message.strip():
-            raise BadRequest('"message" must be a non-empty string.')
-        if mode not in MODES:
-            raise BadRequest(f'"mode" must be one of {list(MODES)}.', "bad_mode")
-        path, kernel_id = body.get("notebook_path"), body.get("kernel_id")
-        if (path is not None and not isinstance(path, str)) or (kernel_id is not None and not isinstance(kernel_id, str)):
-            raise BadRequest('"notebook_path" and "kernel_id" must be strings.')
-        run_id = await self.runs.start_run(thread_id, message, _root_relative(path), kernel_id, mode)
+        body = self.body(StartRun)
+        if not body.message.strip():
+            raise BadRequest('"message" must not be blank.', "bad_request")
+        path = self._notebook_path(body.notebook_path)
+        run_id = await self.runs.start_run(thread_id, body.message, path, body.kernel_id, body.mode)
         self.write_json({"run_id": run_id}, 202)
 
 
@@ -147,7 +158,7 @@ class ApprovalHandler(CellwrightHandler):
     @web.authenticated
     @authorized
     async def post(self, thread_id: str, call_id: str) -> None:
-        run_id = await self.runs.decide(thread_id, call_id, self.body("decision"))
+        run_id = await self.runs.decide(thread_id, call_id, self.body(Decision))
         self.write_json({"run_id": run_id}, 202)
 
 
@@ -179,46 +190,46 @@ class EventsHandler(CellwrightHandler):
     def _after(self) -> int:
         raw = self.get_query_argument("after", None) or self.request.headers.get("Last-Event-ID") or "0"
         try:
-            return max(0, int(raw))
+            return min(max(0, int(raw)), MAX_SEQ)
         except ValueError:
-            raise BadRequest(f"'after' / Last-Event-ID must be an integer sequence number, not {raw!r}.") from None
+            raise BadRequest(f"'after' / Last-Event-ID must be an integer sequence number, not {raw[:40]!r}.") from None
 
     async def _stream(self, thread_id: str, after: int) -> None:
         threads = self.runs.threads
+        live = threads.live_start(thread_id, after)  # outputs streamed but not stored, in order
         while True:
             running = self.runs.is_running(thread_id)
             for event in await threads.events_after(thread_id, after):
+                live = self._write_live(thread_id, live, event["seq"] - 1)
                 self.write(f"id: {event['seq']}\nevent: {event['type']}\ndata: {json.dumps(event)}\n\n")
                 after = event["seq"]
+            live = self._write_live(thread_id, live, after)
             await self.flush()
             if not running and not self.runs.is_running(thread_id) and not await threads.events_after(thread_id, after, 1):
                 return
             if self.request.connection.stream.closed():  # type: ignore[union-attr]
                 return
-            before = after
-            await threads.wait_for_events(thread_id, after, PING_SECONDS, still=lambda: self.runs.is_running(thread_id))
-            if self.runs.is_running(thread_id) and not await threads.events_after(thread_id, before, 1):
+            before, live_before = after, live
+            await threads.wait_for_events(thread_id, after, PING_SECONDS, still=lambda: self.runs.is_running(thread_id), live_start=live)
+            idle = not await threads.events_after(thread_id, before, 1) and not threads.has_live_after(thread_id, live_before)
+            if self.runs.is_running(thread_id) and idle:
                 self.write(": ping\n\n")
+
+    def _write_live(self, thread_id: str, start: int, upto_seq: int) -> int:
+        """Live-only events up to stored seq `upto_seq`: no `id:` line, so a reconnect skips them."""
+        events, start = self.runs.threads.live_events(thread_id, start, upto_seq)
+        for event in events:
+            self.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n")
+        return start
 
 
 class ToolRouteHandler(CellwrightHandler):
     """Routes that call the agent's tools directly (the same functions the agent uses)."""
 
-    @property
-    def root_dir(self) -> Path:
-        return Path(self.app.serverapp.root_dir)
-
     def environment(self, notebook_path: str, kernel_id: str | None) -> Any:
         from .kernel_executor import KernelEnvironment
 
-        return KernelEnvironment(self.kernel_manager, self.session_manager, self.root_dir, notebook_path, kernel_id)
-
-    def strings(self, body: dict[str, Any], *names: str) -> list[Any]:
-        values = [body.get(name) for name in names]
-        for name, value in zip(names, values):
-            if value is not None and not isinstance(value, str):
-                raise BadRequest(f'"{name}" must be a string.')
-        return values
+        return KernelEnvironment(self.kernel_manager, self.session_manager, self.root_dir, notebook_path, kernel_id, workspace=self.app.workspace)
 
 
 
@@ -233,7 +244,8 @@ class DiagnosticsHandler(ToolRouteHandler):
     async def post(self) -> None:
         from agent_core.tools.diagnostics import lint_code, lint_file
 
-        code, path, kernel_id = self.strings(self.body(), "code", "path", "kernel_id")
+        body = self.body(DiagnosticsRequest)
+        code, path, kernel_id = body.code, body.path, body.kernel_id
         if code is None and path is None:
             raise BadRequest('Send "code" (the cell\'s Python code), optionally with "path" and "kernel_id".', "missing_fields")
         root = self.root_dir
@@ -261,14 +273,18 @@ class ResourcesHandler(ToolRouteHandler):
     async def post(self) -> None:
         from agent_core.tools.resources import check_resources
 
-        body = self.body()
-        kernel_id, notebook = self.strings(body, "kernel_id", "notebook_path")
-        env = self.environment(_root_relative(notebook) or "", kernel_id) if (kernel_id or notebook) else None
-        self.write_json(await check_resources(self.root_dir, env, body.get("files"), body.get("dataframes")))
+        body = self.body(ResourcesRequest)
+        kernel_id, notebook = body.kernel_id, self._notebook_path(body.notebook_path)
+        env = self.environment(notebook or "", kernel_id) if (kernel_id or notebook) else None
+        self.write_json(await check_resources(self.root_dir, env, body.files, body.dataframes))
 
 
 def _as_domain_error(e: BaseException) -> BaseException:
-    """Errors of the agent's tools, as the routes that call those tools answer them."""
+    """Errors of the agent's tools and of body parsing, as the routes answer them."""
+    if isinstance(e, BodyError):
+        error = CellwrightError(e.message, e.kind)
+        error.status = e.status
+        return error
     if isinstance(e, WorkspaceError):
         return BadRequest(e.message[:1].upper() + e.message[1:] + ".", e.kind)
     if isinstance(e, ToolInputError):

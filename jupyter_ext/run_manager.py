@@ -9,6 +9,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Callable
 
+from agent_core.route_bodies import Decision
 from agent_core.settings import AgentSettings
 from agent_core.thread_store import ThreadRecord, ThreadStore
 from agent_core.tools import ToolEnvironment
@@ -18,7 +19,6 @@ from .errors import BadRequest, Conflict, NotFound
 log = logging.getLogger(__name__)
 
 EnvFactory = Callable[[str, str | None, AgentSettings], ToolEnvironment]
-DECISIONS = ("approve", "edit", "reject")
 
 
 class RunManager:
@@ -67,12 +67,12 @@ class RunManager:
         return record
 
     async def thread_detail(self, thread_id: str) -> dict[str, Any]:
+        """The thread as it is: a read never drives a run (recovery is for start-up and POSTs)."""
         from agent_core.runner import view_message
 
         record = await self.thread(thread_id)
-        async with self._thread_locks[thread_id]:
-            snapshot = await self._redrive_if_stuck(record)
         runtime = await self.runtime()
+        snapshot = await runtime.snapshot(thread_id)
         values = snapshot.values or {}
         pending = runtime.pending(snapshot)
         return {
@@ -88,8 +88,21 @@ class RunManager:
 
     async def delete_thread(self, thread_id: str) -> None:
         await self.thread(thread_id)
-        await self._stop_task(thread_id)
-        await (await self.runtime()).delete_thread(thread_id)
+        async with self._thread_locks[thread_id]:
+            await self._refuse_if_leased_elsewhere(thread_id, "delete it")
+            await self._stop_task(thread_id)
+            await (await self.runtime()).delete_thread(thread_id)
+        self._thread_locks.pop(thread_id, None)
+
+    async def recover(self) -> None:
+        """Drive on the threads a crash left between a saved step and its approval request, so
+        their approval shows again. Runs once at start-up, in the background."""
+        for record in await self.threads.list():
+            if record.status != "running" or record.thread_id in self._active:
+                continue
+            async with self._thread_locks[record.thread_id]:
+                if not await self.threads.leased_elsewhere(record.thread_id):
+                    await self._redrive_if_stuck(record)
 
     # -- runs
 
@@ -120,17 +133,19 @@ class RunManager:
             record = await self.thread(thread_id)
             return self._launch(record, new_run_input(message, mode), settings, mode, message)
 
-    async def decide(self, thread_id: str, call_id: str, body: dict[str, Any]) -> str:
+    async def decide(self, thread_id: str, call_id: str, body: Decision) -> str:
         from langgraph.types import Command
 
         from agent_core.tools import TOOLS
 
         record = await self.thread(thread_id)
-        decision = _check_decision(body)
+        if body.decision == "edit" and body.args is None:
+            raise BadRequest('An "edit" decision needs "args": the edited arguments as an object.', "bad_args")
+        decision = {"decision": body.decision, "args": body.args, "reason": body.reason or ""}
         async with self._thread_locks[thread_id]:
             await self._ensure_free(thread_id, "This thread's run is still going; the approval is not pending any more.")
             runtime = await self.runtime()
-            snapshot = await runtime.snapshot(thread_id)
+            snapshot = await self._redrive_if_stuck(record)
             pending = runtime.pending(snapshot)
             if pending is None or pending["id"] != call_id:
                 now = f"the pending one is {pending['id']!r}" if pending else "nothing is pending"
@@ -139,8 +154,8 @@ class RunManager:
                 problem = TOOLS[pending["name"]].check_args(decision.get("args"))
                 if problem:
                     raise BadRequest(f"The edited arguments do not fit: {problem}.", "bad_args")
-            if body.get("kernel_id"):
-                await self.threads.update(thread_id, kernel_id=str(body["kernel_id"]))
+            if body.kernel_id:
+                await self.threads.update(thread_id, kernel_id=body.kernel_id)
                 record = await self.thread(thread_id)
             mode = (snapshot.values or {}).get("mode", "single")
             resume = Command(resume={pending["interrupt_id"]: decision})
@@ -151,8 +166,9 @@ class RunManager:
         async with self._thread_locks[thread_id]:
             if thread_id in self._active:
                 await self._stop_task(thread_id)  # the run closes its open call itself
-            else:
-                await (await self.runtime()).stop_pending(thread_id, record.last_run_id)
+                return
+            await self._refuse_if_leased_elsewhere(thread_id, "stop it")
+            await (await self.runtime()).stop_pending(thread_id, record.last_run_id)
 
     def is_running(self, thread_id: str) -> bool:
         return thread_id in self._active
@@ -162,8 +178,16 @@ class RunManager:
     async def _ensure_free(self, thread_id: str, message: str = "") -> None:
         if thread_id in self._active:
             raise Conflict(message or "A run of this thread is active: wait for it to finish or press Stop.", "run_active")
-        if await self.threads.leased_elsewhere(thread_id):
-            raise Conflict("A %agent call in a kernel is running this thread right now: wait for it to finish.", "run_active")
+        await self._refuse_if_leased_elsewhere(thread_id, "start another run")
+
+    async def _refuse_if_leased_elsewhere(self, thread_id: str, action: str) -> None:
+        holder = await self.threads.leased_elsewhere(thread_id)
+        if holder:
+            raise Conflict(
+                f"{holder[:1].upper()}{holder[1:]} is running this thread right now: wait for it to finish "
+                f"(or interrupt that kernel) before you {action}.",
+                "run_active",
+            )
 
     def _launch(self, record: ThreadRecord, graph_input: Any, settings: AgentSettings, mode: str, message: str) -> str:
         run_id = uuid.uuid4().hex
@@ -217,15 +241,3 @@ class RunManager:
 
 def _public_pending(pending: dict[str, Any] | None) -> dict[str, Any] | None:
     return None if pending is None else {k: v for k, v in pending.items() if k != "interrupt_id"}
-
-
-def _check_decision(body: dict[str, Any]) -> dict[str, Any]:
-    decision = body.get("decision")
-    if decision not in DECISIONS:
-        raise BadRequest(f"decision must be one of {list(DECISIONS)}, not {decision!r}.", "bad_decision")
-    if decision == "edit" and not isinstance(body.get("args"), dict):
-        raise BadRequest('An "edit" decision needs "args": the edited arguments as an object.', "bad_args")
-    reason = body.get("reason")
-    if reason is not None and not isinstance(reason, str):
-        raise BadRequest('"reason" must be a string.', "bad_request")
-    return {"decision": decision, "args": body.get("args"), "reason": reason or ""}

@@ -10,6 +10,7 @@ from typing import Any
 
 from agent_core.kernel.kernel_settings import RUNTIME_EDITABLE as EDITABLE
 from agent_core.kernel.kernel_settings import runtime_values
+from agent_core.private_storage import private_dir
 from agent_core.tools import TOOL_NAMES
 
 from .errors import BadRequest
@@ -46,7 +47,7 @@ class SettingsStore:
 
     def save(self, changes: dict[str, Any]) -> None:
         data = {**self.load(), **changes}
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(self.path.parent)
         tmp = self.path.with_suffix(".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -30,7 +30,7 @@ async def test_malformed_json_is_400(api: Api, path: str) -> None:
     thread = await api.new_thread()
     method = "PUT" if path == "config" else "POST"
     code, data = await api.call(method, path.format(t=thread), "{not json")
-    assert code == 400 and data["error"] == "malformed_json" and "not valid JSON" in data["message"]
+    assert code == 400 and data["error"] == "bad_json" and "not valid JSON" in data["message"]
 
 
 async def test_missing_and_bad_fields(api: Api) -> None:
@@ -162,6 +162,11 @@ async def test_redrive_after_crash_before_interrupt(api: Api, jp_serverapp: Any)
     await graph.aupdate_state(config, {"messages": appended({"role": "assistant", "content": "", "tool_calls": [call]})}, as_node="model")
     assert (await graph.aget_state(config)).next == ("tools",)
     _, detail = await api.call("GET", f"threads/{thread}")
+    assert detail["pending_approval"] is None, "a read drives nothing"
+    assert not await api.events(thread)
+    code, data = await api.call("POST", f"threads/{thread}/runs", {"message": "next"})
+    assert (code, data["error"]) == (409, "approval_pending"), "the next POST recovers the thread first"
+    _, detail = await api.call("GET", f"threads/{thread}")
     assert detail["pending_approval"]["id"] == "c9" and detail["status"] == "awaiting_approval"
     events = await api.events(thread)
     assert of_type(events, "approval_required")[0]["id"] == "c9"
@@ -172,7 +177,7 @@ async def test_thread_run_by_a_kernel_is_busy_for_the_panel(api: Api, jp_servera
 
     thread = await api.new_thread()
     app = jp_serverapp.web_app.settings["cellwright"]
-    kernel_side = ThreadStore(app.threads._path)  # what a %agent call in a kernel opens
+    kernel_side = ThreadStore(app.threads._path, holder="a %agent call in a kernel")  # what the magic opens
     await kernel_side.open()
     try:
         assert await kernel_side.take_lease(thread)

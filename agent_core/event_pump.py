@@ -1,0 +1,197 @@
+"""A run's event sink: what the agent emits goes into the thread's log, in order, with bounded
+storage. Token deltas are coalesced (one row per 50 ms or 1 KB, the first at once), and a cell's
+outputs are stored up to a head cap; beyond it they are streamed live only, and the cell's end
+stores a "lines omitted" note and the tail. Readers connected at the time still get everything."""
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator
+
+from .events import make_event
+from .redaction import redact_text
+from .thread_store import ThreadStore
+
+TOKEN_WINDOW_SECONDS = 0.05
+TOKEN_MAX_CHARS = 1024
+HEAD_LINES, HEAD_BYTES = 200, 64 * 1024  # stored from the start of each cell's output
+TAIL_LINES, TAIL_BYTES = 100, 32 * 1024  # stored from its end when the middle was cut
+
+Stored = bool  # where an event goes: the log (True) or only live readers (False)
+
+
+def _stream_lines(text: str) -> int:
+    return text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+
+
+def _size(output: dict[str, Any]) -> tuple[int, int]:
+    """(lines, bytes) an output counts for against a cell's cap."""
+    if output.get("output_type") == "stream":
+        text = str(output.get("text", ""))
+        return _stream_lines(text), len(text.encode("utf-8", "replace"))
+    return 1, len(json.dumps(output, default=str))
+
+
+def _split_stream(output: dict[str, Any], lines: int, size: int) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """A stream output cut after at most `lines` lines and `size` bytes (None if nothing fits)."""
+    text = str(output.get("text", ""))
+    cut, count = 0, 0
+    for piece in text.splitlines(keepends=True):
+        if count >= lines or cut + len(piece.encode("utf-8", "replace")) > size:
+            break
+        cut, count = cut + len(piece), count + 1
+    if cut == 0:
+        return None
+    return {**output, "text": text[:cut]}, {**output, "text": text[cut:]}
+
+
+@dataclass
+class _CellBudget:
+    lines: int = 0
+    bytes: int = 0
+    overflowing: bool = False
+    tail: deque[dict[str, Any]] = field(default_factory=deque)
+    tail_lines: int = 0
+    tail_bytes: int = 0
+    omitted_lines: int = 0
+
+    def keep_tail(self, output: dict[str, Any]) -> None:
+        self.tail.append(output)
+        lines, size = _size(output)
+        self.tail_lines, self.tail_bytes = self.tail_lines + lines, self.tail_bytes + size
+        while self.tail and (self.tail_lines > TAIL_LINES or self.tail_bytes > TAIL_BYTES):
+            first = self.tail.popleft()
+            lines, size = _size(first)
+            excess_lines = self.tail_lines - TAIL_LINES
+            if first.get("output_type") == "stream" and 0 < excess_lines < lines and self.tail_bytes - size <= TAIL_BYTES:
+                text = str(first["text"]).splitlines(keepends=True)
+                rest = {**first, "text": "".join(text[excess_lines:])}
+                self.tail.appendleft(rest)
+                lines, size = excess_lines, size - _size(rest)[1]
+            self.tail_lines, self.tail_bytes = self.tail_lines - lines, self.tail_bytes - size
+            self.omitted_lines += lines
+
+
+class OutputCaps:
+    """Decides, per cell (or streamed command), which outputs are stored and which only streamed."""
+
+    def __init__(self) -> None:
+        self._cells: dict[str, _CellBudget] = {}
+
+    def route(self, event: dict[str, Any]) -> Iterator[tuple[dict[str, Any], Stored]]:
+        kind = event.get("type")
+        if kind == "cell_output" and isinstance(event.get("output"), dict):
+            yield from self._output(event)
+        elif kind in ("cell_finished", "tool_result") and event.get("id") in self._cells:
+            yield from self._summary(event)
+            yield event, True
+        else:
+            yield event, True
+
+    def _output(self, event: dict[str, Any]) -> Iterator[tuple[dict[str, Any], Stored]]:
+        budget = self._cells.setdefault(str(event.get("id")), _CellBudget())
+        output = event["output"]
+        if not budget.overflowing:
+            lines, size = _size(output)
+            if budget.lines + lines <= HEAD_LINES and budget.bytes + size <= HEAD_BYTES:
+                budget.lines, budget.bytes = budget.lines + lines, budget.bytes + size
+                yield event, True
+                return
+            budget.overflowing = True
+            parts = _split_stream(output, HEAD_LINES - budget.lines, HEAD_BYTES - budget.bytes) if output.get("output_type") == "stream" else None
+            if parts is not None:
+                yield {**event, "output": parts[0]}, True
+                output = parts[1]
+        budget.keep_tail(output)
+        yield {**event, "output": output, "live_only": True}, False
+
+    def _summary(self, event: dict[str, Any]) -> Iterator[tuple[dict[str, Any], Stored]]:
+        budget = self._cells.pop(str(event["id"]))
+        if not budget.overflowing:
+            return
+        if budget.omitted_lines:
+            note = {"output_type": "stream", "name": "stdout", "text": f"[... {budget.omitted_lines} lines omitted ...]\n"}
+            yield {**event, **make_event("cell_output", id=event["id"], output=note), "overflow_summary": True}, True
+        for output in budget.tail:
+            yield {**event, **make_event("cell_output", id=event["id"], output=output), "overflow_summary": True}, True
+
+
+def _same_stream(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return a.get("agent") == b.get("agent") and a.get("task_id") == b.get("task_id")
+
+
+class EventPump:
+    """A sync call for the agent; a task of its own appends to the thread's log in order, so events
+    emitted while the run is being cancelled are still kept."""
+
+    def __init__(
+        self, threads: ThreadStore, thread_id: str, run_id: str, agent: str = "main",
+        on_event: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:  # fmt: skip
+        self._threads = threads
+        self._thread_id = thread_id
+        self._run_id = run_id
+        self._agent = agent  # the run's top agent: "main", or "planner" in multi mode
+        self._on_event = on_event
+        self._queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self._held: dict[str, Any] | None = None  # read while coalescing tokens, written next
+        self._last_token_write = 0.0
+        self._caps = OutputCaps()
+        threads.forget_live(thread_id)  # a new segment: the last one's live-only outputs are history
+        self._task = asyncio.create_task(self._pump())
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        self._queue.put_nowait({"agent": self._agent, **event, "run_id": self._run_id})
+
+    async def drain(self) -> None:
+        self._queue.put_nowait(None)
+        await asyncio.shield(self._task)
+
+    async def _next(self) -> dict[str, Any] | None:
+        if self._held is not None:
+            event, self._held = self._held, None
+            return event
+        return await self._queue.get()
+
+    async def _pump(self) -> None:
+        while (event := await self._next()) is not None:
+            if event["type"] == "token":
+                event = await self._coalesced(event)
+            elif event["type"] == "error" and isinstance(event.get("message"), str):
+                event = {**event, "message": redact_text(event["message"])}
+            for routed, stored in self._caps.route(event):
+                if stored:
+                    stamped = await self._threads.append(self._thread_id, routed)
+                    if self._on_event is not None:
+                        self._on_event(stamped)
+                else:
+                    self._threads.publish_live(self._thread_id, routed)
+
+    async def _coalesced(self, first: dict[str, Any]) -> dict[str, Any]:
+        """`first` and the tokens that follow it within the window (the first of a burst at once)."""
+        parts, size = [first["text"]], len(first["text"])
+        deadline = max(time.monotonic(), self._last_token_write + TOKEN_WINDOW_SECONDS)
+        while size < TOKEN_MAX_CHARS:
+            try:
+                following = self._queue.get_nowait()
+            except asyncio.QueueEmpty:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                try:
+                    following = await asyncio.wait_for(self._queue.get(), remaining)
+                except asyncio.TimeoutError:
+                    break
+            if following is None:
+                self._queue.put_nowait(None)  # the end marker stays last: _next reads it again
+                break
+            if following["type"] != "token" or not _same_stream(first, following):
+                self._held = following
+                break
+            parts.append(following["text"])
+            size += len(following["text"])
+        self._last_token_write = time.monotonic()
+        return {**first, "text": "".join(parts)}
