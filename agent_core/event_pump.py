@@ -115,8 +115,20 @@ class OutputCaps:
         if budget.omitted_lines:
             note = {"output_type": "stream", "name": "stdout", "text": f"[... {budget.omitted_lines} lines omitted ...]\n"}
             yield {**event, **make_event("cell_output", id=event["id"], output=note), "overflow_summary": True}, True
-        for output in budget.tail:
+        for output in _merged_streams(budget.tail):
             yield {**event, **make_event("cell_output", id=event["id"], output=output), "overflow_summary": True}, True
+
+
+def _merged_streams(outputs: deque[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Consecutive stream outputs of one stream as one output: the tail is stored in few rows."""
+    merged: list[dict[str, Any]] = []
+    for output in outputs:
+        last = merged[-1] if merged else None
+        if last is not None and output.get("output_type") == "stream" == last.get("output_type") and output.get("name") == last.get("name"):
+            merged[-1] = {**last, "text": str(last["text"]) + str(output["text"])}
+        else:
+            merged.append(output)
+    return merged
 
 
 def _same_stream(a: dict[str, Any], b: dict[str, Any]) -> bool:
