@@ -83,13 +83,27 @@ class Cellwright(ExtensionApp):
         for name, value in self.settings_store.load().items():
             setattr(self, name, value)
         serverapp = self.serverapp
+        from agent_core.workspace import Workspace, default_denied, register_workspace
+
+        # What the agent's file tools and the routes may touch: Jupyter's own hidden-file rule, and
+        # never this extension's data folder (API key) nor the runtime folder (kernel keys).
+        # Registered, so code that holds only the root (diagnostics, resources) applies it too.
+        self.workspace = register_workspace(
+            Workspace(
+                Path(serverapp.root_dir),
+                allow_hidden=bool(getattr(serverapp.contents_manager, "allow_hidden", False)),
+                denied=(data, Path(serverapp.runtime_dir), *default_denied()),
+            )
+        )
+        workspace = self.workspace
 
         def environment(notebook_path: str, kernel_id: str | None, settings: AgentSettings) -> KernelEnvironment:
             return KernelEnvironment(
-                serverapp.kernel_manager, serverapp.session_manager, Path(serverapp.root_dir), notebook_path, kernel_id, settings.cell_timeout
+                serverapp.kernel_manager, serverapp.session_manager, Path(serverapp.root_dir), notebook_path, kernel_id, settings.cell_timeout,
+                workspace=workspace,
             )
 
-        self.threads = ThreadStore(data / "threads.sqlite")
+        self.threads = ThreadStore(data / "threads.sqlite", holder=f"the Jupyter server (pid {os.getpid()})")
         self.run_manager = RunManager(self.threads, self.agent_settings, environment, self.checkpointer_url, data / "checkpoints.sqlite")
         self._open_lock = asyncio.Lock()
         self.settings["cellwright"] = self
@@ -104,6 +118,13 @@ class Cellwright(ExtensionApp):
         async with self._open_lock:
             if not self.threads.is_open:
                 await self.threads.open()
+                self._recovery = asyncio.create_task(self._recover())
+
+    async def _recover(self) -> None:
+        try:
+            await self.run_manager.recover()
+        except Exception:  # a thread that cannot be recovered stays as it is; the others still run
+            self.log.exception("Cellwright could not recover the threads a crash left running")
 
     async def stop_extension(self) -> None:
         await self.run_manager.shutdown()

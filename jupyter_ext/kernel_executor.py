@@ -20,6 +20,9 @@ from agent_core.tools.base import Emit
 
 OUTPUT_MSG_TYPES = {"stream", "display_data", "execute_result", "error"}
 POLL_SECONDS = 1.0
+INTERRUPT_GRACE_SECONDS = 1.5  # how long a cell may take to stop after an interrupt before the next
+MAX_INTERRUPTS = 3
+READY_SECONDS = 10.0
 
 
 class NoKernel(ToolInputError):
@@ -36,6 +39,9 @@ class KernelEnvironment:
     notebook_path: str
     kernel_id: str | None = None
     cell_timeout: float | None = None
+    # An agent_core.workspace.Workspace built from the server's configuration (allow_hidden, its data
+    # and runtime folders); None falls back to the safe default for root_dir.
+    workspace: Any = None
 
     async def resolve_kernel(self) -> str:
         if self.kernel_id and self.kernel_id in self.kernel_manager:
@@ -51,10 +57,10 @@ class KernelEnvironment:
     async def run_cell(self, call_id: str, code: str, emit: Emit) -> CellRun:
         kernel_id = await self.resolve_kernel()
         manager = self.kernel_manager.get_kernel(kernel_id)
-        client = manager.client()
+        client = _own_client(manager)
         client.start_channels()
         try:
-            await client.wait_for_ready(timeout=30)
+            await self._wait_for_turn(client, manager, kernel_id, call_id, code, emit)
             return await self._execute(client, manager, kernel_id, call_id, code, emit)
         finally:
             client.stop_channels()
@@ -64,7 +70,7 @@ class KernelEnvironment:
         manager = self.kernel_manager.get_kernel(kernel_id)
         if not await manager.is_alive():
             raise NoKernel(f"the kernel of {self.notebook_path or kernel_id} is not running: restart it and try again")
-        client = manager.client()
+        client = _own_client(manager)
         client.start_channels()
         try:
             # No wait_for_ready: it waits for 0.2 s of iopub silence, and only the shell reply matters here.
@@ -80,26 +86,76 @@ class KernelEnvironment:
             raise ToolInputError(f"the kernel could not evaluate it: {value.get('ename')}: {value.get('evalue')}")
         return json.loads(ast.literal_eval(value["data"]["text/plain"]))
 
+    async def _wait_for_turn(self, client: Any, manager: Any, kernel_id: str, call_id: str, code: str, emit: Emit) -> None:
+        """Wait while the kernel runs another cell (the user's), then until our client is connected.
+        An approved cell waits as a queued cell would, however long; a Stop meanwhile leaves the
+        other cell alone, as this one has not been sent."""
+        started = time.monotonic()
+        waiting = False
+        try:
+            while True:
+                while _busy(manager):
+                    if not waiting:
+                        waiting = True
+                        emit(self._started(call_id, code, kernel_id, waiting_for_kernel=True))
+                    if not await manager.is_alive():
+                        raise NoKernel(f"the kernel of {self.notebook_path or kernel_id} died while the cell waited for it")
+                    try:
+                        await client.get_iopub_msg(timeout=POLL_SECONDS)  # a status change wakes us early
+                    except queue.Empty:
+                        pass
+                try:
+                    # Checks that iopub is connected, so no output of the cell is missed; answered
+                    # at once by an idle kernel, so it only fails when a user's cell started meanwhile.
+                    await client.wait_for_ready(timeout=READY_SECONDS)
+                    return
+                except RuntimeError:
+                    if not await manager.is_alive():
+                        raise NoKernel(f"the kernel of {self.notebook_path or kernel_id} is not running: restart it and try again") from None
+        except (asyncio.CancelledError, NoKernel):
+            if waiting:
+                emit(self._finished(call_id, "aborted", None, started))
+            raise
+
     async def _execute(self, client: Any, manager: Any, kernel_id: str, call_id: str, code: str, emit: Emit) -> CellRun:
         started = time.monotonic()
         msg_id = client.execute(code, store_history=True, allow_stdin=False)
-        emit(make_event("cell_started", id=call_id, code=code, notebook_path=self.notebook_path, kernel_id=kernel_id))
+        emit(self._started(call_id, code, kernel_id, waiting_for_kernel=False))
         outputs: list[dict[str, Any]] = []
         try:
             status, count = await self._collect(client, manager, msg_id, call_id, outputs, emit, started)
         except asyncio.CancelledError:
-            await self.kernel_manager.interrupt_kernel(kernel_id)
+            stopped = await self._interrupt_until_stopped(client, kernel_id, msg_id)
             emit(self._finished(call_id, "aborted", None, started))
+            if not stopped:
+                emit(_unresponsive(kernel_id))
             raise
         except _KernelGone:
             status, count = "error", None
         except asyncio.TimeoutError:
-            await self.kernel_manager.interrupt_kernel(kernel_id)
+            stopped = await self._interrupt_until_stopped(client, kernel_id, msg_id)
             outputs.append(_error_output("CellTimeout", f"Interrupted after the cell time-out of {self.cell_timeout} s."))
             emit(make_event("cell_output", id=call_id, output=outputs[-1]))
+            if not stopped:
+                emit(_unresponsive(kernel_id))
             status, count = "error", None
         emit(self._finished(call_id, status, count, started))
         return CellRun(status, outputs, count, int((time.monotonic() - started) * 1000))
+
+    async def _interrupt_until_stopped(self, client: Any, kernel_id: str, msg_id: str) -> bool:
+        """Interrupt until this cell's execution ends (the kernel went idle for it). A SIGINT can
+        be lost under load (seen on CI), so one interrupt is not proof; a few, then give up."""
+        for _ in range(MAX_INTERRUPTS):
+            await self.kernel_manager.interrupt_kernel(kernel_id)
+            deadline = time.monotonic() + INTERRUPT_GRACE_SECONDS
+            while (remaining := deadline - time.monotonic()) > 0:
+                try:
+                    msg = await client.get_iopub_msg(timeout=remaining)
+                except queue.Empty:
+                    break
+                if msg.get("parent_header", {}).get("msg_id") == msg_id and _went_idle(msg):
+                    return True
+        return False
 
     async def _collect(
         self, client: Any, manager: Any, msg_id: str, call_id: str, outputs: list[dict[str, Any]], emit: Emit, started: float
@@ -118,7 +174,7 @@ class KernelEnvironment:
                 output = dict(output_from_msg(msg))
                 outputs.append(output)
                 emit(make_event("cell_output", id=call_id, output=output))
-            elif kind == "status" and msg["content"].get("execution_state") == "idle":
+            elif _went_idle(msg):
                 break
         reply = await self._reply(client, msg_id)
         status = "ok" if reply.get("status") == "ok" else ("aborted" if reply.get("status") == "aborted" else "error")
@@ -143,6 +199,10 @@ class KernelEnvironment:
             if msg.get("parent_header", {}).get("msg_id") == msg_id:
                 return msg["content"]
 
+    def _started(self, call_id: str, code: str, kernel_id: str, waiting_for_kernel: bool) -> dict[str, Any]:
+        event = make_event("cell_started", id=call_id, code=code, notebook_path=self.notebook_path, kernel_id=kernel_id)
+        return {**event, "waiting_for_kernel": waiting_for_kernel}
+
     @staticmethod
     def _finished(call_id: str, status: str, count: int | None, started: float) -> dict[str, Any]:
         duration = int((time.monotonic() - started) * 1000)
@@ -151,6 +211,33 @@ class KernelEnvironment:
 
 class _KernelGone(Exception):
     pass
+
+
+def _own_client(manager: Any) -> Any:
+    """A client with a session of its own: clients made by `manager.client()` share its session,
+    hence one ZMQ identity, and the kernel's replies then go to whichever of them connected last
+    (a concurrent evaluation would swallow a cell's execute_reply)."""
+    from jupyter_client.session import Session
+
+    session = Session(key=manager.session.key, signature_scheme=manager.session.signature_scheme, username="cellwright")
+    return manager.client(session=session)
+
+
+def _busy(manager: Any) -> bool:
+    # jupyter_server's kernel managers track the state from iopub; other managers count as idle.
+    return getattr(manager, "execution_state", "idle") == "busy"
+
+
+def _went_idle(msg: dict[str, Any]) -> bool:
+    return msg["header"]["msg_type"] == "status" and msg["content"].get("execution_state") == "idle"
+
+
+def _unresponsive(kernel_id: str) -> dict[str, Any]:
+    message = (
+        f"The kernel is still busy after {MAX_INTERRUPTS} interrupts: the cell ignores them (a long call in C code, "
+        "or a handler that swallows KeyboardInterrupt). Restart the kernel to stop it; its variables will be lost."
+    )
+    return {**make_event("error", kind="kernel_unresponsive", message=message, retryable=False), "kernel_id": kernel_id}
 
 
 def _error_output(name: str, message: str) -> dict[str, Any]:

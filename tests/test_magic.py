@@ -7,6 +7,8 @@ import asyncio
 import json
 import os
 import queue
+import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from dataclasses import fields as dataclass_fields
@@ -17,7 +19,7 @@ import pytest
 from jupyter_client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 
-from agent_core.kernel.kernel_settings import AGENT_TRAITS, load_settings, notebook_path
+from agent_core.kernel.kernel_settings import AGENT_TRAITS, load_settings, notebook_path, workspace_root
 from agent_core.settings import AgentSettings
 from agent_core.thread_store import ThreadStore
 from tests.fake_llm import FakeLLM, text, tool_call
@@ -31,7 +33,8 @@ NOTEBOOK = "analysis.ipynb"
 class Executed:
     stdout: str = ""
     stderr: str = ""
-    markdown: list[str] = field(default_factory=list)
+    displays: list[dict[str, Any]] = field(default_factory=list)  # the data of each display_data
+    results: list[dict[str, Any]] = field(default_factory=list)  # the data of each execute_result (the agent's cells')
     prompts: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     status: str = ""
@@ -39,6 +42,13 @@ class Executed:
     @property
     def text(self) -> str:
         return self.stdout + self.stderr
+
+    @property
+    def answers(self) -> list[str]:
+        """The final answers shown apart from the streamed text: plain text only, as the model wrote them
+        (none of these tests' answers holds a character the display marks)."""
+        assert all(set(data) == {"text/plain"} for data in self.displays), self.displays  # never Markdown or HTML
+        return [data["text/plain"] for data in self.displays]
 
 
 class Kernel:
@@ -106,8 +116,8 @@ class Kernel:
             kind, content = msg["header"]["msg_type"], msg["content"]
             if kind == "stream":
                 setattr(out, content["name"], getattr(out, content["name"]) + content["text"])
-            elif kind in ("display_data", "execute_result") and "text/markdown" in content["data"]:
-                out.markdown.append(content["data"]["text/markdown"])
+            elif kind in ("display_data", "execute_result"):
+                (out.displays if kind == "display_data" else out.results).append(content["data"])
             elif kind == "error":
                 out.errors.append(content["ename"])
             elif kind == "status" and content["execution_state"] == "idle":
@@ -133,7 +143,7 @@ def llm() -> Iterator[FakeLLM]:
 @pytest.fixture(scope="module")
 def places(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("magic")
-    found = {name: root / name for name in ("data", "config", "work")}
+    found = {name: root / name for name in ("data", "config", "work", "runtime")}
     for path in found.values():
         path.mkdir()
     # A Cellwright section in the Jupyter config, as the server reads it: the kernel reads it too.
@@ -141,19 +151,32 @@ def places(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return found
 
 
-@pytest.fixture(scope="module")
-def kernel(llm: FakeLLM, places: dict[str, Path]) -> Iterator[Kernel]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CELLWRIGHT_", "OPENAI_", "JPY_"))}
+def magic_env(llm: FakeLLM, places: dict[str, Path], **extra: str) -> dict[str, str]:
+    """A notebook kernel's environment, with the fake LLM and Jupyter folders of the test's own (no
+    jpserver file of a server running on this machine can become the magic's root)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CELLWRIGHT_", "OPENAI_", "JPY_", "JUPYTER_"))}
     env.update(
         JUPYTER_DATA_DIR=str(places["data"]),
         JUPYTER_CONFIG_DIR=str(places["config"]),
+        JUPYTER_RUNTIME_DIR=str(places["runtime"]),
         OPENAI_BASE_URL=llm.base_url,
         CELLWRIGHT_MODEL="fake-model",
         JPY_SESSION_NAME=NOTEBOOK,
         PYTHONPATH=os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")])),
     )
-    started = Kernel.start(env, places["work"])
+    env.update(extra)
+    return env
+
+
+def magic_kernel(env: dict[str, str], cwd: Path) -> Kernel:
+    started = Kernel.start(env, cwd)
     assert started.run("%load_ext agent_core").status == "ok"
+    return started
+
+
+@pytest.fixture(scope="module")
+def kernel(llm: FakeLLM, places: dict[str, Path]) -> Iterator[Kernel]:
+    started = magic_kernel(magic_env(llm, places), places["work"])
     yield started
     started.stop()
 
@@ -195,7 +218,7 @@ def test_approved_in_the_notebook(kernel: Kernel, llm: FakeLLM, requests_after: 
     assert out.prompts == ["Approve? [y]es / [e]dit / [n]o: "]
     assert "run_cell needs approval: compute x" in out.stdout and "x = 6 * 7" in out.stdout
     assert "x is 42" in out.stdout  # the agent's cell printed into this cell
-    assert out.markdown == ["x is **42**"] and "%agent plot x" in out.stdout
+    assert out.answers == ["x is **42**"] and "%agent plot x" in out.stdout
     told = tool_messages(requests_after()[1])[-1]
     assert "x is 42" in told and "43" in told  # its stdout and its result, as the model was told
     assert kernel.run("print(x)").stdout == "42\n"  # in the user's namespace
@@ -213,7 +236,7 @@ def test_yes_approves_and_threads_continue(
     )
     out = kernel.run("%agent --new --yes make y")
     assert out.status == "ok" and out.prompts == [] and "Approved (--yes)." in out.stdout
-    assert "made by the agent" in out.stdout and out.markdown == ["Made y."]
+    assert "made by the agent" in out.stdout and out.answers == ["Made y."]
 
     ours = [(r, events) for r, events in threads_of(places["data"]) if r.title == "%agent: make y"]
     assert len(ours) == 1
@@ -225,7 +248,7 @@ def test_yes_approves_and_threads_continue(
 
     llm.script(text("It holds a string."))
     out = kernel.run("%agent what is in y?")
-    assert out.markdown == [], out  # streamed as tokens, not repeated
+    assert out.answers == [] and out.stdout.count("It holds a string.") == 1, out  # streamed as tokens, not repeated
     contents = [m.get("content") or "" for m in requests_after()[-1]["messages"]]
     assert "make y" in contents and "made by the agent" in "".join(contents) and contents[-1] == "what is in y?"
 
@@ -236,14 +259,19 @@ def test_yes_approves_and_threads_continue(
     assert titles[:2] == ["%agent: hello", "%agent: make y"]  # newest first; the second call continued
 
 
-def test_auto_approve_from_the_environment(kernel: Kernel, llm: FakeLLM, requests_after: Callable[[], list[dict[str, Any]]]) -> None:
-    llm.script(tool_call("run_cell", {"code": "u = 1"}), tool_call("final_answer", {"answer": "Done."}))
-    kernel.run("import os; os.environ['CELLWRIGHT_MAGIC_AUTO_APPROVE'] = '1'")
+def test_auto_approve_from_the_environment(
+    llm: FakeLLM, places: dict[str, Path], requests_after: Callable[[], list[dict[str, Any]]]
+) -> None:
+    """Set when the kernel starts, as the user's own choice; a cell changing it later does nothing
+    (tests/test_red_team_kernel.py)."""
+    started = magic_kernel(magic_env(llm, places, CELLWRIGHT_MAGIC_AUTO_APPROVE="1"), places["work"])
     try:
-        out = kernel.run("%agent --new set u")
+        llm.script(tool_call("run_cell", {"code": "u = 1"}), tool_call("final_answer", {"answer": "Done."}))
+        started.run("import os; del os.environ['CELLWRIGHT_MAGIC_AUTO_APPROVE']")
+        out = started.run("%agent --new set u")
     finally:
-        kernel.run("del os.environ['CELLWRIGHT_MAGIC_AUTO_APPROVE']")
-    assert out.prompts == [] and "Approved (--yes)." in out.stdout and out.markdown == ["Done."]
+        started.stop()
+    assert out.prompts == [] and "Approved (--yes)." in out.stdout and out.answers == ["Done."]
 
 
 def test_rejection_reason_reaches_the_model(kernel: Kernel, llm: FakeLLM, requests_after: Callable[[], list[dict[str, Any]]]) -> None:
@@ -254,7 +282,7 @@ def test_rejection_reason_reaches_the_model(kernel: Kernel, llm: FakeLLM, reques
     out = kernel.run("%agent --new look around", answers=("n", "do not touch the file system"))
     assert out.prompts[1].startswith("Reason") and "✗ run_cell: Rejected: do not touch the file system" in out.stdout
     assert "Reason: do not touch the file system" in tool_messages(requests_after()[1])[-1]
-    assert out.markdown == ["Understood, I left the file system alone."]  # the run went on
+    assert out.answers == ["Understood, I left the file system alone."]  # the run went on
     assert kernel.run("print('z' in globals())").stdout == "False\n"
 
 
@@ -294,7 +322,7 @@ def test_interrupt_stops_and_the_thread_goes_on(
     assert out.errors == ["KeyboardInterrupt"] and "Stopped by the user" in out.stdout  # in the agent's cell
 
     llm.script(tool_call("final_answer", {"answer": "Awake again."}))
-    assert kernel.run("%agent --yes carry on").markdown == ["Awake again."]
+    assert kernel.run("%agent --yes carry on").answers == ["Awake again."]
     assert "The user stopped the run" in tool_messages(requests_after()[-1])[-1]
 
     # Interrupted while the model streams its reply.
@@ -323,7 +351,7 @@ def test_the_panel_sees_and_continues_a_magic_thread(
     try:
         kernel.run("%load_ext agent_core")
         llm.script(tool_call("run_cell", {"code": "v = 5"}), tool_call("final_answer", {"answer": "v is set."}))
-        assert kernel.run("%agent --yes set v").markdown == ["v is set."]
+        assert kernel.run("%agent --yes set v").answers == ["v is set."]
     finally:
         kernel.stop()
 
@@ -371,3 +399,21 @@ def test_notebook_path_relative_to_the_server_root(tmp_path: Path, monkeypatch: 
     assert notebook_path({"JPY_SESSION_NAME": str(tmp_path / "root" / "sub" / "a.ipynb")}) == "sub/a.ipynb"
     assert notebook_path({"JPY_SESSION_NAME": "b.ipynb"}) == "b.ipynb"
     assert notebook_path({}) == "magic"
+
+
+def test_workspace_root_is_the_servers_that_holds_the_notebook(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    runtime, outer = tmp_path / "runtime", tmp_path / "home"
+    inner, notebooks = outer / "projects", outer / "projects" / "a" / "b"
+    for folder in (runtime, notebooks):
+        folder.mkdir(parents=True)
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(runtime))
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    servers = {"outer": (outer, os.getpid()), "inner": (inner, os.getpid()), "stale": (tmp_path, dead.pid)}
+    for name, (root, pid) in servers.items():
+        (runtime / f"jpserver-{name}.json").write_text(json.dumps({"root_dir": str(root), "pid": pid}))
+    session = {"JPY_SESSION_NAME": str(notebooks / "n.ipynb")}
+    assert workspace_root(session, start_dir="/") == inner.resolve()  # the innermost server whose root holds the notebook
+    assert notebook_path(session, root=workspace_root(session)) == "a/b/n.ipynb"
+    assert workspace_root({}, start_dir=notebooks) == inner.resolve()  # no session name: the starting folder decides
+    assert workspace_root({}, start_dir=runtime) == runtime.resolve()  # only a dead server's root holds it

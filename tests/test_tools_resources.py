@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from agent_core.tools import TOOLS
+from agent_core.tools import TOOLS, ToolInputError
 from agent_core.tools import resources
 from tests.tools_env import Ctx
 
@@ -72,3 +74,65 @@ def test_probe_measures_pandas_and_polars_without_leaving_names(monkeypatch: pyt
     assert answer["n"] == {"error": "n is a builtins.int, not a pandas or polars DataFrame"}
     assert answer["missing"] == {"error": "no variable named 'missing' in the kernel"}
     assert set(namespace) - before <= {"__builtins__"}  # eval's own addition, present in every kernel namespace
+
+
+async def test_malformed_requests_are_input_errors(tmp_path: Path) -> None:
+    """The route and the tool share this check: a caller's mistake is a message, never a crash."""
+    for files, dataframes, expected in [
+        ("a.csv", None, "files must be a list of strings"),
+        (None, 5, "dataframes must be a list of strings, like [\"a\"], not a number"),
+        ([1], None, "entry 0 is a number"),
+        (None, ["df"] * 101, "at most 100 entries"),
+        (["x" * 5000], None, "longer than 4096 characters"),
+    ]:
+        with pytest.raises(ToolInputError, match=re.escape(expected)):
+            await resources.check_resources(tmp_path, None, files, dataframes)
+
+
+def test_probe_reads_plain_names_and_runs_no_user_code() -> None:
+    pd = pytest.importorskip("pandas")
+    ran: list[str] = []
+
+    class Model:
+        @property
+        def frame(self) -> Any:
+            ran.append("property")
+            return pd.DataFrame({"a": [1]})
+
+    class Meta(type):
+        def __getattribute__(cls, name: str) -> Any:
+            ran.append(f"metaclass {name}")
+            return type.__getattribute__(cls, name)
+
+    class Odd(metaclass=Meta):
+        pass
+
+    class DataFrame:  # claims to be pandas' through __class__, as isinstance would believe
+        shape = (1, 1)
+
+        @property  # type: ignore[misc]
+        def __class__(self) -> Any:
+            ran.append("__class__")
+            return pd.DataFrame
+
+        def memory_usage(self, *args: Any, **kwargs: Any) -> Any:
+            ran.append("memory_usage")
+            return pd.Series([1])
+
+    class Sized:
+        def __sizeof__(self) -> int:
+            ran.append("__sizeof__")
+            return 1
+
+    namespace: dict[str, Any] = {
+        "model": Model(), "odd": Odd(), "fake": DataFrame(), "objects": pd.DataFrame({"o": [Sized(), "s"]}),
+        "exec": lambda *args: ran.append("exec"), "globals": lambda: ran.append("globals"),  # shadowing builtins
+    }  # fmt: skip
+    answer = json.loads(eval(resources.probe_expression(["model", "odd", "fake", "objects"]), namespace))
+    assert ran == []
+    assert answer["fake"]["error"].endswith("<locals>.DataFrame, not a pandas or polars DataFrame")
+    assert answer["model"]["error"].endswith("<locals>.Model, not a pandas or polars DataFrame")
+    assert answer["objects"]["rows"] == 2 and answer["objects"]["deep"] is False and "objects not counted" in answer["objects"]["note"]
+    for name in ("model.frame", "df[0]", "class", "a b", "", "df'); x('"):
+        with pytest.raises(ValueError):
+            resources.probe_expression([name])

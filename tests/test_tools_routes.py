@@ -66,7 +66,7 @@ async def test_diagnostics_route_errors_and_files(api: Api, jp_root_dir: Path) -
         assert (code, data["error"]) == (status, kind), data
         assert data["message"]
     code, data = await api.call("POST", "diagnostics", "{oops")
-    assert (code, data["error"]) == (400, "malformed_json")
+    assert (code, data["error"]) == (400, "bad_json")
 
 
 async def test_resources_route(api: Api, jp_serverapp: Any, jp_root_dir: Path, notebook_kernel: str) -> None:

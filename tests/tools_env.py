@@ -8,11 +8,13 @@ from typing import Any
 
 from agent_core.settings import AgentSettings
 from agent_core.tools import CellRun, ToolContext, ToolInputError
+from agent_core.workspace import Workspace
 
 
 @dataclass
 class FolderEnv:
     root_dir: Path
+    workspace: Workspace | None = None  # None: the safe default policy for root_dir
 
     async def run_cell(self, call_id: str, code: str, emit: Any) -> CellRun:
         raise ToolInputError("no kernel in this test environment")
@@ -28,7 +30,8 @@ class Ctx:
     root: Path
     events: list[dict[str, Any]] = field(default_factory=list)
     command_timeout: float = 20.0
+    workspace: Workspace | None = None
 
     def __call__(self, call_id: str = "call_1") -> ToolContext:
         settings = AgentSettings(command_timeout=self.command_timeout)
-        return ToolContext(call_id, FolderEnv(self.root), self.events.append, settings)
+        return ToolContext(call_id, FolderEnv(self.root, self.workspace), self.events.append, settings)

@@ -12,7 +12,16 @@ To load it in every kernel, put this in an IPython profile's ipython_config.py (
 Options, before the request: `--new` starts a fresh conversation (otherwise the notebook's latest
 `%agent` thread continues); `--yes` approves every call the agent asks about, showing what it
 approved (also `c.AgentMagics.approve_all = True`, or the environment variable
-CELLWRIGHT_MAGIC_AUTO_APPROVE=1).
+CELLWRIGHT_MAGIC_AUTO_APPROVE=1 in the kernel's environment when it starts).
+
+What is fixed when the extension loads, so that nothing the agent's cells do later can widen it:
+the folder the file and shell tools work in (the Jupyter server's root, else the notebook's
+folder; never the directory a later `%cd` moves to) and whether approvals are skipped without
+`--yes` (the config and the environment as they were then, not as a cell has set them since).
+
+Everything the model writes is shown as plain text with its control characters made visible
+(agent_core.display_text): trusted Markdown or HTML output would run its HTML in the Jupyter page,
+and a carriage return or an escape sequence in a proposed cell would hide what really runs.
 
 It is the panel's agent (AgentRuntime and the same graph) with the server's settings (see
 kernel_settings), and its threads live in the same store, so they show in the panel's history. The
@@ -34,29 +43,66 @@ import re
 import sys
 import threading
 import uuid
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from traitlets import Bool
 
-from .kernel_settings import KernelSettings, kernel_id, load_settings, notebook_path
+from ..display_text import visible
+from .kernel_settings import KernelSettings, env_auto_approve, kernel_id, load_settings, notebook_path, workspace_root
 from .shell_environment import MainThread, ShellEnvironment
 
 log = logging.getLogger(__name__)
 
 USAGE = "Usage: %agent [--new] [--yes] <request>   (or %%agent [--new] [--yes] with the request as the cell body)"
 OPTIONS = ("--new", "--yes")
-AUTO_APPROVE_ENV = "CELLWRIGHT_MAGIC_AUTO_APPROVE"
 TITLE_PREFIX = "%agent: "
 EDITABLE_ARG = {"run_cell": "code", "execute_command": "command", "write_file": "content"}  # edited as text
+# The argument shown as the body of the approval prompt; every other argument is listed under it.
+MAIN_ARG = {"run_cell": "code", "execute_command": "command", "write_file": "content", "edit_file": "edits"}
+NOT_RUN_ARGS = {"run_cell": ("description",)}  # shown in the prompt's heading already; changes nothing that runs
 RED, DIM, RESET = "\x1b[31m", "\x1b[90m", "\x1b[0m"  # 90: grey, which JupyterLab renders (2 it ignores)
+
+
+@dataclass(frozen=True)
+class Session:
+    """What one kernel's `%agent` keeps from the moment the extension first loads."""
+
+    root_dir: Path
+    notebook_path: str
+    kernel_id: str
+    approve_all: bool  # from the config and the environment as they were then
+
+    @classmethod
+    def detect(cls, shell: Any, configured_approve_all: bool) -> "Session":
+        try:  # the folder the kernel started in: `%cd` before `%load_ext` must not move the root either
+            start_dir = shell.history_manager.dir_hist[0]
+        except (AttributeError, IndexError, TypeError):
+            start_dir = None
+        root = workspace_root(start_dir=start_dir)
+        return cls(root, notebook_path(root=root), kernel_id(), configured_approve_all or env_auto_approve())
+
+
+_session: Session | None = None  # one per kernel process: a %reload_ext must not recompute it
 
 
 @magics_class
 class AgentMagics(Magics):
     approve_all = Bool(
-        False, config=True, help="Approve every call the agent asks about, as `%agent --yes` does. Env: CELLWRIGHT_MAGIC_AUTO_APPROVE=1."
+        False,
+        config=True,
+        help="Approve every call the agent asks about, as `%agent --yes` does. Env: CELLWRIGHT_MAGIC_AUTO_APPROVE=1. "
+        "Read when the extension loads.",
     )
+
+    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        super().__init__(shell=shell, **kwargs)
+        global _session
+        if _session is None:
+            _session = Session.detect(shell, self.approve_all)
+        self.session = _session
 
     @line_cell_magic
     def agent(self, line: str, cell: str | None = None) -> None:
@@ -74,8 +120,8 @@ class AgentMagics(Magics):
 
             print(f"{RED}{not_configured().message}{RESET}", file=sys.stderr)
             return
-        approve_all = "--yes" in options or self.approve_all or os.environ.get(AUTO_APPROVE_ENV, "").lower() in ("1", "true", "yes")
-        call = AgentCall(self.shell, settings, request, new="--new" in options, approve_all=approve_all)
+        approve_all = "--yes" in options or self.session.approve_all
+        call = AgentCall(self.shell, settings, self.session, request, new="--new" in options, approve_all=approve_all)
         # This cell's input is in the history under its execution count N; the agent's cells take
         # N+1, N+2... (a second entry under N would clash in the history database). The kernel adds
         # one for this cell when it ends, so that one is taken back here.
@@ -101,12 +147,19 @@ def _parse(text: str) -> tuple[set[str] | None, str]:
 class AgentCall:
     """One `%agent` call: the worker thread drives the agent, the main thread serves it."""
 
-    def __init__(self, shell: Any, settings: KernelSettings, request: str, new: bool, approve_all: bool) -> None:
+    def __init__(self, shell: Any, settings: KernelSettings, session: Session, request: str, new: bool, approve_all: bool) -> None:
         self.settings = settings
         self.request = request
         self.new = new
         self.main = MainThread()
-        self.env = ShellEnvironment(shell, self.main, notebook_path(), kernel_id())
+        from ..workspace import Workspace, default_denied
+
+        # The data folder may be configured elsewhere than the default: it holds the API key either way.
+        workspace = Workspace(session.root_dir, denied=(settings.data_dir, *default_denied()))
+        self.env = ShellEnvironment(
+            shell=shell, main=self.main, notebook_path=session.notebook_path, kernel_id=session.kernel_id,
+            root_dir=session.root_dir, workspace=workspace,
+        )  # fmt: skip
         self.printer = Printer()
         self.prompt = ApprovalPrompt(self.printer, approve_all)
         self._lock = threading.Lock()
@@ -168,7 +221,7 @@ class AgentCall:
 
         # Opened and closed within this call: the server uses the same files, and an open aiosqlite
         # connection would keep a thread alive in the kernel.
-        threads = ThreadStore(self.settings.threads_path)
+        threads = ThreadStore(self.settings.threads_path, holder=f"a %agent call in a kernel (pid {os.getpid()})")
         try:
             await threads.open()
             runtime = await AgentRuntime.open(threads, self.settings.checkpointer_url, self.settings.checkpoints_path)
@@ -290,12 +343,15 @@ class ApprovalPrompt:
                 problem = TOOLS[pending["name"]].check_args(args)
                 if problem is None:
                     return {"decision": "edit", "args": args, "reason": ""}
-                print(f"Not usable: {problem}.", flush=True)
+                self.printer.line(f"Not usable: {problem}.")
 
 
 class Printer:
     """Shows a run's events in the `%agent` cell (main thread only): tokens inline, a line per tool
-    call, todos as a checklist, the final answer as Markdown."""
+    call, todos as a checklist, the final answer as text.
+
+    Whatever it prints goes through `visible` (our own colours are added afterwards): the model
+    writes nearly all of it, and JupyterLab honours `\\r`, backspaces and ANSI escapes in a stream."""
 
     def __init__(self) -> None:
         self._open_line = False  # tokens printed without a newline yet
@@ -304,7 +360,7 @@ class Printer:
     def show(self, event: dict[str, Any]) -> None:
         kind = event["type"]
         if kind == "token":
-            sys.stdout.write(event["text"])
+            sys.stdout.write(visible(event["text"]))
             sys.stdout.flush()
             self._streamed += event["text"]
             self._open_line = not event["text"].endswith("\n")
@@ -317,12 +373,13 @@ class Printer:
                 if event["name"] != "run_cell" or event["status"] == "rejected":  # a cell's traceback is shown already
                     self.line(f"✗ {event['name']}: {event['summary']}")
             elif event["name"] != "run_cell":
-                self.line(f"{DIM}  {_shortened(event['summary'])}{RESET}")
+                self.note(f"  {_shortened(event['summary'])}")
         elif kind == "todos":
             marks = {"completed": "[x]", "in_progress": "[~]"}
-            self.line("\n".join(["Todo:", *(f"  {marks.get(t.get('status'), '[ ]')} {t.get('content', '')}" for t in event["todos"])]))
+            todos = [f"  {marks.get(t.get('status'), '[ ]')} {_one_line(t.get('content', ''))}" for t in event["todos"]]
+            self.line("\n".join(["Todo:", *todos]))
         elif kind == "agent_switch":
-            self.line(f"⇄ {event['to']}: {_shortened(event.get('task', ''))}")
+            self.line(f"⇄ {_one_line(event['to'])}: {_shortened(event.get('task', ''))}")
         elif kind == "final":
             self.final(event["answer"], event.get("next_items") or [], already_shown=streamed.strip() == event["answer"].strip())
         elif kind == "error":
@@ -336,27 +393,52 @@ class Printer:
 
         self.end_line()
         if answer and not already_shown:  # an answer streamed as tokens is on screen once already
-            display({"text/markdown": answer, "text/plain": answer}, raw=True)  # Markdown, and text in a terminal
+            # Plain text only: this cell is trusted, so Markdown or HTML from the model would run its
+            # <img onerror=...> in the Jupyter page and fetch its ![](https://...) images unasked.
+            display({"text/plain": visible(answer)}, raw=True)
         if next_items:
-            self.line("\n".join(["Next:", *(f"  • {i.get('title', '')}: %agent {i.get('prompt', '')}" for i in next_items)]))
+            items = [f"  • {_one_line(i.get('title', ''))}: %agent {_one_line(i.get('prompt', ''))}" for i in next_items]
+            self.line("\n".join(["Next:", *items]))
 
     def approval(self, pending: dict[str, Any]) -> None:
+        """Everything that decides what would run, each character visible: the main argument (or
+        the file diff) as a block, then every other argument, then the diagnostics."""
+        name = str(pending.get("name", ""))
         args = pending.get("args") or {}
-        body = args.get("code") or args.get("command") or pending.get("diff") or args.get("content") or json.dumps(args, indent=1)
-        lines = [f"── {pending['name']} needs approval: {pending.get('description', '')}", body.rstrip("\n"), "──"]
-        lines += [f"{DIM}line {d['line']}: {d['severity']} {d['code']} {d['message']}{RESET}" for d in pending.get("diagnostics") or []]
-        self.line("\n".join(lines))
+        if not isinstance(args, dict):
+            args = {"args": args}
+        self.line(f"── {name} needs approval: {_one_line(pending.get('description', ''))}")
+        main = MAIN_ARG.get(name)
+        shown = {main, "path", *NOT_RUN_ARGS.get(name, ())}
+        if "path" in args:
+            self.line(_argument("path", args["path"]))
+        diff = pending.get("diff")
+        if name in ("write_file", "edit_file") and isinstance(diff, str) and diff.strip():
+            self.line(_block(diff))  # the content or the edits, as they change the file
+        elif main is not None and main in args:
+            value = args[main]
+            self.line(_block(value, python=name == "run_cell") if isinstance(value, str) else _edits_block(value))
+        for key in sorted(k for k in args if k not in shown):
+            self.line(_argument(key, args[key]))
+        if name == "execute_command":
+            if "cwd" not in args:
+                self.line("cwd: . (the workspace root)")
+            if "timeout" not in args:
+                self.line("timeout: the default from the settings")
+        self.line("──")
+        for d in pending.get("diagnostics") or []:
+            self.note(f"line {d.get('line')}: {d.get('severity')} {d.get('code')} {_one_line(d.get('message', ''))}")
 
-    def line(self, text: str) -> None:
+    def line(self, text: str, style: str = "") -> None:
         self.end_line()
-        print(text, flush=True)
+        print(f"{style}{visible(text)}{RESET}" if style else visible(text), flush=True)
 
     def note(self, text: str) -> None:
-        self.line(f"{DIM}{text}{RESET}")
+        self.line(text, DIM)
 
     def error(self, text: str) -> None:
         self.end_line()
-        print(f"{RED}{text}{RESET}", file=sys.stderr, flush=True)
+        print(f"{RED}{visible(text)}{RESET}", file=sys.stderr, flush=True)
 
     def end_line(self) -> None:
         if self._open_line:
@@ -364,15 +446,54 @@ class Printer:
             self._open_line = False
 
 
+BAR = "│ "  # before each line of a block, so that no line of it can pass for the prompt's own lines
+
+
+def _block(text: str, python: bool = False) -> str:
+    if python:  # Python ends a line at a lone \r too: show the lines it will run, each \r still marked
+        text = re.sub(r"\r(?!\n)", "\r\n", str(text))
+    lines = str(text).split("\n")
+    if len(lines) > 1 and lines[-1] == "":
+        lines.pop()  # the usual final newline; one that matters shows as an empty block line
+    return "\n".join(BAR + visible(line, keep="\t") for line in lines)
+
+
+def _edits_block(edits: Any) -> str:
+    if not isinstance(edits, list):
+        return _block(json.dumps(edits, ensure_ascii=False, indent=1))
+    parts = []
+    for number, edit in enumerate(edits, 1):
+        if isinstance(edit, dict) and set(edit) <= {"old", "new"}:
+            parts += [f"edit {number}, replace:", _block(edit.get("old", "")), "with:", _block(edit.get("new", ""))]
+        else:
+            parts += [f"edit {number}:", _block(json.dumps(edit, ensure_ascii=False))]
+    return "\n".join(parts)
+
+
+def _argument(key: str, value: Any) -> str:
+    """One argument as `key: value`, in JSON so that quotes, spaces and newlines show exactly; a long
+    text of several lines (stdin) as a block under its name."""
+    label = _one_line(key)
+    if isinstance(value, str) and "\n" in value.rstrip("\n") and len(value) > 200:
+        return f"{label} ({len(value.splitlines())} lines):\n{_block(value)}"
+    return f"{label}: {json.dumps(value, ensure_ascii=False)}"
+
+
+def _one_line(text: Any) -> str:
+    """Model text for a place that must stay one line: its newlines show as markers too."""
+    return visible(str(text), keep="")
+
+
 def _call_line(name: str, args: dict[str, Any]) -> str:
     if args.get("description"):
-        return f"{name}: {args['description']}"
+        return f"{name}: {_one_line(args['description'])}"
     return f"{name} {_shortened(json.dumps(args, ensure_ascii=False))}"
 
 
 def _shortened(text: str, limit: int = 160) -> str:
     line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
+    line = line if len(line) <= limit else line[: limit - 3] + "..."
+    return visible(line, keep="")
 
 
 _QUESTION = re.compile(r"^(\s*)%agent\b(.*\?)\s*$")

@@ -78,6 +78,9 @@ class ShellEnvironment:
     notebook_path: str = ""
     kernel_id: str = ""
     root_dir: Path = field(default_factory=Path.cwd)
+    # An agent_core.workspace.Workspace; None is the kernel side's policy: no hidden files, and
+    # jupyter_data_dir()/cellwright and the runtime folder denied (Workspace.default).
+    workspace: Any = None
 
     async def run_cell(self, call_id: str, code: str, emit: Emit) -> CellRun:
         started = time.monotonic()

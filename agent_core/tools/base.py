@@ -7,6 +7,7 @@ from typing import Any, Awaitable, Callable, Protocol
 
 from ..events import CellStatus, ToolStatus
 from ..settings import AgentSettings
+from ..workspace import Workspace
 
 Emit = Callable[[dict[str, Any]], None]
 JSON_TYPES: dict[str, type | tuple[type, ...]] = {
@@ -37,6 +38,14 @@ class ToolEnvironment(Protocol):
     @property
     def root_dir(self) -> Path:
         """The folder file and shell tools are confined to (the server's root directory)."""
+        ...
+
+    @property
+    def workspace(self) -> Workspace | None:
+        """What file, search and shell tools may touch under root_dir: the server's hidden-file rule
+        and the folders that hold secrets. None means the safe default for root_dir (no hidden
+        files; Cellwright's data folder and Jupyter's runtime folder denied): see
+        agent_core.workspace.workspace_of, through which every tool reads it."""
         ...
 
     async def run_cell(self, call_id: str, code: str, emit: Emit) -> CellRun: ...

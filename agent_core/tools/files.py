@@ -1,8 +1,9 @@
 """File tools: read, list, write and edit files (searching is in search.py).
 
-Every path is confined to the environment's root directory (agent_core.workspace). Reads and
-searches are bounded; writes and edits need approval, and their approval card shows a unified
-diff (`preview`). The blocking work runs in a thread so the event loop never waits on the disk."""
+Every path goes through the environment's Workspace (agent_core.workspace): confined to the root,
+no hidden files unless the server allows them, never the folders that hold secrets; walks skip
+what the policy hides. Reads and searches are bounded; writes and edits need approval, and their
+approval card shows a unified diff (`preview`). The blocking work runs in a thread so the event loop never waits on the disk."""
 from __future__ import annotations
 
 import asyncio
@@ -12,10 +13,10 @@ import os
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from ..output_digest import bounded
-from ..workspace import WorkspaceError, human_size, relative_to_root, resolve_in_root
+from ..workspace import Workspace, WorkspaceError, human_size, relative_to_root, resolve_in_root, workspace_for, workspace_of
 from .base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
 
 IGNORED_DIRS = frozenset({".git", "node_modules", ".ipynb_checkpoints", "__pycache__"})
@@ -32,8 +33,9 @@ MAX_DIFF_CHARS = 100_000  # on the approval card
 MAX_DIFF_TO_MODEL = 4000
 
 
-def confined(root: Path | str, path: Any) -> Path:
-    """`path` resolved inside `root`, or a ToolInputError the model can act on."""
+def confined(root: Workspace | Path | str, path: Any) -> Path:
+    """`path` resolved by the policy of `root` (a Workspace, or the policy registered for that
+    root), or a ToolInputError the model can act on."""
     try:
         return resolve_in_root(root, path)
     except WorkspaceError as exc:
@@ -161,8 +163,9 @@ def format_file_text(rel: str, text: FileText) -> str:
 
 
 async def read_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-    root = Path(ctx.env.root_dir)
-    path = confined(root, args["path"])
+    workspace = workspace_of(ctx.env)
+    root = workspace.root
+    path = confined(workspace, args["path"])
     text = await asyncio.to_thread(read_text, root, path, args.get("start_line"), args.get("end_line"))
     rel = relative_to_root(root, path)
     return ToolOutcome("ok", format_file_text(rel, text), summary=f"Read {rel} ({len(text.lines)} lines)")
@@ -186,15 +189,19 @@ def _scan_sorted(directory: Path) -> list[os.DirEntry[str]]:
         return []
 
 
-def walk(directory: Path, recursive: bool = True, skip_hidden: bool = False) -> Iterator[os.DirEntry[str]]:
-    """Entries in path order (pre-order, names sorted, as `rg --sort path`); symlinked folders are not entered."""
+def walk(directory: Path, recursive: bool = True, workspace: Workspace | None = None) -> Iterator[os.DirEntry[str]]:
+    """Entries in path order (pre-order, names sorted, as `rg --sort path`); symlinked folders are not
+    entered. With a workspace, what its policy hides is skipped (and never entered)."""
+    visible: Callable[[os.DirEntry[str]], bool] = (lambda entry: True) if workspace is None else (
+        lambda entry: workspace.visible(entry.path, entry)
+    )
     stack = [iter(_scan_sorted(directory))]
     while stack:
         entry = next(stack[-1], None)
         if entry is None:
             stack.pop()
             continue
-        if skip_hidden and entry.name.startswith("."):
+        if not visible(entry):
             continue
         yield entry
         if recursive and entry.is_dir(follow_symlinks=False):
@@ -213,7 +220,11 @@ def _entry_line(root: Path, entry: os.DirEntry[str]) -> str:
         return rel
 
 
-def list_entries(root: Path, directory: Path, recursive: bool = False, limit: int | None = None) -> Listing:
+def list_entries(
+    where: Workspace | Path, directory: Path, recursive: bool = False, limit: int | None = None
+) -> Listing:
+    workspace = workspace_for(where)
+    root = workspace.root
     limit = limit or MAX_LIST_ENTRIES
     rel = relative_to_root(root, directory)
     if not directory.exists():
@@ -221,7 +232,7 @@ def list_entries(root: Path, directory: Path, recursive: bool = False, limit: in
     if not directory.is_dir():
         raise ToolInputError(f"{rel!r} is a file, not a directory; use read_file to read it")
     listing = Listing()
-    for seen, entry in enumerate(walk(directory, recursive), start=1):
+    for seen, entry in enumerate(walk(directory, recursive, workspace=workspace), start=1):
         if len(listing.entries) < limit:
             listing.entries.append(_entry_line(root, entry))
         else:
@@ -233,9 +244,10 @@ def list_entries(root: Path, directory: Path, recursive: bool = False, limit: in
 
 
 async def list_files(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-    root = Path(ctx.env.root_dir)
-    directory = confined(root, args.get("path") or ".")
-    listing = await asyncio.to_thread(list_entries, root, directory, bool(args.get("recursive")))
+    workspace = workspace_of(ctx.env)
+    root = workspace.root
+    directory = confined(workspace, args.get("path") or ".")
+    listing = await asyncio.to_thread(list_entries, workspace, directory, bool(args.get("recursive")))
     rel = relative_to_root(root, directory)
     lines = [f"{rel}/ ({'recursive' if args.get('recursive') else 'top level'}; paths relative to the root):"]
     lines += listing.entries or ["(empty)"]
@@ -281,8 +293,9 @@ def utf8(text: str) -> bytes:
         raise ToolInputError(f"the text has a character that is not valid Unicode at position {exc.start}") from None
 
 
-def _check_write(root: Path, args: dict[str, Any]) -> tuple[Path, str, bool]:
-    path = confined(root, args["path"])
+def _check_write(workspace: Workspace, args: dict[str, Any]) -> tuple[Path, str, bool]:
+    root = workspace.root
+    path = confined(workspace, args["path"])
     rel = relative_to_root(root, path)
     content = args["content"]
     if path == root.resolve() or path.is_dir():
@@ -320,8 +333,7 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 
 async def write_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-    root = Path(ctx.env.root_dir)
-    path, rel, exists = _check_write(root, args)
+    path, rel, exists = _check_write(workspace_of(ctx.env), args)
     data = utf8(args["content"])
     await asyncio.to_thread(write_atomic, path, data)
     lines = args["content"].count("\n") + (0 if args["content"].endswith("\n") or not args["content"] else 1)
@@ -330,9 +342,8 @@ async def write_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
 
 
 async def write_file_preview(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    root = Path(ctx.env.root_dir)
     try:
-        path, rel, exists = _check_write(root, args)
+        path, rel, exists = _check_write(workspace_of(ctx.env), args)
         old, why = await asyncio.to_thread(_old_text_for_diff, path)
     except ToolInputError as exc:
         return {"description": f"write_file will fail: {exc}"}
@@ -392,8 +403,9 @@ def apply_edits(text: str, edits: Any, rel: str) -> tuple[str, int]:
     return text, len(edits)
 
 
-def _planned_edit(root: Path, args: dict[str, Any]) -> tuple[Path, str, str, str, bool]:
-    path = confined(root, args["path"])
+def _planned_edit(workspace: Workspace, args: dict[str, Any]) -> tuple[Path, str, str, str, bool]:
+    root = workspace.root
+    path = confined(workspace, args["path"])
     rel = relative_to_root(root, path)
     stat = _existing_file(root, path)
     if stat.st_size > MAX_READ_BYTES:
@@ -420,8 +432,7 @@ def _planned_edit(root: Path, args: dict[str, Any]) -> tuple[Path, str, str, str
 
 
 async def edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-    root = Path(ctx.env.root_dir)
-    path, rel, before, after, crlf = await asyncio.to_thread(_planned_edit, root, args)
+    path, rel, before, after, crlf = await asyncio.to_thread(_planned_edit, workspace_of(ctx.env), args)
     data = utf8(after.replace("\n", "\r\n") if crlf else after)
     await asyncio.to_thread(write_atomic, path, data)
     diff = unified_diff(before, after, rel)
@@ -434,9 +445,8 @@ async def edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
 
 
 async def edit_file_preview(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    root = Path(ctx.env.root_dir)
     try:
-        _, rel, before, after, _ = await asyncio.to_thread(_planned_edit, root, args)
+        _, rel, before, after, _ = await asyncio.to_thread(_planned_edit, workspace_of(ctx.env), args)
     except ToolInputError as exc:
         return {"description": f"edit_file will fail: {exc}"}
     return {"diff": bounded(unified_diff(before, after, rel), MAX_DIFF_CHARS)}
@@ -469,8 +479,8 @@ READ_FILE = ToolSpec(
 LIST_FILES = ToolSpec(
     name="list_files",
     description=(
-        "List files and folders of the workspace (sizes included; .git, node_modules, .ipynb_checkpoints "
-        f"and __pycache__ are skipped; at most {MAX_LIST_ENTRIES} entries)."
+        "List files and folders of the workspace (sizes included; hidden files, node_modules and __pycache__ "
+        f"are skipped; at most {MAX_LIST_ENTRIES} entries)."
     ),
     parameters={
         "type": "object",

@@ -7,65 +7,153 @@ is (WorkspaceError: a 400 on the route, an error result for the model)."""
 from __future__ import annotations
 
 import asyncio
+import json
+import keyword
 import os
-import re
 import shutil
 import time
 from pathlib import Path
 from typing import Any
 
-from ..workspace import WorkspaceError, human_size, resolve_in_root
+from ..workspace import Workspace, WorkspaceError, human_size, resolve_in_root, workspace_of
 from .base import ToolContext, ToolEnvironment, ToolInputError, ToolOutcome, ToolSpec
 
 MAX_WALK_ENTRIES = 200_000
 MAX_WALK_SECONDS = 5.0
 KERNEL_TIMEOUT = 15.0
 GPU_TIMEOUT = 5.0
-MAX_ITEMS = 50
+MAX_ITEMS = 100
+MAX_ITEM_CHARS = 4096
 DEEP_MEMORY_ROWS = 2_000_000  # beyond this, pandas' deep memory count (which walks every string) is skipped
-NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 
-# Runs in the kernel. exec'd into a fresh dict, so it defines nothing in the user's namespace.
-_PROBE = f'''
-def probe(ns, names):
-    import json
-    out = {{}}
-    for name in names:
+# Runs in the kernel, exec'd into a fresh dict, so it defines nothing in the user's namespace. It
+# must run none of the user's code: a name is looked up in the namespace dict (no attribute chain,
+# no property); an object's class is read with type() and compared by identity with pandas' and
+# polars' own classes before any method is called (isinstance would read a __class__ property, and
+# a user's class named DataFrame has its own memory_usage); class names are read through type's
+# own descriptors (a metaclass could answer attribute reads itself); and pandas' deep count, which
+# calls __sizeof__ on every object in an object column, runs only when those objects are of
+# built-in types.
+_PROBE = r'''
+import json
+import sys
+import types
+
+_module_of = type.__dict__["__module__"].__get__
+_qualname_of = type.__dict__["__qualname__"].__get__
+
+
+def probe(ns, payload):
+    request = json.loads(payload)
+    out = {}
+    for name in request["names"]:
         try:
-            out[name] = measure(ns, name)
+            out[name] = measure(ns, name, request["deep_rows"])
         except Exception as exc:
-            out[name] = {{"error": "measuring it failed: %s: %s" % (type(exc).__name__, exc)}}
+            out[name] = {"error": "measuring it failed: %s" % _describe(exc)}
     return json.dumps(out)
 
-def measure(ns, name):
-    import sys
-    head, *attrs = name.split(".")
-    if head not in ns:
-        return {{"error": "no variable named %r in the kernel" % head}}
-    value = ns[head]
-    for attr in attrs:
-        value = getattr(value, attr)
-    pd, pl = sys.modules.get("pandas"), sys.modules.get("polars")
-    if pd is not None and isinstance(value, pd.DataFrame):
-        rows, columns = value.shape
-        deep = rows <= {DEEP_MEMORY_ROWS}
-        used = int(value.memory_usage(deep=deep, index=True).sum())
-        return {{"bytes": used, "rows": int(rows), "columns": int(columns), "library": "pandas", "deep": deep}}
-    if pl is not None and isinstance(value, pl.DataFrame):
-        return {{"bytes": int(value.estimated_size()), "rows": int(value.height), "columns": int(value.width), "library": "polars"}}
-    kind = type(value).__module__ + "." + type(value).__qualname__
-    if pl is not None and isinstance(value, pl.LazyFrame):
-        return {{"error": "%s is a polars LazyFrame: it holds no data until collected" % name}}
-    if pd is not None and isinstance(value, pd.Series):
-        used = int(value.memory_usage(deep=len(value) <= {DEEP_MEMORY_ROWS}))
-        return {{"error": "%s is a pandas Series, not a DataFrame (%d rows, %d bytes)" % (name, len(value), used)}}
-    return {{"error": "%s is a %s, not a pandas or polars DataFrame" % (name, kind)}}
+
+def _describe(exc):
+    kind = type(exc)
+    if _module_of(kind).split(".")[0] not in ("builtins", "pandas", "polars", "numpy"):
+        return _class_name(kind)  # its message would come from its own __str__
+    return "%s: %s" % (_qualname_of(kind), exc)
+
+
+def _class_name(kind):
+    module, name = _module_of(kind), _qualname_of(kind)
+    return "%s.%s" % (module if type(module) is str else "?", name if type(name) is str else "?")
+
+
+def _library(name):
+    module = sys.modules.get(name)
+    return module if type(module) is types.ModuleType else None
+
+
+def measure(ns, name, deep_rows):
+    if name not in ns:
+        return {"error": "no variable named %r in the kernel" % name}
+    value = ns[name]
+    kind = type(value)
+    pd, pl = _library("pandas"), _library("polars")
+    if pd is not None and kind is pd.__dict__.get("DataFrame"):
+        return _pandas_frame(pd, value, name, deep_rows)
+    if pl is not None and kind is pl.__dict__.get("DataFrame"):
+        return {"bytes": int(value.estimated_size()), "rows": int(value.height), "columns": int(value.width), "library": "polars"}
+    if pl is not None and kind is pl.__dict__.get("LazyFrame"):
+        return {"error": "%s is a polars LazyFrame: it holds no data until collected" % name}
+    if pd is not None and kind is pd.__dict__.get("Series"):
+        return {"error": "%s is a pandas Series, not a DataFrame (%d rows)" % (name, len(value))}
+    return {"error": "%s is a %s, not a pandas or polars DataFrame" % (name, _class_name(kind))}
+
+
+_PLAIN = None
+
+
+def _plain_types(pd):
+    """ids of the classes whose __sizeof__ is the interpreter's or pandas' own C code."""
+    global _PLAIN
+    if _PLAIN is None:
+        import datetime
+        import decimal
+
+        kinds = [str, bytes, int, float, bool, complex, type(None), datetime.datetime, datetime.date,
+                 datetime.time, datetime.timedelta, decimal.Decimal]
+        kinds += [type(pd.NA), type(pd.NaT), pd.Timestamp, pd.Timedelta]
+        _PLAIN = frozenset(map(id, kinds))  # ids: hashing a class could run its metaclass's __hash__
+    return _PLAIN
+
+
+def _pandas_frame(pd, frame, name, deep_rows):
+    rows, columns = frame.shape
+    arrays = []  # arrays of Python objects the deep count would size one by one
+    index = frame.index
+    levels = list(index.levels) if type(index) is pd.MultiIndex else [index]
+    for dtype in [*frame.dtypes, *(level.dtype for level in levels)]:
+        library = _module_of(type(dtype)).split(".")[0]
+        if library not in ("numpy", "pandas"):
+            # Its array's size would be asked of that library's (or the user's) own code.
+            return {"error": "%s holds data of dtype %s (from %s): only numpy and pandas data is measured"
+                             % (name, _qualname_of(type(dtype)), library)}
+    for position, dtype in enumerate(frame.dtypes):
+        if type(dtype) is pd.CategoricalDtype:
+            if dtype.categories.dtype == object:
+                arrays.append(dtype.categories.to_numpy())
+        elif dtype.kind == "O":
+            arrays.append(frame.iloc[:, position].to_numpy(dtype=object))
+    for level in levels:
+        if level.dtype == object:
+            arrays.append(level.to_numpy())
+    plain = _plain_types(pd)
+    small = rows <= deep_rows
+    deep = small and all(frozenset(map(id, map(type, values))) <= plain for values in arrays)
+    used = int(frame.memory_usage(deep=deep, index=True).sum())
+    entry = {"bytes": used, "rows": int(rows), "columns": int(columns), "library": "pandas", "deep": deep}
+    if not deep:
+        entry["note"] = ("strings and other objects not counted: too many rows for a deep count" if not small else
+                         "objects not counted: some are of types whose size only their own code could tell")
+    return entry
 '''
 
 
+def is_variable_name(name: Any) -> bool:
+    """A plain Python identifier that is not a keyword: all a resource check may name."""
+    return isinstance(name, str) and len(name) <= 200 and name.isidentifier() and not keyword.iskeyword(name)
+
+
 def probe_expression(names: list[str]) -> str:
-    """One expression: a lambda, called inline, that execs the probe into a fresh dict and runs it."""
-    return f"(lambda scope: (exec({_PROBE!r}, scope), scope['probe'])[1])({{}})(globals(), {names!r})"
+    """One expression, evaluated in the kernel with the user's namespace as globals, that measures
+    `names`. It looks up no global name (a user's variable called exec or globals would be found
+    first); the names travel as JSON data inside a string literal, never as code."""
+    bad = [name for name in names if not is_variable_name(name)]
+    if bad:
+        raise ValueError(f"not variable names: {bad!r}")
+    payload = json.dumps({"names": names, "deep_rows": DEEP_MEMORY_ROWS})
+    return (
+        "(lambda f, scope: (f.__builtins__['exec'](" + repr(_PROBE) + ", scope), "
+        "scope['probe'](f.__globals__, " + repr(payload) + "))[1])((lambda: None), {})"
+    )
 
 
 def _walk_size(path: Path) -> tuple[int, int, bool]:
@@ -107,19 +195,30 @@ def _size_entry(path: Path) -> dict[str, Any]:
     return {"bytes": size, "human": human_size(size), "type": "file"}
 
 
+_JSON_NAMES = {str: "a string", bool: "a boolean", int: "a number", float: "a number", dict: "an object", list: "a list"}
+
+
+def _json_kind(value: Any) -> str:
+    return "null" if value is None else _JSON_NAMES.get(type(value), type(value).__name__)
+
+
 def _items(raw: Any, what: str) -> list[str]:
+    """The request's list of paths or names, checked: a caller gets a message it can act on, never a crash."""
     if raw is None:
         return []
-    if isinstance(raw, str):
-        raw = [raw]
-    if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
-        raise ToolInputError(f"{what} must be a list of strings")
+    if not isinstance(raw, list):
+        raise ToolInputError(f'{what} must be a list of strings, like ["a"], not {_json_kind(raw)}')
     if len(raw) > MAX_ITEMS:
-        raise ToolInputError(f"at most {MAX_ITEMS} {what} per call")
+        raise ToolInputError(f"{what} may hold at most {MAX_ITEMS} entries, not {len(raw)}")
+    for position, item in enumerate(raw):
+        if not isinstance(item, str):
+            raise ToolInputError(f"{what} must be a list of strings; entry {position} is {_json_kind(item)}")
+        if len(item) > MAX_ITEM_CHARS:
+            raise ToolInputError(f"{what}: entry {position} is longer than {MAX_ITEM_CHARS} characters")
     return list(dict.fromkeys(raw))
 
 
-def file_sizes(root: Path, paths: list[str]) -> dict[str, dict[str, Any]]:
+def file_sizes(root: Path | Workspace, paths: list[str]) -> dict[str, dict[str, Any]]:
     """Sizes by path as given; raises WorkspaceError first when any path leaves the root."""
     resolved = {path: resolve_in_root(root, path) for path in paths}
     return {path: _size_entry(target) for path, target in resolved.items()}
@@ -130,10 +229,13 @@ async def dataframe_sizes(env: ToolEnvironment | None, names: list[str], timeout
     result: dict[str, dict[str, Any]] = {}
     valid = []
     for name in names:
-        if NAME_RE.match(name):
+        if is_variable_name(name):
             valid.append(name)
         else:
-            result[name] = {"error": f"{name!r} is not a variable name (use a name like df or obj.frame)"}
+            result[name] = {
+                "error": f"{name!r} is not a variable name: give a plain name like df (attributes such as obj.frame "
+                "are not read, as reading one can run code; assign it to a variable first)"
+            }
     if not valid:
         return result
     if env is None:
@@ -207,7 +309,7 @@ async def gpus() -> tuple[list[dict[str, Any]], str]:
     return found, ""
 
 
-async def check_resources(root: Path, env: ToolEnvironment | None, files: Any = None, dataframes: Any = None) -> dict[str, Any]:
+async def check_resources(root: Path | Workspace, env: ToolEnvironment | None, files: Any = None, dataframes: Any = None) -> dict[str, Any]:
     """The `POST resources` answer. Raises WorkspaceError for a path outside the root,
     ToolInputError for malformed lists."""
     paths = _items(files, "files")
@@ -237,7 +339,7 @@ def format_resources(data: dict[str, Any]) -> str:
             if "error" in entry:
                 lines.append(f"  {name}: error: {entry['error']}")
             else:
-                approx = "" if entry.get("deep", True) else " (strings not counted: too many rows for a deep count)"
+                approx = "" if entry.get("deep", True) else f" ({entry.get('note') or 'strings not counted: too many rows for a deep count'})"
                 shape = f"{entry['rows']} rows x {entry['columns']} columns"
                 lines.append(f"  {name}: {shape}, {human_size(entry['bytes'])}{approx} ({entry.get('library', '')})")
     system = data["system"]
@@ -258,7 +360,7 @@ def format_resources(data: dict[str, Any]) -> str:
 
 async def check_resource(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     try:
-        data = await check_resources(Path(ctx.env.root_dir), ctx.env, args.get("files"), args.get("dataframes"))
+        data = await check_resources(workspace_of(ctx.env), ctx.env, args.get("files"), args.get("dataframes"))
     except WorkspaceError as exc:
         raise ToolInputError(exc.message) from None
     return ToolOutcome("ok", format_resources(data))
@@ -274,8 +376,13 @@ CHECK_RESOURCE = ToolSpec(
     parameters={
         "type": "object",
         "properties": {
-            "files": {"type": "array", "items": {"type": "string"}, "description": "Files or folders to size."},
-            "dataframes": {"type": "array", "items": {"type": "string"}, "description": "DataFrame variable names in the kernel."},
+            "files": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_ITEMS, "description": "Files or folders to size."},
+            "dataframes": {
+                "type": "array",
+                "items": {"type": "string"},
+                "maxItems": MAX_ITEMS,
+                "description": "Variable names of DataFrames in the kernel: plain names like df, no attributes (obj.df).",
+            },
         },
     },
     run=check_resource,

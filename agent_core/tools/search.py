@@ -1,6 +1,12 @@
 """Search tools: the workspace's text files (ripgrep when installed, the same results from Python
-otherwise) and the cells of its notebooks (nbformat). Paths are confined to the root; results and
-the time spent are bounded."""
+otherwise) and the cells of its notebooks (nbformat). Paths go through the environment's Workspace
+(confined to the root, hidden files and secret folders skipped); results and time are bounded.
+
+The pattern comes from the model, so it is hostile input. ripgrep matches in linear time, in
+another process. Python's `re` backtracks: `(a|aa)+$` on a line of 40 a's runs for minutes
+holding the GIL, which froze the whole Jupyter server (finding 6). Python-side matching therefore
+uses the `regex` package, which releases the GIL while matching a str and takes a per-call
+`timeout`; every search also has an overall deadline, and runs in a worker thread."""
 from __future__ import annotations
 
 import asyncio
@@ -9,12 +15,15 @@ import json
 import os
 import re
 import shutil
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from ..workspace import relative_to_root
+import regex
+
+from ..workspace import Workspace, relative_to_root, workspace_for, workspace_of
 from .base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
 from .files import IGNORED_DIRS, confined, is_binary, sniff, walk
 
@@ -24,6 +33,13 @@ MAX_NOTEBOOK_BYTES = 50 * 1024 * 1024
 MAX_NOTEBOOKS = 1000
 SEARCH_SECONDS = 30.0
 EXCERPT_CHARS = 300
+# A sane pattern matches a line in microseconds; one that needs seconds on a single line is
+# backtracking exponentially and would not finish in any useful time.
+MATCH_SECONDS = 2.0
+MAX_PATTERN_CHARS = 1000
+# `regex` expands counted repeats when it compiles, holding the GIL: (a{60000}){60000} compiles for
+# many minutes. 100k expanded atoms compile in about 0.1 s.
+MAX_REPEAT_COST = 100_000
 
 
 @dataclass
@@ -53,15 +69,143 @@ def _file_types(raw: Any) -> list[str]:
     return types
 
 
+class PatternTooSlow(ToolInputError):
+    """The model's pattern backtracks catastrophically: it must simplify it."""
+
+
+class _DeadlinePassed(Exception):
+    pass
+
+
 def _smart_case_flags(pattern: str) -> int:
-    return 0 if any(ch.isupper() for ch in pattern) else re.IGNORECASE
+    return 0 if any(ch.isupper() for ch in pattern) else regex.IGNORECASE
 
 
-def _compile(pattern: str) -> re.Pattern[str]:
+_COUNTED = re.compile(r"\{(\d*)(?:,(\d*))?\}")
+
+
+def repeat_cost(pattern: str) -> int:
+    """An upper estimate of the atoms `regex` expands `pattern` into: counted repeats multiply what
+    they repeat, sequences and alternatives add up. Errs high (escapes and classes count as one)."""
+    stack: list[list[int]] = [[0, 0]]  # per open group: [cost of the finished items, cost of the last item]
+    i, n = 0, len(pattern)
+    while i < n:
+        ch = pattern[i]
+        top = stack[-1]
+        if ch == "{" and (counted := _COUNTED.match(pattern, i)) and (counted.group(1) or counted.group(2)):
+            low, high = counted.group(1), counted.group(2)
+            bound = int(high) if high else int(low or 0)
+            top[1] *= max(min(bound, 10**9), 1)
+            i = counted.end()
+            continue
+        if ch in "*+?":
+            i += 1
+            continue
+        if ch == "|":
+            top[0], top[1] = top[0] + top[1], 0
+            i += 1
+            continue
+        if ch == "(":
+            stack.append([0, 0])
+            i += 1
+            continue
+        if ch == ")" and len(stack) > 1:
+            inner = stack.pop()
+            top = stack[-1]
+            top[0], top[1] = top[0] + top[1], max(inner[0] + inner[1], 1)
+            i += 1
+            continue
+        top[0], top[1] = top[0] + top[1], 1
+        if ch == "\\":
+            i += 2
+            if i < n and pattern[i] in "{<" and pattern[i - 1] in "pPNxgku":  # \p{L}, \x{41}, \g<name>
+                close = pattern.find("}" if pattern[i] == "{" else ">", i)
+                i = n if close == -1 else close + 1
+            continue
+        if ch == "[":
+            i += 1
+            if i < n and pattern[i] == "^":
+                i += 1
+            if i < n and pattern[i] == "]":
+                i += 1
+            while i < n and pattern[i] != "]":
+                i += 2 if pattern[i] == "\\" else 1
+        i += 1
+    while len(stack) > 1:  # unbalanced: the compiler will say so; estimate what is there
+        inner = stack.pop()
+        stack[-1][0] += inner[0] + inner[1]
+    return stack[0][0] + stack[0][1]
+
+
+def check_pattern(pattern: Any) -> str:
+    """Cheap checks, safe on the event loop, before any engine sees the pattern."""
+    if not isinstance(pattern, str) or not pattern:
+        raise ToolInputError("pattern must be a non-empty regular expression")
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise ToolInputError(f"the pattern is longer than {MAX_PATTERN_CHARS} characters; search for a shorter, distinctive part")
+    if repeat_cost(pattern) > MAX_REPEAT_COST:
+        raise ToolInputError(
+            "the pattern's counted repeats ({n} and {m,n}) are too large or too deeply nested to compile quickly; "
+            "use smaller counts, or + and * instead"
+        )
+    return pattern
+
+
+def _compile(pattern: str) -> "regex.Pattern[str]":
+    check_pattern(pattern)
     try:
-        return re.compile(pattern, _smart_case_flags(pattern))
-    except re.error as exc:
+        return regex.compile(pattern, _smart_case_flags(pattern))
+    except (regex.error, OverflowError, RecursionError) as exc:
         raise ToolInputError(f"the pattern is not a valid regular expression: {exc}") from None
+
+
+class Matcher:
+    """The model's pattern with a time limit on every match and a deadline for the whole search.
+    Make and use it in a worker thread: compiling holds the GIL, matching lets go of it."""
+
+    def __init__(self, pattern: str, seconds: float | None = None, stop: threading.Event | None = None) -> None:
+        self.regex = _compile(pattern)
+        self.seconds = SEARCH_SECONDS if seconds is None else seconds
+        self.deadline = time.monotonic() + self.seconds
+        self.stop = stop or threading.Event()
+
+    def search(self, line: str, where: str) -> bool:
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0 or self.stop.is_set():
+            raise _DeadlinePassed
+        limit = min(MATCH_SECONDS, remaining)
+        try:
+            return self.regex.search(line, timeout=limit) is not None
+        except TimeoutError:
+            if limit < MATCH_SECONDS:
+                raise _DeadlinePassed from None
+            raise PatternTooSlow(
+                f"the pattern took too long: more than {MATCH_SECONDS:g} s on a single line of {where}, so the "
+                "search was stopped. Simplify it: avoid groups that repeat and can match the same text in many "
+                "ways, such as (a|aa)+, (.*){10} or (\\w+\\s?)*; search for a literal word or a short, "
+                "anchored pattern instead"
+            ) from None
+
+    def stopped_note(self) -> str:
+        return (
+            f"the search stopped after {self.seconds:.0f} s; narrow the path, or simplify the pattern "
+            "if it is slow on every line"
+        )
+
+
+async def _off_the_loop(search: Any, *args: Any) -> SearchResult:
+    """Run a blocking search in a worker thread. A thread cannot be cancelled: when the run is
+    (Stop, server shutdown), the search is told to stop at its next line instead of matching on
+    for up to SEARCH_SECONDS and holding up the server's exit."""
+    stop = threading.Event()
+    try:
+        return await asyncio.to_thread(search, *args, stop=stop)
+    finally:
+        stop.set()
+
+
+def _glob_literal(text: str) -> str:
+    return re.sub(r"([\\*?\[\]{}])", r"\\\1", text)
 
 
 def _match(path: str, number: int, text: str) -> dict[str, Any]:
@@ -78,17 +222,25 @@ def _rg_text(value: dict[str, Any]) -> str:
 
 
 async def search_with_ripgrep(
-    rg: str, root: Path, target: Path, pattern: str, types: list[str], limit: int = MAX_SEARCH_RESULTS
+    rg: str, where: Workspace | Path, target: Path, pattern: str, types: list[str], limit: int = MAX_SEARCH_RESULTS
 ) -> SearchResult:
-    """`rg --json` from the root; raises ToolInputError for a pattern ripgrep rejects."""
-    root = root.resolve()
+    """`rg --json` from the root; raises ToolInputError for a pattern ripgrep rejects. ripgrep does
+    not follow symlinks while it walks, so a link cannot lead it into a hidden or denied folder."""
+    workspace = workspace_for(where)
+    root = workspace.root
     cmd = [rg, "--json", "--sort", "path", "--smart-case", "--max-filesize", "5M", "--no-messages"]
+    if workspace.allow_hidden:
+        cmd.append("--hidden")
     for ext in types:
         cmd += ["--type-add", f"cellwright:*.{ext}"]
     if types:
-        cmd += ["-t", "cellwright", "-g", "!.*"]  # a type whitelist would let hidden files in again
+        cmd += ["-t", "cellwright"]
+        if not workspace.allow_hidden:
+            cmd += ["-g", "!.*"]  # a type whitelist would let hidden files in again
     for name in sorted(IGNORED_DIRS):
         cmd += ["-g", f"!{name}/"]
+    for rel in workspace.denied_under_root():  # anchored at the root (rg's cwd), any case
+        cmd += ["--iglob", f"!/{_glob_literal(rel)}/"]
     cmd += ["-e", pattern, "--", os.path.relpath(target, root)]
     proc = await asyncio.create_subprocess_exec(
         *cmd,
@@ -149,58 +301,66 @@ async def search_with_ripgrep(
     return SearchResult(matches, truncated, "ripgrep", note)
 
 
-def _walk_files(target: Path, types: list[str]) -> Iterator[Path]:
+def _walk_files(workspace: Workspace, target: Path, types: list[str]) -> Iterator[Path]:
     if target.is_file():
-        yield target
+        yield target  # already checked by workspace.resolve
         return
-    for entry in walk(target, recursive=True, skip_hidden=True):  # hidden skipped, as ripgrep does
+    for entry in walk(target, recursive=True, workspace=workspace):  # hidden skipped as ripgrep does, unless allowed
         if entry.is_file(follow_symlinks=False) and (not types or any(entry.name.endswith(f".{ext}") for ext in types)):
             yield Path(entry.path)
 
 
-def search_with_python(root: Path, target: Path, pattern: str, types: list[str], limit: int = MAX_SEARCH_RESULTS) -> SearchResult:
-    """The same search and result shape as search_with_ripgrep, without ripgrep (no .gitignore rules)."""
-    regex = _compile(pattern)
-    root = root.resolve()
+def search_with_python(
+    where: Workspace | Path, target: Path, pattern: str, types: list[str], limit: int = MAX_SEARCH_RESULTS,
+    stop: threading.Event | None = None,
+) -> SearchResult:
+    """The same search and result shape as search_with_ripgrep, without ripgrep (no .gitignore
+    rules). Blocking: run it in a worker thread."""
+    workspace = workspace_for(where)
+    matcher = Matcher(pattern, stop=stop)
+    root = workspace.root
     matches: list[dict[str, Any]] = []
-    deadline = time.monotonic() + SEARCH_SECONDS
-    for path in _walk_files(target, types):
-        if time.monotonic() > deadline:
-            return SearchResult(matches, True, "python", f"the search stopped after {SEARCH_SECONDS:.0f} s")
-        try:
-            if path.stat().st_size > MAX_SEARCH_FILE_BYTES or is_binary(sniff(path)):
+    try:
+        for path in _walk_files(workspace, target, types):
+            if time.monotonic() > matcher.deadline:
+                raise _DeadlinePassed
+            try:
+                if path.stat().st_size > MAX_SEARCH_FILE_BYTES or is_binary(sniff(path)):
+                    continue
+                with open(path, encoding="utf-8", errors="replace") as handle:
+                    rel = os.path.relpath(path, root).replace(os.sep, "/")
+                    for number, line in enumerate(handle, start=1):
+                        if matcher.search(line, rel):
+                            if len(matches) >= limit:
+                                return SearchResult(matches, True, "python")
+                            matches.append(_match(rel, number, line))
+            except OSError:
                 continue
-            with open(path, encoding="utf-8", errors="replace") as handle:
-                rel = os.path.relpath(path, root).replace(os.sep, "/")
-                for number, line in enumerate(handle, start=1):
-                    if regex.search(line):
-                        if len(matches) >= limit:
-                            return SearchResult(matches, True, "python")
-                        matches.append(_match(rel, number, line))
-        except OSError:
-            continue
+    except _DeadlinePassed:
+        return SearchResult(matches, True, "python", matcher.stopped_note())
     return SearchResult(matches, False, "python")
 
 
-async def search_files(root: Path, pattern: str, path: Any = None, file_types: Any = None) -> SearchResult:
-    if not isinstance(pattern, str) or not pattern:
-        raise ToolInputError("pattern must be a non-empty regular expression")
-    target = confined(root, path or ".")
+async def search_files(where: Workspace | Path, pattern: str, path: Any = None, file_types: Any = None) -> SearchResult:
+    workspace = workspace_for(where)
+    check_pattern(pattern)
+    target = confined(workspace, path or ".")
     if not target.exists():
-        raise ToolInputError(f"there is no {relative_to_root(root, target)!r} to search; call list_files")
+        raise ToolInputError(f"there is no {relative_to_root(workspace, target)!r} to search; call list_files")
     types = _file_types(file_types)
     rg = shutil.which("rg")
     if rg:
         try:
-            return await search_with_ripgrep(rg, Path(root), target, pattern, types)
+            return await search_with_ripgrep(rg, workspace, target, pattern, types)
         except ToolInputError:
-            _compile(pattern)  # ripgrep's regex dialect lacks look-around: Python's may take it; if not, say why
-    return await asyncio.to_thread(search_with_python, Path(root), target, pattern, types)
+            # ripgrep's dialect lacks look-around and backreferences: Python's may take the pattern
+            # (compiled in the worker thread below, which says why if it cannot).
+            pass
+    return await _off_the_loop(search_with_python, workspace, target, pattern, types)
 
 
 async def search_workspace(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-    root = Path(ctx.env.root_dir)
-    result = await search_files(root, args["pattern"], args.get("path"), args.get("file_types"))
+    result = await search_files(workspace_of(ctx.env), args["pattern"], args.get("path"), args.get("file_types"))
     if not result.matches:
         return ToolOutcome("ok", f"No matches for {args['pattern']!r}." + (f" ({result.note})" if result.note else ""))
     lines = [f"{m['path']}:{m['line']}: {m['text']}" for m in result.matches]
@@ -214,22 +374,15 @@ async def search_workspace(args: dict[str, Any], ctx: ToolContext) -> ToolOutcom
 # -- search_notebooks
 
 
-def _notebooks(target: Path) -> Iterator[Path]:
-    if target.is_file():
-        yield target
-        return
-    for path in _walk_files(target, ["ipynb"]):
-        yield path
-
-
-def search_notebook_cells(root: Path, pattern: str, notebook_path: Any = None, limit: int = MAX_SEARCH_RESULTS) -> SearchResult:
-    import nbformat
-
-    if not isinstance(pattern, str) or not pattern:
-        raise ToolInputError("pattern must be a non-empty regular expression")
-    regex = _compile(pattern)
-    root = Path(root).resolve()
-    target = confined(root, notebook_path or ".")
+def search_notebook_cells(
+    where: Workspace | Path, pattern: str, notebook_path: Any = None, limit: int = MAX_SEARCH_RESULTS,
+    stop: threading.Event | None = None,
+) -> SearchResult:
+    """Blocking: run it in a worker thread."""
+    workspace = workspace_for(where)
+    matcher = Matcher(pattern, stop=stop)
+    root = workspace.root
+    target = confined(workspace, notebook_path or ".")
     rel_target = relative_to_root(root, target)
     if not target.exists():
         raise ToolInputError(f"there is no {rel_target!r}; call list_files to find the notebook")
@@ -237,11 +390,24 @@ def search_notebook_cells(root: Path, pattern: str, notebook_path: Any = None, l
         raise ToolInputError(f"{rel_target!r} is not a notebook (.ipynb); use search_workspace for other files")
     matches: list[dict[str, Any]] = []
     skipped: list[str] = []
-    deadline = time.monotonic() + SEARCH_SECONDS
-    for count, path in enumerate(_notebooks(target)):
+    try:
+        return _search_cells(workspace, target, matcher, matches, skipped, limit)
+    except _DeadlinePassed:
+        return SearchResult(matches, True, "nbformat", "; ".join(filter(None, [matcher.stopped_note(), _skipped_note(skipped)])))
+
+
+def _search_cells(
+    workspace: Workspace, target: Path, matcher: Matcher, matches: list[dict[str, Any]], skipped: list[str], limit: int
+) -> SearchResult:
+    import nbformat
+
+    root = workspace.root
+    for count, path in enumerate(_walk_files(workspace, target, ["ipynb"])):
         rel = relative_to_root(root, path)
-        if count >= MAX_NOTEBOOKS or time.monotonic() > deadline:
+        if count >= MAX_NOTEBOOKS:
             return SearchResult(matches, True, "nbformat", "stopped early: too many notebooks; pass notebook_path")
+        if time.monotonic() > matcher.deadline:
+            raise _DeadlinePassed
         try:
             if path.stat().st_size > MAX_NOTEBOOK_BYTES:
                 skipped.append(f"{rel} (too big)")
@@ -254,7 +420,7 @@ def search_notebook_cells(root: Path, pattern: str, notebook_path: Any = None, l
             source = cell.get("source", "")
             source = "".join(source) if isinstance(source, list) else str(source)
             for number, line in enumerate(source.splitlines(), start=1):
-                if regex.search(line):
+                if matcher.search(line, f"{rel} cell {index}"):
                     if len(matches) >= limit:
                         return SearchResult(matches, True, "nbformat", _skipped_note(skipped))
                     excerpt = line.strip()
@@ -273,8 +439,8 @@ def _skipped_note(skipped: list[str]) -> str:
 
 
 async def search_notebooks(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-    root = Path(ctx.env.root_dir)
-    result = await asyncio.to_thread(search_notebook_cells, root, args["pattern"], args.get("notebook_path"))
+    check_pattern(args["pattern"])
+    result = await _off_the_loop(search_notebook_cells, workspace_of(ctx.env), args["pattern"], args.get("notebook_path"))
     if not result.matches:
         return ToolOutcome("ok", f"No notebook cell matches {args['pattern']!r}." + (f" ({result.note})" if result.note else ""))
     lines = [
