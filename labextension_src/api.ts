@@ -163,6 +163,11 @@ const enc = encodeURIComponent;
 
 /** One Server-Sent Event as read from the wire. */
 export interface ISSEMessage {
+  /**
+   * This message's own `id:` line; null without one. Unlike EventSource's
+   * last-event-id buffer, it is not carried over: an event the server does
+   * not store (a live-only output) has no id and must not pass for the last one.
+   */
   id: string | null;
   event: string;
   data: string;
@@ -193,6 +198,7 @@ export class SSEParser {
     if (line === '') {
       if (this._data === null) {
         this._event = '';
+        this._id = null;
         return null;
       }
       const message = {
@@ -202,6 +208,7 @@ export class SSEParser {
       };
       this._data = null;
       this._event = '';
+      this._id = null;
       return message;
     }
     if (line.startsWith(':')) {
@@ -247,8 +254,13 @@ export function toEvent(message: ISSEMessage): CellwrightEvent | null {
   if (!data || typeof data !== 'object') {
     return null;
   }
+  // Only a stored event (one with an `id:` line) has a seq to resume after.
   const seq =
-    typeof data.seq === 'number' ? data.seq : Number(message.id ?? NaN);
+    message.id === null
+      ? NaN
+      : typeof data.seq === 'number'
+        ? data.seq
+        : Number(message.id);
   return { ...data, seq, type: message.event } as unknown as CellwrightEvent;
 }
 

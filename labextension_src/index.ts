@@ -9,10 +9,11 @@ import {
 } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
-import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { IRenderMimeRegistry, RenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 
 import { CellwrightAPI } from './api';
+import { restartKernelById } from './kernels';
 import { PanelModel } from './model';
 import { NotebookBridge } from './notebook';
 import { CommandIDs, Mode, PLUGIN_ID } from './tokens';
@@ -48,7 +49,24 @@ const plugin: JupyterFrontEndPlugin<void> = {
       version: FRONTEND_VERSION,
       storage: localStorageOrNull()
     });
-    const panel = new CellwrightPanel({ model, rendermime });
+    // Relative links and images in the panel's Markdown resolve next to the bound notebook.
+    const resolver = new RenderMimeRegistry.UrlResolver({
+      path: '',
+      contents: app.serviceManager.contents
+    });
+    const restartKernel = async (kernelId: string): Promise<void> => {
+      const holder = tracker.find(nb => nb.sessionContext.session?.kernel?.id === kernelId);
+      if (holder) {
+        await holder.sessionContext.restartKernel();
+      } else {
+        await restartKernelById(app.serviceManager.serverSettings, kernelId);
+      }
+    };
+    const panel = new CellwrightPanel({
+      model,
+      rendermime: rendermime.clone({ resolver }),
+      restartKernel
+    });
     app.shell.add(panel, 'right', { rank: 1000 });
     restorer?.add(panel, 'cellwright');
 
@@ -60,6 +78,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     let bound: NotebookPanel | null = null;
     const onRenamed = (_: unknown, path: string): void => {
       if (bound) {
+        resolver.path = path;
         model.notebookRenamed(path);
       }
     };
@@ -67,6 +86,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       bound?.context.pathChanged.disconnect(onRenamed);
       bound = notebook;
       notebook?.context.pathChanged.connect(onRenamed);
+      resolver.path = notebook?.context.path ?? '';
       model.setNotebook(
         notebook
           ? {

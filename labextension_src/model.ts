@@ -88,6 +88,10 @@ export interface IToolItem {
   executionCount: number | null;
   cellStatus: CellStatus | null;
   durationMs: number | null;
+  /** The approved cell waits for the kernel to finish another one. */
+  waitingForKernel: boolean;
+  /** The user's Stop ended the call (`tool_result.stopped`). */
+  stopped: boolean;
 }
 
 /**
@@ -112,6 +116,8 @@ export interface ISubtaskItem {
   done: boolean;
   /** The task call's `tool_result` summary. */
   summary: string | null;
+  /** The user's Stop ended the task. */
+  stopped: boolean;
   /** The sub-agent's report (tokens), tool calls, errors and nested subtasks. */
   items: ConversationItem[];
 }
@@ -131,6 +137,8 @@ export interface IErrorItem {
   errorKind: string;
   message: string;
   retryable: boolean;
+  /** kernel_unresponsive: the kernel the user may restart. */
+  kernelId: string | null;
 }
 
 export interface IRunEndItem {
@@ -210,9 +218,21 @@ export function isStreaming(view: IThreadView): boolean {
   return view.streaming !== null;
 }
 
-/** True for a rejected call whose rejection was the user's Stop. */
-export function isStopped(item: { status: ToolItemStatus; summary: string | null }): boolean {
-  return item.status === 'rejected' && (item.summary ?? '').trim() === STOPPED_SUMMARY;
+/** True for a call the user's Stop ended (older servers only say so in the summary). */
+export function isStopped(item: {
+  status: ToolItemStatus;
+  summary: string | null;
+  stopped?: boolean;
+}): boolean {
+  return (
+    item.stopped === true ||
+    (item.status === 'rejected' && (item.summary ?? '').trim() === STOPPED_SUMMARY)
+  );
+}
+
+/** An output beyond the server's stored cap: for the notebook, not the timeline. */
+export function isLiveOnly(event: CellwrightEvent): boolean {
+  return event.type === 'cell_output' && event.live_only === true;
 }
 
 // ---------------------------------------------------------------- tree helpers
@@ -416,7 +436,9 @@ function newTool(
     outputs: [],
     executionCount: null,
     cellStatus: null,
-    durationMs: null
+    durationMs: null,
+    waitingForKernel: false,
+    stopped: false
   };
 }
 
@@ -439,6 +461,7 @@ function newSubtask(fields: {
     active: true,
     done: false,
     summary: null,
+    stopped: false,
     items: []
   };
 }
@@ -684,6 +707,9 @@ export function reduceEvent(view: IThreadView, event: CellwrightEvent): IThreadV
   if (Number.isFinite(seq) && seq <= view.lastSeq) {
     return view; // already seen: reconnects never apply an event twice
   }
+  if (isLiveOnly(event)) {
+    return view; // beyond the stored cap: the overflow summary stands for it
+  }
   const agent = typeof event.agent === 'string' ? event.agent : '';
   const next: IThreadView = {
     ...view,
@@ -843,7 +869,8 @@ export function reduceEvent(view: IThreadView, event: CellwrightEvent): IThreadV
         status: 'running',
         isCell: true,
         code: event.code,
-        outputs: []
+        outputs: [],
+        waitingForKernel: event.waiting_for_kernel === true
       }));
       break;
     }
@@ -858,19 +885,21 @@ export function reduceEvent(view: IThreadView, event: CellwrightEvent): IThreadV
       state.items = updateTool(state.items, event.id, () => ({
         executionCount: event.execution_count ?? null,
         cellStatus: event.status,
-        durationMs: event.duration_ms ?? null
+        durationMs: event.duration_ms ?? null,
+        waitingForKernel: false
       }));
       break;
     }
     case 'tool_result': {
       const status = event.status;
       const summary = event.summary ?? null;
+      const stopped = event.stopped === true;
       state.items = replaceLast(state.items, item => {
         if (item.kind === 'tool' && item.id === event.id) {
-          return { ...item, status, summary };
+          return { ...item, status, summary, stopped, waitingForKernel: false };
         }
         if (item.kind === 'subtask' && item.id === event.id) {
-          return { ...item, status, summary, active: false, done: true };
+          return { ...item, status, summary, stopped, active: false, done: true };
         }
         return null;
       });
@@ -936,7 +965,8 @@ export function reduceEvent(view: IThreadView, event: CellwrightEvent): IThreadV
           agent,
           errorKind: event.kind,
           message: event.message,
-          retryable: !!event.retryable
+          retryable: !!event.retryable,
+          kernelId: typeof event.kernel_id === 'string' ? event.kernel_id : null
         }
       ];
       break;
@@ -1129,6 +1159,12 @@ export class ThreadModel implements IDisposable {
 
   /** Apply one event; `live` events are re-emitted on `liveEvent`. */
   applyEvent(event: CellwrightEvent, live: boolean): void {
+    if (isLiveOnly(event)) {
+      if (live) {
+        this._liveEvent.emit(event); // the view has no place for it; the notebook has
+      }
+      return;
+    }
     const before = this._view;
     this._view = reduceEvent(before, event);
     if (this._view === before) {
@@ -1181,6 +1217,10 @@ export class ThreadModel implements IDisposable {
             },
             onEvent: event => {
               received++;
+              if ((event.type as string) === 'caught_up') {
+                this._endCatchUp(); // the server says the backlog is over: what follows is live
+                return;
+              }
               if (this._catchingUp) {
                 this._armQuietTimer();
               }

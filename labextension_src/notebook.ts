@@ -9,9 +9,16 @@
  * never does). Each inserted cell carries `metadata.cellwright.tool_call_id`,
  * which is how its outputs find it again and how a second insertion of the
  * same tool call is avoided (after a reconnect or a page reload mid-run).
+ *
+ * A cell that outgrows the server's stored cap keeps everything here: the
+ * outputs beyond the cap come live only, and the overflow summary stored at
+ * the end is skipped for a cell that got them (appended otherwise, e.g.
+ * after a reload). The model's Markdown is inserted inert: remote images
+ * become links (inertMarkdown.ts), since the notebook renders it itself.
  */
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 
+import { inertMarkdownSource } from './inertMarkdown';
 import { ILiveEvent } from './model';
 
 const METADATA_KEY = 'cellwright';
@@ -36,17 +43,23 @@ export class NotebookBridge {
     try {
       switch (event.type) {
         case 'cell_started': {
+          // Sent twice when the cell waits for the kernel: the second only updates it.
           const panel = this._find(event.notebook_path ?? thread.notebookPath);
           if (panel && !this._findCell(panel, event.id)) {
             this._insert(panel, 'code', event.code ?? '', event.id);
-            const cell = this._findCell(panel, event.id) as ICodeCellLike | null;
-            if (cell && cell.type === 'code') {
-              cell.executionState = 'running';
-            }
+          }
+          const cell = panel ? (this._findCell(panel, event.id) as ICodeCellLike | null) : null;
+          if (cell && cell.type === 'code') {
+            cell.executionState = 'running'; // "[*]": queued or running, as JupyterLab shows it
           }
           break;
         }
         case 'cell_output': {
+          if (event.live_only) {
+            this._liveOnly.add(event.id);
+          } else if (event.overflow_summary && this._liveOnly.has(event.id)) {
+            break; // this cell already has every output the summary stands for
+          }
           const cell = this._codeCell(event.id, thread.notebookPath);
           cell?.outputs.add(event.output);
           break;
@@ -64,7 +77,7 @@ export class NotebookBridge {
             const panel = this._find(thread.notebookPath);
             const content = event.args?.content;
             if (panel && typeof content === 'string' && !this._findCell(panel, event.id)) {
-              this._insert(panel, 'markdown', content, event.id);
+              this._insert(panel, 'markdown', inertMarkdownSource(content), event.id);
             }
           }
           break;
@@ -151,7 +164,12 @@ export class NotebookBridge {
     if (this._cache.size > 500) {
       this._cache.clear();
     }
+    if (this._liveOnly.size > 500) {
+      this._liveOnly.clear();
+    }
   }
 
   private _cache = new Map<string, ICellLike>();
+  /** Tool calls whose cell received live-only outputs on this page. */
+  private _liveOnly = new Set<string>();
 }

@@ -253,11 +253,26 @@ export interface ICellStartedData extends IEventBase {
   code: string;
   notebook_path: string | null;
   kernel_id: string | null;
+  /**
+   * True: the kernel is busy with another cell and this one waits in line; a
+   * second `cell_started` for the same id with false follows when it starts.
+   */
+  waiting_for_kernel?: boolean;
 }
 
 export interface ICellOutputData extends IEventBase {
   id: string;
   output: INbOutput;
+  /**
+   * An output beyond what the server stores for a cell: sent live only (no
+   * `id:` line, no seq of its own). The notebook keeps it; the timeline does not.
+   */
+  live_only?: boolean;
+  /**
+   * Stored at the end of a cell that overflowed: "[... N lines omitted ...]"
+   * and the tail. A notebook cell that received the live_only outputs has them already.
+   */
+  overflow_summary?: boolean;
 }
 
 export interface ICellFinishedData extends IEventBase {
@@ -272,6 +287,8 @@ export interface IToolResultData extends IEventBase {
   name: ToolName | string;
   status: ToolResultStatus;
   summary: string;
+  /** True when the user's Stop ended the call. */
+  stopped?: boolean;
 }
 
 export interface ITodosData extends IEventBase {
@@ -289,10 +306,15 @@ export interface IFinalData extends IEventBase {
   next_items: INextItem[];
 }
 
+/** `error.kind` when Stop interrupted the kernel several times and it is still busy. */
+export const KERNEL_UNRESPONSIVE = 'kernel_unresponsive';
+
 export interface IErrorData extends IEventBase {
-  kind: string;
+  kind: typeof KERNEL_UNRESPONSIVE | string;
   message: string;
   retryable: boolean;
+  /** kernel_unresponsive: the kernel to restart. */
+  kernel_id?: string | null;
 }
 
 export interface IRunFinishedData extends IEventBase {

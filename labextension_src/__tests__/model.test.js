@@ -406,6 +406,138 @@ test('reduceEvent: a call the user stopped keeps its status and reads as stopped
   assert.equal(model.isStopped(rejected), false);
 });
 
+test('reduceEvent: tool_result.stopped marks the call stopped whatever its summary', () => {
+  seq = 0;
+  const view = model.reduceEvents(model.EMPTY_VIEW, [
+    ev('run_started', { mode: 'single', message: 'q' }),
+    ev('tool_call', { id: 'c1', name: 'execute_command', args: { command: 'sleep 9' }, needs_approval: false }),
+    ev('tool_result', { id: 'c1', name: 'execute_command', status: 'error', summary: 'Interrupted.', stopped: true }),
+    ev('tool_call', { id: 'c2', name: 'run_cell', args: { code: '1' }, needs_approval: false }),
+    ev('tool_result', { id: 'c2', name: 'run_cell', status: 'error', summary: 'Stopped by the user' }),
+    ev('run_finished', { status: 'cancelled' })
+  ]);
+  const [stopped, failed] = view.items.filter(i => i.kind === 'tool');
+  assert.equal(stopped.stopped, true);
+  assert.equal(model.isStopped(stopped), true);
+  // The old summary match stays only for rejected calls (old servers).
+  assert.equal(model.isStopped(failed), false);
+});
+
+test('reduceEvent: a cell waiting for the kernel, then started, is one entry', () => {
+  seq = 0;
+  const started = { id: 'c1', code: 'x = 1', notebook_path: 'a.ipynb', kernel_id: 'k' };
+  let view = model.reduceEvents(model.EMPTY_VIEW, [
+    ev('run_started', { mode: 'single', message: 'q' }),
+    ev('tool_call', { id: 'c1', name: 'run_cell', args: { code: 'x = 1' }, needs_approval: false }),
+    ev('cell_started', { ...started, waiting_for_kernel: true })
+  ]);
+  let tools = view.items.filter(i => i.kind === 'tool');
+  assert.equal(tools.length, 1);
+  assert.equal(tools[0].waitingForKernel, true);
+  assert.equal(tools[0].status, 'running');
+  view = model.reduceEvents(view, [
+    ev('cell_started', { ...started, waiting_for_kernel: false }),
+    ev('cell_output', { id: 'c1', output: { output_type: 'stream', name: 'stdout', text: 'hi\n' } })
+  ]);
+  tools = view.items.filter(i => i.kind === 'tool');
+  assert.equal(tools.length, 1);
+  assert.equal(tools[0].waitingForKernel, false);
+  assert.equal(tools[0].outputs.length, 1);
+  // A run stopped while the cell waited does not leave it "waiting".
+  view = model.reduceEvents(model.EMPTY_VIEW, [
+    ev('run_started', { mode: 'single', message: 'q' }),
+    ev('cell_started', { ...started, id: 'c9', waiting_for_kernel: true }),
+    ev('tool_result', { id: 'c9', name: 'run_cell', status: 'rejected', summary: 'Stopped', stopped: true })
+  ]);
+  assert.equal(view.items.find(i => i.kind === 'tool').waitingForKernel, false);
+});
+
+test('reduceEvent: live-only outputs stay out of the timeline, the overflow summary goes in', () => {
+  seq = 0;
+  const out = text => ({ output_type: 'stream', name: 'stdout', text });
+  const before = model.reduceEvents(model.EMPTY_VIEW, [
+    ev('run_started', { mode: 'single', message: 'q' }),
+    ev('cell_started', { id: 'c1', code: 'loop()', notebook_path: null, kernel_id: null }),
+    ev('cell_output', { id: 'c1', output: out('1\n') })
+  ]);
+  const liveOnly = { type: 'cell_output', seq: NaN, thread_id: 't1', run_id: 'r1', agent: 'main', id: 'c1', output: out('2\n'), live_only: true };
+  const after = model.reduceEvent(before, liveOnly);
+  assert.equal(after, before, 'nothing changes, not even lastSeq');
+  const view = model.reduceEvents(after, [
+    ev('cell_output', { id: 'c1', output: out('[... 1 lines omitted ...]\n'), overflow_summary: true }),
+    ev('cell_output', { id: 'c1', output: out('3\n'), overflow_summary: true })
+  ]);
+  const tool = view.items.find(i => i.kind === 'tool');
+  assert.deepEqual(tool.outputs.map(o => o.text), ['1\n[... 1 lines omitted ...]\n3\n']);
+  assert.equal(model.isLiveOnly(liveOnly), true);
+});
+
+test('reduceEvent: kernel_unresponsive errors carry the kernel to restart', () => {
+  seq = 0;
+  const view = model.reduceEvents(model.EMPTY_VIEW, [
+    ev('run_started', { mode: 'single', message: 'q' }),
+    ev('error', { kind: 'kernel_unresponsive', message: 'Still busy.', retryable: false, kernel_id: 'k-42' }),
+    ev('error', { kind: 'llm_error', message: 'Oops', retryable: true })
+  ]);
+  const [stuck, other] = view.items.filter(i => i.kind === 'error');
+  assert.equal(stuck.errorKind, tokens.KERNEL_UNRESPONSIVE);
+  assert.equal(stuck.kernelId, 'k-42');
+  assert.equal(other.kernelId, null);
+});
+
+test('SSEParser: an event without an id line has no id (not the previous one)', () => {
+  const parser = new api.SSEParser();
+  const out = parser.push(
+    'id: 5\nevent: cell_output\ndata: {"seq":5}\n\n' +
+      'event: cell_output\ndata: {"live_only":true}\n\n' +
+      'event: caught_up\ndata: {"seq":5}\n\n' +
+      'id: 6\nevent: run_finished\ndata: {"seq":6}\n\n'
+  );
+  assert.deepEqual(out.map(m => m.id), ['5', null, null, '6']);
+  assert.equal(api.toEvent(out[0]).seq, 5);
+  assert.ok(Number.isNaN(api.toEvent(out[1]).seq));
+  assert.ok(Number.isNaN(api.toEvent(out[2]).seq), 'caught_up is not stored either');
+});
+
+test('ThreadModel: live-only outputs reach the notebook bridge but never the resume point', async () => {
+  seq = 0;
+  const first = [
+    ev('run_started', { mode: 'single', message: 'q' }),
+    ev('cell_started', { id: 'c1', code: 'loop()', notebook_path: 'a.ipynb', kernel_id: 'k' })
+  ];
+  const unstored = { id: 'c1', output: { output_type: 'stream', name: 'stdout', text: 'x\n' }, live_only: true, seq: 99 };
+  const rest = [ev('run_finished', { status: 'completed' })];
+  const urls = [];
+  const { settings } = fakeSettings(async (url, request, n) => {
+    urls.push(url);
+    if (n > 1) {
+      return streamResponse([sse(rest)]);
+    }
+    const encoder = new TextEncoder();
+    const body = new ReadableStream({
+      async start(controller) {
+        controller.enqueue(encoder.encode(sse(first)));
+        controller.enqueue(encoder.encode(`event: caught_up\ndata: {"seq":${first[1].seq}}\n\n`));
+        await sleep(20); // well under the quiet period: caught_up alone ends the replay
+        controller.enqueue(encoder.encode(`event: cell_output\ndata: ${JSON.stringify(unstored)}\n\n`));
+        await sleep(20);
+        controller.error(new TypeError('network down'));
+      }
+    });
+    return new Response(body, { status: 200 });
+  });
+  const thread = new model.ThreadModel({ api: new api.CellwrightAPI(settings), threadId: 't1' });
+  const live = [];
+  thread.liveEvent.connect((_, e) => live.push([e.type, !!e.live_only]));
+  const ended = new Promise(resolve => thread.streamEnded.connect(() => resolve()));
+  thread.connect({ replay: true });
+  await ended;
+  assert.deepEqual(live, [['cell_output', true], ['run_finished', false]]);
+  assert.match(urls[1], new RegExp(`after=${first[1].seq}(&|$)`), 'resumes after the last stored event');
+  assert.deepEqual(thread.view.items.find(i => i.kind === 'tool').outputs, []);
+  thread.dispose();
+});
+
 test('agentLabel: readable agent names', () => {
   assert.equal(tokens.agentLabel('python_developer'), 'Python developer');
   assert.equal(tokens.agentLabel('researcher'), 'Researcher');

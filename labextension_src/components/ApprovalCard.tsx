@@ -3,7 +3,16 @@ import { useEffect, useState } from 'react';
 
 import { PanelModel } from '../model';
 import { agentLabel, IApprovalRequiredData } from '../tokens';
-import { DiagnosticsList, DiffView } from './Previews';
+import {
+  CodePreview,
+  CommandPreview,
+  commandOf,
+  DiagnosticsList,
+  DiffView,
+  HiddenControlsWarning,
+  OtherArgs
+} from './Previews';
+import { VisibleText } from './VisibleText';
 
 /** The argument a user edits for each tool; others edit the JSON of all args. */
 const EDITABLE_FIELD: Record<string, string> = {
@@ -33,10 +42,6 @@ export function isFailureWarning(description: string | null | undefined): boolea
   return !!description && /\bwill fail\b/i.test(description);
 }
 
-function commandOf(pending: IApprovalRequiredData): string {
-  return String(pending.command ?? pending.args?.command ?? '');
-}
-
 function editableText(pending: IApprovalRequiredData): string {
   const field = EDITABLE_FIELD[pending.name];
   if (field === 'command') {
@@ -46,41 +51,6 @@ function editableText(pending: IApprovalRequiredData): string {
     return String(pending.args?.[field] ?? '');
   }
   return JSON.stringify(pending.args ?? {}, null, 2);
-}
-
-/** The shell command, its folder and its limits. */
-function CommandPreview(props: { pending: IApprovalRequiredData }): JSX.Element {
-  const { pending } = props;
-  const args = pending.args ?? {};
-  const cwd = String(pending.cwd ?? args.cwd ?? '.') || '.';
-  const root = cwd === '.' || cwd === './';
-  return (
-    <div className="cw-approval-command">
-      <div className="cw-label">Command</div>
-      <pre className="cw-code" data-testid="cw-approval-command">
-        <code>{commandOf(pending)}</code>
-      </pre>
-      <div className="cw-approval-cwd">
-        <span className="cw-label">Working directory: </span>
-        <span className="cw-path" data-testid="cw-approval-cwd">
-          {cwd}
-        </span>
-        {root && <span className="cw-muted"> (the workspace root)</span>}
-      </div>
-      {typeof args.stdin === 'string' && args.stdin !== '' && (
-        <>
-          <div className="cw-label">Input (stdin)</div>
-          <pre className="cw-code">{args.stdin}</pre>
-        </>
-      )}
-      {args.timeout !== undefined && args.timeout !== null && (
-        <div>
-          <span className="cw-label">Timeout: </span>
-          {`${args.timeout} s`}
-        </div>
-      )}
-    </div>
-  );
 }
 
 /**
@@ -171,39 +141,57 @@ export function ApprovalCard(props: {
             <span className="cw-approval-warning-icon" aria-hidden="true">
               ⚠
             </span>
-            <span>{pending.description}</span>
+            <span>
+              <VisibleText text={pending.description} />
+            </span>
           </div>
         ) : (
-          <div className="cw-approval-description">{pending.description}</div>
+          <div className="cw-approval-description">
+            <VisibleText text={pending.description} />
+          </div>
         ))}
+
+      <HiddenControlsWarning
+        value={[
+          args,
+          pending.command !== args.command ? pending.command : null,
+          pending.cwd !== args.cwd ? pending.cwd : null
+        ]}
+      />
 
       {pending.name === 'execute_command' && mode !== 'edit' && <CommandPreview pending={pending} />}
 
       {pending.name === 'run_cell' && mode !== 'edit' && (
-        <pre className="cw-code cw-approval-code" data-testid="cw-approval-code">
-          <code>{String(args.code ?? '')}</code>
-        </pre>
+        <CodePreview code={args.code} description={args.description} />
       )}
 
       {pending.name === 'task' && mode !== 'edit' && (
         <div className="cw-approval-task">
           <div>
             <span className="cw-label">Delegate to: </span>
-            {agentLabel(String(args.agent ?? ''))}
+            <VisibleText text={agentLabel(String(args.agent ?? ''))} />
           </div>
-          <div className="cw-approval-description">{String(args.description ?? '')}</div>
+          <div className="cw-approval-description">
+            <VisibleText text={String(args.description ?? '')} />
+          </div>
         </div>
       )}
 
       {isFile && args.path && (
         <div className="cw-approval-path">
           <span className="cw-label">File: </span>
-          <code>{String(args.path)}</code>
+          <code>
+            <VisibleText text={String(args.path)} />
+          </code>
         </div>
       )}
 
-      {!field && !diff && mode !== 'edit' && pending.name !== 'task' && (
-        <pre className="cw-code cw-approval-args">{JSON.stringify(args, null, 2)}</pre>
+      {mode !== 'edit' && (
+        <OtherArgs
+          name={pending.name}
+          args={args}
+          shown={isFile && diff ? ['path', 'content', 'edits', 'diff'] : undefined}
+        />
       )}
 
       {mode === 'edit' && (

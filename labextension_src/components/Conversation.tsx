@@ -11,7 +11,8 @@ import {
   PanelModel,
   ROOT_AGENTS
 } from '../model';
-import { agentLabel } from '../tokens';
+import { agentLabel, KERNEL_UNRESPONSIVE } from '../tokens';
+import { RestartKernelButton } from './KernelRestart';
 import { Markdown } from './Markdown';
 import { TodoList } from './TodoList';
 import { STATUS_ICON, ToolEntry, ToolResultLine } from './ToolEntry';
@@ -201,6 +202,9 @@ function Item(props: {
           <span className="cw-label">{`Error${item.errorKind ? ` (${item.errorKind})` : ''}: `}</span>
           <span className="cw-error-message">{item.message}</span>
           {item.retryable && <span className="cw-error-hint"> You can send the request again.</span>}
+          {item.errorKind === KERNEL_UNRESPONSIVE && item.kernelId && (
+            <RestartKernelButton kernelId={item.kernelId} />
+          )}
         </div>
       );
     case 'run_end':

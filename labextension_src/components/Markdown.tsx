@@ -1,7 +1,8 @@
-import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
-import { IRenderMime } from '@jupyterlab/rendermime';
+import { IRenderMimeRegistry, renderMarkdown } from '@jupyterlab/rendermime';
 import * as React from 'react';
 import { useEffect, useRef } from 'react';
+
+import { makeInert } from '../inertMarkdown';
 
 /** Re-render at most this often while text streams in. */
 const STREAM_THROTTLE_MS = 150;
@@ -16,43 +17,76 @@ export interface IMarkdownProps {
 }
 
 /**
- * Markdown rendered by JupyterLab's own markdown renderer (untrusted: HTML in
- * the model's answer is sanitized). Renders are serialized and, while
- * streaming, throttled.
+ * Render model-written Markdown into `host` without the page fetching
+ * anything it names: JupyterLab's renderer (untrusted, so sanitized) writes
+ * into a document with no browsing context, where nothing loads; the tree is
+ * made inert there (remote images wait for a click, see inertMarkdown.ts) and
+ * only then moved into the page. `allowed` keeps the images the user loaded
+ * across re-renders.
+ */
+export async function renderInertMarkdown(
+  rendermime: IRenderMimeRegistry,
+  source: string,
+  host: HTMLElement,
+  allowed: Set<string>
+): Promise<void> {
+  const scratchDocument = document.implementation.createHTMLDocument('');
+  const scratch = scratchDocument.createElement('div');
+  scratchDocument.body.appendChild(scratch);
+  await renderMarkdown({
+    host: scratch,
+    source,
+    trusted: false,
+    sanitizer: rendermime.sanitizer,
+    resolver: rendermime.resolver,
+    linkHandler: rendermime.linkHandler,
+    latexTypesetter: rendermime.latexTypesetter,
+    markdownParser: rendermime.markdownParser,
+    shouldTypeset: false // MathJax works on the page's document: after the move
+  });
+  makeInert(scratch, {
+    base: document.baseURI,
+    allowed,
+    onLoad: urls => urls.forEach(url => allowed.add(url))
+  });
+  host.replaceChildren(...Array.from(scratch.childNodes));
+  if (rendermime.latexTypesetter && host.textContent && /[$\\]/.test(host.textContent)) {
+    await rendermime.latexTypesetter.typeset(host);
+  }
+}
+
+/**
+ * Markdown rendered by JupyterLab's own markdown renderer, inert (see
+ * renderInertMarkdown). Renders are serialized and, while streaming, throttled.
  */
 export function Markdown(props: IMarkdownProps): JSX.Element {
   const { rendermime, source, streaming } = props;
-  const host = useRef<HTMLDivElement>(null);
+  const body = useRef<HTMLDivElement>(null);
   const state = useRef({
-    renderer: null as IRenderMime.IRenderer | null,
     rendered: null as string | null,
     wanted: '',
     busy: false,
     timer: undefined as ReturnType<typeof setTimeout> | undefined,
-    alive: true
+    alive: true,
+    allowed: new Set<string>()
   });
 
   const flush = async (): Promise<void> => {
     const s = state.current;
     s.timer = undefined;
-    if (!s.renderer || s.busy || s.wanted === s.rendered || !s.alive) {
+    const node = body.current;
+    if (!node || s.busy || s.wanted === s.rendered || !s.alive) {
       return;
     }
     const text = s.wanted;
     s.busy = true;
     try {
-      const model = rendermime.createModel({
-        data: { 'text/markdown': text },
-        trusted: false
-      });
-      await s.renderer.renderModel(model);
+      await renderInertMarkdown(rendermime, text, node, s.allowed);
       s.rendered = text;
     } catch (error) {
       console.error('Cellwright: markdown rendering failed', error);
       s.rendered = text;
-      if (s.renderer) {
-        s.renderer.node.textContent = text;
-      }
+      node.textContent = text;
     } finally {
       s.busy = false;
     }
@@ -71,19 +105,13 @@ export function Markdown(props: IMarkdownProps): JSX.Element {
   useEffect(() => {
     const s = state.current;
     s.alive = true;
-    const renderer = rendermime.createRenderer('text/markdown');
-    renderer.addClass('cw-markdown-body');
-    s.renderer = renderer;
     s.rendered = null;
     s.wanted = source;
-    host.current?.appendChild(renderer.node);
     void flush();
     return () => {
       s.alive = false;
       clearTimeout(s.timer);
       s.timer = undefined;
-      s.renderer = null;
-      renderer.dispose();
     };
   }, [rendermime]);
 
@@ -93,10 +121,12 @@ export function Markdown(props: IMarkdownProps): JSX.Element {
   }, [source, streaming]);
 
   return (
-    <div
-      ref={host}
-      className={`cw-markdown ${props.className ?? ''}`}
-      data-testid={props.testId}
-    />
+    <div className={`cw-markdown ${props.className ?? ''}`} data-testid={props.testId}>
+      <div
+        ref={body}
+        className="jp-RenderedHTMLCommon jp-RenderedMarkdown cw-markdown-body"
+        data-cw-inert="true"
+      />
+    </div>
   );
 }

@@ -1,10 +1,136 @@
 /**
- * What an approval card shows of a proposed call: a file change as a
- * unified diff, and the linter's diagnostics of a cell's code.
+ * What an approval card shows of a proposed call: the code, the shell
+ * command with everything that shapes its run, a file change as a unified
+ * diff, the linter's diagnostics, and any other argument. Every string goes
+ * through VisibleText: a hidden control character is shown, never obeyed.
  */
 import * as React from 'react';
 
-import { IDiagnostic } from '../tokens';
+import { IApprovalRequiredData, IDiagnostic } from '../tokens';
+import { countHiddenControls } from '../visibleControls';
+import { VisibleText } from './VisibleText';
+
+// ---------------------------------------------------------------- arguments
+
+/** Arguments a tool's own preview shows; the others are listed after it. */
+export const PREVIEWED_ARGS: Record<string, readonly string[]> = {
+  run_cell: ['code', 'description'],
+  execute_command: ['command', 'cwd', 'stdin', 'timeout'],
+  task: ['agent', 'description']
+};
+
+function asText(value: unknown): string {
+  return typeof value === 'string' ? value : JSON.stringify(value, null, 2) ?? String(value);
+}
+
+/** The arguments no preview shows, as JSON (null when there are none). */
+export function OtherArgs(props: {
+  name: string;
+  args: Record<string, unknown>;
+  /** What the card shows elsewhere (default: the tool's preview). */
+  shown?: readonly string[];
+}): JSX.Element | null {
+  const shown = props.shown ?? PREVIEWED_ARGS[props.name] ?? [];
+  const rest = Object.fromEntries(Object.entries(props.args).filter(([key]) => !shown.includes(key)));
+  if (!Object.keys(rest).length) {
+    return null;
+  }
+  return (
+    <>
+      {shown.length > 0 && <div className="cw-label">Other arguments</div>}
+      <pre className="cw-code cw-approval-args" data-testid="cw-approval-args">
+        <VisibleText text={JSON.stringify(rest, null, 2)} />
+      </pre>
+    </>
+  );
+}
+
+/** The shell command line: what the approval runs (the args), else the server's preview. */
+export function commandOf(pending: IApprovalRequiredData): string {
+  const command = pending.args?.command;
+  return typeof command === 'string' ? command : String(pending.command ?? command ?? '');
+}
+
+/** The shell command, its folder, its input and its time limit. */
+export function CommandPreview(props: { pending: IApprovalRequiredData }): JSX.Element {
+  const { pending } = props;
+  const args = pending.args ?? {};
+  const cwd = asText(pending.cwd ?? args.cwd ?? '.') || '.';
+  const root = cwd === '.' || cwd === './';
+  const hasStdin = args.stdin !== undefined && args.stdin !== null && args.stdin !== '';
+  const hasTimeout = args.timeout !== undefined && args.timeout !== null;
+  return (
+    <div className="cw-approval-command">
+      <div className="cw-label">Command</div>
+      <pre className="cw-code" data-testid="cw-approval-command">
+        <code>
+          <VisibleText text={commandOf(pending)} />
+        </code>
+      </pre>
+      <div className="cw-approval-cwd">
+        <span className="cw-label">Working directory: </span>
+        <span className="cw-path" data-testid="cw-approval-cwd">
+          <VisibleText text={cwd} />
+        </span>
+        {root && <span className="cw-muted"> (the workspace root)</span>}
+      </div>
+      {hasStdin && (
+        <>
+          <div className="cw-label">Input (stdin)</div>
+          <pre className="cw-code" data-testid="cw-approval-stdin">
+            <VisibleText text={asText(args.stdin)} />
+          </pre>
+        </>
+      )}
+      <div data-testid="cw-approval-timeout">
+        <span className="cw-label">Timeout: </span>
+        {hasTimeout ? (
+          <VisibleText text={typeof args.timeout === 'number' ? `${args.timeout} s` : asText(args.timeout)} />
+        ) : (
+          <span className="cw-muted">the server's default</span>
+        )}
+      </div>
+    </div>
+  );
+}
+
+/** A cell's code exactly as the kernel will read it. */
+export function CodePreview(props: { code: unknown; description?: unknown }): JSX.Element {
+  return (
+    <>
+      {typeof props.description === 'string' && props.description && (
+        <div className="cw-approval-description cw-muted">
+          <VisibleText text={props.description} />
+        </div>
+      )}
+      <pre className="cw-code cw-approval-code" data-testid="cw-approval-code">
+        <code>
+          <VisibleText text={asText(props.code ?? '')} code />
+        </code>
+      </pre>
+    </>
+  );
+}
+
+/** A warning when the arguments hold characters that show nothing on their own. */
+export function HiddenControlsWarning(props: { value: unknown }): JSX.Element | null {
+  const n = countHiddenControls(props.value);
+  if (!n) {
+    return null;
+  }
+  return (
+    <div className="cw-approval-warning" data-testid="cw-hidden-controls" role="alert">
+      <span className="cw-approval-warning-icon" aria-hidden="true">
+        ⚠
+      </span>
+      <span>
+        {n === 1
+          ? '1 hidden control character, shown as a boxed marker: check what it does before approving.'
+          : `${n} hidden control characters, shown as boxed markers: check what they do before approving.`}
+      </span>
+    </div>
+  );
+}
 
 // ---------------------------------------------------------------- diff
 
@@ -58,7 +184,8 @@ export function DiffView(props: { diff: string }): JSX.Element {
               {SPOKEN_DIFF[line.kind] && (
                 <span className="cw-visually-hidden">{SPOKEN_DIFF[line.kind]}</span>
               )}
-              {line.text + '\n'}
+              <VisibleText text={line.text} />
+              {'\n'}
             </span>
           ))}
         </span>

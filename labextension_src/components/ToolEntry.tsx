@@ -3,8 +3,10 @@ import * as React from 'react';
 
 import { isStopped, IToolItem, ToolItemStatus } from '../model';
 import { agentLabel } from '../tokens';
+import { visibleString } from '../visibleControls';
 import { CommandOutput } from './CommandOutput';
 import { OutputView } from './OutputView';
+import { VisibleText } from './VisibleText';
 
 /** "Result: <summary>", under a tool entry or a sub-agent's task. */
 export function ToolResultLine(props: { className: string; summary: string }): JSX.Element {
@@ -38,7 +40,7 @@ function firstLine(text: unknown, max = 80): string {
   if (typeof text !== 'string') {
     return '';
   }
-  const line = text.trim().split('\n')[0] ?? '';
+  const line = visibleString(text.trim().split('\n')[0] ?? '');
   return line.length > max ? line.slice(0, max - 1) + '…' : line;
 }
 
@@ -73,7 +75,13 @@ function formatDuration(ms: number | null): string {
 
 /** The status as the entry shows it: a call the user's Stop ended reads "stopped". */
 export function toolStatusLabel(item: IToolItem): string {
-  return isStopped(item) ? 'stopped' : STATUS_LABEL[item.status] ?? item.status;
+  if (isStopped(item)) {
+    return 'stopped';
+  }
+  if (item.status === 'running' && item.waitingForKernel) {
+    return 'waiting for the kernel…';
+  }
+  return STATUS_LABEL[item.status] ?? item.status;
 }
 
 /**
@@ -102,6 +110,7 @@ export function ToolEntry(props: {
       data-testid="cw-tool"
       data-tool-name={item.name}
       data-tool-status={item.status}
+      data-waiting-for-kernel={item.waitingForKernel ? 'true' : undefined}
     >
       <details className="cw-tool-details">
         <summary className="cw-tool-summary">
@@ -110,7 +119,7 @@ export function ToolEntry(props: {
           </span>
           <span className="cw-tool-name">{item.name}</span>
           <span className="cw-tool-args">{shortArgs(item.name, item.args)}</span>
-          <span className="cw-tool-status">
+          <span className="cw-tool-status" data-testid="cw-tool-status">
             {toolStatusLabel(item)}
             {item.executionCount !== null ? ` · [${item.executionCount}]` : ''}
             {item.durationMs !== null ? ` · ${formatDuration(item.durationMs)}` : ''}
@@ -124,9 +133,15 @@ export function ToolEntry(props: {
             </div>
           )}
           {description && <div className="cw-tool-description">{description}</div>}
-          {code && <pre className="cw-code">{code}</pre>}
+          {code && (
+            <pre className="cw-code">
+              <VisibleText text={String(code)} code />
+            </pre>
+          )}
           {Object.keys(otherArgs).length > 0 && (
-            <pre className="cw-tool-argsfull">{JSON.stringify(otherArgs, null, 2)}</pre>
+            <pre className="cw-tool-argsfull">
+              <VisibleText text={JSON.stringify(otherArgs, null, 2)} />
+            </pre>
           )}
           {item.summary && <ToolResultLine className="cw-tool-result" summary={item.summary} />}
         </div>

@@ -5,7 +5,9 @@ import { Panel } from '@lumino/widgets';
 import * as React from 'react';
 
 import { ChatView } from '../components/ChatView';
+import { KernelRestartContext } from '../components/KernelRestart';
 import { cellwrightIcon } from '../icon';
+import { KernelRestarter } from '../kernels';
 import { PanelModel } from '../model';
 import { PANEL_ID } from '../tokens';
 
@@ -13,7 +15,8 @@ import { PANEL_ID } from '../tokens';
 class ChatWidget extends ReactWidget {
   constructor(
     private _model: PanelModel,
-    private _rendermime: IRenderMimeRegistry
+    private _rendermime: IRenderMimeRegistry,
+    private _restartKernel: KernelRestarter | null
   ) {
     super();
     this.addClass('cw-chat-widget');
@@ -23,7 +26,9 @@ class ChatWidget extends ReactWidget {
 
   protected render(): JSX.Element {
     return (
-      <ChatView model={this._model} rendermime={this._rendermime} inputRef={this.inputRef} />
+      <KernelRestartContext.Provider value={this._restartKernel}>
+        <ChatView model={this._model} rendermime={this._rendermime} inputRef={this.inputRef} />
+      </KernelRestartContext.Provider>
     );
   }
 }
@@ -33,14 +38,18 @@ class ChatWidget extends ReactWidget {
  * the model (and its streams) outlive it only until the plugin disposes it.
  */
 export class CellwrightPanel extends SidePanel {
-  constructor(options: { model: PanelModel; rendermime: IRenderMimeRegistry }) {
+  constructor(options: {
+    model: PanelModel;
+    rendermime: IRenderMimeRegistry;
+    restartKernel?: KernelRestarter;
+  }) {
     super({ content: new Panel() });
     this.id = PANEL_ID;
     this.addClass('cw-panel');
     this.title.icon = cellwrightIcon;
     this.title.caption = 'Cellwright';
     this._model = options.model;
-    this._chat = new ChatWidget(options.model, options.rendermime);
+    this._chat = new ChatWidget(options.model, options.rendermime, options.restartKernel ?? null);
     this.addWidget(this._chat);
   }
 
