@@ -7,7 +7,19 @@ from __future__ import annotations
 
 from typing import Any
 
-__version__ = "0.1.0"
+
+def __getattr__(name: str) -> str:
+    # package.json is the one place the version is written (pyproject reads it through
+    # hatch-nodejs-version), so the panel and the server report the same one. Looked up on first
+    # use: importlib.metadata would make every `import agent_core` slower.
+    if name != "__version__":
+        raise AttributeError(f"module 'agent_core' has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("cellwright")
+    except PackageNotFoundError:  # a checkout used without installing it
+        return "0+unknown"
 
 
 def load_ipython_extension(ipython: Any) -> None:

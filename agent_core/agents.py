@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .tools import TOOLS
+
 
 @dataclass(frozen=True)
 class AgentConfig:
@@ -20,10 +22,8 @@ class AgentConfig:
         return self.name not in ("main", "planner")
 
 
-SINGLE_AGENT_TOOLS = (
-    "write_todos", "run_cell", "add_markdown", "final_answer", "execute_command", "check_resource", "diagnostics",
-    "read_file", "list_files", "write_file", "edit_file", "search_workspace", "search_notebooks", "load_skill",
-)  # fmt: skip
+# The single agent has every tool but delegation: derived from the registry, not a second list of it.
+SINGLE_AGENT_TOOLS = tuple(name for name in TOOLS if name != "task")
 
 AGENTS: dict[str, AgentConfig] = {
     agent.name: agent

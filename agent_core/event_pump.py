@@ -11,7 +11,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from .events import make_event
+from .contract import make_event
 from .redaction import redact_text
 from .thread_store import ThreadStore
 
@@ -114,9 +114,14 @@ class OutputCaps:
             return
         if budget.omitted_lines:
             note = {"output_type": "stream", "name": "stdout", "text": f"[... {budget.omitted_lines} lines omitted ...]\n"}
-            yield {**event, **make_event("cell_output", id=event["id"], output=note), "overflow_summary": True}, True
+            yield {**_tags(event), **make_event("cell_output", id=event["id"], output=note, overflow_summary=True)}, True
         for output in _merged_streams(budget.tail):
-            yield {**event, **make_event("cell_output", id=event["id"], output=output), "overflow_summary": True}, True
+            yield {**_tags(event), **make_event("cell_output", id=event["id"], output=output, overflow_summary=True)}, True
+
+
+def _tags(event: dict[str, Any]) -> dict[str, Any]:
+    """Who emitted `event` (run, agent, task), for an event written on its behalf: not its own fields."""
+    return {key: event[key] for key in ("run_id", "agent", "task_id") if key in event}
 
 
 def _merged_streams(outputs: deque[dict[str, Any]]) -> list[dict[str, Any]]:

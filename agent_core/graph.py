@@ -19,7 +19,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from .events import make_event
+from .contract import make_event
 from .history import compact
 from .llm import LLMError, ModelRequest, ModelTurn, complete
 from .prompts import prompt_text
@@ -77,12 +77,13 @@ class RunContext:
     agent: AgentConfig = field(default_factory=lambda: AGENTS["main"])
     ledger_scope: str = ""  # the ledger key space: the thread, or a sub-agent's task within it
     tool_mode: str = ""  # "native" or "prompt" for this run; "auto" settles on the first refusal
+    task_id: str = ""  # a sub-agent's: the id of the `task` call that started it
 
     def __post_init__(self) -> None:
         if not self.tool_mode:
             self.tool_mode = "prompt" if self.settings.tool_calling == "prompt" else "native"
         self.ledger_scope = self.ledger_scope or self.thread_id
-        self.tools: dict[str, ToolSpec] = {name: ALL_TOOLS[name] for name in self.agent.tools}
+        self.tools: dict[str, ToolSpec] = {name: TOOLS[name] for name in self.agent.tools}
 
     @property
     def max_model_calls(self) -> int:
@@ -91,6 +92,25 @@ class RunContext:
     def needs_approval(self, name: str) -> bool:
         spec = self.tools.get(name)
         return bool(spec and spec.needs_approval and name not in self.settings.auto_approve)
+
+    async def delegate(self, name: str, description: str, call_id: str) -> ToolOutcome:
+        """Run a sub-agent on a fresh context: only the description goes in, only its report comes
+        back. It runs as a subgraph of this node, so its approvals pause the whole thread and a resume
+        continues it where it stopped, without calling its model again."""
+        if name not in self.agent.may_call:
+            allowed = ", ".join(self.agent.may_call) or "none"
+            raise ToolInputError(f"{self.agent.label} may not call the agent {name!r}; it may call: {allowed}")
+        agent = AGENTS[name]
+        sub_ctx = RunContext(
+            self.thread_id, self.settings, self.env, self.ledger, _tagged(self.emit, name, call_id), self.notebook_path,
+            agent, ledger_scope=f"{self.ledger_scope}/{call_id}", tool_mode=self.tool_mode, task_id=call_id,
+        )  # fmt: skip
+        # The switches carry the task's id too: the panel nests what lies between them under the call.
+        self.emit(make_event("agent_switch", task_id=call_id, **{"from": self.agent.name, "to": name, "task": description}))
+        result = await _subagent_graph().ainvoke(new_run_input(description), context=sub_ctx)
+        self.emit(make_event("agent_switch", task_id=call_id, **{"from": name, "to": self.agent.name, "task": description}))
+        report = next((m.get("content") for m in reversed(result["messages"]) if m.get("role") == "assistant"), "") or "(no report)"
+        return ToolOutcome("ok", f"{agent.label} reports:\n{report}", summary=report)
 
 
 def run_context(
@@ -101,10 +121,11 @@ def run_context(
     return RunContext(thread_id, settings, env, ledger, _tagged(emit, agent.name), notebook_path, agent)
 
 
-def _tagged(emit: Emit, agent: str) -> Emit:
+def _tagged(emit: Emit, agent: str, task_id: str = "") -> Emit:
     if agent == "main":
         return emit
-    return lambda event: emit({"agent": agent, **event})  # an inner (sub-)agent's tag wins
+    tags = {"agent": agent, "task_id": task_id} if task_id else {"agent": agent}
+    return lambda event: emit({**tags, **event})  # an inner (sub-)agent's tags win
 
 
 def new_run_input(message: str, mode: str = "single") -> AgentState:
@@ -234,7 +255,7 @@ def _model_reply(ctx: RunContext, turn: ModelTurn, used_ids: set[str]) -> AgentS
 # -- the tools node
 
 
-async def approval_request(spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolContext, agent: str) -> dict[str, Any]:
+async def approval_request(spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolContext, ctx: RunContext) -> dict[str, Any]:
     request: dict[str, Any] = {
         "id": tool_ctx.call_id,
         "name": spec.name,
@@ -242,13 +263,14 @@ async def approval_request(spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolC
         "description": spec.describe_call(args),
         "diagnostics": [],
         "diff": None,
-        "agent": agent,
+        "agent": ctx.agent.name,
     }
-    if spec.preview is not None:
-        try:
-            request.update(await spec.preview(args, tool_ctx))
-        except Exception as exc:  # a preview is a help for the user, never a reason to fail the call
-            log.warning("preview of %s failed: %s", spec.name, exc)
+    if ctx.task_id:
+        request["task_id"] = ctx.task_id
+    try:
+        request.update(await spec.preview(args, tool_ctx))
+    except Exception as exc:  # a preview is a help for the user, never a reason to fail the call
+        log.warning("preview of %s failed: %s", spec.name, exc)
     return request
 
 
@@ -283,7 +305,7 @@ async def _run_tool(call: dict[str, Any], ctx: RunContext) -> ToolOutcome:
     tool_ctx = ToolContext(call["id"], ctx.env, ctx.emit, ctx.settings, ctx)
     if ctx.needs_approval(name):
         # The node re-runs from the top on resume; nothing above has side effects.
-        decision = interrupt(await approval_request(spec, args, tool_ctx, ctx.agent.name))
+        decision = interrupt(await approval_request(spec, args, tool_ctx, ctx))
         args, rejected = _decided_args(decision, args)
         if rejected is not None:
             await ctx.ledger.finished(ctx.ledger_scope, call["id"], rejected)
@@ -317,44 +339,6 @@ async def _run_unrecorded(spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolCo
 
 
 # -- delegation (multi-agent mode)
-
-
-async def run_task(args: dict[str, Any], tool_ctx: ToolContext) -> ToolOutcome:
-    """Run a sub-agent on a fresh context: only the description goes in, only its report comes back.
-    It runs as a subgraph of this node, so its approvals pause the whole thread and a resume
-    continues it where it stopped, without calling its model again."""
-    ctx: RunContext = tool_ctx.run
-    name, description = args["agent"], args["description"]
-    if name not in ctx.agent.may_call:
-        allowed = ", ".join(ctx.agent.may_call) or "none"
-        raise ToolInputError(f"{ctx.agent.label} may not call the agent {name!r}; it may call: {allowed}")
-    agent = AGENTS[name]
-    sub_ctx = RunContext(
-        ctx.thread_id, ctx.settings, ctx.env, ctx.ledger, _tagged(ctx.emit, name), ctx.notebook_path, agent,
-        ledger_scope=f"{ctx.ledger_scope}/{tool_ctx.call_id}", tool_mode=ctx.tool_mode,
-    )  # fmt: skip
-    ctx.emit(make_event("agent_switch", **{"from": ctx.agent.name, "to": name, "task": description}))
-    result = await _subagent_graph().ainvoke(new_run_input(description), context=sub_ctx)
-    ctx.emit(make_event("agent_switch", **{"from": name, "to": ctx.agent.name, "task": description}))
-    report = next((m.get("content") for m in reversed(result["messages"]) if m.get("role") == "assistant"), "") or "(no report)"
-    return ToolOutcome("ok", f"{agent.label} reports:\n{report}", summary=report)
-
-
-TASK = ToolSpec(
-    name="task",
-    description="Delegate one self-contained task to a sub-agent. It sees only your description and reports back.",
-    parameters={
-        "type": "object",
-        "properties": {
-            "agent": {"type": "string", "description": "The agent's name."},
-            "description": {"type": "string", "description": "The complete task: goal, names, what to report."},
-        },
-        "required": ["agent", "description"],
-    },
-    run=run_task,
-    recorded=False,
-)
-ALL_TOOLS: dict[str, ToolSpec] = {**TOOLS, TASK.name: TASK}
 
 
 @cache
@@ -422,11 +406,10 @@ def _after_tools(state: Mapping[str, Any]) -> str:
     return END if state.get("done") else "model"
 
 
-def build_graph(checkpointer: Any, state_schema: type = AgentState) -> Any:
-    """`state_schema` is swappable only so bench/checkpoint_size can measure the plain-list baseline."""
-    graph = StateGraph(state_schema, context_schema=RunContext)
-    graph.add_node("model", call_model, input_schema=state_schema)
-    graph.add_node("tools", call_tools, input_schema=state_schema)
+def build_graph(checkpointer: Any) -> Any:
+    graph = StateGraph(AgentState, context_schema=RunContext)
+    graph.add_node("model", call_model, input_schema=AgentState)
+    graph.add_node("tools", call_tools, input_schema=AgentState)
     graph.add_edge(START, "model")
     graph.add_conditional_edges("model", _after_model, ["tools", END])
     graph.add_conditional_edges("tools", _after_tools, ["model", END])

@@ -9,14 +9,37 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 MAX_CHARS = 8000
 
 
+class BoundedText:
+    """Keeps the first `head` and the last `tail` characters of a growing text, and counts the rest."""
+
+    def __init__(self, limit: int) -> None:
+        self.head_limit = limit * 2 // 3
+        self.tail_limit = limit - self.head_limit
+        self.head = ""
+        self.tail = ""
+        self.total = 0
+
+    def add(self, text: str) -> None:
+        self.total += len(text)
+        if len(self.head) < self.head_limit:
+            take = self.head_limit - len(self.head)
+            self.head += text[:take]
+            text = text[take:]
+        if text:
+            self.tail = (self.tail + text)[-self.tail_limit :]
+
+    def text(self) -> str:
+        cut = self.total - len(self.head) - len(self.tail)
+        if cut <= 0:
+            return self.head + self.tail
+        return f"{self.head}\n[... {cut} characters cut ...]\n{self.tail}"
+
+
 def bounded(text: str, limit: int = MAX_CHARS) -> str:
     """Keep the head and the tail of `text`, saying how much was cut in between."""
-    if len(text) <= limit:
-        return text
-    head = limit * 2 // 3
-    tail = limit - head
-    cut = len(text) - head - tail
-    return f"{text[:head]}\n[... {cut} characters cut ...]\n{text[-tail:]}"
+    kept = BoundedText(limit)
+    kept.add(text)
+    return kept.text()
 
 
 def _joined(value: Any) -> str:

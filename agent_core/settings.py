@@ -1,10 +1,10 @@
-"""The agent's settings: one immutable value shared by the server and the `%agent` magic."""
+"""The agent's settings: one immutable value shared by the server and the `%agent` magic, a
+snapshot of agent_core.configuration.Cellwright (whose traits take their defaults from here)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Literal
 
-ToolCalling = Literal["native", "prompt", "auto"]  # auto: native, falling back to prompt
+from .contract.shared import ToolCalling  # auto: native, falling back to prompt
 
 
 @dataclass(frozen=True)

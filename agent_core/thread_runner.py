@@ -1,45 +1,72 @@
-"""Drives a thread's graph run by run, for the server and for the in-kernel `%agent` magic alike:
-events into the thread's log, approvals out of interrupts, a consistent thread after a stop."""
+"""The one driver of a thread, for the server and the in-kernel `%agent` magic alike: start,
+resume with a decision, stop, recover after a crash, and the lease that lets one process drive a
+thread at a time. Events go into the thread's log, approvals come out of interrupts, and a stop
+leaves the thread consistent. Who owns the asyncio task (the server's RunManager, or the magic's
+worker thread) and how a refusal is shown (HTTP status, or a line in the cell) is the caller's."""
 from __future__ import annotations
 
 import asyncio
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable
 
 from .checkpoint import AgentStore, open_store
 from .event_pump import EventPump
-from .events import make_event
+from .contract import make_event
 from .thread_store import ThreadStore
 from .tool_ledger import INTERRUPTED, STOPPED
 
 log = logging.getLogger(__name__)
 
 
-class ThreadBusy(Exception):
+class RunRefused(Exception):
+    """The thread cannot do what was asked right now; `kind` is the error kind of API.md."""
+
+    kind = "conflict"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ThreadBusy(RunRefused):
     """Another process (the server, or a kernel's %agent) is driving this thread right now."""
 
-    def __init__(self, thread_id: str) -> None:
+    kind = "run_active"
+
+    def __init__(self, holder: str, action: str = "start another run") -> None:
         super().__init__(
-            f"Thread {thread_id} is being run elsewhere right now (the panel's server or a %agent call in a kernel); "
-            "wait for that run to finish."
+            f"{holder[:1].upper()}{holder[1:]} is running this thread right now: wait for it to finish "
+            f"(or interrupt that kernel) before you {action}."
         )
+
+
+class ApprovalPending(RunRefused):
+    kind = "approval_pending"
+
+
+class NotPending(RunRefused):
+    kind = "not_pending"
+
+
+class BadDecision(RunRefused):
+    kind = "bad_args"
 
 
 ContextFactory = Callable[[EventPump], Any]  # builds the run's RunContext around its event sink
 
 
 @dataclass
-class AgentRuntime:
-    """The compiled graph with its persistence and the thread store."""
+class ThreadRunner:
+    """The compiled graph with its persistence and the thread store, and what can be done to a thread."""
 
     graph: Any
     store: AgentStore
     threads: ThreadStore
 
     @classmethod
-    async def open(cls, threads: ThreadStore, checkpointer_url: str, default_path: Path) -> "AgentRuntime":
+    async def open(cls, threads: ThreadStore, checkpointer_url: str, default_path: Path) -> "ThreadRunner":
         from .graph import build_graph
 
         store = await open_store(checkpointer_url, default_path)
@@ -72,6 +99,55 @@ class AgentRuntime:
         tools step with no interrupt: driving the thread again (input None) asks for approval."""
         return snapshot.next == ("tools",) and not snapshot.interrupts
 
+    # -- what a caller checks before it drives
+
+    async def ensure_not_leased(self, thread_id: str, action: str = "start another run") -> None:
+        holder = await self.threads.leased_elsewhere(thread_id)
+        if holder:
+            raise ThreadBusy(holder, action)
+
+    async def recovered(self, thread_id: str, drive: Callable[[], Awaitable[Any]]) -> Any:
+        """The thread's snapshot, after `drive()` (a segment with input None) if a crash left it
+        between a saved step and its approval request (read once: a hot path)."""
+        snapshot = await self.snapshot(thread_id)
+        if self.stuck(snapshot):
+            await drive()
+            snapshot = await self.snapshot(thread_id)
+        return snapshot
+
+    def start_input(self, snapshot: Any, message: str, mode: str) -> Any:
+        """The graph input that starts a run with `message`; refused while an approval is pending."""
+        from .graph import new_run_input
+
+        if self.pending(snapshot):
+            raise ApprovalPending(
+                "This thread is waiting for your approval of a tool call: approve or reject it (or press Stop) first."
+            )
+        return new_run_input(message, mode)
+
+    def resume_input(self, snapshot: Any, call_id: str, decision: dict[str, Any]) -> Any:
+        """The graph input that applies `decision` (approve / edit / reject) to the pending call
+        `call_id`: refused if that call is not the one pending, or if edited arguments do not fit."""
+        from langgraph.types import Command
+
+        from .tools import TOOLS
+
+        pending = self.pending(snapshot)
+        if pending is None or pending["id"] != call_id:
+            now = f"the pending one is {pending['id']!r}" if pending else "nothing is pending"
+            raise NotPending(f"Tool call {call_id!r} is not awaiting approval ({now}). Reload the thread.")
+        if decision["decision"] == "edit":
+            problem = TOOLS[pending["name"]].check_args(decision.get("args"))
+            if problem:
+                raise BadDecision(f"The edited arguments do not fit: {problem}.")
+        return Command(resume={pending["interrupt_id"]: decision})
+
+    @staticmethod
+    def mode_of(snapshot: Any) -> str:
+        return str((snapshot.values or {}).get("mode", "single"))
+
+    # -- driving
+
     async def run_segment(
         self, thread_id: str, run_id: str, graph_input: Any, make_context: ContextFactory, mode: str, message: str,
         on_event: Callable[[dict[str, Any]], None] | None = None,
@@ -82,7 +158,7 @@ class AgentRuntime:
         from .llm import LLMError
 
         if not await self.threads.take_lease(thread_id):
-            raise ThreadBusy(thread_id)
+            raise ThreadBusy(await self.threads.leased_elsewhere(thread_id) or "another process")
         renewing = asyncio.create_task(self._renew_lease(thread_id))
         emit = EventPump(self.threads, thread_id, run_id, agent_for_mode(mode).name, on_event)
         status = "completed"

@@ -200,22 +200,10 @@ class Workspace:
         return found
 
 
-# Routes and tools that only hold the root (diagnostics, resources, the shell's cwd) get the
-# server's policy through this: the server registers the Workspace it builds from its own
-# configuration. Anything not registered gets the safe default.
-_REGISTERED: dict[str, Workspace] = {}
-
-
-def register_workspace(workspace: Workspace) -> Workspace:
-    _REGISTERED[os.fspath(workspace.root)] = workspace
-    return workspace
-
-
 def workspace_for(root: Workspace | Path | str) -> Workspace:
     if isinstance(root, Workspace):
         return root
-    resolved = Path(os.path.abspath(os.path.expanduser(os.fspath(root)))).resolve()
-    return _REGISTERED.get(os.fspath(resolved)) or Workspace.default(resolved)
+    return Workspace.default(Path(os.path.abspath(os.path.expanduser(os.fspath(root)))))
 
 
 def workspace_of(env: Any) -> Workspace:

@@ -14,15 +14,15 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent_core.checkpoint import open_store  # noqa: E402
-from agent_core.graph import AgentState, RunContext, build_graph, new_run_input  # noqa: E402
+from agent_core.graph import AgentState, RunContext, build_graph, call_model, call_tools, new_run_input  # noqa: E402
 from agent_core.settings import AgentSettings  # noqa: E402
 from agent_core.tools import CellRun  # noqa: E402
-from tests.fake_llm import FakeLLM, text, tool_call  # noqa: E402
+from devtools.fake_llm import FakeLLM, text, tool_call  # noqa: E402
 
 OUTPUT = ("row,value\n" + "".join(f"{i},{i * 0.5}\n" for i in range(600)))[:5000]
 
@@ -43,9 +43,22 @@ class PlainListState(AgentState):  # type: ignore[misc]
     messages: Annotated[list[dict[str, Any]], lambda current, write: current + write["append"]]  # type: ignore[misc]
 
 
-async def measure(state_schema: type, turns: int, llm: FakeLLM, folder: Path) -> tuple[int, float]:
+def plain_list_graph(checkpointer: Any) -> Any:
+    """The agent's two nodes over a plain list of messages: what LangGraph stores by default."""
+    from langgraph.graph import END, START, StateGraph
+
+    graph = StateGraph(PlainListState, context_schema=RunContext)
+    graph.add_node("model", call_model, input_schema=PlainListState)
+    graph.add_node("tools", call_tools, input_schema=PlainListState)
+    graph.add_edge(START, "model")
+    graph.add_conditional_edges("model", lambda state: END if state.get("done") else "tools", ["tools", END])
+    graph.add_conditional_edges("tools", lambda state: END if state.get("done") else "model", ["model", END])
+    return graph.compile(checkpointer=checkpointer)
+
+
+async def measure(make_graph: Callable[[Any], Any], turns: int, llm: FakeLLM, folder: Path) -> tuple[int, float]:
     store = await open_store("", folder / "checkpoints.sqlite")
-    graph = build_graph(store.saver, state_schema)
+    graph = make_graph(store.saver)
     settings = AgentSettings(model="fake-model", base_url=llm.base_url, auto_approve=frozenset({"run_cell"}),
                              max_retries=0, context_token_budget=10**9)  # fmt: skip
     config = {"configurable": {"thread_id": "bench"}}
@@ -70,8 +83,8 @@ async def main(turns: int) -> None:
         ours_dir, base_dir = Path(tmp, "delta"), Path(tmp, "plain")
         ours_dir.mkdir()
         base_dir.mkdir()
-        ours, ours_s = await measure(AgentState, turns, llm, ours_dir)
-        base, base_s = await measure(PlainListState, turns, llm, base_dir)
+        ours, ours_s = await measure(build_graph, turns, llm, ours_dir)
+        base, base_s = await measure(plain_list_graph, turns, llm, base_dir)
     mb = 1024 * 1024
     print(f"turns: {turns}, cell output per turn: {len(OUTPUT)} bytes")
     print(f"plain list state (baseline): {base / mb:8.2f} MB  ({base_s:.1f} s)")

@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent_core.event_pump import EventPump  # noqa: E402
-from agent_core.events import make_event  # noqa: E402
+from agent_core.contract import make_event  # noqa: E402
 from agent_core.thread_store import ThreadStore  # noqa: E402
 
 LINES = 20_000

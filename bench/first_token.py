@@ -17,8 +17,8 @@ import openai
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.fake_llm import FakeLLM, text  # noqa: E402
-from tests.server_process import TOKEN, JupyterProcess  # noqa: E402
+from devtools.fake_llm import FakeLLM, text  # noqa: E402
+from devtools.jupyter_process import TOKEN, JupyterProcess  # noqa: E402
 
 REPLY = ["Hello", " there", ", this", " is", " a", " streamed", " answer."]
 

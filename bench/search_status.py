@@ -18,131 +18,46 @@ Before the fix the first search held the GIL: /api/status did not answer for the
 """
 from __future__ import annotations
 
-import json
 import os
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import httpx
 import nbformat
 
-REPO = Path(__file__).resolve().parent.parent
-TOKEN = "search-status-bench"
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from devtools.fake_llm import FakeLLM, Reply, text, tool_call  # noqa: E402
+from devtools.jupyter_process import TOKEN, JupyterProcess  # noqa: E402
+
 PATTERN = "(a|aa)+$"  # on "aaa...ab" every split of the a's is tried before the b fails it
 POLL_SECONDS = 0.05
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def searching_model(tool_args: dict[str, Any]) -> FakeLLM:
+    """A model that asks for the search, then answers once it has the result, however many runs."""
+
+    def reply(body: dict[str, Any]) -> Reply:
+        if any(m.get("role") == "tool" for m in body.get("messages", [])):
+            return text("Done.")
+        return tool_call("search_notebooks", tool_args)
+
+    model = FakeLLM().start()
+    model.script(*[reply] * 1000)
+    return model
 
 
-# -- a model that always asks for the same search, then answers
-
-
-class ScriptedModel(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, tool_args: dict[str, Any]) -> None:
-        self.tool_args = tool_args
-        super().__init__(("127.0.0.1", 0), _ModelHandler)
-        threading.Thread(target=self.serve_forever, daemon=True).start()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
-
-
-class _ModelHandler(BaseHTTPRequestHandler):
-    server: ScriptedModel
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-        searched = any(m.get("role") == "tool" for m in body.get("messages", []))
-        if searched:
-            delta: dict[str, Any] = {"role": "assistant", "content": "Done."}
-            finish = "stop"
-        else:
-            call = {"index": 0, "id": f"call_{time.monotonic_ns()}", "type": "function",
-                    "function": {"name": "search_notebooks", "arguments": json.dumps(self.server.tool_args)}}  # fmt: skip
-            delta, finish = {"role": "assistant", "content": None, "tool_calls": [call]}, "tool_calls"
-        base = {"id": "bench", "created": int(time.time()), "model": body.get("model", "bench")}
-        if not body.get("stream"):
-            message = {**delta, "tool_calls": [{k: v for k, v in c.items() if k != "index"} for c in delta.get("tool_calls", [])]}
-            if not message["tool_calls"]:
-                del message["tool_calls"]
-            answer = {**base, "object": "chat.completion",
-                      "choices": [{"index": 0, "message": message, "finish_reason": finish}]}  # fmt: skip
-            data = json.dumps(answer).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-            return
-        chunks = [
-            {**base, "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
-            {**base, "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
-        ]
-        payload = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-
-# -- a real jupyter server
-
-
-class Server:
-    def __init__(self, base: Path, model: ScriptedModel) -> None:
-        self.root = base / "root"
-        self.root.mkdir(parents=True, exist_ok=True)
-        self.port = free_port()
-        env = {
-            **os.environ,
-            "JUPYTER_CONFIG_DIR": str(base / "config"),
-            "JUPYTER_DATA_DIR": str(base / "data"),
-            "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
-            "JUPYTER_PLATFORM_DIRS": "1",
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")])),
-            "OPENAI_BASE_URL": model.base_url,
-            "OPENAI_API_KEY": "bench",
-            "CELLWRIGHT_MODEL": "bench",
-        }
-        args = [
-            sys.executable, "-m", "jupyter", "server", "--no-browser", "--allow-root", f"--port={self.port}",
-            "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={self.root}",
-            "--ServerApp.jpserver_extensions={'cellwright': True}",
-        ]  # fmt: skip
-        self.log = open(base / "server.log", "ab")
-        self.proc = subprocess.Popen(args, env=env, stdout=self.log, stderr=subprocess.STDOUT, cwd=self.root)
-        self.client = httpx.Client(base_url=f"http://127.0.0.1:{self.port}", headers={"Authorization": f"token {TOKEN}"}, timeout=120)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise SystemExit(f"jupyter server exited; see {base / 'server.log'}")
-            try:
-                if self.client.get("api/status").status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.2)
-        raise SystemExit(f"jupyter server did not start; see {base / 'server.log'}")
+class Server(JupyterProcess):
+    def __init__(self, base: Path, model: FakeLLM) -> None:
+        env = {"OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "bench", "CELLWRIGHT_MODEL": "bench"}
+        super().__init__(base, env)
+        self.start()
+        self.client = httpx.Client(base_url=self.url, headers={"Authorization": f"token {TOKEN}"}, timeout=120)
 
     def run_search(self) -> tuple[float, str]:
         """Start a run (the model asks for the search) and read its events until it ends."""
@@ -150,27 +65,13 @@ class Server:
         started = time.monotonic()
         response = self.client.post(f"cellwright/api/threads/{thread}/runs", json={"message": "search"})
         assert response.status_code == 202, response.text
-        summary = ""
-        with self.client.stream("GET", f"cellwright/api/threads/{thread}/events") as stream:
-            for line in stream.iter_lines():
-                if line.startswith("data: "):
-                    event = json.loads(line[6:])
-                    if event["type"] == "tool_result":
-                        summary = f"{event['status']}: {event['summary'][:90]}"
-                    if event["type"] == "run_finished":
-                        break
+        results = [e for e in self.events(thread) if e["type"] == "tool_result"]
+        summary = f"{results[-1]['status']}: {results[-1]['summary'][:90]}" if results else ""
         return time.monotonic() - started, summary
 
-    def stop(self) -> float:
+    def stop_timed(self) -> float:
         started = time.monotonic()
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
+        self.stop()
         return time.monotonic() - started
 
 
@@ -215,7 +116,7 @@ def ms(values: list[float]) -> str:
 
 def scenario(name: str, tool_args: dict[str, Any], cells: list[str], runs: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        model = ScriptedModel(tool_args)
+        model = searching_model(tool_args)
         server = Server(Path(tmp), model)
         try:
             nb = nbformat.v4.new_notebook()
@@ -234,12 +135,12 @@ def scenario(name: str, tool_args: dict[str, Any], cells: list[str], runs: int) 
             )
         finally:
             server.stop()
-            model.shutdown()
+            model.stop()
 
 
 def exit_while_searching(cells: list[str]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        model = ScriptedModel({"pattern": PATTERN})
+        model = searching_model({"pattern": PATTERN})
         server = Server(Path(tmp), model)
         nb = nbformat.v4.new_notebook()
         nb.cells = [nbformat.v4.new_code_cell(source) for source in cells]
@@ -247,8 +148,8 @@ def exit_while_searching(cells: list[str]) -> None:
         search = threading.Thread(target=lambda: _ignore_errors(server.run_search), daemon=True)
         search.start()
         time.sleep(1.0)  # the search is matching now
-        took = server.stop()
-        model.shutdown()
+        took = server.stop_timed()
+        model.stop()
         print(f"\n[SIGTERM] server exit while an every-line search runs: {took:.2f} s")
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.server_process import JupyterProcess  # noqa: E402
+from devtools.jupyter_process import JupyterProcess  # noqa: E402
 
 
 def start_seconds(enabled: bool) -> float:

@@ -1,11 +1,13 @@
-"""Cellwright's Jupyter server extension (the `Cellwright` configurable of API.md)."""
+"""Cellwright's Jupyter server extension; its settings are agent_core.configuration.Cellwright."""
 from __future__ import annotations
 
 from typing import Any
 
-from .extension import Cellwright, __version__
+from agent_core import __version__
 
-__all__ = ["Cellwright", "__version__"]
+from .extension import CellwrightApp
+
+__all__ = ["CellwrightApp", "__version__"]
 
 
 def _jupyter_labextension_paths() -> list[dict[str, str]]:
@@ -13,4 +15,4 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
 
 
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:
-    return [{"module": "jupyter_ext", "app": Cellwright}]
+    return [{"module": "jupyter_ext", "app": CellwrightApp}]

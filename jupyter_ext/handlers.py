@@ -11,7 +11,7 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 from tornado.iostream import StreamClosedError
 
-from agent_core.route_bodies import (
+from agent_core.contract.routes import (
     MAX_BODY_BYTES,
     BodyError,
     CreateThread,
@@ -24,12 +24,11 @@ from agent_core.route_bodies import (
     parse_json,
 )
 from agent_core.tools import ToolInputError
-from agent_core.workspace import WorkspaceError, resolve_in_root
+from agent_core.workspace import WorkspaceError
 
 from .errors import BadRequest, CellwrightError, Conflict
-from .settings_store import validate_changes
+from .run_manager import RunManager, StreamItem
 
-PING_SECONDS = 15.0
 MAX_SEQ = 2**62  # SQLite integers are 64-bit: a larger Last-Event-ID must not reach the query
 
 
@@ -41,7 +40,7 @@ class CellwrightHandler(APIHandler):
         return self.settings["cellwright"]
 
     @property
-    def runs(self) -> Any:
+    def runs(self) -> RunManager:
         return self.app.run_manager
 
     async def prepare(self) -> None:
@@ -63,7 +62,7 @@ class CellwrightHandler(APIHandler):
         (by `..`, an absolute path or a symlink)."""
         relative = _root_relative(path)
         if relative:
-            resolve_in_root(self.root_dir, relative)
+            self.app.workspace.resolve(relative)
         return relative
 
     def write_json(self, data: Any, status: int = 200) -> None:
@@ -108,7 +107,7 @@ class ConfigHandler(CellwrightHandler):
     @web.authenticated
     @authorized
     async def put(self) -> None:
-        self.app.apply_changes(validate_changes(parse_json(self.request.body)))
+        self.app.apply_changes(parse_json(self.request.body))
         self.write_json(self.app.public_config())
 
 
@@ -182,10 +181,23 @@ class EventsHandler(CellwrightHandler):
         self.set_header("Cache-Control", "no-cache")
         self.set_header("X-Accel-Buffering", "no")
         try:
-            await self._stream(thread_id, after)
+            async for item in self.runs.follow(thread_id, after):
+                self._write_item(item)
+                await self.flush()
+                if self.request.connection.stream.closed():  # type: ignore[union-attr]
+                    return
         except StreamClosedError:
             return  # the client went away; the run goes on
         self.finish()
+
+    def _write_item(self, item: StreamItem) -> None:
+        if item.kind == "ping":
+            self.write(": ping\n\n")
+            return
+        event = item.event or {}
+        # Live-only events and caught_up have no id: a reconnect resumes after the last stored one.
+        ident = f"id: {event['seq']}\n" if item.stored else ""
+        self.write(f"{ident}event: {event['type']}\ndata: {json.dumps(event)}\n\n")
 
     def _after(self) -> int:
         raw = self.get_query_argument("after", None) or self.request.headers.get("Last-Event-ID") or "0"
@@ -194,42 +206,24 @@ class EventsHandler(CellwrightHandler):
         except ValueError:
             raise BadRequest(f"'after' / Last-Event-ID must be an integer sequence number, not {raw[:40]!r}.") from None
 
-    async def _stream(self, thread_id: str, after: int) -> None:
-        threads = self.runs.threads
-        live = threads.live_start(thread_id, after)  # outputs streamed but not stored, in order
-        while True:
-            running = self.runs.is_running(thread_id)
-            for event in await threads.events_after(thread_id, after):
-                live = self._write_live(thread_id, live, event["seq"] - 1)
-                self.write(f"id: {event['seq']}\nevent: {event['type']}\ndata: {json.dumps(event)}\n\n")
-                after = event["seq"]
-            live = self._write_live(thread_id, live, after)
-            await self.flush()
-            if not running and not self.runs.is_running(thread_id) and not await threads.events_after(thread_id, after, 1):
-                return
-            if self.request.connection.stream.closed():  # type: ignore[union-attr]
-                return
-            before, live_before = after, live
-            await threads.wait_for_events(thread_id, after, PING_SECONDS, still=lambda: self.runs.is_running(thread_id), live_start=live)
-            idle = not await threads.events_after(thread_id, before, 1) and not threads.has_live_after(thread_id, live_before)
-            if self.runs.is_running(thread_id) and idle:
-                self.write(": ping\n\n")
 
-    def _write_live(self, thread_id: str, start: int, upto_seq: int) -> int:
-        """Live-only events up to stored seq `upto_seq`: no `id:` line, so a reconnect skips them."""
-        events, start = self.runs.threads.live_events(thread_id, start, upto_seq)
-        for event in events:
-            self.write(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n")
-        return start
+class OpenAPIHandler(CellwrightHandler):
+    """GET openapi.json: the OpenAPI 3.1 document of these routes, written from the contract's models."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        from agent_core.contract.openapi import openapi_json
+
+        self.set_header("Content-Type", "application/json")
+        self.finish(openapi_json())
 
 
 class ToolRouteHandler(CellwrightHandler):
     """Routes that call the agent's tools directly (the same functions the agent uses)."""
 
     def environment(self, notebook_path: str, kernel_id: str | None) -> Any:
-        from .kernel_executor import KernelEnvironment
-
-        return KernelEnvironment(self.kernel_manager, self.session_manager, self.root_dir, notebook_path, kernel_id, workspace=self.app.workspace)
+        return self.app.kernel_environment(notebook_path, kernel_id)
 
 
 
@@ -248,17 +242,17 @@ class DiagnosticsHandler(ToolRouteHandler):
         code, path, kernel_id = body.code, body.path, body.kernel_id
         if code is None and path is None:
             raise BadRequest('Send "code" (the cell\'s Python code), optionally with "path" and "kernel_id".', "missing_fields")
-        root = self.root_dir
+        workspace = self.app.workspace
         if code is None:
-            result = await lint_file(root, path)
+            result = await lint_file(workspace, path)
         else:
-            target = resolve_in_root(root, path) if path else None
+            target = workspace.resolve(path) if path else None
             if target is not None and target.suffix == ".py":
-                result = await lint_code(code, root, cell=False, path=target)
+                result = await lint_code(code, workspace.root, cell=False, path=target)
             else:
-                notebook = target.relative_to(root.resolve()).as_posix() if target is not None else ""
+                notebook = target.relative_to(workspace.root).as_posix() if target is not None else ""
                 env = self.environment(notebook, kernel_id) if (notebook or kernel_id) else None
-                result = await lint_code(code, root, env=env)
+                result = await lint_code(code, workspace.root, env=env)
         answer: dict[str, Any] = {"diagnostics": result.diagnostics}
         if result.note:
             answer["note"] = result.note
@@ -276,7 +270,7 @@ class ResourcesHandler(ToolRouteHandler):
         body = self.body(ResourcesRequest)
         kernel_id, notebook = body.kernel_id, self._notebook_path(body.notebook_path)
         env = self.environment(notebook or "", kernel_id) if (kernel_id or notebook) else None
-        self.write_json(await check_resources(self.root_dir, env, body.files, body.dataframes))
+        self.write_json(await check_resources(self.app.workspace, env, body.files, body.dataframes))
 
 
 def _as_domain_error(e: BaseException) -> BaseException:
@@ -307,6 +301,7 @@ default_handlers = [
     (r"/cellwright/api/threads/(?P<thread_id>[\w-]+)/events", EventsHandler),
     (r"/cellwright/api/diagnostics", DiagnosticsHandler),
     (r"/cellwright/api/resources", ResourcesHandler),
+    (r"/cellwright/api/openapi\.json", OpenAPIHandler),
 ]
 
 

@@ -14,9 +14,9 @@ from typing import Any
 
 from nbformat.v4 import output_from_msg
 
-from agent_core.events import make_event
+from agent_core.contract import make_event
 from agent_core.tools import CellRun, ToolInputError
-from agent_core.tools.base import Emit
+from agent_core.tools.base import Emit, cell_finished
 
 OUTPUT_MSG_TYPES = {"stream", "display_data", "execute_result", "error"}
 POLL_SECONDS = 1.0
@@ -114,7 +114,7 @@ class KernelEnvironment:
                         raise NoKernel(f"the kernel of {self.notebook_path or kernel_id} is not running: restart it and try again") from None
         except (asyncio.CancelledError, NoKernel):
             if waiting:
-                emit(self._finished(call_id, "aborted", None, started))
+                emit(cell_finished(call_id, "aborted", None, started))
             raise
 
     async def _execute(self, client: Any, manager: Any, kernel_id: str, call_id: str, code: str, emit: Emit) -> CellRun:
@@ -126,7 +126,7 @@ class KernelEnvironment:
             status, count = await self._collect(client, manager, msg_id, call_id, outputs, emit, started)
         except asyncio.CancelledError:
             stopped = await self._interrupt_until_stopped(client, kernel_id, msg_id)
-            emit(self._finished(call_id, "aborted", None, started))
+            emit(cell_finished(call_id, "aborted", None, started))
             if not stopped:
                 emit(_unresponsive(kernel_id))
             raise
@@ -139,7 +139,7 @@ class KernelEnvironment:
             if not stopped:
                 emit(_unresponsive(kernel_id))
             status, count = "error", None
-        emit(self._finished(call_id, status, count, started))
+        emit(cell_finished(call_id, status, count, started))
         return CellRun(status, outputs, count, int((time.monotonic() - started) * 1000))
 
     async def _interrupt_until_stopped(self, client: Any, kernel_id: str, msg_id: str) -> bool:
@@ -200,13 +200,11 @@ class KernelEnvironment:
                 return msg["content"]
 
     def _started(self, call_id: str, code: str, kernel_id: str, waiting_for_kernel: bool) -> dict[str, Any]:
-        event = make_event("cell_started", id=call_id, code=code, notebook_path=self.notebook_path, kernel_id=kernel_id)
-        return {**event, "waiting_for_kernel": waiting_for_kernel}
+        return make_event(
+            "cell_started", id=call_id, code=code, notebook_path=self.notebook_path, kernel_id=kernel_id,
+            waiting_for_kernel=waiting_for_kernel,
+        )  # fmt: skip
 
-    @staticmethod
-    def _finished(call_id: str, status: str, count: int | None, started: float) -> dict[str, Any]:
-        duration = int((time.monotonic() - started) * 1000)
-        return make_event("cell_finished", id=call_id, status=status, execution_count=count, duration_ms=duration)
 
 
 class _KernelGone(Exception):
@@ -237,7 +235,7 @@ def _unresponsive(kernel_id: str) -> dict[str, Any]:
         f"The kernel is still busy after {MAX_INTERRUPTS} interrupts: the cell ignores them (a long call in C code, "
         "or a handler that swallows KeyboardInterrupt). Restart the kernel to stop it; its variables will be lost."
     )
-    return {**make_event("error", kind="kernel_unresponsive", message=message, retryable=False), "kernel_id": kernel_id}
+    return make_event("error", kind="kernel_unresponsive", message=message, retryable=False, kernel_id=kernel_id)
 
 
 def _error_output(name: str, message: str) -> dict[str, Any]:

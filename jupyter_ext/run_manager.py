@@ -1,27 +1,48 @@
 """Runs are asyncio tasks owned by this manager, not by an HTTP request: a closed tab does not stop
-the agent. One run per thread at a time (two resumes of one approval would run the tool twice)."""
+the agent. What a run does to its thread is agent_core's ThreadRunner; this manager keeps the task
+map, one lock per thread (two resumes of one approval would run the tool twice), the stream that
+readers follow, and the HTTP errors."""
 from __future__ import annotations
 
 import asyncio
-import logging
 import uuid
 from collections import defaultdict
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
-from agent_core.route_bodies import Decision
+from traitlets import Float
+from traitlets.config import LoggingConfigurable
+
+from agent_core.contract import make_event
+from agent_core.contract.routes import Decision
 from agent_core.settings import AgentSettings
 from agent_core.thread_store import ThreadRecord, ThreadStore
 from agent_core.tools import ToolEnvironment
 
 from .errors import BadRequest, Conflict, NotFound
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from agent_core.thread_runner import ThreadRunner
 
-EnvFactory = Callable[[str, str | None, AgentSettings], ToolEnvironment]
+EnvFactory = Callable[[str, "str | None", AgentSettings], ToolEnvironment]
 
 
-class RunManager:
+@dataclass(frozen=True)
+class StreamItem:
+    """One thing for a reader of a thread's events: an event (stored, with a seq, or live only),
+    the end of the replayed backlog, or a keep-alive ping."""
+
+    kind: str  # "event" | "caught_up" | "ping"
+    event: dict[str, Any] | None = None
+    stored: bool = True
+
+
+class RunManager(LoggingConfigurable):
+    ping_interval = Float(15.0, config=True, help="Seconds between keep-alive comments on an idle event stream.")
+
     def __init__(
         self,
         threads: ThreadStore,
@@ -29,34 +50,36 @@ class RunManager:
         env_factory: EnvFactory,
         checkpointer_url: str,
         default_checkpoint_path: Path,
+        **kwargs: Any,
     ) -> None:
+        super().__init__(**kwargs)
         self.threads = threads
         self._settings = settings
         self._env_factory = env_factory
         self._checkpointer_url = checkpointer_url
         self._default_checkpoint_path = default_checkpoint_path
-        self._runtime: Any = None
-        self._runtime_lock = asyncio.Lock()
+        self._runner: ThreadRunner | None = None
+        self._runner_lock = asyncio.Lock()
         self._active: dict[str, asyncio.Task[str]] = {}
         self._thread_locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
 
-    async def runtime(self) -> Any:
+    async def runner(self) -> ThreadRunner:
         """The graph and its checkpointer, opened on first use: the server starts without langgraph."""
-        async with self._runtime_lock:
-            if self._runtime is None:
-                from agent_core.runner import AgentRuntime
+        async with self._runner_lock:
+            if self._runner is None:
+                from agent_core.thread_runner import ThreadRunner
 
-                self._runtime = await AgentRuntime.open(self.threads, self._checkpointer_url, self._default_checkpoint_path)
-        return self._runtime
+                self._runner = await ThreadRunner.open(self.threads, self._checkpointer_url, self._default_checkpoint_path)
+        return self._runner
 
     async def graph(self) -> Any:
-        return (await self.runtime()).graph
+        return (await self.runner()).graph
 
     async def shutdown(self) -> None:
         for thread_id in list(self._active):
             await self._stop_task(thread_id)
-        if self._runtime is not None:
-            await self._runtime.aclose()
+        if self._runner is not None:
+            await self._runner.aclose()
 
     # -- threads
 
@@ -68,13 +91,13 @@ class RunManager:
 
     async def thread_detail(self, thread_id: str) -> dict[str, Any]:
         """The thread as it is: a read never drives a run (recovery is for start-up and POSTs)."""
-        from agent_core.runner import view_message
+        from agent_core.thread_runner import view_message
 
         record = await self.thread(thread_id)
-        runtime = await self.runtime()
-        snapshot = await runtime.snapshot(thread_id)
+        runner = await self.runner()
+        snapshot = await runner.snapshot(thread_id)
         values = snapshot.values or {}
-        pending = runtime.pending(snapshot)
+        pending = runner.pending(snapshot)
         return {
             **record.public(),
             "status": self._status(record, pending),
@@ -88,10 +111,11 @@ class RunManager:
 
     async def delete_thread(self, thread_id: str) -> None:
         await self.thread(thread_id)
-        async with self._thread_locks[thread_id]:
-            await self._refuse_if_leased_elsewhere(thread_id, "delete it")
+        async with _as_http_errors(), self._thread_locks[thread_id]:
+            runner = await self.runner()
+            await runner.ensure_not_leased(thread_id, "delete it")
             await self._stop_task(thread_id)
-            await (await self.runtime()).delete_thread(thread_id)
+            await runner.delete_thread(thread_id)
         self._thread_locks.pop(thread_id, None)
 
     async def recover(self) -> None:
@@ -102,27 +126,21 @@ class RunManager:
                 continue
             async with self._thread_locks[record.thread_id]:
                 if not await self.threads.leased_elsewhere(record.thread_id):
-                    await self._redrive_if_stuck(record)
+                    await self._recovered(record)
 
     # -- runs
 
     async def start_run(self, thread_id: str, message: str, notebook_path: str | None, kernel_id: str | None, mode: str) -> str:
-        from agent_core.graph import new_run_input
         from agent_core.llm import not_configured
-        from agent_core.runner import title_from
+        from agent_core.thread_runner import title_from
 
         record = await self.thread(thread_id)
         settings = self._settings()
         if not settings.llm_configured:
             raise BadRequest(not_configured().message, "llm_not_configured")
-        async with self._thread_locks[thread_id]:
+        async with _as_http_errors(), self._thread_locks[thread_id]:
             await self._ensure_free(thread_id)
-            runtime = await self.runtime()
-            if runtime.pending(await self._redrive_if_stuck(record)):
-                raise Conflict(
-                    "This thread is waiting for your approval of a tool call: approve or reject it (or press Stop) first.",
-                    "approval_pending",
-                )
+            graph_input = (await self.runner()).start_input(await self._recovered(record), message, mode)
             updates = {"notebook_path": notebook_path} if notebook_path is not None else {}
             if kernel_id is not None:
                 updates["kernel_id"] = kernel_id
@@ -130,64 +148,77 @@ class RunManager:
                 updates["title"] = title_from(message)
             if updates:
                 await self.threads.update(thread_id, **updates)
-            record = await self.thread(thread_id)
-            return self._launch(record, new_run_input(message, mode), settings, mode, message)
+            return self._launch(await self.thread(thread_id), graph_input, settings, mode, message)
 
     async def decide(self, thread_id: str, call_id: str, body: Decision) -> str:
-        from langgraph.types import Command
-
-        from agent_core.tools import TOOLS
-
         record = await self.thread(thread_id)
         if body.decision == "edit" and body.args is None:
             raise BadRequest('An "edit" decision needs "args": the edited arguments as an object.', "bad_args")
         decision = {"decision": body.decision, "args": body.args, "reason": body.reason or ""}
-        async with self._thread_locks[thread_id]:
+        async with _as_http_errors(), self._thread_locks[thread_id]:
             await self._ensure_free(thread_id, "This thread's run is still going; the approval is not pending any more.")
-            runtime = await self.runtime()
-            snapshot = await self._redrive_if_stuck(record)
-            pending = runtime.pending(snapshot)
-            if pending is None or pending["id"] != call_id:
-                now = f"the pending one is {pending['id']!r}" if pending else "nothing is pending"
-                raise Conflict(f"Tool call {call_id!r} is not awaiting approval ({now}). Reload the thread.", "not_pending")
-            if decision["decision"] == "edit":
-                problem = TOOLS[pending["name"]].check_args(decision.get("args"))
-                if problem:
-                    raise BadRequest(f"The edited arguments do not fit: {problem}.", "bad_args")
+            runner = await self.runner()
+            snapshot = await self._recovered(record)
+            resume = runner.resume_input(snapshot, call_id, decision)
             if body.kernel_id:
                 await self.threads.update(thread_id, kernel_id=body.kernel_id)
                 record = await self.thread(thread_id)
-            mode = (snapshot.values or {}).get("mode", "single")
-            resume = Command(resume={pending["interrupt_id"]: decision})
-            return self._launch(record, resume, self._settings(), mode, "")
+            return self._launch(record, resume, self._settings(), runner.mode_of(snapshot), "")
 
     async def cancel(self, thread_id: str) -> None:
         record = await self.thread(thread_id)
-        async with self._thread_locks[thread_id]:
+        async with _as_http_errors(), self._thread_locks[thread_id]:
             if thread_id in self._active:
                 await self._stop_task(thread_id)  # the run closes its open call itself
                 return
-            await self._refuse_if_leased_elsewhere(thread_id, "stop it")
-            await (await self.runtime()).stop_pending(thread_id, record.last_run_id)
+            runner = await self.runner()
+            await runner.ensure_not_leased(thread_id, "stop it")
+            await runner.stop_pending(thread_id, record.last_run_id)
 
     def is_running(self, thread_id: str) -> bool:
         return thread_id in self._active
+
+    # -- following a thread's events
+
+    async def follow(self, thread_id: str, after: int) -> AsyncIterator[StreamItem]:
+        """The thread's events after seq `after`: the stored backlog, `caught_up`, then live events
+        (stored ones and live-only outputs, in order) until the thread's run ends; pings while idle."""
+        await self.thread(thread_id)
+        threads = self.threads
+        live = threads.live_start(thread_id, after)
+        caught_up = False
+        while True:
+            running = self.is_running(thread_id)
+            for event in await threads.events_after(thread_id, after):
+                for item, live in self._live_items(thread_id, live, event["seq"] - 1):
+                    yield item
+                yield StreamItem("event", event)
+                after = event["seq"]
+            for item, live in self._live_items(thread_id, live, after):
+                yield item
+            if not caught_up:
+                caught_up = True
+                yield StreamItem("caught_up", make_event("caught_up", seq=after, thread_id=thread_id), stored=False)
+            if not running and not self.is_running(thread_id) and not await threads.events_after(thread_id, after, 1):
+                return
+            before, live_before = after, live
+            await threads.wait_for_events(
+                thread_id, after, self.ping_interval, still=lambda: self.is_running(thread_id), live_start=live
+            )
+            idle = not await threads.events_after(thread_id, before, 1) and not threads.has_live_after(thread_id, live_before)
+            if self.is_running(thread_id) and idle:
+                yield StreamItem("ping")
+
+    def _live_items(self, thread_id: str, start: int, upto_seq: int) -> list[tuple[StreamItem, int]]:
+        events, end = self.threads.live_events(thread_id, start, upto_seq)
+        return [(StreamItem("event", event, stored=False), end) for event in events]
 
     # -- internals
 
     async def _ensure_free(self, thread_id: str, message: str = "") -> None:
         if thread_id in self._active:
             raise Conflict(message or "A run of this thread is active: wait for it to finish or press Stop.", "run_active")
-        await self._refuse_if_leased_elsewhere(thread_id, "start another run")
-
-    async def _refuse_if_leased_elsewhere(self, thread_id: str, action: str) -> None:
-        holder = await self.threads.leased_elsewhere(thread_id)
-        if holder:
-            raise Conflict(
-                f"{holder[:1].upper()}{holder[1:]} is running this thread right now: wait for it to finish "
-                f"(or interrupt that kernel) before you {action}.",
-                "run_active",
-            )
+        await (await self.runner()).ensure_not_leased(thread_id)
 
     def _launch(self, record: ThreadRecord, graph_input: Any, settings: AgentSettings, mode: str, message: str) -> str:
         run_id = uuid.uuid4().hex
@@ -200,15 +231,14 @@ class RunManager:
         self, record: ThreadRecord, run_id: str, graph_input: Any, settings: AgentSettings, env: ToolEnvironment, mode: str, message: str
     ) -> str:
         from agent_core.graph import run_context
+        from agent_core.thread_runner import ThreadBusy
 
-        from agent_core.runner import ThreadBusy
-
-        runtime = await self.runtime()
+        runner = await self.runner()
         try:
-            make_context = lambda emit: run_context(record.thread_id, settings, env, runtime.store.ledger, emit, record.notebook_path, mode)  # noqa: E731
-            return await runtime.run_segment(record.thread_id, run_id, graph_input, make_context, mode, message)
+            make_context = lambda emit: run_context(record.thread_id, settings, env, runner.store.ledger, emit, record.notebook_path, mode)  # noqa: E731
+            return await runner.run_segment(record.thread_id, run_id, graph_input, make_context, mode, message)
         except ThreadBusy as exc:  # a kernel took the thread between our check and the start
-            log.warning("%s", exc)
+            self.log.warning("%s", exc)
             return "failed"
         finally:
             self._active.pop(record.thread_id, None)
@@ -220,16 +250,18 @@ class RunManager:
             task.cancel()
             await asyncio.wait([task])
 
-    async def _redrive_if_stuck(self, record: ThreadRecord) -> Any:
-        """The thread's snapshot, after driving it on if a crash left it stuck (read once: hot path)."""
-        runtime = await self.runtime()
-        snapshot = await runtime.snapshot(record.thread_id)
-        if record.thread_id not in self._active and runtime.stuck(snapshot):
-            mode = (snapshot.values or {}).get("mode", "single")
-            self._launch(record, None, self._settings(), mode, "")
+    async def _recovered(self, record: ThreadRecord) -> Any:
+        """The thread's snapshot, after driving it on if a crash left it stuck."""
+        runner = await self.runner()
+
+        async def drive() -> None:
+            snapshot = await runner.snapshot(record.thread_id)
+            self._launch(record, None, self._settings(), runner.mode_of(snapshot), "")
             await asyncio.wait([self._active[record.thread_id]])
-            snapshot = await runtime.snapshot(record.thread_id)
-        return snapshot
+
+        if record.thread_id in self._active:
+            return await runner.snapshot(record.thread_id)
+        return await runner.recovered(record.thread_id, drive)
 
     def _status(self, record: ThreadRecord, pending: dict[str, Any] | None) -> str:
         if record.thread_id in self._active:
@@ -237,6 +269,20 @@ class RunManager:
         if pending is not None:
             return "awaiting_approval"
         return record.status
+
+
+@asynccontextmanager
+async def _as_http_errors() -> AsyncIterator[None]:
+    """The thread runner's refusals as HTTP errors: a bad decision is the client's to fix (400),
+    anything else is a conflict with the thread's state (409)."""
+    from agent_core.thread_runner import BadDecision, RunRefused
+
+    try:
+        yield
+    except BadDecision as exc:
+        raise BadRequest(exc.message, exc.kind) from None
+    except RunRefused as exc:
+        raise Conflict(exc.message, exc.kind) from None
 
 
 def _public_pending(pending: dict[str, Any] | None) -> dict[str, Any] | None:

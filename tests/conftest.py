@@ -8,7 +8,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from tests.fake_llm import FakeLLM
+from devtools.fake_llm import FakeLLM
+from devtools.sse import parse_sse
 
 pytest_plugins = ["pytest_jupyter.jupyter_server"]
 
@@ -86,25 +87,9 @@ class Api:
         return await self.call("POST", f"threads/{thread_id}/approvals/{call_id}", {"decision": decision, **fields})
 
 
-def parse_sse(text: str, live: bool = False) -> list[dict[str, Any]]:
-    """The stored events of an SSE body (with `live`, also the live-only ones, which have no id)."""
-    events = []
-    for block in text.split("\n\n"):
-        fields = dict(line.split(": ", 1) for line in block.splitlines() if line and not line.startswith(":"))
-        if "data" in fields and "id" not in fields:
-            if live:
-                events.append(json.loads(fields["data"]))
-            continue
-        if "data" in fields:
-            event = json.loads(fields["data"])
-            assert int(fields["id"]) == event["seq"] and fields["event"] == event["type"]
-            events.append(event)
-    return events
-
-
 @pytest.fixture
 def servers() -> Iterator[list[Any]]:
-    """Jupyter server processes a test starts (tests.server_process), stopped at its end."""
+    """Jupyter server processes a test starts (devtools.jupyter_process), stopped at its end."""
     started: list[Any] = []
     yield started
     for server in started:

@@ -1,14 +1,29 @@
-"""The wire contract is defined once in Python and mirrored once in labextension_src/tokens.ts:
-these fail when the two drift, or when a tool's arguments drift from API.md."""
+"""The wire contract is defined once, as Pydantic models (agent_core/contract, each tool's argument
+model). These fail when a generated file (OpenAPI, contract.gen.ts, plugin.json) is stale, when the
+server's routes or what it really sends drift from the models, or when a tool's arguments drift
+from API.md."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any, get_args
 
-from agent_core.events import EVENT_TYPES
-from agent_core.tools import TOOL_NAMES, TOOLS
+import pytest
+from pydantic import BaseModel, ValidationError
 
-TOKENS = Path(__file__).resolve().parent.parent / "labextension_src" / "tokens.ts"
+from agent_core.agents import AGENTS
+from agent_core.contract import EVENT_TYPES, make_event, validate_event
+from agent_core.contract.events import EventType
+from agent_core.contract.openapi import openapi_json
+from agent_core.contract.routes import ROUTES, ErrorBody
+from agent_core.tools import TOOLS
+from devtools.fake_llm import FakeLLM, text, tool_call
+from devtools.sse import parse_sse
+from tests.conftest import Api, of_type
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # API.md, "Tools the model sees": names and argument names.
 API_TOOL_ARGS = {
@@ -30,26 +45,142 @@ API_TOOL_ARGS = {
 }
 
 
-def ts_constant(name: str) -> list[str]:
-    match = re.search(rf"export const {name} = \[(.*?)\] as const;", TOKENS.read_text(), re.S)
-    assert match, f"{name} not found in {TOKENS}"
-    return re.findall(r"'([^']+)'", match.group(1))
+def test_generated_files_are_what_the_models_produce() -> None:
+    check = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "generate_contract.py"), "--check"], capture_output=True, text=True
+    )
+    assert check.returncode == 0, check.stderr
 
 
-def test_event_types_match_the_panel() -> None:
-    assert ts_constant("EVENT_TYPES") == list(EVENT_TYPES)
-
-
-def test_tool_names_match_the_panel_and_api() -> None:
-    assert ts_constant("TOOL_NAMES") == list(TOOL_NAMES)
-    assert set(TOOL_NAMES) == set(API_TOOL_ARGS)
-
-
-def test_every_built_tool_has_the_api_arguments() -> None:
+def test_tools_have_the_api_names_and_arguments() -> None:
+    assert set(TOOLS) == set(API_TOOL_ARGS)
     for name, spec in TOOLS.items():
+        assert set(spec.args.model_fields) == API_TOOL_ARGS[name], name
         assert set(spec.parameters["properties"]) == API_TOOL_ARGS[name], name
+
+
+def test_tool_schemas_are_plain_for_the_model() -> None:
+    """No $refs (some servers' grammars follow none), no pydantic titles, no "string or null"."""
+    for name, spec in TOOLS.items():
+        text = str(spec.parameters)
+        assert "$ref" not in text and "$defs" not in text and "'title': '" not in text.replace("'title': {", ""), name
+        assert "'null'" not in text, name
+        assert set(spec.parameters.get("required", [])) <= set(spec.parameters["properties"]), name
 
 
 def test_risky_tools_need_approval_by_default() -> None:
     risky = {name for name, spec in TOOLS.items() if spec.needs_approval}
     assert risky == {"run_cell", "execute_command", "write_file", "edit_file"}
+
+
+def test_every_agent_uses_registered_tools() -> None:
+    for agent in AGENTS.values():
+        assert set(agent.tools) <= set(TOOLS), agent.name
+
+
+def test_tool_argument_errors_speak_to_the_model() -> None:
+    todos = TOOLS["write_todos"]
+    assert todos.check_args({"items": []}) == "write_todos needs the argument 'todos'"
+    assert todos.check_args({"todos": [], "extra": 1}) == "write_todos has no argument 'extra'; it takes ['todos']"
+    assert todos.check_args({"todos": "x"}) == "write_todos: argument 'todos' must be of type array"
+    assert todos.check_args([]) == "write_todos takes a JSON object of arguments"
+    assert "edits[0] has unknown keys ['extra']" in str(TOOLS["edit_file"].check_args({"path": "a", "edits": [{"old": "a", "new": "b", "extra": 1}]}))
+    assert TOOLS["final_answer"].parse({"answer": "a", "next_items": ["Plot it"]}).model_dump()["next_items"] == [
+        {"title": "Plot it", "prompt": "Plot it"}
+    ]
+
+
+def test_make_event_checks_what_is_emitted() -> None:
+    assert make_event("token", text="hi") == {"type": "token", "text": "hi"}
+    assert make_event("agent_switch", task_id="t1", **{"from": "planner", "to": "researcher", "task": "x"})["from"] == "planner"
+    with pytest.raises(ValidationError):
+        make_event("token", text=3)  # type: ignore[arg-type]
+    with pytest.raises(ValidationError):
+        make_event("tool_result", id="c", name="run_cell", status="ok", summary="", stoped=True)
+    with pytest.raises(ValidationError):
+        make_event("run_finished", status="done")
+    with pytest.raises(ValueError):
+        make_event("tokens", text="hi")  # type: ignore[arg-type]
+    assert set(get_args(EventType)) == {*EVENT_TYPES, "caught_up"}
+
+
+def _route_shape(path: str) -> str:
+    return re.sub(r"\{\w+\}", "{}", path)
+
+
+def test_the_route_table_is_the_servers() -> None:
+    from jupyter_ext.handlers import default_handlers
+
+    served = set()
+    for pattern, handler in default_handlers:
+        path = re.sub(r"\(\?P<\w+>[^)]*\)", "{}", pattern.removeprefix("/cellwright/api/")).replace("\\.", ".")
+        served |= {(method, path) for method in ("get", "put", "post", "delete") if method in vars(handler)}
+    assert served == {(route.method, _route_shape(route.path)) for route in ROUTES}
+
+
+# -- what the server really sends fits the models
+
+
+def _fits(model: Any, data: Any) -> None:
+    if isinstance(model, type) and issubclass(model, BaseModel):
+        model.model_validate(data)
+
+
+def _answer_model(method: str, path: str) -> Any:
+    def matches(template: str) -> bool:
+        return re.fullmatch(re.sub(r"\{\w+\}", "[^/]+", template.replace(".", r"\.")), path) is not None
+
+    route = next(r for r in ROUTES if r.method == method and matches(r.path))
+    return next(iter(route.answers.values()))
+
+
+async def test_a_multi_agent_run_and_every_route_answer_fit_the_contract(
+    api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_root_dir: Any
+) -> None:
+    fake_llm.script(
+        tool_call("write_todos", {"todos": [{"content": "Count", "status": "in_progress"}]}, id="p0"),
+        tool_call("task", {"agent": "python_developer", "description": "Print 6 * 7."}, id="p1"),
+        tool_call("run_cell", {"code": "print(6 * 7)"}, id="d1"),
+        text("It prints 42."),
+        tool_call("final_answer", {"answer": "**42**", "next_items": [{"title": "More", "prompt": "more"}]}),
+    )
+    thread = await api.new_thread()
+    await api.run(thread, "Count.", mode="multi")
+    first = await api.until_finished(thread)
+    approval = of_type(first, "approval_required")[0]
+    assert approval["task_id"] == "p1" and approval["agent"] == "python_developer"
+    for method, path in [("GET", f"threads/{thread}"), ("GET", "threads"), ("GET", "health"), ("GET", "config")]:
+        _, answer = await api.call(method, path, expect=200)
+        _fits(_answer_model(method.lower(), path), answer)
+    code, _ = await api.approve(thread, "d1")
+    assert code == 202
+    second = await api.until_finished(thread, first[-1]["seq"])
+    for event in first + second:
+        validate_event(event)
+    developer = [e for e in first + second if e.get("agent") == "python_developer"]
+    assert developer and all(e["task_id"] == "p1" for e in developer)
+    assert all("task_id" not in e for e in first + second if e.get("agent") == "planner" and e["type"] != "agent_switch")
+    assert of_type(second, "cell_output")[0]["task_id"] == "p1"
+
+    code, body = await api.call("GET", f"threads/{thread}/events", params={"after": 0})
+    marker = [event for event in parse_sse(body, live=True) if event["type"] == "caught_up"]
+    for event in marker:
+        validate_event(event)
+    for method, path, body in [
+        ("POST", "diagnostics", {"code": "import os\n"}),
+        ("POST", "resources", {"files": ["analysis.ipynb", "missing.csv"]}),
+        ("POST", "threads", {"title": "t"}),
+    ]:
+        _, answer = await api.call(method, path, body)
+        _fits(_answer_model(method.lower(), path), answer)
+    _, error = await api.call("GET", "threads/nope", expect=404)
+    ErrorBody.model_validate(error)
+
+
+async def test_the_served_document_is_the_checked_in_one(api: Api) -> None:
+    code, document = await api.call("GET", "openapi.json")
+    assert code == 200 and document["openapi"] == "3.1.0"
+    assert (ROOT / "jupyter_ext" / "openapi.json").read_text("utf-8") == openapi_json()
+    assert set(document["paths"]) == {"/" + route.path for route in ROUTES}
+    validator = pytest.importorskip("openapi_spec_validator")
+    validator.validate(document)

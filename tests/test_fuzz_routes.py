@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.fake_llm import FakeLLM
-from tests.server_process import JupyterProcess
+from devtools.fake_llm import FakeLLM
+from devtools.jupyter_process import JupyterProcess
 
 EXAMPLES = 60  # per route test; the whole module takes well under a minute
 

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from tests.conftest import Api, of_type
-from tests.server_process import free_port
+from devtools.jupyter_process import free_port
 
 
 def _gguf() -> Path | None:

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -19,11 +18,10 @@ import pytest
 from jupyter_client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 
-from agent_core.kernel.kernel_settings import AGENT_TRAITS, load_settings, notebook_path, workspace_root
-from agent_core.settings import AgentSettings
+from agent_core.kernel.session import notebook_path, workspace_root
 from agent_core.thread_store import ThreadStore
-from tests.fake_llm import FakeLLM, text, tool_call
-from tests.server_process import JupyterProcess
+from devtools.fake_llm import FakeLLM, text, tool_call
+from devtools.jupyter_process import JupyterProcess
 
 REPO = str(Path(__file__).resolve().parent.parent)
 NOTEBOOK = "analysis.ipynb"
@@ -370,27 +368,7 @@ def test_the_panel_sees_and_continues_a_magic_thread(
     assert contents[1] == "set v" and contents[-1] == "what is v?"
 
 
-# -- settings, without a kernel
-
-
-def test_settings_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    config, data = tmp_path / "config", tmp_path / "data"
-    config.mkdir()
-    (config / "jupyter_server_config.py").write_text("c.Cellwright.base_url = 'http://from-config-py/v1'\nc.Cellwright.model = 'from-py'\n")
-    (config / "jupyter_server_config.json").write_text(
-        json.dumps({"Cellwright": {"model": "from-config", "request_timeout": 5, "data_dir": str(data), "max_retries": "x"}})
-    )
-    data.mkdir()
-    (data / "settings.json").write_text(json.dumps({"model": "from-put-config", "auto_approve": ["run_cell"], "data_dir": "ignored"}))
-    environ = {"CELLWRIGHT_MODEL": "from-env", "OPENAI_API_KEY": "env-key", "OPENAI_BASE_URL": "http://env/v1"}
-
-    settings = load_settings(environ, [str(config)])
-    assert settings.agent.model == "from-put-config" and settings.agent.auto_approve == {"run_cell"}
-    assert settings.agent.base_url == "http://from-config-py/v1" and settings.agent.api_key == "env-key"
-    assert settings.agent.request_timeout == 5.0 and settings.agent.max_retries == 3
-    assert settings.threads_path == data / "threads.sqlite" and settings.checkpointer_url == ""
-    assert any("max_retries" in p for p in settings.problems)
-    assert set(AGENT_TRAITS) == {f.name for f in dataclass_fields(AgentSettings)}  # every agent setting is read
+# -- where the magic works, without a kernel
 
 
 def test_notebook_path_relative_to_the_server_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Api, of_type
-from tests.fake_llm import FakeLLM, Reply, error, text, tool_call
+from devtools.fake_llm import FakeLLM, Reply, error, text, tool_call
 
 MODES = ["native", "prompt"]
 
@@ -139,8 +139,8 @@ async def test_rate_limit_and_server_error_are_retried_visibly(api: Api, fake_ll
 
 
 async def test_stalled_stream_times_out_with_a_clear_error(api: Api, fake_llm: FakeLLM, jp_serverapp: Any) -> None:
-    app = jp_serverapp.web_app.settings["cellwright"]
-    app.request_timeout, app.max_retries = 0.5, 0
+    settings = jp_serverapp.web_app.settings["cellwright"].configuration
+    settings.request_timeout, settings.max_retries = 0.5, 0
     fake_llm.script(Reply(content="partial", hang=True))
     _, events = await start(api, "native")
     problem = of_type(events, "error")[-1]
@@ -148,7 +148,7 @@ async def test_stalled_stream_times_out_with_a_clear_error(api: Api, fake_llm: F
 
 
 async def test_model_call_cap_ends_with_a_final_answer(api: Api, fake_llm: FakeLLM, jp_serverapp: Any) -> None:
-    jp_serverapp.web_app.settings["cellwright"].max_model_calls = 3
+    jp_serverapp.web_app.settings["cellwright"].configuration.max_model_calls = 3
     fake_llm.script(*[tool_call("write_todos", {"todos": [{"content": f"step {i}", "status": "pending"}]}) for i in range(5)])
     _, events = await start(api, "native")
     assert len(fake_llm.requests) == 3
@@ -163,7 +163,7 @@ async def test_auto_mode_falls_back_to_prompt_when_tools_are_refused(api: Api, f
 
 
 async def test_long_history_is_summarised_keeping_recent_turns(api: Api, fake_llm: FakeLLM, jp_serverapp: Any) -> None:
-    jp_serverapp.web_app.settings["cellwright"].context_token_budget = 1000
+    jp_serverapp.web_app.settings["cellwright"].configuration.context_token_budget = 1000
     old = "OLD-DETAIL " * 300  # ~825 tokens
     fake_llm.script(text(f"First answer {old}"), text("SUMMARY: the user asked about OLD things"), text("Second answer"))
     thread, first = await start(api, "native", "first question")

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import Api, of_type
-from tests.fake_llm import FakeLLM, text, tool_call
-from tests.server_process import JupyterProcess
+from devtools.fake_llm import FakeLLM, text, tool_call
+from devtools.jupyter_process import JupyterProcess
 
 
 def delegate(agent: str, description: str, id: str) -> Any:

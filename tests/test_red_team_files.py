@@ -24,7 +24,7 @@ import pytest
 from agent_core.tools import TOOLS, ToolInputError, ToolOutcome
 from agent_core.tools import search as search_module
 from tests.conftest import Api, of_type
-from tests.fake_llm import FakeLLM, text, tool_call
+from devtools.fake_llm import FakeLLM, text, tool_call
 from tests.tools_env import Ctx
 
 # Where the secret folders sit under the root: visible (JUPYTER_DATA_DIR inside the workspace, or

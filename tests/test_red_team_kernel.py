@@ -12,7 +12,7 @@ from typing import Iterator
 import pytest
 
 from tests.conftest import Api
-from tests.fake_llm import FakeLLM, tool_call
+from devtools.fake_llm import FakeLLM, tool_call
 from tests.test_magic import Kernel, magic_env, magic_kernel, tool_messages
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import stat
 import subprocess
 import sys
@@ -14,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import NOTEBOOK, Api, of_type, parse_sse
-from tests.fake_llm import FakeLLM, text, tool_call
+from devtools.sse import parse_sse
+from tests.conftest import Api, of_type
+from devtools.fake_llm import FakeLLM, text, tool_call
 
 
 async def _app(jp_serverapp: Any) -> Any:
@@ -125,7 +125,7 @@ async def test_finding_10_credentials_in_base_url_never_reach_events(api: Api, f
     errors = of_type(events, "error")
     assert errors and "***@" in errors[-1]["message"], errors
     app = await _app(jp_serverapp)
-    stored = b"".join(p.read_bytes() for p in Path(app.data_dir).glob("threads.sqlite*"))
+    stored = b"".join(p.read_bytes() for p in Path(app.configuration.data_dir).glob("threads.sqlite*"))
     assert b"hunter2" not in stored and "hunter2" not in json.dumps(events)
     _, config = await api.call("GET", "config")
     assert "hunter2" not in json.dumps(config)
@@ -137,7 +137,7 @@ async def test_finding_10_data_files_are_owner_only(api: Api, fake_llm: FakeLLM,
     await api.run(thread, "hello")
     await api.until_finished(thread)
     await api.call("PUT", "config", {"model": "fake-model"}, expect=200)
-    data = Path((await _app(jp_serverapp)).data_dir)
+    data = Path((await _app(jp_serverapp)).configuration.data_dir)
     assert stat.S_IMODE(data.stat().st_mode) == 0o700
     for name in ("threads.sqlite", "checkpoints.sqlite", "settings.json"):
         assert stat.S_IMODE((data / name).stat().st_mode) == 0o600, name

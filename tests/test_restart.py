@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import of_type
-from tests.fake_llm import FakeLLM, tool_call
-from tests.server_process import JupyterProcess
+from devtools.fake_llm import FakeLLM, tool_call
+from devtools.jupyter_process import JupyterProcess
 
 
 @pytest.fixture

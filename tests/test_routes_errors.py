@@ -8,7 +8,7 @@ import pytest
 
 from agent_core.graph import appended
 from tests.conftest import NOTEBOOK, Api, of_type
-from tests.fake_llm import FakeLLM, error, text, tool_call
+from devtools.fake_llm import FakeLLM, error, text, tool_call
 
 
 async def test_unknown_thread_is_404_on_every_route(api: Api) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.conftest import Api, of_type
-from tests.fake_llm import FakeLLM, text, tool_call
+from devtools.fake_llm import FakeLLM, text, tool_call
 
 
 async def test_approve_runs_cell_in_kernel_and_finishes(api: Api, fake_llm: FakeLLM, notebook_kernel: str) -> None:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.server_process import TOKEN, JupyterProcess
+from devtools.jupyter_process import TOKEN, JupyterProcess
 
 
 def test_cookie_sessions_need_the_xsrf_token(tmp_path: Path, servers: list) -> None:

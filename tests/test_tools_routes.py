@@ -10,7 +10,7 @@ import pytest
 
 from jupyter_ext.kernel_executor import KernelEnvironment
 from tests.conftest import NOTEBOOK, Api, of_type
-from tests.fake_llm import FakeLLM, text, tool_call
+from devtools.fake_llm import FakeLLM, text, tool_call
 from tests.test_tools_shell import alive
 
 NAMES = "__import__('json').dumps(sorted(k for k in globals() if not k.startswith('_')))"

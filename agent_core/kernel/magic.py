@@ -23,11 +23,12 @@ Everything the model writes is shown as plain text with its control characters m
 (agent_core.display_text): trusted Markdown or HTML output would run its HTML in the Jupyter page,
 and a carriage return or an escape sequence in a proposed cell would hide what really runs.
 
-It is the panel's agent (AgentRuntime and the same graph) with the server's settings (see
-kernel_settings), and its threads live in the same store, so they show in the panel's history. The
-agent's cells run through this kernel's own shell: their variables land in the user's namespace
-and their output shows in the `%agent` cell. Approval is asked with input(): ipywidgets buttons
-cannot work here, as a click is a kernel message the kernel only handles once this cell has ended.
+It is the panel's agent (the same ThreadRunner and graph) with the server's settings (read by
+agent_core.configuration as the server reads them), and its threads live in the same store, so they
+show in the panel's history. The agent's cells run through this kernel's own shell: their variables
+land in the user's namespace and their output shows in the `%agent` cell. Approval is asked with
+input(): ipywidgets buttons cannot work here, as a click is a kernel message the kernel only handles
+once this cell has ended.
 
 Threads: the agent runs in a worker thread with its own event loop (the kernel's loop is busy
 running this cell). Whatever touches the shell (cells, evaluations, questions, printing) is queued
@@ -36,7 +37,6 @@ Ctrl-C or the kernel's interrupt stops the worker's task; the thread stays consi
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 import re
@@ -50,8 +50,9 @@ from typing import Any
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from traitlets import Bool
 
-from ..display_text import visible
-from .kernel_settings import KernelSettings, env_auto_approve, kernel_id, load_settings, notebook_path, workspace_root
+from ..configuration import Cellwright
+from .session import env_auto_approve, kernel_id, notebook_path, workspace_root
+from .cell_console import DIM, RED, RESET, ApprovalPrompt, ApprovalUnavailable, Printer
 from .shell_environment import MainThread, ShellEnvironment
 
 log = logging.getLogger(__name__)
@@ -59,11 +60,6 @@ log = logging.getLogger(__name__)
 USAGE = "Usage: %agent [--new] [--yes] <request>   (or %%agent [--new] [--yes] with the request as the cell body)"
 OPTIONS = ("--new", "--yes")
 TITLE_PREFIX = "%agent: "
-EDITABLE_ARG = {"run_cell": "code", "execute_command": "command", "write_file": "content"}  # edited as text
-# The argument shown as the body of the approval prompt; every other argument is listed under it.
-MAIN_ARG = {"run_cell": "code", "execute_command": "command", "write_file": "content", "edit_file": "edits"}
-NOT_RUN_ARGS = {"run_cell": ("description",)}  # shown in the prompt's heading already; changes nothing that runs
-RED, DIM, RESET = "\x1b[31m", "\x1b[90m", "\x1b[0m"  # 90: grey, which JupyterLab renders (2 it ignores)
 
 
 @dataclass(frozen=True)
@@ -112,10 +108,16 @@ class AgentMagics(Magics):
             unknown = f"Unknown option {request.split()[0]}. " if options is None else ""
             print(f"{unknown}{USAGE}", file=sys.stderr)
             return
-        settings = load_settings()
-        for problem in settings.problems:
-            print(f"{DIM}Cellwright: {problem}{RESET}", file=sys.stderr)
-        if not settings.agent.llm_configured:
+        from ..configuration import SettingsError, load_for_kernel
+
+        try:
+            settings, notes = load_for_kernel()
+        except SettingsError as exc:
+            print(f"{RED}Cellwright: {exc}{RESET}", file=sys.stderr)
+            return
+        for note in notes:
+            print(f"{DIM}Cellwright: {note}{RESET}", file=sys.stderr)
+        if not settings.agent_settings().llm_configured:
             from ..llm import not_configured
 
             print(f"{RED}{not_configured().message}{RESET}", file=sys.stderr)
@@ -147,15 +149,16 @@ def _parse(text: str) -> tuple[set[str] | None, str]:
 class AgentCall:
     """One `%agent` call: the worker thread drives the agent, the main thread serves it."""
 
-    def __init__(self, shell: Any, settings: KernelSettings, session: Session, request: str, new: bool, approve_all: bool) -> None:
+    def __init__(self, shell: Any, settings: Cellwright, session: Session, request: str, new: bool, approve_all: bool) -> None:
         self.settings = settings
+        self.agent_settings = settings.agent_settings()
         self.request = request
         self.new = new
         self.main = MainThread()
         from ..workspace import Workspace, default_denied
 
         # The data folder may be configured elsewhere than the default: it holds the API key either way.
-        workspace = Workspace(session.root_dir, denied=(settings.data_dir, *default_denied()))
+        workspace = Workspace(session.root_dir, denied=(Path(settings.data_dir), *default_denied()))
         self.env = ShellEnvironment(
             shell=shell, main=self.main, notebook_path=session.notebook_path, kernel_id=session.kernel_id,
             root_dir=session.root_dir, workspace=workspace,
@@ -216,7 +219,7 @@ class AgentCall:
             self._loop, self._task = asyncio.get_running_loop(), asyncio.current_task()
             if self._stop_requested:
                 return
-        from ..runner import AgentRuntime
+        from ..thread_runner import ThreadRunner
         from ..thread_store import ThreadStore
 
         # Opened and closed within this call: the server uses the same files, and an open aiosqlite
@@ -224,33 +227,33 @@ class AgentCall:
         threads = ThreadStore(self.settings.threads_path, holder=f"a %agent call in a kernel (pid {os.getpid()})")
         try:
             await threads.open()
-            runtime = await AgentRuntime.open(threads, self.settings.checkpointer_url, self.settings.checkpoints_path)
+            runner = await ThreadRunner.open(threads, self.settings.database_url, self.settings.checkpoints_path)
             try:
-                await self._converse(runtime)
+                await self._converse(runner)
             finally:
-                await runtime.aclose()
+                await runner.aclose()
         finally:
             await threads.close()
 
-    async def _converse(self, runtime: Any) -> None:
-        from ..graph import new_run_input
+    async def _converse(self, runner: Any) -> None:
+        from ..thread_runner import ThreadBusy
 
-        record = await self._thread(runtime.threads)
-        if await runtime.threads.leased_elsewhere(record.thread_id):
-            self.main.post(self.printer.error, "The panel is running this conversation right now: wait for it, or use %agent --new.")
+        record = await self._thread(runner.threads)
+        try:
+            await runner.ensure_not_leased(record.thread_id, "ask here (or use %agent --new)")
+        except ThreadBusy as exc:
+            self.main.post(self.printer.error, exc.message)
             return
-        snapshot = await runtime.snapshot(record.thread_id)
-        if runtime.stuck(snapshot):  # a crash between the model's step and its approval: finish that first
-            if await self._drive(runtime, record, None, "") != "completed":
-                return
-        elif runtime.pending(snapshot):
-            await runtime.stop_pending(record.thread_id, record.last_run_id)
+        snapshot = await runner.recovered(record.thread_id, lambda: self._drive(runner, record, None, ""))
+        if runner.pending(snapshot):
+            await runner.stop_pending(record.thread_id, record.last_run_id)
             self.main.post(self.printer.note, "A call an earlier %agent left waiting for approval was stopped; it did not run.")
-        await self._drive(runtime, record, new_run_input(self.request), self.request)
+            snapshot = await runner.snapshot(record.thread_id)
+        await self._drive(runner, record, runner.start_input(snapshot, self.request, "single"), self.request)
 
     async def _thread(self, threads: Any) -> Any:
         """The notebook's latest `%agent` thread, or a new one (--new, or none yet)."""
-        from ..runner import title_from
+        from ..thread_runner import title_from
 
         path = self.env.notebook_path
         mine = [r for r in await threads.list() if r.notebook_path == path and r.title.startswith(TITLE_PREFIX)]  # newest first
@@ -259,241 +262,39 @@ class AgentCall:
             await threads.update(record.thread_id, kernel_id=self.env.kernel_id)  # for the panel, should it continue here
         return record
 
-    async def _drive(self, runtime: Any, record: Any, graph_input: Any, message: str) -> str:
+    async def _drive(self, runner: Any, record: Any, graph_input: Any, message: str) -> str:
         """Run segments until the run ends; each approval is asked on the main thread in between
         and resumes the graph as RunManager.decide does."""
-        from langgraph.types import Command
-
         from ..graph import run_context
+        from ..thread_runner import RunRefused
 
         thread_id = record.thread_id
         while True:
             run_id = uuid.uuid4().hex
 
             def make_context(emit: Any) -> Any:
-                return run_context(thread_id, self.settings.agent, self.env, runtime.store.ledger, emit, record.notebook_path, "single")
+                return run_context(thread_id, self.agent_settings, self.env, runner.store.ledger, emit, record.notebook_path, "single")
 
-            status = await runtime.run_segment(thread_id, run_id, graph_input, make_context, "single", message, self._show)
+            status = await runner.run_segment(thread_id, run_id, graph_input, make_context, "single", message, self._show)
             if status != "awaiting_approval":
                 return status
+            snapshot = await runner.snapshot(thread_id)
+            pending = runner.pending(snapshot)
+            if pending is None:
+                return status
             try:
-                pending = runtime.pending(await runtime.snapshot(thread_id))
-                if pending is None:
-                    return status
                 decision = await self.main.call(self.prompt.ask, pending)
+                graph_input, message = runner.resume_input(snapshot, pending["id"], decision), ""
             except asyncio.CancelledError:
-                await runtime.stop_pending(thread_id, run_id)
+                await runner.stop_pending(thread_id, run_id)
                 raise
-            except ApprovalUnavailable as exc:
-                await runtime.stop_pending(thread_id, run_id)
+            except (ApprovalUnavailable, RunRefused) as exc:
+                await runner.stop_pending(thread_id, run_id)
                 self.main.post(self.printer.error, str(exc))
                 return "cancelled"
-            graph_input, message = Command(resume={pending["interrupt_id"]: decision}), ""
 
     def _show(self, event: dict[str, Any]) -> None:
         self.main.post(self.printer.show, event)
-
-
-class ApprovalUnavailable(Exception):
-    """This frontend cannot answer input()."""
-
-
-class ApprovalPrompt:
-    """Asks for a decision on the main thread: a text prompt, answered in the notebook."""
-
-    def __init__(self, printer: "Printer", approve_all: bool) -> None:
-        self.printer = printer
-        self.approve_all = approve_all
-
-    def ask(self, pending: dict[str, Any]) -> dict[str, Any]:
-        self.printer.approval(pending)
-        if self.approve_all:
-            print("Approved (--yes).", flush=True)
-            return {"decision": "approve", "args": None, "reason": ""}
-        from IPython.core.error import StdinNotImplementedError
-
-        try:
-            return self._decide(pending)
-        except StdinNotImplementedError:
-            raise ApprovalUnavailable(
-                f"{pending['name']} needs your approval, but this frontend cannot answer input(). It did not run. "
-                "Use `%agent --yes ...` to approve the agent's calls, or the Cellwright panel."
-            ) from None
-        except EOFError:
-            raise ApprovalUnavailable(f"No answer came (end of input): {pending['name']} did not run.") from None
-
-    def _decide(self, pending: dict[str, Any]) -> dict[str, Any]:
-        from ..tools import TOOLS
-
-        field = EDITABLE_ARG.get(pending["name"])
-        question = "Approve? [y]es / [e]dit / [n]o: " if field else "Approve? [y]es / [n]o: "
-        while True:
-            answer = input(question).strip().lower()
-            if answer in ("y", "yes"):
-                return {"decision": "approve", "args": None, "reason": ""}
-            if answer in ("n", "no"):
-                reason = input("Reason, for the agent (optional): ").strip()
-                return {"decision": "reject", "args": None, "reason": reason}
-            if field and answer in ("e", "edit"):
-                print(f"Type the new {field} line by line; a line with only a dot (.) ends it.", flush=True)
-                lines = []
-                while (line := input()) != ".":
-                    lines.append(line)
-                args = {**pending["args"], field: "\n".join(lines)}
-                problem = TOOLS[pending["name"]].check_args(args)
-                if problem is None:
-                    return {"decision": "edit", "args": args, "reason": ""}
-                self.printer.line(f"Not usable: {problem}.")
-
-
-class Printer:
-    """Shows a run's events in the `%agent` cell (main thread only): tokens inline, a line per tool
-    call, todos as a checklist, the final answer as text.
-
-    Whatever it prints goes through `visible` (our own colours are added afterwards): the model
-    writes nearly all of it, and JupyterLab honours `\\r`, backspaces and ANSI escapes in a stream."""
-
-    def __init__(self) -> None:
-        self._open_line = False  # tokens printed without a newline yet
-        self._streamed = ""  # the text streamed since the last other event
-
-    def show(self, event: dict[str, Any]) -> None:
-        kind = event["type"]
-        if kind == "token":
-            sys.stdout.write(visible(event["text"]))
-            sys.stdout.flush()
-            self._streamed += event["text"]
-            self._open_line = not event["text"].endswith("\n")
-            return
-        streamed, self._streamed = self._streamed, ""
-        if kind == "tool_call" and event["name"] not in ("final_answer", "write_todos") and not event.get("needs_approval"):
-            self.line(f"→ {_call_line(event['name'], event.get('args') or {})}")
-        elif kind == "tool_result" and event["name"] not in ("final_answer", "write_todos"):
-            if event["status"] != "ok":
-                if event["name"] != "run_cell" or event["status"] == "rejected":  # a cell's traceback is shown already
-                    self.line(f"✗ {event['name']}: {event['summary']}")
-            elif event["name"] != "run_cell":
-                self.note(f"  {_shortened(event['summary'])}")
-        elif kind == "todos":
-            marks = {"completed": "[x]", "in_progress": "[~]"}
-            todos = [f"  {marks.get(t.get('status'), '[ ]')} {_one_line(t.get('content', ''))}" for t in event["todos"]]
-            self.line("\n".join(["Todo:", *todos]))
-        elif kind == "agent_switch":
-            self.line(f"⇄ {_one_line(event['to'])}: {_shortened(event.get('task', ''))}")
-        elif kind == "final":
-            self.final(event["answer"], event.get("next_items") or [], already_shown=streamed.strip() == event["answer"].strip())
-        elif kind == "error":
-            if event.get("kind") == "llm_retrying":
-                self.note(event["message"])
-            else:
-                self.error(event["message"])
-
-    def final(self, answer: str, next_items: list[dict[str, Any]], already_shown: bool) -> None:
-        from IPython.display import display
-
-        self.end_line()
-        if answer and not already_shown:  # an answer streamed as tokens is on screen once already
-            # Plain text only: this cell is trusted, so Markdown or HTML from the model would run its
-            # <img onerror=...> in the Jupyter page and fetch its ![](https://...) images unasked.
-            display({"text/plain": visible(answer)}, raw=True)
-        if next_items:
-            items = [f"  • {_one_line(i.get('title', ''))}: %agent {_one_line(i.get('prompt', ''))}" for i in next_items]
-            self.line("\n".join(["Next:", *items]))
-
-    def approval(self, pending: dict[str, Any]) -> None:
-        """Everything that decides what would run, each character visible: the main argument (or
-        the file diff) as a block, then every other argument, then the diagnostics."""
-        name = str(pending.get("name", ""))
-        args = pending.get("args") or {}
-        if not isinstance(args, dict):
-            args = {"args": args}
-        self.line(f"── {name} needs approval: {_one_line(pending.get('description', ''))}")
-        main = MAIN_ARG.get(name)
-        shown = {main, "path", *NOT_RUN_ARGS.get(name, ())}
-        if "path" in args:
-            self.line(_argument("path", args["path"]))
-        diff = pending.get("diff")
-        if name in ("write_file", "edit_file") and isinstance(diff, str) and diff.strip():
-            self.line(_block(diff))  # the content or the edits, as they change the file
-        elif main is not None and main in args:
-            value = args[main]
-            self.line(_block(value, python=name == "run_cell") if isinstance(value, str) else _edits_block(value))
-        for key in sorted(k for k in args if k not in shown):
-            self.line(_argument(key, args[key]))
-        if name == "execute_command":
-            if "cwd" not in args:
-                self.line("cwd: . (the workspace root)")
-            if "timeout" not in args:
-                self.line("timeout: the default from the settings")
-        self.line("──")
-        for d in pending.get("diagnostics") or []:
-            self.note(f"line {d.get('line')}: {d.get('severity')} {d.get('code')} {_one_line(d.get('message', ''))}")
-
-    def line(self, text: str, style: str = "") -> None:
-        self.end_line()
-        print(f"{style}{visible(text)}{RESET}" if style else visible(text), flush=True)
-
-    def note(self, text: str) -> None:
-        self.line(text, DIM)
-
-    def error(self, text: str) -> None:
-        self.end_line()
-        print(f"{RED}{visible(text)}{RESET}", file=sys.stderr, flush=True)
-
-    def end_line(self) -> None:
-        if self._open_line:
-            print(flush=True)
-            self._open_line = False
-
-
-BAR = "│ "  # before each line of a block, so that no line of it can pass for the prompt's own lines
-
-
-def _block(text: str, python: bool = False) -> str:
-    if python:  # Python ends a line at a lone \r too: show the lines it will run, each \r still marked
-        text = re.sub(r"\r(?!\n)", "\r\n", str(text))
-    lines = str(text).split("\n")
-    if len(lines) > 1 and lines[-1] == "":
-        lines.pop()  # the usual final newline; one that matters shows as an empty block line
-    return "\n".join(BAR + visible(line, keep="\t") for line in lines)
-
-
-def _edits_block(edits: Any) -> str:
-    if not isinstance(edits, list):
-        return _block(json.dumps(edits, ensure_ascii=False, indent=1))
-    parts = []
-    for number, edit in enumerate(edits, 1):
-        if isinstance(edit, dict) and set(edit) <= {"old", "new"}:
-            parts += [f"edit {number}, replace:", _block(edit.get("old", "")), "with:", _block(edit.get("new", ""))]
-        else:
-            parts += [f"edit {number}:", _block(json.dumps(edit, ensure_ascii=False))]
-    return "\n".join(parts)
-
-
-def _argument(key: str, value: Any) -> str:
-    """One argument as `key: value`, in JSON so that quotes, spaces and newlines show exactly; a long
-    text of several lines (stdin) as a block under its name."""
-    label = _one_line(key)
-    if isinstance(value, str) and "\n" in value.rstrip("\n") and len(value) > 200:
-        return f"{label} ({len(value.splitlines())} lines):\n{_block(value)}"
-    return f"{label}: {json.dumps(value, ensure_ascii=False)}"
-
-
-def _one_line(text: Any) -> str:
-    """Model text for a place that must stay one line: its newlines show as markers too."""
-    return visible(str(text), keep="")
-
-
-def _call_line(name: str, args: dict[str, Any]) -> str:
-    if args.get("description"):
-        return f"{name}: {_one_line(args['description'])}"
-    return f"{name} {_shortened(json.dumps(args, ensure_ascii=False))}"
-
-
-def _shortened(text: str, limit: int = 160) -> str:
-    line = " ".join(str(text).split())
-    line = line if len(line) <= limit else line[: limit - 3] + "..."
-    return visible(line, keep="")
 
 
 _QUESTION = re.compile(r"^(\s*)%agent\b(.*\?)\s*$")

@@ -19,9 +19,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
-from ..events import make_event
+from ..contract import make_event
 from ..tools import CellRun, ToolInputError
-from ..tools.base import Emit
+from ..tools.base import Emit, cell_finished
 
 log = logging.getLogger(__name__)
 
@@ -88,11 +88,11 @@ class ShellEnvironment:
         try:
             outputs, status, count = await self.main.call(self._run_here, code)
         except asyncio.CancelledError:
-            emit(_finished(call_id, "aborted", None, started))
+            emit(cell_finished(call_id, "aborted", None, started))
             raise
         for output in outputs:  # already shown in the cell; into the thread's log for the panel
             emit(make_event("cell_output", id=call_id, output=output))
-        emit(_finished(call_id, status, count, started))
+        emit(cell_finished(call_id, status, count, started))
         return CellRun(status, outputs, count, int((time.monotonic() - started) * 1000))
 
     async def evaluate_json(self, expression: str) -> Any:
@@ -167,8 +167,3 @@ def _error_output(shell: Any, error: BaseException) -> dict[str, Any]:
     except Exception:
         trace = traceback.format_exception(type(error), error, error.__traceback__)
     return {"output_type": "error", "ename": type(error).__name__, "evalue": str(error), "traceback": trace}
-
-
-def _finished(call_id: str, status: str, count: int | None, started: float) -> dict[str, Any]:
-    duration = int((time.monotonic() - started) * 1000)
-    return make_event("cell_finished", id=call_id, status=status, execution_count=count, duration_ms=duration)

@@ -1,23 +1,19 @@
-"""What a tool is: its schema, its approval policy and its code, plus what it may touch at run time."""
+"""What a tool is: its argument model, its approval policy, its preview and its code, plus what it may
+touch at run time."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Awaitable, Callable, Generic, Mapping, Protocol, TypeVar
 
-from ..events import CellStatus, ToolStatus
+from ..contract import CellStatus, ToolStatus, make_event
 from ..settings import AgentSettings
 from ..workspace import Workspace
+from .arguments import ToolArgs, llm_schema, validated
 
 Emit = Callable[[dict[str, Any]], None]
-JSON_TYPES: dict[str, type | tuple[type, ...]] = {
-    "string": str,
-    "array": list,
-    "object": dict,
-    "integer": int,
-    "number": (int, float),
-    "boolean": bool,
-}
 
 
 class ToolInputError(Exception):
@@ -30,6 +26,12 @@ class CellRun:
     outputs: list[dict[str, Any]]
     execution_count: int | None = None
     duration_ms: int = 0
+
+
+def cell_finished(call_id: str, status: CellStatus, count: int | None, started: float) -> dict[str, Any]:
+    """The `cell_finished` event of a cell that started at `started` (time.monotonic())."""
+    duration = int((time.monotonic() - started) * 1000)
+    return make_event("cell_finished", id=call_id, status=status, execution_count=count, duration_ms=duration)
 
 
 class ToolEnvironment(Protocol):
@@ -79,22 +81,34 @@ class ToolContext:
     run: Any = None  # the graph's RunContext, for tools that run agents (task)
 
 
-ToolRun = Callable[[dict[str, Any], ToolContext], Awaitable[ToolOutcome]]
+ArgsT = TypeVar("ArgsT", bound=ToolArgs)
+
+
+def will_fail(tool: str, problem: Exception | str, **card: Any) -> dict[str, Any]:
+    """Approval-card fields for a call that cannot succeed as it stands: the panel marks the card
+    from `will_fail`, and the description says why."""
+    return {**card, "description": f"{tool} will fail: {problem}", "will_fail": True}
 
 
 @dataclass(frozen=True)
-class ToolSpec:
+class ToolSpec(Generic[ArgsT]):
+    """A tool: its argument model, its approval policy, its approval-card preview and its code."""
+
     name: str
     description: str
-    parameters: dict[str, Any]  # JSON schema of the arguments
-    run: ToolRun
+    args: type[ArgsT]  # validates the call; its JSON Schema is what the model is shown
+    action: Callable[[ArgsT, ToolContext], Awaitable[ToolOutcome]]
     needs_approval: bool = False
     read_only: bool = False
-    describe: Callable[[dict[str, Any]], str] | None = None  # one line for the approval card
-    # Extra approval-card fields ({"diagnostics": [...]} or {"diff": "..."}); must have no side effects,
-    # as the tools node re-runs it when the user's decision resumes the run.
-    preview: Callable[[dict[str, Any], "ToolContext"], Awaitable[dict[str, Any]]] | None = None
+    describe: Callable[[ArgsT], str] | None = None  # one line for the approval card
+    # Extra approval-card fields ({"diagnostics": [...]} or {"diff": "..."}); raises ToolInputError when
+    # the call would fail. Must have no side effects: the tools node re-runs it on resume.
+    card: Callable[[ArgsT, ToolContext], Awaitable[dict[str, Any]]] | None = None
     recorded: bool = True  # kept in the tool ledger, so a call id runs at most once
+
+    @cached_property
+    def parameters(self) -> dict[str, Any]:
+        return llm_schema(self.args)
 
     def openai_schema(self) -> dict[str, Any]:
         return {
@@ -102,21 +116,34 @@ class ToolSpec:
             "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
         }
 
-    def describe_call(self, args: dict[str, Any]) -> str:
-        return self.describe(args) if self.describe else f"{self.name} wants to run"
-
     def check_args(self, args: Any) -> str | None:
-        """A message for the model when `args` do not fit the schema (shallow check), else None."""
-        if not isinstance(args, dict):
-            return f"{self.name} takes a JSON object of arguments"
-        props: dict[str, Any] = self.parameters.get("properties", {})
-        for name in self.parameters.get("required", []):
-            if name not in args:
-                return f"{self.name} needs the argument {name!r}"
-        for name, value in args.items():
-            if name not in props:
-                return f"{self.name} has no argument {name!r}; it takes {sorted(props)}"
-            expected = JSON_TYPES.get(props[name].get("type", ""))
-            if expected and (not isinstance(value, expected) or (expected is int and isinstance(value, bool))):
-                return f"{self.name}: argument {name!r} must be of type {props[name]['type']}"
-        return None
+        """A message for the model when `args` do not fit the argument model, else None."""
+        return validated(self.name, self.args, args)[1]
+
+    def parse(self, args: Mapping[str, Any] | ArgsT) -> ArgsT:
+        """`args` as the argument model, or a ToolInputError telling the model what to fix."""
+        if isinstance(args, self.args):
+            return args
+        parsed, problem = validated(self.name, self.args, args)
+        if parsed is None:
+            raise ToolInputError(problem)
+        return parsed
+
+    async def run(self, args: Mapping[str, Any] | ArgsT, ctx: ToolContext) -> ToolOutcome:
+        return await self.action(self.parse(args), ctx)
+
+    def describe_call(self, args: Mapping[str, Any] | ArgsT) -> str:
+        if self.describe is not None:
+            try:
+                return self.describe(self.parse(args))
+            except ToolInputError:
+                pass
+        return f"{self.name} wants to run"
+
+    async def preview(self, args: Mapping[str, Any] | ArgsT, ctx: ToolContext) -> dict[str, Any]:
+        if self.card is None:
+            return {}
+        try:
+            return await self.card(self.parse(args), ctx)
+        except ToolInputError as exc:
+            return will_fail(self.name, exc)

@@ -27,7 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..workspace import WorkspaceError, human_size, relative_to_root, resolve_in_root
+from pydantic import Field, model_validator
+
+from ..workspace import Workspace, WorkspaceError, human_size, relative_to_root, workspace_of
+from .arguments import ToolArgs, argument_error
 from .base import ToolContext, ToolEnvironment, ToolInputError, ToolOutcome, ToolSpec
 
 log = logging.getLogger(__name__)
@@ -274,9 +277,9 @@ async def lint_code(
     return result
 
 
-async def lint_file(root: Path, path_text: str) -> DiagnosticsResult:
+async def lint_file(root: Workspace, path_text: str) -> DiagnosticsResult:
     """Diagnostics of a Python file of the workspace. Raises WorkspaceError outside the root."""
-    path = resolve_in_root(root, path_text)
+    path = root.resolve(path_text)
     rel = relative_to_root(root, path)
     if not path.exists():
         raise ToolInputError(f"there is no file {rel!r}; call list_files to see what is there")
@@ -293,7 +296,7 @@ async def lint_file(root: Path, path_text: str) -> DiagnosticsResult:
         source = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ToolInputError(f"{rel!r} is not valid UTF-8 Python source") from None
-    return await lint_code(source, root, cell=False, path=path)
+    return await lint_code(source, root.root, cell=False, path=path)
 
 
 def format_diagnostics(result: DiagnosticsResult, what: str) -> str:
@@ -311,36 +314,32 @@ def format_diagnostics(result: DiagnosticsResult, what: str) -> str:
     return f"{text}\n[note: {result.note}]" if result.note else text
 
 
-async def diagnostics(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-    code, path = args.get("code"), args.get("path")
-    root = Path(ctx.env.root_dir)
-    if (code is None) == (path is None):
-        raise ToolInputError("pass either `code` (a cell's Python code) or `path` (a .py file), not both or neither")
-    if code is not None:
-        result = await lint_code(code, root, env=ctx.env)
+class DiagnosticsArgs(ToolArgs):
+    code: str | None = Field(default=None, description="Python code of a cell.")
+    path: str | None = Field(default=None, description="A .py file, relative to the workspace root.")
+
+    @model_validator(mode="after")
+    def _one_of_them(self) -> "DiagnosticsArgs":
+        if (self.code is None) == (self.path is None):
+            raise argument_error("pass either `code` (a cell's Python code) or `path` (a .py file), not both or neither")
+        return self
+
+
+async def diagnostics(args: DiagnosticsArgs, ctx: ToolContext) -> ToolOutcome:
+    workspace = workspace_of(ctx.env)
+    if args.code is not None:
+        result = await lint_code(args.code, workspace.root, env=ctx.env)
         what = "the code"
     else:
+        path = args.path or ""
         try:
-            result = await lint_file(root, path)
+            result = await lint_file(workspace, path)
         except WorkspaceError as exc:
             raise ToolInputError(exc.message) from None
         what = path
     text = format_diagnostics(result, what)
     count = len(result.diagnostics)
     return ToolOutcome("ok", text, summary=f"{count} problem{'s' if count != 1 else ''}" if count else "No problems found")
-
-
-async def cell_preview(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    """The run_cell approval card's diagnostics; never fails (a card without them is still a card)."""
-    code = args.get("code")
-    if not isinstance(code, str) or not code.strip():
-        return {"diagnostics": []}
-    try:
-        result = await lint_code(code, Path(ctx.env.root_dir), env=ctx.env)
-    except ToolInputError as exc:
-        log.info("no diagnostics for the card: %s", exc)
-        return {"diagnostics": []}
-    return {"diagnostics": result.diagnostics}
 
 
 DIAGNOSTICS = ToolSpec(
@@ -350,13 +349,7 @@ DIAGNOSTICS = ToolSpec(
         "findings): syntax errors, undefined names (names the notebook's kernel defines count as defined), "
         "unused imports and variables. Pass `code` (a cell) or `path` (a .py file). Lines count from 1."
     ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "code": {"type": "string", "description": "Python code of a cell."},
-            "path": {"type": "string", "description": "A .py file, relative to the workspace root."},
-        },
-    },
-    run=diagnostics,
+    args=DiagnosticsArgs,
+    action=diagnostics,
     read_only=True,
 )

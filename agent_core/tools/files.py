@@ -1,22 +1,21 @@
-"""File tools: read, list, write and edit files (searching is in search.py).
+"""File tools: read and list files (writing and editing is in writes.py, searching in search.py).
 
 Every path goes through the environment's Workspace (agent_core.workspace): confined to the root,
 no hidden files unless the server allows them, never the folders that hold secrets; walks skip
-what the policy hides. Reads and searches are bounded; writes and edits need approval, and their
-approval card shows a unified diff (`preview`). The blocking work runs in a thread so the event loop never waits on the disk."""
+what the policy hides. Reads are bounded. The blocking work runs in a thread so the event loop never
+waits on the disk."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import difflib
 import os
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ..output_digest import bounded
+from pydantic import Field
+
 from ..workspace import Workspace, WorkspaceError, human_size, relative_to_root, resolve_in_root, workspace_for, workspace_of
+from .arguments import ToolArgs
 from .base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
 
 IGNORED_DIRS = frozenset({".git", "node_modules", ".ipynb_checkpoints", "__pycache__"})
@@ -28,9 +27,6 @@ MAX_READ_CHARS = 40_000
 MAX_LINE_CHARS = 2000
 MAX_LIST_ENTRIES = 500
 MAX_LIST_SCAN = 20_000
-MAX_WRITE_BYTES = 5 * 1024 * 1024
-MAX_DIFF_CHARS = 100_000  # on the approval card
-MAX_DIFF_TO_MODEL = 4000
 
 
 def confined(root: Workspace | Path | str, path: Any) -> Path:
@@ -51,7 +47,7 @@ def sniff(path: Path) -> bytes:
         return handle.read(SNIFF_BYTES)
 
 
-def _existing_file(root: Path, path: Path) -> os.stat_result:
+def existing_file(root: Path, path: Path) -> os.stat_result:
     rel = relative_to_root(root, path)
     if not path.exists():
         raise ToolInputError(f"there is no file {rel!r}; call list_files to see what is there")
@@ -76,7 +72,7 @@ class FileText:
 
 def read_text(root: Path, path: Path, start_line: int | None = None, end_line: int | None = None) -> FileText:
     """Lines `start_line`..`end_line` (1-based, inclusive) of a text file, bounded."""
-    stat = _existing_file(root, path)
+    stat = existing_file(root, path)
     rel = relative_to_root(root, path)
     if start_line is not None and start_line < 1 or end_line is not None and end_line < 1:
         raise ToolInputError("start_line and end_line count from 1")
@@ -162,11 +158,20 @@ def format_file_text(rel: str, text: FileText) -> str:
     return "\n".join(parts)
 
 
-async def read_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+PATH_HELP = "A path relative to the workspace root."
+
+
+class ReadFileArgs(ToolArgs):
+    path: str = Field(description=PATH_HELP)
+    start_line: int | None = Field(default=None, description="First line to read (1-based).")
+    end_line: int | None = Field(default=None, description="Last line to read (inclusive).")
+
+
+async def read_file(args: ReadFileArgs, ctx: ToolContext) -> ToolOutcome:
     workspace = workspace_of(ctx.env)
     root = workspace.root
-    path = confined(workspace, args["path"])
-    text = await asyncio.to_thread(read_text, root, path, args.get("start_line"), args.get("end_line"))
+    path = confined(workspace, args.path)
+    text = await asyncio.to_thread(read_text, root, path, args.start_line, args.end_line)
     rel = relative_to_root(root, path)
     return ToolOutcome("ok", format_file_text(rel, text), summary=f"Read {rel} ({len(text.lines)} lines)")
 
@@ -243,13 +248,18 @@ def list_entries(
     return listing
 
 
-async def list_files(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+class ListFilesArgs(ToolArgs):
+    path: str = Field(default=".", description="Folder to list, relative to the root.")
+    recursive: bool = Field(default=False, description="Also list the contents of subfolders.")
+
+
+async def list_files(args: ListFilesArgs, ctx: ToolContext) -> ToolOutcome:
     workspace = workspace_of(ctx.env)
     root = workspace.root
-    directory = confined(workspace, args.get("path") or ".")
-    listing = await asyncio.to_thread(list_entries, workspace, directory, bool(args.get("recursive")))
+    directory = confined(workspace, args.path or ".")
+    listing = await asyncio.to_thread(list_entries, workspace, directory, args.recursive)
     rel = relative_to_root(root, directory)
-    lines = [f"{rel}/ ({'recursive' if args.get('recursive') else 'top level'}; paths relative to the root):"]
+    lines = [f"{rel}/ ({'recursive' if args.recursive else 'top level'}; paths relative to the root):"]
     lines += listing.entries or ["(empty)"]
     if listing.more:
         plus = "+" if listing.more_is_lower_bound else ""
@@ -257,222 +267,14 @@ async def list_files(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     return ToolOutcome("ok", "\n".join(lines), summary=f"{len(listing.entries)} entries in {rel}")
 
 
-# -- write_file and edit_file
-
-
-def unified_diff(old: str, new: str, rel: str, new_file: bool = False) -> str:
-    lines = difflib.unified_diff(
-        old.splitlines(keepends=True),
-        new.splitlines(keepends=True),
-        fromfile="/dev/null" if new_file else f"a/{rel}",
-        tofile=f"b/{rel}",
-    )
-    out = []
-    for line in lines:
-        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
-    return "".join(out)
-
-
-def _old_text_for_diff(path: Path) -> tuple[str | None, str]:
-    """The current text of `path` for a diff, or None with the reason it is not shown."""
-    if not path.exists():
-        return "", ""
-    size = path.stat().st_size
-    if size > MAX_READ_BYTES:
-        return None, f"(the current file, {human_size(size)}, is too big to diff)"
-    raw = path.read_bytes()
-    if is_binary(raw[:SNIFF_BYTES]):
-        return None, f"(the current file is binary, {human_size(size)})"
-    return raw.decode("utf-8", errors="replace"), ""
-
-
-def utf8(text: str) -> bytes:
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError as exc:  # lone surrogates from a "\\ud800" in the JSON arguments
-        raise ToolInputError(f"the text has a character that is not valid Unicode at position {exc.start}") from None
-
-
-def _check_write(workspace: Workspace, args: dict[str, Any]) -> tuple[Path, str, bool]:
-    root = workspace.root
-    path = confined(workspace, args["path"])
-    rel = relative_to_root(root, path)
-    content = args["content"]
-    if path == root.resolve() or path.is_dir():
-        raise ToolInputError(f"{rel!r} is a directory; give a file path")
-    if len(utf8(content)) > MAX_WRITE_BYTES:
-        raise ToolInputError(f"the content is larger than {human_size(MAX_WRITE_BYTES)}; write big data from a cell instead")
-    exists = path.exists()
-    if exists and not args.get("overwrite"):
-        raise ToolInputError(f"{rel!r} already exists; pass overwrite=true to replace it, or use edit_file to change part of it")
-    for parent in path.parents:
-        if parent.exists() and not parent.is_dir():
-            raise ToolInputError(f"{relative_to_root(root, parent)!r} is a file, so it cannot hold {rel!r}")
-        if parent == root.resolve():
-            break
-    return path, rel, exists
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write through a temporary file in the same folder (new files get the umask's mode, replaced
-    files keep theirs), so a failure never leaves a half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o7777 if path.exists() else None
-    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-async def write_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-    path, rel, exists = _check_write(workspace_of(ctx.env), args)
-    data = utf8(args["content"])
-    await asyncio.to_thread(write_atomic, path, data)
-    lines = args["content"].count("\n") + (0 if args["content"].endswith("\n") or not args["content"] else 1)
-    verb = "Replaced" if exists else "Created"
-    return ToolOutcome("ok", f"{verb} {rel} ({lines} lines, {human_size(len(data))}).")
-
-
-async def write_file_preview(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    try:
-        path, rel, exists = _check_write(workspace_of(ctx.env), args)
-        old, why = await asyncio.to_thread(_old_text_for_diff, path)
-    except ToolInputError as exc:
-        return {"description": f"write_file will fail: {exc}"}
-    if old is None:
-        return {"diff": f"{why}; it is replaced by:\n" + bounded(unified_diff("", args["content"], rel, True), MAX_DIFF_CHARS)}
-    return {"diff": bounded(unified_diff(old, args["content"], rel, new_file=not exists), MAX_DIFF_CHARS)}
-
-
-def _line_of(text: str, index: int) -> int:
-    return text.count("\n", 0, index) + 1
-
-
-def _closest_line_hint(text: str, old: str) -> str:
-    wanted = next((line.strip() for line in old.splitlines() if line.strip()), "")
-    if not wanted:
-        return ""
-    lines = text.splitlines()
-    if len(lines) > 20_000:
-        return ""
-    stripped = [line.strip() for line in lines]
-    match = difflib.get_close_matches(wanted, stripped, n=1, cutoff=0.6)
-    if not match:
-        return ""
-    number = stripped.index(match[0]) + 1
-    return f" The closest line is {number}: {lines[number - 1].strip()[:200]!r}."
-
-
-def apply_edits(text: str, edits: Any, rel: str) -> tuple[str, int]:
-    """Apply the exact replacements in order; any missing or ambiguous search text fails the whole call."""
-    if not isinstance(edits, list) or not edits:
-        raise ToolInputError('edits must be a non-empty list of {"old": exact text, "new": replacement}')
-    for number, edit in enumerate(edits, start=1):
-        if not isinstance(edit, dict) or not isinstance(edit.get("old"), str) or not isinstance(edit.get("new"), str):
-            raise ToolInputError(f'edit {number} must be {{"old": str, "new": str}}')
-        unknown = set(edit) - {"old", "new"}
-        if unknown:
-            raise ToolInputError(f"edit {number} has unknown keys {sorted(unknown)}; each edit is {{\"old\", \"new\"}}")
-        old, new = edit["old"], edit["new"]
-        if not old:
-            raise ToolInputError(f"edit {number}: 'old' is empty; to add text, include the neighbouring line in 'old'")
-        count = text.count(old)
-        if count == 0:
-            after = " (after the previous edits)" if number > 1 else ""
-            raise ToolInputError(
-                f"edit {number}: the search text was not found in {rel}{after}; nothing was written. "
-                f"Copy the exact current text, whitespace included (read_file shows it).{_closest_line_hint(text, old)}"
-            )
-        if count > 1:
-            starts, at = [], -1
-            while len(starts) < 5 and (at := text.find(old, at + 1)) != -1:
-                starts.append(str(_line_of(text, at)))
-            raise ToolInputError(
-                f"edit {number}: the search text appears {count} times in {rel} (lines {', '.join(starts)}); "
-                "nothing was written. Include more surrounding lines so it matches exactly once."
-            )
-        text = text.replace(old, new, 1)
-    return text, len(edits)
-
-
-def _planned_edit(workspace: Workspace, args: dict[str, Any]) -> tuple[Path, str, str, str, bool]:
-    root = workspace.root
-    path = confined(workspace, args["path"])
-    rel = relative_to_root(root, path)
-    stat = _existing_file(root, path)
-    if stat.st_size > MAX_READ_BYTES:
-        raise ToolInputError(f"{rel!r} is {human_size(stat.st_size)}, too big for edit_file; change it from a cell or with execute_command")
-    raw = path.read_bytes()
-    if is_binary(raw[:SNIFF_BYTES]):
-        raise ToolInputError(f"{rel!r} is a binary file; edit_file edits text files only")
-    try:
-        original = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ToolInputError(f"{rel!r} is not valid UTF-8; edit_file would corrupt it. Change it from a cell instead.") from None
-    crlf = "\r\n" in original and "\n" not in original.replace("\r\n", "")
-    text = original.replace("\r\n", "\n") if crlf else original
-    edits = args["edits"]
-    if crlf and isinstance(edits, list):
-        edits = [
-            {k: v.replace("\r\n", "\n") if isinstance(v, str) else v for k, v in e.items()} if isinstance(e, dict) else e
-            for e in edits
-        ]
-    updated, _ = apply_edits(text, edits, rel)
-    if updated == text:
-        raise ToolInputError("the edits leave the file unchanged")
-    return path, rel, text, updated, crlf
-
-
-async def edit_file(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-    path, rel, before, after, crlf = await asyncio.to_thread(_planned_edit, workspace_of(ctx.env), args)
-    data = utf8(after.replace("\n", "\r\n") if crlf else after)
-    await asyncio.to_thread(write_atomic, path, data)
-    diff = unified_diff(before, after, rel)
-    count = len(args["edits"])
-    return ToolOutcome(
-        "ok",
-        f"Edited {rel}: {count} replacement{'s' if count != 1 else ''} applied.\n{bounded(diff, MAX_DIFF_TO_MODEL)}",
-        summary=f"Edited {rel} ({count} replacement{'s' if count != 1 else ''})",
-    )
-
-
-async def edit_file_preview(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    try:
-        _, rel, before, after, _ = await asyncio.to_thread(_planned_edit, workspace_of(ctx.env), args)
-    except ToolInputError as exc:
-        return {"description": f"edit_file will fail: {exc}"}
-    return {"diff": bounded(unified_diff(before, after, rel), MAX_DIFF_CHARS)}
-
-
-# -- search_workspace
-
-
-_PATH = {"type": "string", "description": "A path relative to the workspace root."}
-
 READ_FILE = ToolSpec(
     name="read_file",
     description=(
         "Read a text file of the workspace, with line numbers. For big files pass start_line/end_line "
         f"(1-based, inclusive; at most {MAX_READ_LINES} lines per call). Binary files are refused."
     ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "path": _PATH,
-            "start_line": {"type": "integer", "description": "First line to read (1-based)."},
-            "end_line": {"type": "integer", "description": "Last line to read (inclusive)."},
-        },
-        "required": ["path"],
-    },
-    run=read_file,
+    args=ReadFileArgs,
+    action=read_file,
     read_only=True,
 )
 
@@ -482,65 +284,7 @@ LIST_FILES = ToolSpec(
         "List files and folders of the workspace (sizes included; hidden files, node_modules and __pycache__ "
         f"are skipped; at most {MAX_LIST_ENTRIES} entries)."
     ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": 'Folder to list, relative to the root (default ".").'},
-            "recursive": {"type": "boolean", "description": "Also list the contents of subfolders."},
-        },
-    },
-    run=list_files,
+    args=ListFilesArgs,
+    action=list_files,
     read_only=True,
-)
-
-WRITE_FILE = ToolSpec(
-    name="write_file",
-    description=(
-        "Create a text file (or replace one with overwrite=true); folders are created as needed. "
-        "The user approves it first, seeing the diff. To change part of a file use edit_file."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "path": _PATH,
-            "content": {"type": "string", "description": "The whole content of the file."},
-            "overwrite": {"type": "boolean", "description": "Replace the file if it exists (default false)."},
-        },
-        "required": ["path", "content"],
-    },
-    run=write_file,
-    needs_approval=True,
-    describe=lambda args: f"Write the file {args.get('path', '?')}",
-    preview=write_file_preview,
-)
-
-EDIT_FILE = ToolSpec(
-    name="edit_file",
-    description=(
-        "Change a text file by exact replacements, applied in order: each 'old' must appear exactly once "
-        "(copy it from read_file, whitespace included, without the line numbers; add neighbouring lines to make "
-        "it unique). If any edit does not apply, nothing is written. The user approves the diff first."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "path": _PATH,
-            "edits": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "old": {"type": "string", "description": "Exact text to replace."},
-                        "new": {"type": "string", "description": "Replacement text."},
-                    },
-                    "required": ["old", "new"],
-                },
-            },
-        },
-        "required": ["path", "edits"],
-    },
-    run=edit_file,
-    needs_approval=True,
-    describe=lambda args: f"Edit the file {args.get('path', '?')}",
-    preview=edit_file_preview,
 )

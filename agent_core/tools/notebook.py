@@ -1,18 +1,33 @@
 """Notebook tools: run a code cell in the notebook's kernel, add a Markdown cell."""
 from __future__ import annotations
 
+import logging
+from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from ..output_digest import digest
+from .arguments import ToolArgs
 from .base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
-from .diagnostics import cell_preview
+from .diagnostics import lint_code
+
+log = logging.getLogger(__name__)
 
 
-async def run_cell(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-    code = args["code"]
-    if not code.strip():
+class RunCellArgs(ToolArgs):
+    code: str = Field(description="The Python code of the cell.")
+    description: str | None = Field(default=None, description="One line: what this cell does and why.")
+
+
+class AddMarkdownArgs(ToolArgs):
+    content: str = Field(description="Markdown text of the cell.")
+
+
+async def run_cell(args: RunCellArgs, ctx: ToolContext) -> ToolOutcome:
+    if not args.code.strip():  # checked here, not in the model: the approval card of a blank cell still shows
         raise ToolInputError("run_cell needs non-empty code")
-    cell = await ctx.env.run_cell(ctx.call_id, code, ctx.emit)
+    cell = await ctx.env.run_cell(ctx.call_id, args.code, ctx.emit)
     text = digest(cell.outputs)
     if cell.status == "aborted":
         return ToolOutcome("error", f"The cell was aborted.\n{text}")
@@ -20,7 +35,19 @@ async def run_cell(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
     return ToolOutcome("ok" if cell.status == "ok" else "error", f"{head}\n{text}".strip(), summary=text)
 
 
-async def add_markdown(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+async def cell_preview(args: RunCellArgs, ctx: ToolContext) -> dict[str, Any]:
+    """The approval card's diagnostics; never fails (a card without them is still a card)."""
+    if not args.code.strip():
+        return {"diagnostics": []}
+    try:
+        result = await lint_code(args.code, Path(ctx.env.root_dir), env=ctx.env)
+    except ToolInputError as exc:
+        log.info("no diagnostics for the card: %s", exc)
+        return {"diagnostics": []}
+    return {"diagnostics": result.diagnostics}
+
+
+async def add_markdown(args: AddMarkdownArgs, ctx: ToolContext) -> ToolOutcome:
     # The panel inserts the cell when it sees this tool call; the kernel is not involved.
     return ToolOutcome("ok", "Markdown cell added to the notebook.")
 
@@ -31,29 +58,18 @@ RUN_CELL = ToolSpec(
         "Run Python code as a new cell in the user's notebook kernel (the user approves it first). "
         "Variables persist between cells. Returns the cell's outputs."
     ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "code": {"type": "string", "description": "The Python code of the cell."},
-            "description": {"type": "string", "description": "One line: what this cell does and why."},
-        },
-        "required": ["code"],
-    },
-    run=run_cell,
+    args=RunCellArgs,
+    action=run_cell,
     needs_approval=True,
-    describe=lambda args: args.get("description") or "Run a code cell in the notebook's kernel",
-    preview=cell_preview,  # the approval card shows the cell's diagnostics
+    describe=lambda args: args.description or "Run a code cell in the notebook's kernel",
+    card=cell_preview,  # the approval card shows the cell's diagnostics
 )
 
 ADD_MARKDOWN = ToolSpec(
     name="add_markdown",
     description="Add a Markdown cell to the notebook (explanations, section headings, findings).",
-    parameters={
-        "type": "object",
-        "properties": {"content": {"type": "string", "description": "Markdown text of the cell."}},
-        "required": ["content"],
-    },
-    run=add_markdown,
+    args=AddMarkdownArgs,
+    action=add_markdown,
 )
 
 

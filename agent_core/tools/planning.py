@@ -3,47 +3,62 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..events import make_event
-from .base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
+from pydantic import ConfigDict, Field, model_validator
 
-TODO_STATUSES = ("pending", "in_progress", "completed")
+from ..contract import TodoStatus, make_event
+from .arguments import ToolArgs, argument_error
+from .base import ToolContext, ToolOutcome, ToolSpec
+
 MARKS = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]"}
 
 
-def _todos(raw: list[Any]) -> list[dict[str, str]]:
-    todos = []
-    for item in raw:
-        if not isinstance(item, dict) or not isinstance(item.get("content"), str):
-            raise ToolInputError('each todo must be {"content": str, "status": "pending"|"in_progress"|"completed"}')
-        status = item.get("status", "pending")
-        if status not in TODO_STATUSES:
-            raise ToolInputError(f"todo status must be one of {TODO_STATUSES}, not {status!r}")
-        todos.append({"content": item["content"], "status": status})
-    return todos
+class TodoItem(ToolArgs):
+    # The schema asks for a status; a model that leaves it out gets "pending", not an error, and
+    # keys a model likes to add to a todo ("id", "priority") are dropped, not refused.
+    model_config = ConfigDict(extra="ignore", json_schema_extra={"required": ["content", "status"]})
+    content: str
+    status: TodoStatus = "pending"
 
 
-async def write_todos(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-    todos = _todos(args["todos"])
+class WriteTodosArgs(ToolArgs):
+    todos: list[TodoItem]
+
+
+class NextItemArg(ToolArgs):
+    # The schema asks for both; a bare string, only one of the two, or more keys are forgiven (small
+    # models do all three).
+    model_config = ConfigDict(extra="ignore", json_schema_extra={"required": ["title", "prompt"]})
+    title: str = Field(default="", description="A few words, shown on the suggestion.")
+    prompt: str = Field(default="", description="The request sent when the user clicks it.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, value: Any) -> Any:
+        return {"title": value, "prompt": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _both(self) -> "NextItemArg":
+        if not (self.title or self.prompt):
+            raise argument_error('next_items must be a list of {"title": str, "prompt": str}')
+        self.title, self.prompt = self.title or self.prompt, self.prompt or self.title
+        return self
+
+
+class FinalAnswerArgs(ToolArgs):
+    answer: str = Field(description="The final answer, in Markdown.")
+    next_items: list[NextItemArg] | None = Field(default=None, description="2-4 suggested next steps.")
+
+
+async def write_todos(args: WriteTodosArgs, ctx: ToolContext) -> ToolOutcome:
+    todos = [item.model_dump() for item in args.todos]
     ctx.emit(make_event("todos", todos=todos))
     listing = "\n".join(f"{MARKS[t['status']]} {t['content']}" for t in todos)
     return ToolOutcome("ok", f"Todo list updated:\n{listing}", state={"todos": todos})
 
 
-def _next_items(raw: Any) -> list[dict[str, str]]:
-    items = []
-    for item in raw or []:
-        if isinstance(item, str):
-            item = {"title": item, "prompt": item}
-        if not isinstance(item, dict) or not (item.get("title") or item.get("prompt")):
-            raise ToolInputError('next_items must be a list of {"title": str, "prompt": str}')
-        title = str(item.get("title") or item["prompt"])
-        items.append({"title": title, "prompt": str(item.get("prompt") or title)})
-    return items
-
-
-async def final_answer(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-    items = _next_items(args.get("next_items"))
-    ctx.emit(make_event("final", answer=args["answer"], next_items=items))
+async def final_answer(args: FinalAnswerArgs, ctx: ToolContext) -> ToolOutcome:
+    items = [item.model_dump() for item in args.next_items or []]
+    ctx.emit(make_event("final", answer=args.answer, next_items=items))
     return ToolOutcome("ok", "Answer delivered to the user.", ends_run=True)
 
 
@@ -53,24 +68,8 @@ WRITE_TODOS = ToolSpec(
         "Write the whole todo list for the user's request (replaces the previous list). Use it to plan "
         "multi-step work and keep statuses current: one item in_progress at a time."
     ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "todos": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {
-                        "content": {"type": "string"},
-                        "status": {"type": "string", "enum": list(TODO_STATUSES)},
-                    },
-                    "required": ["content", "status"],
-                },
-            }
-        },
-        "required": ["todos"],
-    },
-    run=write_todos,
+    args=WriteTodosArgs,
+    action=write_todos,
 )
 
 FINAL_ANSWER = ToolSpec(
@@ -79,20 +78,6 @@ FINAL_ANSWER = ToolSpec(
         "Finish: give the user the answer in Markdown and 2-4 suggested next steps they can click. "
         "Call it once the request is done (or cannot be done)."
     ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "answer": {"type": "string", "description": "The final answer, in Markdown."},
-            "next_items": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "properties": {"title": {"type": "string"}, "prompt": {"type": "string"}},
-                    "required": ["title", "prompt"],
-                },
-            },
-        },
-        "required": ["answer"],
-    },
-    run=final_answer,
+    args=FinalAnswerArgs,
+    action=final_answer,
 )

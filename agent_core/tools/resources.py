@@ -15,7 +15,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from ..workspace import Workspace, WorkspaceError, human_size, resolve_in_root, workspace_of
+from .arguments import ToolArgs
 from .base import ToolContext, ToolEnvironment, ToolInputError, ToolOutcome, ToolSpec
 
 MAX_WALK_ENTRIES = 200_000
@@ -358,9 +361,17 @@ def format_resources(data: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-async def check_resource(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+class CheckResourceArgs(ToolArgs):
+    files: list[str] | None = Field(default=None, max_length=MAX_ITEMS, description="Files or folders to size.")
+    dataframes: list[str] | None = Field(
+        default=None, max_length=MAX_ITEMS,
+        description="Variable names of DataFrames in the kernel: plain names like df, no attributes (obj.df).",
+    )  # fmt: skip
+
+
+async def check_resource(args: CheckResourceArgs, ctx: ToolContext) -> ToolOutcome:
     try:
-        data = await check_resources(workspace_of(ctx.env), ctx.env, args.get("files"), args.get("dataframes"))
+        data = await check_resources(workspace_of(ctx.env), ctx.env, args.files, args.dataframes)
     except WorkspaceError as exc:
         raise ToolInputError(exc.message) from None
     return ToolOutcome("ok", format_resources(data))
@@ -373,18 +384,7 @@ CHECK_RESOURCE = ToolSpec(
         "rows and columns of DataFrames in the notebook's kernel (by variable name), system memory (total and "
         "available) and GPUs. Call it with no arguments for memory and GPUs only."
     ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "files": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_ITEMS, "description": "Files or folders to size."},
-            "dataframes": {
-                "type": "array",
-                "items": {"type": "string"},
-                "maxItems": MAX_ITEMS,
-                "description": "Variable names of DataFrames in the kernel: plain names like df, no attributes (obj.df).",
-            },
-        },
-    },
-    run=check_resource,
+    args=CheckResourceArgs,
+    action=check_resource,
     read_only=True,
 )

@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import regex
+from pydantic import Field
 
 from ..workspace import Workspace, relative_to_root, workspace_for, workspace_of
+from .arguments import ToolArgs
 from .base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
 from .files import IGNORED_DIRS, confined, is_binary, sniff, walk
 
@@ -359,10 +361,16 @@ async def search_files(where: Workspace | Path, pattern: str, path: Any = None, 
     return await _off_the_loop(search_with_python, workspace, target, pattern, types)
 
 
-async def search_workspace(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-    result = await search_files(workspace_of(ctx.env), args["pattern"], args.get("path"), args.get("file_types"))
+class SearchWorkspaceArgs(ToolArgs):
+    pattern: str = Field(description="A regular expression.")
+    path: str | None = Field(default=None, description="Folder or file to search (default: the whole root).")
+    file_types: list[str] | None = Field(default=None, description='Extensions to search, e.g. ["py", "csv"].')
+
+
+async def search_workspace(args: SearchWorkspaceArgs, ctx: ToolContext) -> ToolOutcome:
+    result = await search_files(workspace_of(ctx.env), args.pattern, args.path, args.file_types)
     if not result.matches:
-        return ToolOutcome("ok", f"No matches for {args['pattern']!r}." + (f" ({result.note})" if result.note else ""))
+        return ToolOutcome("ok", f"No matches for {args.pattern!r}." + (f" ({result.note})" if result.note else ""))
     lines = [f"{m['path']}:{m['line']}: {m['text']}" for m in result.matches]
     if result.truncated:
         lines.append(f"... more matches not shown (first {len(result.matches)}); narrow the pattern, path or file_types")
@@ -438,11 +446,16 @@ def _skipped_note(skipped: list[str]) -> str:
     return f"skipped: {shown}"
 
 
-async def search_notebooks(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-    check_pattern(args["pattern"])
-    result = await _off_the_loop(search_notebook_cells, workspace_of(ctx.env), args["pattern"], args.get("notebook_path"))
+class SearchNotebooksArgs(ToolArgs):
+    pattern: str = Field(description="A regular expression.")
+    notebook_path: str | None = Field(default=None, description="One notebook, or a folder (default: all notebooks).")
+
+
+async def search_notebooks(args: SearchNotebooksArgs, ctx: ToolContext) -> ToolOutcome:
+    check_pattern(args.pattern)
+    result = await _off_the_loop(search_notebook_cells, workspace_of(ctx.env), args.pattern, args.notebook_path)
     if not result.matches:
-        return ToolOutcome("ok", f"No notebook cell matches {args['pattern']!r}." + (f" ({result.note})" if result.note else ""))
+        return ToolOutcome("ok", f"No notebook cell matches {args.pattern!r}." + (f" ({result.note})" if result.note else ""))
     lines = [
         f"{m['notebook']} cell {m['cell_index']} ({m['cell_type']}) line {m['line']}: {m['excerpt']}" for m in result.matches
     ]
@@ -465,20 +478,8 @@ SEARCH_WORKSPACE = ToolSpec(
         "pattern has capitals; hidden and git-ignored files are skipped). Returns path:line: text, "
         f"at most {MAX_SEARCH_RESULTS} matches."
     ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "pattern": {"type": "string", "description": "A regular expression."},
-            "path": {"type": "string", "description": "Folder or file to search (default: the whole root)."},
-            "file_types": {
-                "type": "array",
-                "items": {"type": "string"},
-                "description": 'Extensions to search, e.g. ["py", "csv"].',
-            },
-        },
-        "required": ["pattern"],
-    },
-    run=search_workspace,
+    args=SearchWorkspaceArgs,
+    action=search_workspace,
     read_only=True,
 )
 
@@ -488,14 +489,7 @@ SEARCH_NOTEBOOKS = ToolSpec(
         "Search the cells of the workspace's notebooks (.ipynb) for a regular expression (case-insensitive "
         "unless it has capitals). Returns notebook, cell index (from 0), cell type, line and the matching line."
     ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "pattern": {"type": "string", "description": "A regular expression."},
-            "notebook_path": {"type": "string", "description": "One notebook, or a folder (default: all notebooks)."},
-        },
-        "required": ["pattern"],
-    },
-    run=search_notebooks,
+    args=SearchNotebooksArgs,
+    action=search_notebooks,
     read_only=True,
 )

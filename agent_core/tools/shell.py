@@ -18,10 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from ..events import make_event
-from ..output_digest import ANSI
-from ..workspace import relative_to_root
-from .base import Emit, ToolContext, ToolInputError, ToolOutcome, ToolSpec
+from pydantic import Field, field_validator
+
+from ..contract import make_event
+from ..output_digest import ANSI, BoundedText
+from ..workspace import relative_to_root, workspace_of
+from .arguments import ToolArgs, argument_error
+from .base import Emit, ToolContext, ToolInputError, ToolOutcome, ToolSpec, will_fail
 from .files import confined
 
 STDOUT_LIMIT = 8000  # characters kept for the model: head and tail
@@ -35,32 +38,6 @@ MAX_TIMEOUT = 3600.0
 TERM_GRACE = 1.0  # seconds between SIGTERM and SIGKILL
 PIPE_GRACE = 0.5  # after the shell exits, how long its pipes may stay open before leftovers are stopped
 SHELL = shutil.which("bash") or "/bin/sh"
-
-
-class BoundedText:
-    """Keeps the first `head` and the last `tail` characters of a growing text, and counts the rest."""
-
-    def __init__(self, limit: int) -> None:
-        self.head_limit = limit * 2 // 3
-        self.tail_limit = limit - self.head_limit
-        self.head = ""
-        self.tail = ""
-        self.total = 0
-
-    def add(self, text: str) -> None:
-        self.total += len(text)
-        if len(self.head) < self.head_limit:
-            take = self.head_limit - len(self.head)
-            self.head += text[:take]
-            text = text[take:]
-        if text:
-            self.tail = (self.tail + text)[-self.tail_limit :]
-
-    def text(self) -> str:
-        cut = self.total - len(self.head) - len(self.tail)
-        if cut <= 0:
-            return self.head + self.tail
-        return f"{self.head}\n[... {cut} characters cut ...]\n{self.tail}"
 
 
 class PanelStream:
@@ -273,32 +250,47 @@ async def run_command(
     return CommandResult(proc.returncode, stdout.text(), stderr.text(), timed_out, leftovers, time.monotonic() - started)
 
 
-def _timeout(args: dict[str, Any], default: float) -> float:
-    value = args.get("timeout")
-    if value is None:
-        return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        raise ToolInputError("timeout must be a positive number of seconds")
-    if value > MAX_TIMEOUT:
-        raise ToolInputError(f"timeout may be at most {MAX_TIMEOUT:.0f} seconds")
-    return float(value)
+class ExecuteCommandArgs(ToolArgs):
+    command: str = Field(description="The command line, run with bash -c.")
+    stdin: str | None = Field(default=None, description="Text sent to the command's standard input.")
+    timeout: float | None = Field(default=None, description=f"Seconds before it is stopped (at most {MAX_TIMEOUT:.0f}).")
+    cwd: str | None = Field(default=None, description="Folder to run in, relative to the workspace root.")
+
+    @field_validator("command")
+    @classmethod
+    def _runnable(cls, command: str) -> str:
+        if not command.strip():
+            raise argument_error("command is empty")
+        if "\x00" in command:
+            raise argument_error("command cannot contain a NUL character")
+        return command
+
+    @field_validator("stdin")
+    @classmethod
+    def _bounded(cls, stdin: str | None) -> str | None:
+        if stdin is not None and len(stdin.encode("utf-8", errors="replace")) > MAX_STDIN_BYTES:
+            raise argument_error("stdin is larger than 1 MiB; write it to a file and redirect it instead")
+        return stdin
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _seconds(cls, value: Any) -> Any:
+        # before the type check: `true` is no number of seconds, whatever JSON's loose typing allows
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+            raise argument_error("timeout must be a positive number of seconds")
+        if value is not None and value > MAX_TIMEOUT:
+            raise argument_error(f"timeout may be at most {MAX_TIMEOUT:.0f} seconds")
+        return value
 
 
-def _check(args: dict[str, Any], ctx: ToolContext) -> tuple[str, Path, str, str]:
-    command = args["command"]
-    if not command.strip():
-        raise ToolInputError("command is empty")
-    if "\x00" in command:
-        raise ToolInputError("command cannot contain a NUL character")
-    root = Path(ctx.env.root_dir)
-    cwd = confined(root, args.get("cwd") or ".")
-    rel = relative_to_root(root, cwd)
+def _folder(args: ExecuteCommandArgs, ctx: ToolContext) -> tuple[Path, str]:
+    """The folder the command runs in, and its path relative to the root."""
+    workspace = workspace_of(ctx.env)
+    cwd = confined(workspace, args.cwd or ".")
+    rel = relative_to_root(workspace, cwd)
     if not cwd.is_dir():
         raise ToolInputError(f"cwd {rel!r} is not an existing folder of the workspace")
-    stdin = args.get("stdin") or ""
-    if len(stdin.encode("utf-8", errors="replace")) > MAX_STDIN_BYTES:
-        raise ToolInputError("stdin is larger than 1 MiB; write it to a file and redirect it instead")
-    return command, cwd, rel, stdin
+    return cwd, rel
 
 
 def _section(name: str, text: str) -> str:
@@ -318,28 +310,27 @@ def format_result(command: str, rel: str, result: CommandResult, timeout: float)
     return "\n".join(lines)
 
 
-async def execute_command(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
-    command, cwd, rel, stdin = _check(args, ctx)
-    timeout = _timeout(args, ctx.settings.command_timeout)
-    result = await run_command(command, cwd, stdin=stdin, timeout=timeout, emit=ctx.emit, call_id=ctx.call_id)
-    content = format_result(command, rel, result, timeout)
+async def execute_command(args: ExecuteCommandArgs, ctx: ToolContext) -> ToolOutcome:
+    cwd, rel = _folder(args, ctx)
+    timeout = args.timeout or ctx.settings.command_timeout
+    result = await run_command(args.command, cwd, stdin=args.stdin or "", timeout=timeout, emit=ctx.emit, call_id=ctx.call_id)
+    content = format_result(args.command, rel, result, timeout)
     ok = result.exit_code == 0 and not result.timed_out
     status = f"timed out after {timeout:g} s" if result.timed_out else f"exit code {result.exit_code}"
     tail = ANSI.sub("", (result.stdout or result.stderr)).strip()[-200:]
     return ToolOutcome("ok" if ok else "error", content, summary=f"{status}\n{tail}".strip())
 
 
-async def execute_command_preview(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+async def execute_command_preview(args: ExecuteCommandArgs, ctx: ToolContext) -> dict[str, Any]:
     try:
-        command, _, rel, _ = _check(args, ctx)
-        _timeout(args, ctx.settings.command_timeout)
+        _, rel = _folder(args, ctx)
     except ToolInputError as exc:
-        return {"command": args.get("command", ""), "cwd": args.get("cwd") or ".", "description": f"execute_command will fail: {exc}"}
-    return {"command": command, "cwd": rel}
+        return will_fail("execute_command", exc, command=args.command, cwd=args.cwd or ".")
+    return {"command": args.command, "cwd": rel}
 
 
-def _describe(args: dict[str, Any]) -> str:
-    cwd = args.get("cwd") or "."
+def _describe(args: ExecuteCommandArgs) -> str:
+    cwd = args.cwd or "."
     return "Run a shell command in the workspace root" if cwd in (".", "./") else f"Run a shell command in {cwd}"
 
 
@@ -351,18 +342,9 @@ EXECUTE_COMMAND = ToolSpec(
         "given (e.g. \"y\\n\"); nothing interactive works. The command and everything it started are stopped "
         "at the timeout (seconds; default from the settings). Prefer non-interactive flags (pip -q, apt -y)."
     ),
-    parameters={
-        "type": "object",
-        "properties": {
-            "command": {"type": "string", "description": "The command line, run with bash -c."},
-            "stdin": {"type": "string", "description": "Text sent to the command's standard input."},
-            "timeout": {"type": "number", "description": f"Seconds before it is stopped (at most {MAX_TIMEOUT:.0f})."},
-            "cwd": {"type": "string", "description": "Folder to run in, relative to the workspace root."},
-        },
-        "required": ["command"],
-    },
-    run=execute_command,
+    args=ExecuteCommandArgs,
+    action=execute_command,
     needs_approval=True,
     describe=_describe,
-    preview=execute_command_preview,
+    card=execute_command_preview,
 )

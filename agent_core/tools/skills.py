@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
+from .arguments import ToolArgs
 from .base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
 
 log = logging.getLogger(__name__)
@@ -44,22 +47,26 @@ def user_skills_dir() -> Path:
 
 
 def parse_skill(text: str, path: Path) -> Skill:
-    """Front matter between `---` lines (`key: value`), then the body."""
-    meta: dict[str, str] = {}
+    """YAML front matter between `---` lines (`name`, `description`), then the body."""
+    import yaml
+
+    meta: dict[str, Any] = {}
     body = text
     lines = text.splitlines()
     if lines and lines[0].strip() == "---":
-        for index, line in enumerate(lines[1:], start=1):
-            if line.strip() == "---":
-                body = "\n".join(lines[index + 1 :])
-                break
-            key, sep, value = line.partition(":")
-            if sep:
-                meta[key.strip().lower()] = value.strip().strip("'\"")
-        else:
+        closing = next((i for i, line in enumerate(lines[1:], start=1) if line.strip() == "---"), None)
+        if closing is None:
             raise ValueError("the front matter has no closing '---' line")
-    name = normalize(meta.get("name") or path.stem)
-    description = " ".join(meta.get("description", "").split())
+        try:
+            loaded = yaml.safe_load("\n".join(lines[1:closing])) or {}
+        except yaml.YAMLError as exc:
+            raise ValueError(f"the front matter is not valid YAML: {exc}") from None
+        if not isinstance(loaded, dict):
+            raise ValueError("the front matter must be `key: value` lines")
+        meta = {str(key).lower(): value for key, value in loaded.items()}
+        body = "\n".join(lines[closing + 1 :])
+    name = normalize(str(meta.get("name") or path.stem))
+    description = " ".join(str(meta.get("description") or "").split())
     if not description:
         first = next((line.strip("# ").strip() for line in body.splitlines() if line.strip()), "")
         description = first[:200]
@@ -94,13 +101,17 @@ def skills_prompt_section() -> str:
     return "\n".join(f"{skill.name}: {skill.description}" for skill in load_skills().values())
 
 
-async def load_skill(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+class LoadSkillArgs(ToolArgs):
+    name: str = Field(description="The skill's name, as listed.")
+
+
+async def load_skill(args: LoadSkillArgs, ctx: ToolContext) -> ToolOutcome:
     skills = load_skills()
-    wanted = normalize(args["name"])
+    wanted = normalize(args.name)
     skill = skills.get(wanted)
     if skill is None:
         available = ", ".join(skills) or "(none)"
-        raise ToolInputError(f"there is no skill named {args['name']!r}; available skills: {available}")
+        raise ToolInputError(f"there is no skill named {args.name!r}; available skills: {available}")
     return ToolOutcome("ok", f"# Skill: {skill.name}\n\n{skill.body}", summary=f"Loaded the {skill.name} skill")
 
 
@@ -110,11 +121,7 @@ LOAD_SKILL = ToolSpec(
         "Load a skill: a playbook with concrete steps, pitfalls and code idioms for a kind of task (the "
         "available skills are listed in the system prompt). Load the matching one before starting such a task."
     ),
-    parameters={
-        "type": "object",
-        "properties": {"name": {"type": "string", "description": "The skill's name, as listed."}},
-        "required": ["name"],
-    },
-    run=load_skill,
+    args=LoadSkillArgs,
+    action=load_skill,
     read_only=True,
 )

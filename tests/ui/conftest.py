@@ -7,8 +7,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from tests.fake_llm import FakeLLM
-from tests.server_process import REPO, TOKEN, JupyterProcess
+from devtools.fake_llm import FakeLLM
+from devtools.jupyter_process import REPO, TOKEN, JupyterProcess
 
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = REPO / ".output" / "ui"

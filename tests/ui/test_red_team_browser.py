@@ -12,8 +12,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from tests.fake_llm import FakeLLM, tool_call
-from tests.server_process import JupyterProcess
+from devtools.fake_llm import FakeLLM, tool_call
+from devtools.jupyter_process import JupyterProcess
 from tests.ui.conftest import SHOTS, open_new_notebook, open_panel_from_palette
 
 PIXEL = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=")

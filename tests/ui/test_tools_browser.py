@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.fake_llm import FakeLLM, tool_call
-from tests.server_process import JupyterProcess
+from devtools.fake_llm import FakeLLM, tool_call
+from devtools.jupyter_process import JupyterProcess
 from tests.ui.conftest import SHOTS, open_new_notebook, open_panel_from_palette
 
 

@@ -12,7 +12,7 @@ import time
 import openai
 import pytest
 
-from tests.fake_llm import EXHAUSTED_MESSAGE, FakeLLM, Reply, error, text, tool_call
+from devtools.fake_llm import EXHAUSTED_MESSAGE, FakeLLM, Reply, error, text, tool_call
 
 MESSAGES = [{"role": "system", "content": "You are Cellwright."}, {"role": "user", "content": "hi"}]
 TOOLS = [

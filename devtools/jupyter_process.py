@@ -13,6 +13,8 @@ from typing import Any
 
 import httpx
 
+from .sse import parse_sse
+
 TOKEN = "cellwright-test-token"
 REPO = Path(__file__).resolve().parent.parent
 
@@ -92,8 +94,6 @@ class JupyterProcess:
 
     def events(self, thread_id: str, after: int = 0) -> list[dict[str, Any]]:
         """The thread's events after `after`, read until the server closes the stream."""
-        from tests.conftest import parse_sse
-
         response = self.get(f"cellwright/api/threads/{thread_id}/events?after={after}")
         assert response.status_code == 200, response.text
         return parse_sse(response.text)

@@ -1,0 +1,274 @@
+"""Every Cellwright setting, once: the traitlets configurable `Cellwright` of API.md.
+
+The server extension holds one (`c.Cellwright.model = ...` in jupyter_server_config.py,
+`--Cellwright.model=...` on the command line); the `%agent` magic builds one from the same Jupyter
+config files with traitlets' own loader (`load_for_kernel`). Both then apply what PUT config saved
+(agent_core.settings_file), and the agent gets an immutable AgentSettings snapshot of it."""
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import fields
+from pathlib import Path
+from typing import Any, get_args
+
+from jupyter_core.application import JupyterApp
+from traitlets import Enum, Float, Int, List, TraitError, Unicode, default, validate
+from traitlets.config import Config, LoggingConfigurable
+
+from . import settings_file
+from .settings import AgentSettings, ToolCalling
+
+_AGENT = AgentSettings()  # the defaults of the settings the agent reads live there, with their types
+
+
+class SettingsError(ValueError):
+    """A setting given a value it cannot take; the message names the setting and what it accepts."""
+
+
+class Cellwright(LoggingConfigurable):
+    """Cellwright's settings. Tagged `runtime=True`: PUT config may change it at run time (saved in
+    <data_dir>/settings.json, which wins over the config files). Tagged `env=...`: the environment
+    variable that fills it in when no config sets it."""
+
+    model = Unicode(help="Model name sent to the endpoint. Env: CELLWRIGHT_MODEL.").tag(
+        config=True, runtime=True, env="CELLWRIGHT_MODEL"
+    )
+    base_url = Unicode(help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1. Env: OPENAI_BASE_URL.").tag(
+        config=True, runtime=True, env="OPENAI_BASE_URL"
+    )
+    api_key = Unicode(help="API key for the endpoint; may be empty for local servers. Env: OPENAI_API_KEY.").tag(
+        config=True, runtime=True, env="OPENAI_API_KEY"
+    )
+    tool_calling = Enum(
+        list(get_args(ToolCalling.__value__)), _AGENT.tool_calling,
+        help="native function calling, tools described in the prompt, or auto (native, prompt if the server "
+        "refuses tools). Env: CELLWRIGHT_TOOL_CALLING.",
+    ).tag(config=True, runtime=True, env="CELLWRIGHT_TOOL_CALLING")  # fmt: skip
+    auto_approve = List(Unicode(), help="Tool names that run without asking. Default: none of the risky ones.").tag(
+        config=True, runtime=True
+    )
+    database_url = Unicode(
+        help="Where threads and checkpoints are kept: '' for SQLite files in data_dir, a file path, 'memory', "
+        "or postgresql://... for servers that share threads. Env: CELLWRIGHT_DATABASE_URL.",
+    ).tag(config=True, env="CELLWRIGHT_DATABASE_URL")
+    checkpointer_url = Unicode(
+        help="The older name of database_url, read when database_url is not set. Env: CELLWRIGHT_CHECKPOINTER_URL.",
+    ).tag(config=True)
+    max_model_calls = Int(
+        _AGENT.max_model_calls, allow_none=True, min=1,
+        help="Model calls per run before the agent stops with a final answer. Default: 30 single, 50 multi-agent.",
+    ).tag(config=True)  # fmt: skip
+    command_timeout = Float(_AGENT.command_timeout, help="Seconds before a shell command is killed.").tag(config=True)
+    cell_timeout = Float(
+        _AGENT.cell_timeout, allow_none=True, help="Seconds before a cell is interrupted; no cap by default."
+    ).tag(config=True)
+    request_timeout = Float(_AGENT.request_timeout, help="Seconds to wait for the LLM's next streamed chunk.").tag(config=True)
+    connect_timeout = Float(_AGENT.connect_timeout, help="Seconds to wait for a connection to the LLM endpoint.").tag(config=True)
+    response_timeout = Float(
+        _AGENT.response_timeout, help="Seconds a whole model reply may take, however it trickles in."
+    ).tag(config=True)
+    max_retries = Int(
+        _AGENT.max_retries, min=0, help="Retries (with backoff) of a model call after 429, 5xx or a dropped connection."
+    ).tag(config=True)
+    context_token_budget = Int(
+        _AGENT.context_token_budget, min=1,
+        help="Estimated tokens of history sent to the model; older turns are summarised beyond it.",
+    ).tag(config=True)  # fmt: skip
+    data_dir = Unicode(help="Where threads, checkpoints and runtime settings are kept.").tag(config=True)
+
+    # -- environment defaults: used only when no config sets the trait
+
+    def _env(self, name: str) -> str:
+        return os.environ.get(self.traits()[name].metadata["env"], "")
+
+    @default("model")
+    def _default_model(self) -> str:
+        return self._env("model")
+
+    @default("base_url")
+    def _default_base_url(self) -> str:
+        return self._env("base_url")
+
+    @default("api_key")
+    def _default_api_key(self) -> str:
+        return self._env("api_key")
+
+    @default("tool_calling")
+    def _default_tool_calling(self) -> str:
+        return self._env("tool_calling") or _AGENT.tool_calling
+
+    @default("database_url")
+    def _default_database_url(self) -> str:
+        # A config's checkpointer_url is an explicit choice: it beats either environment variable.
+        return self.checkpointer_url or self._env("database_url") or os.environ.get("CELLWRIGHT_CHECKPOINTER_URL", "")
+
+    @default("data_dir")
+    def _default_data_dir(self) -> str:
+        from jupyter_core.paths import jupyter_data_dir
+
+        return str(Path(jupyter_data_dir()) / "cellwright")
+
+    # -- validation beyond the trait types
+
+    @validate("auto_approve")
+    def _known_tools(self, proposal: Any) -> list[str]:
+        from .tools import TOOL_NAMES
+
+        unknown = sorted(set(proposal.value) - set(TOOL_NAMES))
+        if unknown:
+            raise TraitError(f"auto_approve names unknown tools {unknown}; the tools are {list(TOOL_NAMES)}.")
+        return list(proposal.value)
+
+    @validate("command_timeout", "cell_timeout", "request_timeout", "connect_timeout", "response_timeout")
+    def _positive_seconds(self, proposal: Any) -> float | None:
+        if proposal.value is not None and proposal.value <= 0:
+            raise TraitError(f"{proposal.trait.name} must be more than 0 seconds, not {proposal.value}.")
+        return proposal.value
+
+    # -- what the rest of Cellwright reads
+
+    @classmethod
+    def runtime_names(cls) -> list[str]:
+        """The settings PUT config may change."""
+        return list(cls.class_traits(runtime=True))
+
+    @property
+    def threads_path(self) -> Path:
+        return Path(self.data_dir) / "threads.sqlite"
+
+    @property
+    def checkpoints_path(self) -> Path:
+        return Path(self.data_dir) / "checkpoints.sqlite"
+
+    @property
+    def settings_path(self) -> Path:
+        return Path(self.data_dir) / "settings.json"
+
+    def agent_settings(self) -> AgentSettings:
+        """What the agent of one run reads: a snapshot, so a PUT config during a run changes the next."""
+        values = {f.name: getattr(self, f.name) for f in fields(AgentSettings)}
+        return AgentSettings(**{**values, "auto_approve": frozenset(values["auto_approve"])})
+
+    def public(self) -> dict[str, Any]:
+        """The settings as GET config answers them: never the API key, nor credentials in a URL."""
+        from .checkpoint import checkpointer_kind
+        from .redaction import redact_url
+
+        return {
+            "model": self.model,
+            "base_url": redact_url(self.base_url),
+            "api_key_set": bool(self.api_key),
+            "tool_calling": self.tool_calling,
+            "auto_approve": list(self.auto_approve),
+            "max_model_calls": self.max_model_calls,
+            "command_timeout": self.command_timeout,
+            "cell_timeout": self.cell_timeout,
+            "checkpointer": checkpointer_kind(self.database_url),
+        }
+
+    # -- changes at run time
+
+    def change(self, changes: Mapping[str, Any]) -> None:
+        """PUT config: every change or none (a bad value changes nothing), then saved for the next
+        start and for the magic. Raises SettingsError saying what to send instead."""
+        editable = self.runtime_names()
+        if not isinstance(changes, Mapping) or not changes:
+            raise SettingsError(f"Send a JSON object with any of {editable}.")
+        unknown = sorted(set(changes) - set(editable))
+        if unknown:
+            raise SettingsError(f"Unknown settings {unknown}; editable ones are {editable}.")
+        try:
+            with self.hold_trait_notifications():  # rolls back the earlier changes when a later one fails
+                for name, value in changes.items():
+                    setattr(self, name, value)
+        except TraitError as exc:
+            raise SettingsError(str(exc)) from None
+        saved = settings_file.read(self.settings_path)
+        settings_file.write(self.settings_path, {**saved, **{name: getattr(self, name) for name in changes}})
+
+    def apply_saved(self) -> None:
+        """Take what PUT config saved over the config files. A saved value that is no longer valid
+        (a hand-edited file, a tool since renamed) is skipped with a warning: the config still holds."""
+        editable = self.runtime_names()
+        for name, value in settings_file.read(self.settings_path).items():
+            if name not in editable:
+                continue
+            try:
+                setattr(self, name, value)
+            except TraitError as exc:
+                self.log.warning("Cellwright: %s in %s was ignored: %s", name, self.settings_path, exc)
+
+    def check(self) -> None:
+        """Compute every setting now, so that a bad value (from an environment variable, whose
+        defaults are computed on first use) fails at start with its source, not in the middle of a run."""
+        for name, trait in self.traits(config=True).items():
+            try:
+                getattr(self, name)
+            except TraitError as exc:
+                env = trait.metadata.get("env")
+                source = f" (from the environment variable {env})" if env and os.environ.get(env) else ""
+                raise SettingsError(f"Cellwright.{name}{source}: {exc}") from None
+
+
+def load(**kwargs: Any) -> Cellwright:
+    """A checked Cellwright from `kwargs` (parent= for the server's, config= for the kernel's) with
+    what PUT config saved over it. Raises SettingsError for a value the config files set wrong."""
+    try:
+        settings = Cellwright(**kwargs)
+    except TraitError as exc:  # raised while the config is applied: a config file set it
+        raise SettingsError(f"The Jupyter config sets a Cellwright setting wrong: {exc}") from None
+    settings.check()
+    settings.apply_saved()
+    return settings
+
+
+class _ConfigFiles(JupyterApp):
+    """Reads Jupyter's config files as a Jupyter app does (config_file_paths, .py then .json, the
+    base jupyter_config first) and nothing else."""
+
+    def __init__(self, name: str, paths: list[str] | None, **kwargs: Any) -> None:
+        super().__init__(config_file_name=name, **kwargs)
+        self._paths = paths
+
+    @property
+    def config_file_paths(self) -> list[str]:
+        return list(self._paths) if self._paths is not None else super().config_file_paths
+
+
+def jupyter_config(config_paths: list[str] | None = None, log: logging.Logger | None = None) -> Config:
+    """The config a Jupyter server gives its `cellwright` extension: the extension's own
+    jupyter_cellwright_config under the server's jupyter_server_config (each over jupyter_config),
+    merged as ExtensionApp._link_jupyter_server_extension merges them. `config_paths`: Jupyter's
+    config path by default."""
+    merged = Config()
+    for name in ("jupyter_cellwright_config", "jupyter_server_config"):
+        files = _ConfigFiles(name, config_paths, **({"log": log} if log is not None else {}))
+        files.load_config_file()
+        merged.merge(files.config)
+    return merged
+
+
+class _Notes(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.notes: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:  # a config file that could not be read
+            message += f": {type(record.exc_info[1]).__name__}: {record.exc_info[1]}"
+        self.notes.append(message)
+
+
+def load_for_kernel(config_paths: list[str] | None = None) -> tuple[Cellwright, list[str]]:
+    """The settings of a `%agent` call, as the server has them: the same config files, the same
+    environment defaults, then settings.json. Also the notes for the user (a config file that could
+    not be read, an unknown option, a saved value skipped). What a kernel cannot see: options given
+    on the server's command line."""
+    notes = _Notes()
+    log = logging.Logger("cellwright.configuration")  # not registered: the notes go to the user, not the kernel's log
+    log.addHandler(notes)
+    settings = load(config=jupyter_config(config_paths, log), log=log)
+    return settings, notes.notes

@@ -1,0 +1,209 @@
+"""Every event of a thread's stream (API.md, "Events"), once. `make_event` checks what an emitter
+sends against the model of its type, so a misspelt or mistyped field fails the test that emits it
+instead of reaching the panel."""
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union, get_args
+
+from pydantic import Field, TypeAdapter
+from typing_extensions import TypeAliasType
+
+from .shared import (
+    CellStatus,
+    Diagnostic,
+    Mode,
+    NbOutput,
+    NextItem,
+    RunStatus,
+    Todo,
+    ToolStatus,
+    WireModel,
+)
+
+
+class EventBase(WireModel):
+    """Fields every stored event carries; the event log stamps `seq` and `thread_id`, the run's
+    event sink `run_id` and `agent`."""
+
+    seq: int = Field(description="Per-thread counter, strictly increasing by one, never reused; the SSE `id:`.")
+    thread_id: str
+    run_id: str
+    agent: str = Field(description='"main" in single mode; "planner" or the sub-agent\'s name in multi mode.')
+    task_id: str | None = Field(
+        default=None, description="Set on every event of a sub-agent: the id of the `task` call that started it."
+    )
+
+
+class RunStartedEvent(EventBase):
+    """A run, or the segment of a run that an approval decision resumed, starts."""
+
+    type: Literal["run_started"]
+    mode: Mode
+    message: str
+
+
+class TokenEvent(EventBase):
+    type: Literal["token"]
+    text: str = Field(description="A piece of the assistant's visible answer.")
+
+
+class ToolCallEvent(EventBase):
+    type: Literal["tool_call"]
+    id: str
+    name: str = Field(description="As the model wrote it: an unknown name gets an error result.")
+    args: dict[str, Any]
+    needs_approval: bool
+
+
+class ApprovalRequest(WireModel):
+    """A call waiting for the user's decision: the approval card, and `pending_approval` of a thread."""
+
+    id: str = Field(description="The tool call's id: POST threads/{id}/approvals/{this}.")
+    name: str
+    args: dict[str, Any]
+    description: str = Field(description="One line for the card; a preview that found a problem says it here.")
+    diagnostics: list[Diagnostic] = Field(default_factory=list, description="run_cell: the linter's findings on the code.")
+    diff: str | None = Field(default=None, description="write_file / edit_file: the change as a unified diff.")
+    command: str | None = Field(default=None, description="execute_command: the command line.")
+    cwd: str | None = Field(default=None, description='execute_command: its folder, relative to the root ("." for the root).')
+    will_fail: bool = Field(default=False, description="The preview found that the call cannot succeed as it stands.")
+    agent: str = "main"
+    task_id: str | None = None
+
+
+class ApprovalRequiredEvent(EventBase, ApprovalRequest):
+    type: Literal["approval_required"]
+
+
+class CellStartedEvent(EventBase):
+    type: Literal["cell_started"]
+    id: str = Field(description="The tool call (run_cell, or execute_command streaming its output).")
+    code: str
+    notebook_path: str | None
+    kernel_id: str | None
+    waiting_for_kernel: bool = Field(
+        default=False,
+        description="The kernel is busy with another cell and this one waits; a second cell_started "
+        "with false follows when it starts.",
+    )
+
+
+class CellOutputEvent(EventBase):
+    type: Literal["cell_output"]
+    seq: int | None = Field(default=None, description="Absent on a live_only output: it is not stored.")  # type: ignore[assignment]
+    id: str
+    output: NbOutput
+    live_only: bool = Field(
+        default=False, description="Beyond what the server stores for a cell: streamed to live readers only, no `id:`."
+    )
+    overflow_summary: bool = Field(
+        default=False, description='Stored at the end of a cell that overflowed: "[... N lines omitted ...]" and the tail.'
+    )
+
+
+class CellFinishedEvent(EventBase):
+    type: Literal["cell_finished"]
+    id: str
+    status: CellStatus
+    execution_count: int | None
+    duration_ms: int
+
+
+class ToolResultEvent(EventBase):
+    type: Literal["tool_result"]
+    id: str
+    name: str
+    status: ToolStatus
+    summary: str = Field(description="What the model was told, shortened for display.")
+    stopped: bool = Field(default=False, description="The user's Stop ended the call.")
+
+
+class TodosEvent(EventBase):
+    type: Literal["todos"]
+    todos: list[Todo]
+
+
+class AgentSwitchEvent(EventBase):
+    type: Literal["agent_switch"]
+    from_: str = Field(alias="from")
+    to: str
+    task: str
+
+
+class FinalEvent(EventBase):
+    type: Literal["final"]
+    answer: str = Field(description="Markdown.")
+    next_items: list[NextItem]
+
+
+class ErrorEvent(EventBase):
+    type: Literal["error"]
+    kind: str = Field(description='e.g. "llm_retrying", "internal", "kernel_unresponsive", or an LLM error kind.')
+    message: str
+    retryable: bool
+    kernel_id: str | None = Field(default=None, description="kernel_unresponsive: the kernel to restart.")
+
+
+class RunFinishedEvent(EventBase):
+    type: Literal["run_finished"]
+    status: RunStatus
+
+
+class CaughtUpEvent(WireModel):
+    """Sent once after the replayed backlog, before live events; not stored, no `id:` line."""
+
+    type: Literal["caught_up"]
+    seq: int = Field(description="The last replayed seq.")
+    thread_id: str
+
+
+THREAD_EVENTS: tuple[type[EventBase], ...] = (
+    RunStartedEvent, TokenEvent, ToolCallEvent, ApprovalRequiredEvent, CellStartedEvent, CellOutputEvent,
+    CellFinishedEvent, ToolResultEvent, TodosEvent, AgentSwitchEvent, FinalEvent, ErrorEvent, RunFinishedEvent,
+)  # fmt: skip
+MODEL_OF_TYPE: dict[str, type[WireModel]] = {
+    get_args(model.model_fields["type"].annotation)[0]: model for model in (*THREAD_EVENTS, CaughtUpEvent)
+}
+EVENT_TYPES: tuple[str, ...] = tuple(type_ for type_, model in MODEL_OF_TYPE.items() if model in THREAD_EVENTS)
+EventType = Literal[
+    "run_started", "token", "tool_call", "approval_required", "cell_started", "cell_output", "cell_finished",
+    "tool_result", "todos", "agent_switch", "final", "error", "run_finished", "caught_up",
+]  # fmt: skip
+
+# An event of a thread's log (what the agent emits), a union on `type`.
+CellwrightEvent = TypeAliasType(
+    "CellwrightEvent",
+    Annotated[
+        Union[
+            RunStartedEvent, TokenEvent, ToolCallEvent, ApprovalRequiredEvent, CellStartedEvent, CellOutputEvent,
+            CellFinishedEvent, ToolResultEvent, TodosEvent, AgentSwitchEvent, FinalEvent, ErrorEvent,
+            RunFinishedEvent,
+        ],
+        Field(discriminator="type"),
+    ],
+)  # fmt: skip
+# What `GET threads/{id}/events` sends: the thread's events, and the end-of-backlog marker.
+StreamEvent = TypeAliasType(
+    "StreamEvent", Annotated[Union[CellwrightEvent, CaughtUpEvent], Field(discriminator="type")]
+)
+STREAM_ADAPTER: TypeAdapter[Any] = TypeAdapter(StreamEvent)
+
+# Placeholders for what the log and the run's sink stamp later, so an emitted body validates alone.
+_STAMPS = {"seq": 0, "thread_id": "", "run_id": "", "agent": "main"}
+
+
+def make_event(type_: EventType, **fields: Any) -> dict[str, Any]:
+    """An event body as the agent emits it (the plain dict the log stores), checked against the
+    model of `type_`: an unknown field or a wrong type raises pydantic's ValidationError."""
+    model = MODEL_OF_TYPE.get(type_)
+    if model is None:
+        raise ValueError(f"unknown event type {type_!r}")
+    event = {"type": type_, **fields}
+    stamps = {name: value for name, value in _STAMPS.items() if name in model.model_fields}
+    model.model_validate({**stamps, **event})
+    return event
+
+
+def validate_event(event: dict[str, Any]) -> Any:
+    """A stored or streamed event (stamps included) as its model; raises when it breaks the contract."""
+    return STREAM_ADAPTER.validate_python(event)

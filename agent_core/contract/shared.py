@@ -1,0 +1,88 @@
+"""What events and route bodies share: the base model, the named enums and the small shapes
+(a todo, a suggested next step, a diagnostic, a notebook output)."""
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import TypeAliasType
+
+
+class WireModel(BaseModel):
+    """Something that crosses the wire. Unknown fields are refused: a field the contract does not
+    name is a bug of the sender, caught where it is sent rather than guessed at by the panel."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
+
+
+# Named aliases, not bare Literals: each becomes one named schema (OpenAPI components, one TS type).
+Mode = TypeAliasType("Mode", Literal["single", "multi"])
+ToolCalling = TypeAliasType("ToolCalling", Literal["native", "prompt", "auto"])
+CheckpointerKind = TypeAliasType("CheckpointerKind", Literal["sqlite", "postgres", "memory"])
+RunStatus = TypeAliasType("RunStatus", Literal["completed", "awaiting_approval", "cancelled", "failed"])
+ThreadStatus = TypeAliasType(
+    "ThreadStatus", Literal["idle", "running", "completed", "awaiting_approval", "cancelled", "failed"]
+)
+CellStatus = TypeAliasType("CellStatus", Literal["ok", "error", "aborted"])
+ToolStatus = TypeAliasType("ToolStatus", Literal["ok", "error", "rejected"])
+TodoStatus = TypeAliasType("TodoStatus", Literal["pending", "in_progress", "completed"])
+ApprovalDecision = TypeAliasType("ApprovalDecision", Literal["approve", "edit", "reject"])
+DiagnosticSeverity = TypeAliasType("DiagnosticSeverity", Literal["error", "warning", "information", "hint"])
+
+
+class Todo(WireModel):
+    content: str
+    status: TodoStatus
+
+
+class NextItem(WireModel):
+    """A suggested next step: the panel shows `title` and sends `prompt` when it is clicked."""
+
+    title: str
+    prompt: str
+
+
+class Diagnostic(WireModel):
+    """A linter finding; lines and columns count from 1."""
+
+    line: int
+    column: int
+    severity: DiagnosticSeverity
+    code: str
+    message: str
+    source: str
+
+
+# -- one nbformat v4 output (as the kernel sent it; the panel writes it into the notebook as is)
+
+
+class StreamOutput(WireModel):
+    output_type: Literal["stream"]
+    name: str = Field(description='"stdout" or "stderr".')
+    text: Union[str, list[str]]
+
+
+class DisplayDataOutput(WireModel):
+    output_type: Literal["display_data"]
+    data: dict[str, Any] = Field(description="MIME type -> content.")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class ExecuteResultOutput(WireModel):
+    output_type: Literal["execute_result"]
+    data: dict[str, Any] = Field(description="MIME type -> content.")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    execution_count: int | None
+
+
+class ErrorOutput(WireModel):
+    output_type: Literal["error"]
+    ename: str
+    evalue: str
+    traceback: list[str]
+
+
+NbOutput = TypeAliasType(
+    "NbOutput",
+    Annotated[Union[StreamOutput, DisplayDataOutput, ExecuteResultOutput, ErrorOutput], Field(discriminator="output_type")],
+)

@@ -1,0 +1,28 @@
+"""task: hand one self-contained job to a sub-agent (multi-agent mode). The sub-agent sees only the
+description and reports back; its events carry this call's id as `task_id`."""
+from __future__ import annotations
+
+from pydantic import Field
+
+from .arguments import ToolArgs
+from .base import ToolContext, ToolOutcome, ToolSpec
+
+
+class TaskArgs(ToolArgs):
+    agent: str = Field(description="The agent's name.")
+    description: str = Field(description="The complete task: goal, names, what to report.")
+
+
+async def task(args: TaskArgs, ctx: ToolContext) -> ToolOutcome:
+    # The graph owns the sub-agents; its run context runs one, so the tools never import the graph.
+    outcome: ToolOutcome = await ctx.run.delegate(args.agent, args.description, ctx.call_id)
+    return outcome
+
+
+TASK = ToolSpec(
+    name="task",
+    description="Delegate one self-contained task to a sub-agent. It sees only your description and reports back.",
+    args=TaskArgs,
+    action=task,
+    recorded=False,  # a sub-agent's task resumes inside; its own calls are recorded
+)

@@ -1,0 +1,99 @@
+"""The RunManager on its own (no HTTP): runs, decisions, stops and the stream readers follow, over a
+real ThreadStore, checkpointer and the scripted model. The routes' tests cover the HTTP side."""
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from contextlib import asynccontextmanager
+from typing import AsyncIterator
+
+import pytest
+
+from agent_core.settings import AgentSettings
+from agent_core.thread_store import ThreadStore
+from jupyter_ext.errors import BadRequest, Conflict
+from jupyter_ext.run_manager import RunManager, StreamItem
+from devtools.fake_llm import FakeLLM, text, tool_call
+from tests.tools_env import FolderEnv
+
+
+@asynccontextmanager
+async def run_manager(tmp_path: Path, fake_llm: FakeLLM) -> AsyncIterator[RunManager]:
+    threads = ThreadStore(tmp_path / "threads.sqlite", holder="the test server")
+    await threads.open()
+    settings = AgentSettings(model="fake", base_url=fake_llm.base_url, api_key="k", max_retries=0)
+    runs = RunManager(threads, lambda: settings, lambda *_: FolderEnv(tmp_path), "", tmp_path / "checkpoints.sqlite")
+    try:
+        yield runs
+    finally:
+        await runs.shutdown()
+        await threads.close()
+
+
+async def followed(runs: RunManager, thread_id: str, after: int = 0) -> list[StreamItem]:
+    return [item async for item in runs.follow(thread_id, after)]
+
+
+async def test_a_run_streams_its_backlog_then_caught_up_then_ends(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    async with run_manager(tmp_path, fake_llm) as manager:
+        fake_llm.script(text(["The answer ", "is 42."]))
+        record = await manager.threads.create("n.ipynb", "t")
+        await manager.start_run(record.thread_id, "hi", None, None, "single")
+        items = await asyncio.wait_for(followed(manager, record.thread_id), 30)
+        kinds = [item.event["type"] if item.event else item.kind for item in items]
+        assert kinds.count("caught_up") == 1, "the end of the (here empty) backlog, once"
+        events = [kind for kind in kinds if kind not in ("caught_up", "ping")]
+        assert events[0] == "run_started" and events[-1] == "run_finished"
+        last = items[-1].event["seq"]  # type: ignore[index]
+        later = await followed(manager, record.thread_id, after=last)
+        assert [(i.kind, (i.event or {}).get("seq")) for i in later] == [("caught_up", last)], "nothing new: caught up, then the end"
+
+async def test_decisions_and_stops_are_checked_against_the_thread(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    async with run_manager(tmp_path, fake_llm) as manager:
+        from agent_core.contract.routes import Decision
+
+        fake_llm.script(tool_call("write_file", {"path": "a.txt", "content": "x"}, id="w1"))
+        record = await manager.threads.create("n.ipynb", "t")
+        await manager.start_run(record.thread_id, "write", None, None, "single")
+        await asyncio.wait_for(followed(manager, record.thread_id), 30)
+        with pytest.raises(Conflict) as refused:
+            await manager.decide(record.thread_id, "other", Decision(decision="approve"))
+        assert refused.value.kind == "not_pending"
+        with pytest.raises(BadRequest) as bad:
+            await manager.decide(record.thread_id, "w1", Decision(decision="edit", args={"nope": 1}))
+        assert bad.value.kind == "bad_args"
+        with pytest.raises(Conflict) as pending:
+            await manager.start_run(record.thread_id, "again", None, None, "single")
+        assert pending.value.kind == "approval_pending"
+        await manager.cancel(record.thread_id)
+        detail = await manager.thread_detail(record.thread_id)
+        assert detail["pending_approval"] is None and detail["status"] == "cancelled"
+
+async def test_a_lease_held_elsewhere_refuses_start_stop_and_delete(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    async with run_manager(tmp_path, fake_llm) as manager:
+        record = await manager.threads.create("n.ipynb", "t")
+        kernel = ThreadStore(tmp_path / "threads.sqlite", holder="a %agent call in kernel 7")
+        await kernel.open()
+        try:
+            assert await kernel.take_lease(record.thread_id)
+            for attempt in (
+                manager.start_run(record.thread_id, "hi", None, None, "single"),
+                manager.cancel(record.thread_id),
+                manager.delete_thread(record.thread_id),
+            ):
+                with pytest.raises(Conflict) as refused:
+                    await attempt
+                assert refused.value.kind == "run_active" and "kernel 7" in refused.value.message
+        finally:
+            await kernel.close()
+
+async def test_live_only_events_reach_a_follower_in_order(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    async with run_manager(tmp_path, fake_llm) as manager:
+        record = await manager.threads.create("n.ipynb", "t")
+        first = await manager.threads.append(record.thread_id, {"type": "token", "text": "a"})
+        manager.threads.publish_live(record.thread_id, {"type": "cell_output", "id": "c", "output": {}, "live_only": True})
+        await manager.threads.append(record.thread_id, {"type": "token", "text": "b"})
+        items = await followed(manager, record.thread_id, after=0)
+        order = [(item.event or {}).get("type") for item in items if item.kind == "event"]
+        assert order == ["token", "cell_output", "token"] and items[1].stored is False
+        assert first["seq"] == 1
