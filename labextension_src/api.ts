@@ -1,25 +1,24 @@
 /**
- * The REST client and the event-stream client. Every request goes through
- * `requestAPI`, which turns the server's `{"error", "message"}` answers into
- * an `APIError` (a `ServerConnection.ResponseError`) carrying that message.
+ * The REST client. Every request goes through `requestAPI`, which turns the
+ * server's `{"error", "message"}` answers into an `APIError` (a
+ * `ServerConnection.ResponseError`) carrying that message. The event stream
+ * has its own client (stream.ts), which shares the error handling here.
  */
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
 import {
-  API_NAMESPACE,
-  CellwrightEvent,
-  IApprovalRequest,
-  ICreateThreadRequest,
-  IHealth,
-  IRunAccepted,
-  IRunRequest,
-  IServerConfig,
-  IServerConfigUpdate,
-  IThread,
-  IThreadDetail,
-  IThreadList
-} from './tokens';
+  ConfigUpdate,
+  CreateThread,
+  Decision,
+  Health,
+  PublicConfig,
+  RunAccepted,
+  StartRun,
+  Thread,
+  ThreadList
+} from './contract.gen';
+import { API_NAMESPACE } from './tokens';
 
 /**
  * An error answer from the server. `message` is the server's own message
@@ -59,7 +58,7 @@ export function errorMessage(error: unknown): string {
   return String(error);
 }
 
-function isAbort(error: unknown): boolean {
+export function isAbort(error: unknown): boolean {
   return (
     typeof error === 'object' &&
     error !== null &&
@@ -68,7 +67,7 @@ function isAbort(error: unknown): boolean {
 }
 
 /** Build an `APIError` from a failed response, reading its JSON body. */
-async function toAPIError(
+export async function toAPIError(
   response: Response,
   method: string,
   path: string
@@ -159,120 +158,6 @@ function jsonInit(method: string, body: unknown): RequestInit {
 
 const enc = encodeURIComponent;
 
-// ---------------------------------------------------------------- SSE
-
-/** One Server-Sent Event as read from the wire. */
-export interface ISSEMessage {
-  /**
-   * This message's own `id:` line; null without one. Unlike EventSource's
-   * last-event-id buffer, it is not carried over: an event the server does
-   * not store (a live-only output) has no id and must not pass for the last one.
-   */
-  id: string | null;
-  event: string;
-  data: string;
-}
-
-/**
- * An incremental `text/event-stream` parser (the WHATWG rules that matter
- * here): `field: value` lines, blank line dispatches, lines starting with
- * `:` are comments (`: ping`), several `data:` lines join with newlines.
- */
-export class SSEParser {
-  push(chunk: string): ISSEMessage[] {
-    this._buffer += chunk;
-    const out: ISSEMessage[] = [];
-    // A trailing lone "\r" may be the first half of "\r\n": keep it buffered.
-    const lines = this._buffer.split(/\r\n|\r(?!$)|\n/);
-    this._buffer = lines.pop() ?? '';
-    for (const line of lines) {
-      const message = this._line(line);
-      if (message) {
-        out.push(message);
-      }
-    }
-    return out;
-  }
-
-  private _line(line: string): ISSEMessage | null {
-    if (line === '') {
-      if (this._data === null) {
-        this._event = '';
-        this._id = null;
-        return null;
-      }
-      const message = {
-        id: this._id,
-        event: this._event || 'message',
-        data: this._data
-      };
-      this._data = null;
-      this._event = '';
-      this._id = null;
-      return message;
-    }
-    if (line.startsWith(':')) {
-      return null; // a comment, e.g. the server's ": ping"
-    }
-    const colon = line.indexOf(':');
-    const field = colon === -1 ? line : line.slice(0, colon);
-    let value = colon === -1 ? '' : line.slice(colon + 1);
-    if (value.startsWith(' ')) {
-      value = value.slice(1);
-    }
-    switch (field) {
-      case 'data':
-        this._data = this._data === null ? value : `${this._data}\n${value}`;
-        break;
-      case 'event':
-        this._event = value;
-        break;
-      case 'id':
-        this._id = value;
-        break;
-      default:
-        break; // "retry" and unknown fields
-    }
-    return null;
-  }
-
-  private _buffer = '';
-  private _data: string | null = null;
-  private _event = '';
-  private _id: string | null = null;
-}
-
-/** Turn one SSE message into a panel event; null when it carries none. */
-export function toEvent(message: ISSEMessage): CellwrightEvent | null {
-  let data: Record<string, unknown>;
-  try {
-    data = JSON.parse(message.data);
-  } catch {
-    console.warn('Cellwright: ignoring an event whose data is not JSON', message);
-    return null;
-  }
-  if (!data || typeof data !== 'object') {
-    return null;
-  }
-  // Only a stored event (one with an `id:` line) has a seq to resume after.
-  const seq =
-    message.id === null
-      ? NaN
-      : typeof data.seq === 'number'
-        ? data.seq
-        : Number(message.id);
-  return { ...data, seq, type: message.event } as unknown as CellwrightEvent;
-}
-
-export interface IStreamOptions {
-  /** Ask for the events with a seq greater than this; null: all of them. */
-  after: number | null;
-  signal: AbortSignal;
-  onEvent: (event: CellwrightEvent) => void;
-  /** Called once the server has answered 200 and the body starts. */
-  onOpen?: () => void;
-}
-
 // ---------------------------------------------------------------- client
 
 /** The Cellwright REST client: one method per route of API.md. */
@@ -285,37 +170,25 @@ export class CellwrightAPI {
     return requestAPI<T>(path, init, this.serverSettings);
   }
 
-  health(): Promise<IHealth> {
-    return this.request<IHealth>('health');
+  health(): Promise<Health> {
+    return this.request<Health>('health');
   }
 
-  getConfig(): Promise<IServerConfig> {
-    return this.request<IServerConfig>('config');
+  putConfig(update: ConfigUpdate): Promise<PublicConfig> {
+    return this.request<PublicConfig>('config', jsonInit('PUT', update));
   }
 
-  putConfig(update: IServerConfigUpdate): Promise<IServerConfig> {
-    return this.request<IServerConfig>('config', jsonInit('PUT', update));
+  createThread(body: CreateThread): Promise<Thread> {
+    return this.request<Thread>('threads', jsonInit('POST', body));
   }
 
-  createThread(body: ICreateThreadRequest): Promise<IThread> {
-    return this.request<IThread>('threads', jsonInit('POST', body));
-  }
-
-  async listThreads(): Promise<IThread[]> {
-    const answer = await this.request<IThreadList>('threads');
+  async listThreads(): Promise<Thread[]> {
+    const answer = await this.request<ThreadList>('threads');
     return answer?.threads ?? [];
   }
 
-  getThread(threadId: string): Promise<IThreadDetail> {
-    return this.request<IThreadDetail>(`threads/${enc(threadId)}`);
-  }
-
-  deleteThread(threadId: string): Promise<void> {
-    return this.request<void>(`threads/${enc(threadId)}`, { method: 'DELETE' });
-  }
-
-  startRun(threadId: string, body: IRunRequest): Promise<IRunAccepted> {
-    return this.request<IRunAccepted>(
+  startRun(threadId: string, body: StartRun): Promise<RunAccepted> {
+    return this.request<RunAccepted>(
       `threads/${enc(threadId)}/runs`,
       jsonInit('POST', body)
     );
@@ -324,9 +197,9 @@ export class CellwrightAPI {
   decide(
     threadId: string,
     toolCallId: string,
-    body: IApprovalRequest
-  ): Promise<void> {
-    return this.request<void>(
+    body: Decision
+  ): Promise<RunAccepted> {
+    return this.request<RunAccepted>(
       `threads/${enc(threadId)}/approvals/${enc(toolCallId)}`,
       jsonInit('POST', body)
     );
@@ -337,83 +210,4 @@ export class CellwrightAPI {
       method: 'POST'
     });
   }
-
-  /**
-   * Read `GET threads/{id}/events?after=N` until the server closes it.
-   * Resolves on a normal close; rejects with `APIError` on an error status,
-   * with a network error when the connection breaks, and with an
-   * `AbortError` when `signal` aborts.
-   *
-   * `fetch` is used rather than `EventSource` so that the request carries
-   * Jupyter's token header like every other request.
-   */
-  async streamEvents(threadId: string, options: IStreamOptions): Promise<void> {
-    const query = options.after === null ? '' : `?after=${options.after}`;
-    const path = `threads/${enc(threadId)}/events${query}`;
-    const url = URLExt.join(this.serverSettings.baseUrl, API_NAMESPACE, path);
-    let response: Response;
-    try {
-      response = await ServerConnection.makeRequest(
-        url,
-        {
-          method: 'GET',
-          headers: { Accept: 'text/event-stream' },
-          signal: options.signal
-        },
-        this.serverSettings
-      );
-    } catch (error) {
-      if (options.signal.aborted || isAbort(error)) {
-        throw new DOMException('The stream was stopped', 'AbortError');
-      }
-      throw error instanceof ServerConnection.NetworkError
-        ? error
-        : new ServerConnection.NetworkError(error as TypeError);
-    }
-    if (!response.ok) {
-      throw await toAPIError(response, 'GET', path);
-    }
-    if (!response.body) {
-      throw new APIError(response, 'The event stream has no body', 'bad_response');
-    }
-    options.onOpen?.();
-    const reader = response.body.getReader();
-    const decoder = new TextDecoder();
-    const parser = new SSEParser();
-    const abort = () => void reader.cancel().catch(() => undefined);
-    options.signal.addEventListener('abort', abort);
-    try {
-      for (;;) {
-        let chunk: ReadableStreamReadResult<Uint8Array>;
-        try {
-          chunk = await reader.read();
-        } catch (error) {
-          if (options.signal.aborted || isAbort(error)) {
-            throw new DOMException('The stream was stopped', 'AbortError');
-          }
-          throw new ServerConnection.NetworkError(error as TypeError);
-        }
-        if (options.signal.aborted) {
-          throw new DOMException('The stream was stopped', 'AbortError');
-        }
-        // An event cut off by the close is dropped, as the SSE spec says.
-        const text = chunk.done
-          ? decoder.decode()
-          : decoder.decode(chunk.value, { stream: true });
-        for (const message of parser.push(text)) {
-          const event = toEvent(message);
-          if (event) {
-            options.onEvent(event);
-          }
-        }
-        if (chunk.done) {
-          return;
-        }
-      }
-    } finally {
-      options.signal.removeEventListener('abort', abort);
-    }
-  }
 }
-
-export { isAbort };

@@ -16,7 +16,8 @@ import { CellwrightAPI } from './api';
 import { restartKernelById } from './kernels';
 import { PanelModel } from './model';
 import { NotebookBridge } from './notebook';
-import { CommandIDs, Mode, PLUGIN_ID } from './tokens';
+import { Mode } from './contract.gen';
+import { CommandIDs, PLUGIN_ID } from './tokens';
 import { FRONTEND_VERSION } from './version';
 import { CellwrightPanel } from './widgets/CellwrightPanel';
 

@@ -2,7 +2,8 @@ import * as React from 'react';
 import { useEffect, useState } from 'react';
 
 import { PanelModel } from '../model';
-import { agentLabel, IApprovalRequiredData } from '../tokens';
+import { ApprovalRequest } from '../contract.gen';
+import { agentLabel } from '../tokens';
 import {
   CodePreview,
   CommandPreview,
@@ -26,8 +27,7 @@ const ACTION: Record<string, string> = {
   execute_command: 'run a shell command',
   write_file: 'write a file',
   edit_file: 'edit a file',
-  add_markdown: 'add a Markdown cell',
-  task: 'delegate a task'
+  add_markdown: 'add a Markdown cell'
 };
 
 /** "Python developer asks to run a cell" ("Cellwright asks …" in single mode). */
@@ -37,12 +37,21 @@ export function approvalQuestion(pending: { agent?: string; name: string }): str
   return `${who} asks to ${ACTION[pending.name] ?? `use ${pending.name}`}`;
 }
 
-/** A preview that says the call cannot succeed ("… will fail: <reason>"). */
-export function isFailureWarning(description: string | null | undefined): boolean {
-  return !!description && /\bwill fail\b/i.test(description);
+/**
+ * A preview that says the call cannot succeed. Servers before `will_fail`
+ * said so only in the description ("… will fail: <reason>").
+ */
+export function isFailureWarning(pending: {
+  will_fail?: boolean | null;
+  description?: string | null;
+}): boolean {
+  if (typeof pending.will_fail === 'boolean') {
+    return pending.will_fail;
+  }
+  return !!pending.description && /\bwill fail\b/i.test(pending.description);
 }
 
-function editableText(pending: IApprovalRequiredData): string {
+function editableText(pending: ApprovalRequest): string {
   const field = EDITABLE_FIELD[pending.name];
   if (field === 'command') {
     return commandOf(pending);
@@ -61,7 +70,7 @@ function editableText(pending: IApprovalRequiredData): string {
  */
 export function ApprovalCard(props: {
   model: PanelModel;
-  pending: IApprovalRequiredData;
+  pending: ApprovalRequest;
 }): JSX.Element {
   const { model, pending } = props;
   const busy = model.deciding;
@@ -116,7 +125,7 @@ export function ApprovalCard(props: {
   const diagnostics = Array.isArray(pending.diagnostics) ? pending.diagnostics : [];
   const diff = pending.diff ?? (typeof args.diff === 'string' ? args.diff : null);
   const isFile = pending.name === 'write_file' || pending.name === 'edit_file';
-  const warning = isFailureWarning(pending.description);
+  const warning = isFailureWarning(pending);
 
   return (
     <section
@@ -165,19 +174,7 @@ export function ApprovalCard(props: {
         <CodePreview code={args.code} description={args.description} />
       )}
 
-      {pending.name === 'task' && mode !== 'edit' && (
-        <div className="cw-approval-task">
-          <div>
-            <span className="cw-label">Delegate to: </span>
-            <VisibleText text={agentLabel(String(args.agent ?? ''))} />
-          </div>
-          <div className="cw-approval-description">
-            <VisibleText text={String(args.description ?? '')} />
-          </div>
-        </div>
-      )}
-
-      {isFile && args.path && (
+      {isFile && !!args.path && (
         <div className="cw-approval-path">
           <span className="cw-label">File: </span>
           <code>

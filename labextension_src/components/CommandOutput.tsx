@@ -2,7 +2,7 @@ import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import * as React from 'react';
 import { useLayoutEffect, useRef, useState } from 'react';
 
-import { INbOutput } from '../tokens';
+import { NbOutput } from '../contract.gen';
 import { OutputView } from './OutputView';
 
 /** Lines shown while the output is folded (the newest ones). */
@@ -32,7 +32,7 @@ interface ISegment {
   /** "stdout", "stderr", or null for an output that is not a stream. */
   stream: string | null;
   text: string;
-  output: INbOutput;
+  output: NbOutput;
 }
 
 function countLines(text: string): number {
@@ -84,7 +84,7 @@ function tail(segments: ISegment[], lines: number): ISegment[] {
  * It is only shown here: it never goes into the notebook.
  */
 export function CommandOutput(props: {
-  outputs: INbOutput[];
+  outputs: NbOutput[];
   rendermime: IRenderMimeRegistry;
   /** Names the region for assistive technology, e.g. "execute_command". */
   label: string;

@@ -2,7 +2,8 @@ import * as React from 'react';
 import { useState } from 'react';
 
 import { PanelModel } from '../model';
-import { Mode, MODES } from '../tokens';
+import { Mode } from '../contract.gen';
+import { MODES } from '../tokens';
 
 /**
  * The message box: Enter sends, Shift+Enter adds a line. While a run is

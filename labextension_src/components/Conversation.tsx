@@ -26,18 +26,17 @@ function AgentBadge(props: { agent: string; container?: string }): JSX.Element |
   return <span className="cw-agent-badge">{agentLabel(agent)}</span>;
 }
 
-/** True when a call inside the block waits for the user. */
+/** True when a call inside the block waits for the user (a `task` call itself never does). */
 function awaitsApproval(items: ConversationItem[]): boolean {
   return items.some(
     item =>
       (item.kind === 'tool' && item.status === 'awaiting_approval') ||
-      (item.kind === 'subtask' &&
-        (item.status === 'awaiting_approval' || awaitsApproval(item.items)))
+      (item.kind === 'subtask' && awaitsApproval(item.items))
   );
 }
 
 function subtaskStatus(item: ISubtaskItem): string {
-  if (item.status === 'awaiting_approval' || (!item.done && awaitsApproval(item.items))) {
+  if (!item.done && awaitsApproval(item.items)) {
     return 'awaiting approval';
   }
   switch (item.status) {
@@ -55,7 +54,6 @@ function subtaskStatus(item: ISubtaskItem): string {
       return item.status;
   }
 }
-
 
 /**
  * A sub-agent's work for one delegated task: the planner's `task` call as

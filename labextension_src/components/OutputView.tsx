@@ -2,10 +2,10 @@ import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import * as React from 'react';
 import { useEffect, useRef } from 'react';
 
-import { INbOutput } from '../tokens';
+import { NbOutput } from '../contract.gen';
 
 /** The mime bundle JupyterLab's renderers understand for one nbformat output. */
-export function outputBundle(output: INbOutput): {
+export function outputBundle(output: NbOutput): {
   data: Record<string, any>;
   metadata: Record<string, any>;
 } {
@@ -40,7 +40,7 @@ export function outputBundle(output: INbOutput): {
 /** One cell output, rendered with the notebook's own renderers (images too). */
 export function OutputView(props: {
   rendermime: IRenderMimeRegistry;
-  output: INbOutput;
+  output: NbOutput;
 }): JSX.Element {
   const { rendermime, output } = props;
   const host = useRef<HTMLDivElement>(null);

@@ -6,7 +6,7 @@
  */
 import * as React from 'react';
 
-import { IApprovalRequiredData, IDiagnostic } from '../tokens';
+import { ApprovalRequest, Diagnostic } from '../contract.gen';
 import { countHiddenControls } from '../visibleControls';
 import { VisibleText } from './VisibleText';
 
@@ -15,8 +15,7 @@ import { VisibleText } from './VisibleText';
 /** Arguments a tool's own preview shows; the others are listed after it. */
 export const PREVIEWED_ARGS: Record<string, readonly string[]> = {
   run_cell: ['code', 'description'],
-  execute_command: ['command', 'cwd', 'stdin', 'timeout'],
-  task: ['agent', 'description']
+  execute_command: ['command', 'cwd', 'stdin', 'timeout']
 };
 
 function asText(value: unknown): string {
@@ -46,13 +45,13 @@ export function OtherArgs(props: {
 }
 
 /** The shell command line: what the approval runs (the args), else the server's preview. */
-export function commandOf(pending: IApprovalRequiredData): string {
+export function commandOf(pending: ApprovalRequest): string {
   const command = pending.args?.command;
   return typeof command === 'string' ? command : String(pending.command ?? command ?? '');
 }
 
 /** The shell command, its folder, its input and its time limit. */
-export function CommandPreview(props: { pending: IApprovalRequiredData }): JSX.Element {
+export function CommandPreview(props: { pending: ApprovalRequest }): JSX.Element {
   const { pending } = props;
   const args = pending.args ?? {};
   const cwd = asText(pending.cwd ?? args.cwd ?? '.') || '.';
@@ -210,7 +209,7 @@ function plural(n: number, word: string): string {
 }
 
 /** "2 errors, 1 warning". */
-export function diagnosticsSummary(diagnostics: IDiagnostic[]): string {
+export function diagnosticsSummary(diagnostics: Diagnostic[]): string {
   const counts = new Map<string, number>();
   for (const d of diagnostics) {
     const severity = SEVERITY_ORDER.includes(d.severity) ? d.severity : 'information';
@@ -228,12 +227,12 @@ export function diagnosticsSummary(diagnostics: IDiagnostic[]): string {
 }
 
 /** "line 3: undefined name 'x' (F821)". */
-export function diagnosticText(d: IDiagnostic): string {
+export function diagnosticText(d: Diagnostic): string {
   return `line ${d.line}: ${d.message}${d.code ? ` (${d.code})` : ''}`;
 }
 
 /** The linter's findings on a proposed cell, one compact line each. */
-export function DiagnosticsList(props: { diagnostics: IDiagnostic[] }): JSX.Element | null {
+export function DiagnosticsList(props: { diagnostics: Diagnostic[] }): JSX.Element | null {
   const { diagnostics } = props;
   if (!diagnostics.length) {
     return null;

@@ -1,6 +1,6 @@
 import * as React from 'react';
 
-import { ITodo, TodoStatus } from '../tokens';
+import { Todo, TodoStatus } from '../contract.gen';
 
 const MARK: Record<TodoStatus, string> = {
   pending: '☐',
@@ -15,7 +15,7 @@ const SPOKEN: Record<TodoStatus, string> = {
 };
 
 /** The agent's live checklist. */
-export function TodoList(props: { todos: ITodo[] }): JSX.Element | null {
+export function TodoList(props: { todos: Todo[] }): JSX.Element | null {
   const { todos } = props;
   if (!todos.length) {
     return null;

@@ -54,8 +54,6 @@ export function shortArgs(name: string, args: Record<string, any>): string {
       return firstLine(args.description) || firstLine(args.code);
     case 'execute_command':
       return firstLine(args.command);
-    case 'task':
-      return `${args.agent ?? ''}: ${firstLine(args.description, 60)}`;
     case 'check_resource':
       return [...(args.files ?? []), ...(args.dataframes ?? [])].join(', ');
     default: {

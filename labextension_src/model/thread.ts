@@ -1,0 +1,250 @@
+/**
+ * One thread: its folded view (reducer.ts) and its event stream
+ * (stream.ts), with Lumino signals and `dispose()`. Events that arrive
+ * before the server's `caught_up` on a reopened thread are its replayed
+ * backlog: they rebuild the view but are not re-emitted as live, so the
+ * notebook is never written twice.
+ */
+import { IDisposable } from '@lumino/disposable';
+import { ISignal, Signal } from '@lumino/signaling';
+
+import { CellwrightAPI, errorMessage } from '../api';
+import { followEvents } from '../stream';
+import { CellwrightEvent } from '../contract.gen';
+import { reduceEvent } from './reducer';
+import { EMPTY_VIEW, isLiveOnly, IThreadView } from './view';
+
+export type ConnectionState = 'closed' | 'open' | 'reconnecting';
+
+export namespace ThreadModel {
+  export interface IOptions {
+    api: CellwrightAPI;
+    threadId: string;
+    title?: string | null;
+    notebookPath?: string | null;
+  }
+}
+
+export class ThreadModel implements IDisposable {
+  constructor(options: ThreadModel.IOptions) {
+    this._api = options.api;
+    this.threadId = options.threadId;
+    this.title = options.title ?? null;
+    this.notebookPath = options.notebookPath ?? null;
+  }
+
+  readonly threadId: string;
+  title: string | null;
+  notebookPath: string | null;
+
+  get view(): IThreadView {
+    return this._view;
+  }
+
+  /** Emitted (coalesced) when the view or the connection state changes. */
+  get changed(): ISignal<this, void> {
+    return this._changed;
+  }
+
+  /** Every event that arrives after the replay of the backlog, synchronously. */
+  get liveEvent(): ISignal<this, CellwrightEvent> {
+    return this._liveEvent;
+  }
+
+  /** Emitted once when the event stream ends (run over, error, stop). */
+  get streamEnded(): ISignal<this, void> {
+    return this._streamEnded;
+  }
+
+  /** Errors worth showing (the model's owner shows them). */
+  get errorRaised(): ISignal<this, unknown> {
+    return this._errorRaised;
+  }
+
+  get connection(): ConnectionState {
+    return this._connection;
+  }
+
+  /** The message of the last network failure while reconnecting. */
+  get lastError(): string | null {
+    return this._connection === 'reconnecting' ? this._lastError : null;
+  }
+
+  /** True while the event stream runs. */
+  get streaming(): boolean {
+    return this._controller !== null;
+  }
+
+  /** True while the backlog of a reopened thread is being replayed. */
+  get catchingUp(): boolean {
+    return this._catchingUp;
+  }
+
+  /** True for an approval decided from this panel and accepted by the server. */
+  isDecided(toolCallId: string): boolean {
+    return this._decided.has(toolCallId);
+  }
+
+  markDecided(toolCallId: string): void {
+    this._decided.add(toolCallId);
+    this._emitChanged(true);
+  }
+
+  get isDisposed(): boolean {
+    return this._isDisposed;
+  }
+
+  /**
+   * Open (or keep open) the event stream after the last seq seen.
+   *
+   * @param options.replay what comes before `caught_up` is the thread's
+   *   backlog: it rebuilds the view but is not live.
+   * @param options.expectRun a run was just started (or resumed): keep
+   *   reopening until its `run_started` arrives, even if the server closes
+   *   the first stream before it has anything to send.
+   */
+  connect(options: { replay?: boolean; expectRun?: boolean } = {}): void {
+    if (this._isDisposed) {
+      return;
+    }
+    if (options.expectRun) {
+      this._expectRun = true;
+    }
+    if (this._controller) {
+      // The open stream may predate what the caller just did: read once more after it closes.
+      this._again = true;
+      return;
+    }
+    const controller = new AbortController();
+    this._controller = controller;
+    this._catchingUp = !!options.replay;
+    this._again = false;
+    void this._follow(controller);
+  }
+
+  /** Apply one event; `live` events are re-emitted on `liveEvent`. */
+  applyEvent(event: CellwrightEvent, live: boolean): void {
+    if (isLiveOnly(event)) {
+      if (live) {
+        this._liveEvent.emit(event); // the view has no place for it; the notebook has
+      }
+      return;
+    }
+    const before = this._view;
+    this._view = reduceEvent(before, event);
+    if (this._view === before) {
+      return; // a seq seen already: a replay overlapping the live stream
+    }
+    if (event.type === 'run_started') {
+      this._expectRun = false;
+    }
+    if (live) {
+      this._liveEvent.emit(event);
+    }
+    this._emitChanged(false);
+  }
+
+  dispose(): void {
+    if (this._isDisposed) {
+      return;
+    }
+    this._isDisposed = true;
+    this._controller?.abort();
+    clearTimeout(this._changedTimer);
+    Signal.clearData(this);
+  }
+
+  private async _follow(controller: AbortController): Promise<void> {
+    try {
+      await followEvents(
+        this._api.serverSettings,
+        this.threadId,
+        {
+          resumeAfter: () => (this._view.lastSeq < 0 ? null : this._view.lastSeq),
+          onOpen: () => {
+            this._again = false;
+            this._setConnection('open');
+          },
+          onEvent: event => this.applyEvent(event, !this._catchingUp),
+          onCaughtUp: () => this._endCatchUp(),
+          onClose: () => {
+            this._endCatchUp();
+            return this._again || this._expectRun || this._view.status === 'running';
+          },
+          onRetry: error => {
+            if (error !== null) {
+              this._lastError = errorMessage(error);
+            }
+            this._setConnection('reconnecting');
+          }
+        },
+        controller.signal
+      );
+    } catch (error) {
+      this._expectRun = false;
+      if (!controller.signal.aborted) {
+        this._errorRaised.emit(error);
+      }
+    } finally {
+      this._endCatchUp();
+      if (this._controller === controller) {
+        this._controller = null;
+      }
+      this._setConnection('closed');
+      if (!this._isDisposed) {
+        this._streamEnded.emit();
+      }
+    }
+  }
+
+  private _endCatchUp(): void {
+    if (this._catchingUp) {
+      this._catchingUp = false;
+      this._emitChanged(false);
+    }
+  }
+
+  private _setConnection(state: ConnectionState): void {
+    if (this._connection !== state) {
+      this._connection = state;
+      this._emitChanged(false);
+    }
+  }
+
+  /** Coalesce change notifications: a replay of 1000 events renders once. */
+  private _emitChanged(now: boolean): void {
+    if (this._isDisposed) {
+      return;
+    }
+    if (now) {
+      clearTimeout(this._changedTimer);
+      this._changedTimer = undefined;
+      this._changed.emit();
+      return;
+    }
+    if (this._changedTimer === undefined) {
+      this._changedTimer = setTimeout(() => {
+        this._changedTimer = undefined;
+        if (!this._isDisposed) {
+          this._changed.emit();
+        }
+      }, 30);
+    }
+  }
+
+  private _api: CellwrightAPI;
+  private _view: IThreadView = EMPTY_VIEW;
+  private _controller: AbortController | null = null;
+  private _connection: ConnectionState = 'closed';
+  private _catchingUp = false;
+  private _expectRun = false;
+  private _again = false;
+  private _lastError: string | null = null;
+  private _changedTimer: ReturnType<typeof setTimeout> | undefined;
+  private _decided = new Set<string>();
+  private _isDisposed = false;
+  private _changed = new Signal<this, void>(this);
+  private _liveEvent = new Signal<this, CellwrightEvent>(this);
+  private _streamEnded = new Signal<this, void>(this);
+  private _errorRaised = new Signal<this, unknown>(this);
+}

@@ -1,0 +1,213 @@
+/**
+ * What the panel shows of one thread, as plain data: the conversation as a
+ * tree of items (a delegated task holds the sub-agent's own items), the todo
+ * list, the status line and the pending approval. `reducer.ts` builds it
+ * from the thread's events; components only read it.
+ */
+import {
+  ApprovalRequiredEvent,
+  CellStatus,
+  CellwrightEvent,
+  Mode,
+  NbOutput,
+  NextItem,
+  Todo
+} from '../contract.gen';
+
+/** The status shown in the status line. */
+export type DisplayStatus =
+  | 'idle'
+  | 'running'
+  | 'awaiting_approval'
+  | 'cancelled'
+  | 'failed';
+
+export type ToolItemStatus =
+  | 'running'
+  | 'awaiting_approval'
+  | 'ok'
+  | 'error'
+  | 'rejected'
+  | 'cancelled';
+
+/**
+ * The `tool_result` summary of a call the user's Stop ended, from servers
+ * that predate `tool_result.stopped`: their recorded threads still say so only here.
+ */
+export const STOPPED_SUMMARY = 'Stopped by the user';
+
+export interface IUserItem {
+  kind: 'user';
+  key: string;
+  text: string;
+}
+
+export interface IAssistantItem {
+  kind: 'assistant';
+  key: string;
+  agent: string;
+  text: string;
+  streaming: boolean;
+}
+
+export interface IToolItem {
+  kind: 'tool';
+  key: string;
+  /** The tool call id. */
+  id: string;
+  name: string;
+  agent: string;
+  args: Record<string, any>;
+  needsApproval: boolean;
+  status: ToolItemStatus;
+  description: string | null;
+  summary: string | null;
+  /** True when the call ran as a notebook cell (a `cell_started` came for it). */
+  isCell: boolean;
+  /** The code that ran (from `cell_started`). */
+  code: string | null;
+  /**
+   * Outputs of the call: a cell's outputs, or the live output of another
+   * tool that streams (execute_command's stdout / stderr chunks).
+   */
+  outputs: NbOutput[];
+  executionCount: number | null;
+  cellStatus: CellStatus | null;
+  durationMs: number | null;
+  /** The approved cell waits for the kernel to finish another one. */
+  waitingForKernel: boolean;
+  /** The user's Stop ended the call (`tool_result.stopped`). */
+  stopped: boolean;
+}
+
+/**
+ * Work delegated to a sub-agent (multi mode): the `task` call and
+ * everything the sub-agent did for it, in order.
+ */
+export interface ISubtaskItem {
+  kind: 'subtask';
+  key: string;
+  /**
+   * The `task` tool call's id. Null only for a block the panel opened for
+   * a sub-agent's events that name no task (threads recorded before `task_id`).
+   */
+  id: string | null;
+  /** The sub-agent doing the work. */
+  agent: string;
+  /** The task description. */
+  task: string;
+  status: ToolItemStatus;
+  /** True from the delegation until its result: the block stays open meanwhile. */
+  active: boolean;
+  /** True once the task call has its result (or its run is over). */
+  done: boolean;
+  /** The task call's `tool_result` summary: the sub-agent's report. */
+  summary: string | null;
+  /** The user's Stop ended the task. */
+  stopped: boolean;
+  /** The sub-agent's report (tokens), tool calls and nested subtasks. */
+  items: ConversationItem[];
+}
+
+export interface IFinalItem {
+  kind: 'final';
+  key: string;
+  agent: string;
+  answer: string;
+  nextItems: NextItem[];
+}
+
+export interface IErrorItem {
+  kind: 'error';
+  key: string;
+  agent: string;
+  errorKind: string;
+  message: string;
+  retryable: boolean;
+  /** kernel_unresponsive: the kernel the user may restart. */
+  kernelId: string | null;
+}
+
+export interface IRunEndItem {
+  kind: 'run_end';
+  key: string;
+  status: 'cancelled' | 'failed';
+}
+
+export type ConversationItem =
+  | IUserItem
+  | IAssistantItem
+  | IToolItem
+  | ISubtaskItem
+  | IFinalItem
+  | IErrorItem
+  | IRunEndItem;
+
+/** The keys of the subtask blocks from the top level down to a container ([]: the top level). */
+export type Path = readonly string[];
+
+export interface IThreadView {
+  items: ConversationItem[];
+  todos: Todo[];
+  status: DisplayStatus;
+  /** The agent in control ("main" in single mode). */
+  agent: string;
+  mode: Mode | null;
+  runId: string | null;
+  pendingApproval: ApprovalRequiredEvent | null;
+  /** Where each delegated task's items go: its `task` call id -> the path of its block. */
+  tasks: Readonly<Record<string, Path>>;
+  /**
+   * The container of the assistant message that tokens are streaming into;
+   * null when nothing streams. That message is always the last item there.
+   */
+  streaming: Path | null;
+  /** The highest seq folded in; -1 before the first event. */
+  lastSeq: number;
+}
+
+export const EMPTY_VIEW: IThreadView = Object.freeze({
+  items: [],
+  todos: [],
+  status: 'idle',
+  agent: 'main',
+  mode: null,
+  runId: null,
+  pendingApproval: null,
+  tasks: {},
+  streaming: null,
+  lastSeq: -1
+}) as IThreadView;
+
+/** Agents whose events belong to the top level of the conversation. */
+export const ROOT_AGENTS: ReadonlySet<string> = new Set(['', 'main', 'planner']);
+
+/** The planner's delegation tool: shown as a subtask block, not a tool entry. */
+export const TASK_TOOL = 'task';
+
+/** True while tokens stream into some assistant message. */
+export function isStreaming(view: IThreadView): boolean {
+  return view.streaming !== null;
+}
+
+/** True while a run is going on or paused for approval. */
+export function isActive(status: DisplayStatus): boolean {
+  return status === 'running' || status === 'awaiting_approval';
+}
+
+/** True for a call the user's Stop ended. */
+export function isStopped(item: {
+  status: ToolItemStatus;
+  summary: string | null;
+  stopped?: boolean;
+}): boolean {
+  return (
+    item.stopped === true ||
+    (item.status === 'rejected' && (item.summary ?? '').trim() === STOPPED_SUMMARY)
+  );
+}
+
+/** An output beyond the server's stored cap: for the notebook, not the timeline. */
+export function isLiveOnly(event: CellwrightEvent): boolean {
+  return event.type === 'cell_output' && event.live_only === true;
+}
