@@ -36,13 +36,14 @@ def direct(llm: FakeLLM) -> float:
     return elapsed
 
 
-def through_server(llm: FakeLLM, server: JupyterProcess) -> float:
+def through_server(llm: FakeLLM, server: JupyterProcess, client: httpx.Client) -> float:
+    """POST runs, then read the SSE stream to the first token, on a kept-alive client (as a browser
+    does: the baseline's openai client is also made before its clock starts)."""
     llm.script(text(REPLY))
-    headers = {"Authorization": f"token {TOKEN}"}
-    thread = server.request("POST", "cellwright/api/threads", {"notebook_path": "b.ipynb"}).json()["thread_id"]
+    thread = client.post("cellwright/api/threads", json={"notebook_path": "b.ipynb"}).json()["thread_id"]
     started = time.perf_counter()
-    server.request("POST", f"cellwright/api/threads/{thread}/runs", {"message": "hi"})
-    with httpx.stream("GET", f"{server.url}/cellwright/api/threads/{thread}/events", headers=headers, timeout=30) as response:
+    client.post(f"cellwright/api/threads/{thread}/runs", json={"message": "hi"})
+    with client.stream("GET", f"cellwright/api/threads/{thread}/events") as response:
         for line in response.iter_lines():
             if line == "event: token":
                 return time.perf_counter() - started
@@ -53,10 +54,12 @@ def main(rounds: int) -> None:
     with FakeLLM() as llm, tempfile.TemporaryDirectory() as tmp:
         env = {"OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "k", "CELLWRIGHT_MODEL": "fake-model"}
         server = JupyterProcess(Path(tmp), env).start()
+        client = httpx.Client(base_url=server.url, headers={"Authorization": f"token {TOKEN}"}, timeout=30)
         try:
-            through_server(llm, server)  # warm: first use opens the checkpointer and imports langgraph
-            served = [through_server(llm, server) for _ in range(rounds)]
+            through_server(llm, server, client)  # warm: first use opens the checkpointer and imports langgraph
+            served = [through_server(llm, server, client) for _ in range(rounds)]
         finally:
+            client.close()
             server.stop()
         direct(llm)
         raw = [direct(llm) for _ in range(rounds)]
