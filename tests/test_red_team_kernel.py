@@ -13,13 +13,7 @@ import pytest
 
 from tests.conftest import Api
 from devtools.fake_llm import FakeLLM, tool_call
-from tests.test_magic import Kernel, magic_env, magic_kernel, tool_messages
-
-
-@pytest.fixture(scope="module")
-def llm() -> Iterator[FakeLLM]:
-    with FakeLLM() as fake:
-        yield fake
+from tests.test_magic import Kernel, llm, magic_env, magic_kernel, tool_messages  # noqa: F401 (fixtures)
 
 
 @pytest.fixture(scope="module")

@@ -227,7 +227,7 @@ def test_panel_follows_waiting_overflowing_and_unresponsive_cells(page: Any, lab
     page.get_by_role("textbox", name="Message Cellwright").fill("go")
     page.get_by_role("button", name="Send").click()
     card = page.get_by_role("region", name="Approval required")
-    card.wait_for(timeout=30_000)
+    card.wait_for(timeout=60_000)  # the first run of a server imports langgraph and openai
     editor.click()
     page.keyboard.press("Control+Enter")  # the user's cell keeps the kernel busy for 10 s
     page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="busy"]', timeout=10_000)
