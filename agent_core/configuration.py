@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any, Mapping, get_args
 
 from jupyter_core.application import JupyterApp
 from traitlets import Enum, Float, Int, List, TraitError, Unicode, default, validate
@@ -78,10 +78,16 @@ class Cellwright(LoggingConfigurable):
     ).tag(config=True)  # fmt: skip
     data_dir = Unicode(help="Where threads, checkpoints and runtime settings are kept.").tag(config=True)
 
+    def __init__(self, environ: Mapping[str, str] | None = None, **kwargs: Any) -> None:
+        # The magic passes the environment as the kernel started with it: a cell (the agent's too)
+        # that sets OPENAI_BASE_URL later must not move the agent to another endpoint.
+        self._environ = os.environ if environ is None else environ
+        super().__init__(**kwargs)
+
     # -- environment defaults: used only when no config sets the trait
 
     def _env(self, name: str) -> str:
-        return os.environ.get(self.traits()[name].metadata["env"], "")
+        return self._environ.get(self.traits()[name].metadata["env"], "")
 
     @default("model")
     def _default_model(self) -> str:
@@ -102,7 +108,7 @@ class Cellwright(LoggingConfigurable):
     @default("database_url")
     def _default_database_url(self) -> str:
         # A config's checkpointer_url is an explicit choice: it beats either environment variable.
-        return self.checkpointer_url or self._env("database_url") or os.environ.get("CELLWRIGHT_CHECKPOINTER_URL", "")
+        return self.checkpointer_url or self._env("database_url") or self._environ.get("CELLWRIGHT_CHECKPOINTER_URL", "")
 
     @default("data_dir")
     def _default_data_dir(self) -> str:
@@ -208,7 +214,7 @@ class Cellwright(LoggingConfigurable):
                 getattr(self, name)
             except TraitError as exc:
                 env = trait.metadata.get("env")
-                source = f" (from the environment variable {env})" if env and os.environ.get(env) else ""
+                source = f" (from the environment variable {env})" if env and self._environ.get(env) else ""
                 raise SettingsError(f"Cellwright.{name}{source}: {exc}") from None
 
 
@@ -262,7 +268,7 @@ class _Notes(logging.Handler):
         self.notes.append(message)
 
 
-def load_for_kernel(config_paths: list[str] | None = None) -> tuple[Cellwright, list[str]]:
+def load_for_kernel(config_paths: list[str] | None = None, environ: Mapping[str, str] | None = None) -> tuple[Cellwright, list[str]]:
     """The settings of a `%agent` call, as the server has them: the same config files, the same
     environment defaults, then settings.json. Also the notes for the user (a config file that could
     not be read, an unknown option, a saved value skipped). What a kernel cannot see: options given
@@ -270,5 +276,5 @@ def load_for_kernel(config_paths: list[str] | None = None) -> tuple[Cellwright, 
     notes = _Notes()
     log = logging.Logger("cellwright.configuration")  # not registered: the notes go to the user, not the kernel's log
     log.addHandler(notes)
-    settings = load(config=jupyter_config(config_paths, log), log=log)
+    settings = load(config=jupyter_config(config_paths, log), log=log, environ=environ)
     return settings, notes.notes

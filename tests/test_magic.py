@@ -291,22 +291,23 @@ def test_edited_code_runs(kernel: Kernel, llm: FakeLLM, requests_after: Callable
     assert "edited" in tool_messages(requests_after()[1])[-1]
 
 
-def test_no_model_configured(kernel: Kernel) -> None:
-    kernel.run("import os; _saved = os.environ.pop('CELLWRIGHT_MODEL')")
+def test_no_model_configured(llm: FakeLLM, places: dict[str, Path]) -> None:
+    # The environment counts as the kernel started with it (a cell changing it later changes nothing).
+    started = magic_kernel(magic_env(llm, places, CELLWRIGHT_MODEL=""), places["work"])
     try:
-        out = kernel.run("%agent hello")
+        out = started.run("%agent hello")
     finally:
-        kernel.run("os.environ['CELLWRIGHT_MODEL'] = _saved")
+        started.stop()
     assert out.status == "ok" and out.errors == []
     assert "No model is configured" in out.stderr and "CELLWRIGHT_MODEL" in out.stderr and "Traceback" not in out.text
 
 
-def test_unreachable_endpoint(kernel: Kernel) -> None:
-    kernel.run("_saved = os.environ['OPENAI_BASE_URL']; os.environ['OPENAI_BASE_URL'] = 'http://127.0.0.1:9/v1'")
+def test_unreachable_endpoint(llm: FakeLLM, places: dict[str, Path]) -> None:
+    started = magic_kernel(magic_env(llm, places, OPENAI_BASE_URL="http://127.0.0.1:9/v1"), places["work"])
     try:
-        out = kernel.run("%agent --new hello")  # max_retries 0 comes from the Jupyter config file
+        out = started.run("%agent --new hello")  # max_retries 0 comes from the Jupyter config file
     finally:
-        kernel.run("os.environ['OPENAI_BASE_URL'] = _saved")
+        started.stop()
     assert out.status == "ok" and "Cannot reach the LLM endpoint at http://127.0.0.1:9/v1" in out.stderr
 
 

@@ -179,6 +179,13 @@ def test_finding_15_magic_root_is_fixed(llm: FakeLLM, places: dict[str, Path], t
         out = started.run("%agent --new again", answers=("n", ""))
         assert out.prompts[0].startswith("Approve?") and "Approved (--yes)" not in out.stdout
         assert started.run("print('after' in globals())").stdout == "False\n"
+
+        # Nor does an endpoint a cell sets: the next call still talks to the configured model.
+        assert started.run("import os\nos.environ['OPENAI_BASE_URL'] = 'http://127.0.0.2:9/v1'").status == "ok"
+        llm.script(tool_call("final_answer", {"answer": "Same endpoint."}))
+        asked = len(llm.requests)
+        out = started.run("%agent --new where are you")
+        assert out.status == "ok" and len(llm.requests) == asked + 1, out
     finally:
         started.stop()
     assert llm.pending == 0

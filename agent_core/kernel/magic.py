@@ -70,6 +70,7 @@ class Session:
     notebook_path: str
     kernel_id: str
     approve_all: bool  # from the config and the environment as they were then
+    environ: dict[str, str]  # the environment as the kernel started: settings' env fallbacks come from it
 
     @classmethod
     def detect(cls, shell: Any, configured_approve_all: bool) -> "Session":
@@ -78,7 +79,8 @@ class Session:
         except (AttributeError, IndexError, TypeError):
             start_dir = None
         root = workspace_root(start_dir=start_dir)
-        return cls(root, notebook_path(root=root), kernel_id(), configured_approve_all or env_auto_approve())
+        environ = dict(os.environ)
+        return cls(root, notebook_path(root=root), kernel_id(), configured_approve_all or env_auto_approve(environ), environ)
 
 
 _session: Session | None = None  # one per kernel process: a %reload_ext must not recompute it
@@ -111,7 +113,7 @@ class AgentMagics(Magics):
         from ..configuration import SettingsError, load_for_kernel
 
         try:
-            settings, notes = load_for_kernel()
+            settings, notes = load_for_kernel(environ=self.session.environ)
         except SettingsError as exc:
             print(f"{RED}Cellwright: {exc}{RESET}", file=sys.stderr)
             return
