@@ -65,6 +65,14 @@ class KernelEnvironment:
         finally:
             client.stop_channels()
 
+    async def kernel_busy(self) -> bool:
+        """Whether the notebook's kernel is running a cell now: an evaluation would wait behind it."""
+        try:
+            kernel_id = await self.resolve_kernel()
+        except NoKernel:
+            return False
+        return _busy(self.kernel_manager.get_kernel(kernel_id))
+
     async def evaluate_json(self, expression: str) -> Any:
         kernel_id = await self.resolve_kernel()
         manager = self.kernel_manager.get_kernel(kernel_id)
