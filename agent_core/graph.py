@@ -128,8 +128,11 @@ def _tagged(emit: Emit, agent: str, task_id: str = "") -> Emit:
     return lambda event: emit({**tags, **event})  # an inner (sub-)agent's tags win
 
 
-def new_run_input(message: str, mode: str = "single") -> AgentState:
-    return {"messages": appended({"role": "user", "content": message}), "model_calls": 0, "done": False, "failure": {}, "mode": mode}
+def new_run_input(message: str, mode: str = "single", context: dict[str, Any] | None = None) -> AgentState:
+    """A run's input: the user's message, after the context Cellwright attached to it (if any)."""
+    messages = [context] if context else []
+    messages.append({"role": "user", "content": message})
+    return {"messages": appended(*messages), "model_calls": 0, "done": False, "failure": {}, "mode": mode}
 
 
 def parse_args(raw: str | dict[str, Any] | None) -> tuple[dict[str, Any] | None, str | None]:

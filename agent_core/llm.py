@@ -7,7 +7,7 @@ import asyncio
 import json
 import uuid
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from .prompt_protocol import Rescue, Validate, VisibleTokens, as_prompt_messages, parse_reply, rescue_call, tools_section
@@ -113,6 +113,9 @@ async def complete(
 
 
 async def _complete_once(settings: AgentSettings, request: ModelRequest, on_token: Callable[[str], None]) -> ModelTurn:
+    from .mentions import for_the_model
+
+    request = replace(request, messages=[for_the_model(m) for m in request.messages])
     if request.mode == "prompt":
         return await _complete_prompt(settings, request, on_token)
     return await _complete_native(settings, request, on_token)
