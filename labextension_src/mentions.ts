@@ -214,10 +214,24 @@ export interface IVariablesRequest {
   notebook_path?: string;
 }
 
-/** `POST cellwright/api/variables` answer (until contract.gen.ts has it). */
+/**
+ * `POST cellwright/api/variables` answer (until contract.gen.ts has it).
+ * The server sends shapes as lists of ints; a string is taken as it is.
+ */
 export interface IVariablesAnswer {
-  variables: { name: string; type: string; shape?: string | null }[];
+  variables: { name: string; type: string; shape?: number[] | string | null }[];
   note?: string | null;
+}
+
+/** `[3, 2]` -> "(3, 2)", `[5]` -> "(5,)", as Python writes the shape. */
+export function formatShape(shape: unknown): string | undefined {
+  if (typeof shape === 'string') {
+    return shape || undefined;
+  }
+  if (Array.isArray(shape) && shape.length && shape.every(n => typeof n === 'number')) {
+    return shape.length === 1 ? `(${shape[0]},)` : `(${shape.join(', ')})`;
+  }
+  return undefined;
 }
 
 /** Candidates from the variables route's answer (malformed entries dropped). */
@@ -226,12 +240,8 @@ export function variableCandidates(answer: IVariablesAnswer | null | undefined):
   const out: IMentionCandidate[] = [];
   for (const v of list) {
     if (v && typeof v.name === 'string' && typeof v.type === 'string') {
-      out.push({
-        kind: 'variable',
-        name: v.name,
-        type: v.type,
-        ...(typeof v.shape === 'string' && v.shape ? { shape: v.shape } : {})
-      });
+      const shape = formatShape(v.shape);
+      out.push({ kind: 'variable', name: v.name, type: v.type, ...(shape ? { shape } : {}) });
     }
   }
   return out;

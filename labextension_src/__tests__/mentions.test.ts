@@ -108,13 +108,15 @@ test('sources: variables and contents listings become candidates; hidden and bad
   assert.deepEqual(
     variableCandidates({
       variables: [
-        { name: 'sales_df', type: 'DataFrame', shape: '(3, 2)' },
+        { name: 'sales_df', type: 'DataFrame', shape: [3, 2] },
         { name: 'n', type: 'int', shape: null },
+        { name: 'arr', type: 'ndarray', shape: [5] },
+        { name: 's', type: 'str', shape: '(given)' },
         { bad: true } as any
       ],
       note: null
     }),
-    [v('sales_df', 'DataFrame', '(3, 2)'), v('n')]
+    [v('sales_df', 'DataFrame', '(3, 2)'), v('n'), v('arr', 'ndarray', '(5,)'), v('s', 'str', '(given)')]
   );
   assert.deepEqual(variableCandidates(null), []);
   assert.deepEqual(variableCandidates({ oops: 1 } as any), []);
