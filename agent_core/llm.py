@@ -268,6 +268,8 @@ def _llm_error(exc: Exception, settings: AgentSettings, sent_tools: bool) -> LLM
     if isinstance(exc, openai.RateLimitError):
         return LLMError("llm_rate_limited", f"The LLM endpoint is rate limiting requests ({detail}).", True, _retry_after(exc))
     if isinstance(exc, openai.APIStatusError):
+        if exc.status_code in (400, 413, 415, 422) and _has_images(exc):
+            return LLMError("images_unsupported", f"The endpoint at {where} refused image input ({detail}).")
         if sent_tools and exc.status_code in (400, 422, 500, 501) and "tool" in detail.lower():
             return LLMError(
                 "tools_unsupported",
@@ -276,6 +278,15 @@ def _llm_error(exc: Exception, settings: AgentSettings, sent_tools: bool) -> LLM
         retryable = exc.status_code >= 500
         return LLMError("llm_error", f"The LLM endpoint answered {exc.status_code}: {detail}", retryable, _retry_after(exc))
     return LLMError("llm_error", f"The LLM request failed: {detail}")
+
+
+def _has_images(exc: Any) -> bool:
+    """Whether the refused request carried image parts (then the refusal may be of them)."""
+    request = getattr(exc, "request", None)
+    try:
+        return b'"image_url"' in (request.content if request is not None else b"")
+    except Exception:
+        return False
 
 
 def _server_message(exc: Exception) -> str:

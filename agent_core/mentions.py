@@ -12,6 +12,7 @@ from .kernel_introspection import BUSY_NOTE, format_snapshot, format_summary, na
 from .kernel_probe import is_variable_name
 from .output_digest import bounded
 from .settings import AgentSettings
+from .vision import IMAGES_KEY
 from .tools.base import ToolInputError
 from .tools.notebook_reader import cells_text, load_notebook
 from .workspace import WorkspaceError, relative_to_root, workspace_of
@@ -120,7 +121,9 @@ async def context_for(message: str, env: Any, settings: AgentSettings) -> tuple[
 
 def for_the_model(message: dict[str, Any]) -> dict[str, Any]:
     """The message as an endpoint accepts it: the context mark is Cellwright's, not OpenAI's."""
-    return {k: v for k, v in message.items() if k != CONTEXT_KEY} if CONTEXT_KEY in message else message
+    if CONTEXT_KEY in message or IMAGES_KEY in message:
+        return {k: v for k, v in message.items() if k not in (CONTEXT_KEY, IMAGES_KEY)}
+    return message
 
 
 __all__ = ["Mention", "parse_mentions", "resolve_mentions", "context_for", "for_the_model", "CONTEXT_KEY"]
