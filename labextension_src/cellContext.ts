@@ -129,3 +129,18 @@ export function withCellContext(question: string, context: ICellContext | null):
   }
   return q ? `${q}\n\n${context.block}` : `About this cell:\n\n${context.block}`;
 }
+
+const BLOCK_RE = /(?:^|\n\n)(#### (Cell \d+(?: \[\d+\])?) of `[^`\n]*`\n[\s\S]*)$/;
+
+/**
+ * A sent message split back into the question and the cell block (for the
+ * conversation to fold the block away); `block` is null when there is none.
+ */
+export function splitCellContext(message: string): { question: string; block: string | null; label: string } {
+  const match = BLOCK_RE.exec(message);
+  if (!match) {
+    return { question: message, block: null, label: '' };
+  }
+  const question = message.slice(0, match.index).replace(/^About this cell:$/, '');
+  return { question, block: match[1], label: match[2] };
+}

@@ -6,7 +6,14 @@
 import * as assert from 'node:assert/strict';
 import { test } from 'node:test';
 
-import { cellContext, CODE_LIMIT, OUTPUT_LIMIT, stripAnsi, withCellContext } from '../cellContext';
+import {
+  cellContext,
+  CODE_LIMIT,
+  OUTPUT_LIMIT,
+  splitCellContext,
+  stripAnsi,
+  withCellContext
+} from '../cellContext';
 import {
   activeMention,
   applyMention,
@@ -179,4 +186,17 @@ test('cellContext: code and outputs digest, bounded, ANSI stripped, images as a 
   assert.equal(withCellContext('  why?  ', null), 'why?');
   assert.equal(withCellContext('why?', ctx), `why?\n\n${ctx.block}`);
   assert.ok(withCellContext('', ctx).startsWith('About this cell:'));
+
+  // the conversation folds the block of a sent message back out of it
+  assert.deepEqual(splitCellContext(withCellContext('why?', ctx)), {
+    question: 'why?',
+    block: ctx.block,
+    label: 'Cell 3 [4]'
+  });
+  assert.equal(splitCellContext(withCellContext('', ctx)).question, '');
+  assert.deepEqual(splitCellContext('plain #### Cell 1 text'), {
+    question: 'plain #### Cell 1 text',
+    block: null,
+    label: ''
+  });
 });

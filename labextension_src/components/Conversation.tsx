@@ -14,7 +14,7 @@ import {
 import { agentLabel, KERNEL_UNRESPONSIVE } from '../tokens';
 import { RestartKernelButton } from './KernelRestart';
 import { Markdown } from './Markdown';
-import { MentionText } from './Mentions';
+import { UserMessageText } from './Mentions';
 import { TodoList } from './TodoList';
 import { STATUS_ICON, ToolEntry, ToolResultLine } from './ToolEntry';
 
@@ -145,7 +145,7 @@ function Item(props: {
       return (
         <div className="cw-message cw-message-user" data-testid="cw-user-message">
           <div className="cw-message-text">
-            <MentionText text={item.text} />
+            <UserMessageText text={item.text} />
           </div>
         </div>
       );

@@ -2,6 +2,7 @@ import * as React from 'react';
 import { useEffect, useMemo, useRef, useState } from 'react';
 
 import { isAbort } from '../api';
+import { splitCellContext } from '../cellContext';
 import { filterCandidates, IMentionCandidate, splitMentions } from '../mentions';
 import { MentionSource } from '../mentionSource';
 
@@ -143,6 +144,25 @@ export function MentionText(props: { text: string }): JSX.Element {
             @{part.name}
           </span>
         )
+      )}
+    </>
+  );
+}
+
+/**
+ * A user's message as sent: mention chips, and a cell attached by "Ask
+ * Cellwright about this cell" folded under its label (plain text when open).
+ */
+export function UserMessageText(props: { text: string }): JSX.Element {
+  const { question, block, label } = useMemo(() => splitCellContext(props.text), [props.text]);
+  return (
+    <>
+      {question && <MentionText text={question} />}
+      {block !== null && (
+        <details className="cw-cell-context" data-testid="cw-cell-context">
+          <summary>{label} attached</summary>
+          <pre className="cw-code">{block}</pre>
+        </details>
       )}
     </>
   );
