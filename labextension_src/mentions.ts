@@ -12,6 +12,8 @@
  * for a rare case, and the agent's file tools still reach such files.
  */
 
+import type { Variables, VariablesRequest } from './contract.gen';
+
 /** A thing the user can mention. `name` is what follows the `@`. */
 export interface IMentionCandidate {
   kind: 'variable' | 'file';
@@ -208,23 +210,13 @@ export function menuKey(
 
 // ---------------------------------------------------------------- sources
 
-/** `POST cellwright/api/variables` body (until contract.gen.ts has it). */
-export interface IVariablesRequest {
-  kernel_id?: string;
-  notebook_path?: string;
-}
-
-/**
- * `POST cellwright/api/variables` answer (until contract.gen.ts has it).
- * The server sends shapes as lists of ints; a string is taken as it is.
- */
-export interface IVariablesAnswer {
-  variables: { name: string; type: string; shape?: number[] | string | null }[];
-  note?: string | null;
-}
+/** `POST cellwright/api/variables`: body and answer (shapes are lists of ints). */
+export type IVariablesRequest = VariablesRequest;
+export type IVariablesAnswer = Variables;
 
 /** `[3, 2]` -> "(3, 2)", `[5]` -> "(5,)", as Python writes the shape. */
 export function formatShape(shape: unknown): string | undefined {
+  // A string is taken as it is: an older or newer server may send one.
   if (typeof shape === 'string') {
     return shape || undefined;
   }

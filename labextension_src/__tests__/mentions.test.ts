@@ -118,7 +118,7 @@ test('sources: variables and contents listings become candidates; hidden and bad
         { name: 'sales_df', type: 'DataFrame', shape: [3, 2] },
         { name: 'n', type: 'int', shape: null },
         { name: 'arr', type: 'ndarray', shape: [5] },
-        { name: 's', type: 'str', shape: '(given)' },
+        { name: 's', type: 'str', shape: '(given)' } as any,
         { bad: true } as any
       ],
       note: null
