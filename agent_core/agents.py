@@ -36,13 +36,13 @@ AGENTS: dict[str, AgentConfig] = {
         ),
         AgentConfig(
             "python_developer", "Python developer", "python_developer",
-            ("run_cell", "add_markdown", "read_file", "write_file", "edit_file", "execute_command"),
+            ("run_cell", "add_markdown", "read_file", "read_notebook", "write_file", "edit_file", "execute_command"),
             max_model_calls=25,
             description="writes and runs code in the notebook's kernel, edits files, runs shell commands",
         ),
         AgentConfig(
             "researcher", "Researcher", "researcher",
-            ("read_file", "list_files", "search_workspace", "search_notebooks", "diagnostics", "execute_command"),
+            ("read_file", "read_notebook", "list_files", "search_workspace", "search_notebooks", "diagnostics", "execute_command"),
             max_model_calls=20,
             description="read-only: finds and reads files, notebooks and data, checks code; changes nothing",
         ),

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import Any, Mapping, get_args
 
 from jupyter_core.application import JupyterApp
-from traitlets import Enum, Float, Int, List, TraitError, Unicode, default, validate
+from traitlets import Bool, Enum, Float, Int, List, TraitError, Unicode, default, validate
 from traitlets.config import Config, LoggingConfigurable
 
 from . import settings_file
-from .settings import AgentSettings, ToolCalling
+from .settings import AgentSettings, ToolCalling, Vision
 
 _AGENT = AgentSettings()  # the defaults of the settings the agent reads live there, with their types
 
@@ -76,6 +76,16 @@ class Cellwright(LoggingConfigurable):
         _AGENT.context_token_budget, min=1,
         help="Estimated tokens of history sent to the model; older turns are summarised beyond it.",
     ).tag(config=True)  # fmt: skip
+    namespace_snapshot = Bool(
+        _AGENT.namespace_snapshot,
+        help="Start each run without @mentions with a short list of the kernel's variables (names, types, shapes).",
+    ).tag(config=True)
+    vision = Enum(
+        list(get_args(Vision.__value__)), _AGENT.vision,
+        help="Image outputs of cells go to the model as images: on, off, or auto (on until the endpoint refuses "
+        "images, then off for the rest of the thread).",
+    ).tag(config=True)  # fmt: skip
+    max_images = Int(_AGENT.max_images, min=0, help="Images sent to the model in one request at most.").tag(config=True)
     data_dir = Unicode(help="Where threads, checkpoints and runtime settings are kept.").tag(config=True)
 
     def __init__(self, environ: Mapping[str, str] | None = None, **kwargs: Any) -> None:

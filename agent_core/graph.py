@@ -27,6 +27,7 @@ from .settings import AgentSettings
 from .tool_ledger import STOPPED, ToolLedger
 from .tools import TOOLS, ToolContext, ToolEnvironment, ToolInputError, ToolOutcome, ToolSpec, skills_prompt_section
 from .tools.base import Emit
+from .vision import IMAGES_KEY, with_image_parts
 from .agents import AGENTS, AgentConfig, agent_for_mode
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,7 @@ class AgentState(TypedDict, total=False):
     summary: str
     summary_upto: int  # messages before this index are covered by `summary`
     mode: str  # "single" or "multi": which agent answers the user
+    vision_refused: bool  # the endpoint refused image parts: descriptions only, for the rest of the thread
 
 
 @dataclass
@@ -128,8 +130,11 @@ def _tagged(emit: Emit, agent: str, task_id: str = "") -> Emit:
     return lambda event: emit({**tags, **event})  # an inner (sub-)agent's tags win
 
 
-def new_run_input(message: str, mode: str = "single") -> AgentState:
-    return {"messages": appended({"role": "user", "content": message}), "model_calls": 0, "done": False, "failure": {}, "mode": mode}
+def new_run_input(message: str, mode: str = "single", context: dict[str, Any] | None = None) -> AgentState:
+    """A run's input: the user's message, after the context Cellwright attached to it (if any)."""
+    messages = [context] if context else []
+    messages.append({"role": "user", "content": message})
+    return {"messages": appended(*messages), "model_calls": 0, "done": False, "failure": {}, "mode": mode}
 
 
 def parse_args(raw: str | dict[str, Any] | None) -> tuple[dict[str, Any] | None, str | None]:
@@ -209,7 +214,18 @@ async def call_model(state: AgentState, runtime: Runtime[RunContext]) -> AgentSt
     messages, update = await compact(
         ctx.settings, state.get("messages", []), state.get("summary", ""), state.get("summary_upto", 0), _system_prompt(ctx)
     )
-    turn = await _ask(ctx, messages)
+    messages, refused = await _with_images(ctx, state, messages)
+    try:
+        turn = await _ask(ctx, messages)
+    except LLMError as exc:
+        if exc.kind != "images_unsupported" or ctx.settings.vision != "auto":
+            raise
+        log.info("endpoint refused image parts; descriptions only for this thread: %s", exc.message)
+        messages = [m for m in messages if not _is_image_message(m)]
+        refused = True
+        turn = await _ask(ctx, messages)
+    if refused:
+        update["vision_refused"] = True
     calls += 1
     for _ in range(EMPTY_REPLY_RETRIES):
         if not turn.empty or calls >= ctx.max_model_calls:
@@ -229,6 +245,19 @@ async def call_model(state: AgentState, runtime: Runtime[RunContext]) -> AgentSt
         )
         return {**update, **_finish(ctx.emit, answer, [{"title": "Try again", "prompt": "Please try again."}])}
     return {**update, **_model_reply(ctx, turn, _call_ids(state.get("messages", [])))}
+
+
+async def _with_images(ctx: RunContext, state: AgentState, messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
+    vision = ctx.settings.vision
+    # Prompt mode flattens messages to text: no parts to carry an image.
+    if vision == "off" or (vision == "auto" and state.get("vision_refused")) or ctx.settings.max_images <= 0 or ctx.tool_mode == "prompt":
+        return messages, bool(state.get("vision_refused"))
+    return with_image_parts(messages, ctx.settings.max_images)[0], False
+
+
+def _is_image_message(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(isinstance(p, dict) and p.get("type") == "image_url" for p in content)
 
 
 def _call_ids(messages: list[dict[str, Any]]) -> set[str]:
@@ -372,6 +401,8 @@ async def call_tools(state: AgentState, runtime: Runtime[RunContext]) -> AgentSt
     ctx.emit(make_event("tool_result", id=call["id"], name=name, status=outcome.status, summary=outcome.display_summary))
     content = outcome.content + _notes(state, ctx, ctx.tools.get(name))
     messages = [{"role": "tool", "tool_call_id": call["id"], "content": content}]
+    if outcome.images:
+        messages[0][IMAGES_KEY] = list(outcome.images)
     update: AgentState = {"deferred": []}
     update.update(outcome.state)  # type: ignore[typeddict-item]
     update["done"] = outcome.ends_run

@@ -7,7 +7,7 @@ import asyncio
 import json
 import uuid
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from .prompt_protocol import Rescue, Validate, VisibleTokens, as_prompt_messages, parse_reply, rescue_call, tools_section
@@ -113,6 +113,9 @@ async def complete(
 
 
 async def _complete_once(settings: AgentSettings, request: ModelRequest, on_token: Callable[[str], None]) -> ModelTurn:
+    from .mentions import for_the_model
+
+    request = replace(request, messages=[for_the_model(m) for m in request.messages])
     if request.mode == "prompt":
         return await _complete_prompt(settings, request, on_token)
     return await _complete_native(settings, request, on_token)
@@ -265,6 +268,8 @@ def _llm_error(exc: Exception, settings: AgentSettings, sent_tools: bool) -> LLM
     if isinstance(exc, openai.RateLimitError):
         return LLMError("llm_rate_limited", f"The LLM endpoint is rate limiting requests ({detail}).", True, _retry_after(exc))
     if isinstance(exc, openai.APIStatusError):
+        if exc.status_code in (400, 413, 415, 422) and _has_images(exc):
+            return LLMError("images_unsupported", f"The endpoint at {where} refused image input ({detail}).")
         if sent_tools and exc.status_code in (400, 422, 500, 501) and "tool" in detail.lower():
             return LLMError(
                 "tools_unsupported",
@@ -273,6 +278,15 @@ def _llm_error(exc: Exception, settings: AgentSettings, sent_tools: bool) -> LLM
         retryable = exc.status_code >= 500
         return LLMError("llm_error", f"The LLM endpoint answered {exc.status_code}: {detail}", retryable, _retry_after(exc))
     return LLMError("llm_error", f"The LLM request failed: {detail}")
+
+
+def _has_images(exc: Any) -> bool:
+    """Whether the refused request carried image parts (then the refusal may be of them)."""
+    request = getattr(exc, "request", None)
+    try:
+        return b'"image_url"' in (request.content if request is not None else b"")
+    except Exception:
+        return False
 
 
 def _server_message(exc: Exception) -> str:

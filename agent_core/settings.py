@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from .contract.shared import ToolCalling  # auto: native, falling back to prompt
+from .contract.shared import ToolCalling, Vision  # auto: native, falling back to prompt
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,9 @@ class AgentSettings:
     response_timeout: float = 600.0  # a whole reply, however slowly it trickles in
     max_retries: int = 3  # for 429, 5xx and dropped connections, with backoff
     context_token_budget: int = 48_000  # older turns are summarised beyond this (estimated tokens)
+    namespace_snapshot: bool = True  # a run without @mentions starts with the kernel's variables
+    vision: Vision = "auto"  # image outputs as image parts: auto tries, and stops for the thread on a refusal
+    max_images: int = 3  # image parts per model request
 
     @property
     def llm_configured(self) -> bool:

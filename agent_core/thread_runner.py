@@ -115,7 +115,7 @@ class ThreadRunner:
             snapshot = await self.snapshot(thread_id)
         return snapshot
 
-    def start_input(self, snapshot: Any, message: str, mode: str) -> Any:
+    def start_input(self, snapshot: Any, message: str, mode: str, context: dict[str, Any] | None = None) -> Any:
         """The graph input that starts a run with `message`; refused while an approval is pending."""
         from .graph import new_run_input
 
@@ -123,7 +123,23 @@ class ThreadRunner:
             raise ApprovalPending(
                 "This thread is waiting for your approval of a tool call: approve or reject it (or press Stop) first."
             )
-        return new_run_input(message, mode)
+        return new_run_input(message, mode, context)
+
+    @staticmethod
+    async def with_context(graph_input: Any, message: str, env: Any, settings: Any) -> tuple[Any, list[dict[str, Any]]]:
+        """A new run's input with the context its message's @mentions (or the namespace snapshot)
+        resolve to, and the mentions for `run_started`. Never fails the run: context is a help."""
+        from .graph import new_run_input
+        from .mentions import context_for
+
+        try:
+            context, mentions = await context_for(message, env, settings)
+        except Exception:
+            log.exception("the context of a run could not be resolved")
+            return graph_input, []
+        if context is None:
+            return graph_input, [m.public() for m in mentions]
+        return new_run_input(message, graph_input.get("mode", "single"), context), [m.public() for m in mentions]
 
     def resume_input(self, snapshot: Any, call_id: str, decision: dict[str, Any]) -> Any:
         """The graph input that applies `decision` (approve / edit / reject) to the pending call
@@ -150,7 +166,7 @@ class ThreadRunner:
 
     async def run_segment(
         self, thread_id: str, run_id: str, graph_input: Any, make_context: ContextFactory, mode: str, message: str,
-        on_event: Callable[[dict[str, Any]], None] | None = None,
+        on_event: Callable[[dict[str, Any]], None] | None = None, mentions: list[dict[str, Any]] | None = None,
     ) -> str:  # fmt: skip
         """One segment of a run: until the graph ends, pauses for approval, fails or is cancelled.
         Returns the run_finished status; every event is in the thread's log when it returns."""
@@ -164,7 +180,8 @@ class ThreadRunner:
         status = "completed"
         try:
             await self.threads.update(thread_id, status="running", last_run_id=run_id)
-            emit(make_event("run_started", mode=mode, message=message))
+            started = {"mentions": mentions} if mentions else {}
+            emit(make_event("run_started", mode=mode, message=message, **started))
             async for chunk in self.graph.astream(
                 graph_input, self.config(thread_id), context=make_context(emit), stream_mode="updates", durability="sync"
             ):

@@ -19,6 +19,7 @@ from agent_core.contract.routes import (
     DiagnosticsRequest,
     ModelT,
     ResourcesRequest,
+    VariablesRequest,
     StartRun,
     parse_body,
     parse_json,
@@ -273,6 +274,27 @@ class ResourcesHandler(ToolRouteHandler):
         self.write_json(await check_resources(self.app.workspace, env, body.files, body.dataframes))
 
 
+class VariablesHandler(ToolRouteHandler):
+    """POST variables: {"kernel_id"?, "notebook_path"?} -> {"variables": [{"name", "type", "shape"?}], "note"?}."""
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        from agent_core.kernel_introspection import namespace_snapshot
+
+        body = self.body(VariablesRequest)
+        kernel_id, notebook = body.kernel_id, self._notebook_path(body.notebook_path)
+        if not (kernel_id or notebook):
+            self.write_json({"variables": [], "note": "no kernel: send the notebook's kernel_id or notebook_path"})
+            return
+        snapshot = await namespace_snapshot(self.environment(notebook or "", kernel_id), limit=200)
+        variables = [
+            {"name": v["name"], "type": v["type"], **({"shape": v["shape"]} if isinstance(v.get("shape"), list) else {})}
+            for v in snapshot.variables
+        ]
+        self.write_json({"variables": variables, **({"note": snapshot.note} if snapshot.note else {})})
+
+
 def _as_domain_error(e: BaseException) -> BaseException:
     """Errors of the agent's tools and of body parsing, as the routes answer them."""
     if isinstance(e, BodyError):
@@ -301,6 +323,7 @@ default_handlers = [
     (r"/cellwright/api/threads/(?P<thread_id>[\w-]+)/events", EventsHandler),
     (r"/cellwright/api/diagnostics", DiagnosticsHandler),
     (r"/cellwright/api/resources", ResourcesHandler),
+    (r"/cellwright/api/variables", VariablesHandler),
     (r"/cellwright/api/openapi\.json", OpenAPIHandler),
 ]
 

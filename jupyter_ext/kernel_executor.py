@@ -65,6 +65,30 @@ class KernelEnvironment:
         finally:
             client.stop_channels()
 
+    async def kernel_busy(self) -> bool:
+        """Whether the notebook's kernel is running a cell now: an evaluation would wait behind it."""
+        try:
+            kernel_id = await self.resolve_kernel()
+        except NoKernel:
+            return False
+        return _busy(self.kernel_manager.get_kernel(kernel_id))
+
+    async def kernel_history(self, n: int) -> list[tuple[int, str]]:
+        """The last `n` inputs of the kernel's current session as (execution count, source), oldest
+        first. A busy kernel would answer only after its cell: ToolInputError instead of a wait."""
+        kernel_id = await self.resolve_kernel()
+        manager = self.kernel_manager.get_kernel(kernel_id)
+        if _busy(manager):
+            raise ToolInputError("the kernel is busy running a cell")
+        client = _own_client(manager)
+        client.start_channels()
+        try:
+            msg_id = client.history(raw=True, output=False, hist_access_type="tail", n=n)
+            reply = await self._reply(client, msg_id, timeout=3)
+        finally:
+            client.stop_channels()
+        return latest_session(reply.get("history") or [])
+
     async def evaluate_json(self, expression: str) -> Any:
         kernel_id = await self.resolve_kernel()
         manager = self.kernel_manager.get_kernel(kernel_id)
@@ -224,6 +248,16 @@ def _own_client(manager: Any) -> Any:
 def _busy(manager: Any) -> bool:
     # jupyter_server's kernel managers track the state from iopub; other managers count as idle.
     return getattr(manager, "execution_state", "idle") == "busy"
+
+
+def latest_session(history: list[Any]) -> list[tuple[int, str]]:
+    """(line, source) of the newest session's entries: the history database also holds the
+    kernel's earlier sessions (other notebooks, before a restart)."""
+    entries = [e for e in history if isinstance(e, (list, tuple)) and len(e) == 3]
+    if not entries:
+        return []
+    newest = max(e[0] for e in entries)
+    return sorted((int(line), str(source)) for session, line, source in entries if session == newest)
 
 
 def _went_idle(msg: dict[str, Any]) -> bool:

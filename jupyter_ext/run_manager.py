@@ -91,6 +91,7 @@ class RunManager(LoggingConfigurable):
 
     async def thread_detail(self, thread_id: str) -> dict[str, Any]:
         """The thread as it is: a read never drives a run (recovery is for start-up and POSTs)."""
+        from agent_core.mentions import CONTEXT_KEY
         from agent_core.thread_runner import view_message
 
         record = await self.thread(thread_id)
@@ -101,7 +102,7 @@ class RunManager(LoggingConfigurable):
         return {
             **record.public(),
             "status": self._status(record, pending),
-            "messages": [view_message(m) for m in values.get("messages", [])],
+            "messages": [view_message(m) for m in values.get("messages", []) if not m.get(CONTEXT_KEY)],
             "todos": values.get("todos", []),
             "pending_approval": _public_pending(pending),
         }
@@ -148,7 +149,7 @@ class RunManager(LoggingConfigurable):
                 updates["title"] = title_from(message)
             if updates:
                 await self.threads.update(thread_id, **updates)
-            return self._launch(await self.thread(thread_id), graph_input, settings, mode, message)
+            return self._launch(await self.thread(thread_id), graph_input, settings, mode, message, with_context=True)
 
     async def decide(self, thread_id: str, call_id: str, body: Decision) -> str:
         record = await self.thread(thread_id)
@@ -220,23 +221,30 @@ class RunManager(LoggingConfigurable):
             raise Conflict(message or "A run of this thread is active: wait for it to finish or press Stop.", "run_active")
         await (await self.runner()).ensure_not_leased(thread_id)
 
-    def _launch(self, record: ThreadRecord, graph_input: Any, settings: AgentSettings, mode: str, message: str) -> str:
+    def _launch(
+        self, record: ThreadRecord, graph_input: Any, settings: AgentSettings, mode: str, message: str, with_context: bool = False
+    ) -> str:
         run_id = uuid.uuid4().hex
         env = self._env_factory(record.notebook_path, record.kernel_id or None, settings)
-        task = asyncio.create_task(self._drive(record, run_id, graph_input, settings, env, mode, message))
+        task = asyncio.create_task(self._drive(record, run_id, graph_input, settings, env, mode, message, with_context))
         self._active[record.thread_id] = task
         return run_id
 
     async def _drive(
-        self, record: ThreadRecord, run_id: str, graph_input: Any, settings: AgentSettings, env: ToolEnvironment, mode: str, message: str
-    ) -> str:
+        self, record: ThreadRecord, run_id: str, graph_input: Any, settings: AgentSettings, env: ToolEnvironment, mode: str,
+        message: str, with_context: bool = False,
+    ) -> str:  # fmt: skip
         from agent_core.graph import run_context
         from agent_core.thread_runner import ThreadBusy
 
         runner = await self.runner()
         try:
             make_context = lambda emit: run_context(record.thread_id, settings, env, runner.store.ledger, emit, record.notebook_path, mode)  # noqa: E731
-            return await runner.run_segment(record.thread_id, run_id, graph_input, make_context, mode, message)
+            # Resolved here, in the run's task: the POST answers at once, whatever the kernel does.
+            mentions = None
+            if with_context:
+                graph_input, mentions = await runner.with_context(graph_input, message, env, settings)
+            return await runner.run_segment(record.thread_id, run_id, graph_input, make_context, mode, message, mentions=mentions)
         except ThreadBusy as exc:  # a kernel took the thread between our check and the start
             self.log.warning("%s", exc)
             return "failed"

@@ -263,6 +263,13 @@ export interface FinalEvent {
   next_items: NextItem[];
 }
 
+export interface MentionInfo {
+  name: string;
+  kind: 'variable' | 'file';
+  /** false: not found, refused or unreadable; the model is told why. */
+  ok: boolean;
+}
+
 export interface RunFinishedEvent {
   type: 'run_finished';
   /** Per-thread counter, strictly increasing by one, never reused; the SSE `id:`. */
@@ -289,6 +296,8 @@ export interface RunStartedEvent {
   task_id?: string | null;
   mode: Mode;
   message: string;
+  /** The message's @mentions as the server resolved them (absent without any). */
+  mentions?: MentionInfo[] | null;
 }
 
 export type StreamEvent = CellwrightEvent | CaughtUpEvent;
@@ -550,6 +559,24 @@ export interface ThreadMessage {
   tool_call_id?: string | null;
 }
 
+export interface Variable {
+  type: string;
+  name: string;
+  shape?: number[] | null;
+}
+
+/** The kernel's user variables for @ completion: largest and most recently assigned first. */
+export interface Variables {
+  variables: Variable[];
+  /** Why the list is empty or short, e.g. "kernel busy: no snapshot". */
+  note?: string | null;
+}
+
+export interface VariablesRequest {
+  kernel_id?: string | null;
+  notebook_path?: string | null;
+}
+
 // ---------------------------------------------------------------- tools
 
 export interface AddMarkdownArgs {
@@ -631,6 +658,15 @@ export interface ReadFileArgs {
   end_line?: number | null;
 }
 
+export interface ReadNotebookArgs {
+  /** The notebook (.ipynb) to read; default: the thread's notebook. */
+  path?: string | null;
+  /** First cell index (0-based). Default 0. */
+  start?: number | null;
+  /** Cell index to stop before. Default: start + 30. */
+  end?: number | null;
+}
+
 export interface RunCellArgs {
   /** The Python code of the cell. */
   code: string;
@@ -696,6 +732,7 @@ export const TOOL_NAMES = [
   'search_notebooks',
   'load_skill',
   'task',
+  'read_notebook',
 ] as const;
 export type ToolName = (typeof TOOL_NAMES)[number];
 
@@ -716,6 +753,7 @@ export interface ToolArgs {
   search_notebooks: SearchNotebooksArgs;
   load_skill: LoadSkillArgs;
   task: TaskArgs;
+  read_notebook: ReadNotebookArgs;
 }
 
 // ---------------------------------------------------------------- routes
@@ -738,5 +776,6 @@ export interface Routes {
   'POST threads/{thread_id}/cancel': { body: null; answer: CancelAccepted };
   'POST diagnostics': { body: DiagnosticsRequest; answer: DiagnosticsAnswer };
   'POST resources': { body: ResourcesRequest; answer: Resources };
+  'POST variables': { body: VariablesRequest; answer: Variables };
   'GET openapi.json': { body: null; answer: Record<string, unknown> };
 }

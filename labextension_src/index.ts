@@ -13,6 +13,7 @@ import { IRenderMimeRegistry, RenderMimeRegistry } from '@jupyterlab/rendermime'
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 
 import { CellwrightAPI } from './api';
+import { cellUnderMenu } from './cellCommand';
 import { restartKernelById } from './kernels';
 import { PanelModel } from './model';
 import { NotebookBridge } from './notebook';
@@ -124,6 +125,28 @@ const plugin: JupyterFrontEndPlugin<void> = {
       isEnabled: () => model.running,
       execute: () => model.cancel()
     });
+    app.commands.addCommand(CommandIDs.askAboutCell, {
+      label: 'Ask Cellwright about This Cell',
+      caption: 'Open Cellwright with this cell (code and outputs) attached to your question',
+      isEnabled: () => !!tracker.currentWidget?.content.activeCell,
+      execute: () => {
+        const found = cellUnderMenu(app, tracker);
+        if (!found) {
+          return;
+        }
+        if (found.notebook !== tracker.currentWidget) {
+          bind(found.notebook);
+        }
+        model.draft.attachCell(found.context);
+        app.shell.activateById(panel.id);
+        panel.focusInput();
+      }
+    });
+    app.contextMenu.addItem({
+      command: CommandIDs.askAboutCell,
+      selector: '.jp-Notebook .jp-Cell',
+      rank: 0
+    });
     let running = model.running;
     model.changed.connect(() => {
       if (model.running !== running) {
@@ -132,7 +155,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     });
     if (palette) {
-      for (const command of [CommandIDs.open, CommandIDs.newThread, CommandIDs.stop]) {
+      for (const command of [CommandIDs.open, CommandIDs.newThread, CommandIDs.stop, CommandIDs.askAboutCell]) {
         palette.addItem({ command, category: CATEGORY });
       }
     }

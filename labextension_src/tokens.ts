@@ -27,6 +27,7 @@ export namespace CommandIDs {
   export const open = 'cellwright:open';
   export const newThread = 'cellwright:new-thread';
   export const stop = 'cellwright:stop';
+  export const askAboutCell = 'cellwright:ask-about-cell';
 }
 
 /** The modes the panel's switch offers, in its order. */

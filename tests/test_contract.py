@@ -42,6 +42,7 @@ API_TOOL_ARGS = {
     "search_notebooks": {"pattern", "notebook_path"},
     "load_skill": {"name"},
     "task": {"agent", "description"},
+    "read_notebook": {"path", "start", "end"},  # API.md, "Additions"
 }
 
 

@@ -252,7 +252,10 @@ def test_yes_approves_and_threads_continue(
 
     llm.script(text("Fresh start."))
     kernel.run("%agent --new hello")
-    assert [m["role"] for m in requests_after()[-1]["messages"]] == ["system", "user"]
+    fresh = requests_after()[-1]["messages"]
+    # A new thread: only the namespace snapshot (y is in the kernel) and the message.
+    assert [m["role"] for m in fresh] == ["system", "user", "user"] and fresh[-1]["content"] == "hello"
+    assert fresh[1]["content"].startswith("[Context") and "- y: str" in fresh[1]["content"]
     titles = [r.title for r, _ in threads_of(places["data"]) if r.notebook_path == NOTEBOOK]
     assert titles[:2] == ["%agent: hello", "%agent: make y"]  # newest first; the second call continued
 

@@ -34,12 +34,21 @@ class EventBase(WireModel):
     )
 
 
+class MentionInfo(WireModel):
+    name: str
+    kind: Literal["variable", "file"]
+    ok: bool = Field(description="false: not found, refused or unreadable; the model is told why.")
+
+
 class RunStartedEvent(EventBase):
     """A run, or the segment of a run that an approval decision resumed, starts."""
 
     type: Literal["run_started"]
     mode: Mode
     message: str
+    mentions: list[MentionInfo] | None = Field(
+        default=None, description="The message's @mentions as the server resolved them (absent without any)."
+    )
 
 
 class TokenEvent(EventBase):

@@ -66,6 +66,11 @@ class ResourcesRequest(Body):
     notebook_path: str | None = Path_
 
 
+class VariablesRequest(Body):
+    kernel_id: str | None = Id_
+    notebook_path: str | None = Path_
+
+
 class ConfigUpdate(Body):
     """PUT config: any of these; an unknown name is refused rather than silently dropped."""
 
@@ -197,6 +202,19 @@ class Resources(WireModel):
     system: SystemResources
 
 
+class Variable(WireModel):
+    name: str
+    type: str
+    shape: list[int] | None = None
+
+
+class Variables(WireModel):
+    """The kernel's user variables for @ completion: largest and most recently assigned first."""
+
+    variables: list[Variable]
+    note: str | None = Field(default=None, description='Why the list is empty or short, e.g. "kernel busy: no snapshot".')
+
+
 # -- the route table (paths under cellwright/api/)
 
 
@@ -249,6 +267,7 @@ ROUTES: tuple[Route, ...] = (
     Route("post", "threads/{thread_id}/cancel", "Stop the run (interrupts the kernel if a cell runs).", {202: CancelAccepted}, errors=(404, 409)),
     Route("post", "diagnostics", "Lint a cell's code or a .py file.", {200: DiagnosticsAnswer}, DiagnosticsRequest, (*BODY_ERRORS, 409)),
     Route("post", "resources", "File sizes, DataFrame sizes, memory and GPUs.", {200: Resources}, ResourcesRequest, BODY_ERRORS),
+    Route("post", "variables", "The kernel's variables (name, type, shape), for @ mentions.", {200: Variables}, VariablesRequest, BODY_ERRORS),
     Route("get", "openapi.json", "This document.", {200: OPENAPI_DOCUMENT}),
 )  # fmt: skip
 

@@ -23,6 +23,7 @@ RunStatus = TypeAliasType("RunStatus", Literal["completed", "awaiting_approval",
 ThreadStatus = TypeAliasType(
     "ThreadStatus", Literal["idle", "running", "completed", "awaiting_approval", "cancelled", "failed"]
 )
+Vision = TypeAliasType("Vision", Literal["auto", "on", "off"])
 CellStatus = TypeAliasType("CellStatus", Literal["ok", "error", "aborted"])
 ToolStatus = TypeAliasType("ToolStatus", Literal["ok", "error", "rejected"])
 TodoStatus = TypeAliasType("TodoStatus", Literal["pending", "in_progress", "completed"])

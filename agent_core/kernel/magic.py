@@ -251,7 +251,10 @@ class AgentCall:
             await runner.stop_pending(record.thread_id, record.last_run_id)
             self.main.post(self.printer.note, "A call an earlier %agent left waiting for approval was stopped; it did not run.")
             snapshot = await runner.snapshot(record.thread_id)
-        await self._drive(runner, record, runner.start_input(snapshot, self.request, "single"), self.request)
+        graph_input, mentions = await runner.with_context(
+            runner.start_input(snapshot, self.request, "single"), self.request, self.env, self.agent_settings
+        )
+        await self._drive(runner, record, graph_input, self.request, mentions)
 
     async def _thread(self, threads: Any) -> Any:
         """The notebook's latest `%agent` thread, or a new one (--new, or none yet)."""
@@ -264,7 +267,7 @@ class AgentCall:
             await threads.update(record.thread_id, kernel_id=self.env.kernel_id)  # for the panel, should it continue here
         return record
 
-    async def _drive(self, runner: Any, record: Any, graph_input: Any, message: str) -> str:
+    async def _drive(self, runner: Any, record: Any, graph_input: Any, message: str, mentions: list[Any] | None = None) -> str:
         """Run segments until the run ends; each approval is asked on the main thread in between
         and resumes the graph as RunManager.decide does."""
         from ..graph import run_context
@@ -277,7 +280,8 @@ class AgentCall:
             def make_context(emit: Any) -> Any:
                 return run_context(thread_id, self.agent_settings, self.env, runner.store.ledger, emit, record.notebook_path, "single")
 
-            status = await runner.run_segment(thread_id, run_id, graph_input, make_context, "single", message, self._show)
+            status = await runner.run_segment(thread_id, run_id, graph_input, make_context, "single", message, self._show, mentions)
+            mentions = None
             if status != "awaiting_approval":
                 return status
             snapshot = await runner.snapshot(thread_id)

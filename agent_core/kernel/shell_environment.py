@@ -104,6 +104,11 @@ class ShellEnvironment:
         except Exception as exc:
             raise ToolInputError(f"the kernel could not evaluate it: {type(exc).__name__}: {exc}") from None
 
+    async def kernel_history(self, n: int) -> list[tuple[int, str]]:
+        tail = await self.main.call(lambda: list(self.shell.history_manager.get_tail(n, raw=True, output=False, include_latest=True)))
+        newest = max((entry[0] for entry in tail), default=None)
+        return sorted((int(line), str(source)) for session, line, source in tail if session == newest)
+
     # -- on the main thread
 
     def _run_here(self, code: str) -> tuple[list[dict[str, Any]], str, int | None]:

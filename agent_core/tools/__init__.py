@@ -7,6 +7,7 @@ from .delegation import TASK
 from .diagnostics import DIAGNOSTICS
 from .files import LIST_FILES, READ_FILE
 from .notebook import ADD_MARKDOWN, RUN_CELL
+from .notebook_reader import READ_NOTEBOOK
 from .planning import FINAL_ANSWER, WRITE_TODOS
 from .resources import CHECK_RESOURCE
 from .search import SEARCH_NOTEBOOKS, SEARCH_WORKSPACE
@@ -19,6 +20,7 @@ TOOLS: dict[str, ToolSpec] = {
     for spec in (
         WRITE_TODOS, RUN_CELL, ADD_MARKDOWN, FINAL_ANSWER, EXECUTE_COMMAND, CHECK_RESOURCE, DIAGNOSTICS,
         READ_FILE, LIST_FILES, WRITE_FILE, EDIT_FILE, SEARCH_WORKSPACE, SEARCH_NOTEBOOKS, LOAD_SKILL, TASK,
+        READ_NOTEBOOK,
     )
 }  # fmt: skip
 TOOL_NAMES: tuple[str, ...] = tuple(TOOLS)

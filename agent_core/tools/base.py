@@ -65,6 +65,7 @@ class ToolOutcome:
     summary: str = ""  # what the panel shows; defaults to a shortened content
     state: dict[str, Any] = field(default_factory=dict)  # graph state updates (e.g. todos)
     ends_run: bool = False
+    images: tuple[dict[str, str], ...] = ()  # {"mime", "data" (base64)}: for vision models (agent_core.vision)
 
     @property
     def display_summary(self) -> str:

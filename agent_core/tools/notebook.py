@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import Field
 
 from ..output_digest import digest
+from ..vision import cell_images
 from .arguments import ToolArgs
 from .base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
 from .diagnostics import lint_code
@@ -29,10 +30,13 @@ async def run_cell(args: RunCellArgs, ctx: ToolContext) -> ToolOutcome:
         raise ToolInputError("run_cell needs non-empty code")
     cell = await ctx.env.run_cell(ctx.call_id, args.code, ctx.emit)
     text = digest(cell.outputs)
+    images, notes = cell_images(cell.outputs)
+    if notes:
+        text += "\n" + "\n".join(notes)
     if cell.status == "aborted":
         return ToolOutcome("error", f"The cell was aborted.\n{text}")
     head = f"[execution_count {cell.execution_count}]" if cell.execution_count is not None else ""
-    return ToolOutcome("ok" if cell.status == "ok" else "error", f"{head}\n{text}".strip(), summary=text)
+    return ToolOutcome("ok" if cell.status == "ok" else "error", f"{head}\n{text}".strip(), summary=text, images=tuple(images))
 
 
 async def cell_preview(args: RunCellArgs, ctx: ToolContext) -> dict[str, Any]:

@@ -7,8 +7,6 @@ is (WorkspaceError: a 400 on the route, an error result for the model)."""
 from __future__ import annotations
 
 import asyncio
-import json
-import keyword
 import os
 import shutil
 import time
@@ -17,6 +15,8 @@ from typing import Any
 
 from pydantic import Field
 
+from .. import kernel_probe
+from ..kernel_probe import is_variable_name
 from ..workspace import Workspace, WorkspaceError, human_size, resolve_in_root, workspace_of
 from .arguments import ToolArgs
 from .base import ToolContext, ToolEnvironment, ToolInputError, ToolOutcome, ToolSpec
@@ -29,23 +29,10 @@ MAX_ITEMS = 100
 MAX_ITEM_CHARS = 4096
 DEEP_MEMORY_ROWS = 2_000_000  # beyond this, pandas' deep memory count (which walks every string) is skipped
 
-# Runs in the kernel, exec'd into a fresh dict, so it defines nothing in the user's namespace. It
-# must run none of the user's code: a name is looked up in the namespace dict (no attribute chain,
-# no property); an object's class is read with type() and compared by identity with pandas' and
-# polars' own classes before any method is called (isinstance would read a __class__ property, and
-# a user's class named DataFrame has its own memory_usage); class names are read through type's
-# own descriptors (a metaclass could answer attribute reads itself); and pandas' deep count, which
-# calls __sizeof__ on every object in an object column, runs only when those objects are of
-# built-in types.
+# Runs in the kernel after kernel_probe.HELPERS (see there for what a probe may not do). pandas'
+# deep count, which calls __sizeof__ on every object in an object column, runs only when those
+# objects are of built-in types.
 _PROBE = r'''
-import json
-import sys
-import types
-
-_module_of = type.__dict__["__module__"].__get__
-_qualname_of = type.__dict__["__qualname__"].__get__
-
-
 def probe(ns, payload):
     request = json.loads(payload)
     out = {}
@@ -55,23 +42,6 @@ def probe(ns, payload):
         except Exception as exc:
             out[name] = {"error": "measuring it failed: %s" % _describe(exc)}
     return json.dumps(out)
-
-
-def _describe(exc):
-    kind = type(exc)
-    if _module_of(kind).split(".")[0] not in ("builtins", "pandas", "polars", "numpy"):
-        return _class_name(kind)  # its message would come from its own __str__
-    return "%s: %s" % (_qualname_of(kind), exc)
-
-
-def _class_name(kind):
-    module, name = _module_of(kind), _qualname_of(kind)
-    return "%s.%s" % (module if type(module) is str else "?", name if type(name) is str else "?")
-
-
-def _library(name):
-    module = sys.modules.get(name)
-    return module if type(module) is types.ModuleType else None
 
 
 def measure(ns, name, deep_rows):
@@ -89,23 +59,6 @@ def measure(ns, name, deep_rows):
     if pd is not None and kind is pd.__dict__.get("Series"):
         return {"error": "%s is a pandas Series, not a DataFrame (%d rows)" % (name, len(value))}
     return {"error": "%s is a %s, not a pandas or polars DataFrame" % (name, _class_name(kind))}
-
-
-_PLAIN = None
-
-
-def _plain_types(pd):
-    """ids of the classes whose __sizeof__ is the interpreter's or pandas' own C code."""
-    global _PLAIN
-    if _PLAIN is None:
-        import datetime
-        import decimal
-
-        kinds = [str, bytes, int, float, bool, complex, type(None), datetime.datetime, datetime.date,
-                 datetime.time, datetime.timedelta, decimal.Decimal]
-        kinds += [type(pd.NA), type(pd.NaT), pd.Timestamp, pd.Timedelta]
-        _PLAIN = frozenset(map(id, kinds))  # ids: hashing a class could run its metaclass's __hash__
-    return _PLAIN
 
 
 def _pandas_frame(pd, frame, name, deep_rows):
@@ -128,9 +81,8 @@ def _pandas_frame(pd, frame, name, deep_rows):
     for level in levels:
         if level.dtype == object:
             arrays.append(level.to_numpy())
-    plain = _plain_types(pd)
     small = rows <= deep_rows
-    deep = small and all(frozenset(map(id, map(type, values))) <= plain for values in arrays)
+    deep = small and all(_all_plain(values) for values in arrays)
     used = int(frame.memory_usage(deep=deep, index=True).sum())
     entry = {"bytes": used, "rows": int(rows), "columns": int(columns), "library": "pandas", "deep": deep}
     if not deep:
@@ -140,23 +92,12 @@ def _pandas_frame(pd, frame, name, deep_rows):
 '''
 
 
-def is_variable_name(name: Any) -> bool:
-    """A plain Python identifier that is not a keyword: all a resource check may name."""
-    return isinstance(name, str) and len(name) <= 200 and name.isidentifier() and not keyword.iskeyword(name)
-
-
 def probe_expression(names: list[str]) -> str:
-    """One expression, evaluated in the kernel with the user's namespace as globals, that measures
-    `names`. It looks up no global name (a user's variable called exec or globals would be found
-    first); the names travel as JSON data inside a string literal, never as code."""
+    """The expression that measures `names` in the kernel (see kernel_probe.probe_expression)."""
     bad = [name for name in names if not is_variable_name(name)]
     if bad:
         raise ValueError(f"not variable names: {bad!r}")
-    payload = json.dumps({"names": names, "deep_rows": DEEP_MEMORY_ROWS})
-    return (
-        "(lambda f, scope: (f.__builtins__['exec'](" + repr(_PROBE) + ", scope), "
-        "scope['probe'](f.__globals__, " + repr(payload) + "))[1])((lambda: None), {})"
-    )
+    return kernel_probe.probe_expression(_PROBE, "probe", {"names": names, "deep_rows": DEEP_MEMORY_ROWS})
 
 
 def _walk_size(path: Path) -> tuple[int, int, bool]:

@@ -14,6 +14,7 @@ import {
 import { agentLabel, KERNEL_UNRESPONSIVE } from '../tokens';
 import { RestartKernelButton } from './KernelRestart';
 import { Markdown } from './Markdown';
+import { UserMessageText } from './Mentions';
 import { TodoList } from './TodoList';
 import { STATUS_ICON, ToolEntry, ToolResultLine } from './ToolEntry';
 
@@ -143,7 +144,9 @@ function Item(props: {
     case 'user':
       return (
         <div className="cw-message cw-message-user" data-testid="cw-user-message">
-          <div className="cw-message-text">{item.text}</div>
+          <div className="cw-message-text">
+            <UserMessageText text={item.text} />
+          </div>
         </div>
       );
     case 'assistant':

@@ -10,3 +10,4 @@ export type { ConnectionState } from './thread';
 export type { IKeyValueStore } from './lastThreads';
 export { PanelModel } from './panel';
 export type { ILiveEvent, INotebookBinding, IPanelError } from './panel';
+export { ComposerDraft } from './draft';

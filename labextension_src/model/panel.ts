@@ -16,6 +16,7 @@ import {
   Mode,
   Thread
 } from '../contract.gen';
+import { ComposerDraft } from './draft';
 import { IKeyValueStore, LastThreads } from './lastThreads';
 import { healthNotices } from './notices';
 import { ThreadModel } from './thread';
@@ -61,6 +62,8 @@ export class PanelModel implements IDisposable {
 
   readonly api: CellwrightAPI;
   readonly version: string;
+  /** The composer's attachments (a cell to ask about). */
+  readonly draft = new ComposerDraft();
 
   /** Emitted when anything the panel shows changes. */
   get changed(): ISignal<this, void> {

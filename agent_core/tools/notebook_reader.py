@@ -1,0 +1,132 @@
+"""read_notebook: the cells of the bound notebook with bounded output digests, and which cells ran
+in which order, from the saved notebook and from the kernel's own input history (so cells the user
+ran since the thread started count, saved or not)."""
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from ..output_digest import bounded, digest
+from ..workspace import WorkspaceError, relative_to_root, workspace_of
+from .arguments import ToolArgs
+from .base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
+
+MAX_NOTEBOOK_BYTES = 50 * 2**20
+DEFAULT_CELLS = 30
+SOURCE_CHARS = 2000
+OUTPUT_CHARS = 1500
+TOTAL_CHARS = 24_000
+HISTORY_ENTRIES = 25
+HISTORY_CHARS = 400
+HISTORY_TIMEOUT = 3.0
+
+
+class ReadNotebookArgs(ToolArgs):
+    path: str | None = Field(default=None, description="The notebook (.ipynb) to read; default: the thread's notebook.")
+    start: int | None = Field(default=None, ge=0, description="First cell index (0-based). Default 0.")
+    end: int | None = Field(default=None, ge=0, description=f"Cell index to stop before. Default: start + {DEFAULT_CELLS}.")
+
+
+def load_notebook(path: Path) -> dict[str, Any]:
+    """The notebook's JSON; ToolInputError when it is not a notebook this tool can read."""
+    if path.suffix != ".ipynb":
+        raise ToolInputError(f"{path.name} is not a notebook (.ipynb); use read_file for other files")
+    try:
+        if path.stat().st_size > MAX_NOTEBOOK_BYTES:
+            raise ToolInputError(f"{path.name} is larger than {MAX_NOTEBOOK_BYTES // 2**20} MB")
+        with path.open(encoding="utf-8") as handle:
+            notebook = json.load(handle)
+    except FileNotFoundError:
+        raise ToolInputError(f"there is no notebook {path.name}") from None
+    except (OSError, ValueError) as exc:
+        raise ToolInputError(f"{path.name} could not be read as a notebook: {exc}") from None
+    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+        raise ToolInputError(f"{path.name} is not a notebook: it has no cell list")
+    return notebook
+
+
+def _source(cell: dict[str, Any]) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
+def cells_text(notebook: dict[str, Any], start: int = 0, end: int | None = None, total: int = TOTAL_CHARS,
+               output_chars: int = OUTPUT_CHARS) -> str:  # fmt: skip
+    """The cells in [start, end) as text for the model: index, type, execution count, source and
+    output digest, each bounded, the whole bounded too."""
+    cells = [c for c in notebook["cells"] if isinstance(c, dict)]
+    stop = min(len(cells), end if end is not None else start + DEFAULT_CELLS)
+    parts = [f"{len(cells)} cells; showing {start} to {max(start, stop) - 1}." if start < stop else f"{len(cells)} cells; none in that range."]
+    for index in range(start, stop):
+        cell = cells[index]
+        kind = cell.get("cell_type", "?")
+        count = cell.get("execution_count")
+        head = f"--- cell {index} ({kind}{f', execution_count {count}' if count is not None else ''})"
+        text = f"{head}\n{bounded(_source(cell), SOURCE_CHARS)}"
+        outputs = cell.get("outputs") if kind == "code" else None
+        if isinstance(outputs, list) and outputs:
+            text += f"\n[outputs]\n{digest([o for o in outputs if isinstance(o, dict)], output_chars)}"
+        parts.append(text)
+    return bounded("\n".join(parts), total)
+
+
+def run_order(notebook: dict[str, Any]) -> str:
+    ran = [(c.get("execution_count"), i) for i, c in enumerate(c for c in notebook["cells"] if isinstance(c, dict))]
+    ran = sorted((count, index) for count, index in ran if isinstance(count, int))
+    if not ran:
+        return "No cell of the saved notebook has run."
+    return "Run order in the saved notebook (execution_count: cell): " + ", ".join(f"[{n}]: {i}" for n, i in ran[-60:])
+
+
+async def kernel_history(env: Any) -> str:
+    """The kernel's last inputs of its current session, oldest first; '' when it cannot tell."""
+    history = getattr(env, "kernel_history", None)
+    if history is None:
+        return ""
+    try:
+        entries = await asyncio.wait_for(history(HISTORY_ENTRIES), HISTORY_TIMEOUT + 1)
+    except (asyncio.TimeoutError, ToolInputError) as exc:
+        return f"(the kernel's input history is not available: {exc or 'no answer'})"
+    except Exception as exc:  # a dead kernel, a protocol error
+        return f"(the kernel's input history is not available: {type(exc).__name__})"
+    if not entries:
+        return ""
+    lines = [f"The kernel's last {len(entries)} inputs, in the order they ran (execution count: code):"]
+    lines += [f"[{line}]: {bounded(source, HISTORY_CHARS)}" for line, source in entries]
+    return "\n".join(lines)
+
+
+async def read_notebook(args: ReadNotebookArgs, ctx: ToolContext) -> ToolOutcome:
+    workspace = workspace_of(ctx.env)
+    target = args.path or getattr(ctx.run, "notebook_path", "") or getattr(ctx.env, "notebook_path", "")
+    if not target:
+        raise ToolInputError("this thread has no notebook: give the path of one")
+    try:
+        path = workspace.resolve(target)
+    except WorkspaceError as exc:
+        raise ToolInputError(exc.message) from None
+    notebook = await asyncio.to_thread(load_notebook, path)
+    start = args.start or 0
+    rel = relative_to_root(workspace.root, path)
+    body = f"{rel}: {cells_text(notebook, start, args.end)}\n\n{run_order(notebook)}"
+    bound = not args.path or args.path == getattr(ctx.env, "notebook_path", None)
+    history = await kernel_history(ctx.env) if bound else ""
+    if history:
+        body += f"\n\n{history}"
+    return ToolOutcome("ok", body, summary=f"Read {rel} ({len(notebook['cells'])} cells)")
+
+
+READ_NOTEBOOK = ToolSpec(
+    name="read_notebook",
+    description=(
+        "Read the cells of the notebook (default: the one this thread is bound to) with their outputs, by "
+        "index range, and which cells ran in which order, including the user's own cells run in the kernel."
+    ),
+    args=ReadNotebookArgs,
+    action=read_notebook,
+    read_only=True,
+)
