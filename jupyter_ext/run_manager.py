@@ -5,6 +5,7 @@ readers follow, and the HTTP errors."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
@@ -148,7 +149,8 @@ class RunManager(LoggingConfigurable):
                 updates["title"] = title_from(message)
             if updates:
                 await self.threads.update(thread_id, **updates)
-            return self._launch(await self.thread(thread_id), graph_input, settings, mode, message)
+                record = dataclasses.replace(record, **updates)  # what was just written: no second read
+            return self._launch(record, graph_input, settings, mode, message)
 
     async def decide(self, thread_id: str, call_id: str, body: Decision) -> str:
         record = await self.thread(thread_id)
@@ -162,7 +164,7 @@ class RunManager(LoggingConfigurable):
             resume = runner.resume_input(snapshot, call_id, decision)
             if body.kernel_id:
                 await self.threads.update(thread_id, kernel_id=body.kernel_id)
-                record = await self.thread(thread_id)
+                record = dataclasses.replace(record, kernel_id=body.kernel_id)
             return self._launch(record, resume, self._settings(), runner.mode_of(snapshot), "")
 
     async def cancel(self, thread_id: str) -> None:
