@@ -100,6 +100,7 @@ class ThreadStore:
         self.holder = holder  # ... and how a refusal names it to the user
         self._live: dict[str, _LiveLog] = {}
         self._last_seq: dict[str, int] = {}
+        self._preview_readers: dict[str, int] = {}  # token previews are made only while someone reads them
         # While this process holds a thread's lease it is the thread's only writer, so its recent
         # appends (contiguous seqs up to _last_seq) answer its readers without a query.
         self._recent: dict[str, _Recent] = {}
@@ -272,6 +273,20 @@ class ThreadStore:
         self.wake(thread_id)
         return stamped
 
+    def wants_previews(self, thread_id: str) -> bool:
+        return self._preview_readers.get(thread_id, 0) > 0
+
+    def reading_previews(self, thread_id: str, delta: int) -> None:
+        count = self._preview_readers.get(thread_id, 0) + delta
+        if count > 0:
+            self._preview_readers[thread_id] = count
+        else:
+            self._preview_readers.pop(thread_id, None)
+
+    def last_stored(self, thread_id: str) -> int:
+        """The last seq this process stored for the thread (0 if none yet)."""
+        return self._last_seq.get(thread_id, 0)
+
     def publish_live(self, thread_id: str, event: dict[str, Any]) -> None:
         """Stream `event` to this process's readers without storing it (no seq)."""
         log = self._live.setdefault(thread_id, _LiveLog())
@@ -293,9 +308,8 @@ class ThreadStore:
         if log is None:
             return [], start
         found = []
-        for index, anchor, event in log.entries:
-            if index < start:
-                continue
+        first = log.entries[0][0] if log.entries else log.next_index
+        for index, anchor, event in itertools.islice(log.entries, max(0, start - first), None):
             if anchor > upto_seq:
                 break
             found.append(event)
