@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, Mapping, get_args
+from typing import Any, get_args
 
 from jupyter_core.application import JupyterApp
 from traitlets import Bool, Enum, Float, Int, List, TraitError, Unicode, default, validate

@@ -1,7 +1,9 @@
 """A run's event sink: what the agent emits goes into the thread's log, in order, with bounded
 storage. Token deltas are coalesced (one row per 50 ms or 1 KB, the first at once), and a cell's
 outputs are stored up to a head cap; beyond it they are streamed live only, and the cell's end
-stores a "lines omitted" note and the tail. Readers connected at the time still get everything."""
+stores a "lines omitted" note and the tail. Readers connected at the time still get everything.
+Readers that ask for token previews get each delta as it arrives, live only, named by the seq of
+the row that will store it: they see tokens at once without a commit per token."""
 from __future__ import annotations
 
 import asyncio
@@ -187,10 +189,19 @@ class EventPump:
                 else:
                     self._threads.publish_live(self._thread_id, routed)
 
+    def _preview(self, token: dict[str, Any], stored_as: int) -> None:
+        if self._threads.wants_previews(self._thread_id):
+            self._threads.publish_live(self._thread_id, {**token, "live_only": True, "stored_as": stored_as})
+
     async def _coalesced(self, first: dict[str, Any]) -> dict[str, Any]:
         """`first` and the tokens that follow it within the window (the first of a burst at once)."""
         parts, size = [first["text"]], len(first["text"])
         deadline = max(time.monotonic(), self._last_token_write + TOKEN_WINDOW_SECONDS)
+        # Readers that asked for previews get each delta now; the row stored at the deadline has
+        # the next seq (this pump is the run's only writer) and carries the same text again.
+        stored_as = self._threads.last_stored(self._thread_id) + 1
+        if deadline > time.monotonic():
+            self._preview(first, stored_as)
         while size < TOKEN_MAX_CHARS:
             try:
                 following = self._queue.get_nowait()
@@ -210,5 +221,6 @@ class EventPump:
                 break
             parts.append(following["text"])
             size += len(following["text"])
+            self._preview(following, stored_as)
         self._last_token_write = time.monotonic()
         return {**first, "text": "".join(parts)}

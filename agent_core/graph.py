@@ -303,6 +303,24 @@ async def approval_request(spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolC
     return request
 
 
+# Approval requests this process made, by (ledger scope, call id): the node re-runs from its top on
+# resume, and interrupt() then ignores its value, so the card's diagnostics (a lint, maybe a kernel
+# round trip) need not be computed again while the approved cell waits. After a restart they are.
+_ASKED: dict[tuple[str, str], dict[str, Any]] = {}
+ASKED_KEPT = 256
+
+
+async def _approval_request_once(spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolContext, ctx: RunContext) -> dict[str, Any]:
+    key = (ctx.ledger_scope, tool_ctx.call_id)
+    request = _ASKED.get(key)
+    if request is None or request["args"] != args:
+        request = await approval_request(spec, args, tool_ctx, ctx)
+        if len(_ASKED) >= ASKED_KEPT:
+            del _ASKED[next(iter(_ASKED))]
+        _ASKED[key] = request
+    return request
+
+
 def _decided_args(decision: Any, args: dict[str, Any]) -> tuple[dict[str, Any] | None, ToolOutcome | None]:
     """The arguments to run with, or the outcome of a rejection."""
     kind = decision.get("decision") if isinstance(decision, dict) else None
@@ -334,7 +352,7 @@ async def _run_tool(call: dict[str, Any], ctx: RunContext) -> ToolOutcome:
     tool_ctx = ToolContext(call["id"], ctx.env, ctx.emit, ctx.settings, ctx)
     if ctx.needs_approval(name):
         # The node re-runs from the top on resume; nothing above has side effects.
-        decision = interrupt(await approval_request(spec, args, tool_ctx, ctx))
+        decision = interrupt(await _approval_request_once(spec, args, tool_ctx, ctx))
         args, rejected = _decided_args(decision, args)
         if rejected is not None:
             await ctx.ledger.finished(ctx.ledger_scope, call["id"], rejected)

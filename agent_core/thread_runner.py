@@ -173,13 +173,12 @@ class ThreadRunner:
         from .agents import agent_for_mode
         from .llm import LLMError
 
-        if not await self.threads.take_lease(thread_id):
+        if not await self.threads.begin_run(thread_id, status="running", last_run_id=run_id):
             raise ThreadBusy(await self.threads.leased_elsewhere(thread_id) or "another process")
         renewing = asyncio.create_task(self._renew_lease(thread_id))
         emit = EventPump(self.threads, thread_id, run_id, agent_for_mode(mode).name, on_event)
         status = "completed"
         try:
-            await self.threads.update(thread_id, status="running", last_run_id=run_id)
             started = {"mentions": mentions} if mentions else {}
             emit(make_event("run_started", mode=mode, message=message, **started))
             async for chunk in self.graph.astream(

@@ -5,10 +5,13 @@ client that reconnects with the last seq it saw gets every later event once, in 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
+import sqlite3
 import time
 import uuid
 from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -31,6 +34,7 @@ SCHEMA = (
 MIGRATIONS = ("ALTER TABLE leases ADD COLUMN holder TEXT NOT NULL DEFAULT ''",)
 LEASE_SECONDS = 30.0  # renewed every third of it while a run goes on; a crashed owner's lease expires
 LIVE_EVENTS_KEPT = 2000  # per thread: live-only events a slow reader may still catch up on
+RECENT_EVENTS_KEPT, RECENT_BYTES_KEPT = 4096, 4 * 1024 * 1024  # per leased thread: events its readers get from memory
 
 
 @dataclass
@@ -40,6 +44,30 @@ class _LiveLog:
 
     entries: deque[tuple[int, int, dict[str, Any]]] = field(default_factory=lambda: deque(maxlen=LIVE_EVENTS_KEPT))
     next_index: int = 0
+
+
+@dataclass
+class _Recent:
+    """The last stored events of a thread, contiguous in seq, bounded in count and bytes."""
+
+    events: deque[dict[str, Any]] = field(default_factory=deque)
+    sizes: deque[int] = field(default_factory=deque)
+    bytes: int = 0
+
+    def add(self, event: dict[str, Any], size: int) -> None:
+        self.events.append(event)
+        self.sizes.append(size)
+        self.bytes += size
+        while len(self.events) > RECENT_EVENTS_KEPT or (self.bytes > RECENT_BYTES_KEPT and len(self.events) > 1):
+            self.events.popleft()
+            self.bytes -= self.sizes.popleft()
+
+    def after(self, seq: int, limit: int) -> list[dict[str, Any]] | None:
+        """The events after `seq` (None if memory does not reach back that far)."""
+        if not self.events or self.events[0]["seq"] > seq + 1:
+            return None
+        start = seq + 1 - self.events[0]["seq"]
+        return list(itertools.islice(self.events, start, start + limit))
 
 
 @dataclass
@@ -60,126 +88,204 @@ class ThreadRecord:
 
 
 class ThreadStore:
+    """Every SQLite call is one function run on the store's own thread: one hop per read or write
+    transaction, not one per statement, fetch and commit (each hop wakes the event loop)."""
+
     def __init__(self, path: Path, holder: str = "another process") -> None:
         self._path = path
-        self._conn: Any = None
+        self._conn: sqlite3.Connection | None = None
+        self._executor: ThreadPoolExecutor | None = None
         self._wakeups: dict[str, asyncio.Event] = {}
-        self._write_lock = asyncio.Lock()  # one write transaction at a time on this connection
         self.owner = uuid.uuid4().hex  # this process's name on the leases it holds
         self.holder = holder  # ... and how a refusal names it to the user
         self._live: dict[str, _LiveLog] = {}
         self._last_seq: dict[str, int] = {}
+        self._preview_readers: dict[str, int] = {}  # token previews are made only while someone reads them
+        # While this process holds a thread's lease it is the thread's only writer, so its recent
+        # appends (contiguous seqs up to _last_seq) answer its readers without a query.
+        self._recent: dict[str, _Recent] = {}
 
     @property
     def is_open(self) -> bool:
         return self._conn is not None
 
-    async def open(self) -> None:
-        import aiosqlite
+    async def _call(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        conn = self._conn
+        if conn is None:
+            raise ValueError("the thread store is closed")
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, conn)
 
+    async def _write(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        """`fn` inside one write transaction (BEGIN IMMEDIATE: other processes share the file)."""
+
+        def transaction(conn: sqlite3.Connection) -> Any:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            return result
+
+        return await self._call(transaction)
+
+    async def _rows(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        return await self._call(lambda conn: conn.execute(sql, params).fetchall())
+
+    async def open(self) -> None:
         private_file(self._path)
-        self._conn = await aiosqlite.connect(str(self._path))
-        await self._conn.execute("PRAGMA journal_mode=WAL")
-        # WAL + NORMAL: no fsync per commit (one per checkpoint of the WAL); survives a crash of the process.
-        await self._conn.execute("PRAGMA synchronous=NORMAL")
-        for statement in SCHEMA:
-            await self._conn.execute(statement)
-        async with self._conn.execute("PRAGMA table_info(leases)") as cursor:
-            lease_columns = {row[1] for row in await cursor.fetchall()}
-        if "holder" not in lease_columns:
-            for statement in MIGRATIONS:
-                await self._conn.execute(statement)
-        await self._conn.commit()
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="cellwright-threads")
+
+        def connect() -> sqlite3.Connection:
+            # Autocommit mode: transactions are the explicit BEGIN IMMEDIATE of _write.
+            conn = sqlite3.connect(str(self._path), isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            # WAL + NORMAL: no fsync per commit (one per checkpoint of the WAL); survives a crash of the process.
+            conn.execute("PRAGMA synchronous=NORMAL")
+            for statement in SCHEMA:
+                conn.execute(statement)
+            lease_columns = {row[1] for row in conn.execute("PRAGMA table_info(leases)")}
+            if "holder" not in lease_columns:
+                for statement in MIGRATIONS:
+                    conn.execute(statement)
+            return conn
+
+        self._conn = await asyncio.get_running_loop().run_in_executor(self._executor, connect)
 
     async def close(self) -> None:
         if self._conn is not None:
-            await self._conn.close()
-            self._conn = None
+            conn, self._conn = self._conn, None
+            await asyncio.get_running_loop().run_in_executor(self._executor, conn.close)
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+            self._executor = None
 
     async def create(self, notebook_path: str, title: str) -> ThreadRecord:
         now = time.time()
         record = ThreadRecord(uuid.uuid4().hex, title, notebook_path, now, now, "idle")
-        async with self._write_lock:
-            await self._conn.execute(
+        await self._write(
+            lambda conn: conn.execute(
                 "INSERT INTO threads VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (record.thread_id, record.title, record.notebook_path, now, now, record.status, "", ""),
             )
-            await self._conn.commit()
+        )
         return record
 
     async def get(self, thread_id: str) -> ThreadRecord | None:
-        async with self._conn.execute("SELECT * FROM threads WHERE thread_id = ?", (thread_id,)) as cursor:
-            row = await cursor.fetchone()
-        return ThreadRecord(*row) if row else None
+        rows = await self._rows("SELECT * FROM threads WHERE thread_id = ?", (thread_id,))
+        return ThreadRecord(*rows[0]) if rows else None
 
     async def list(self) -> list[ThreadRecord]:
-        async with self._conn.execute("SELECT * FROM threads ORDER BY updated_at DESC") as cursor:
-            return [ThreadRecord(*row) for row in await cursor.fetchall()]
+        return [ThreadRecord(*row) for row in await self._rows("SELECT * FROM threads ORDER BY updated_at DESC", ())]
 
-    async def update(self, thread_id: str, **fields: str) -> None:
+    @staticmethod
+    def _update_sql(thread_id: str, fields: dict[str, str]) -> tuple[str, tuple[Any, ...]]:
         allowed = {"title", "notebook_path", "status", "last_run_id", "kernel_id"}
         if not fields.keys() <= allowed:
             raise ValueError(f"cannot update {sorted(fields.keys() - allowed)}")
         assignments = ", ".join(f"{name} = ?" for name in fields)
-        async with self._write_lock:
-            await self._conn.execute(
-                f"UPDATE threads SET {assignments}, updated_at = ? WHERE thread_id = ?",
-                (*fields.values(), time.time(), thread_id),
-            )
-            await self._conn.commit()
+        return f"UPDATE threads SET {assignments}, updated_at = ? WHERE thread_id = ?", (*fields.values(), time.time(), thread_id)
+
+    async def update(self, thread_id: str, **fields: str) -> None:
+        sql, params = self._update_sql(thread_id, fields)
+        await self._write(lambda conn: conn.execute(sql, params))
 
     async def delete(self, thread_id: str) -> None:
-        async with self._write_lock:
-            await self._conn.execute("DELETE FROM threads WHERE thread_id = ?", (thread_id,))
-            await self._conn.execute("DELETE FROM events WHERE thread_id = ?", (thread_id,))
-            await self._conn.commit()
+        def delete(conn: sqlite3.Connection) -> None:
+            conn.execute("DELETE FROM threads WHERE thread_id = ?", (thread_id,))
+            conn.execute("DELETE FROM events WHERE thread_id = ?", (thread_id,))
+
+        await self._write(delete)
+        self._recent.pop(thread_id, None)
+        self._last_seq.pop(thread_id, None)
         self.forget_live(thread_id)
         self.wake(thread_id)
 
+    def _lease_in(self, conn: sqlite3.Connection, thread_id: str) -> int | None:
+        """Take or renew the lease inside a transaction; the thread's last seq if taken, else None."""
+        now = time.time()
+        cursor = conn.execute(
+            "INSERT INTO leases (thread_id, owner, until, holder) VALUES (?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE"
+            " SET owner = excluded.owner, until = excluded.until, holder = excluded.holder"
+            " WHERE leases.owner = excluded.owner OR leases.until < ?",
+            (thread_id, self.owner, now + LEASE_SECONDS, self.holder, now),
+        )
+        if cursor.rowcount != 1:
+            return None
+        return _max_seq_in(conn, thread_id)
+
+    def _leased(self, thread_id: str, last_seq: int | None) -> bool:
+        if last_seq is None:
+            self._recent.pop(thread_id, None)
+            return False
+        if thread_id not in self._recent or self._last_seq.get(thread_id) != last_seq:
+            self._recent[thread_id] = _Recent()
+            self._last_seq[thread_id] = last_seq
+        return True
+
     async def take_lease(self, thread_id: str) -> bool:
         """Take (or renew) the right to drive `thread_id`; False while another process holds it."""
-        now = time.time()
-        async with self._write_lock:
-            cursor = await self._conn.execute(
-                "INSERT INTO leases (thread_id, owner, until, holder) VALUES (?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE"
-                " SET owner = excluded.owner, until = excluded.until, holder = excluded.holder"
-                " WHERE leases.owner = excluded.owner OR leases.until < ?",
-                (thread_id, self.owner, now + LEASE_SECONDS, self.holder, now),
-            )
-            await self._conn.commit()
-        return cursor.rowcount == 1
+        return self._leased(thread_id, await self._write(lambda conn: self._lease_in(conn, thread_id)))
+
+    async def begin_run(self, thread_id: str, **fields: str) -> bool:
+        """Take the lease and update the thread's record in one transaction (the hot path of a run's
+        start); False, and nothing updated, while another process holds the lease."""
+        sql, params = self._update_sql(thread_id, fields)
+
+        def begin(conn: sqlite3.Connection) -> int | None:
+            last_seq = self._lease_in(conn, thread_id)
+            if last_seq is not None:
+                conn.execute(sql, params)
+            return last_seq
+
+        return self._leased(thread_id, await self._write(begin))
 
     async def release_lease(self, thread_id: str) -> None:
-        async with self._write_lock:
-            await self._conn.execute("DELETE FROM leases WHERE thread_id = ? AND owner = ?", (thread_id, self.owner))
-            await self._conn.commit()
+        self._recent.pop(thread_id, None)
+        await self._write(lambda conn: conn.execute("DELETE FROM leases WHERE thread_id = ? AND owner = ?", (thread_id, self.owner)))
 
     async def leased_elsewhere(self, thread_id: str) -> str | None:
         """Who else drives `thread_id` right now (in words), or None."""
-        async with self._conn.execute(
+        rows = await self._rows(
             "SELECT holder FROM leases WHERE thread_id = ? AND owner != ? AND until >= ?", (thread_id, self.owner, time.time())
-        ) as cursor:
-            row = await cursor.fetchone()
-        return None if row is None else (row[0] or "another process")
+        )
+        return None if not rows else (rows[0][0] or "another process")
 
     async def append(self, thread_id: str, event: dict[str, Any]) -> dict[str, Any]:
         """Stamp `event` with the thread's next seq, persist it and wake the readers. The seq is read
-        inside a write transaction: the server and a kernel's `%agent` may append to one thread."""
-        async with self._write_lock:
-            await self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                seq = await self._max_seq(thread_id) + 1
-                stamped = {**event, "seq": seq, "thread_id": thread_id}
-                await self._conn.execute(
-                    "INSERT INTO events (thread_id, seq, data) VALUES (?, ?, ?)", (thread_id, seq, json.dumps(stamped))
-                )
-                await self._conn.commit()
-            except BaseException:
-                await self._conn.rollback()
-                raise
+        inside the write transaction: the server and a kernel's `%agent` may append to one thread."""
+
+        def insert(conn: sqlite3.Connection) -> tuple[int, str]:
+            seq = _max_seq_in(conn, thread_id) + 1
+            data = json.dumps({**event, "seq": seq, "thread_id": thread_id})
+            conn.execute("INSERT INTO events (thread_id, seq, data) VALUES (?, ?, ?)", (thread_id, seq, data))
+            return seq, data
+
+        seq, data = await self._write(insert)
+        stamped = json.loads(data)  # what a reader of the log gets (tuples as lists), also from memory
+        recent = self._recent.get(thread_id)
+        if recent is not None:
+            if self._last_seq.get(thread_id) != seq - 1:
+                recent = self._recent[thread_id] = _Recent()  # someone else wrote (our lease lapsed): start again here
+            recent.add(stamped, len(data))
         self._last_seq[thread_id] = seq
         self.wake(thread_id)
         return stamped
+
+    def wants_previews(self, thread_id: str) -> bool:
+        return self._preview_readers.get(thread_id, 0) > 0
+
+    def reading_previews(self, thread_id: str, delta: int) -> None:
+        count = self._preview_readers.get(thread_id, 0) + delta
+        if count > 0:
+            self._preview_readers[thread_id] = count
+        else:
+            self._preview_readers.pop(thread_id, None)
+
+    def last_stored(self, thread_id: str) -> int:
+        """The last seq this process stored for the thread (0 if none yet)."""
+        return self._last_seq.get(thread_id, 0)
 
     def publish_live(self, thread_id: str, event: dict[str, Any]) -> None:
         """Stream `event` to this process's readers without storing it (no seq)."""
@@ -202,9 +308,8 @@ class ThreadStore:
         if log is None:
             return [], start
         found = []
-        for index, anchor, event in log.entries:
-            if index < start:
-                continue
+        first = log.entries[0][0] if log.entries else log.next_index
+        for index, anchor, event in itertools.islice(log.entries, max(0, start - first), None):
             if anchor > upto_seq:
                 break
             found.append(event)
@@ -219,10 +324,16 @@ class ThreadStore:
         self._live.pop(thread_id, None)
 
     async def events_after(self, thread_id: str, after: int, limit: int = 1000) -> list[dict[str, Any]]:
-        async with self._conn.execute(
-            "SELECT data FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?", (thread_id, after, limit)
-        ) as cursor:
-            return [json.loads(row[0]) for row in await cursor.fetchall()]
+        recent = self._recent.get(thread_id)
+        if recent is not None:
+            last = self._last_seq[thread_id]
+            if after >= last:
+                return []
+            found = recent.after(after, limit)
+            if found is not None:
+                return found
+        rows = await self._rows("SELECT data FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?", (thread_id, after, limit))
+        return [json.loads(row[0]) for row in rows]
 
     async def wait_for_events(
         self, thread_id: str, after: int, timeout: float, still: Callable[[], bool] = lambda: True, live_start: int | None = None
@@ -247,6 +358,10 @@ class ThreadStore:
             wakeup.set()
 
     async def _max_seq(self, thread_id: str) -> int:
-        async with self._conn.execute("SELECT MAX(seq) FROM events WHERE thread_id = ?", (thread_id,)) as cursor:
-            row = await cursor.fetchone()
-        return row[0] or 0
+        if thread_id in self._recent:
+            return self._last_seq[thread_id]
+        return await self._call(lambda conn: _max_seq_in(conn, thread_id))
+
+
+def _max_seq_in(conn: sqlite3.Connection, thread_id: str) -> int:
+    return conn.execute("SELECT MAX(seq) FROM events WHERE thread_id = ?", (thread_id,)).fetchone()[0] or 0

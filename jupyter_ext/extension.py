@@ -54,6 +54,9 @@ class CellwrightApp(ExtensionApp):
             self.configuration.checkpoints_path, parent=self,
         )  # fmt: skip
         self._open_lock = asyncio.Lock()
+        from .kernel_clients import KernelClients
+
+        self.kernel_clients = KernelClients()
         self.settings["cellwright"] = self
 
     def initialize_handlers(self) -> None:
@@ -76,6 +79,7 @@ class CellwrightApp(ExtensionApp):
 
     async def stop_extension(self) -> None:
         await self.run_manager.shutdown()
+        self.kernel_clients.close()
         await self.threads.close()
 
     # -- what the handlers and the run manager ask for
@@ -89,7 +93,7 @@ class CellwrightApp(ExtensionApp):
         cell_timeout = settings.cell_timeout if settings is not None else self.configuration.cell_timeout
         return KernelEnvironment(
             serverapp.kernel_manager, serverapp.session_manager, Path(serverapp.root_dir), notebook_path, kernel_id,
-            cell_timeout, workspace=self.workspace,
+            cell_timeout, workspace=self.workspace, clients=self.kernel_clients,
         )  # fmt: skip
 
     def apply_changes(self, changes: Any) -> None:

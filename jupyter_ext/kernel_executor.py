@@ -42,6 +42,8 @@ class KernelEnvironment:
     # An agent_core.workspace.Workspace built from the server's configuration (allow_hidden, its data
     # and runtime folders); None falls back to the safe default for root_dir.
     workspace: Any = None
+    # The server's kept kernel clients (kernel_clients.KernelClients); None: a client per cell.
+    clients: Any = None
 
     async def resolve_kernel(self) -> str:
         if self.kernel_id and self.kernel_id in self.kernel_manager:
@@ -57,13 +59,30 @@ class KernelEnvironment:
     async def run_cell(self, call_id: str, code: str, emit: Emit) -> CellRun:
         kernel_id = await self.resolve_kernel()
         manager = self.kernel_manager.get_kernel(kernel_id)
-        client = _own_client(manager)
-        client.start_channels()
+        if self.clients is None:
+            client = _own_client(manager)
+            client.start_channels()
+            try:
+                await self._wait_for_turn(client, manager, kernel_id, call_id, code, emit)
+                return await self._execute(client, manager, kernel_id, call_id, code, emit)
+            finally:
+                client.stop_channels()
+        shared = self.clients.get(kernel_id, manager, self.kernel_manager)
+        started, queued, turn_taken = time.monotonic(), shared.turn.locked(), False
+        if queued:  # another run's cell is on this kernel
+            emit(self._started(call_id, code, kernel_id, waiting_for_kernel=True))
         try:
-            await self._wait_for_turn(client, manager, kernel_id, call_id, code, emit)
-            return await self._execute(client, manager, kernel_id, call_id, code, emit)
+            async with shared.turn:
+                turn_taken = True
+                await self._wait_for_turn(shared.client, manager, kernel_id, call_id, code, emit, ready=not shared.needs_ready(manager))
+                shared.mark_ready(manager)
+                return await self._execute(shared.client, manager, kernel_id, call_id, code, emit)
+        except asyncio.CancelledError:
+            if queued and not turn_taken:  # stopped before its turn: it never ran
+                emit(cell_finished(call_id, "aborted", None, started))
+            raise
         finally:
-            client.stop_channels()
+            self.clients.done(kernel_id, shared)
 
     async def kernel_busy(self) -> bool:
         """Whether the notebook's kernel is running a cell now: an evaluation would wait behind it."""
@@ -110,7 +129,9 @@ class KernelEnvironment:
             raise ToolInputError(f"the kernel could not evaluate it: {value.get('ename')}: {value.get('evalue')}")
         return json.loads(ast.literal_eval(value["data"]["text/plain"]))
 
-    async def _wait_for_turn(self, client: Any, manager: Any, kernel_id: str, call_id: str, code: str, emit: Emit) -> None:
+    async def _wait_for_turn(
+        self, client: Any, manager: Any, kernel_id: str, call_id: str, code: str, emit: Emit, ready: bool = False
+    ) -> None:
         """Wait while the kernel runs another cell (the user's), then until our client is connected.
         An approved cell waits as a queued cell would, however long; a Stop meanwhile leaves the
         other cell alone, as this one has not been sent."""
@@ -128,6 +149,8 @@ class KernelEnvironment:
                         await client.get_iopub_msg(timeout=POLL_SECONDS)  # a status change wakes us early
                     except queue.Empty:
                         pass
+                if ready:  # a kept client already proved its iopub connected to this kernel process
+                    return
                 try:
                     # Checks that iopub is connected, so no output of the cell is missed; answered
                     # at once by an idle kernel, so it only fails when a user's cell started meanwhile.

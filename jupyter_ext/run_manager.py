@@ -5,6 +5,7 @@ readers follow, and the HTTP errors."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import uuid
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
@@ -149,7 +150,8 @@ class RunManager(LoggingConfigurable):
                 updates["title"] = title_from(message)
             if updates:
                 await self.threads.update(thread_id, **updates)
-            return self._launch(await self.thread(thread_id), graph_input, settings, mode, message, with_context=True)
+                record = dataclasses.replace(record, **updates)  # what was just written: no second read
+            return self._launch(record, graph_input, settings, mode, message, with_context=True)
 
     async def decide(self, thread_id: str, call_id: str, body: Decision) -> str:
         record = await self.thread(thread_id)
@@ -163,7 +165,7 @@ class RunManager(LoggingConfigurable):
             resume = runner.resume_input(snapshot, call_id, decision)
             if body.kernel_id:
                 await self.threads.update(thread_id, kernel_id=body.kernel_id)
-                record = await self.thread(thread_id)
+                record = dataclasses.replace(record, kernel_id=body.kernel_id)
             return self._launch(record, resume, self._settings(), runner.mode_of(snapshot), "")
 
     async def cancel(self, thread_id: str) -> None:
@@ -181,21 +183,36 @@ class RunManager(LoggingConfigurable):
 
     # -- following a thread's events
 
-    async def follow(self, thread_id: str, after: int) -> AsyncIterator[StreamItem]:
+    async def follow(self, thread_id: str, after: int, previews: bool = False) -> AsyncIterator[StreamItem]:
         """The thread's events after seq `after`: the stored backlog, `caught_up`, then live events
-        (stored ones and live-only outputs, in order) until the thread's run ends; pings while idle."""
+        (stored ones and live-only outputs, in order) until the thread's run ends; pings while idle.
+        With `previews`, also each token as it arrives, before its coalesced row is stored."""
         await self.thread(thread_id)
+        if previews:
+            self.threads.reading_previews(thread_id, 1)
+            try:
+                async for item in self._follow(thread_id, after, True):
+                    yield item
+            finally:
+                self.threads.reading_previews(thread_id, -1)
+        else:
+            async for item in self._follow(thread_id, after, False):
+                yield item
+
+    async def _follow(self, thread_id: str, after: int, previews: bool) -> AsyncIterator[StreamItem]:
         threads = self.threads
         live = threads.live_start(thread_id, after)
         caught_up = False
         while True:
             running = self.is_running(thread_id)
             for event in await threads.events_after(thread_id, after):
-                for item, live in self._live_items(thread_id, live, event["seq"] - 1):
+                items, live = self._live_items(thread_id, live, event["seq"] - 1, previews)
+                for item in items:
                     yield item
                 yield StreamItem("event", event)
                 after = event["seq"]
-            for item, live in self._live_items(thread_id, live, after):
+            items, live = self._live_items(thread_id, live, after, previews)
+            for item in items:
                 yield item
             if not caught_up:
                 caught_up = True
@@ -210,9 +227,11 @@ class RunManager(LoggingConfigurable):
             if self.is_running(thread_id) and idle:
                 yield StreamItem("ping")
 
-    def _live_items(self, thread_id: str, start: int, upto_seq: int) -> list[tuple[StreamItem, int]]:
+    def _live_items(self, thread_id: str, start: int, upto_seq: int, previews: bool) -> tuple[list[StreamItem], int]:
+        """Live-only events to send, and where this reader's position in the live log moves to
+        (also past the token previews it did not ask for)."""
         events, end = self.threads.live_events(thread_id, start, upto_seq)
-        return [(StreamItem("event", event, stored=False), end) for event in events]
+        return [StreamItem("event", event, stored=False) for event in events if previews or "stored_as" not in event], end
 
     # -- internals
 

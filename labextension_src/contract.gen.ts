@@ -317,8 +317,8 @@ export interface TodosEvent {
 
 export interface TokenEvent {
   type: 'token';
-  /** Per-thread counter, strictly increasing by one, never reused; the SSE `id:`. */
-  seq: number;
+  /** Absent on a live_only preview: it is not stored. */
+  seq?: number | null;
   thread_id: string;
   run_id: string;
   /** "main" in single mode; "planner" or the sub-agent's name in multi mode. */
@@ -327,6 +327,16 @@ export interface TokenEvent {
   task_id?: string | null;
   /** A piece of the assistant's visible answer. */
   text: string;
+  /**
+   * A preview, sent only to readers that asked for `previews=1`, as the model's delta arrives and
+   * before its coalesced row is stored; no `id:`.
+   */
+  live_only?: boolean;
+  /**
+   * On a preview: the seq of the stored token event that will carry this text again. A reader drops
+   * its previews of that seq when the stored event with that seq (or any later one) arrives.
+   */
+  stored_as?: number | null;
 }
 
 export interface ToolCallEvent {

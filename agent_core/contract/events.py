@@ -53,7 +53,18 @@ class RunStartedEvent(EventBase):
 
 class TokenEvent(EventBase):
     type: Literal["token"]
+    seq: int | None = Field(default=None, description="Absent on a live_only preview: it is not stored.")  # type: ignore[assignment]
     text: str = Field(description="A piece of the assistant's visible answer.")
+    live_only: bool = Field(
+        default=False,
+        description="A preview, sent only to readers that asked for `previews=1`, as the model's delta arrives and "
+        "before its coalesced row is stored; no `id:`.",
+    )
+    stored_as: int | None = Field(
+        default=None,
+        description="On a preview: the seq of the stored token event that will carry this text again. A reader drops "
+        "its previews of that seq when the stored event with that seq (or any later one) arrives.",
+    )
 
 
 class ToolCallEvent(EventBase):

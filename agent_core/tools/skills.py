@@ -73,15 +73,32 @@ def parse_skill(text: str, path: Path) -> Skill:
     return Skill(name, description, body.strip() + "\n", path)
 
 
+# Parsed skill files by (path, mtime, size): every model call lists the skills, and parsing their
+# YAML front matter each time cost more than the rest of the prompt.
+_parsed: dict[tuple[Path, int, int], Skill] = {}
+
+
+def _read_skill(path: Path) -> Skill:
+    stat = path.stat()
+    if stat.st_size > MAX_SKILL_BYTES:
+        raise ValueError(f"larger than {MAX_SKILL_BYTES} bytes")
+    key = (path, stat.st_mtime_ns, stat.st_size)
+    skill = _parsed.get(key)
+    if skill is None:
+        skill = parse_skill(path.read_text(encoding="utf-8"), path)
+        if len(_parsed) > 1000:
+            _parsed.clear()
+        _parsed[key] = skill
+    return skill
+
+
 def _read_folder(folder: Path) -> dict[str, Skill]:
     skills: dict[str, Skill] = {}
     if not folder.is_dir():
         return skills
     for path in sorted(folder.glob("*.md")):
         try:
-            if path.stat().st_size > MAX_SKILL_BYTES:
-                raise ValueError(f"larger than {MAX_SKILL_BYTES} bytes")
-            skill = parse_skill(path.read_text(encoding="utf-8"), path)
+            skill = _read_skill(path)
         except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
             log.warning("skill file %s skipped: %s", path, exc)
             continue

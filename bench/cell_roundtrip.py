@@ -1,0 +1,86 @@
+"""Approve -> `cell_finished` for a cell of `pass` through Cellwright's server, versus a raw
+jupyter-client execute of `pass` on the same kernel (a client connected once, as a notebook's is).
+Prints both medians and the difference, from one run.
+
+    python bench/cell_roundtrip.py [rounds]
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+from jupyter_client import BlockingKernelClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from devtools.fake_llm import FakeLLM, tool_call  # noqa: E402
+from devtools.jupyter_process import TOKEN, JupyterProcess  # noqa: E402
+
+
+def raw(client: BlockingKernelClient) -> float:
+    started = time.perf_counter()
+    msg_id = client.execute("pass", store_history=True)
+    while True:  # the cell is over when its reply is in and the kernel went idle for it
+        msg = client.get_iopub_msg(timeout=10)
+        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            break
+    while client.get_shell_msg(timeout=10)["parent_header"].get("msg_id") != msg_id:
+        pass
+    return time.perf_counter() - started
+
+
+def through_server(llm: FakeLLM, client: httpx.Client, kernel: str, n: int) -> float:
+    """A thread whose model asks to run `pass`; the clock runs from POST approve to cell_finished."""
+    llm.script(tool_call("run_cell", {"code": "pass"}, id=f"c{n}"), tool_call("final_answer", {"answer": "ok"}))
+    thread = client.post("cellwright/api/threads", json={"notebook_path": "b.ipynb"}).json()["thread_id"]
+    client.post(f"cellwright/api/threads/{thread}/runs", json={"message": "run pass", "kernel_id": kernel})
+    seq = 0
+    with client.stream("GET", f"cellwright/api/threads/{thread}/events") as response:
+        for line in response.iter_lines():
+            if line.startswith("data: "):
+                seq = json.loads(line[6:]).get("seq", seq)
+    started = time.perf_counter()
+    client.post(f"cellwright/api/threads/{thread}/approvals/c{n}", json={"decision": "approve", "kernel_id": kernel})
+    with client.stream("GET", f"cellwright/api/threads/{thread}/events", headers={"Last-Event-ID": str(seq)}) as response:
+        for line in response.iter_lines():
+            if line == "event: cell_finished":
+                return time.perf_counter() - started
+    raise RuntimeError("no cell_finished event")
+
+
+def main(rounds: int) -> None:
+    with FakeLLM() as llm, tempfile.TemporaryDirectory() as tmp:
+        env = {"OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "k", "CELLWRIGHT_MODEL": "fake-model"}
+        server = JupyterProcess(Path(tmp), env).start()
+        http = httpx.Client(base_url=server.url, headers={"Authorization": f"token {TOKEN}"}, timeout=60)
+        kernel = server.open_notebook("b.ipynb")
+        kc = BlockingKernelClient(connection_file=str(Path(tmp) / "runtime" / f"kernel-{kernel}.json"))
+        kc.load_connection_file()
+        kc.start_channels()
+        kc.wait_for_ready(timeout=30)
+        try:
+            through_server(llm, http, kernel, 0)  # warm: first use opens the checkpointer and imports langgraph
+            raw(kc)
+            served, direct = [], []
+            for n in range(1, rounds + 1):  # interleaved, so both see the same load on the machine
+                direct.append(raw(kc))
+                served.append(through_server(llm, http, kernel, n))
+        finally:
+            kc.stop_channels()
+            http.close()
+            server.stop()
+    ms = 1000
+    print(f"rounds: {rounds}")
+    print(f"raw jupyter-client execute of `pass`:      median {statistics.median(direct) * ms:7.1f} ms")
+    print(f"through Cellwright (approve -> finished):  median {statistics.median(served) * ms:7.1f} ms")
+    print(f"difference {(statistics.median(served) - statistics.median(direct)) * ms:.1f} ms, "
+          f"ratio {statistics.median(served) / statistics.median(direct):.1f}x")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 10)
