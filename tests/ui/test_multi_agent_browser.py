@@ -25,7 +25,7 @@ def test_subagent_approval_in_multi_mode(page: Any, lab: JupyterProcess, fake_ll
     page.get_by_role("button", name="Send").click()
 
     card = page.get_by_role("region", name="Approval required")
-    card.wait_for(timeout=30_000)
+    card.wait_for(timeout=60_000)  # a fresh server imports langgraph and openai on its first run
     expect(page.get_by_test_id("cw-approval-agent")).to_contain_text("Python developer")
     expect(page.get_by_test_id("cw-agent")).to_contain_text("Python developer")
     expect(page.get_by_test_id("cw-subtask")).to_contain_text("Compute 6 * 7")

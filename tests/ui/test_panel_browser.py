@@ -26,7 +26,7 @@ def test_ask_approve_run_and_answer(page: Any, lab: JupyterProcess, fake_llm: Fa
     page.get_by_role("button", name="Send").click()
 
     card = page.get_by_role("region", name="Approval required")
-    card.wait_for(timeout=30_000)
+    card.wait_for(timeout=60_000)  # a fresh server imports langgraph and openai on its first run
     expect(card).to_contain_text("open('data.csv')")
     expect(page.get_by_test_id("cw-todos")).to_contain_text("Load data.csv")
     page.screenshot(path=str(SHOTS / "1-approval-card.png"))

@@ -172,7 +172,7 @@ def test_finding_2_card_shows_control_characters(page: Any, lab: JupyterProcess,
     page.get_by_role("button", name="Send").click()
 
     card = page.get_by_role("region", name="Approval required")
-    card.wait_for(timeout=30_000)
+    card.wait_for(timeout=60_000)  # a fresh server imports langgraph and openai on its first run
     code = page.get_by_test_id("cw-approval-code")
     marker = code.get_by_test_id("cw-control-char")
     expect(marker).to_have_count(1)

@@ -25,7 +25,7 @@ def test_approve_shell_command_and_file_edit(page: Any, lab: JupyterProcess, fak
     page.get_by_role("button", name="Send").click()
 
     card = page.get_by_role("region", name="Approval required")
-    card.wait_for(timeout=30_000)
+    card.wait_for(timeout=60_000)  # a fresh server imports langgraph and openai on its first run
     expect(page.get_by_test_id("cw-approval-command")).to_contain_text("ls && echo listed-ok")
     expect(page.get_by_test_id("cw-approval-cwd")).to_contain_text("src")
     page.screenshot(path=str(SHOTS / "6-shell-card.png"))
