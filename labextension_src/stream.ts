@@ -92,7 +92,8 @@ export function followEvents(
   signal: AbortSignal
 ): Promise<void> {
   const path = `threads/${encodeURIComponent(threadId)}/events`;
-  const url = URLExt.join(settings.baseUrl, API_NAMESPACE, path);
+  // Previews show each token as the model writes it; the stored rows come coalesced, later.
+  const url = URLExt.join(settings.baseUrl, API_NAMESPACE, path) + '?previews=1';
   let failures = 0;
   let emptyCloses = 0;
   let received = 0;

@@ -26,10 +26,12 @@ import {
   ConversationItem,
   DisplayStatus,
   isLiveOnly,
+  isPreview,
   ISubtaskItem,
   IThreadView,
   IToolItem,
   Path,
+  PreviewToken,
   ROOT_AGENTS,
   TASK_TOOL,
   ToolItemStatus
@@ -188,8 +190,50 @@ function agentAfter(view: IThreadView, event: CellwrightEvent, agent: string): s
  * Fold one event into a thread view. Returns a new view, or the same one
  * when the event changes nothing (a seq already folded in: a replay that
  * overlaps the live stream applies each event once).
+ *
+ * A token preview is shown at once, on top of the stored-only view; every
+ * other event is folded into that view and the previews it has not made
+ * stale are shown again on top. The stored row N carries the text of the
+ * previews with `stored_as` <= N again, so the result is what the stored
+ * events alone give, whether their previews came (live) or not (a replay).
  */
 export function reduceEvent(view: IThreadView, event: CellwrightEvent): IThreadView {
+  if (isPreview(event)) {
+    if (event.stored_as <= view.lastSeq) {
+      return view; // its row is folded in already
+    }
+    const base = view.previews?.base ?? view;
+    return {
+      ...showPreview(view, event),
+      previews: { base, pending: [...(view.previews?.pending ?? []), event] }
+    };
+  }
+  if (!view.previews) {
+    return foldStored(view, event);
+  }
+  const { base, pending } = view.previews;
+  const folded = foldStored(base, event);
+  if (folded === base) {
+    return view;
+  }
+  // A row stored, or any later event, ends its previews: text of a row never stored goes too.
+  const kept = pending.filter(preview => preview.stored_as > folded.lastSeq);
+  return kept.reduce<IThreadView>(
+    (shown, preview) => ({
+      ...showPreview(shown, preview),
+      previews: { base: folded, pending: [...(shown.previews?.pending ?? []), preview] }
+    }),
+    folded
+  );
+}
+
+/** A preview folded as its stored row would be, except that it does not move the resume point. */
+function showPreview(view: IThreadView, preview: PreviewToken): IThreadView {
+  const shown = foldStored(view, { ...preview, seq: preview.stored_as, live_only: undefined });
+  return { ...shown, lastSeq: view.lastSeq };
+}
+
+function foldStored(view: IThreadView, event: CellwrightEvent): IThreadView {
   // Only a stored event has a seq (a live-only output has none, or NaN from the stream).
   const seq = typeof event.seq === 'number' && Number.isFinite(event.seq) ? event.seq : null;
   if (seq !== null && seq <= view.lastSeq) {

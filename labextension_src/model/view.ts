@@ -11,7 +11,8 @@ import {
   Mode,
   NbOutput,
   NextItem,
-  Todo
+  Todo,
+  TokenEvent
 } from '../contract.gen';
 
 /** The status shown in the status line. */
@@ -164,7 +165,23 @@ export interface IThreadView {
   streaming: Path | null;
   /** The highest seq folded in; -1 before the first event. */
   lastSeq: number;
+  /**
+   * Token previews shown ahead of their stored rows, with the view as it was
+   * without them: a stored row is folded into `base`, so its text, which
+   * repeats its previews', is never shown twice. Null when none is pending.
+   */
+  previews: IPreviews | null;
 }
+
+export interface IPreviews {
+  /** The stored-only view that the pending previews are shown on top of. */
+  base: IThreadView;
+  /** Previews whose stored row has not arrived, in arrival order. */
+  pending: readonly PreviewToken[];
+}
+
+/** A token preview: live only, named by the seq of the row that will store it again. */
+export type PreviewToken = TokenEvent & { stored_as: number };
 
 export const EMPTY_VIEW: IThreadView = Object.freeze({
   items: [],
@@ -176,7 +193,8 @@ export const EMPTY_VIEW: IThreadView = Object.freeze({
   pendingApproval: null,
   tasks: {},
   streaming: null,
-  lastSeq: -1
+  lastSeq: -1,
+  previews: null
 }) as IThreadView;
 
 /** Agents whose events belong to the top level of the conversation. */
@@ -205,6 +223,11 @@ export function isStopped(item: {
     item.stopped === true ||
     (item.status === 'rejected' && (item.summary ?? '').trim() === STOPPED_SUMMARY)
   );
+}
+
+/** A token sent ahead of the stored row that carries its text again (`previews=1`). */
+export function isPreview(event: CellwrightEvent): event is PreviewToken {
+  return event.type === 'token' && event.live_only === true && typeof event.stored_as === 'number';
 }
 
 /** An output beyond the server's stored cap: for the notebook, not the timeline. */

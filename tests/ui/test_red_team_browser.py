@@ -230,7 +230,7 @@ def test_panel_follows_waiting_overflowing_and_unresponsive_cells(page: Any, lab
     card.wait_for(timeout=60_000)  # the first run of a server imports langgraph and openai
     editor.click()
     page.keyboard.press("Control+Enter")  # the user's cell keeps the kernel busy for 10 s
-    page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="busy"]', timeout=10_000)
+    page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="busy"]', timeout=30_000)
     card.get_by_role("button", name="Approve").click()
 
     status = page.locator('[data-testid="cw-tool"][data-tool-name="run_cell"] [data-testid="cw-tool-status"]').first
