@@ -25,7 +25,6 @@ from agent_core.contract.routes import (
     parse_body,
     parse_json,
 )
-from agent_core.tools import ToolInputError
 from agent_core.workspace import WorkspaceError
 
 from .errors import BadRequest, CellwrightError, Conflict
@@ -310,6 +309,8 @@ def _as_domain_error(e: BaseException) -> BaseException:
         return error
     if isinstance(e, WorkspaceError):
         return BadRequest(e.message[:1].upper() + e.message[1:] + ".", e.kind)
+    from agent_core.tools import ToolInputError  # loaded by then: only a tool raises it
+
     if isinstance(e, ToolInputError):
         from agent_core.tools.diagnostics import DiagnosticsUnavailable
 

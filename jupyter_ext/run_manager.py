@@ -21,14 +21,14 @@ from agent_core.contract import make_event
 from agent_core.contract.routes import Decision
 from agent_core.settings import AgentSettings
 from agent_core.thread_store import ThreadRecord, ThreadStore
-from agent_core.tools import ToolEnvironment
 
 from .errors import BadRequest, Conflict, NotFound
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the tool registry loads on a run's first use, not at server start
+    from agent_core.tools import ToolEnvironment
     from agent_core.thread_runner import ThreadRunner
 
-EnvFactory = Callable[[str, "str | None", AgentSettings], ToolEnvironment]
+EnvFactory = Callable[[str, "str | None", AgentSettings], "ToolEnvironment"]
 
 
 @dataclass(frozen=True)
