@@ -76,6 +76,25 @@ def open_panel_from_palette(page: Any) -> None:
     raise AssertionError("the command palette did not run Open Cellwright")
 
 
+def run_cell_from_editor(page: Any, cell: Any) -> None:
+    """Run `cell` with Ctrl+Enter from its editor and wait until its prompt shows `[*]`. A key
+    press can land while focus is still moving (the panel grabbed it a moment ago), so the
+    press is repeated, but only while the prompt shows the cell never started."""
+    from playwright.sync_api import expect
+
+    prompt = cell.locator(".jp-InputPrompt")
+    for _ in range(5):
+        cell.locator(".cm-content").click()
+        page.keyboard.press("Control+Enter")
+        try:
+            expect(prompt).not_to_have_text("[ ]:", timeout=3_000)
+            break
+        except Exception:
+            continue
+    else:
+        raise AssertionError("Ctrl+Enter did not start the cell")
+
+
 
 
 def pytest_collection_modifyitems(items: list[Any]) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from devtools.fake_llm import FakeLLM, tool_call
 from devtools.jupyter_process import JupyterProcess
-from tests.ui.conftest import SHOTS, open_new_notebook, open_panel_from_palette
+from tests.ui.conftest import SHOTS, open_new_notebook, open_panel_from_palette, run_cell_from_editor
 
 PIXEL = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=")
 
@@ -228,9 +228,7 @@ def test_panel_follows_waiting_overflowing_and_unresponsive_cells(page: Any, lab
     page.get_by_role("button", name="Send").click()
     card = page.get_by_role("region", name="Approval required")
     card.wait_for(timeout=60_000)  # the first run of a server imports langgraph and openai
-    editor.click()
-    page.keyboard.press("Control+Enter")  # the user's cell keeps the kernel busy for 10 s
-    page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="busy"]', timeout=30_000)
+    run_cell_from_editor(page, page.locator(".jp-Notebook .jp-CodeCell").first)  # busy for 10 s
     card.get_by_role("button", name="Approve").click()
 
     status = page.locator('[data-testid="cw-tool"][data-tool-name="run_cell"] [data-testid="cw-tool-status"]').first
