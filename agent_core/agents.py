@@ -36,7 +36,7 @@ AGENTS: dict[str, AgentConfig] = {
         ),
         AgentConfig(
             "python_developer", "Python developer", "python_developer",
-            ("run_cell", "add_markdown", "read_file", "read_notebook", "write_file", "edit_file", "execute_command"),
+            ("run_cell", "edit_cell", "restart_kernel", "add_markdown", "read_file", "read_notebook", "write_file", "edit_file", "execute_command"),
             max_model_calls=25,
             description="writes and runs code in the notebook's kernel, edits files, runs shell commands",
         ),

@@ -19,13 +19,13 @@ class SharedClient:
     ready_for: Any = None
 
     def needs_ready(self, manager: Any) -> bool:
-        return self.ready_for is not _process_of(manager)
+        return self.ready_for is not process_of(manager)
 
     def mark_ready(self, manager: Any) -> None:
-        self.ready_for = _process_of(manager)
+        self.ready_for = process_of(manager)
 
 
-def _process_of(manager: Any) -> Any:
+def process_of(manager: Any) -> Any:
     provisioner = getattr(manager, "provisioner", None)  # kept across restarts; its process is not
     return getattr(provisioner, "process", None) or provisioner or getattr(manager, "kernel", None)
 

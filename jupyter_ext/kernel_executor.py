@@ -15,8 +15,10 @@ from typing import Any
 from nbformat.v4 import output_from_msg
 
 from agent_core.contract import make_event
-from agent_core.tools import CellRun, ToolInputError
+from agent_core.tools import CellPlacement, CellRun, ToolInputError
 from agent_core.tools.base import Emit, cell_finished
+
+from .kernel_clients import process_of
 
 OUTPUT_MSG_TYPES = {"stream", "display_data", "execute_result", "error"}
 POLL_SECONDS = 1.0
@@ -56,27 +58,32 @@ class KernelEnvironment:
         target = self.notebook_path or "this thread (no notebook)"
         raise NoKernel(f"no kernel for {target}: open the notebook or start its kernel, then ask again")
 
-    async def run_cell(self, call_id: str, code: str, emit: Emit) -> CellRun:
+    # The panel writes this run's cells into the notebook, edited ones too.
+    edits_cells = True
+
+    async def run_cell(self, call_id: str, code: str, emit: Emit, placement: CellPlacement | None = None) -> CellRun:
         kernel_id = await self.resolve_kernel()
         manager = self.kernel_manager.get_kernel(kernel_id)
         if self.clients is None:
             client = _own_client(manager)
             client.start_channels()
             try:
-                await self._wait_for_turn(client, manager, kernel_id, call_id, code, emit)
-                return await self._execute(client, manager, kernel_id, call_id, code, emit)
+                await self._wait_for_turn(client, manager, kernel_id, call_id, code, emit, placement=placement)
+                return await self._execute(client, manager, kernel_id, call_id, code, emit, placement)
             finally:
                 client.stop_channels()
         shared = self.clients.get(kernel_id, manager, self.kernel_manager)
         started, queued, turn_taken = time.monotonic(), shared.turn.locked(), False
         if queued:  # another run's cell is on this kernel
-            emit(self._started(call_id, code, kernel_id, waiting_for_kernel=True))
+            emit(self._started(call_id, code, kernel_id, True, placement))
         try:
             async with shared.turn:
                 turn_taken = True
-                await self._wait_for_turn(shared.client, manager, kernel_id, call_id, code, emit, ready=not shared.needs_ready(manager))
+                await self._wait_for_turn(
+                    shared.client, manager, kernel_id, call_id, code, emit, ready=not shared.needs_ready(manager), placement=placement
+                )
                 shared.mark_ready(manager)
-                return await self._execute(shared.client, manager, kernel_id, call_id, code, emit)
+                return await self._execute(shared.client, manager, kernel_id, call_id, code, emit, placement)
         except asyncio.CancelledError:
             if queued and not turn_taken:  # stopped before its turn: it never ran
                 emit(cell_finished(call_id, "aborted", None, started))
@@ -130,7 +137,8 @@ class KernelEnvironment:
         return json.loads(ast.literal_eval(value["data"]["text/plain"]))
 
     async def _wait_for_turn(
-        self, client: Any, manager: Any, kernel_id: str, call_id: str, code: str, emit: Emit, ready: bool = False
+        self, client: Any, manager: Any, kernel_id: str, call_id: str, code: str, emit: Emit, ready: bool = False,
+        placement: CellPlacement | None = None,
     ) -> None:
         """Wait while the kernel runs another cell (the user's), then until our client is connected.
         An approved cell waits as a queued cell would, however long; a Stop meanwhile leaves the
@@ -142,7 +150,7 @@ class KernelEnvironment:
                 while _busy(manager):
                     if not waiting:
                         waiting = True
-                        emit(self._started(call_id, code, kernel_id, waiting_for_kernel=True))
+                        emit(self._started(call_id, code, kernel_id, True, placement))
                     if not await manager.is_alive():
                         raise NoKernel(f"the kernel of {self.notebook_path or kernel_id} died while the cell waited for it")
                     try:
@@ -164,13 +172,15 @@ class KernelEnvironment:
                 emit(cell_finished(call_id, "aborted", None, started))
             raise
 
-    async def _execute(self, client: Any, manager: Any, kernel_id: str, call_id: str, code: str, emit: Emit) -> CellRun:
+    async def _execute(
+        self, client: Any, manager: Any, kernel_id: str, call_id: str, code: str, emit: Emit, placement: CellPlacement | None = None
+    ) -> CellRun:
         started = time.monotonic()
         outputs: list[dict[str, Any]] = []
         for attempt in range(2):
             msg_id = client.execute(code, store_history=True, allow_stdin=False)
             if attempt == 0:
-                emit(self._started(call_id, code, kernel_id, waiting_for_kernel=False))
+                emit(self._started(call_id, code, kernel_id, False, placement))
             try:
                 status, count = await self._collect(client, manager, msg_id, call_id, outputs, emit, started)
             except asyncio.CancelledError:
@@ -252,11 +262,31 @@ class KernelEnvironment:
             if msg.get("parent_header", {}).get("msg_id") == msg_id:
                 return msg["content"]
 
-    def _started(self, call_id: str, code: str, kernel_id: str, waiting_for_kernel: bool) -> dict[str, Any]:
+    def _started(
+        self, call_id: str, code: str, kernel_id: str, waiting_for_kernel: bool, placement: CellPlacement | None
+    ) -> dict[str, Any]:
+        where = {"cell_id": placement.cell_id, "edit": placement.edit} if placement else {}
         return make_event(
             "cell_started", id=call_id, code=code, notebook_path=self.notebook_path, kernel_id=kernel_id,
-            waiting_for_kernel=waiting_for_kernel,
+            waiting_for_kernel=waiting_for_kernel, **where,
         )  # fmt: skip
+
+    async def kernel_identity(self) -> str | None:
+        try:
+            kernel_id = await self.resolve_kernel()
+        except NoKernel:
+            return None
+        process = process_of(self.kernel_manager.get_kernel(kernel_id))
+        pid = getattr(process, "pid", None)
+        return f"{kernel_id}:{pid}" if pid is not None else kernel_id
+
+    async def restart_kernel(self) -> str:
+        kernel_id = await self.resolve_kernel()
+        try:
+            await self.kernel_manager.restart_kernel(kernel_id)
+        except Exception as exc:  # a kernel that will not come back: the model and the user are told
+            raise ToolInputError(f"the kernel could not be restarted: {type(exc).__name__}: {exc}") from None
+        return "The kernel restarted: every variable, import and loaded dataset is gone. Re-run the cells you need."
 
 
 

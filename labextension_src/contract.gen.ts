@@ -6,6 +6,8 @@
 
 export type ApprovalDecision = 'approve' | 'edit' | 'reject';
 
+export type Autonomy = 'ask' | 'plan' | 'agent';
+
 export type CellStatus = 'ok' | 'error' | 'aborted';
 
 export type CheckpointerKind = 'sqlite' | 'postgres' | 'memory';
@@ -42,6 +44,14 @@ export interface ExecuteResultOutput {
   data: Record<string, unknown>;
   metadata?: Record<string, unknown>;
   execution_count: number | null;
+}
+
+/** A cell of the notebook as the user's browser has it (saved or not), for edit_cell. */
+export interface LiveCell {
+  /** The nbformat cell id. */
+  id: string;
+  cell_type: 'code' | 'markdown' | 'raw';
+  source: string;
 }
 
 export type Mode = 'single' | 'multi';
@@ -81,6 +91,18 @@ export type TodoStatus = 'pending' | 'in_progress' | 'completed';
 export type ToolCalling = 'native' | 'prompt' | 'auto';
 
 export type ToolStatus = 'ok' | 'error' | 'rejected';
+
+/** Tokens the model counted (or Cellwright estimated, when the endpoint reports none). */
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  /** Prompt tokens the endpoint served from its cache, where it says. */
+  cached_tokens?: number | null;
+  /** Some of the figures are Cellwright's estimate (4 characters a token). */
+  estimated: boolean;
+  /** In the currency of the `prices` setting; absent when no price is set for the model. */
+  cost?: number | null;
+}
 
 // ---------------------------------------------------------------- events (GET threads/{id}/events)
 
@@ -209,6 +231,13 @@ export interface CellStartedEvent {
   notebook_path: string | null;
   kernel_id: string | null;
   /**
+   * The nbformat id of the notebook cell: the new cell's (insert it with this id), or with `edit`
+   * the existing cell whose source `code` replaces.
+   */
+  cell_id?: string | null;
+  /** edit_cell: replace the source and outputs of cell `cell_id`. */
+  edit?: boolean;
+  /**
    * The kernel is busy with another cell and this one waits; a second cell_started with false
    * follows when it starts.
    */
@@ -228,6 +257,7 @@ export type CellwrightEvent =
   | AgentSwitchEvent
   | FinalEvent
   | ErrorEvent
+  | UsageEvent
   | RunFinishedEvent;
 
 export interface ErrorEvent {
@@ -281,6 +311,8 @@ export interface RunFinishedEvent {
   /** Set on every event of a sub-agent: the id of the `task` call that started it. */
   task_id?: string | null;
   status: RunStatus;
+  /** The run's totals so far (absent when no model call was made). */
+  usage?: Usage | null;
 }
 
 /** A run, or the segment of a run that an approval decision resumed, starts. */
@@ -295,6 +327,8 @@ export interface RunStartedEvent {
   /** Set on every event of a sub-agent: the id of the `task` call that started it. */
   task_id?: string | null;
   mode: Mode;
+  /** ask: read-only tools; plan: the plan is approved first. */
+  autonomy?: Autonomy;
   message: string;
   /** The message's @mentions as the server resolved them (absent without any). */
   mentions?: MentionInfo[] | null;
@@ -375,6 +409,30 @@ export interface ToolResultEvent {
   stopped?: boolean;
 }
 
+/**
+ * After each model call: what it used, the run's and the thread's totals, and the context meter.
+ */
+export interface UsageEvent {
+  type: 'usage';
+  /** Per-thread counter, strictly increasing by one, never reused; the SSE `id:`. */
+  seq: number;
+  thread_id: string;
+  run_id: string;
+  /** "main" in single mode; "planner" or the sub-agent's name in multi mode. */
+  agent: string;
+  /** Set on every event of a sub-agent: the id of the `task` call that started it. */
+  task_id?: string | null;
+  call: Usage;
+  run: Usage;
+  thread: Usage;
+  /** The prompt of this call, in tokens: how full the context is. */
+  context_tokens: number;
+  /** The history budget (context_token_budget); beyond it older turns are summarised. */
+  context_budget: number;
+  /** Older turns were summarised to fit this call. */
+  summarized?: boolean;
+}
+
 /** The `type` of each CellwrightEvent. */
 export const EVENT_TYPES = [
   'run_started',
@@ -389,6 +447,7 @@ export const EVENT_TYPES = [
   'agent_switch',
   'final',
   'error',
+  'usage',
   'run_finished',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -407,6 +466,29 @@ export interface ConfigUpdate {
   tool_calling?: ToolCalling | null;
   /** Tool names that run without asking. */
   auto_approve?: string[] | null;
+  /** Model name -> price per million tokens. */
+  prices?: Record<string, Price> | null;
+}
+
+export interface ConnectionCheck {
+  name: 'reachable' | 'key' | 'model' | 'tools';
+  ok: boolean;
+  message: string;
+}
+
+export interface ConnectionReport {
+  /** Every check passed: the endpoint answers this model, with tool calling. */
+  ok: boolean;
+  /** In order; after the first failure the rest are not run. */
+  checks: ConnectionCheck[];
+  models: string[];
+}
+
+/** POST config/test: the form's values, unsaved; what is absent is taken from the settings. */
+export interface ConnectionTest {
+  model?: string | null;
+  base_url?: string | null;
+  api_key?: string | null;
 }
 
 export interface CreateThread {
@@ -430,6 +512,11 @@ export interface Decision {
   /** reject: told to the model. */
   reason?: string | null;
   kernel_id?: string | null;
+  /**
+   * The notebook's cells as the browser has them (saved or not): what edit_cell diffs against and
+   * checks that its cell still exists. Without it, the saved notebook.
+   */
+  notebook_cells?: LiveCell[] | null;
 }
 
 export interface DiagnosticsAnswer {
@@ -487,6 +574,20 @@ export interface MessageToolCall {
   args: Record<string, unknown> | null;
 }
 
+export interface ModelList {
+  /** What the endpoint's /models lists (empty when it has none). */
+  models: string[];
+  /** Why there is no list: type the model's name instead. */
+  error?: string | null;
+}
+
+export interface Price {
+  /** Per million prompt tokens. */
+  prompt: number;
+  /** Per million completion tokens. */
+  completion: number;
+}
+
 /** The settings without secrets: never the API key, nor credentials inside the URL. */
 export interface PublicConfig {
   model: string;
@@ -498,6 +599,13 @@ export interface PublicConfig {
   command_timeout: number;
   cell_timeout: number | null;
   checkpointer: CheckpointerKind;
+  prices: Record<string, Price>;
+  context_token_budget: number;
+  /**
+   * Where each editable setting's value comes from: saved by PUT config, a Jupyter config file, an
+   * environment variable, or the default.
+   */
+  sources: Record<string, 'settings' | 'config' | 'environment' | 'default'>;
 }
 
 export interface Resources {
@@ -522,6 +630,12 @@ export interface StartRun {
   notebook_path?: string | null;
   kernel_id?: string | null;
   mode?: Mode;
+  autonomy?: Autonomy;
+  /**
+   * The notebook's cells as the browser has them (saved or not): what edit_cell diffs against and
+   * checks that its cell still exists. Without it, the saved notebook.
+   */
+  notebook_cells?: LiveCell[] | null;
 }
 
 export interface SystemResources {
@@ -554,6 +668,10 @@ export interface ThreadDetail {
   messages: ThreadMessage[];
   todos: Todo[];
   pending_approval: ApprovalRequest | null;
+  /** Summed over the thread's model calls. */
+  usage: Usage;
+  /** Of the thread's last run. */
+  autonomy: Autonomy;
 }
 
 export interface ThreadList {
@@ -613,6 +731,13 @@ export interface Edit {
   old: string;
   /** Replacement text. */
   new: string;
+}
+
+export interface EditCellArgs {
+  /** The cell's id, as read_notebook or run_cell gave it. */
+  cell_id: string;
+  /** The cell's whole new source. */
+  source: string;
 }
 
 export interface EditFileArgs {
@@ -675,6 +800,9 @@ export interface ReadNotebookArgs {
   start?: number | null;
   /** Cell index to stop before. Default: start + 30. */
   end?: number | null;
+}
+
+export interface RestartKernelArgs {
 }
 
 export interface RunCellArgs {
@@ -743,6 +871,8 @@ export const TOOL_NAMES = [
   'load_skill',
   'task',
   'read_notebook',
+  'edit_cell',
+  'restart_kernel',
 ] as const;
 export type ToolName = (typeof TOOL_NAMES)[number];
 
@@ -764,6 +894,8 @@ export interface ToolArgs {
   load_skill: LoadSkillArgs;
   task: TaskArgs;
   read_notebook: ReadNotebookArgs;
+  edit_cell: EditCellArgs;
+  restart_kernel: RestartKernelArgs;
 }
 
 // ---------------------------------------------------------------- routes
@@ -776,6 +908,8 @@ export interface Routes {
   'GET health': { body: null; answer: Health };
   'GET config': { body: null; answer: PublicConfig };
   'PUT config': { body: ConfigUpdate; answer: PublicConfig };
+  'GET config/models': { body: null; answer: ModelList };
+  'POST config/test': { body: ConnectionTest; answer: ConnectionReport };
   'POST threads': { body: CreateThread; answer: Thread };
   'GET threads': { body: null; answer: ThreadList };
   'GET threads/{thread_id}': { body: null; answer: ThreadDetail };

@@ -43,6 +43,8 @@ API_TOOL_ARGS = {
     "load_skill": {"name"},
     "task": {"agent", "description"},
     "read_notebook": {"path", "start", "end"},  # API.md, "Additions"
+    "edit_cell": {"cell_id", "source"},
+    "restart_kernel": set(),
 }
 
 
@@ -71,7 +73,7 @@ def test_tool_schemas_are_plain_for_the_model() -> None:
 
 def test_risky_tools_need_approval_by_default() -> None:
     risky = {name for name, spec in TOOLS.items() if spec.needs_approval}
-    assert risky == {"run_cell", "execute_command", "write_file", "edit_file"}
+    assert risky == {"run_cell", "execute_command", "write_file", "edit_file", "edit_cell", "restart_kernel"}
 
 
 def test_every_agent_uses_registered_tools() -> None:

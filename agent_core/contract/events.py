@@ -9,6 +9,7 @@ from pydantic import Field, TypeAdapter
 from typing_extensions import TypeAliasType
 
 from .shared import (
+    Autonomy,
     CellStatus,
     Diagnostic,
     Mode,
@@ -17,6 +18,7 @@ from .shared import (
     RunStatus,
     Todo,
     ToolStatus,
+    Usage,
     WireModel,
 )
 
@@ -45,6 +47,7 @@ class RunStartedEvent(EventBase):
 
     type: Literal["run_started"]
     mode: Mode
+    autonomy: Autonomy = Field(default="agent", description="ask: read-only tools; plan: the plan is approved first.")
     message: str
     mentions: list[MentionInfo] | None = Field(
         default=None, description="The message's @mentions as the server resolved them (absent without any)."
@@ -101,6 +104,12 @@ class CellStartedEvent(EventBase):
     code: str
     notebook_path: str | None
     kernel_id: str | None
+    cell_id: str | None = Field(
+        default=None,
+        description="The nbformat id of the notebook cell: the new cell's (insert it with this id), or with `edit` "
+        "the existing cell whose source `code` replaces.",
+    )
+    edit: bool = Field(default=False, description="edit_cell: replace the source and outputs of cell `cell_id`.")
     waiting_for_kernel: bool = Field(
         default=False,
         description="The kernel is busy with another cell and this one waits; a second cell_started "
@@ -164,9 +173,22 @@ class ErrorEvent(EventBase):
     kernel_id: str | None = Field(default=None, description="kernel_unresponsive: the kernel to restart.")
 
 
+class UsageEvent(EventBase):
+    """After each model call: what it used, the run's and the thread's totals, and the context meter."""
+
+    type: Literal["usage"]
+    call: Usage
+    run: Usage
+    thread: Usage
+    context_tokens: int = Field(description="The prompt of this call, in tokens: how full the context is.")
+    context_budget: int = Field(description="The history budget (context_token_budget); beyond it older turns are summarised.")
+    summarized: bool = Field(default=False, description="Older turns were summarised to fit this call.")
+
+
 class RunFinishedEvent(EventBase):
     type: Literal["run_finished"]
     status: RunStatus
+    usage: Usage | None = Field(default=None, description="The run's totals so far (absent when no model call was made).")
 
 
 class CaughtUpEvent(WireModel):
@@ -179,7 +201,8 @@ class CaughtUpEvent(WireModel):
 
 THREAD_EVENTS: tuple[type[EventBase], ...] = (
     RunStartedEvent, TokenEvent, ToolCallEvent, ApprovalRequiredEvent, CellStartedEvent, CellOutputEvent,
-    CellFinishedEvent, ToolResultEvent, TodosEvent, AgentSwitchEvent, FinalEvent, ErrorEvent, RunFinishedEvent,
+    CellFinishedEvent, ToolResultEvent, TodosEvent, AgentSwitchEvent, FinalEvent, ErrorEvent, UsageEvent,
+    RunFinishedEvent,
 )  # fmt: skip
 MODEL_OF_TYPE: dict[str, type[WireModel]] = {
     get_args(model.model_fields["type"].annotation)[0]: model for model in (*THREAD_EVENTS, CaughtUpEvent)
@@ -187,7 +210,7 @@ MODEL_OF_TYPE: dict[str, type[WireModel]] = {
 EVENT_TYPES: tuple[str, ...] = tuple(type_ for type_, model in MODEL_OF_TYPE.items() if model in THREAD_EVENTS)
 EventType = Literal[
     "run_started", "token", "tool_call", "approval_required", "cell_started", "cell_output", "cell_finished",
-    "tool_result", "todos", "agent_switch", "final", "error", "run_finished", "caught_up",
+    "tool_result", "todos", "agent_switch", "final", "error", "usage", "run_finished", "caught_up",
 ]  # fmt: skip
 
 # An event of a thread's log (what the agent emits), a union on `type`.
@@ -196,7 +219,7 @@ CellwrightEvent = TypeAliasType(
     Annotated[
         Union[
             RunStartedEvent, TokenEvent, ToolCallEvent, ApprovalRequiredEvent, CellStartedEvent, CellOutputEvent,
-            CellFinishedEvent, ToolResultEvent, TodosEvent, AgentSwitchEvent, FinalEvent, ErrorEvent,
+            CellFinishedEvent, ToolResultEvent, TodosEvent, AgentSwitchEvent, FinalEvent, ErrorEvent, UsageEvent,
             RunFinishedEvent,
         ],
         Field(discriminator="type"),

@@ -10,7 +10,9 @@ from typing import Any, ClassVar, Literal, TypeVar, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .events import ApprovalRequest
-from .shared import ApprovalDecision, CheckpointerKind, Diagnostic, Mode, ThreadStatus, Todo, ToolCalling, WireModel
+from .shared import (
+    ApprovalDecision, Autonomy, CheckpointerKind, Diagnostic, LiveCell, Mode, ThreadStatus, Todo, ToolCalling, Usage, WireModel,
+)  # fmt: skip
 
 MAX_BODY_BYTES = 8 * 1024 * 1024  # an edited write_file may carry up to 5 MB of content
 MAX_JSON_DEPTH = 64
@@ -18,6 +20,7 @@ MAX_MESSAGE_CHARS = 200_000  # ~50k tokens: more is a file to read, not a messag
 MAX_PATH_CHARS = 4096
 MAX_ID_CHARS = 200
 MAX_NAMES = 100
+MAX_CELLS = 5000
 
 Path_ = Field(default=None, max_length=MAX_PATH_CHARS)
 Id_ = Field(default=None, max_length=MAX_ID_CHARS)
@@ -37,12 +40,22 @@ class CreateThread(Body):
     title: str = Field(default="", max_length=500)
 
 
+NotebookCells = Field(
+    default=None,
+    max_length=MAX_CELLS,
+    description="The notebook's cells as the browser has them (saved or not): what edit_cell diffs against and "
+    "checks that its cell still exists. Without it, the saved notebook.",
+)
+
+
 class StartRun(Body):
     message: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
     notebook_path: str | None = Path_
     kernel_id: str | None = Id_
     mode: Mode = "single"
-    field_kinds: ClassVar[dict[str, str]] = {"mode": "bad_mode"}
+    autonomy: Autonomy = "agent"
+    notebook_cells: list[LiveCell] | None = NotebookCells
+    field_kinds: ClassVar[dict[str, str]] = {"mode": "bad_mode", "autonomy": "bad_autonomy"}
 
 
 class Decision(Body):
@@ -50,6 +63,7 @@ class Decision(Body):
     args: dict[str, Any] | None = Field(default=None, description="edit: the arguments to run instead.")
     reason: str | None = Field(default=None, max_length=20_000, description="reject: told to the model.")
     kernel_id: str | None = Id_
+    notebook_cells: list[LiveCell] | None = NotebookCells
     field_kinds: ClassVar[dict[str, str]] = {"decision": "bad_decision", "args": "bad_args"}
 
 
@@ -71,6 +85,11 @@ class VariablesRequest(Body):
     notebook_path: str | None = Path_
 
 
+class Price(WireModel):
+    prompt: float = Field(ge=0, description="Per million prompt tokens.")
+    completion: float = Field(ge=0, description="Per million completion tokens.")
+
+
 class ConfigUpdate(Body):
     """PUT config: any of these; an unknown name is refused rather than silently dropped."""
 
@@ -80,6 +99,16 @@ class ConfigUpdate(Body):
     api_key: str | None = None
     tool_calling: ToolCalling | None = None
     auto_approve: list[str] | None = Field(default=None, description="Tool names that run without asking.")
+    prices: dict[str, Price] | None = Field(default=None, description="Model name -> price per million tokens.")
+
+
+class ConnectionTest(Body):
+    """POST config/test: the form's values, unsaved; what is absent is taken from the settings."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+    model: str | None = Field(default=None, max_length=500)
+    base_url: str | None = Field(default=None, max_length=MAX_PATH_CHARS)
+    api_key: str | None = Field(default=None, max_length=10_000)
 
 
 # -- answers
@@ -112,6 +141,32 @@ class PublicConfig(WireModel):
     command_timeout: float
     cell_timeout: float | None
     checkpointer: CheckpointerKind
+    prices: dict[str, Price]
+    context_token_budget: int
+    sources: dict[str, SettingSource] = Field(
+        description="Where each editable setting's value comes from: saved by PUT config, a Jupyter config file, "
+        "an environment variable, or the default."
+    )
+
+
+class ModelList(WireModel):
+    models: list[str] = Field(description="What the endpoint's /models lists (empty when it has none).")
+    error: str | None = Field(default=None, description="Why there is no list: type the model's name instead.")
+
+
+class ConnectionCheck(WireModel):
+    name: Literal["reachable", "key", "model", "tools"]
+    ok: bool
+    message: str
+
+
+class ConnectionReport(WireModel):
+    ok: bool = Field(description="Every check passed: the endpoint answers this model, with tool calling.")
+    checks: list[ConnectionCheck] = Field(description="In order; after the first failure the rest are not run.")
+    models: list[str]
+
+
+SettingSource = Literal["settings", "config", "environment", "default"]
 
 
 class Thread(WireModel):
@@ -146,6 +201,8 @@ class ThreadDetail(Thread):
     messages: list[ThreadMessage]
     todos: list[Todo]
     pending_approval: ApprovalRequest | None
+    usage: Usage = Field(description="Summed over the thread's model calls.")
+    autonomy: Autonomy = Field(description="Of the thread's last run.")
 
 
 class RunAccepted(WireModel):
@@ -248,6 +305,11 @@ ROUTES: tuple[Route, ...] = (
     Route("get", "health", "Version, model and storage of the server.", {200: Health}),
     Route("get", "config", "The settings, without secrets.", {200: PublicConfig}),
     Route("put", "config", "Change settings at run time (kept in the Jupyter data directory).", {200: PublicConfig}, ConfigUpdate, BODY_ERRORS),
+    Route("get", "config/models", "The models the configured endpoint lists.", {200: ModelList}),
+    Route(
+        "post", "config/test", "One tiny request to the endpoint: reachable, key accepted, model known, tools.",
+        {200: ConnectionReport}, ConnectionTest, BODY_ERRORS,
+    ),
     Route("post", "threads", "Create a thread.", {201: Thread}, CreateThread, BODY_ERRORS),
     Route("get", "threads", "Every thread, newest first.", {200: ThreadList}),
     Route("get", "threads/{thread_id}", "A thread with its messages, todos and pending approval.", {200: ThreadDetail}, errors=(404,)),

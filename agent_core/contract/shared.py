@@ -17,6 +17,8 @@ class WireModel(BaseModel):
 
 # Named aliases, not bare Literals: each becomes one named schema (OpenAPI components, one TS type).
 Mode = TypeAliasType("Mode", Literal["single", "multi"])
+# How much the agent may do: explain only, plan first (the plan is approved before it acts), or act.
+Autonomy = TypeAliasType("Autonomy", Literal["ask", "plan", "agent"])
 ToolCalling = TypeAliasType("ToolCalling", Literal["native", "prompt", "auto"])
 CheckpointerKind = TypeAliasType("CheckpointerKind", Literal["sqlite", "postgres", "memory"])
 RunStatus = TypeAliasType("RunStatus", Literal["completed", "awaiting_approval", "cancelled", "failed"])
@@ -41,6 +43,26 @@ class NextItem(WireModel):
 
     title: str
     prompt: str
+
+
+class Usage(WireModel):
+    """Tokens the model counted (or Cellwright estimated, when the endpoint reports none)."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int | None = Field(default=None, description="Prompt tokens the endpoint served from its cache, where it says.")
+    estimated: bool = Field(description="Some of the figures are Cellwright's estimate (4 characters a token).")
+    cost: float | None = Field(
+        default=None, description="In the currency of the `prices` setting; absent when no price is set for the model."
+    )
+
+
+class LiveCell(WireModel):
+    """A cell of the notebook as the user's browser has it (saved or not), for edit_cell."""
+
+    id: str = Field(max_length=200, description="The nbformat cell id.")
+    cell_type: Literal["code", "markdown", "raw"]
+    source: str = Field(max_length=1_000_000)
 
 
 class Diagnostic(WireModel):

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..contract import make_event
-from ..tools import CellRun, ToolInputError
+from ..tools import CellPlacement, CellRun, ToolInputError
 from ..tools.base import Emit, cell_finished
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,9 @@ class ShellEnvironment:
     # jupyter_data_dir()/cellwright and the runtime folder denied (Workspace.default).
     workspace: Any = None
 
-    async def run_cell(self, call_id: str, code: str, emit: Emit) -> CellRun:
+    edits_cells = False  # no browser writes the magic's cells into the notebook
+
+    async def run_cell(self, call_id: str, code: str, emit: Emit, placement: CellPlacement | None = None) -> CellRun:
         started = time.monotonic()
         emit(make_event("cell_started", id=call_id, code=code, notebook_path=self.notebook_path, kernel_id=self.kernel_id))
         try:
@@ -94,6 +96,12 @@ class ShellEnvironment:
             emit(make_event("cell_output", id=call_id, output=output))
         emit(cell_finished(call_id, status, count, started))
         return CellRun(status, outputs, count, int((time.monotonic() - started) * 1000))
+
+    async def restart_kernel(self) -> str:
+        raise ToolInputError("%agent runs inside this kernel and cannot restart it: use Kernel > Restart Kernel")
+
+    async def kernel_identity(self) -> str | None:
+        return None  # a restart ends the magic's run with its kernel
 
     async def evaluate_json(self, expression: str) -> Any:
         try:

@@ -34,8 +34,19 @@ def cell_finished(call_id: str, status: CellStatus, count: int | None, started: 
     return make_event("cell_finished", id=call_id, status=status, execution_count=count, duration_ms=duration)
 
 
+@dataclass(frozen=True)
+class CellPlacement:
+    """Where a cell's code lands in the notebook: a new cell with this nbformat id, or (edit) the
+    existing cell with it, whose source the code replaces."""
+
+    cell_id: str
+    edit: bool = False
+
+
 class ToolEnvironment(Protocol):
     """Where side effects happen: the server's kernels, or the kernel the `%agent` magic runs in."""
+
+    edits_cells: bool  # its cells land in the notebook by id (the panel writes them): edit_cell works
 
     @property
     def root_dir(self) -> Path:
@@ -50,7 +61,15 @@ class ToolEnvironment(Protocol):
         agent_core.workspace.workspace_of, through which every tool reads it."""
         ...
 
-    async def run_cell(self, call_id: str, code: str, emit: Emit) -> CellRun: ...
+    async def run_cell(self, call_id: str, code: str, emit: Emit, placement: CellPlacement | None = None) -> CellRun: ...
+
+    async def restart_kernel(self) -> str:
+        """Restart the notebook's kernel; returns what the model is told. ToolInputError when it cannot."""
+        ...
+
+    async def kernel_identity(self) -> str | None:
+        """Names the kernel process that runs cells now (a restart changes it); None when unknown."""
+        ...
 
     async def evaluate_json(self, expression: str) -> Any:
         """Evaluate `expression` (which must give a JSON string) in the notebook's kernel without a

@@ -1,6 +1,7 @@
 """Notebook tools: run a code cell in the notebook's kernel, add a Markdown cell."""
 from __future__ import annotations
 
+import hashlib
 import logging
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ from pydantic import Field
 from ..output_digest import digest
 from ..vision import cell_images
 from .arguments import ToolArgs
-from .base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
+from .base import CellPlacement, CellRun, ToolContext, ToolInputError, ToolOutcome, ToolSpec
 from .diagnostics import lint_code
 
 log = logging.getLogger(__name__)
@@ -25,18 +26,34 @@ class AddMarkdownArgs(ToolArgs):
     content: str = Field(description="Markdown text of the cell.")
 
 
-async def run_cell(args: RunCellArgs, ctx: ToolContext) -> ToolOutcome:
-    if not args.code.strip():  # checked here, not in the model: the approval card of a blank cell still shows
-        raise ToolInputError("run_cell needs non-empty code")
-    cell = await ctx.env.run_cell(ctx.call_id, args.code, ctx.emit)
+def new_cell_id(call_id: str) -> str:
+    """The nbformat id of the cell a run_cell call adds: derived from the call, so a replay or a
+    second tab inserts the same cell once, and valid for nbformat (letters, digits, '-')."""
+    return "cw-" + hashlib.sha256(call_id.encode()).hexdigest()[:16]
+
+
+async def cell_outcome(cell: CellRun, placement: CellPlacement, ctx: ToolContext) -> ToolOutcome:
+    """What the model is told of a cell that ran: its id (for edit_cell), count, outputs and images."""
     text = digest(cell.outputs)
     images, notes = cell_images(cell.outputs)
     if notes:
         text += "\n" + "\n".join(notes)
+    identity = await ctx.env.kernel_identity()
+    state = {"kernel_identity": identity} if identity else {}
     if cell.status == "aborted":
-        return ToolOutcome("error", f"The cell was aborted.\n{text}")
-    head = f"[execution_count {cell.execution_count}]" if cell.execution_count is not None else ""
-    return ToolOutcome("ok" if cell.status == "ok" else "error", f"{head}\n{text}".strip(), summary=text, images=tuple(images))
+        return ToolOutcome("error", f"The cell was aborted.\n{text}", state=state)
+    facts = [f"cell_id {placement.cell_id}"] if ctx.env.edits_cells else []  # the magic's cells are not in the notebook
+    facts += [f"execution_count {cell.execution_count}"] if cell.execution_count is not None else []
+    head = f"[{', '.join(facts)}]" if facts else ""
+    status = "ok" if cell.status == "ok" else "error"
+    return ToolOutcome(status, f"{head}\n{text}".strip(), summary=text, images=tuple(images), state=state)
+
+
+async def run_cell(args: RunCellArgs, ctx: ToolContext) -> ToolOutcome:
+    if not args.code.strip():  # checked here, not in the model: the approval card of a blank cell still shows
+        raise ToolInputError("run_cell needs non-empty code")
+    placement = CellPlacement(new_cell_id(ctx.call_id))
+    return await cell_outcome(await ctx.env.run_cell(ctx.call_id, args.code, ctx.emit, placement), placement, ctx)
 
 
 async def cell_preview(args: RunCellArgs, ctx: ToolContext) -> dict[str, Any]:
