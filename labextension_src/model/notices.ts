@@ -9,10 +9,11 @@ export function healthNotices(health: Health | null, version: string): string[] 
   const notices: string[] = [];
   if (health.llm_configured === false) {
     notices.push(
-      'No language model is configured. Set OPENAI_BASE_URL, OPENAI_API_KEY and ' +
-        'CELLWRIGHT_MODEL in the environment of `jupyter lab`, or c.Cellwright.base_url, ' +
-        'c.Cellwright.api_key and c.Cellwright.model in jupyter_server_config.py, ' +
-        'then restart JupyterLab.'
+      'No language model is configured. Set model, base_url and api_key with ' +
+        '`PUT cellwright/api/config`: they apply from the next message on. Or set ' +
+        'OPENAI_BASE_URL, OPENAI_API_KEY and CELLWRIGHT_MODEL in the environment of ' +
+        '`jupyter lab`, or c.Cellwright.base_url, c.Cellwright.api_key and ' +
+        'c.Cellwright.model in jupyter_server_config.py: those are read when JupyterLab starts.'
     );
   }
   if (health.version && health.version !== version) {
