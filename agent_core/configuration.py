@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from jupyter_core.application import JupyterApp
-from traitlets import Bool, Enum, Float, Int, List, TraitError, Unicode, default, validate
+from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, default, validate
 from traitlets.config import Config, LoggingConfigurable
 
 from . import settings_file
@@ -49,6 +49,10 @@ class Cellwright(LoggingConfigurable):
     auto_approve = List(Unicode(), help="Tool names that run without asking. Default: none of the risky ones.").tag(
         config=True, runtime=True
     )
+    prices = Dict(
+        help='Price per million tokens by model name, e.g. {"gpt-4o": {"prompt": 2.5, "completion": 10}}: threads then '
+        "show a cost. A model without a price shows tokens only.",
+    ).tag(config=True, runtime=True)
     database_url = Unicode(
         help="Where threads and checkpoints are kept: '' for SQLite files in data_dir, a file path, 'memory', "
         "or postgresql://... for servers that share threads. Env: CELLWRIGHT_DATABASE_URL.",
@@ -137,6 +141,18 @@ class Cellwright(LoggingConfigurable):
             raise TraitError(f"auto_approve names unknown tools {unknown}; the tools are {list(TOOL_NAMES)}.")
         return list(proposal.value)
 
+    @validate("prices")
+    def _prices(self, proposal: Any) -> dict[str, dict[str, float]]:
+        checked: dict[str, dict[str, float]] = {}
+        for model, price in proposal.value.items():
+            if not isinstance(price, Mapping) or set(price) != {"prompt", "completion"}:
+                raise TraitError(f'prices[{model!r}] must be {{"prompt": <number>, "completion": <number>}} (per million tokens).')
+            values = {part: price[part] for part in ("prompt", "completion")}
+            if not all(isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v < 1e9 for v in values.values()):
+                raise TraitError(f"prices[{model!r}] must hold numbers of 0 or more.")
+            checked[str(model)] = {part: float(v) for part, v in values.items()}
+        return checked
+
     @validate("command_timeout", "cell_timeout", "request_timeout", "connect_timeout", "response_timeout")
     def _positive_seconds(self, proposal: Any) -> float | None:
         if proposal.value is not None and proposal.value <= 0:
@@ -182,7 +198,27 @@ class Cellwright(LoggingConfigurable):
             "command_timeout": self.command_timeout,
             "cell_timeout": self.cell_timeout,
             "checkpointer": checkpointer_kind(self.database_url),
+            "prices": dict(self.prices),
+            "context_token_budget": self.context_token_budget,
+            "sources": self.sources(),
         }
+
+    def sources(self) -> dict[str, str]:
+        """Where each editable setting's value comes from, for the settings form."""
+        saved = settings_file.read(self.settings_path)
+        configured = self.config.get("Cellwright", {})
+        found = {}
+        for name in self.runtime_names():
+            env = self.traits()[name].metadata.get("env")
+            if name in saved:
+                found[name] = "settings"
+            elif name in configured:
+                found[name] = "config"
+            elif env and self._environ.get(env):
+                found[name] = "environment"
+            else:
+                found[name] = "default"
+        return found
 
     # -- changes at run time
 

@@ -29,6 +29,8 @@ from .tools import TOOLS, ToolContext, ToolEnvironment, ToolInputError, ToolOutc
 from .tools.base import Emit
 from .vision import IMAGES_KEY, with_image_parts
 from .agents import AGENTS, AgentConfig, agent_for_mode
+from .autonomy import ToolPolicy, policy_of
+from . import usage as token_usage
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +64,11 @@ class AgentState(TypedDict, total=False):
     summary_upto: int  # messages before this index are covered by `summary`
     mode: str  # "single" or "multi": which agent answers the user
     vision_refused: bool  # the endpoint refused image parts: descriptions only, for the rest of the thread
+    autonomy: str  # "ask", "plan" or "agent": the tools this run offers (agent_core.autonomy)
+    plan_approved: bool  # Plan mode: the user approved this run's plan, every tool is offered now
+    usage: dict[str, Any]  # the thread's token totals (agent_core.usage)
+    run_usage: dict[str, Any]  # this run's, reset by each new user message
+    kernel_identity: str  # the kernel process the last cell ran in: a restart since then is told to the model
 
 
 @dataclass
@@ -80,6 +87,11 @@ class RunContext:
     ledger_scope: str = ""  # the ledger key space: the thread, or a sub-agent's task within it
     tool_mode: str = ""  # "native" or "prompt" for this run; "auto" settles on the first refusal
     task_id: str = ""  # a sub-agent's: the id of the `task` call that started it
+    # The live notebook's cells as the browser sent them with the run or the approval (None: use the saved file).
+    notebook_cells: list[dict[str, Any]] | None = None
+    meter: token_usage.UsageMeter = field(default_factory=token_usage.UsageMeter)
+    policy: ToolPolicy = field(default_factory=ToolPolicy)  # read from the state at the start of each node
+    summarized: bool = False  # the model node summarised older turns for this call
 
     def __post_init__(self) -> None:
         if not self.tool_mode:
@@ -92,8 +104,18 @@ class RunContext:
         return self.settings.max_model_calls or self.agent.max_model_calls
 
     def needs_approval(self, name: str) -> bool:
+        if self.policy.asks_for_plan(name):
+            return True
         spec = self.tools.get(name)
         return bool(spec and spec.needs_approval and name not in self.settings.auto_approve)
+
+    def offered(self) -> dict[str, ToolSpec]:
+        return {name: spec for name, spec in self.tools.items() if self.policy.offers(name, spec)}
+
+    def begin_node(self, state: Mapping[str, Any]) -> None:
+        self.policy = policy_of(state)
+        if not self.agent.is_subagent:  # a sub-agent's calls add to its parent's totals
+            self.meter.load(state)
 
     async def delegate(self, name: str, description: str, call_id: str) -> ToolOutcome:
         """Run a sub-agent on a fresh context: only the description goes in, only its report comes
@@ -106,21 +128,24 @@ class RunContext:
         sub_ctx = RunContext(
             self.thread_id, self.settings, self.env, self.ledger, _tagged(self.emit, name, call_id), self.notebook_path,
             agent, ledger_scope=f"{self.ledger_scope}/{call_id}", tool_mode=self.tool_mode, task_id=call_id,
+            notebook_cells=self.notebook_cells, meter=self.meter,
         )  # fmt: skip
         # The switches carry the task's id too: the panel nests what lies between them under the call.
         self.emit(make_event("agent_switch", task_id=call_id, **{"from": self.agent.name, "to": name, "task": description}))
-        result = await _subagent_graph().ainvoke(new_run_input(description), context=sub_ctx)
+        sub_input = new_run_input(description, autonomy=self.policy.subagent_autonomy())
+        result = await _subagent_graph().ainvoke(sub_input, context=sub_ctx)
         self.emit(make_event("agent_switch", task_id=call_id, **{"from": name, "to": self.agent.name, "task": description}))
         report = next((m.get("content") for m in reversed(result["messages"]) if m.get("role") == "assistant"), "") or "(no report)"
         return ToolOutcome("ok", f"{agent.label} reports:\n{report}", summary=report)
 
 
 def run_context(
-    thread_id: str, settings: AgentSettings, env: ToolEnvironment, ledger: ToolLedger, emit: Emit, notebook_path: str, mode: str
-) -> RunContext:
+    thread_id: str, settings: AgentSettings, env: ToolEnvironment, ledger: ToolLedger, emit: Emit, notebook_path: str, mode: str,
+    notebook_cells: list[dict[str, Any]] | None = None,
+) -> RunContext:  # fmt: skip
     """The context of a run's top agent: the single agent, or the planner in multi mode."""
     agent = agent_for_mode(mode)
-    return RunContext(thread_id, settings, env, ledger, _tagged(emit, agent.name), notebook_path, agent)
+    return RunContext(thread_id, settings, env, ledger, _tagged(emit, agent.name), notebook_path, agent, notebook_cells=notebook_cells)
 
 
 def _tagged(emit: Emit, agent: str, task_id: str = "") -> Emit:
@@ -130,11 +155,15 @@ def _tagged(emit: Emit, agent: str, task_id: str = "") -> Emit:
     return lambda event: emit({**tags, **event})  # an inner (sub-)agent's tags win
 
 
-def new_run_input(message: str, mode: str = "single", context: dict[str, Any] | None = None) -> AgentState:
+def new_run_input(
+    message: str, mode: str = "single", context: list[dict[str, Any]] | None = None, autonomy: str = "agent"
+) -> AgentState:
     """A run's input: the user's message, after the context Cellwright attached to it (if any)."""
-    messages = [context] if context else []
-    messages.append({"role": "user", "content": message})
-    return {"messages": appended(*messages), "model_calls": 0, "done": False, "failure": {}, "mode": mode}
+    messages = [*(context or []), {"role": "user", "content": message}]
+    return {
+        "messages": appended(*messages), "model_calls": 0, "done": False, "failure": {}, "mode": mode,
+        "autonomy": autonomy, "plan_approved": False, "run_usage": token_usage.zero(),
+    }  # fmt: skip
 
 
 def parse_args(raw: str | dict[str, Any] | None) -> tuple[dict[str, Any] | None, str | None]:
@@ -160,7 +189,9 @@ def _finish(emit: Emit, answer: str, next_items: list[dict[str, str]] | None = N
 def _system_prompt(ctx: RunContext) -> dict[str, Any]:
     agents = "\n".join(f"  - {AGENTS[name].name}: {AGENTS[name].description}" for name in ctx.agent.may_call)
     text = prompt_text(ctx.agent.prompt).replace("{notebook_path}", ctx.notebook_path or "(none open)")
-    return {"role": "system", "content": text.replace("{skills}", skills_prompt_section()).replace("{agents}", agents)}
+    text = text.replace("{skills}", skills_prompt_section()).replace("{agents}", agents)
+    note = ctx.policy.prompt_note()
+    return {"role": "system", "content": f"{text}\n\n{note}" if note else text}
 
 
 def _reminder(ctx: RunContext) -> dict[str, Any]:
@@ -187,24 +218,44 @@ async def _ask(ctx: RunContext, messages: list[dict[str, Any]]) -> ModelTurn:
     def on_token(text: str) -> None:
         emit(make_event("token", text=text))
 
-    tools = [spec.openai_schema() for spec in ctx.tools.values()]
+    offered = ctx.offered()
+    tools = [spec.openai_schema() for spec in offered.values()]
 
     def validate(name: str, args: Any) -> str | None:
-        spec = ctx.tools.get(name)
-        return spec.check_args(args) if spec else f"there is no tool {name!r}; the tools are {sorted(ctx.tools)}"
+        spec = offered.get(name)
+        return spec.check_args(args) if spec else f"there is no tool {name!r}; the tools are {sorted(offered)}"
 
     try:
-        return await complete(ctx.settings, ModelRequest(messages, tools, ctx.tool_mode, validate), on_token, on_retry)
+        turn = await complete(ctx.settings, ModelRequest(messages, tools, ctx.tool_mode, validate), on_token, on_retry)
     except LLMError as exc:
         if exc.kind != "tools_unsupported" or ctx.settings.tool_calling != "auto" or ctx.tool_mode == "prompt":
             raise
         log.info("endpoint refused function calling; switching to prompt mode: %s", exc.message)
         ctx.tool_mode = "prompt"
-        return await complete(ctx.settings, ModelRequest(messages, tools, "prompt", validate), on_token, on_retry)
+        turn = await complete(ctx.settings, ModelRequest(messages, tools, "prompt", validate), on_token, on_retry)
+    _count(ctx, turn, messages)
+    return turn
+
+
+def _count(ctx: RunContext, turn: ModelTurn, messages: list[dict[str, Any]]) -> None:
+    """Add a call's tokens to the run's and the thread's totals and show them, with the context meter."""
+    call = token_usage.of_call(turn, messages, ctx.settings.model, ctx.settings.prices)
+    ctx.meter.record(call)
+    public = token_usage.public
+    ctx.emit(make_event(
+        "usage", call=public(call), run=public(ctx.meter.run), thread=public(ctx.meter.thread),
+        context_tokens=call["prompt_tokens"], context_budget=ctx.settings.context_token_budget, summarized=ctx.summarized,
+    ))  # fmt: skip
 
 
 async def call_model(state: AgentState, runtime: Runtime[RunContext]) -> AgentState:
     ctx = runtime.context
+    ctx.begin_node(state)
+    update = await _call_model(state, ctx)
+    return {**update, **ctx.meter.state()} if not ctx.agent.is_subagent else update
+
+
+async def _call_model(state: AgentState, ctx: RunContext) -> AgentState:
     calls = state.get("model_calls", 0)
     if calls >= ctx.max_model_calls:
         answer = f"I stopped after {ctx.max_model_calls} model calls, the limit for one run. The work so far is in the notebook."
@@ -214,6 +265,7 @@ async def call_model(state: AgentState, runtime: Runtime[RunContext]) -> AgentSt
     messages, update = await compact(
         ctx.settings, state.get("messages", []), state.get("summary", ""), state.get("summary_upto", 0), _system_prompt(ctx)
     )
+    ctx.summarized = "summary" in update
     messages, refused = await _with_images(ctx, state, messages)
     try:
         turn = await _ask(ctx, messages)
@@ -342,6 +394,8 @@ async def _run_tool(call: dict[str, Any], ctx: RunContext) -> ToolOutcome:
     if spec is None:
         hint = f" {ctx.agent.label} may not delegate to other agents." if name == "task" else ""
         return ToolOutcome("error", f"There is no tool named {name!r}.{hint} Available tools: {', '.join(ctx.tools)}.")
+    if not ctx.policy.offers(name, spec):  # the model called it anyway: refused before anything runs
+        return ToolOutcome("error", ctx.policy.refusal(name))
     args, problem = parse_args(call["function"]["arguments"])
     problem = problem or spec.check_args(args)
     if problem or args is None:
@@ -350,6 +404,10 @@ async def _run_tool(call: dict[str, Any], ctx: RunContext) -> ToolOutcome:
     if recorded is not None:
         return recorded
     tool_ctx = ToolContext(call["id"], ctx.env, ctx.emit, ctx.settings, ctx)
+    try:
+        await spec.precheck(args, tool_ctx)
+    except ToolInputError as exc:
+        return ToolOutcome("error", f"{name} failed: {exc}")
     if ctx.needs_approval(name):
         # The node re-runs from the top on resume; nothing above has side effects.
         decision = interrupt(await _approval_request_once(spec, args, tool_ctx, ctx))
@@ -413,15 +471,24 @@ def _notes(state: AgentState, ctx: RunContext, spec: ToolSpec | None) -> str:
 
 async def call_tools(state: AgentState, runtime: Runtime[RunContext]) -> AgentState:
     ctx = runtime.context
+    ctx.begin_node(state)
+    update = await _call_tools(state, ctx)
+    return {**update, **ctx.meter.state()} if not ctx.agent.is_subagent else update
+
+
+async def _call_tools(state: AgentState, ctx: RunContext) -> AgentState:
     call = state["messages"][-1]["tool_calls"][0]
     name = call["function"]["name"]
     outcome = await _run_tool(call, ctx)
     ctx.emit(make_event("tool_result", id=call["id"], name=name, status=outcome.status, summary=outcome.display_summary))
     content = outcome.content + _notes(state, ctx, ctx.tools.get(name))
+    plan_approved = ctx.policy.asks_for_plan(name) and outcome.status == "ok"
+    if plan_approved:
+        content += "\n\n[The user approved this plan. Carry it out now; each step that changes something still asks for approval.]"
     messages = [{"role": "tool", "tool_call_id": call["id"], "content": content}]
     if outcome.images:
         messages[0][IMAGES_KEY] = list(outcome.images)
-    update: AgentState = {"deferred": []}
+    update: AgentState = {"deferred": [], **({"plan_approved": True} if plan_approved else {})}
     update.update(outcome.state)  # type: ignore[typeddict-item]
     update["done"] = outcome.ends_run
     update["failure"] = _failure_streak(state, call, outcome)

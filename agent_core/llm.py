@@ -52,18 +52,23 @@ class ModelRequest:
 _clients: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, ...], Any]]" = weakref.WeakKeyDictionary()
 
 
-def _client(settings: AgentSettings) -> Any:
+def new_client(settings: AgentSettings) -> Any:
+    """An SDK client for the settings' endpoint; the caller closes it (or `_client` keeps it)."""
     import openai
 
+    return openai.AsyncOpenAI(
+        api_key=settings.api_key or PLACEHOLDER_KEY,
+        base_url=settings.base_url or None,
+        timeout=openai.Timeout(settings.request_timeout, connect=settings.connect_timeout),
+        max_retries=0,  # retried here, visibly
+    )
+
+
+def _client(settings: AgentSettings) -> Any:
     key = (settings.api_key, settings.base_url, settings.request_timeout, settings.connect_timeout)
     per_loop = _clients.setdefault(asyncio.get_running_loop(), {})
     if key not in per_loop:
-        per_loop[key] = openai.AsyncOpenAI(
-            api_key=settings.api_key or PLACEHOLDER_KEY,
-            base_url=settings.base_url or None,
-            timeout=openai.Timeout(settings.request_timeout, connect=settings.connect_timeout),
-            max_retries=0,  # retried here, visibly
-        )
+        per_loop[key] = new_client(settings)
     return per_loop[key]
 
 
@@ -177,7 +182,7 @@ async def _stream(settings: AgentSettings, messages: list[dict[str, Any]], tools
                     if choice.delta is not None:
                         on_delta(choice.delta)
     except openai.OpenAIError as exc:
-        raise _llm_error(exc, settings, bool(tools)) from None
+        raise llm_error(exc, settings, bool(tools)) from None
 
 
 async def plain_completion(settings: AgentSettings, messages: list[dict[str, Any]]) -> str:
@@ -189,7 +194,7 @@ async def plain_completion(settings: AgentSettings, messages: list[dict[str, Any
     try:
         reply = await _client(settings).chat.completions.create(model=settings.model, messages=messages)
     except openai.OpenAIError as exc:
-        raise _llm_error(exc, settings, False) from None
+        raise llm_error(exc, settings, False) from None
     return (reply.choices[0].message.content or "").strip() if reply.choices else ""
 
 
@@ -240,7 +245,7 @@ def _retry_after(exc: Any) -> float | None:
         return None
 
 
-def _llm_error(exc: Exception, settings: AgentSettings, sent_tools: bool) -> LLMError:
+def llm_error(exc: Exception, settings: AgentSettings, sent_tools: bool) -> LLMError:
     import openai
 
     where = settings.base_url or "api.openai.com"

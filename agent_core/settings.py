@@ -3,6 +3,7 @@ snapshot of agent_core.configuration.Cellwright (whose traits take their default
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Mapping
 
 from .contract.shared import ToolCalling, Vision  # auto: native, falling back to prompt
 
@@ -25,6 +26,7 @@ class AgentSettings:
     namespace_snapshot: bool = True  # a run without @mentions starts with the kernel's variables
     vision: Vision = "auto"  # image outputs as image parts: auto tries, and stops for the thread on a refusal
     max_images: int = 3  # image parts per model request
+    prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # model -> per million tokens
 
     @property
     def llm_configured(self) -> bool:

@@ -115,7 +115,7 @@ class ThreadRunner:
             snapshot = await self.snapshot(thread_id)
         return snapshot
 
-    def start_input(self, snapshot: Any, message: str, mode: str, context: dict[str, Any] | None = None) -> Any:
+    def start_input(self, snapshot: Any, message: str, mode: str, autonomy: str = "agent") -> Any:
         """The graph input that starts a run with `message`; refused while an approval is pending."""
         from .graph import new_run_input
 
@@ -123,23 +123,33 @@ class ThreadRunner:
             raise ApprovalPending(
                 "This thread is waiting for your approval of a tool call: approve or reject it (or press Stop) first."
             )
-        return new_run_input(message, mode, context)
+        return new_run_input(message, mode, autonomy=autonomy)
 
     @staticmethod
-    async def with_context(graph_input: Any, message: str, env: Any, settings: Any) -> tuple[Any, list[dict[str, Any]]]:
+    async def with_context(
+        graph_input: Any, message: str, env: Any, settings: Any, kernel_seen: str | None = None
+    ) -> tuple[Any, list[dict[str, Any]]]:
         """A new run's input with the context its message's @mentions (or the namespace snapshot)
-        resolve to, and the mentions for `run_started`. Never fails the run: context is a help."""
+        resolve to, a note when the kernel restarted since the thread's last cell (`kernel_seen`),
+        and the mentions for `run_started`. Never fails the run: context is a help."""
         from .graph import new_run_input
         from .mentions import context_for
 
+        notes: list[dict[str, Any]] = []
+        mentions: list[Any] = []
+        kernel_now = None
         try:
             context, mentions = await context_for(message, env, settings)
+            notes += [context] if context is not None else []
+            kernel_now = await env.kernel_identity() if kernel_seen else None
+            notes += restart_note(kernel_seen, kernel_now)
         except Exception:
             log.exception("the context of a run could not be resolved")
-            return graph_input, []
-        if context is None:
-            return graph_input, [m.public() for m in mentions]
-        return new_run_input(message, graph_input.get("mode", "single"), context), [m.public() for m in mentions]
+        public = [m.public() for m in mentions]
+        if not notes:
+            return graph_input, public
+        told = {"kernel_identity": kernel_now} if kernel_now else {}  # said once, not at every run after
+        return {**new_run_input(message, graph_input.get("mode", "single"), notes, graph_input.get("autonomy", "agent")), **told}, public
 
     def resume_input(self, snapshot: Any, call_id: str, decision: dict[str, Any]) -> Any:
         """The graph input that applies `decision` (approve / edit / reject) to the pending call
@@ -162,11 +172,16 @@ class ThreadRunner:
     def mode_of(snapshot: Any) -> str:
         return str((snapshot.values or {}).get("mode", "single"))
 
+    @staticmethod
+    def autonomy_of(snapshot: Any) -> str:
+        return str((snapshot.values or {}).get("autonomy", "agent"))
+
     # -- driving
 
     async def run_segment(
         self, thread_id: str, run_id: str, graph_input: Any, make_context: ContextFactory, mode: str, message: str,
         on_event: Callable[[dict[str, Any]], None] | None = None, mentions: list[dict[str, Any]] | None = None,
+        autonomy: str = "agent",
     ) -> str:  # fmt: skip
         """One segment of a run: until the graph ends, pauses for approval, fails or is cancelled.
         Returns the run_finished status; every event is in the thread's log when it returns."""
@@ -178,15 +193,19 @@ class ThreadRunner:
         renewing = asyncio.create_task(self._renew_lease(thread_id))
         emit = EventPump(self.threads, thread_id, run_id, agent_for_mode(mode).name, on_event)
         status = "completed"
+        run_usage: dict[str, Any] | None = None
         try:
             started = {"mentions": mentions} if mentions else {}
-            emit(make_event("run_started", mode=mode, message=message, **started))
+            emit(make_event("run_started", mode=mode, autonomy=autonomy, message=message, **started))
             async for chunk in self.graph.astream(
                 graph_input, self.config(thread_id), context=make_context(emit), stream_mode="updates", durability="sync"
             ):
                 for interrupt in chunk.get("__interrupt__", ()):
                     emit(approval_event(interrupt.value))
                     status = "awaiting_approval"
+                for update in chunk.values():
+                    if isinstance(update, dict) and update.get("run_usage"):
+                        run_usage = update["run_usage"]
         except asyncio.CancelledError:
             status = "cancelled"
             await self.close_open_call(thread_id, emit)
@@ -200,7 +219,10 @@ class ThreadRunner:
         finally:
             try:
                 if await self.threads.get(thread_id) is not None:
-                    emit(make_event("run_finished", status=status))
+                    from .usage import public
+
+                    totals = {"usage": public(run_usage)} if run_usage and run_usage["prompt_tokens"] else {}
+                    emit(make_event("run_finished", status=status, **totals))
                     await emit.drain()
                     await self.threads.update(thread_id, status=status)
             finally:  # a failed save must not leave the thread leased to nobody for 30 s
@@ -249,6 +271,20 @@ class ThreadRunner:
     async def delete_thread(self, thread_id: str) -> None:
         await self.store.delete_thread(thread_id)
         await self.threads.delete(thread_id)
+
+
+def restart_note(kernel_seen: str | None, kernel_now: str | None) -> list[dict[str, Any]]:
+    """A context message when the kernel that ran the thread's last cell is not the one running now
+    (the user restarted it, or the server came back with a new one): its variables are gone."""
+    from .mentions import CONTEXT_KEY
+
+    if not kernel_seen or kernel_now is None or kernel_now == kernel_seen:
+        return []
+    text = (
+        "[The notebook's kernel restarted since your last cell ran: every variable, import and loaded dataset from "
+        "before is gone. Re-run the cells you need before you use them.]"
+    )
+    return [{"role": "user", "content": text, CONTEXT_KEY: True}]
 
 
 def approval_event(payload: dict[str, Any]) -> dict[str, Any]:

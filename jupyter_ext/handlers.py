@@ -15,6 +15,7 @@ from tornado.iostream import StreamClosedError
 from agent_core.contract.routes import (
     MAX_BODY_BYTES,
     BodyError,
+    ConnectionTest,
     CreateThread,
     Decision,
     DiagnosticsRequest,
@@ -112,6 +113,25 @@ class ConfigHandler(CellwrightHandler):
         self.write_json(self.app.public_config())
 
 
+class ConfigModelsHandler(CellwrightHandler):
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        from agent_core.connection_check import list_models
+
+        self.write_json(await list_models(self.app.configuration.agent_settings()))
+
+
+class ConfigTestHandler(CellwrightHandler):
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        from agent_core.connection_check import test_connection
+
+        form = self.body(ConnectionTest).model_dump(exclude_none=True)
+        self.write_json(await test_connection(self.app.configuration.agent_settings().with_overrides(**form)))
+
+
 class ThreadsHandler(CellwrightHandler):
     @web.authenticated
     @authorized
@@ -150,7 +170,7 @@ class RunsHandler(CellwrightHandler):
         if not body.message.strip():
             raise BadRequest('"message" must not be blank.', "bad_request")
         path = self._notebook_path(body.notebook_path)
-        run_id = await self.runs.start_run(thread_id, body.message, path, body.kernel_id, body.mode)
+        run_id = await self.runs.start_run(thread_id, body, path)
         self.write_json({"run_id": run_id}, 202)
 
 
@@ -323,6 +343,8 @@ def _as_domain_error(e: BaseException) -> BaseException:
 default_handlers = [
     (r"/cellwright/api/health", HealthHandler),
     (r"/cellwright/api/config", ConfigHandler),
+    (r"/cellwright/api/config/models", ConfigModelsHandler),
+    (r"/cellwright/api/config/test", ConfigTestHandler),
     (r"/cellwright/api/threads", ThreadsHandler),
     (r"/cellwright/api/threads/(?P<thread_id>[\w-]+)", ThreadHandler),
     (r"/cellwright/api/threads/(?P<thread_id>[\w-]+)/runs", RunsHandler),

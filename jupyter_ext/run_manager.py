@@ -18,7 +18,8 @@ from traitlets import Float
 from traitlets.config import LoggingConfigurable
 
 from agent_core.contract import make_event
-from agent_core.contract.routes import Decision
+from agent_core.contract.routes import Decision, StartRun
+from agent_core.contract.shared import LiveCell
 from agent_core.settings import AgentSettings
 from agent_core.thread_store import ThreadRecord, ThreadStore
 
@@ -94,6 +95,7 @@ class RunManager(LoggingConfigurable):
         """The thread as it is: a read never drives a run (recovery is for start-up and POSTs)."""
         from agent_core.mentions import CONTEXT_KEY
         from agent_core.thread_runner import view_message
+        from agent_core.usage import public as public_usage, zero as zero_usage
 
         record = await self.thread(thread_id)
         runner = await self.runner()
@@ -106,6 +108,8 @@ class RunManager(LoggingConfigurable):
             "messages": [view_message(m) for m in values.get("messages", []) if not m.get(CONTEXT_KEY)],
             "todos": values.get("todos", []),
             "pending_approval": _public_pending(pending),
+            "usage": public_usage(values.get("usage") or zero_usage()),
+            "autonomy": runner.autonomy_of(snapshot),
         }
 
     async def list_threads(self) -> list[dict[str, Any]]:
@@ -132,7 +136,8 @@ class RunManager(LoggingConfigurable):
 
     # -- runs
 
-    async def start_run(self, thread_id: str, message: str, notebook_path: str | None, kernel_id: str | None, mode: str) -> str:
+    async def start_run(self, thread_id: str, body: StartRun, notebook_path: str | None) -> str:
+        """Start a run of `body` (its notebook_path already checked against the root)."""
         from agent_core.llm import not_configured
         from agent_core.thread_runner import title_from
 
@@ -142,16 +147,19 @@ class RunManager(LoggingConfigurable):
             raise BadRequest(not_configured().message, "llm_not_configured")
         async with _as_http_errors(), self._thread_locks[thread_id]:
             await self._ensure_free(thread_id)
-            graph_input = (await self.runner()).start_input(await self._recovered(record), message, mode)
+            snapshot = await self._recovered(record)
+            graph_input = (await self.runner()).start_input(snapshot, body.message, body.mode, body.autonomy)
             updates = {"notebook_path": notebook_path} if notebook_path is not None else {}
-            if kernel_id is not None:
-                updates["kernel_id"] = kernel_id
+            if body.kernel_id is not None:
+                updates["kernel_id"] = body.kernel_id
             if record.title in ("", "New thread"):
-                updates["title"] = title_from(message)
+                updates["title"] = title_from(body.message)
             if updates:
                 await self.threads.update(thread_id, **updates)
                 record = dataclasses.replace(record, **updates)  # what was just written: no second read
-            return self._launch(record, graph_input, settings, mode, message, with_context=True)
+            segment = Segment(body.mode, body.autonomy, body.message, _cells(body.notebook_cells))
+            kernel_seen = (snapshot.values or {}).get("kernel_identity")
+            return self._launch(record, graph_input, settings, segment, with_context=True, kernel_seen=kernel_seen)
 
     async def decide(self, thread_id: str, call_id: str, body: Decision) -> str:
         record = await self.thread(thread_id)
@@ -166,7 +174,8 @@ class RunManager(LoggingConfigurable):
             if body.kernel_id:
                 await self.threads.update(thread_id, kernel_id=body.kernel_id)
                 record = dataclasses.replace(record, kernel_id=body.kernel_id)
-            return self._launch(record, resume, self._settings(), runner.mode_of(snapshot), "")
+            segment = Segment(runner.mode_of(snapshot), runner.autonomy_of(snapshot), "", _cells(body.notebook_cells))
+            return self._launch(record, resume, self._settings(), segment)
 
     async def cancel(self, thread_id: str) -> None:
         record = await self.thread(thread_id)
@@ -241,29 +250,35 @@ class RunManager(LoggingConfigurable):
         await (await self.runner()).ensure_not_leased(thread_id)
 
     def _launch(
-        self, record: ThreadRecord, graph_input: Any, settings: AgentSettings, mode: str, message: str, with_context: bool = False
-    ) -> str:
+        self, record: ThreadRecord, graph_input: Any, settings: AgentSettings, segment: Segment, with_context: bool = False,
+        kernel_seen: str | None = None,
+    ) -> str:  # fmt: skip
         run_id = uuid.uuid4().hex
         env = self._env_factory(record.notebook_path, record.kernel_id or None, settings)
-        task = asyncio.create_task(self._drive(record, run_id, graph_input, settings, env, mode, message, with_context))
-        self._active[record.thread_id] = task
+        drive = self._drive(record, run_id, graph_input, settings, env, segment, with_context, kernel_seen)
+        self._active[record.thread_id] = asyncio.create_task(drive)
         return run_id
 
     async def _drive(
-        self, record: ThreadRecord, run_id: str, graph_input: Any, settings: AgentSettings, env: ToolEnvironment, mode: str,
-        message: str, with_context: bool = False,
+        self, record: ThreadRecord, run_id: str, graph_input: Any, settings: AgentSettings, env: ToolEnvironment,
+        segment: Segment, with_context: bool = False, kernel_seen: str | None = None,
     ) -> str:  # fmt: skip
         from agent_core.graph import run_context
         from agent_core.thread_runner import ThreadBusy
 
         runner = await self.runner()
         try:
-            make_context = lambda emit: run_context(record.thread_id, settings, env, runner.store.ledger, emit, record.notebook_path, mode)  # noqa: E731
+            make_context = lambda emit: run_context(  # noqa: E731
+                record.thread_id, settings, env, runner.store.ledger, emit, record.notebook_path, segment.mode, segment.notebook_cells
+            )
             # Resolved here, in the run's task: the POST answers at once, whatever the kernel does.
             mentions = None
             if with_context:
-                graph_input, mentions = await runner.with_context(graph_input, message, env, settings)
-            return await runner.run_segment(record.thread_id, run_id, graph_input, make_context, mode, message, mentions=mentions)
+                graph_input, mentions = await runner.with_context(graph_input, segment.message, env, settings, kernel_seen)
+            return await runner.run_segment(
+                record.thread_id, run_id, graph_input, make_context, segment.mode, segment.message, mentions=mentions,
+                autonomy=segment.autonomy,
+            )  # fmt: skip
         except ThreadBusy as exc:  # a kernel took the thread between our check and the start
             self.log.warning("%s", exc)
             return "failed"
@@ -283,7 +298,7 @@ class RunManager(LoggingConfigurable):
 
         async def drive() -> None:
             snapshot = await runner.snapshot(record.thread_id)
-            self._launch(record, None, self._settings(), runner.mode_of(snapshot), "")
+            self._launch(record, None, self._settings(), Segment(runner.mode_of(snapshot), runner.autonomy_of(snapshot), ""))
             await asyncio.wait([self._active[record.thread_id]])
 
         if record.thread_id in self._active:
@@ -310,6 +325,20 @@ async def _as_http_errors() -> AsyncIterator[None]:
         raise BadRequest(exc.message, exc.kind) from None
     except RunRefused as exc:
         raise Conflict(exc.message, exc.kind) from None
+
+
+@dataclass(frozen=True)
+class Segment:
+    """What a run segment starts with, beside its thread and graph input."""
+
+    mode: str
+    autonomy: str
+    message: str  # the user's message; "" for a segment an approval resumed
+    notebook_cells: list[dict[str, Any]] | None = None  # as the browser sent them
+
+
+def _cells(cells: list[LiveCell] | None) -> list[dict[str, Any]] | None:
+    return None if cells is None else [cell.model_dump() for cell in cells]
 
 
 def _public_pending(pending: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -89,6 +89,8 @@ class Printer:
             self._streamed += event["text"]
             self._open_line = not event["text"].endswith("\n")
             return
+        if kind == "usage":  # bookkeeping between a streamed answer and its `final`: nothing to print
+            return
         streamed, self._streamed = self._streamed, ""
         if kind == "tool_call" and event["name"] not in ("final_answer", "write_todos") and not event.get("needs_approval"):
             self.line(f"→ {_call_line(event['name'], event.get('args') or {})}")

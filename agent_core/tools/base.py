@@ -125,6 +125,9 @@ class ToolSpec(Generic[ArgsT]):
     # the call would fail. Must have no side effects: the tools node re-runs it on resume.
     card: Callable[[ArgsT, ToolContext], Awaitable[dict[str, Any]]] | None = None
     recorded: bool = True  # kept in the tool ledger, so a call id runs at most once
+    # Raises ToolInputError when the call cannot apply at all (its target is gone): the model is
+    # told before the user is asked. Read-only, like `card`.
+    check: Callable[[ArgsT, ToolContext], Awaitable[None]] | None = None
 
     @cached_property
     def parameters(self) -> dict[str, Any]:
@@ -159,6 +162,10 @@ class ToolSpec(Generic[ArgsT]):
             except ToolInputError:
                 pass
         return f"{self.name} wants to run"
+
+    async def precheck(self, args: Mapping[str, Any] | ArgsT, ctx: ToolContext) -> None:
+        if self.check is not None:
+            await self.check(self.parse(args), ctx)
 
     async def preview(self, args: Mapping[str, Any] | ArgsT, ctx: ToolContext) -> dict[str, Any]:
         if self.card is None:

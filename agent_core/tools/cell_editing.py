@@ -67,6 +67,10 @@ async def edit_cell(args: EditCellArgs, ctx: ToolContext) -> ToolOutcome:
     return await cell_outcome(await ctx.env.run_cell(ctx.call_id, args.source, ctx.emit, placement), placement, ctx)
 
 
+async def edit_cell_check(args: EditCellArgs, ctx: ToolContext) -> None:
+    await target_cell(args.cell_id, ctx)
+
+
 async def edit_cell_preview(args: EditCellArgs, ctx: ToolContext) -> dict[str, Any]:
     index, cell = await target_cell(args.cell_id, ctx)
     diff = unified_diff(_source(cell), args.source, f"cell {index} ({args.cell_id})")
@@ -85,4 +89,5 @@ EDIT_CELL = ToolSpec(
     needs_approval=True,
     describe=lambda args: f"Edit cell {args.cell_id} and run it again",
     card=edit_cell_preview,
+    check=edit_cell_check,
 )
