@@ -10,8 +10,8 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import { CellwrightAPI, errorMessage } from '../api';
 import { followEvents } from '../stream';
-import { CellwrightEvent } from '../contract.gen';
-import { reduceEvent } from './reducer';
+import { CellwrightEvent, ThreadDetail } from '../contract.gen';
+import { reduceEvent, withThreadDetail } from './reducer';
 import { EMPTY_VIEW, isLiveOnly, IThreadView } from './view';
 
 export type ConnectionState = 'closed' | 'open' | 'reconnecting';
@@ -37,8 +37,16 @@ export class ThreadModel implements IDisposable {
   title: string | null;
   notebookPath: string | null;
 
+  /** The folded events, with what `GET threads/{id}` adds (usage, autonomy) once read. */
   get view(): IThreadView {
-    return this._view;
+    if (!this._detail) {
+      return this._view;
+    }
+    if (this._shownFrom !== this._view) {
+      this._shownFrom = this._view;
+      this._shown = withThreadDetail(this._view, this._detail);
+    }
+    return this._shown;
   }
 
   /** Emitted (coalesced) when the view or the connection state changes. */
@@ -114,6 +122,9 @@ export class ThreadModel implements IDisposable {
       // The open stream may predate what the caller just did: read once more after it closes.
       this._again = true;
       return;
+    }
+    if (options.replay) {
+      void this._loadDetail();
     }
     const controller = new AbortController();
     this._controller = controller;
@@ -197,6 +208,20 @@ export class ThreadModel implements IDisposable {
     }
   }
 
+  /** The thread's totals, for logs that carry no `usage` event. Best effort. */
+  private async _loadDetail(): Promise<void> {
+    try {
+      const detail = await this._api.getThread(this.threadId);
+      if (!this._isDisposed && detail) {
+        this._detail = { usage: detail.usage, autonomy: detail.autonomy };
+        this._shownFrom = null;
+        this._emitChanged(false);
+      }
+    } catch {
+      // the events still show everything else; a missing thread is reported by the stream
+    }
+  }
+
   private _endCatchUp(): void {
     if (this._catchingUp) {
       this._catchingUp = false;
@@ -234,6 +259,9 @@ export class ThreadModel implements IDisposable {
 
   private _api: CellwrightAPI;
   private _view: IThreadView = EMPTY_VIEW;
+  private _detail: Pick<ThreadDetail, 'usage' | 'autonomy'> | null = null;
+  private _shown: IThreadView = EMPTY_VIEW;
+  private _shownFrom: IThreadView | null = null;
   private _controller: AbortController | null = null;
   private _connection: ConnectionState = 'closed';
   private _catchingUp = false;
