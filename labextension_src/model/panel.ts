@@ -343,6 +343,7 @@ export class PanelModel implements IDisposable {
         })
       );
       thread.connect({ replay: true });
+      void this._loadDetail(thread);
     }
     if (this._notebook) {
       this._lastThreads.remember(this._notebook.path, threadId);
@@ -486,6 +487,18 @@ export class PanelModel implements IDisposable {
   }
 
   // ------------------------------------------------------------ private
+
+  /** The thread's usage and autonomy from `GET threads/{id}`: best effort. */
+  private async _loadDetail(thread: ThreadModel): Promise<void> {
+    try {
+      const detail = await this.api.getThread(thread.threadId);
+      if (detail && typeof detail === 'object' && detail.usage) {
+        thread.setDetail(detail);
+      }
+    } catch {
+      // the events show everything else; a missing thread is reported by its stream
+    }
+  }
 
   /** The bound notebook's live cells, when the thread is that notebook's. */
   private _liveCells(

@@ -93,6 +93,19 @@ export class ThreadModel implements IDisposable {
     return this._decided.has(toolCallId);
   }
 
+  /**
+   * What `GET threads/{id}` said of the thread (usage, autonomy): shown
+   * where its events say nothing (logs without `usage` events).
+   */
+  setDetail(detail: Pick<ThreadDetail, 'usage' | 'autonomy'>): void {
+    if (this._isDisposed) {
+      return;
+    }
+    this._detail = { usage: detail.usage, autonomy: detail.autonomy };
+    this._shownFrom = null;
+    this._emitChanged(false);
+  }
+
   markDecided(toolCallId: string): void {
     this._decided.add(toolCallId);
     this._emitChanged(true);
@@ -122,9 +135,6 @@ export class ThreadModel implements IDisposable {
       // The open stream may predate what the caller just did: read once more after it closes.
       this._again = true;
       return;
-    }
-    if (options.replay) {
-      void this._loadDetail();
     }
     const controller = new AbortController();
     this._controller = controller;
@@ -205,20 +215,6 @@ export class ThreadModel implements IDisposable {
       if (!this._isDisposed) {
         this._streamEnded.emit();
       }
-    }
-  }
-
-  /** The thread's totals, for logs that carry no `usage` event. Best effort. */
-  private async _loadDetail(): Promise<void> {
-    try {
-      const detail = await this._api.getThread(this.threadId);
-      if (!this._isDisposed && detail) {
-        this._detail = { usage: detail.usage, autonomy: detail.autonomy };
-        this._shownFrom = null;
-        this._emitChanged(false);
-      }
-    } catch {
-      // the events still show everything else; a missing thread is reported by the stream
     }
   }
 
