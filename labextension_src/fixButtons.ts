@@ -34,6 +34,8 @@ function hasErrorOutput(outputs: IOutputList | null): boolean {
 }
 
 const BUTTON_CLASS = 'cw-fix-button';
+/** JupyterLab's cell footer has no height: the one holding the button gets its height. */
+const FOOTER_CLASS = 'cw-mod-fixable';
 
 export class FixErrorButtons implements IDisposable {
   constructor(
@@ -119,8 +121,10 @@ export class FixErrorButtons implements IDisposable {
         this._onFix(panel, cell);
       });
       footer.appendChild(button);
+      footer.classList.add(FOOTER_CLASS);
     } else if (!error && existing) {
       existing.remove();
+      footer.classList.remove(FOOTER_CLASS);
     }
   }
 
