@@ -95,10 +95,12 @@ def test_fix_with_cellwright_edits_the_cell_in_place(page: Any, lab: JupyterProc
 
 
 def _switch_theme(page: Any, name: str) -> None:
-    page.get_by_role("menuitem", name="Settings").first.click()
-    page.get_by_role("menuitem", name="Theme").first.hover()
-    page.get_by_role("menuitem", name=name, exact=True).click()
-    page.wait_for_timeout(1500)
+    """Settings > Theme > `name`, from the menu bar."""
+    page.locator(".lm-MenuBar-itemLabel", has_text="Settings").click()
+    page.locator(".lm-Menu-itemLabel", has_text="Theme").first.hover()
+    page.locator(".lm-Menu-itemLabel").filter(has_text=re.compile(f"^{re.escape(name)}$")).first.click()
+    page.wait_for_function("() => document.body.dataset.jpThemeLight === 'false'", timeout=20_000)
+    page.wait_for_timeout(1000)
 
 
 def _assert_buttons_in_view(page: Any, shot: str) -> None:
