@@ -21,7 +21,7 @@ import { fixMessage, hasError } from './fixCell';
 import { restartKernelById } from './kernels';
 import { PanelModel } from './model';
 import { NotebookBridge } from './notebook';
-import { Mode } from './contract.gen';
+import { Autonomy, Mode } from './contract.gen';
 import { CommandIDs, PLUGIN_ID } from './tokens';
 import { FRONTEND_VERSION } from './version';
 import { CellwrightPanel } from './widgets/CellwrightPanel';
@@ -239,6 +239,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
           const apply = (initial: boolean): void => {
             model.mode = (settings.get('mode').composite as Mode) ?? 'single';
             model.autoScroll = (settings.get('autoScroll').composite as boolean) ?? true;
+            model.defaultAutonomy = (settings.get('autonomy').composite as Autonomy) ?? 'agent';
             const next = (settings.get('auto_approve').composite as string[]) ?? [];
             if (!initial && JSON.stringify(next) !== autoApprove) {
               autoApprove = JSON.stringify(next);

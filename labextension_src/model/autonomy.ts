@@ -36,12 +36,15 @@ const NO_NOTEBOOK = '';
 export class AutonomyMemory {
   constructor(private _storage: IKeyValueStore | null) {}
 
+  /** The mode of a notebook without a remembered one (the user's setting). */
+  fallback: Autonomy = DEFAULT_AUTONOMY;
+
   recall(path: string | null): Autonomy {
     try {
       const value = this._storage?.getItem(PREFIX + (path ?? NO_NOTEBOOK));
-      return isAutonomy(value) ? value : DEFAULT_AUTONOMY;
+      return isAutonomy(value) ? value : this.fallback;
     } catch {
-      return DEFAULT_AUTONOMY;
+      return this.fallback;
     }
   }
 

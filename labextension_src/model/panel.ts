@@ -173,6 +173,19 @@ export class PanelModel implements IDisposable {
     return this._autonomy;
   }
 
+  /** The mode for notebooks the user has not picked one for (a setting). */
+  set defaultAutonomy(value: Autonomy) {
+    if (!isAutonomy(value)) {
+      return;
+    }
+    this._autonomies.fallback = value;
+    const now = this._autonomies.recall(this._notebook?.path ?? null);
+    if (now !== this._autonomy) {
+      this._autonomy = now;
+      this._changed.emit();
+    }
+  }
+
   /** Pick the mode from the composer (remembered for the bound notebook). */
   pickAutonomy(value: Autonomy): void {
     if (!isAutonomy(value) || value === this._autonomy) {
