@@ -9,13 +9,17 @@ import { ServerConnection } from '@jupyterlab/services';
 
 import {
   ConfigUpdate,
+  ConnectionReport,
+  ConnectionTest,
   CreateThread,
   Decision,
   Health,
+  ModelList,
   PublicConfig,
   RunAccepted,
   StartRun,
   Thread,
+  ThreadDetail,
   ThreadList
 } from './contract.gen';
 import { API_NAMESPACE } from './tokens';
@@ -174,8 +178,26 @@ export class CellwrightAPI {
     return this.request<Health>('health');
   }
 
+  getConfig(): Promise<PublicConfig> {
+    return this.request<PublicConfig>('config');
+  }
+
   putConfig(update: ConfigUpdate): Promise<PublicConfig> {
     return this.request<PublicConfig>('config', jsonInit('PUT', update));
+  }
+
+  /** What the configured endpoint's /models lists. */
+  listModels(): Promise<ModelList> {
+    return this.request<ModelList>('config/models');
+  }
+
+  /** One tiny request with the form's values (unsaved): what works and what fails. */
+  testConnection(body: ConnectionTest): Promise<ConnectionReport> {
+    return this.request<ConnectionReport>('config/test', jsonInit('POST', body));
+  }
+
+  getThread(threadId: string): Promise<ThreadDetail> {
+    return this.request<ThreadDetail>(`threads/${enc(threadId)}`);
   }
 
   createThread(body: CreateThread): Promise<Thread> {

@@ -102,8 +102,15 @@ function baseName(path: string): string {
   return path.slice(path.lastIndexOf('/') + 1);
 }
 
-/** The context block for one cell of the notebook at `notebookPath`. */
-export function cellContext(cell: ICellSnapshot, notebookPath: string): ICellContext {
+/**
+ * The context block for one cell of the notebook at `notebookPath`;
+ * `outputLimit` bounds the outputs' digest (characters).
+ */
+export function cellContext(
+  cell: ICellSnapshot,
+  notebookPath: string,
+  outputLimit = OUTPUT_LIMIT
+): ICellContext {
   const count = cell.executionCount ? ` [${cell.executionCount}]` : '';
   const cellName = `Cell ${cell.index + 1}${count}`;
   const label = `${cellName} of ${baseName(notebookPath) || 'the notebook'}`;
@@ -116,7 +123,7 @@ export function cellContext(cell: ICellSnapshot, notebookPath: string): ICellCon
       .filter(t => t.trim())
       .join('\n');
     lines.push('', 'Outputs:', '');
-    lines.push(digest ? fenced(clip(digest, OUTPUT_LIMIT)) : '(no outputs)');
+    lines.push(digest ? fenced(clip(digest, outputLimit)) : '(no outputs)');
   }
   return { label, block: lines.join('\n') };
 }

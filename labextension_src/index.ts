@@ -13,11 +13,15 @@ import { IRenderMimeRegistry, RenderMimeRegistry } from '@jupyterlab/rendermime'
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 
 import { CellwrightAPI } from './api';
-import { cellUnderMenu } from './cellCommand';
+import type { Cell } from '@jupyterlab/cells';
+
+import { cellOutputs, cellUnderMenu, snapshotOf, targetCell } from './cellCommand';
+import { FixErrorButtons } from './fixButtons';
+import { fixMessage, hasError } from './fixCell';
 import { restartKernelById } from './kernels';
 import { PanelModel } from './model';
 import { NotebookBridge } from './notebook';
-import { Mode } from './contract.gen';
+import { Autonomy, Mode } from './contract.gen';
 import { CommandIDs, PLUGIN_ID } from './tokens';
 import { FRONTEND_VERSION } from './version';
 import { CellwrightPanel } from './widgets/CellwrightPanel';
@@ -93,7 +97,16 @@ const plugin: JupyterFrontEndPlugin<void> = {
         notebook
           ? {
               path: notebook.context.path,
-              kernelId: () => notebook.sessionContext.session?.kernel?.id
+              kernelId: () => notebook.sessionContext.session?.kernel?.id,
+              cells: () => {
+                const cells = notebook.content.model?.cells;
+                const out: { id: string; cell_type: string; source: string }[] = [];
+                for (let i = 0; cells && i < cells.length; i++) {
+                  const cell = cells.get(i);
+                  out.push({ id: cell.id, cell_type: cell.type, source: cell.sharedModel.getSource() });
+                }
+                return out;
+              }
             }
           : null
       );
@@ -147,6 +160,56 @@ const plugin: JupyterFrontEndPlugin<void> = {
       selector: '.jp-Notebook .jp-Cell',
       rank: 0
     });
+
+    // "Fix with Cellwright": the error's cell, its code and its traceback, fixed in place.
+    const fixCell = (notebook: NotebookPanel, cell: Cell): void => {
+      const index = notebook.content.widgets.indexOf(cell);
+      if (index < 0 || !hasError(cellOutputs(cell))) {
+        return;
+      }
+      if (notebook !== bound) {
+        bind(notebook);
+      }
+      app.shell.activateById(panel.id);
+      if (model.running) {
+        model.reportError(
+          new Error('Cellwright is busy with a run on this thread: stop it or wait, then ask again.')
+        );
+        return;
+      }
+      void model.send(fixMessage(snapshotOf(cell, index), notebook.context.path));
+    };
+    const fixTarget = (): { notebook: NotebookPanel; cell: Cell } | null => {
+      const target = targetCell(app, tracker);
+      return target && hasError(cellOutputs(target.cell)) ? target : null;
+    };
+    app.commands.addCommand(CommandIDs.fixCell, {
+      label: 'Fix Cell Error with Cellwright',
+      caption: "Ask Cellwright to fix the active cell's error in place (you approve the change)",
+      isEnabled: () => !!fixTarget(),
+      execute: () => {
+        const target = fixTarget();
+        if (target) {
+          fixCell(target.notebook, target.cell);
+        }
+      }
+    });
+    app.contextMenu.addItem({
+      command: CommandIDs.fixCell,
+      selector: '.jp-Notebook .jp-CodeCell',
+      rank: 0
+    });
+    new FixErrorButtons(tracker, fixCell);
+    tracker.activeCellChanged.connect(() => app.commands.notifyCommandChanged(CommandIDs.fixCell));
+
+    app.commands.addCommand(CommandIDs.settings, {
+      label: 'Cellwright Model Settings',
+      caption: 'Set the endpoint, model and API key Cellwright uses, and test the connection',
+      execute: () => {
+        model.openSettings(true);
+        app.shell.activateById(panel.id);
+      }
+    });
     let running = model.running;
     model.changed.connect(() => {
       if (model.running !== running) {
@@ -155,7 +218,14 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     });
     if (palette) {
-      for (const command of [CommandIDs.open, CommandIDs.newThread, CommandIDs.stop, CommandIDs.askAboutCell]) {
+      for (const command of [
+        CommandIDs.open,
+        CommandIDs.newThread,
+        CommandIDs.stop,
+        CommandIDs.askAboutCell,
+        CommandIDs.fixCell,
+        CommandIDs.settings
+      ]) {
         palette.addItem({ command, category: CATEGORY });
       }
     }
@@ -169,6 +239,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
           const apply = (initial: boolean): void => {
             model.mode = (settings.get('mode').composite as Mode) ?? 'single';
             model.autoScroll = (settings.get('autoScroll').composite as boolean) ?? true;
+            model.defaultAutonomy = (settings.get('autonomy').composite as Autonomy) ?? 'agent';
             const next = (settings.get('auto_approve').composite as string[]) ?? [];
             if (!initial && JSON.stringify(next) !== autoApprove) {
               autoApprove = JSON.stringify(next);

@@ -1,8 +1,12 @@
 /**
  * Writes what the agent did into the open notebook, so the notebook shows
- * what the agent saw: `cell_started` inserts a code cell at the end,
- * `cell_output` appends outputs to it, `cell_finished` sets its execution
- * count; an `add_markdown` tool call inserts a markdown cell.
+ * what the agent saw: `cell_started` inserts a code cell at the end (with
+ * the nbformat id the server gave it, replacing the notebook's only cell
+ * when that one is empty), `cell_output` appends outputs to it,
+ * `cell_finished` sets its execution count; an `add_markdown` tool call
+ * inserts a markdown cell. An `edit_cell` (`cell_started` with `edit`)
+ * replaces the source of the cell with that id in place, clears its
+ * outputs, and the outputs that follow go into that same cell.
  *
  * The server already ran the code in the kernel: nothing is executed here.
  * Only live events reach this bridge (see ThreadModel: a replayed backlog
@@ -23,14 +27,27 @@ import { ILiveEvent } from './model';
 
 const METADATA_KEY = 'cellwright';
 
+/** A new notebook: one code cell, empty. */
+function isBlankNotebook(cells: readonly ICellLike[]): boolean {
+  return (
+    cells.length === 1 &&
+    cells[0].type === 'code' &&
+    !cells[0].sharedModel.getSource().trim() &&
+    !((cells[0] as unknown as ICodeCellLike).outputs as unknown as { length: number }).length
+  );
+}
+
 /** The parts of a cell model the bridge uses. */
 interface ICellLike {
+  readonly id: string;
   readonly type: string;
   getMetadata(key: string): any;
+  setMetadata(key: string, value: any): void;
+  readonly sharedModel: { getSource(): string; setSource(source: string): void };
 }
 
 interface ICodeCellLike extends ICellLike {
-  outputs: { add(output: any): number };
+  outputs: { add(output: any): number; clear(): void };
   executionCount: number | null;
   executionState?: 'idle' | 'running';
 }
@@ -45,8 +62,13 @@ export class NotebookBridge {
         case 'cell_started': {
           // Sent twice when the cell waits for the kernel: the second only updates it.
           const panel = this._find(event.notebook_path ?? thread.notebookPath);
+          const cellId = typeof event.cell_id === 'string' && event.cell_id ? event.cell_id : null;
           if (panel && !this._findCell(panel, event.id)) {
-            this._insert(panel, 'code', event.code ?? '', event.id);
+            if (event.edit && cellId) {
+              this._edit(panel, cellId, event.code ?? '', event.id);
+            } else {
+              this._insert(panel, 'code', event.code ?? '', event.id, cellId);
+            }
           }
           const cell = panel ? (this._findCell(panel, event.id) as ICodeCellLike | null) : null;
           if (cell && cell.type === 'code') {
@@ -146,21 +168,67 @@ export class NotebookBridge {
     return null;
   }
 
+  /**
+   * Add the agent's cell at the end, with the nbformat id the server gave it
+   * (when it did). A notebook whose only cell is an empty code cell (a new
+   * notebook) gets the agent's cell in its place.
+   */
   private _insert(
     panel: NotebookPanel,
     cellType: 'code' | 'markdown',
     source: string,
-    toolCallId: string
+    toolCallId: string,
+    cellId: string | null = null
   ): void {
     const model = panel.content.model;
     if (!model) {
       return;
     }
-    model.sharedModel.insertCell(model.cells.length, {
+    const shared = model.sharedModel;
+    const cell = {
       cell_type: cellType,
       source,
-      metadata: { [METADATA_KEY]: { tool_call_id: toolCallId } }
+      metadata: { [METADATA_KEY]: { tool_call_id: toolCallId } },
+      ...(cellId && !this._cellById(panel, cellId) ? { id: cellId } : {})
+    };
+    if (isBlankNotebook(this._cells(panel))) {
+      shared.transact(() => {
+        shared.insertCell(1, cell);
+        shared.deleteCell(0);
+      });
+    } else {
+      shared.insertCell(model.cells.length, cell);
+    }
+    this._trim();
+  }
+
+  /** edit_cell: the cell with nbformat id `cellId` gets the new source and loses its outputs. */
+  private _edit(panel: NotebookPanel, cellId: string, source: string, toolCallId: string): void {
+    const cell = this._cellById(panel, cellId);
+    if (!cell) {
+      console.warn(`Cellwright: edit_cell: no cell ${cellId} in ${panel.context.path}`);
+      return;
+    }
+    cell.sharedModel.setSource(source);
+    if (cell.type === 'code') {
+      const code = cell as ICodeCellLike;
+      code.outputs.clear();
+      code.executionCount = null;
+    }
+    const meta = cell.getMetadata(METADATA_KEY);
+    cell.setMetadata(METADATA_KEY, {
+      ...(meta && typeof meta === 'object' ? meta : {}),
+      tool_call_id: toolCallId
     });
+    this._cache.set(toolCallId, cell);
+    this._trim();
+  }
+
+  private _cellById(panel: NotebookPanel, cellId: string): ICellLike | null {
+    return this._cells(panel).find(cell => cell.id === cellId) ?? null;
+  }
+
+  private _trim(): void {
     if (this._cache.size > 500) {
       this._cache.clear();
     }

@@ -28,6 +28,8 @@ export namespace CommandIDs {
   export const newThread = 'cellwright:new-thread';
   export const stop = 'cellwright:stop';
   export const askAboutCell = 'cellwright:ask-about-cell';
+  export const fixCell = 'cellwright:fix-cell';
+  export const settings = 'cellwright:settings';
 }
 
 /** The modes the panel's switch offers, in its order. */

@@ -74,6 +74,7 @@ test('send: creates the thread, starts the run with the notebook, follows it liv
   assert.deepEqual(JSON.parse(run!.body), {
     message: 'load data.csv and show its shape',
     mode: 'single',
+    autonomy: 'agent',
     notebook_path: 'analysis.ipynb',
     kernel_id: 'kernel-1'
   });

@@ -1,8 +1,8 @@
 import * as React from 'react';
-import { useEffect, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 
 import { PanelModel } from '../model';
-import { ApprovalRequest } from '../contract.gen';
+import { ApprovalRequest, Todo } from '../contract.gen';
 import { agentLabel } from '../tokens';
 import {
   CodePreview,
@@ -13,13 +13,34 @@ import {
   HiddenControlsWarning,
   OtherArgs
 } from './Previews';
+import { TodoEditor, todosOf } from './TodoEditor';
+import { TodoList } from './TodoList';
 import { VisibleText } from './VisibleText';
 
 /** The argument a user edits for each tool; others edit the JSON of all args. */
 const EDITABLE_FIELD: Record<string, string> = {
   run_cell: 'code',
+  edit_cell: 'source',
   execute_command: 'command'
 };
+
+/** What each tool's own preview shows (the rest is listed as other arguments). */
+const SHOWN_ARGS: Record<string, readonly string[]> = {
+  edit_cell: ['cell_id', 'source'],
+  write_todos: ['todos'],
+  restart_kernel: []
+};
+
+/** The editor's accessible name per edited field. */
+const EDIT_LABEL: Record<string, string> = {
+  code: 'Edit code',
+  source: 'Edit the cell’s new source',
+  command: 'Edit command'
+};
+
+export const RESTART_WARNING =
+  'Restarting the kernel clears its memory: every variable, import and loaded dataset is ' +
+  'lost, and the cells that made them must run again.';
 
 /** What the agent asks to do, per tool. */
 const ACTION: Record<string, string> = {
@@ -27,7 +48,10 @@ const ACTION: Record<string, string> = {
   execute_command: 'run a shell command',
   write_file: 'write a file',
   edit_file: 'edit a file',
-  add_markdown: 'add a Markdown cell'
+  add_markdown: 'add a Markdown cell',
+  edit_cell: 'change a cell and run it again',
+  restart_kernel: 'restart the kernel',
+  write_todos: 'follow this plan'
 };
 
 /** "Python developer asks to run a cell" ("Cellwright asks …" in single mode). */
@@ -79,11 +103,14 @@ export function ApprovalCard(props: {
   const [draft, setDraft] = useState(() => editableText(pending));
   const [reason, setReason] = useState('');
   const [editError, setEditError] = useState<string | null>(null);
+  const isPlan = pending.name === 'write_todos';
+  const [todos, setTodos] = useState<Todo[]>(() => todosOf(pending.args));
 
   // A new pending call resets the card.
   useEffect(() => {
     setMode('view');
     setDraft(editableText(pending));
+    setTodos(todosOf(pending.args));
     setReason('');
     setEditError(null);
   }, [pending.id]);
@@ -91,6 +118,22 @@ export function ApprovalCard(props: {
   const approve = (): void => {
     if (mode !== 'edit') {
       void model.decide('approve');
+      return;
+    }
+    if (isPlan) {
+      const kept = todos.filter(todo => todo.content.trim());
+      if (!kept.length) {
+        setEditError('The plan needs at least one step (or reject it).');
+        return;
+      }
+      if (JSON.stringify(kept) === JSON.stringify(todosOf(pending.args))) {
+        void model.decide('approve');
+        return;
+      }
+      setEditError(null);
+      void model.decide('edit', {
+        args: { ...(pending.args ?? {}), todos: kept.map(t => ({ ...t, content: t.content.trim() })) }
+      });
       return;
     }
     const original = editableText(pending);
@@ -124,11 +167,17 @@ export function ApprovalCard(props: {
   const args = pending.args ?? {};
   const diagnostics = Array.isArray(pending.diagnostics) ? pending.diagnostics : [];
   const diff = pending.diff ?? (typeof args.diff === 'string' ? args.diff : null);
+  // The card's first render: bring it (and its buttons) into view if the panel scrolled.
+  const ref = useRef<HTMLElement>(null);
+  useEffect(() => {
+    ref.current?.scrollIntoView?.({ block: 'nearest' });
+  }, [pending.id]);
   const isFile = pending.name === 'write_file' || pending.name === 'edit_file';
   const warning = isFailureWarning(pending);
 
   return (
     <section
+      ref={ref}
       className="cw-approval"
       role="region"
       aria-label="Approval required"
@@ -137,6 +186,7 @@ export function ApprovalCard(props: {
       data-tool-call-id={pending.id}
       data-agent={pending.agent}
     >
+      <div className="cw-approval-body" data-testid="cw-approval-body">
       <div className="cw-approval-head">
         <span className="cw-approval-title">Approval required</span>
         <span className="cw-approval-tool">{pending.name}</span>
@@ -174,6 +224,30 @@ export function ApprovalCard(props: {
         <CodePreview code={args.code} description={args.description} />
       )}
 
+      {pending.name === 'edit_cell' && (
+        <div className="cw-approval-path">
+          <span className="cw-label">Cell: </span>
+          <code data-testid="cw-approval-cell-id">
+            <VisibleText text={String(args.cell_id ?? '')} />
+          </code>
+        </div>
+      )}
+      {pending.name === 'edit_cell' && !diff && mode !== 'edit' && <CodePreview code={args.source} />}
+
+      {pending.name === 'restart_kernel' && (
+        <div className="cw-approval-warning" data-testid="cw-restart-warning" role="alert">
+          <span className="cw-approval-warning-icon" aria-hidden="true">
+            ⚠
+          </span>
+          <span>{RESTART_WARNING}</span>
+        </div>
+      )}
+
+      {isPlan && mode !== 'edit' && (
+        <TodoList todos={todos} title="Proposed plan" testId="cw-approval-todos" />
+      )}
+      {isPlan && mode === 'edit' && <TodoEditor todos={todos} onChange={setTodos} disabled={busy} />}
+
       {isFile && !!args.path && (
         <div className="cw-approval-path">
           <span className="cw-label">File: </span>
@@ -187,38 +261,35 @@ export function ApprovalCard(props: {
         <OtherArgs
           name={pending.name}
           args={args}
-          shown={isFile && diff ? ['path', 'content', 'edits', 'diff'] : undefined}
+          shown={isFile && diff ? ['path', 'content', 'edits', 'diff'] : SHOWN_ARGS[pending.name]}
         />
       )}
 
-      {mode === 'edit' && (
+      {mode === 'edit' && !isPlan && (
         <div className="cw-approval-edit">
           <textarea
             className="cw-textarea cw-code"
-            aria-label={
-              field === 'code'
-                ? 'Edit code'
-                : field === 'command'
-                  ? 'Edit command'
-                  : 'Edit arguments (JSON)'
-            }
+            aria-label={(field && EDIT_LABEL[field]) || 'Edit arguments (JSON)'}
             value={draft}
             spellCheck={false}
             rows={Math.min(20, Math.max(field === 'command' ? 2 : 4, draft.split('\n').length + 1))}
             onChange={e => setDraft(e.target.value)}
             disabled={busy}
           />
-          {editError && (
-            <div className="cw-approval-edit-error" role="alert">
-              {editError}
-            </div>
-          )}
+        </div>
+      )}
+      {editError && (
+        <div className="cw-approval-edit-error" role="alert">
+          {editError}
         </div>
       )}
 
       <DiagnosticsList diagnostics={diagnostics} />
 
       {diff && mode !== 'edit' && <DiffView diff={diff} />}
+      </div>
+
+      <div className="cw-approval-footer" data-testid="cw-approval-footer">
 
       {mode === 'reject' ? (
         <div className="cw-approval-reject">
@@ -262,7 +333,7 @@ export function ApprovalCard(props: {
             onClick={approve}
             disabled={busy}
           >
-            Approve
+            {mode === 'edit' ? 'Approve edited' : 'Approve'}
           </button>
           {mode === 'edit' ? (
             <button
@@ -271,6 +342,7 @@ export function ApprovalCard(props: {
               onClick={() => {
                 setMode('view');
                 setDraft(editableText(pending));
+                setTodos(todosOf(pending.args));
                 setEditError(null);
               }}
               disabled={busy}
@@ -302,6 +374,7 @@ export function ApprovalCard(props: {
           Sending your decision…
         </div>
       )}
+      </div>
     </section>
   );
 }

@@ -9,8 +9,14 @@ import { Conversation } from './Conversation';
 import { Header, StatusLine } from './Header';
 import { useSignal } from './hooks';
 import { Notices } from './Notices';
+import { SettingsForm } from './SettingsForm';
+import { UsageFooter } from './Usage';
 
-/** The whole panel: header, notices, conversation, approval card, composer. */
+/**
+ * The whole panel: header, notices, conversation, approval card, status,
+ * usage and composer; or the settings form in their place (the gear, or no
+ * model configured).
+ */
 export function ChatView(props: {
   model: PanelModel;
   rendermime: IRenderMimeRegistry;
@@ -24,10 +30,17 @@ export function ChatView(props: {
     <div className="cw-chat">
       <Header model={model} historyOpen={historyOpen} setHistoryOpen={setHistoryOpen} />
       <Notices model={model} />
-      <Conversation model={model} view={model.view} rendermime={rendermime} />
-      {pending && <ApprovalCard key={pending.id} model={model} pending={pending} />}
-      <StatusLine model={model} />
-      <Composer model={model} inputRef={props.inputRef} />
+      {model.settingsOpen ? (
+        <SettingsForm model={model} />
+      ) : (
+        <>
+          <Conversation model={model} view={model.view} rendermime={rendermime} />
+          {pending && <ApprovalCard key={pending.id} model={model} pending={pending} />}
+          <StatusLine model={model} />
+          <UsageFooter usage={model.view.usage} />
+          <Composer model={model} inputRef={props.inputRef} />
+        </>
+      )}
     </div>
   );
 }

@@ -3,6 +3,8 @@ import * as React from 'react';
 import { useEffect, useLayoutEffect, useRef, useState } from 'react';
 
 import {
+  AUTONOMY_HINTS,
+  AUTONOMY_LABELS,
   ConversationItem,
   isStopped,
   isStreaming,
@@ -16,6 +18,7 @@ import { RestartKernelButton } from './KernelRestart';
 import { Markdown } from './Markdown';
 import { UserMessageText } from './Mentions';
 import { TodoList } from './TodoList';
+import { UsageFigures } from './Usage';
 import { STATUS_ICON, ToolEntry, ToolResultLine } from './ToolEntry';
 
 /** The agent's name, when it is not the one its container already names. */
@@ -143,7 +146,17 @@ function Item(props: {
   switch (item.kind) {
     case 'user':
       return (
-        <div className="cw-message cw-message-user" data-testid="cw-user-message">
+        <div
+          className="cw-message cw-message-user"
+          data-testid="cw-user-message"
+          data-autonomy={item.autonomy ?? undefined}
+        >
+          {item.autonomy && (
+            <span className="cw-autonomy-badge" title={AUTONOMY_HINTS[item.autonomy]}>
+              <span className="cw-visually-hidden">Mode: </span>
+              {AUTONOMY_LABELS[item.autonomy]}
+            </span>
+          )}
           <div className="cw-message-text">
             <UserMessageText text={item.text} />
           </div>
@@ -210,8 +223,14 @@ function Item(props: {
       );
     case 'run_end':
       return (
-        <div className={`cw-run-end cw-run-end-${item.status}`}>
-          {item.status === 'cancelled' ? 'Run stopped.' : 'Run failed.'}
+        <div className={`cw-run-end cw-run-end-${item.status}`} data-testid="cw-run-end">
+          {item.status === 'cancelled' ? 'Run stopped.' : item.status === 'failed' ? 'Run failed.' : null}
+          {item.usage && (
+            <span className="cw-run-usage" data-testid="cw-run-usage">
+              <span className="cw-label">{item.status === 'completed' ? 'This run: ' : ' This run: '}</span>
+              <UsageFigures usage={item.usage} />
+            </span>
+          )}
         </div>
       );
     default:

@@ -1,6 +1,7 @@
+import { settingsIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
-import { DisplayStatus, PanelModel } from '../model';
+import { AUTONOMY_HINTS, AUTONOMY_LABELS, DisplayStatus, PanelModel } from '../model';
 import { agentLabel } from '../tokens';
 import { ThreadHistory } from './ThreadHistory';
 
@@ -62,6 +63,17 @@ export function Header(props: {
         >
           New thread
         </button>
+        <button
+          type="button"
+          className={`cw-icon-button cw-settings-button${model.settingsOpen ? ' cw-mod-active' : ''}`}
+          aria-label="Model settings"
+          aria-pressed={model.settingsOpen}
+          title="Model settings: endpoint, model, API key"
+          onClick={() => model.openSettings(!model.settingsOpen)}
+          disabled={model.needsSetup}
+        >
+          <settingsIcon.react tag="span" className="cw-settings-icon" />
+        </button>
       </div>
       <div className="cw-binding" data-testid="cw-notebook-path" title={notebook?.path ?? ''}>
         {notebook ? (
@@ -115,6 +127,12 @@ export function StatusLine(props: { model: PanelModel }): JSX.Element {
         <span className="cw-visually-hidden">Active agent: </span>
         {agentLabel(agent)}
       </span>
+      {view.autonomy && (
+        <span className="cw-status-autonomy" data-testid="cw-thread-autonomy" title={AUTONOMY_HINTS[view.autonomy]}>
+          <span className="cw-visually-hidden">Mode of the last run: </span>
+          {AUTONOMY_LABELS[view.autonomy]}
+        </span>
+      )}
       {connection === 'reconnecting' && (
         <span className="cw-status-conn">
           {`reconnecting…${thread?.lastError ? ` (${thread.lastError})` : ''}`}

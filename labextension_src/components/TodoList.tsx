@@ -14,17 +14,18 @@ const SPOKEN: Record<TodoStatus, string> = {
   completed: 'completed'
 };
 
-/** The agent's live checklist. */
-export function TodoList(props: { todos: Todo[] }): JSX.Element | null {
+/** The agent's live checklist (or, on an approval card, the plan it proposes). */
+export function TodoList(props: { todos: Todo[]; title?: string; testId?: string }): JSX.Element | null {
   const { todos } = props;
+  const title = props.title ?? 'Plan';
   if (!todos.length) {
     return null;
   }
   const done = todos.filter(t => t.status === 'completed').length;
   return (
-    <section className="cw-todos" data-testid="cw-todos" aria-label="Todo list">
+    <section className="cw-todos" data-testid={props.testId ?? 'cw-todos'} aria-label={title === 'Plan' ? 'Todo list' : title}>
       <div className="cw-todos-title">
-        Plan <span className="cw-todos-count">{`${done}/${todos.length} done`}</span>
+        {title} <span className="cw-todos-count">{`${done}/${todos.length} done`}</span>
       </div>
       <ul className="cw-todos-list">
         {todos.map((todo, i) => (

@@ -5,7 +5,7 @@ import { isStopped, IToolItem, ToolItemStatus } from '../model';
 import { agentLabel } from '../tokens';
 import { visibleString } from '../visibleControls';
 import { CommandOutput } from './CommandOutput';
-import { OutputView } from './OutputView';
+import { CellOutputs } from './CellOutputs';
 import { VisibleText } from './VisibleText';
 
 /** "Result: <summary>", under a tool entry or a sub-agent's task. */
@@ -54,6 +54,8 @@ export function shortArgs(name: string, args: Record<string, any>): string {
       return firstLine(args.description) || firstLine(args.code);
     case 'execute_command':
       return firstLine(args.command);
+    case 'edit_cell':
+      return `cell ${firstLine(args.cell_id, 40)}: ${firstLine(args.source)}`;
     case 'check_resource':
       return [...(args.files ?? []), ...(args.dataframes ?? [])].join(', ');
     default: {
@@ -94,12 +96,16 @@ export function ToolEntry(props: {
 }): JSX.Element {
   const { item, rendermime } = props;
   const stopped = isStopped(item);
-  const isCell = item.isCell || item.name === 'run_cell';
-  const code = item.code ?? (item.name === 'run_cell' ? item.args.code : null);
+  const isCell = item.isCell || item.name === 'run_cell' || item.name === 'edit_cell';
+  const code =
+    item.code ??
+    (item.name === 'run_cell' ? item.args.code : item.name === 'edit_cell' ? item.args.source : null);
   const description = typeof item.args?.description === 'string' ? item.args.description : null;
   const otherArgs = Object.fromEntries(
     Object.entries(item.args ?? {}).filter(
-      ([k]) => !(k === 'code' && code) && !(k === 'description' && description !== null)
+      ([k]) =>
+        !((k === 'code' || (k === 'source' && item.name === 'edit_cell')) && code) &&
+        !(k === 'description' && description !== null)
     )
   );
   return (
@@ -153,11 +159,7 @@ export function ToolEntry(props: {
         />
       )}
       {item.outputs.length > 0 && isCell && (
-        <div className="cw-outputs" role="group" aria-label={`Outputs of ${item.name}`}>
-          {item.outputs.map((output, i) => (
-            <OutputView key={i} rendermime={rendermime} output={output} />
-          ))}
-        </div>
+        <CellOutputs outputs={item.outputs} rendermime={rendermime} label={`Outputs of ${item.name}`} />
       )}
       {item.summary && item.status !== 'ok' && (item.outputs.length === 0 || !isCell) && (
         <div className="cw-tool-inline-result">{firstLine(item.summary, 200)}</div>

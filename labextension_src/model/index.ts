@@ -4,10 +4,15 @@
  * and the PanelModel behind the side panel.
  */
 export * from './view';
-export { reduceEvent, reduceEvents } from './reducer';
+export { reduceEvent, reduceEvents, withThreadDetail } from './reducer';
 export { ThreadModel } from './thread';
 export type { ConnectionState } from './thread';
 export type { IKeyValueStore } from './lastThreads';
 export { PanelModel } from './panel';
 export type { ILiveEvent, INotebookBinding, IPanelError } from './panel';
 export { ComposerDraft } from './draft';
+export { SettingsModel } from './settings';
+export * from './settingsForm';
+export * from './autonomy';
+export * from './usage';
+export { liveCells, MAX_LIVE_CELLS_BYTES } from './liveCells';

@@ -11,12 +11,17 @@ import { APIError, CellwrightAPI, errorMessage, isAbort } from '../api';
 import {
   ApprovalDecision,
   ApprovalRequiredEvent,
+  Autonomy,
   CellwrightEvent,
   Health,
+  LiveCell,
   Mode,
   Thread
 } from '../contract.gen';
+import { AutonomyMemory, isAutonomy } from './autonomy';
 import { ComposerDraft } from './draft';
+import { liveCells } from './liveCells';
+import { SettingsModel } from './settings';
 import { IKeyValueStore, LastThreads } from './lastThreads';
 import { healthNotices } from './notices';
 import { ThreadModel } from './thread';
@@ -32,6 +37,8 @@ export interface INotebookBinding {
   path: string;
   /** The id of the notebook's kernel right now, if any. */
   kernelId(): string | undefined;
+  /** The notebook's cells as the browser has them now (for `notebook_cells`). */
+  cells?(): Iterable<{ id: string; cell_type: string; source: string }>;
 }
 
 export interface IPanelError {
@@ -56,6 +63,10 @@ export class PanelModel implements IDisposable {
     this.api = options.api;
     this.version = options.version;
     this._lastThreads = new LastThreads(options.storage ?? null);
+    this._autonomies = new AutonomyMemory(options.storage ?? null);
+    this._autonomy = this._autonomies.recall(null);
+    this.settings = new SettingsModel(options.api);
+    this.settings.saved.connect(() => void this.checkHealth());
     this._mode = options.mode ?? 'single';
     this._autoScroll = options.autoScroll ?? true;
   }
@@ -64,6 +75,8 @@ export class PanelModel implements IDisposable {
   readonly version: string;
   /** The composer's attachments (a cell to ask about). */
   readonly draft = new ComposerDraft();
+  /** The model endpoint's settings form (GET/PUT config). */
+  readonly settings: SettingsModel;
 
   /** Emitted when anything the panel shows changes. */
   get changed(): ISignal<this, void> {
@@ -155,6 +168,57 @@ export class PanelModel implements IDisposable {
     this._modeChanged.emit(value);
   }
 
+  /** How much the agent may do in the next run: remembered per notebook. */
+  get autonomy(): Autonomy {
+    return this._autonomy;
+  }
+
+  /** The mode for notebooks the user has not picked one for (a setting). */
+  set defaultAutonomy(value: Autonomy) {
+    if (!isAutonomy(value)) {
+      return;
+    }
+    this._autonomies.fallback = value;
+    const now = this._autonomies.recall(this._notebook?.path ?? null);
+    if (now !== this._autonomy) {
+      this._autonomy = now;
+      this._changed.emit();
+    }
+  }
+
+  /** Pick the mode from the composer (remembered for the bound notebook). */
+  pickAutonomy(value: Autonomy): void {
+    if (!isAutonomy(value) || value === this._autonomy) {
+      return;
+    }
+    this._autonomy = value;
+    this._autonomies.remember(this._notebook?.path ?? null, value);
+    this._changed.emit();
+  }
+
+  /**
+   * The settings form instead of the conversation: opened with the gear,
+   * and shown whenever the server has no model configured.
+   */
+  get settingsOpen(): boolean {
+    return this._settingsOpen || this._health?.llm_configured === false;
+  }
+
+  /** True while the form stands in for the composer (no model configured). */
+  get needsSetup(): boolean {
+    return this._health?.llm_configured === false;
+  }
+
+  openSettings(open = true): void {
+    if (open) {
+      void this.settings.load();
+    }
+    if (this._settingsOpen !== open) {
+      this._settingsOpen = open;
+      this._changed.emit();
+    }
+  }
+
   get autoScroll(): boolean {
     return this._autoScroll;
   }
@@ -199,6 +263,9 @@ export class PanelModel implements IDisposable {
   async checkHealth(): Promise<void> {
     try {
       this._health = await this.api.health();
+      if (this._health?.llm_configured === false) {
+        void this.settings.load();
+      }
     } catch (error) {
       this._health = null;
       this.reportError(error, 'Cellwright server check failed');
@@ -229,6 +296,7 @@ export class PanelModel implements IDisposable {
   setNotebook(binding: INotebookBinding | null): void {
     const samePath = (binding?.path ?? null) === (this._notebook?.path ?? null);
     this._notebook = binding;
+    this._autonomy = this._autonomies.recall(binding?.path ?? null);
     if (samePath && this._bound) {
       this._changed.emit();
       return;
@@ -249,6 +317,7 @@ export class PanelModel implements IDisposable {
       return;
     }
     this._lastThreads.move(binding.path, newPath);
+    this._autonomies.move(binding.path, newPath);
     for (const thread of this._threads.values()) {
       if (thread.notebookPath === binding.path) {
         thread.notebookPath = newPath;
@@ -287,6 +356,7 @@ export class PanelModel implements IDisposable {
         })
       );
       thread.connect({ replay: true });
+      void this._loadDetail(thread);
     }
     if (this._notebook) {
       this._lastThreads.remember(this._notebook.path, threadId);
@@ -344,11 +414,14 @@ export class PanelModel implements IDisposable {
         this._threadList = null; // stale now
       }
       const kernelId = notebook?.kernelId();
+      const cells = this._liveCells(notebook, thread.notebookPath);
       await this.api.startRun(thread.threadId, {
         message,
         mode: this._mode,
+        autonomy: this._autonomy,
         ...(notebook ? { notebook_path: notebook.path } : {}),
-        ...(kernelId ? { kernel_id: kernelId } : {})
+        ...(kernelId ? { kernel_id: kernelId } : {}),
+        ...(cells ? { notebook_cells: cells } : {})
       });
       thread.connect({ expectRun: true });
       return true;
@@ -375,11 +448,13 @@ export class PanelModel implements IDisposable {
     this._changed.emit();
     try {
       const kernelId = this._notebook?.kernelId();
+      const cells = this._liveCells(this._notebook, thread.notebookPath);
       await this.api.decide(thread.threadId, pending.id, {
         decision,
         ...(extra.args ? { args: extra.args } : {}),
         ...(extra.reason ? { reason: extra.reason } : {}),
-        ...(kernelId ? { kernel_id: kernelId } : {})
+        ...(kernelId ? { kernel_id: kernelId } : {}),
+        ...(cells ? { notebook_cells: cells } : {})
       });
       thread.markDecided(pending.id);
       thread.connect({ expectRun: true });
@@ -415,6 +490,7 @@ export class PanelModel implements IDisposable {
       return;
     }
     this._isDisposed = true;
+    this.settings.dispose();
     for (const thread of this._threads.values()) {
       thread.dispose();
     }
@@ -424,6 +500,34 @@ export class PanelModel implements IDisposable {
   }
 
   // ------------------------------------------------------------ private
+
+  /** The thread's usage and autonomy from `GET threads/{id}`: best effort. */
+  private async _loadDetail(thread: ThreadModel): Promise<void> {
+    try {
+      const detail = await this.api.getThread(thread.threadId);
+      if (detail && typeof detail === 'object' && detail.usage) {
+        thread.setDetail(detail);
+      }
+    } catch {
+      // the events show everything else; a missing thread is reported by its stream
+    }
+  }
+
+  /** The bound notebook's live cells, when the thread is that notebook's. */
+  private _liveCells(
+    notebook: INotebookBinding | null,
+    threadPath: string | null
+  ): LiveCell[] | null {
+    if (!notebook?.cells || (threadPath && threadPath !== notebook.path)) {
+      return null;
+    }
+    try {
+      return liveCells(notebook.cells());
+    } catch (error) {
+      console.warn('Cellwright: could not read the notebook cells', error);
+      return null;
+    }
+  }
 
   private _track(thread: ThreadModel): ThreadModel {
     this._threads.set(thread.threadId, thread);
@@ -465,6 +569,9 @@ export class PanelModel implements IDisposable {
   }
 
   private _lastThreads: LastThreads;
+  private _autonomies: AutonomyMemory;
+  private _autonomy: Autonomy;
+  private _settingsOpen = false;
   private _notebook: INotebookBinding | null = null;
   private _bound = false;
   private _active: ThreadModel | null = null;

@@ -8,7 +8,7 @@
  * it belong to the top level, except in threads recorded before the field
  * existed, where a sub-agent's events go to its last unfinished block.
  */
-import { CellwrightEvent, NbOutput, RunStatus } from '../contract.gen';
+import { CellwrightEvent, NbOutput, RunStatus, ThreadDetail } from '../contract.gen';
 import {
   appendAt,
   closeStreaming,
@@ -271,11 +271,16 @@ function foldStored(view: IThreadView, event: CellwrightEvent): IThreadView {
           draft.items = settle(draft.items, 'cancelled');
         }
         if (event.message) {
-          draft.items = [...draft.items, { kind: 'user', key, text: event.message }];
+          draft.items = [
+            ...draft.items,
+            { kind: 'user', key, text: event.message, autonomy: event.autonomy ?? null }
+          ];
         }
+        next.usage = { ...view.usage, run: null };
       }
       next.status = 'running';
       next.mode = event.mode ?? view.mode;
+      next.autonomy = event.autonomy ?? view.autonomy;
       next.runId = event.run_id ?? null;
       next.pendingApproval = null;
       break;
@@ -440,15 +445,31 @@ function foldStored(view: IThreadView, event: CellwrightEvent): IThreadView {
       ];
       break;
     }
+    case 'usage': {
+      next.usage = {
+        thread: event.thread ?? view.usage.thread,
+        run: event.run ?? view.usage.run,
+        contextTokens: typeof event.context_tokens === 'number' ? event.context_tokens : null,
+        contextBudget: typeof event.context_budget === 'number' ? event.context_budget : null,
+        summarized: view.usage.summarized || event.summarized === true
+      };
+      break;
+    }
     case 'run_finished': {
       const status = FINISHED_STATUS[event.status] ?? 'idle';
       next.status = status;
+      const usage = event.usage ?? null;
+      if (usage) {
+        next.usage = { ...view.usage, run: usage };
+      }
       if (status !== 'awaiting_approval') {
         next.pendingApproval = null;
         draft.items = settle(draft.items, status === 'idle' ? 'ok' : 'cancelled');
       }
       if (status === 'cancelled' || status === 'failed') {
-        draft.items = [...draft.items, { kind: 'run_end', key, status }];
+        draft.items = [...draft.items, { kind: 'run_end', key, status, usage }];
+      } else if (status === 'idle' && usage) {
+        draft.items = [...draft.items, { kind: 'run_end', key, status: 'completed', usage }];
       }
       break;
     }
@@ -472,4 +493,22 @@ export function reduceEvents(view: IThreadView, events: Iterable<CellwrightEvent
     current = reduceEvent(current, event);
   }
   return current;
+}
+
+/**
+ * What `GET threads/{id}` adds to a view its events do not give: the
+ * thread's usage and autonomy, for threads whose log has no `usage` event
+ * (recorded before it, or summed from an older log). Events win: a figure
+ * from them is never replaced.
+ */
+export function withThreadDetail(
+  view: IThreadView,
+  detail: Pick<ThreadDetail, 'usage' | 'autonomy'>
+): IThreadView {
+  const usage = view.usage.thread === null && detail.usage ? { ...view.usage, thread: detail.usage } : view.usage;
+  const autonomy = view.autonomy ?? detail.autonomy ?? null;
+  if (usage === view.usage && autonomy === view.autonomy) {
+    return view;
+  }
+  return { ...view, usage, autonomy };
 }

@@ -10,8 +10,8 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import { CellwrightAPI, errorMessage } from '../api';
 import { followEvents } from '../stream';
-import { CellwrightEvent } from '../contract.gen';
-import { reduceEvent } from './reducer';
+import { CellwrightEvent, ThreadDetail } from '../contract.gen';
+import { reduceEvent, withThreadDetail } from './reducer';
 import { EMPTY_VIEW, isLiveOnly, IThreadView } from './view';
 
 export type ConnectionState = 'closed' | 'open' | 'reconnecting';
@@ -37,8 +37,16 @@ export class ThreadModel implements IDisposable {
   title: string | null;
   notebookPath: string | null;
 
+  /** The folded events, with what `GET threads/{id}` adds (usage, autonomy) once read. */
   get view(): IThreadView {
-    return this._view;
+    if (!this._detail) {
+      return this._view;
+    }
+    if (this._shownFrom !== this._view) {
+      this._shownFrom = this._view;
+      this._shown = withThreadDetail(this._view, this._detail);
+    }
+    return this._shown;
   }
 
   /** Emitted (coalesced) when the view or the connection state changes. */
@@ -83,6 +91,19 @@ export class ThreadModel implements IDisposable {
   /** True for an approval decided from this panel and accepted by the server. */
   isDecided(toolCallId: string): boolean {
     return this._decided.has(toolCallId);
+  }
+
+  /**
+   * What `GET threads/{id}` said of the thread (usage, autonomy): shown
+   * where its events say nothing (logs without `usage` events).
+   */
+  setDetail(detail: Pick<ThreadDetail, 'usage' | 'autonomy'>): void {
+    if (this._isDisposed) {
+      return;
+    }
+    this._detail = { usage: detail.usage, autonomy: detail.autonomy };
+    this._shownFrom = null;
+    this._emitChanged(false);
   }
 
   markDecided(toolCallId: string): void {
@@ -234,6 +255,9 @@ export class ThreadModel implements IDisposable {
 
   private _api: CellwrightAPI;
   private _view: IThreadView = EMPTY_VIEW;
+  private _detail: Pick<ThreadDetail, 'usage' | 'autonomy'> | null = null;
+  private _shown: IThreadView = EMPTY_VIEW;
+  private _shownFrom: IThreadView | null = null;
   private _controller: AbortController | null = null;
   private _connection: ConnectionState = 'closed';
   private _catchingUp = false;

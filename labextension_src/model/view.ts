@@ -6,13 +6,15 @@
  */
 import {
   ApprovalRequiredEvent,
+  Autonomy,
   CellStatus,
   CellwrightEvent,
   Mode,
   NbOutput,
   NextItem,
   Todo,
-  TokenEvent
+  TokenEvent,
+  Usage
 } from '../contract.gen';
 
 /** The status shown in the status line. */
@@ -41,6 +43,8 @@ export interface IUserItem {
   kind: 'user';
   key: string;
   text: string;
+  /** The run's autonomy (`run_started.autonomy`), when the server said. */
+  autonomy: Autonomy | null;
 }
 
 export interface IAssistantItem {
@@ -129,10 +133,13 @@ export interface IErrorItem {
   kernelId: string | null;
 }
 
+/** The end of a run: its summary line (what it used) and how it ended. */
 export interface IRunEndItem {
   kind: 'run_end';
   key: string;
-  status: 'cancelled' | 'failed';
+  status: 'completed' | 'cancelled' | 'failed';
+  /** The run's totals (`run_finished.usage`); null when no model call was made. */
+  usage: Usage | null;
 }
 
 export type ConversationItem =
@@ -144,6 +151,27 @@ export type ConversationItem =
   | IErrorItem
   | IRunEndItem;
 
+/** Token counts of the thread and how full the model's context is (`usage` events). */
+export interface IUsageView {
+  /** Summed over the thread; null before any model call (or any figure from the server). */
+  thread: Usage | null;
+  /** The run going on (or the last one). */
+  run: Usage | null;
+  /** The last call's prompt in tokens, and the history budget. */
+  contextTokens: number | null;
+  contextBudget: number | null;
+  /** Older turns were summarised to fit the context (at least once in this thread). */
+  summarized: boolean;
+}
+
+export const EMPTY_USAGE: IUsageView = Object.freeze({
+  thread: null,
+  run: null,
+  contextTokens: null,
+  contextBudget: null,
+  summarized: false
+}) as IUsageView;
+
 /** The keys of the subtask blocks from the top level down to a container ([]: the top level). */
 export type Path = readonly string[];
 
@@ -154,6 +182,9 @@ export interface IThreadView {
   /** The agent in control ("main" in single mode). */
   agent: string;
   mode: Mode | null;
+  /** The autonomy of the last run (ask / plan / agent); null when unknown. */
+  autonomy: Autonomy | null;
+  usage: IUsageView;
   runId: string | null;
   pendingApproval: ApprovalRequiredEvent | null;
   /** Where each delegated task's items go: its `task` call id -> the path of its block. */
@@ -189,6 +220,8 @@ export const EMPTY_VIEW: IThreadView = Object.freeze({
   status: 'idle',
   agent: 'main',
   mode: null,
+  autonomy: null,
+  usage: EMPTY_USAGE,
   runId: null,
   pendingApproval: null,
   tasks: {},

@@ -1,2 +1,3 @@
 import './base.css';
 import './context.css';
+import './workflow.css';

@@ -1,0 +1,37 @@
+import * as React from 'react';
+import { useMemo } from 'react';
+
+import { AUTONOMIES, AUTONOMY_HINTS, AUTONOMY_LABELS, PanelModel } from '../model';
+
+let pickerCount = 0;
+
+/**
+ * Ask / Plan / Agent: how much the agent may do in the next run. Radio
+ * buttons in a group, so arrow keys move between them as in any radio
+ * group; remembered per notebook by the model.
+ */
+export function AutonomyPicker(props: { model: PanelModel; disabled: boolean }): JSX.Element {
+  const { model, disabled } = props;
+  const name = useMemo(() => `cw-autonomy-${++pickerCount}`, []);
+  return (
+    <fieldset className="cw-autonomy" disabled={disabled} data-testid="cw-autonomy">
+      <legend className="cw-visually-hidden">What the agent may do</legend>
+      {AUTONOMIES.map(autonomy => (
+        <label
+          key={autonomy}
+          className={`cw-autonomy-option${model.autonomy === autonomy ? ' cw-mod-selected' : ''}`}
+          title={AUTONOMY_HINTS[autonomy]}
+        >
+          <input
+            type="radio"
+            name={name}
+            value={autonomy}
+            checked={model.autonomy === autonomy}
+            onChange={() => model.pickAutonomy(autonomy)}
+          />
+          <span>{AUTONOMY_LABELS[autonomy]}</span>
+        </label>
+      ))}
+    </fieldset>
+  );
+}

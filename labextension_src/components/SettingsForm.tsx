@@ -1,0 +1,299 @@
+import * as React from 'react';
+import { useEffect, useMemo, useState } from 'react';
+
+import { ToolCalling } from '../contract.gen';
+import {
+  configUpdate,
+  connectionTest,
+  formError,
+  formFromConfig,
+  ISettingsForm,
+  PanelModel,
+  RISKY_TOOLS,
+  sourceLabel
+} from '../model';
+import { useSignal } from './hooks';
+
+let formCount = 0;
+
+const CHECK_LABELS: Record<string, string> = {
+  reachable: 'Endpoint reachable',
+  key: 'API key accepted',
+  model: 'Model available',
+  tools: 'Tool calling works'
+};
+
+const TOOL_CALLING: { value: ToolCalling; label: string }[] = [
+  { value: 'native', label: 'Native (the endpoint’s tool calls)' },
+  { value: 'prompt', label: 'Prompt (tools described in the prompt)' },
+  { value: 'auto', label: 'Auto (native, prompt when the endpoint lacks it)' }
+];
+
+/** "from the environment", under a field. */
+function Source(props: { text: string | null; id: string }): JSX.Element | null {
+  return props.text ? (
+    <span className="cw-settings-source" id={props.id}>
+      {props.text}
+    </span>
+  ) : null;
+}
+
+/**
+ * The model endpoint's settings: endpoint, model (from the endpoint's list
+ * when it has one), a write-only API key, tool calling, auto-approve and
+ * prices; each says where its value comes from. "Test connection" tries the
+ * form's values before they are saved; Save writes them (PUT config).
+ */
+export function SettingsForm(props: { model: PanelModel }): JSX.Element {
+  const { model } = props;
+  const settings = model.settings;
+  useSignal(settings.changed);
+  const config = settings.config;
+  const [form, setForm] = useState<ISettingsForm>(() => formFromConfig(config));
+  const [savedNote, setSavedNote] = useState(false);
+  const ids = useMemo(() => `cw-settings-${++formCount}`, []);
+
+  // The saved settings arrived (or were saved): the form shows them.
+  useEffect(() => {
+    setForm(formFromConfig(config));
+  }, [config]);
+
+  const set = <K extends keyof ISettingsForm>(key: K, value: ISettingsForm[K]): void => {
+    setForm(f => ({ ...f, [key]: value }));
+    setSavedNote(false);
+    settings.clearReport();
+  };
+
+  const problem = formError(form);
+  const busy = settings.saving || settings.testing;
+  const report = settings.report;
+  const keySet = !!config?.api_key_set;
+
+  const save = async (event: React.FormEvent): Promise<void> => {
+    event.preventDefault();
+    if (problem || busy) {
+      return;
+    }
+    const ok = await settings.save(configUpdate(form, config));
+    setSavedNote(ok);
+    if (ok && !model.needsSetup) {
+      // health is checked again by the model; the form stays open to show the result
+    }
+  };
+
+  const toggleTool = (tool: string, on: boolean): void => {
+    const rest = form.auto_approve.filter(t => t !== tool);
+    set('auto_approve', on ? [...rest, tool] : rest);
+  };
+
+  return (
+    <form
+      className="cw-settings"
+      aria-label="Model settings"
+      data-testid="cw-settings"
+      onSubmit={e => void save(e)}
+    >
+      <div className="cw-settings-head">
+        <h3 className="cw-settings-title">Model settings</h3>
+        <span className="cw-spacer" />
+        {!model.needsSetup && (
+          <button type="button" className="cw-button cw-button-small" onClick={() => model.openSettings(false)}>
+            Close
+          </button>
+        )}
+      </div>
+      {model.needsSetup && (
+        <p className="cw-settings-intro" data-testid="cw-setup-intro">
+          No language model is configured yet: enter an OpenAI-compatible endpoint and a model,
+          test the connection, then save.
+        </p>
+      )}
+      {settings.loading && !config && (
+        <div className="cw-muted" role="status">
+          Reading the settings…
+        </div>
+      )}
+
+      <div className="cw-settings-field">
+        <label className="cw-label" htmlFor={`${ids}-url`}>
+          Endpoint (base URL)
+        </label>
+        <input
+          id={`${ids}-url`}
+          className="cw-input"
+          type="url"
+          value={form.base_url}
+          placeholder="http://127.0.0.1:8000/v1"
+          aria-describedby={`${ids}-url-source`}
+          onChange={e => set('base_url', e.target.value)}
+        />
+        <Source id={`${ids}-url-source`} text={sourceLabel(config, 'base_url')} />
+      </div>
+
+      <div className="cw-settings-field">
+        <label className="cw-label" htmlFor={`${ids}-model`}>
+          Model
+        </label>
+        <input
+          id={`${ids}-model`}
+          className="cw-input"
+          type="text"
+          value={form.model}
+          list={settings.models.length ? `${ids}-models` : undefined}
+          placeholder={settings.models.length ? 'Pick or type a model' : 'The model’s name'}
+          aria-describedby={`${ids}-model-source ${ids}-model-note`}
+          onChange={e => set('model', e.target.value)}
+        />
+        {settings.models.length > 0 && (
+          <datalist id={`${ids}-models`}>
+            {settings.models.map(name => (
+              <option key={name} value={name} />
+            ))}
+          </datalist>
+        )}
+        <Source id={`${ids}-model-source`} text={sourceLabel(config, 'model')} />
+        <span className="cw-settings-note" id={`${ids}-model-note`}>
+          {settings.models.length
+            ? `${settings.models.length} model${settings.models.length === 1 ? '' : 's'} listed by the endpoint`
+            : settings.modelsError
+              ? `No list of models (${settings.modelsError}): type the name.`
+              : ''}
+        </span>
+      </div>
+
+      <div className="cw-settings-field">
+        <label className="cw-label" htmlFor={`${ids}-key`}>
+          API key
+        </label>
+        <span className="cw-settings-key-status" data-testid="cw-api-key-status" data-set={keySet ? 'true' : 'false'}>
+          {keySet ? 'set' : 'not set'}
+        </span>
+        <input
+          id={`${ids}-key`}
+          className="cw-input"
+          type="password"
+          autoComplete="new-password"
+          value={form.api_key}
+          placeholder={keySet ? 'Type a new key to replace it' : 'Empty for local servers'}
+          aria-describedby={`${ids}-key-source`}
+          onChange={e => set('api_key', e.target.value)}
+        />
+        <Source id={`${ids}-key-source`} text={sourceLabel(config, 'api_key')} />
+      </div>
+
+      <div className="cw-settings-field">
+        <label className="cw-label" htmlFor={`${ids}-tools`}>
+          Tool calling
+        </label>
+        <select
+          id={`${ids}-tools`}
+          className="cw-select"
+          value={form.tool_calling}
+          aria-describedby={`${ids}-tools-source`}
+          onChange={e => set('tool_calling', e.target.value as ToolCalling)}
+        >
+          {TOOL_CALLING.map(option => (
+            <option key={option.value} value={option.value}>
+              {option.label}
+            </option>
+          ))}
+        </select>
+        <Source id={`${ids}-tools-source`} text={sourceLabel(config, 'tool_calling')} />
+      </div>
+
+      <fieldset className="cw-settings-field cw-settings-approve">
+        <legend className="cw-label">Run without asking</legend>
+        {RISKY_TOOLS.map(tool => (
+          <label key={tool} className="cw-checkbox">
+            <input
+              type="checkbox"
+              checked={form.auto_approve.includes(tool)}
+              onChange={e => toggleTool(tool, e.target.checked)}
+            />
+            <code>{tool}</code>
+          </label>
+        ))}
+        <Source id={`${ids}-approve-source`} text={sourceLabel(config, 'auto_approve')} />
+      </fieldset>
+
+      <fieldset className="cw-settings-field cw-settings-prices">
+        <legend className="cw-label">Prices for this model (optional, per million tokens)</legend>
+        <label className="cw-settings-price">
+          <span>Prompt</span>
+          <input
+            className="cw-input"
+            inputMode="decimal"
+            value={form.price_prompt}
+            aria-label="Prompt price per million tokens"
+            onChange={e => set('price_prompt', e.target.value)}
+          />
+        </label>
+        <label className="cw-settings-price">
+          <span>Completion</span>
+          <input
+            className="cw-input"
+            inputMode="decimal"
+            value={form.price_completion}
+            aria-label="Completion price per million tokens"
+            onChange={e => set('price_completion', e.target.value)}
+          />
+        </label>
+        <Source id={`${ids}-prices-source`} text={sourceLabel(config, 'prices')} />
+      </fieldset>
+
+      {problem && (
+        <div className="cw-settings-error" role="alert">
+          {problem}
+        </div>
+      )}
+      {settings.error && (
+        <div className="cw-settings-error" role="alert" data-testid="cw-settings-error">
+          {settings.error}
+        </div>
+      )}
+
+      {report && (
+        <ul
+          className={`cw-settings-report${report.ok ? ' cw-mod-ok' : ' cw-mod-failed'}`}
+          data-testid="cw-connection-report"
+          data-ok={report.ok ? 'true' : 'false'}
+          aria-label="Connection test"
+        >
+          {report.checks.map(check => (
+            <li key={check.name} className={`cw-check cw-check-${check.ok ? 'ok' : 'failed'}`} data-check={check.name}>
+              <span className="cw-check-icon" aria-hidden="true">
+                {check.ok ? '✓' : '✕'}
+              </span>
+              <span className="cw-visually-hidden">{check.ok ? 'passed: ' : 'failed: '}</span>
+              <span className="cw-check-name">{CHECK_LABELS[check.name] ?? check.name}</span>
+              {check.message && <span className="cw-check-message">{` — ${check.message}`}</span>}
+            </li>
+          ))}
+          <li className="cw-check-summary" role="status">
+            {report.ok ? 'The connection works.' : 'The connection does not work yet.'}
+          </li>
+        </ul>
+      )}
+      {savedNote && !settings.error && (
+        <div className="cw-settings-saved" role="status" data-testid="cw-settings-saved">
+          Saved: used from the next message on.
+        </div>
+      )}
+
+      <div className="cw-buttons cw-settings-buttons">
+        <button
+          type="button"
+          className="cw-button"
+          disabled={busy || !!problem}
+          aria-busy={settings.testing}
+          onClick={() => void settings.test(connectionTest(form))}
+        >
+          {settings.testing ? 'Testing…' : 'Test connection'}
+        </button>
+        <button type="submit" className="cw-button cw-button-primary" disabled={busy || !!problem} aria-busy={settings.saving}>
+          Save
+        </button>
+      </div>
+    </form>
+  );
+}

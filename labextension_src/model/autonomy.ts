@@ -1,0 +1,71 @@
+/**
+ * How much the agent may do (Ask / Plan / Agent), remembered per notebook
+ * path so that reopening a notebook (or reloading the page) keeps its mode.
+ * A storage that fails only makes the panel forget; a notebook without a
+ * remembered mode gets Agent, the server's default.
+ */
+import { Autonomy } from '../contract.gen';
+import { IKeyValueStore } from './lastThreads';
+
+const PREFIX = 'cellwright:autonomy:';
+
+/** The modes the composer offers, in its order. */
+export const AUTONOMIES: readonly Autonomy[] = ['ask', 'plan', 'agent'];
+
+export const DEFAULT_AUTONOMY: Autonomy = 'agent';
+
+export const AUTONOMY_LABELS: Readonly<Record<Autonomy, string>> = {
+  ask: 'Ask',
+  plan: 'Plan',
+  agent: 'Agent'
+};
+
+export const AUTONOMY_HINTS: Readonly<Record<Autonomy, string>> = {
+  ask: 'Ask: the agent reads and explains; it runs and changes nothing',
+  plan: 'Plan: the agent writes a plan for you to approve or edit, then works step by step',
+  agent: 'Agent: the agent works on its own, asking before each risky step'
+};
+
+export function isAutonomy(value: unknown): value is Autonomy {
+  return typeof value === 'string' && (AUTONOMIES as readonly string[]).includes(value);
+}
+
+/** No notebook: the key of the panel's mode when it is bound to none. */
+const NO_NOTEBOOK = '';
+
+export class AutonomyMemory {
+  constructor(private _storage: IKeyValueStore | null) {}
+
+  /** The mode of a notebook without a remembered one (the user's setting). */
+  fallback: Autonomy = DEFAULT_AUTONOMY;
+
+  recall(path: string | null): Autonomy {
+    try {
+      const value = this._storage?.getItem(PREFIX + (path ?? NO_NOTEBOOK));
+      return isAutonomy(value) ? value : this.fallback;
+    } catch {
+      return this.fallback;
+    }
+  }
+
+  remember(path: string | null, autonomy: Autonomy): void {
+    try {
+      this._storage?.setItem(PREFIX + (path ?? NO_NOTEBOOK), autonomy);
+    } catch {
+      // the panel still works; it forgets on reload
+    }
+  }
+
+  /** A notebook was renamed: its mode follows it. */
+  move(from: string, to: string): void {
+    try {
+      const value = this._storage?.getItem(PREFIX + from);
+      if (isAutonomy(value)) {
+        this._storage?.removeItem(PREFIX + from);
+        this._storage?.setItem(PREFIX + to, value);
+      }
+    } catch {
+      // as in remember
+    }
+  }
+}

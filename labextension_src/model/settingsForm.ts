@@ -1,0 +1,135 @@
+/**
+ * The settings form as plain data: its fields from `GET config`, and the
+ * `PUT config` and `POST config/test` bodies from what the user typed.
+ * The API key is write-only: the form starts with it empty, sends it only
+ * when the user typed one, and never has the saved one to show.
+ */
+import { ConfigUpdate, ConnectionTest, Price, PublicConfig, ToolCalling } from '../contract.gen';
+
+/** Tools that ask before they run: the ones auto-approve can wave through. */
+export const RISKY_TOOLS: readonly string[] = [
+  'run_cell',
+  'edit_cell',
+  'add_markdown',
+  'execute_command',
+  'write_file',
+  'edit_file',
+  'restart_kernel'
+];
+
+export interface ISettingsForm {
+  base_url: string;
+  model: string;
+  /** A new key to save; empty keeps the saved one. */
+  api_key: string;
+  tool_calling: ToolCalling;
+  auto_approve: string[];
+  /** Per million tokens, as typed; empty for no price. */
+  price_prompt: string;
+  price_completion: string;
+}
+
+/** Where a setting's value comes from, as the form says it. */
+export const SOURCE_LABELS: Readonly<Record<string, string>> = {
+  settings: 'saved here',
+  config: 'from a Jupyter config file',
+  environment: 'from the environment',
+  default: 'default'
+};
+
+export function sourceLabel(config: PublicConfig | null, name: string): string | null {
+  const source = config?.sources?.[name];
+  return source ? (SOURCE_LABELS[source] ?? source) : null;
+}
+
+function priceText(value: number | undefined): string {
+  return typeof value === 'number' && Number.isFinite(value) ? String(value) : '';
+}
+
+export function formFromConfig(config: PublicConfig | null): ISettingsForm {
+  const model = config?.model ?? '';
+  const price = config?.prices?.[model];
+  return {
+    base_url: config?.base_url ?? '',
+    model,
+    api_key: '',
+    tool_calling: config?.tool_calling ?? 'native',
+    auto_approve: [...(config?.auto_approve ?? [])],
+    price_prompt: priceText(price?.prompt),
+    price_completion: priceText(price?.completion)
+  };
+}
+
+/** A typed price: a number >= 0, or null for an empty field; NaN when it is not a number. */
+export function parsePrice(text: string): number | null {
+  const trimmed = text.trim();
+  if (!trimmed) {
+    return null;
+  }
+  const value = Number(trimmed);
+  return Number.isFinite(value) && value >= 0 ? value : NaN;
+}
+
+/** What is wrong with the form, or null. */
+export function formError(form: ISettingsForm): string | null {
+  const prompt = parsePrice(form.price_prompt);
+  const completion = parsePrice(form.price_completion);
+  if (Number.isNaN(prompt) || Number.isNaN(completion)) {
+    return 'Prices are numbers (per million tokens), or empty.';
+  }
+  if ((prompt === null) !== (completion === null)) {
+    return 'Give both prices, or neither.';
+  }
+  if (form.base_url.trim() && !/^https?:\/\//i.test(form.base_url.trim())) {
+    return 'The endpoint is an http:// or https:// URL, e.g. http://127.0.0.1:8000/v1.';
+  }
+  return null;
+}
+
+/** The `PUT config` body: what differs from the saved settings (the key only when typed). */
+export function configUpdate(form: ISettingsForm, config: PublicConfig | null): ConfigUpdate {
+  const saved = formFromConfig(config);
+  const update: ConfigUpdate = {};
+  const baseUrl = form.base_url.trim();
+  const model = form.model.trim();
+  if (baseUrl !== saved.base_url) {
+    update.base_url = baseUrl;
+  }
+  if (model !== saved.model) {
+    update.model = model;
+  }
+  if (form.api_key) {
+    update.api_key = form.api_key;
+  }
+  if (form.tool_calling !== saved.tool_calling) {
+    update.tool_calling = form.tool_calling;
+  }
+  const approve = [...form.auto_approve].sort();
+  if (JSON.stringify(approve) !== JSON.stringify([...saved.auto_approve].sort())) {
+    update.auto_approve = approve;
+  }
+  const prompt = parsePrice(form.price_prompt);
+  const completion = parsePrice(form.price_completion);
+  const prices: Record<string, Price> = { ...(config?.prices ?? {}) };
+  const before = JSON.stringify(prices);
+  if (model) {
+    if (prompt !== null && completion !== null && !Number.isNaN(prompt) && !Number.isNaN(completion)) {
+      prices[model] = { prompt, completion };
+    } else if (prompt === null && completion === null) {
+      delete prices[model];
+    }
+  }
+  if (JSON.stringify(prices) !== before) {
+    update.prices = prices;
+  }
+  return update;
+}
+
+/** The `POST config/test` body: the form's endpoint, model and (typed) key. */
+export function connectionTest(form: ISettingsForm): ConnectionTest {
+  return {
+    ...(form.base_url.trim() ? { base_url: form.base_url.trim() } : {}),
+    ...(form.model.trim() ? { model: form.model.trim() } : {}),
+    ...(form.api_key ? { api_key: form.api_key } : {})
+  };
+}
