@@ -52,6 +52,8 @@ export interface LiveCell {
   id: string;
   cell_type: 'code' | 'markdown' | 'raw';
   source: string;
+  /** The source was left out (the request's size cap): read it from the saved file. */
+  truncated?: boolean;
 }
 
 export type Mode = 'single' | 'multi';

@@ -204,3 +204,14 @@ async def test_connection_test_and_model_list(api: Api, fake_llm: FakeLLM) -> No
     assert config["sources"]["model"] == "config" and config["api_key_set"] is True
     for answer in (report, models, down, config):
         assert "sk-test-secret-key" not in json.dumps(answer)
+
+
+async def test_a_cell_left_out_of_the_live_cells_is_diffed_against_the_saved_file(
+    api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_root_dir: Path
+) -> None:
+    _write_notebook(jp_root_dir, [("big", "data = 'saved source'")])
+    fake_llm.script(tool_call("edit_cell", {"cell_id": "big", "source": "data = 'new'"}, id="e2"))
+    thread = await api.new_thread()
+    await api.run(thread, "change it", notebook_cells=[{"id": "big", "cell_type": "code", "source": "", "truncated": True}])
+    card = of_type(await api.until_finished(thread), "approval_required")[0]
+    assert "-data = 'saved source'" in card["diff"] and "+data = 'new'" in card["diff"]

@@ -63,6 +63,7 @@ class LiveCell(WireModel):
     id: str = Field(max_length=200, description="The nbformat cell id.")
     cell_type: Literal["code", "markdown", "raw"]
     source: str = Field(max_length=1_000_000)
+    truncated: bool = Field(default=False, description="The source was left out (the request's size cap): read it from the saved file.")
 
 
 class Diagnostic(WireModel):

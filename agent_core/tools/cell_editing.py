@@ -29,10 +29,18 @@ def _source(cell: dict[str, Any]) -> str:
 
 
 async def notebook_cells(ctx: ToolContext) -> list[dict[str, Any]]:
-    """The notebook's cells: as the browser sent them with this run or approval, else as saved."""
+    """The notebook's cells: as the browser sent them with this run or approval (a source it left
+    out taken from the saved file), else as saved."""
     live = getattr(ctx.run, "notebook_cells", None)
-    if live is not None:
+    if live is None:
+        return await saved_cells(ctx)
+    if not any(cell.get("truncated") for cell in live):
         return live
+    saved = {cell.get("id"): cell for cell in await saved_cells(ctx)}
+    return [{**cell, "source": _source(saved.get(cell["id"], cell))} if cell.get("truncated") else cell for cell in live]
+
+
+async def saved_cells(ctx: ToolContext) -> list[dict[str, Any]]:
     path = getattr(ctx.run, "notebook_path", "") or getattr(ctx.env, "notebook_path", "")
     if not path:
         raise ToolInputError("this thread has no notebook, so there is no cell to edit")

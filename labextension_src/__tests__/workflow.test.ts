@@ -145,11 +145,11 @@ test('live cells: id, type and source; past the cap the sources are dropped, not
   // 'é' is two bytes in UTF-8: 800 bytes do not fit in 700.
   const capped = liveCells(cells, 700);
   assert.deepEqual(
-    capped.map(c => [c.id, c.source]),
+    capped.map(c => [c.id, c.source, c.truncated ?? false]),
     [
-      ['a', 'x = 1'],
-      ['b', ''],
-      ['c', '']
+      ['a', 'x = 1', false],
+      ['b', '', true],
+      ['c', '', true]
     ]
   );
 });

@@ -37,10 +37,7 @@ export function liveCells(
         used += size;
       }
     }
-    if (full) {
-      source = '';
-    }
-    out.push({ id: cell.id, cell_type: cellType, source });
+    out.push(full ? { id: cell.id, cell_type: cellType, source: '', truncated: true } : { id: cell.id, cell_type: cellType, source });
   }
   return out;
 }
