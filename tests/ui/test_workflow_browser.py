@@ -11,7 +11,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from devtools.fake_llm import FakeLLM, tool_call
+from devtools.fake_llm import FakeLLM, text, tool_call
 from devtools.jupyter_process import JupyterProcess
 from tests.ui.conftest import SHOTS, open_new_notebook, open_panel_from_palette, run_cell_from_editor
 
@@ -174,7 +174,8 @@ def test_first_run_settings_form(bare_lab: JupyterProcess, fake_llm: FakeLLM) ->
 
     key = "sk-first-run-secret-4711"
     lab = bare_lab
-    fake_llm.script(tool_call("final_answer", {"answer": "Hello from the configured model."}))
+    # Two tiny requests for "Test connection" (without, then with a tool), then the message's reply.
+    fake_llm.script(text("OK"), text("OK"), tool_call("final_answer", {"answer": "Hello from the configured model."}))
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
         page = browser.new_page(viewport={"width": 1500, "height": 950})
