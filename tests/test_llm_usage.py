@@ -42,6 +42,7 @@ def test_usage_is_read_from_the_last_chunk(fake: FakeLLM) -> None:
     turn = turn_of(fake)
     assert turn.content == "Hello there!"
     assert fake.requests[0]["stream_options"] == {"include_usage": True}
+    assert fake.requests[0]["messages"] == MESSAGES and fake.requests[0]["tools"] == TOOLS and fake.requests[0]["stream"] is True
     expected_prompt = FakeLLM._usage(fake.requests[0], Reply())["prompt_tokens"]
     assert turn.usage == TokenUsage(prompt_tokens=expected_prompt, completion_tokens=3, cached_tokens=None, estimated=False)
 
