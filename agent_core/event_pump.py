@@ -155,7 +155,10 @@ class EventPump:
         self._run_id = run_id
         self._agent = agent  # the run's top agent: "main", or "planner" in multi mode
         self._on_event = on_event
-        self._queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        # A deque and one future to wake the pump, not an asyncio.Queue: waiting for the next token
+        # with a deadline would start a task (wait_for) per token.
+        self._pending: deque[dict[str, Any] | None] = deque()  # None: the end, put by drain()
+        self._arrival: asyncio.Future[None] | None = None
         self._held: dict[str, Any] | None = None  # read while coalescing tokens, written next
         self._last_token_write = 0.0
         self._caps = OutputCaps()
@@ -163,17 +166,33 @@ class EventPump:
         self._task = asyncio.create_task(self._pump())
 
     def __call__(self, event: dict[str, Any]) -> None:
-        self._queue.put_nowait({"agent": self._agent, **event, "run_id": self._run_id})
+        self._put({"agent": self._agent, **event, "run_id": self._run_id})
 
     async def drain(self) -> None:
-        self._queue.put_nowait(None)
+        self._put(None)
         await asyncio.shield(self._task)
+
+    def _put(self, item: dict[str, Any] | None) -> None:
+        self._pending.append(item)
+        if self._arrival is not None and not self._arrival.done():
+            self._arrival.set_result(None)
+
+    async def _arrived(self, timeout: float | None = None) -> bool:
+        """Wait until something is pending; False if `timeout` seconds passed first."""
+        if not self._pending:
+            self._arrival = asyncio.get_running_loop().create_future()
+            try:
+                await asyncio.wait((self._arrival,), timeout=timeout)
+            finally:
+                self._arrival = None
+        return bool(self._pending)
 
     async def _next(self) -> dict[str, Any] | None:
         if self._held is not None:
             event, self._held = self._held, None
             return event
-        return await self._queue.get()
+        await self._arrived()
+        return self._pending.popleft()
 
     async def _pump(self) -> None:
         while (event := await self._next()) is not None:
@@ -203,18 +222,13 @@ class EventPump:
         if deadline > time.monotonic():
             self._preview(first, stored_as)
         while size < TOKEN_MAX_CHARS:
-            try:
-                following = self._queue.get_nowait()
-            except asyncio.QueueEmpty:
+            if not self._pending:
                 remaining = deadline - time.monotonic()
-                if remaining <= 0:
+                if remaining <= 0 or not await self._arrived(remaining):
                     break
-                try:
-                    following = await asyncio.wait_for(self._queue.get(), remaining)
-                except asyncio.TimeoutError:
-                    break
+            following = self._pending.popleft()
             if following is None:
-                self._queue.put_nowait(None)  # the end marker stays last: _next reads it again
+                self._pending.appendleft(None)  # the end marker stays: _next reads it again
                 break
             if following["type"] != "token" or not _same_stream(first, following):
                 self._held = following

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
+import sys
 import uuid
 import weakref
 from dataclasses import dataclass, field, replace
@@ -27,12 +29,23 @@ class LLMError(Exception):
         self.retry_after = retry_after
 
 
+@dataclass(frozen=True)
+class TokenUsage:
+    """What one model call cost, as the endpoint reported it, or estimated when it did not."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int | None  # prompt tokens the endpoint served from its cache, when it says
+    estimated: bool  # True: counted here at ~4 characters a token, not reported by the endpoint
+
+
 @dataclass
 class ModelTurn:
     content: str = ""  # the raw reply text (prompt mode: with its Action lines)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)  # OpenAI format, raw JSON arguments
     final_answer: str | None = None  # prompt mode's "Final Answer:"
     ignored_call: str = ""  # a call-like JSON object in the text that was not run, and why
+    usage: TokenUsage | None = None
 
     @property
     def empty(self) -> bool:
@@ -130,15 +143,18 @@ async def _complete_native(settings: AgentSettings, request: ModelRequest, on_to
     turn = ModelTurn()
     calls: dict[int, dict[str, Any]] = {}
 
-    def on_delta(delta: Any) -> None:
-        if delta.content:
-            turn.content += delta.content
-            on_token(delta.content)
-        for tool_delta in delta.tool_calls or []:
+    def on_delta(delta: dict[str, Any]) -> None:
+        content = delta.get("content")
+        if content:
+            turn.content += content
+            on_token(content)
+        for tool_delta in delta.get("tool_calls") or []:
             _merge_tool_delta(calls, tool_delta)
 
-    await _stream(settings, _wire_messages(request.messages), request.tools, on_delta)
+    messages = _wire_messages(request.messages)
+    reported = await _stream(settings, messages, request.tools, on_delta)
     turn.tool_calls = _finish_calls(calls)
+    turn.usage = _usage(reported, messages, turn)  # of what the model wrote, before any rescue below
     if not turn.tool_calls:  # a tool call written in the text is still a tool call
         found = rescue_call(turn.content, request.validate) if request.validate else Rescue()
         # The prompt-mode forms (Action:, <tool_call>, JSON at the start) run even with bad
@@ -155,34 +171,135 @@ async def _complete_prompt(settings: AgentSettings, request: ModelRequest, on_to
     turn = ModelTurn()
     visible = VisibleTokens(on_token)
 
-    def on_delta(delta: Any) -> None:
-        if delta.content:
-            turn.content += delta.content
-            visible.feed(delta.content)
+    def on_delta(delta: dict[str, Any]) -> None:
+        content = delta.get("content")
+        if content:
+            turn.content += content
+            visible.feed(content)
 
-    await _stream(settings, messages, None, on_delta)
+    reported = await _stream(settings, messages, None, on_delta)
     visible.close()
+    turn.usage = _usage(reported, messages, turn)
     parsed = parse_reply(turn.content)
     turn.tool_calls = _calls_from_pairs(parsed.tool_calls)
     turn.final_answer = parsed.final_answer
     return turn
 
 
-async def _stream(settings: AgentSettings, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, on_delta: Callable[[Any], None]) -> None:
+# Endpoints (by base URL) that answered 400 to `stream_options`: they are not sent it again.
+_refuse_stream_options: set[str] = set()
+
+Delta = dict[str, Any]  # a chunk's `choices[i].delta`, as the endpoint sent it
+
+
+async def _stream(
+    settings: AgentSettings, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, on_delta: Callable[[Delta], None]
+) -> dict[str, Any] | None:
+    """Stream one completion into `on_delta`; the usage object the endpoint reported, if any."""
     import openai
 
     body: dict[str, Any] = {"model": settings.model, "messages": messages, "stream": True}
     if tools:  # never send tools/tool_choice when unset: some servers reject null values
         body["tools"] = tools
+    endpoint = settings.base_url or ""
     try:
-        stream = await _client(settings).chat.completions.create(**body)
-        async with stream:
-            async for chunk in stream:
-                for choice in chunk.choices or []:
-                    if choice.delta is not None:
-                        on_delta(choice.delta)
+        if endpoint in _refuse_stream_options:
+            return await _read_stream(settings, body, on_delta)
+        try:
+            return await _read_stream(settings, {**body, "stream_options": {"include_usage": True}}, on_delta)
+        except openai.APIStatusError as exc:
+            if exc.status_code not in (400, 422) or "stream_options" not in _server_message(exc):
+                raise
+            _refuse_stream_options.add(endpoint)  # an older server: usage is estimated from now on
+            return await _read_stream(settings, body, on_delta)
     except openai.OpenAIError as exc:
         raise llm_error(exc, settings, bool(tools)) from None
+
+
+async def _read_stream(settings: AgentSettings, body: dict[str, Any], on_delta: Callable[[Delta], None]) -> dict[str, Any] | None:
+    """The SDK sends the request (auth, status errors, timeouts) and the SSE lines are parsed here:
+    its per-chunk pydantic models cost more than the rest of a token's way to the browser."""
+    import openai
+
+    usage = None
+    # The body is already plain JSON: as extra_body the SDK sends it as is, instead of walking
+    # messages and tool schemas against its TypedDicts on every call (6% of a busy server).
+    fields = {"model": body["model"], "messages": [], "stream": True}
+    async with _client(settings).chat.completions.with_streaming_response.create(**fields, extra_body=body) as response:
+        request = response.http_request
+        transport = sys.modules[type(response.http_response).__module__.partition(".")[0]]  # httpx or httpx2, by SDK version
+        lines = response.iter_lines()
+        try:
+            async for data in _sse_data(lines):
+                if data.startswith("[DONE]"):
+                    await _drain(lines)
+                    break
+                chunk = _chunk(data, request)
+                for choice in chunk.get("choices") or ():
+                    if choice.get("delta"):
+                        on_delta(choice["delta"])
+                usage = chunk.get("usage") or usage  # the last chunk's (some servers send a running count)
+        except transport.TimeoutException:
+            raise openai.APITimeoutError(request=request) from None
+        except (transport.RequestError, ssl.SSLError):
+            raise openai.APIConnectionError(request=request) from None
+    return usage
+
+
+async def _sse_data(lines: Any) -> Any:
+    """The `data` of each server-sent event (a multi-line data field joined by newlines)."""
+    parts: list[str] = []
+    async for line in lines:
+        if line.startswith("data:"):
+            parts.append(line[6:] if line.startswith("data: ") else line[5:])
+        elif not line and parts:
+            yield "\n".join(parts)
+            parts = []
+    if parts:
+        yield "\n".join(parts)
+
+
+def _chunk(data: str, request: Any) -> dict[str, Any]:
+    """One chunk, or the error the endpoint reported inside the stream (as the SDK raises it)."""
+    import openai
+
+    try:
+        chunk = json.loads(data)
+    except ValueError:
+        raise openai.APIError(f"The endpoint sent a chunk that is not JSON: {data[:100]!r}", request, body=None) from None
+    if not isinstance(chunk, dict):
+        raise openai.APIError(f"The endpoint sent a chunk that is not an object: {data[:100]!r}", request, body=None)
+    error = chunk.get("error")
+    if error:
+        message = error.get("message") if isinstance(error, dict) else None
+        raise openai.APIError(message if isinstance(message, str) and message else "An error occurred during streaming", request, body=error)
+    return chunk
+
+
+async def _drain(lines: Any) -> None:
+    """Read the body's end after [DONE], so the connection goes back to the pool (a half-read
+    HTTP/1.1 response is closed, and the next call would connect again); bounded like the SDK's."""
+
+    async def rest() -> None:
+        async for _ in lines:
+            pass
+
+    try:
+        await asyncio.wait_for(rest(), 0.1)
+    except Exception:  # the answer is complete: a failure after it is not the answer's
+        pass
+
+
+def _usage(reported: dict[str, Any] | None, messages: list[dict[str, Any]], turn: ModelTurn) -> TokenUsage:
+    """The endpoint's counts, or an estimate (~4 characters a token) when it sent none."""
+    if isinstance(reported, dict) and isinstance(reported.get("prompt_tokens"), int):
+        details = reported.get("prompt_tokens_details")
+        cached = details.get("cached_tokens") if isinstance(details, dict) else None
+        return TokenUsage(
+            reported["prompt_tokens"], int(reported.get("completion_tokens") or 0), cached if isinstance(cached, int) else None, False
+        )
+    written = turn.content + "".join(call["function"]["arguments"] for call in turn.tool_calls)
+    return TokenUsage(estimate_tokens(messages), len(written) // 4, None, True)
 
 
 async def plain_completion(settings: AgentSettings, messages: list[dict[str, Any]]) -> str:
@@ -203,21 +320,23 @@ def _wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{**m, "content": ""} if m.get("role") == "assistant" and m.get("content") is None else m for m in messages]
 
 
-def _merge_tool_delta(calls: dict[int, dict[str, Any]], delta: Any) -> None:
+def _merge_tool_delta(calls: dict[int, dict[str, Any]], delta: dict[str, Any]) -> None:
+    index = delta.get("index")
     call = calls.setdefault(
-        delta.index if delta.index is not None else len(calls),
+        index if isinstance(index, int) else len(calls),
         {"id": "", "type": "function", "function": {"name": "", "arguments": ""}},
     )
-    if delta.id:
-        call["id"] = delta.id
-    fn = delta.function
-    if fn is None:
+    if delta.get("id"):
+        call["id"] = delta["id"]
+    fn = delta.get("function")
+    if not isinstance(fn, dict):
         return
-    if fn.name and fn.name != call["function"]["name"]:
+    name, arguments = fn.get("name"), fn.get("arguments")
+    if name and name != call["function"]["name"]:
         # Some servers repeat the full name in every chunk: keep it once.
-        call["function"]["name"] += fn.name
-    if fn.arguments:
-        call["function"]["arguments"] += fn.arguments
+        call["function"]["name"] += name
+    if arguments:
+        call["function"]["arguments"] += arguments
 
 
 def _finish_calls(calls: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:

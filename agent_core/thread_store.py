@@ -95,7 +95,7 @@ class ThreadStore:
         self._path = path
         self._conn: sqlite3.Connection | None = None
         self._executor: ThreadPoolExecutor | None = None
-        self._wakeups: dict[str, asyncio.Event] = {}
+        self._wakeups: dict[str, asyncio.Future[None]] = {}  # one per thread, shared by its waiting readers
         self.owner = uuid.uuid4().hex  # this process's name on the leases it holds
         self.holder = holder  # ... and how a refusal names it to the user
         self._live: dict[str, _LiveLog] = {}
@@ -104,6 +104,8 @@ class ThreadStore:
         # While this process holds a thread's lease it is the thread's only writer, so its recent
         # appends (contiguous seqs up to _last_seq) answer its readers without a query.
         self._recent: dict[str, _Recent] = {}
+        self._appends: list[tuple[str, dict[str, Any], asyncio.Future[dict[str, Any]]]] = []  # waiting for the next transaction
+        self._appending = False  # a task is writing them
 
     @property
     def is_open(self) -> bool:
@@ -254,15 +256,47 @@ class ThreadStore:
 
     async def append(self, thread_id: str, event: dict[str, Any]) -> dict[str, Any]:
         """Stamp `event` with the thread's next seq, persist it and wake the readers. The seq is read
-        inside the write transaction: the server and a kernel's `%agent` may append to one thread."""
+        inside the write transaction: the server and a kernel's `%agent` may append to one thread.
+        Appends that arrive while a transaction is being written share the next one (a group
+        commit): a hundred streaming threads cost a few commits per wake-up, not one per row."""
+        done: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._appends.append((thread_id, event, done))
+        if not self._appending:
+            self._appending = True
+            asyncio.create_task(self._write_appends())
+        return await done
 
-        def insert(conn: sqlite3.Connection) -> tuple[int, str]:
-            seq = _max_seq_in(conn, thread_id) + 1
-            data = json.dumps({**event, "seq": seq, "thread_id": thread_id})
-            conn.execute("INSERT INTO events (thread_id, seq, data) VALUES (?, ?, ?)", (thread_id, seq, data))
-            return seq, data
+    async def _write_appends(self) -> None:
+        try:
+            while self._appends:
+                batch, self._appends = self._appends, []
+                try:
+                    rows = await self._write(lambda conn: [_insert_event(conn, thread_id, event) for thread_id, event, _ in batch])
+                except BaseException as exc:  # the transaction failed: every append in it did
+                    for _, _, done in batch:
+                        if not done.done():
+                            done.set_exception(exc)
+                    if isinstance(exc, asyncio.CancelledError):
+                        raise
+                    continue
+                for (thread_id, _, done), row in zip(batch, rows):
+                    # Rows are noted here, in commit order, even for an appender that was cancelled meanwhile.
+                    outcome = row if isinstance(row, Exception) else self._stored(thread_id, *row)
+                    if done.done():
+                        continue
+                    if isinstance(outcome, Exception):
+                        done.set_exception(outcome)
+                    else:
+                        done.set_result(outcome)
+        finally:
+            self._appending = False
+            if self._appends:  # the writer was cancelled (the loop is ending): nothing will write these
+                for _, _, done in self._appends:
+                    done.cancel()
+                self._appends = []
 
-        seq, data = await self._write(insert)
+    def _stored(self, thread_id: str, seq: int, data: str) -> dict[str, Any]:
+        """Note a committed row (memory for readers, the last seq) and wake the readers."""
         stamped = json.loads(data)  # what a reader of the log gets (tuples as lists), also from memory
         recent = self._recent.get(thread_id)
         if recent is not None:
@@ -341,26 +375,39 @@ class ThreadStore:
         """Return when the thread has an event after `after`, when `still()` turns false (woken by
         `wake`, e.g. when its run ends), or after `timeout` seconds. Events another process appends
         are seen at the next call; the SSE handler calls at least every 15 s."""
-        wakeup = self._wakeups.setdefault(thread_id, asyncio.Event())  # registered before checking: no lost wake-up
+        wakeup = self._wakeups.get(thread_id)
+        if wakeup is None:  # registered before checking: no lost wake-up
+            wakeup = self._wakeups[thread_id] = asyncio.get_running_loop().create_future()
         if await self._max_seq(thread_id) > after or not still():
             return
         if live_start is not None and self.has_live_after(thread_id, live_start):
             return
-        try:
-            await asyncio.wait_for(wakeup.wait(), timeout)
-        except asyncio.TimeoutError:
-            pass
+        # asyncio.wait leaves the shared future alone on timeout, and unlike wait_for it starts no
+        # task: this runs once per token for every reader.
+        await asyncio.wait((wakeup,), timeout=timeout)
 
     def wake(self, thread_id: str) -> None:
         """Wake this process's readers of the thread (new events, or a run that ended)."""
         wakeup = self._wakeups.pop(thread_id, None)
-        if wakeup is not None:
-            wakeup.set()
+        if wakeup is not None and not wakeup.done():
+            wakeup.set_result(None)
 
     async def _max_seq(self, thread_id: str) -> int:
         if thread_id in self._recent:
             return self._last_seq[thread_id]
         return await self._call(lambda conn: _max_seq_in(conn, thread_id))
+
+
+def _insert_event(conn: sqlite3.Connection, thread_id: str, event: dict[str, Any]) -> tuple[int, str] | Exception:
+    """Insert `event` as the thread's next row: (seq, stored JSON), or why this one event could not
+    be (it is not JSON): the other appends of the transaction still go in."""
+    seq = _max_seq_in(conn, thread_id) + 1
+    try:
+        data = json.dumps({**event, "seq": seq, "thread_id": thread_id})
+    except (TypeError, ValueError) as exc:
+        return exc
+    conn.execute("INSERT INTO events (thread_id, seq, data) VALUES (?, ?, ?)", (thread_id, seq, data))
+    return seq, data
 
 
 def _max_seq_in(conn: sqlite3.Connection, thread_id: str) -> int:

@@ -11,6 +11,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -22,9 +24,10 @@ from devtools.fake_llm import FakeLLM, tool_call  # noqa: E402
 from devtools.jupyter_process import TOKEN, JupyterProcess  # noqa: E402
 
 
-def raw(client: BlockingKernelClient) -> float:
+def raw(client: BlockingKernelClient, code: str = "pass") -> float:
+    """A notebook's execute: every iopub message read, until the kernel is idle and the reply is in."""
     started = time.perf_counter()
-    msg_id = client.execute("pass", store_history=True)
+    msg_id = client.execute(code, store_history=True)
     while True:  # the cell is over when its reply is in and the kernel went idle for it
         msg = client.get_iopub_msg(timeout=10)
         if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
@@ -34,11 +37,12 @@ def raw(client: BlockingKernelClient) -> float:
     return time.perf_counter() - started
 
 
-def through_server(llm: FakeLLM, client: httpx.Client, kernel: str, n: int) -> float:
-    """A thread whose model asks to run `pass`; the clock runs from POST approve to cell_finished."""
-    llm.script(tool_call("run_cell", {"code": "pass"}, id=f"c{n}"), tool_call("final_answer", {"answer": "ok"}))
+def through_server(llm: FakeLLM, client: httpx.Client, kernel: str, n: int, code: str = "pass") -> float:
+    """A thread whose model asks to run `code`; the clock runs from POST approve to cell_finished,
+    read on the thread's event stream (every event before it read too, as the panel does)."""
+    llm.script(tool_call("run_cell", {"code": code}, id=f"c{n}"), tool_call("final_answer", {"answer": "ok"}))
     thread = client.post("cellwright/api/threads", json={"notebook_path": "b.ipynb"}).json()["thread_id"]
-    client.post(f"cellwright/api/threads/{thread}/runs", json={"message": "run pass", "kernel_id": kernel})
+    client.post(f"cellwright/api/threads/{thread}/runs", json={"message": "run the cell", "kernel_id": kernel})
     seq = 0
     with client.stream("GET", f"cellwright/api/threads/{thread}/events") as response:
         for line in response.iter_lines():
@@ -53,27 +57,34 @@ def through_server(llm: FakeLLM, client: httpx.Client, kernel: str, n: int) -> f
     raise RuntimeError("no cell_finished event")
 
 
-def main(rounds: int) -> None:
+@contextmanager
+def served_kernel() -> Iterator[tuple[FakeLLM, httpx.Client, str, BlockingKernelClient]]:
+    """A server with Cellwright, a notebook's kernel in it, and a raw client of that same kernel."""
     with FakeLLM() as llm, tempfile.TemporaryDirectory() as tmp:
         env = {"OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "k", "CELLWRIGHT_MODEL": "fake-model"}
         server = JupyterProcess(Path(tmp), env).start()
-        http = httpx.Client(base_url=server.url, headers={"Authorization": f"token {TOKEN}"}, timeout=60)
+        http = httpx.Client(base_url=server.url, headers={"Authorization": f"token {TOKEN}"}, timeout=600)
         kernel = server.open_notebook("b.ipynb")
         kc = BlockingKernelClient(connection_file=str(Path(tmp) / "runtime" / f"kernel-{kernel}.json"))
         kc.load_connection_file()
         kc.start_channels()
         kc.wait_for_ready(timeout=30)
         try:
-            through_server(llm, http, kernel, 0)  # warm: first use opens the checkpointer and imports langgraph
-            raw(kc)
-            served, direct = [], []
-            for n in range(1, rounds + 1):  # interleaved, so both see the same load on the machine
-                direct.append(raw(kc))
-                served.append(through_server(llm, http, kernel, n))
+            yield llm, http, kernel, kc
         finally:
             kc.stop_channels()
             http.close()
             server.stop()
+
+
+def main(rounds: int) -> None:
+    with served_kernel() as (llm, http, kernel, kc):
+        through_server(llm, http, kernel, 0)  # warm: first use opens the checkpointer and imports langgraph
+        raw(kc)
+        served, direct = [], []
+        for n in range(1, rounds + 1):  # interleaved, so both see the same load on the machine
+            direct.append(raw(kc))
+            served.append(through_server(llm, http, kernel, n))
     ms = 1000
     print(f"rounds: {rounds}")
     print(f"raw jupyter-client execute of `pass`:      median {statistics.median(direct) * ms:7.1f} ms")

@@ -4,7 +4,7 @@ scripted server by the same client. Per token, delay = read by the client - writ
 server (same process, same clock). Prints p50/p95 of both, and checks every run finished with its
 stored seqs gapless and every token stored once, in order.
 
-    python bench/many_threads.py [threads] [tokens] [pace_ms]
+    python bench/many_threads.py [threads] [tokens] [pace_ms]     (e.g. 500 threads: python bench/many_threads.py 500)
 """
 from __future__ import annotations
 

@@ -210,6 +210,10 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             self._send_json(400, _error_body("fake LLM: request body is not JSON", "invalid_request_error"))
             return
+        if self.fake.reject_stream_options and "stream_options" in body:
+            message = "Unrecognized request argument supplied: stream_options"
+            self._send_json(400, _error_body(message, "invalid_request_error"))
+            return
         reply = self.fake._next_reply(body, {k.lower(): v for k, v in self.headers.items()})
         try:
             self._respond(body, reply)
@@ -278,8 +282,13 @@ def _split_n(s: str, n: int) -> list[str]:
 class FakeLLM:
     """A fake OpenAI chat-completions server on 127.0.0.1 (a free port), scripted per test."""
 
-    def __init__(self, host: str = "127.0.0.1") -> None:
+    def __init__(self, host: str = "127.0.0.1", *, usage: bool = True, reject_stream_options: bool = False) -> None:
         self._host = host
+        # Token usage in a last chunk when the request asks for it (stream_options.include_usage);
+        # False plays a server that never reports usage.
+        self.usage = usage
+        # True plays a server that refuses the stream_options field (400).
+        self.reject_stream_options = reject_stream_options
         self._lock = threading.Condition()
         self._script: deque[ScriptItem] = deque()
         self._requests: list[dict] = []
@@ -406,10 +415,13 @@ class FakeLLM:
         return out
 
     @staticmethod
-    def _usage(body: dict, reply: Reply) -> dict:
+    def _usage(body: dict, reply: Reply, completion: int | None = None) -> dict:
+        """Deterministic counts: the prompt's JSON length / 4; for a stream, `completion` is its
+        number of content and tool-argument chunks."""
         prompt = len(json.dumps(body.get("messages", []))) // 4
-        completion = len("".join(reply.content) if isinstance(reply.content, list) else reply.content or "") // 4
-        completion += sum(len(str(tc[1])) for tc in reply.tool_calls) // 4
+        if completion is None:
+            completion = len("".join(reply.content) if isinstance(reply.content, list) else reply.content or "") // 4
+            completion += sum(len(str(tc[1])) for tc in reply.tool_calls) // 4
         return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
     def _completion(self, body: dict, reply: Reply) -> dict:
@@ -436,7 +448,7 @@ class FakeLLM:
     def _chunks(self, body: dict, reply: Reply) -> list[dict]:
         if reply.empty_stream:
             return []
-        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        include_usage = self.usage and bool((body.get("stream_options") or {}).get("include_usage"))
         base = {
             "id": f"chatcmpl-fake{next(self._ids)}",
             "object": "chat.completion.chunk",
@@ -472,5 +484,10 @@ class FakeLLM:
         finish = reply.finish_reason or ("tool_calls" if calls else "stop")
         out.append(chunk({}, finish))
         if include_usage:
-            out.append({**base, "choices": [], "usage": self._usage(body, reply)})
+            produced = sum(1 for c in out for ch in c["choices"] if ch["delta"].get("content") or _has_arguments(ch["delta"]))
+            out.append({**base, "choices": [], "usage": self._usage(body, reply, produced)})
         return out
+
+
+def _has_arguments(delta: dict) -> bool:
+    return any((call.get("function") or {}).get("arguments") for call in delta.get("tool_calls") or [])

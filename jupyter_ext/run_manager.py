@@ -9,7 +9,7 @@ import dataclasses
 import uuid
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -196,36 +196,44 @@ class RunManager(LoggingConfigurable):
         """The thread's events after seq `after`: the stored backlog, `caught_up`, then live events
         (stored ones and live-only outputs, in order) until the thread's run ends; pings while idle.
         With `previews`, also each token as it arrives, before its coalesced row is stored."""
+        async with aclosing(self.follow_batches(thread_id, after, previews)) as batches:
+            async for batch in batches:
+                for item in batch:
+                    yield item
+
+    async def follow_batches(self, thread_id: str, after: int, previews: bool = False) -> AsyncIterator[list[StreamItem]]:
+        """`follow`'s items, grouped by wake-up: what was ready at once, so a writer flushes once."""
         await self.thread(thread_id)
         if previews:
             self.threads.reading_previews(thread_id, 1)
             try:
-                async for item in self._follow(thread_id, after, True):
-                    yield item
+                async for batch in self._follow(thread_id, after, True):
+                    yield batch
             finally:
                 self.threads.reading_previews(thread_id, -1)
         else:
-            async for item in self._follow(thread_id, after, False):
-                yield item
+            async for batch in self._follow(thread_id, after, False):
+                yield batch
 
-    async def _follow(self, thread_id: str, after: int, previews: bool) -> AsyncIterator[StreamItem]:
+    async def _follow(self, thread_id: str, after: int, previews: bool) -> AsyncIterator[list[StreamItem]]:
         threads = self.threads
         live = threads.live_start(thread_id, after)
         caught_up = False
         while True:
             running = self.is_running(thread_id)
+            batch: list[StreamItem] = []
             for event in await threads.events_after(thread_id, after):
                 items, live = self._live_items(thread_id, live, event["seq"] - 1, previews)
-                for item in items:
-                    yield item
-                yield StreamItem("event", event)
+                batch += items
+                batch.append(StreamItem("event", event))
                 after = event["seq"]
             items, live = self._live_items(thread_id, live, after, previews)
-            for item in items:
-                yield item
+            batch += items
             if not caught_up:
                 caught_up = True
-                yield StreamItem("caught_up", make_event("caught_up", seq=after, thread_id=thread_id), stored=False)
+                batch.append(StreamItem("caught_up", make_event("caught_up", seq=after, thread_id=thread_id), stored=False))
+            if batch:
+                yield batch
             if not running and not self.is_running(thread_id) and not await threads.events_after(thread_id, after, 1):
                 return
             before, live_before = after, live
@@ -234,7 +242,7 @@ class RunManager(LoggingConfigurable):
             )
             idle = not await threads.events_after(thread_id, before, 1) and not threads.has_live_after(thread_id, live_before)
             if self.is_running(thread_id) and idle:
-                yield StreamItem("ping")
+                yield [StreamItem("ping")]
 
     def _live_items(self, thread_id: str, start: int, upto_seq: int, previews: bool) -> tuple[list[StreamItem], int]:
         """Live-only events to send, and where this reader's position in the live log moves to

@@ -1,0 +1,109 @@
+"""Token usage of a model turn: read from the endpoint's last chunk, estimated when it sends none,
+and a server that refuses `stream_options` asked once more without it (and never again)."""
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from agent_core import llm as llm_module
+from agent_core.llm import LLMError, ModelRequest, ModelTurn, TokenUsage, complete, estimate_tokens
+from agent_core.settings import AgentSettings
+from devtools.fake_llm import FakeLLM, Reply, error, text, tool_call
+
+MESSAGES = [{"role": "system", "content": "You are Cellwright."}, {"role": "user", "content": "hi"}]
+TOOLS = [{"type": "function", "function": {"name": "run_cell", "description": "Run a cell.", "parameters": {"type": "object", "properties": {}}}}]
+
+
+def settings_for(fake: FakeLLM) -> AgentSettings:
+    return AgentSettings(model="fake-model", base_url=fake.base_url, api_key="k", max_retries=0, request_timeout=5)
+
+
+def turn_of(fake: FakeLLM, mode: str = "native") -> ModelTurn:
+    async def call() -> ModelTurn:
+        try:
+            request = ModelRequest([dict(m) for m in MESSAGES], TOOLS, mode)
+            return await complete(settings_for(fake), request, lambda _: None, lambda *_: None)
+        finally:
+            await llm_module.close_clients()
+
+    return asyncio.run(call())
+
+
+@pytest.fixture
+def fake() -> Any:
+    with FakeLLM() as server:
+        yield server
+
+
+def test_usage_is_read_from_the_last_chunk(fake: FakeLLM) -> None:
+    fake.script(text(["Hello", " there", "!"]))
+    turn = turn_of(fake)
+    assert turn.content == "Hello there!"
+    assert fake.requests[0]["stream_options"] == {"include_usage": True}
+    assert fake.requests[0]["messages"] == MESSAGES and fake.requests[0]["tools"] == TOOLS and fake.requests[0]["stream"] is True
+    expected_prompt = FakeLLM._usage(fake.requests[0], Reply())["prompt_tokens"]
+    assert turn.usage == TokenUsage(prompt_tokens=expected_prompt, completion_tokens=3, cached_tokens=None, estimated=False)
+
+
+def test_cached_tokens_are_read_when_present(fake: FakeLLM) -> None:
+    original = FakeLLM._usage
+
+    def with_cache(body: dict, reply: Reply, completion: int | None = None) -> dict:
+        return {**original(body, reply, completion), "prompt_tokens_details": {"cached_tokens": 7}}
+
+    fake._usage = with_cache  # type: ignore[method-assign]
+    fake.script(tool_call("run_cell", {"code": "1"}))
+    turn = turn_of(fake)
+    assert turn.tool_calls[0]["function"]["arguments"] == '{"code": "1"}'
+    assert turn.usage is not None and turn.usage.cached_tokens == 7 and not turn.usage.estimated
+    assert turn.usage.completion_tokens == 3  # the fake splits the arguments into 3 chunks
+
+
+def test_usage_is_estimated_when_the_server_sends_none(fake: FakeLLM) -> None:
+    fake.usage = False
+    fake.script(text("abcd" * 10), tool_call("run_cell", {"code": "x"}))
+    turn = turn_of(fake)
+    assert turn.usage == TokenUsage(estimate_tokens(MESSAGES), 10, None, True)
+    turn = turn_of(fake)
+    assert turn.usage == TokenUsage(estimate_tokens(MESSAGES), len('{"code": "x"}') // 4, None, True)
+
+
+def test_prompt_mode_reports_usage_too(fake: FakeLLM) -> None:
+    fake.script(text("Final Answer: done"))
+    turn = turn_of(fake, "prompt")
+    assert turn.final_answer == "done" and turn.usage is not None and not turn.usage.estimated
+
+
+def test_a_server_that_refuses_stream_options_is_asked_again_without_it(fake: FakeLLM) -> None:
+    fake.reject_stream_options = True
+    fake.script(text("one"), text("two"))
+    first = turn_of(fake)
+    assert first.content == "one" and first.usage is not None and first.usage.estimated
+    second = turn_of(fake)
+    assert second.content == "two"
+    # Only the accepted requests reach the script: one per turn, none with stream_options.
+    assert [("stream_options" in r) for r in fake.requests] == [False, False]
+    assert fake.pending == 0
+
+
+def test_other_bad_requests_are_not_retried(fake: FakeLLM) -> None:
+    fake.script(error(400, "messages: too long"))
+    with pytest.raises(LLMError) as caught:
+        turn_of(fake)
+    assert caught.value.kind == "llm_error" and "too long" in caught.value.message
+    assert len(fake.requests) == 1
+
+
+def test_an_error_inside_the_stream_is_an_llm_error(fake: FakeLLM) -> None:
+    fake.script(lambda body: Reply(content="partial", finish_reason="stop"))
+    original = fake._chunks
+
+    def with_error(body: dict, reply: Reply) -> list[dict]:
+        return original(body, reply)[:2] + [{"error": {"message": "the model crashed", "type": "server_error"}}]
+
+    fake._chunks = with_error  # type: ignore[method-assign]
+    with pytest.raises(LLMError) as caught:
+        turn_of(fake)
+    assert "the model crashed" in caught.value.message
