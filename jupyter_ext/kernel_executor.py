@@ -224,11 +224,19 @@ class KernelEnvironment:
         self, client: Any, manager: Any, msg_id: str, call_id: str, outputs: list[dict[str, Any]], emit: Emit, started: float
     ) -> tuple[Any, int | None]:
         """Forward this cell's outputs until the kernel is idle again; then read its reply."""
+        reply: dict[str, Any] | None = None
         while True:
             try:
                 msg = await client.get_iopub_msg(timeout=POLL_SECONDS)
             except queue.Empty:
                 await self._check_alive(manager, call_id, outputs, emit, started)
+                # iopub is a broadcast: a kernel that prints faster than it is read overflows the
+                # socket's queue, and the dropped messages can include the "idle" that ends the
+                # cell (seen with 20 000 flushed lines). The reply on shell is never dropped: with
+                # it in and iopub quiet for a poll interval, the cell is over.
+                reply = reply or await self._reply_or_none(client, msg_id, timeout=0)
+                if reply is not None:
+                    break
                 continue
             if msg.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
@@ -239,7 +247,7 @@ class KernelEnvironment:
                 emit(make_event("cell_output", id=call_id, output=output))
             elif _went_idle(msg):
                 break
-        reply = await self._reply(client, msg_id)
+        reply = reply or await self._reply(client, msg_id)
         status = "ok" if reply.get("status") == "ok" else ("aborted" if reply.get("status") == "aborted" else "error")
         return status, reply.get("execution_count")
 
@@ -254,11 +262,14 @@ class KernelEnvironment:
             raise asyncio.TimeoutError
 
     async def _reply(self, client: Any, msg_id: str, timeout: float = 10) -> dict[str, Any]:
+        return await self._reply_or_none(client, msg_id, timeout) or {"status": "error"}
+
+    async def _reply_or_none(self, client: Any, msg_id: str, timeout: float) -> dict[str, Any] | None:
         while True:
             try:
                 msg = await client.get_shell_msg(timeout=timeout)
             except queue.Empty:
-                return {"status": "error"}
+                return None
             if msg.get("parent_header", {}).get("msg_id") == msg_id:
                 return msg["content"]
 
