@@ -47,3 +47,32 @@ def test_pending_approval_survives_restart(tmp_path: Path, fake_llm: FakeLLM, se
     again = second.request("POST", f"cellwright/api/threads/{thread}/approvals/call_after_restart", {"decision": "approve"})
     assert again.status_code == 409
     assert "sk-secret" not in (tmp_path / "server.log").read_text()
+
+
+def test_usage_totals_survive_a_restart_and_estimates_are_marked(
+    tmp_path: Path, server_env: dict[str, str], servers: list
+) -> None:
+    """Reported usage for the first run, none (an endpoint without usage data) for the second: the
+    thread's totals add both, say that part is estimated, and read the same after a restart."""
+    with FakeLLM() as reporting, FakeLLM(usage=False) as silent:
+        reporting.script(tool_call("final_answer", {"answer": "one"}))
+        silent.script(tool_call("final_answer", {"answer": "two"}))
+        first = JupyterProcess(tmp_path, {**server_env, "OPENAI_BASE_URL": reporting.base_url}).start()
+        servers.append(first)
+        thread = first.request("POST", "cellwright/api/threads", {}).json()["thread_id"]
+        first.request("POST", f"cellwright/api/threads/{thread}/runs", {"message": "first"})
+        run1 = of_type(first.events(thread), "usage")[-1]
+        assert run1["call"]["estimated"] is False and run1["call"]["prompt_tokens"] > 0
+        first.request("PUT", "cellwright/api/config", {"base_url": silent.base_url})
+        first.request("POST", f"cellwright/api/threads/{thread}/runs", {"message": "second"})
+        events = first.events(thread)
+        run2 = of_type(events, "usage")[-1]
+        assert run2["call"]["estimated"] is True and run2["run"] == run2["call"]
+        totals = first.get(f"cellwright/api/threads/{thread}").json()["usage"]
+        assert totals["prompt_tokens"] == run1["call"]["prompt_tokens"] + run2["call"]["prompt_tokens"]
+        assert totals["estimated"] is True and totals == run2["thread"]
+        first.stop()
+
+        second = JupyterProcess(tmp_path, server_env).start()
+        servers.append(second)
+        assert second.get(f"cellwright/api/threads/{thread}").json()["usage"] == totals
