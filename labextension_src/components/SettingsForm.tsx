@@ -30,6 +30,11 @@ const TOOL_CALLING: { value: ToolCalling; label: string }[] = [
 ];
 
 /** "from the environment", under a field. */
+const PRICE_FIELDS: ['price_prompt' | 'price_completion', string][] = [
+  ['price_prompt', 'Prompt'],
+  ['price_completion', 'Completion']
+];
+
 function Source(props: { text: string | null; id: string }): JSX.Element | null {
   return props.text ? (
     <span className="cw-settings-source" id={props.id}>
@@ -218,26 +223,18 @@ export function SettingsForm(props: { model: PanelModel }): JSX.Element {
 
       <fieldset className="cw-settings-field cw-settings-prices">
         <legend className="cw-label">Prices for this model (optional, per million tokens)</legend>
-        <label className="cw-settings-price">
-          <span>Prompt</span>
-          <input
-            className="cw-input"
-            inputMode="decimal"
-            value={form.price_prompt}
-            aria-label="Prompt price per million tokens"
-            onChange={e => set('price_prompt', e.target.value)}
-          />
-        </label>
-        <label className="cw-settings-price">
-          <span>Completion</span>
-          <input
-            className="cw-input"
-            inputMode="decimal"
-            value={form.price_completion}
-            aria-label="Completion price per million tokens"
-            onChange={e => set('price_completion', e.target.value)}
-          />
-        </label>
+        {PRICE_FIELDS.map(([key, label]) => (
+          <label className="cw-settings-price" key={key}>
+            <span>{label}</span>
+            <input
+              className="cw-input"
+              inputMode="decimal"
+              value={form[key]}
+              aria-label={`${label} price per million tokens`}
+              onChange={e => set(key, e.target.value)}
+            />
+          </label>
+        ))}
         <Source id={`${ids}-prices-source`} text={sourceLabel(config, 'prices')} />
       </fieldset>
 
