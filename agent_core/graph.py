@@ -29,6 +29,7 @@ from .tools import TOOLS, ToolContext, ToolEnvironment, ToolInputError, ToolOutc
 from .tools.base import Emit
 from .vision import IMAGES_KEY, with_image_parts
 from .agents import AGENTS, AgentConfig, agent_for_mode
+from .approvals import approval_request_once, decided_args
 from .autonomy import ToolPolicy, policy_of
 from . import usage as token_usage
 
@@ -336,58 +337,6 @@ def _model_reply(ctx: RunContext, turn: ModelTurn, used_ids: set[str]) -> AgentS
 # -- the tools node
 
 
-async def approval_request(spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolContext, ctx: RunContext) -> dict[str, Any]:
-    request: dict[str, Any] = {
-        "id": tool_ctx.call_id,
-        "name": spec.name,
-        "args": args,
-        "description": spec.describe_call(args),
-        "diagnostics": [],
-        "diff": None,
-        "agent": ctx.agent.name,
-    }
-    if ctx.task_id:
-        request["task_id"] = ctx.task_id
-    try:
-        request.update(await spec.preview(args, tool_ctx))
-    except Exception as exc:  # a preview is a help for the user, never a reason to fail the call
-        log.warning("preview of %s failed: %s", spec.name, exc)
-    return request
-
-
-# Approval requests this process made, by (ledger scope, call id): the node re-runs from its top on
-# resume, and interrupt() then ignores its value, so the card's diagnostics (a lint, maybe a kernel
-# round trip) need not be computed again while the approved cell waits. After a restart they are.
-_ASKED: dict[tuple[str, str], dict[str, Any]] = {}
-ASKED_KEPT = 256
-
-
-async def _approval_request_once(spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolContext, ctx: RunContext) -> dict[str, Any]:
-    key = (ctx.ledger_scope, tool_ctx.call_id)
-    request = _ASKED.get(key)
-    if request is None or request["args"] != args:
-        request = await approval_request(spec, args, tool_ctx, ctx)
-        if len(_ASKED) >= ASKED_KEPT:
-            del _ASKED[next(iter(_ASKED))]
-        _ASKED[key] = request
-    return request
-
-
-def _decided_args(decision: Any, args: dict[str, Any]) -> tuple[dict[str, Any] | None, ToolOutcome | None]:
-    """The arguments to run with, or the outcome of a rejection."""
-    kind = decision.get("decision") if isinstance(decision, dict) else None
-    if kind == "reject":
-        reason = (decision.get("reason") or "").strip() or "no reason given"
-        return None, ToolOutcome(
-            "rejected",
-            f"The user rejected this call. Reason: {reason}. Do not run it again unchanged; adapt your plan to the reason.",
-            summary=f"Rejected: {reason}",
-        )
-    if kind == "edit":
-        return dict(decision.get("args") or {}), None
-    return args, None
-
-
 async def _run_tool(call: dict[str, Any], ctx: RunContext) -> ToolOutcome:
     name = call["function"]["name"]
     spec = ctx.tools.get(name)
@@ -410,8 +359,8 @@ async def _run_tool(call: dict[str, Any], ctx: RunContext) -> ToolOutcome:
         return ToolOutcome("error", f"{name} failed: {exc}")
     if ctx.needs_approval(name):
         # The node re-runs from the top on resume; nothing above has side effects.
-        decision = interrupt(await _approval_request_once(spec, args, tool_ctx, ctx))
-        args, rejected = _decided_args(decision, args)
+        decision = interrupt(await approval_request_once(spec, args, tool_ctx, ctx.agent.name, ctx.task_id, ctx.ledger_scope))
+        args, rejected = decided_args(decision, args)
         if rejected is not None:
             await ctx.ledger.finished(ctx.ledger_scope, call["id"], rejected)
             return rejected
