@@ -47,7 +47,19 @@ class JupyterProcess:
         self.cellwright = cellwright
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
+        if app == "lab":
+            self._use_working_tree_panel(base / "data")
         self.log_path = base / f"{app}.log"
+
+    @staticmethod
+    def _use_working_tree_panel(data_dir: Path) -> None:
+        """Lab loads the panel built in this working tree (npm run build:prod), not an installed copy:
+        the instance's own data directory comes first on Jupyter's path."""
+        built = REPO / "jupyter_ext" / "labextension"
+        link = data_dir / "labextensions" / "cellwright"
+        if (built / "package.json").exists() and not link.is_symlink():
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(built, target_is_directory=True)
 
     @property
     def url(self) -> str:
