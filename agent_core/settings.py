@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Mapping
 
-from .contract.shared import ToolCalling, Vision  # auto: native, falling back to prompt
+from .contract.choices import ToolCalling, Vision  # auto: native, falling back to prompt
 
 
 @dataclass(frozen=True)

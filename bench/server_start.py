@@ -28,12 +28,16 @@ def start_seconds(enabled: bool) -> float:
 
 def main(rounds: int) -> None:
     start_seconds(True)  # warm the file cache
-    without = [start_seconds(False) for _ in range(rounds)]
-    with_cw = [start_seconds(True) for _ in range(rounds)]
+    without: list[float] = []
+    with_cw: list[float] = []
+    for _ in range(rounds):  # alternating, so a load change on the machine hits both sides alike
+        without.append(start_seconds(False))
+        with_cw.append(start_seconds(True))
     print(f"rounds: {rounds}")
     print(f"jupyter server without cellwright: median {statistics.median(without):.2f} s")
     print(f"jupyter server with cellwright:    median {statistics.median(with_cw):.2f} s")
-    print(f"ratio with / without: {statistics.median(with_cw) / statistics.median(without):.2f}x")
+    added = (statistics.median(with_cw) - statistics.median(without)) * 1000
+    print(f"ratio with / without: {statistics.median(with_cw) / statistics.median(without):.2f}x (+{added:.0f} ms)")
     import subprocess
 
     probe = (

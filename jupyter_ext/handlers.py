@@ -5,31 +5,29 @@ from __future__ import annotations
 import json
 from contextlib import aclosing
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from jupyter_server.auth.decorator import authorized
 from jupyter_server.base.handlers import APIHandler
 from tornado import web
 from tornado.iostream import StreamClosedError
 
-from agent_core.contract.routes import (
-    MAX_BODY_BYTES,
-    BodyError,
-    ConnectionTest,
-    CreateThread,
-    Decision,
-    DiagnosticsRequest,
-    ModelT,
-    ResourcesRequest,
-    VariablesRequest,
-    StartRun,
-    parse_body,
-    parse_json,
-)
 from agent_core.workspace import WorkspaceError
 
 from .errors import BadRequest, CellwrightError, Conflict
 from .run_manager import RunManager, StreamItem
+
+if TYPE_CHECKING:
+    from agent_core.contract.routes import ModelT
+
+
+def contract_routes() -> ModuleType:
+    """agent_core.contract.routes, loaded by the first request: building its models would add tens of
+    milliseconds to Jupyter's start-up."""
+    from agent_core.contract import routes
+
+    return routes
 
 MAX_SEQ = 2**62  # SQLite integers are 64-bit: a larger Last-Event-ID must not reach the query
 
@@ -47,13 +45,14 @@ class CellwrightHandler(APIHandler):
 
     async def prepare(self) -> None:
         await super().prepare()
-        if len(self.request.body or b"") > MAX_BODY_BYTES:  # before any work, even for a wrong route body
-            parse_json(self.request.body)
+        if len(self.request.body or b"") > contract_routes().MAX_BODY_BYTES:  # before any work, even for a wrong route body
+            contract_routes().parse_json(self.request.body)
         await self.app.ready()
 
     def body(self, model: type[ModelT]) -> ModelT:
         """The request body as `model`: JSON, bounded, every field type-checked."""
-        return parse_body(model, parse_json(self.request.body))
+        routes = contract_routes()
+        return routes.parse_body(model, routes.parse_json(self.request.body))
 
     @property
     def root_dir(self) -> Path:
@@ -109,7 +108,7 @@ class ConfigHandler(CellwrightHandler):
     @web.authenticated
     @authorized
     async def put(self) -> None:
-        self.app.apply_changes(parse_json(self.request.body))
+        self.app.apply_changes(contract_routes().parse_json(self.request.body))
         self.write_json(self.app.public_config())
 
 
@@ -128,7 +127,7 @@ class ConfigTestHandler(CellwrightHandler):
     async def post(self) -> None:
         from agent_core.connection_check import test_connection
 
-        form = self.body(ConnectionTest).model_dump(exclude_none=True)
+        form = self.body(contract_routes().ConnectionTest).model_dump(exclude_none=True)
         self.write_json(await test_connection(self.app.configuration.agent_settings().with_overrides(**form)))
 
 
@@ -141,7 +140,7 @@ class ThreadsHandler(CellwrightHandler):
     @web.authenticated
     @authorized
     async def post(self) -> None:
-        body = self.body(CreateThread)
+        body = self.body(contract_routes().CreateThread)
         path = self._notebook_path(body.notebook_path) or ""
         record = await self.runs.threads.create(path, body.title.strip() or "New thread")
         self.set_header("Location", self.base_url.rstrip("/") + f"/cellwright/api/threads/{record.thread_id}")
@@ -166,7 +165,7 @@ class RunsHandler(CellwrightHandler):
     @web.authenticated
     @authorized
     async def post(self, thread_id: str) -> None:
-        body = self.body(StartRun)
+        body = self.body(contract_routes().StartRun)
         if not body.message.strip():
             raise BadRequest('"message" must not be blank.', "bad_request")
         path = self._notebook_path(body.notebook_path)
@@ -178,7 +177,7 @@ class ApprovalHandler(CellwrightHandler):
     @web.authenticated
     @authorized
     async def post(self, thread_id: str, call_id: str) -> None:
-        run_id = await self.runs.decide(thread_id, call_id, self.body(Decision))
+        run_id = await self.runs.decide(thread_id, call_id, self.body(contract_routes().Decision))
         self.write_json({"run_id": run_id}, 202)
 
 
@@ -266,7 +265,7 @@ class DiagnosticsHandler(ToolRouteHandler):
     async def post(self) -> None:
         from agent_core.tools.diagnostics import lint_code, lint_file
 
-        body = self.body(DiagnosticsRequest)
+        body = self.body(contract_routes().DiagnosticsRequest)
         code, path, kernel_id = body.code, body.path, body.kernel_id
         if code is None and path is None:
             raise BadRequest('Send "code" (the cell\'s Python code), optionally with "path" and "kernel_id".', "missing_fields")
@@ -295,7 +294,7 @@ class ResourcesHandler(ToolRouteHandler):
     async def post(self) -> None:
         from agent_core.tools.resources import check_resources
 
-        body = self.body(ResourcesRequest)
+        body = self.body(contract_routes().ResourcesRequest)
         kernel_id, notebook = body.kernel_id, self._notebook_path(body.notebook_path)
         env = self.environment(notebook or "", kernel_id) if (kernel_id or notebook) else None
         self.write_json(await check_resources(self.app.workspace, env, body.files, body.dataframes))
@@ -309,7 +308,7 @@ class VariablesHandler(ToolRouteHandler):
     async def post(self) -> None:
         from agent_core.kernel_introspection import namespace_snapshot
 
-        body = self.body(VariablesRequest)
+        body = self.body(contract_routes().VariablesRequest)
         kernel_id, notebook = body.kernel_id, self._notebook_path(body.notebook_path)
         if not (kernel_id or notebook):
             self.write_json({"variables": [], "note": "no kernel: send the notebook's kernel_id or notebook_path"})
@@ -324,7 +323,7 @@ class VariablesHandler(ToolRouteHandler):
 
 def _as_domain_error(e: BaseException) -> BaseException:
     """Errors of the agent's tools and of body parsing, as the routes answer them."""
-    if isinstance(e, BodyError):
+    if isinstance(e, contract_routes().BodyError):
         error = CellwrightError(e.message, e.kind)
         error.status = e.status
         return error

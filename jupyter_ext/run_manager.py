@@ -17,15 +17,14 @@ from typing import TYPE_CHECKING, Any
 from traitlets import Float
 from traitlets.config import LoggingConfigurable
 
-from agent_core.contract import make_event
-from agent_core.contract.routes import Decision, StartRun
-from agent_core.contract.shared import LiveCell
 from agent_core.settings import AgentSettings
 from agent_core.thread_store import ThreadRecord, ThreadStore
 
 from .errors import BadRequest, Conflict, NotFound
 
-if TYPE_CHECKING:  # the tool registry loads on a run's first use, not at server start
+if TYPE_CHECKING:  # the tool registry and the contract's models load on first use, not at server start
+    from agent_core.contract.routes import Decision, StartRun
+    from agent_core.contract.shared import LiveCell
     from agent_core.tools import ToolEnvironment
     from agent_core.thread_runner import ThreadRunner
 
@@ -230,6 +229,8 @@ class RunManager(LoggingConfigurable):
             items, live = self._live_items(thread_id, live, after, previews)
             batch += items
             if not caught_up:
+                from agent_core.contract import make_event
+
                 caught_up = True
                 batch.append(StreamItem("caught_up", make_event("caught_up", seq=after, thread_id=thread_id), stored=False))
             if batch:

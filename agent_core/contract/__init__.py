@@ -1,14 +1,27 @@
 """The wire contract, defined once as Pydantic models: every event of a thread's stream (events),
-every route's request and answer (routes), and the enums they share (shared). Tool arguments are
-models too, next to each tool's code (agent_core/tools). The OpenAPI document (openapi) and the
+every route's request and answer (routes), and the enums they share (shared, choices). Tool arguments
+are models too, next to each tool's code (agent_core/tools). The OpenAPI document (openapi) and the
 panel's labextension_src/contract.gen.ts (typescript) are generated from these models by
-scripts/generate_contract.py; tests/test_contract.py fails when a generated file is stale."""
+scripts/generate_contract.py; tests/test_contract.py fails when a generated file is stale.
+
+The names below load on first use: building the models takes tens of milliseconds that Jupyter's
+start-up should not pay (the settings need only `choices`)."""
 from __future__ import annotations
 
-from .events import EVENT_TYPES, CellwrightEvent, EventType, StreamEvent, make_event, validate_event
-from .shared import CellStatus, Mode, RunStatus, ThreadStatus, TodoStatus, ToolCalling, ToolStatus, WireModel
+from importlib import import_module
+from typing import Any
 
-__all__ = [
-    "EVENT_TYPES", "CellwrightEvent", "EventType", "StreamEvent", "make_event", "validate_event",
-    "CellStatus", "Mode", "RunStatus", "ThreadStatus", "TodoStatus", "ToolCalling", "ToolStatus", "WireModel",
-]  # fmt: skip
+_HOME = {
+    **dict.fromkeys(("EVENT_TYPES", "CellwrightEvent", "EventType", "StreamEvent", "make_event", "validate_event"), "events"),
+    **dict.fromkeys(("CellStatus", "Mode", "RunStatus", "ThreadStatus", "TodoStatus", "ToolCalling", "ToolStatus"), "choices"),
+    "WireModel": "shared",
+}
+__all__ = list(_HOME)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{_HOME[name]}", __name__), name)
+    globals()[name] = value
+    return value

@@ -7,30 +7,17 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypeAliasType
 
+from .choices import (  # noqa: F401  (re-exported: one import for every shape)
+    Mode, Autonomy, ToolCalling, CheckpointerKind, RunStatus, ThreadStatus,
+    Vision, CellStatus, ToolStatus, TodoStatus, ApprovalDecision, DiagnosticSeverity,
+)
+
 
 class WireModel(BaseModel):
     """Something that crosses the wire. Unknown fields are refused: a field the contract does not
     name is a bug of the sender, caught where it is sent rather than guessed at by the panel."""
 
     model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=True)
-
-
-# Named aliases, not bare Literals: each becomes one named schema (OpenAPI components, one TS type).
-Mode = TypeAliasType("Mode", Literal["single", "multi"])
-# How much the agent may do: explain only, plan first (the plan is approved before it acts), or act.
-Autonomy = TypeAliasType("Autonomy", Literal["ask", "plan", "agent"])
-ToolCalling = TypeAliasType("ToolCalling", Literal["native", "prompt", "auto"])
-CheckpointerKind = TypeAliasType("CheckpointerKind", Literal["sqlite", "postgres", "memory"])
-RunStatus = TypeAliasType("RunStatus", Literal["completed", "awaiting_approval", "cancelled", "failed"])
-ThreadStatus = TypeAliasType(
-    "ThreadStatus", Literal["idle", "running", "completed", "awaiting_approval", "cancelled", "failed"]
-)
-Vision = TypeAliasType("Vision", Literal["auto", "on", "off"])
-CellStatus = TypeAliasType("CellStatus", Literal["ok", "error", "aborted"])
-ToolStatus = TypeAliasType("ToolStatus", Literal["ok", "error", "rejected"])
-TodoStatus = TypeAliasType("TodoStatus", Literal["pending", "in_progress", "completed"])
-ApprovalDecision = TypeAliasType("ApprovalDecision", Literal["approve", "edit", "reject"])
-DiagnosticSeverity = TypeAliasType("DiagnosticSeverity", Literal["error", "warning", "information", "hint"])
 
 
 class Todo(WireModel):
