@@ -7,6 +7,7 @@ Prints both medians and the difference, from one run.
 from __future__ import annotations
 
 import json
+import queue
 import statistics
 import sys
 import tempfile
@@ -25,16 +26,35 @@ from devtools.jupyter_process import TOKEN, JupyterProcess  # noqa: E402
 
 
 def raw(client: BlockingKernelClient, code: str = "pass") -> float:
-    """A notebook's execute: every iopub message read, until the kernel is idle and the reply is in."""
+    """A notebook's execute: every iopub message read, until the kernel is idle and the reply is in.
+    A flood of output can overflow iopub and drop the "idle" (as the server sees too): then the
+    cell ended with its last message, once the reply is in and iopub has been quiet for a second."""
     started = time.perf_counter()
     msg_id = client.execute(code, store_history=True)
-    while True:  # the cell is over when its reply is in and the kernel went idle for it
-        msg = client.get_iopub_msg(timeout=10)
-        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-            break
-    while client.get_shell_msg(timeout=10)["parent_header"].get("msg_id") != msg_id:
-        pass
+    ended, reply = started, None
+    while True:
+        try:
+            msg = client.get_iopub_msg(timeout=1)
+        except queue.Empty:
+            reply = reply or _reply(client, msg_id, timeout=0.01)
+            if reply is not None:
+                return ended - started
+            continue
+        if msg["parent_header"].get("msg_id") == msg_id:
+            ended = time.perf_counter()
+            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                break
+    reply or _reply(client, msg_id, timeout=10)
     return time.perf_counter() - started
+
+
+def _reply(client: BlockingKernelClient, msg_id: str, timeout: float) -> dict | None:
+    try:
+        while (msg := client.get_shell_msg(timeout=timeout))["parent_header"].get("msg_id") != msg_id:
+            pass
+    except queue.Empty:
+        return None
+    return msg
 
 
 def through_server(llm: FakeLLM, client: httpx.Client, kernel: str, n: int, code: str = "pass") -> float:

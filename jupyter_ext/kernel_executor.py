@@ -12,15 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nbformat.v4 import output_from_msg
-
 from agent_core.contract import make_event
 from agent_core.tools import CellPlacement, CellRun, ToolInputError
 from agent_core.tools.base import Emit, cell_finished
 
+from .iopub_outputs import outputs_of_burst, waiting_messages, went_idle
 from .kernel_clients import process_of
 
-OUTPUT_MSG_TYPES = {"stream", "display_data", "execute_result", "error"}
 POLL_SECONDS = 1.0
 INTERRUPT_GRACE_SECONDS = 1.5  # how long a cell may take to stop after an interrupt before the next
 MAX_INTERRUPTS = 3
@@ -216,7 +214,7 @@ class KernelEnvironment:
                     msg = await client.get_iopub_msg(timeout=remaining)
                 except queue.Empty:
                     break
-                if msg.get("parent_header", {}).get("msg_id") == msg_id and _went_idle(msg):
+                if msg.get("parent_header", {}).get("msg_id") == msg_id and went_idle(msg):
                     return True
         return False
 
@@ -238,14 +236,11 @@ class KernelEnvironment:
                 if reply is not None:
                     break
                 continue
-            if msg.get("parent_header", {}).get("msg_id") != msg_id:
-                continue
-            kind = msg["header"]["msg_type"]
-            if kind in OUTPUT_MSG_TYPES:
-                output = dict(output_from_msg(msg))
+            fresh, idle = outputs_of_burst([msg, *await waiting_messages(client)], msg_id)
+            for output in fresh:
                 outputs.append(output)
                 emit(make_event("cell_output", id=call_id, output=output))
-            elif _went_idle(msg):
+            if idle:
                 break
         reply = reply or await self._reply(client, msg_id)
         status = "ok" if reply.get("status") == "ok" else ("aborted" if reply.get("status") == "aborted" else "error")
@@ -328,10 +323,6 @@ def latest_session(history: list[Any]) -> list[tuple[int, str]]:
         return []
     newest = max(e[0] for e in entries)
     return sorted((int(line), str(source)) for session, line, source in entries if session == newest)
-
-
-def _went_idle(msg: dict[str, Any]) -> bool:
-    return msg["header"]["msg_type"] == "status" and msg["content"].get("execution_state") == "idle"
 
 
 def _unresponsive(kernel_id: str) -> dict[str, Any]:

@@ -1,0 +1,74 @@
+"""A cell's iopub messages as notebook outputs, read in bursts. A training loop's log arrives as
+thousands of one-line stream messages; forwarding each as its own event (nbformat's schema check,
+a pydantic check, an SSE write) cost more than the kernel spent printing. A burst that is already
+waiting is read at once and consecutive text of one stream becomes one output, as Jupyter's own
+notebook model merges it."""
+from __future__ import annotations
+
+import queue
+from typing import Any
+
+OUTPUT_MSG_TYPES = frozenset({"stream", "display_data", "execute_result", "error"})
+BURST_MESSAGES = 1000  # read at most this many waiting messages before forwarding what they hold
+MERGED_CHARS = 64 * 1024  # a merged stream output is forwarded once it grows past this
+
+
+def output_of(kind: str, content: dict[str, Any]) -> dict[str, Any]:
+    """The nbformat v4 output of an iopub message of type `kind` (one of OUTPUT_MSG_TYPES). The
+    kernel's message is trusted for shape (nbformat's schema check per message was the hot spot);
+    the panel and the outputs digest read only these fields."""
+    if kind == "stream":
+        return {"output_type": "stream", "name": str(content.get("name", "stdout")), "text": str(content.get("text", ""))}
+    if kind == "error":
+        return {
+            "output_type": "error", "ename": str(content.get("ename", "")), "evalue": str(content.get("evalue", "")),
+            "traceback": [str(line) for line in content.get("traceback") or []],
+        }  # fmt: skip
+    output = {"output_type": kind, "data": dict(content.get("data") or {}), "metadata": dict(content.get("metadata") or {})}
+    if kind == "execute_result":
+        output["execution_count"] = content.get("execution_count")
+    return output
+
+
+async def waiting_messages(client: Any, limit: int = BURST_MESSAGES) -> list[dict[str, Any]]:
+    """The iopub messages already received, without waiting for more."""
+    found: list[dict[str, Any]] = []
+    while len(found) < limit:
+        try:
+            found.append(await client.get_iopub_msg(timeout=0))
+        except queue.Empty:
+            break
+    return found
+
+
+def outputs_of_burst(burst: list[dict[str, Any]], msg_id: str) -> tuple[list[dict[str, Any]], bool]:
+    """The outputs that the messages of `burst` answering request `msg_id` hold (consecutive
+    stream text merged), and whether the kernel went idle for it (messages after that are not its)."""
+    outputs: list[dict[str, Any]] = []
+    for msg in burst:
+        if msg.get("parent_header", {}).get("msg_id") != msg_id:
+            continue
+        kind = msg["header"]["msg_type"]
+        if kind in OUTPUT_MSG_TYPES:
+            output = output_of(kind, msg["content"])
+            if not _merged(outputs, output):
+                outputs.append(output)
+        elif went_idle(msg):
+            return outputs, True
+    return outputs, False
+
+
+def went_idle(msg: dict[str, Any]) -> bool:
+    return msg["header"]["msg_type"] == "status" and msg["content"].get("execution_state") == "idle"
+
+
+def _merged(outputs: list[dict[str, Any]], output: dict[str, Any]) -> bool:
+    """Append `output` to the last of `outputs` when both are text of one stream; True if it was."""
+    last = outputs[-1] if outputs else None
+    if (
+        last is not None and output["output_type"] == "stream" == last["output_type"]
+        and output["name"] == last["name"] and len(last["text"]) < MERGED_CHARS
+    ):  # fmt: skip
+        last["text"] += output["text"]
+        return True
+    return False
