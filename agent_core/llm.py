@@ -228,7 +228,7 @@ async def _read_stream(settings: AgentSettings, body: dict[str, Any], on_delta: 
     async with _client(settings).chat.completions.with_streaming_response.create(**fields, extra_body=body) as response:
         request = response.http_request
         transport = sys.modules[type(response.http_response).__module__.partition(".")[0]]  # httpx or httpx2, by SDK version
-        lines = response.iter_lines()
+        lines = _lines(response.http_response.aiter_bytes())
         try:
             async for data in _sse_data(lines):
                 if data.startswith("[DONE]"):
@@ -244,6 +244,21 @@ async def _read_stream(settings: AgentSettings, body: dict[str, Any], on_delta: 
         except (transport.RequestError, ssl.SSLError):
             raise openai.APIConnectionError(request=request) from None
     return usage
+
+
+async def _lines(chunks: Any) -> Any:
+    """The body's lines (split at CR, LF or CRLF, as SSE allows), split here rather than by the
+    SDK's text and line decoders: a layer each per network read, for every token of every thread."""
+    pending = b""
+    async for chunk in chunks:
+        pending += chunk
+        pieces = pending.splitlines(keepends=True)
+        # A last line without its end, or ending in CR whose LF may be in the next read, waits.
+        pending = pieces.pop() if pieces and not pieces[-1].endswith(b"\n") else b""
+        for line in pieces:
+            yield line.rstrip(b"\r\n").decode("utf-8", "replace")
+    if pending:
+        yield pending.rstrip(b"\r\n").decode("utf-8", "replace")
 
 
 async def _sse_data(lines: Any) -> Any:

@@ -5,11 +5,15 @@ server (same process, same clock). Prints p50/p95 of both, and checks every run 
 stored seqs gapless and every token stored once, in order.
 
     python bench/many_threads.py [threads] [tokens] [pace_ms]     (e.g. 500 threads: python bench/many_threads.py 500)
+    PROFILE=.output/many.raw python bench/many_threads.py    (py-spy's collapsed stacks of the server meanwhile)
 """
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -74,6 +78,15 @@ async def direct_stream(client: httpx.AsyncClient, base_url: str, by_first: dict
     return delays_from(pieces, by_first[pieces[0][1]])
 
 
+def _profiler(server: JupyterProcess) -> subprocess.Popen[bytes] | None:
+    """With PROFILE=<file>: py-spy samples the server while the threads stream (collapsed stacks)."""
+    out = os.environ.get("PROFILE")
+    if not out or server.proc is None:
+        return None
+    args = ["py-spy", "record", "-p", str(server.proc.pid), "-r", "250", "--format", "raw", "-o", out, "--nonblocking"]
+    return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 def pct(values: list[float], p: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, int(p * len(values)))] * 1000
@@ -93,6 +106,7 @@ async def run(llm: FakeLLM, server: JupyterProcess, threads: int, count: int, pa
         ids = [(await client.post("cellwright/api/threads", json={"notebook_path": "b.ipynb"})).json()["thread_id"] for _ in range(threads)]
         scripts = [tokens_of(threads + n, count) for n in range(threads)]  # a fresh text: send times are by text
         llm.script(*[text(tokens, chunk_delay=pace, delay_before=START_DELAY) for tokens in scripts])
+        profiler = _profiler(server)
         started = time.perf_counter()
         posted = await asyncio.gather(*[client.post(f"cellwright/api/threads/{t}/runs", json={"message": "hi"}) for t in ids])
         assert all(r.status_code == 202 for r in posted), [r.text for r in posted if r.status_code != 202][:3]
@@ -100,6 +114,9 @@ async def run(llm: FakeLLM, server: JupyterProcess, threads: int, count: int, pa
         by_first = {tokens[0]: tokens for tokens in scripts}
         served = await asyncio.gather(*[served_stream(client, t, by_first) for t in ids])
         served_wall = time.perf_counter() - started
+        if profiler is not None:
+            profiler.send_signal(signal.SIGINT)
+            profiler.wait()
     d = [x for ds in direct for x in ds]
     s = [x for ds, _, _ in served for x in ds]
     finished = sum(1 for _, _, status in served if status == "completed")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -113,9 +114,20 @@ def load_skills(builtin_dir: Path = BUILTIN_DIR, user_dir: Path | None = None) -
     return dict(sorted(skills.items()))
 
 
+# The prompt section is asked for on every model call, by every thread at once on a busy server:
+# the folders are listed again at most once per this many seconds (a new skill shows up by then).
+SECTION_FRESH_SECONDS = 1.0
+_section: tuple[float, Path, str] | None = None
+
+
 def skills_prompt_section() -> str:
     """One `name: description` line per skill, for the system prompt."""
-    return "\n".join(f"{skill.name}: {skill.description}" for skill in load_skills().values())
+    global _section
+    user_dir, now = user_skills_dir(), time.monotonic()
+    if _section is None or now - _section[0] > SECTION_FRESH_SECONDS or _section[1] != user_dir:
+        text = "\n".join(f"{skill.name}: {skill.description}" for skill in load_skills(user_dir=user_dir).values())
+        _section = (now, user_dir, text)
+    return _section[2]
 
 
 class LoadSkillArgs(ToolArgs):
