@@ -1,0 +1,52 @@
+"""The kernel side of undo, called through ToolEnvironment.evaluate_json: one probe expression per
+call (agent_core.kernel_probe), its inputs travelling as JSON data, never as code, so a tool call id
+with quotes or path characters is only ever a dictionary key in the kernel."""
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from ..kernel.snapshots import SOURCE
+from ..kernel_probe import probe_expression
+from ..tools.base import ToolEnvironment, ToolInputError
+
+MEASURE_TIMEOUT = 10.0  # sizes only: numpy's and pandas' own accounting, a bounded walk
+COPY_TIMEOUT = 120.0  # a deep copy of a few hundred MB
+MB = 1024 * 1024
+
+
+async def _call(env: ToolEnvironment, entry: str, payload: dict[str, Any], timeout: float) -> dict[str, Any]:
+    try:
+        answer = await asyncio.wait_for(env.evaluate_json(probe_expression(SOURCE, entry, payload)), timeout)
+    except asyncio.TimeoutError:
+        raise ToolInputError(f"the kernel did not answer within {timeout:g} s") from None
+    except ToolInputError:
+        raise
+    except Exception as exc:  # a dead kernel, a protocol error
+        raise ToolInputError(f"the kernel could not be reached ({type(exc).__name__})") from None
+    if not isinstance(answer, dict):
+        raise ToolInputError("the kernel's answer was not understood")
+    return answer
+
+
+async def measure(env: ToolEnvironment, names: list[str], cap_bytes: int) -> dict[str, Any]:
+    """Per name: exists, bytes (None: known only once copied); `problems`: why no snapshot fits."""
+    return await _call(env, "measure", {"names": names, "cap": cap_bytes}, MEASURE_TIMEOUT)
+
+
+async def take(env: ToolEnvironment, thread_id: str, call_id: str, token: str, names: list[str], cap_bytes: int) -> dict[str, Any]:
+    payload = {"thread_id": thread_id, "call_id": call_id, "token": token, "names": names, "cap": cap_bytes, "total_cap": cap_bytes}
+    return await _call(env, "take", payload, COPY_TIMEOUT)
+
+
+async def undo(env: ToolEnvironment, thread_id: str, call_id: str, token: str) -> dict[str, Any]:
+    return await _call(env, "undo", {"thread_id": thread_id, "call_id": call_id, "token": token}, MEASURE_TIMEOUT)
+
+
+async def held(env: ToolEnvironment, thread_id: str) -> list[str]:
+    answer = await _call(env, "held", {"thread_id": thread_id}, MEASURE_TIMEOUT)
+    return [str(step) for step in answer.get("steps", [])]
+
+
+async def drop(env: ToolEnvironment, thread_id: str) -> int:
+    return int((await _call(env, "drop", {"thread_id": thread_id}, MEASURE_TIMEOUT)).get("dropped", 0))
