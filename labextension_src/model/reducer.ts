@@ -36,6 +36,7 @@ import {
   TASK_TOOL,
   ToolItemStatus
 } from './view';
+import { undoStateOf } from './review';
 
 /** Tools that the timeline does not show: their effect has its own view. */
 const HIDDEN_TOOLS = new Set(['final_answer', 'write_todos']);
@@ -352,7 +353,14 @@ function foldStored(view: IThreadView, event: CellwrightEvent): IThreadView {
         isCell: true,
         code: event.code,
         outputs: [],
-        waitingForKernel: event.waiting_for_kernel === true
+        waitingForKernel: event.waiting_for_kernel === true,
+        ...(event.provenance ? { undo: undoStateOf(event) } : {})
+      }));
+      break;
+    }
+    case 'step_undone': {
+      draft.items = updateTool(draft.items, event.id, tool => ({
+        undo: { runId: tool.undo?.runId ?? event.run_id, undoable: false, reason: null, undone: true }
       }));
       break;
     }
