@@ -31,9 +31,8 @@ QUIET_LINE_MAGICS = frozenset({
     "who", "whos", "who_ls", "pwd", "matplotlib", "config", "history", "hist", "lsmagic", "magic",
     "page", "pinfo", "pinfo2", "pdoc", "pdef", "psource", "pfile", "precision", "xmode", "autoreload",
     "aimport", "doctest_mode", "colors", "automagic", "autocall", "autosave", "tb", "pdb", "dirs",
-    "dhist", "pycat", "less", "more", "quickref", "psearch", "alias_magic", "load_ext_help",
-    "conda_help", "clear", "bookmark", "time_help", "env_list", "killbgscripts_help", "lprun_help",
-    "ls", "ll", "lf", "lk", "lx", "ldir", "cat", "man", "pprint", "logstate", "logstop", "logoff", "logon",
+    "dhist", "pycat", "less", "more", "quickref", "psearch", "alias_magic", "clear", "bookmark", "ls",
+    "ll", "lf", "lk", "lx", "ldir", "cat", "man", "pprint", "logstate", "logstop", "logoff", "logon",
 })
 # Line and cell magics whose argument (or body) is Python run in the kernel's namespace.
 PYTHON_MAGICS = frozenset({"time", "timeit", "prun", "capture", "debug", "memit", "mprun", "lprun"})
@@ -43,7 +42,7 @@ SHELL_CELL_MAGICS = frozenset({
     "cmd", "powershell", "zsh",
 })
 FILE_LINE_MAGICS = frozenset({"save", "store", "logstart", "notebook", "writefile", "mkdir", "rm", "rmdir", "mv", "cp"})
-DISPLAY_CELL_MAGICS = frozenset({"html", "HTML", "markdown", "latex", "svg", "writefile_help"})
+DISPLAY_CELL_MAGICS = frozenset({"html", "HTML", "markdown", "latex", "svg"})
 INSTALL_MAGICS = frozenset({"pip", "conda", "mamba", "micromamba", "uv"})
 UNKNOWN_REASONS = {
     "run": "runs another file in the kernel",
