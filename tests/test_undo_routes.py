@@ -132,7 +132,7 @@ async def test_an_empty_rule_is_refused_and_the_call_stays_pending(api: Api, fak
     thread = await api.new_thread()
     await api.run(thread, "print")
     await api.until_finished(thread)
-    code, body = await api.approve(thread, "c1", "reject", reason="no", save_rule="x" * 501)
+    code, body = await api.approve(thread, "c1", "reject", reason="no", save_rule="x" * 301)
     assert code == 400
     _, detail = await api.call("GET", f"threads/{thread}", expect=200)
     assert detail["pending_approval"]["id"] == "c1"

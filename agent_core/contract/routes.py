@@ -22,7 +22,7 @@ MAX_PATH_CHARS = 4096
 MAX_ID_CHARS = 200
 MAX_NAMES = 100
 MAX_CELLS = 5000
-MAX_RULE_CHARS = 500
+MAX_RULE_CHARS = 300  # agent_core.impact.rules keeps a rule to one line of this size
 
 Path_ = Field(default=None, max_length=MAX_PATH_CHARS)
 Id_ = Field(default=None, max_length=MAX_ID_CHARS)

@@ -98,7 +98,7 @@ export function SaveRuleOption(props: {
           aria-label="Rule"
           data-testid="cw-rule-text"
           value={props.text}
-          maxLength={500}
+          maxLength={300}
           disabled={props.disabled}
           onChange={e => props.onText(e.target.value)}
         />
