@@ -162,3 +162,48 @@ async def test_a_cell_that_tampers_with_the_snapshot_store_cannot_forge_an_undo(
     code, refused = await api.call("POST", f"threads/{thread}/undo/{hostile_id}", {}, expect=409)
     assert refused["error"] == "snapshot_store_changed"
     assert await _kernel(jp_serverapp, notebook_kernel, "y") == [1, 2]
+
+
+async def test_an_edited_cell_keeps_what_the_agent_proposed_and_undo_returns_its_old_value(
+    api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_serverapp: Any, jp_root_dir: Any
+) -> None:
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell("y = 2", id="mine")]
+    nbformat.write(notebook, str(jp_root_dir / NOTEBOOK))
+    await _kernel(jp_serverapp, notebook_kernel, "globals().__setitem__('y', 2) or 1")
+    fake_llm.script(tool_call("edit_cell", {"cell_id": "mine", "source": "y = 3"}, id="ed1"), text("ok"))
+    thread = await api.new_thread()
+    await api.run(thread, "change y")
+    events = await api.until_finished(thread)
+    code, _ = await api.approve(thread, "ed1", "edit", args={"cell_id": "mine", "source": "y = 30\nz = 1"})
+    assert code == 202
+    events += await api.until_finished(thread, events[-1]["seq"])
+    provenance = of_type(events, "cell_started")[-1]["provenance"]
+    assert provenance["decision"] == "edited" and provenance["edited_from"] == "y = 3"
+    assert await _kernel(jp_serverapp, notebook_kernel, "[y, z]") == [30, 1]
+    _, answer = await api.call("POST", f"threads/{thread}/undo/ed1", {}, expect=200)
+    assert answer == {"restored": ["y"], "removed": ["z"], "not_undone": [], "cell_id": "mine", "edit": True}
+    assert await _kernel(jp_serverapp, notebook_kernel, "[y, 'z' in globals()]") == [2, False]
+
+
+async def test_a_shell_command_card_says_it_cannot_be_undone(api: Api, fake_llm: FakeLLM) -> None:
+    fake_llm.script(tool_call("execute_command", {"command": "pip install requests"}, id="sh1"), text("ok"))
+    thread = await api.new_thread()
+    await api.run(thread, "install")
+    impact = of_type(await api.until_finished(thread), "approval_required")[-1]["impact"]
+    assert impact["undoable"] is False and "outside the kernel" in impact["not_undoable_reason"]
+    assert impact["installs"] or impact["shell"]
+
+
+async def test_deleting_a_thread_drops_its_snapshots_in_the_kernel(
+    api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_serverapp: Any
+) -> None:
+    fake_llm.script(tool_call("run_cell", {"code": "w = list(range(10))"}, id="w1"), text("ok"))
+    thread = await api.new_thread()
+    await _run_approved(api, thread, "make w", ["w1"])
+    held = "sorted(__import__('sys').modules['_cellwright_undo'].steps)"
+    assert await _kernel(jp_serverapp, notebook_kernel, held) == ["w1"]
+    await api.call("DELETE", f"threads/{thread}", expect=204)
+    assert await _kernel(jp_serverapp, notebook_kernel, held) == []

@@ -3,7 +3,6 @@ call (agent_core.kernel_probe), its inputs travelling as JSON data, never as cod
 with quotes or path characters is only ever a dictionary key in the kernel."""
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from ..kernel.snapshots import SOURCE
@@ -16,14 +15,11 @@ MB = 1024 * 1024
 
 
 async def _call(env: ToolEnvironment, entry: str, payload: dict[str, Any], timeout: float) -> dict[str, Any]:
-    try:
-        answer = await asyncio.wait_for(env.evaluate_json(probe_expression(SOURCE, entry, payload)), timeout)
-    except asyncio.TimeoutError:
-        raise ToolInputError(f"the kernel did not answer within {timeout:g} s") from None
-    except ToolInputError:
-        raise
-    except Exception as exc:  # a dead kernel, a protocol error
-        raise ToolInputError(f"the kernel could not be reached ({type(exc).__name__})") from None
+    """The probe's answer; ToolInputError saying why there is none. A kernel busy with another cell
+    is not asked (the request would wait behind it): "kernel busy"."""
+    from ..kernel_introspection import _evaluate  # the introspection probes' busy check and time limit
+
+    answer = await _evaluate(env, probe_expression(SOURCE, entry, payload), timeout)
     if not isinstance(answer, dict):
         raise ToolInputError("the kernel's answer was not understood")
     return answer
