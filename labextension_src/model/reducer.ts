@@ -36,7 +36,7 @@ import {
   TASK_TOOL,
   ToolItemStatus
 } from './view';
-import { undoStateOf } from './review';
+import { undoneState, undoStateOf } from './review';
 
 /** Tools that the timeline does not show: their effect has its own view. */
 const HIDDEN_TOOLS = new Set(['final_answer', 'write_todos']);
@@ -358,12 +358,9 @@ function foldStored(view: IThreadView, event: CellwrightEvent): IThreadView {
       }));
       break;
     }
-    case 'step_undone': {
-      draft.items = updateTool(draft.items, event.id, tool => ({
-        undo: { runId: tool.undo?.runId ?? event.run_id, undoable: false, reason: null, undone: true }
-      }));
+    case 'step_undone':
+      draft.items = updateTool(draft.items, event.id, tool => ({ undo: undoneState(tool, event.run_id) }));
       break;
-    }
     case 'cell_output': {
       // A cell's output, or the live output of another tool (execute_command).
       draft.items = updateTool(draft.items, event.id, item => ({

@@ -156,3 +156,8 @@ export function undoStateOf(event: CellStartedEvent): IUndoState {
     undone: false
   };
 }
+
+/** A step's undo state once `step_undone` came for it. */
+export function undoneState(item: IToolItem, runId: string): IUndoState {
+  return { runId: item.undo?.runId ?? runId, undoable: false, reason: null, undone: true };
+}
