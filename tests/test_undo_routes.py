@@ -207,3 +207,29 @@ async def test_deleting_a_thread_drops_its_snapshots_in_the_kernel(
     assert await _kernel(jp_serverapp, notebook_kernel, held) == ["w1"]
     await api.call("DELETE", f"threads/{thread}", expect=204)
     assert await _kernel(jp_serverapp, notebook_kernel, held) == []
+
+
+async def test_the_card_measures_without_running_the_users_code(
+    api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_serverapp: Any
+) -> None:
+    # A class whose metaclass compares (and hashes) with side effects, and an object with a
+    # __deepcopy__ that says when it ran: the card (before approval) must trigger neither.
+    setup = (
+        "class Meta(type):\n"
+        "    def __eq__(cls, other):\n"
+        "        globals()['touched'] = 'eq'; return False\n"
+        "    __hash__ = type.__hash__\n"
+        "class Sneaky(metaclass=Meta):\n"
+        "    def __deepcopy__(self, memo):\n"
+        "        globals()['touched'] = 'copied'; return Sneaky()\n"
+        "s = Sneaky()\n"
+    )
+    env = jp_serverapp.web_app.settings["cellwright"].kernel_environment(NOTEBOOK, notebook_kernel)
+    run = await env.run_cell("setup", setup, lambda event: None)
+    assert run.status == "ok", run.outputs
+    fake_llm.script(tool_call("run_cell", {"code": "s.x = 1"}, id="sx"), text("ok"))
+    thread = await api.new_thread()
+    await api.run(thread, "set s.x")
+    impact = of_type(await api.until_finished(thread), "approval_required")[-1]["impact"]
+    assert impact["undoable"] is True
+    assert await _kernel(jp_serverapp, notebook_kernel, "globals().get('touched')") is None

@@ -32,17 +32,25 @@ def _store(create):
     return mod
 
 
+def _is_one(kind, kinds):
+    """By identity: `in` would call a metaclass's __eq__ (the user's code)."""
+    for k in kinds:
+        if kind is k:
+            return True
+    return False
+
+
 def _size(value, libs):
     """(bytes, how) without running the value's own code; bytes None: unknown until copied."""
     pd, np = libs
     kind = type(value)
     if np is not None and kind is np.ndarray:
         return int(value.nbytes), "array"
-    if pd is not None and kind in (pd.DataFrame, pd.Series):
+    if pd is not None and _is_one(kind, (pd.DataFrame, pd.Series)):
         return int(value.memory_usage(deep=True).sum() if kind is pd.DataFrame else value.memory_usage(deep=True)), "pandas"
-    if kind in _IMMUTABLE or kind in _CODE:
-        return sys.getsizeof(value) if kind in _IMMUTABLE else 0, "reference"
-    if kind in (list, tuple, dict, set):
+    if _is_one(kind, _IMMUTABLE) or _is_one(kind, _CODE):
+        return sys.getsizeof(value) if _is_one(kind, _IMMUTABLE) else 0, "reference"
+    if _is_one(kind, (list, tuple, dict, set)):
         total, stack, seen = 0, [value], 0
         while stack:
             item = stack.pop()
@@ -52,14 +60,14 @@ def _size(value, libs):
             k = type(item)
             if np is not None and k is np.ndarray:
                 total += int(item.nbytes)
-            elif k in (list, tuple, set):
+            elif _is_one(k, (list, tuple, set)):
                 total += sys.getsizeof(item)
                 stack.extend(item)
             elif k is dict:
                 total += sys.getsizeof(item)
                 stack.extend(item.keys())
                 stack.extend(item.values())
-            elif k in _IMMUTABLE:
+            elif _is_one(k, _IMMUTABLE):
                 total += sys.getsizeof(item)
             else:
                 return None, "copy"
@@ -102,11 +110,11 @@ def measure(ns, payload):
 def _copy_of(value, libs):
     pd, np = libs
     kind = type(value)
-    if kind in _IMMUTABLE or kind in _CODE:
+    if _is_one(kind, _IMMUTABLE) or _is_one(kind, _CODE):
         return value
     if np is not None and kind is np.ndarray:
         return value.copy()
-    if pd is not None and kind in (pd.DataFrame, pd.Series):
+    if pd is not None and _is_one(kind, (pd.DataFrame, pd.Series)):
         return value.copy(deep=True)
     return _copy.deepcopy(value)
 
