@@ -18,8 +18,8 @@ const BADGE_CLASS = 'cw-cell-badge';
 export interface ICellBadgeActions {
   /** Open the step's thread in the panel, at the step. */
   open(provenance: ICellProvenance): void;
-  /** Undo the step; resolves to a line for the user. */
-  undo(provenance: ICellProvenance): Promise<string>;
+  /** Undo the step; resolves to whether it was undone and a line for the user. */
+  undo(provenance: ICellProvenance): Promise<{ ok: boolean; message: string }>;
 }
 
 /** The provenance of a cell, when it has a usable one. */
@@ -34,6 +34,22 @@ export function provenanceOf(cell: Cell): ICellProvenance | null {
 function badgeTitle(p: ICellProvenance): string {
   const how = p.decision === 'edited' ? 'edited by you, then approved' : p.decision === 'auto_approved' ? 'auto-approved' : 'approved by you';
   return `Written by Cellwright (${p.agent ?? 'agent'}, ${p.model ?? 'model'}), ${how}. Click to open the thread at this step.`;
+}
+
+/**
+ * Bring a step of the open thread into view in the panel (the thread may
+ * still be replaying: tried for a few seconds).
+ */
+export function revealStep(toolCallId: string, tries = 40): void {
+  const selector = `.cw-undo[data-tool-call-id="${CSS.escape(toolCallId)}"]`;
+  const node = document.querySelector<HTMLElement>(selector);
+  if (node) {
+    node.scrollIntoView({ block: 'center' });
+    node.classList.add('cw-undo-revealed');
+    setTimeout(() => node.classList.remove('cw-undo-revealed'), 2000);
+  } else if (tries > 0) {
+    setTimeout(() => revealStep(toolCallId, tries - 1), 100);
+  }
 }
 
 export class CellBadges implements IDisposable {
@@ -130,9 +146,12 @@ export class CellBadges implements IDisposable {
       undo.addEventListener('click', event => {
         event.stopPropagation();
         undo.disabled = true;
-        void this._actions.undo(p).then(message => {
-          undo.disabled = false;
+        void this._actions.undo(p).then(({ ok, message }) => {
           open.title = `${badgeTitle(p)}\n${message}`;
+          undo.title = message;
+          if (!ok) {
+            undo.textContent = 'Cannot undo'; // it stays disabled: the step cannot be undone any more
+          }
         });
       });
       node.appendChild(undo);

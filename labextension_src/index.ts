@@ -21,7 +21,7 @@ import { fixMessage, hasError } from './fixCell';
 import { restartKernelById } from './kernels';
 import { PanelModel } from './model';
 import { NotebookBridge } from './notebook';
-import { CellBadges } from './cellBadges';
+import { CellBadges, revealStep } from './cellBadges';
 import { onStepUndone, undoSteps, undoSummary } from './model/undo';
 import { Autonomy, Mode } from './contract.gen';
 import { CommandIDs, PLUGIN_ID } from './tokens';
@@ -86,9 +86,12 @@ const plugin: JupyterFrontEndPlugin<void> = {
       open: provenance => {
         void model.openThread(provenance.thread_id);
         app.shell.activateById(panel.id);
+        revealStep(provenance.tool_call_id);
       },
-      undo: async provenance =>
-        undoSummary(await undoSteps(model, provenance.thread_id, [provenance.tool_call_id]))
+      undo: async provenance => {
+        const outcome = await undoSteps(model, provenance.thread_id, [provenance.tool_call_id]);
+        return { ok: !outcome.error, message: undoSummary(outcome) };
+      }
     });
 
     // Bind the panel to the active notebook.

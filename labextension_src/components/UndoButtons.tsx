@@ -31,7 +31,7 @@ export function UndoButtons(props: { model: PanelModel; item: IToolItem }): JSX.
   const runSteps = runStepsToUndo(model.view.items, item);
   const disabled = busy || model.running;
   return (
-    <div className="cw-undo" data-testid="cw-undo" data-undo-state={state.undone ? 'undone' : state.undoable ? 'undoable' : 'not-undoable'}>
+    <div className="cw-undo" data-testid="cw-undo" data-tool-call-id={item.id} data-undo-state={state.undone ? 'undone' : state.undoable ? 'undoable' : 'not-undoable'}>
       {state.undone && <span className="cw-undo-state">Undone</span>}
       {!state.undone && !state.undoable && (
         <span className="cw-undo-state" title={state.reason ?? ''}>
