@@ -45,8 +45,13 @@ def test_provenance_survives_reopening_and_the_badge_undoes_the_step(page: Any, 
     badge = page.get_by_test_id("cw-cell-badge")
     expect(badge).to_have_count(1, timeout=20_000)
     page.screenshot(path=str(SHOTS / "12-cell-badge.png"))
+    badge.get_by_role("button", name="Cellwright").click()  # opens the thread at that step
+    step = page.locator('.cw-undo[data-tool-call-id="make_tmp"]')
+    expect(step).to_have_attribute("data-undo-state", "undoable", timeout=20_000)
     badge.get_by_test_id("cw-cell-badge-undo").click()
     expect(page.locator(".jp-Notebook .jp-Cell .cm-content").filter(has_text="tmp = x * 2")).to_have_count(0, timeout=20_000)
+    expect(step).to_have_attribute("data-undo-state", "undone", timeout=20_000)
+    page.screenshot(path=str(SHOTS / "12-undone.png"))
 
     # The kernel lost what the step made: a cell of the user's says so.
     page.locator(".jp-Notebook").first.click()
