@@ -328,6 +328,8 @@ export interface Impact {
   not_undoable_reason?: string | null;
   /** Workspace rules (.cellwright/rules.md) this call appears to break. */
   rule_warnings: string[];
+  /** What "Save as rule" offers when the user rejects this call without a reason. */
+  suggested_rule?: string | null;
 }
 
 export interface MentionInfo {

@@ -113,7 +113,8 @@ async def test_a_rejection_saved_as_a_rule_reaches_the_next_run_and_warns_on_a_l
     thread = await api.new_thread()
     await api.run(thread, "fetch the data")
     first = await api.until_finished(thread)
-    assert of_type(first, "approval_required")[-1]["impact"]["installs"]
+    impact = of_type(first, "approval_required")[-1]["impact"]
+    assert impact["installs"] and impact["suggested_rule"] == "Never install packages"
     code, _ = await api.approve(thread, "pip1", "reject", reason="no pip installs", save_rule="no pip installs")
     assert code == 202
     await api.until_finished(thread, first[-1]["seq"])

@@ -34,6 +34,9 @@ class Impact(WireModel):
         default=None, description="Why the step cannot be undone in the kernel, or which effects an undo leaves (files, network...)."
     )
     rule_warnings: list[str] = Field(description="Workspace rules (.cellwright/rules.md) this call appears to break.")
+    suggested_rule: str | None = Field(
+        default=None, description='What "Save as rule" offers when the user rejects this call without a reason.'
+    )
 
 
 ProvenanceDecision = Literal["approved", "edited", "auto_approved"]

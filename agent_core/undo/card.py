@@ -76,6 +76,12 @@ def warnings_for(impact: CodeImpact, ctx: ToolContext) -> list[str]:
     return list(rule_warnings(rules, impact)) if rules else []
 
 
+def suggestion(impact: CodeImpact) -> str | None:
+    from ..impact.rules import rule_from_rejection
+
+    return rule_from_rejection(impact, "") or None
+
+
 async def code_impact(code: str, ctx: ToolContext) -> dict[str, Any]:
     """The card's `impact` for a cell's code (run_cell, edit_cell)."""
     from ..impact.analysis import analyze_code
@@ -85,6 +91,7 @@ async def code_impact(code: str, ctx: ToolContext) -> dict[str, Any]:
     return {
         **findings(impact), "parse_error": impact.parse_error, "undoable": undo.undoable,
         "not_undoable_reason": undo.reason, "rule_warnings": warnings_for(impact, ctx),
+        "suggested_rule": suggestion(impact),
     }  # fmt: skip
 
 
@@ -97,5 +104,5 @@ def command_impact(command: str, ctx: ToolContext) -> dict[str, Any]:
     return {
         **findings(impact), "parse_error": None, "undoable": False,
         "not_undoable_reason": "a shell command runs outside the kernel: its effects cannot be undone",
-        "rule_warnings": warnings_for(impact, ctx),
+        "rule_warnings": warnings_for(impact, ctx), "suggested_rule": suggestion(impact),
     }  # fmt: skip

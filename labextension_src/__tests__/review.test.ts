@@ -57,12 +57,12 @@ test('impact chips keep each line, unknown included', () => {
   assert.deepEqual(impactChips(null), []);
 });
 
-test('the suggested rule is the reason, else what the call would have done', () => {
-  const installs = { ...EMPTY_IMPACT, installs: [{ name: 'requests', line: 1 }] };
+test('the suggested rule is the reason, else the server\'s suggestion', () => {
+  const installs = { ...EMPTY_IMPACT, suggested_rule: 'Never install packages' };
   assert.equal(suggestedRule(installs, '  no pip installs '), 'no pip installs');
-  assert.equal(suggestedRule(installs, ''), 'Never install packages.');
-  assert.equal(suggestedRule({ ...EMPTY_IMPACT, deletes: [{ name: 'raw_df', line: 3 }] }, ''), 'Never delete raw_df.');
+  assert.equal(suggestedRule(installs, ''), 'Never install packages');
   assert.equal(suggestedRule(EMPTY_IMPACT, ''), '');
+  assert.equal(suggestedRule(null, ''), '');
 });
 
 test('a cell keeps the event\'s stamps and provenance; an edit its previous source', () => {

@@ -42,44 +42,12 @@ export function impactChips(impact: Impact | null | undefined): IChip[] {
   return chips;
 }
 
-function names(items: ImpactItem[] | undefined, max = 3): string {
-  return (items ?? [])
-    .slice(0, max)
-    .map(item => item.name)
-    .join(', ');
-}
-
 /**
  * The rule a rejection suggests (editable before it is saved): what the
- * user wrote, else what the call would have done that the user refused.
+ * user wrote, else what the server derived from the rejected code.
  */
 export function suggestedRule(impact: Impact | null | undefined, reason: string): string {
-  const written = reason.trim();
-  if (written) {
-    return written;
-  }
-  if (!impact) {
-    return '';
-  }
-  if (impact.installs?.length) {
-    return 'Never install packages.';
-  }
-  if (impact.shell?.length) {
-    return 'Never run shell commands.';
-  }
-  if (impact.network?.length) {
-    return 'Never access the network.';
-  }
-  if (impact.files_written?.length) {
-    return `Never write files (${names(impact.files_written)}) without asking.`;
-  }
-  if (impact.deletes?.length) {
-    return `Never delete ${names(impact.deletes)}.`;
-  }
-  if (impact.mutates?.length) {
-    return `Never modify ${names(impact.mutates)}.`;
-  }
-  return '';
+  return reason.trim() || impact?.suggested_rule || '';
 }
 
 /** The cell metadata `cellwright` of an agent-written cell. */
