@@ -63,3 +63,31 @@ def test_provenance_survives_reopening_and_the_badge_undoes_the_step(page: Any, 
     run_cell_from_editor(page, cell)
     expect(cell.locator(".jp-OutputArea-output")).to_contain_text("False False", timeout=20_000)
     assert not page.errors, page.errors  # type: ignore[attr-defined]
+
+
+def test_reject_and_save_as_rule(page: Any, lab: JupyterProcess, fake_llm: FakeLLM) -> None:
+    from playwright.sync_api import expect
+
+    fake_llm.script(tool_call("run_cell", {"code": "%pip install requests"}, id="pip1"), text("Understood."))
+    open_new_notebook(page, lab)
+    open_panel_from_palette(page)
+    page.get_by_role("textbox", name="Message Cellwright").fill("get requests")
+    page.get_by_role("button", name="Send").click()
+    card = page.get_by_role("region", name="Approval required")
+    card.wait_for(timeout=60_000)
+    expect(card.get_by_test_id("cw-impact-chip").filter(has_text="installs")).to_have_count(1)
+    card.get_by_role("button", name="Reject").click()
+    card.get_by_test_id("cw-save-rule").check()
+    rule = card.get_by_test_id("cw-rule-text")
+    expect(rule).to_have_value("Never install packages")
+    rule.fill("Never install packages without asking")
+    page.screenshot(path=str(SHOTS / "12-save-rule.png"))
+    card.get_by_role("button", name="Confirm reject").click()
+    expect(page.get_by_role("region", name="Approval required")).to_have_count(0, timeout=20_000)
+    rules = lab.root / ".cellwright" / "rules.md"
+    for _ in range(50):
+        if rules.exists():
+            break
+        page.wait_for_timeout(100)
+    assert "- Never install packages without asking" in rules.read_text()
+    assert not page.errors, page.errors  # type: ignore[attr-defined]
