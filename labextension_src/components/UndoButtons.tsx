@@ -15,6 +15,7 @@ export function UndoButtons(props: { model: PanelModel; item: IToolItem }): JSX.
   const { model, item } = props;
   const [busy, setBusy] = useState(false);
   const [message, setMessage] = useState<string | null>(null);
+  const [refused, setRefused] = useState(false); // a refusal (409) is final: the kernel lost the snapshot
   const state = item.undo;
   const thread = model.thread;
   if (!state || !thread) {
@@ -23,7 +24,9 @@ export function UndoButtons(props: { model: PanelModel; item: IToolItem }): JSX.
   const run = async (ids: string[]): Promise<void> => {
     setBusy(true);
     try {
-      setMessage(undoSummary(await undoSteps(model, thread.threadId, ids)));
+      const outcome = await undoSteps(model, thread.threadId, ids);
+      setMessage(undoSummary(outcome));
+      setRefused(!!outcome.error && !outcome.undone.some(u => u.id === item.id));
     } finally {
       setBusy(false);
     }
@@ -39,12 +42,12 @@ export function UndoButtons(props: { model: PanelModel; item: IToolItem }): JSX.
           {state.reason && <VisibleText text={state.reason} />}
         </span>
       )}
-      {canUndo(item) && (
+      {canUndo(item) && !refused && (
         <button type="button" className="cw-button" data-testid="cw-undo-step" disabled={disabled} onClick={() => void run([item.id])}>
           Undo
         </button>
       )}
-      {runSteps.length > 1 && (
+      {runSteps.length > 1 && !refused && (
         <button type="button" className="cw-button" data-testid="cw-undo-run" disabled={disabled} onClick={() => void run(runSteps)}>
           Undo run ({runSteps.length} steps)
         </button>
