@@ -234,3 +234,20 @@ async def test_the_card_measures_without_running_the_users_code(
     impact = of_type(await api.until_finished(thread), "approval_required")[-1]["impact"]
     assert impact["undoable"] is True
     assert await _kernel(jp_serverapp, notebook_kernel, "globals().get('touched')") is None
+
+
+async def test_undoing_a_run_newest_first_brings_the_kernel_back_to_before_it(
+    api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_serverapp: Any
+) -> None:
+    await _kernel(jp_serverapp, notebook_kernel, "globals().__setitem__('a', 0) or 1")
+    fake_llm.script(
+        tool_call("run_cell", {"code": "a = a + 1"}, id="s1"),
+        tool_call("run_cell", {"code": "a = a * 10\nb = 3"}, id="s2"),
+        text("done"),
+    )
+    thread = await api.new_thread()
+    await _run_approved(api, thread, "two steps", ["s1", "s2"])
+    assert await _kernel(jp_serverapp, notebook_kernel, "[a, b]") == [10, 3]
+    for step in ("s2", "s1"):  # what the panel's "Undo run" sends
+        await api.call("POST", f"threads/{thread}/undo/{step}", {}, expect=200)
+    assert await _kernel(jp_serverapp, notebook_kernel, "[a, 'b' in globals()]") == [0, False]
