@@ -25,6 +25,7 @@ MUTATING_METHODS = frozenset({
     "__setitem__", "__delitem__", "__iadd__", "__setattr__", "__delattr__",
 })
 NAMESPACE_FUNCTIONS = frozenset({"globals", "locals", "vars"})
+ITERATION_WRAPPERS = frozenset({"enumerate", "zip", "reversed", "iter", "filter", "sorted", "list", "tuple"})
 CODE_RUNNERS = frozenset({"exec", "eval", "compile", "execfile", "__import__", "breakpoint"})
 IPYTHON_RUNNERS = frozenset({"run_cell", "run_cell_async", "run_code", "ex", "ev", "push", "del_var",
                              "safe_execfile", "safe_run_module", "run_line_magic", "run_cell_magic"})
@@ -44,6 +45,7 @@ class Scope:
     kind: str                      # "module", "function", "lambda", "class", "comprehension"
     names: set[str] = field(default_factory=set)
     declared_global: set[str] = field(default_factory=set)
+    views: dict[str, str] = field(default_factory=dict)  # name -> the earlier variable it refers into
 
 
 class Sink:
@@ -128,17 +130,58 @@ class ImpactVisitor(ast.NodeVisitor):
         scope = self.scopes[-1]
         return scope.kind == "module" or name in scope.declared_global
 
-    def bind(self, name: str, line: int, *, walrus: bool = False) -> None:
-        scopes = self.scopes
-        if walrus:  # `:=` in a comprehension binds in the enclosing function or module
-            scopes = [scope for scope in self.scopes if scope.kind != "comprehension"]
+    def _binding_scope(self, name: str, walrus: bool = False) -> Scope:
+        """The scope a binding of `name` here lands in (the module's for a `global` name)."""
+        scopes = [scope for scope in self.scopes if scope.kind != "comprehension"] if walrus else self.scopes
         scope = scopes[-1]
-        if scope.kind == "module" or name in scope.declared_global:
-            self.sink.add("assigns", name, line)
-            if scope.kind == "module":
-                self.assigned.add(name)
-        else:
+        return self.scopes[0] if name in scope.declared_global else scope
+
+    def bind(self, name: str, line: int, *, walrus: bool = False) -> None:
+        scope = self._binding_scope(name, walrus)
+        scope.views.pop(name, None)
+        if scope.kind != "module":
             scope.names.add(name)
+            return
+        self.sink.add("assigns", name, line)
+        if scope is self.scopes[-1]:  # not a function's `global` (it may never be called)
+            self.assigned.add(name)
+
+    def _view(self, name: str) -> str | None:
+        """The earlier variable `name` refers into (`row` in `for row in rows`), if it is one."""
+        for scope in reversed(self.scopes):
+            if name in scope.views:
+                return scope.views[name]
+            if name in scope.names and scope.kind != "module":
+                return None
+        return None
+
+    def _source(self, node: ast.AST, through_calls: bool) -> str | None:
+        """The variable from before the cell that `node` refers into, if any: `rows[0]`,
+        `cfg.section`; with `through_calls`, also `d.items()`, `enumerate(rows)` (iteration)."""
+        while True:
+            node = _root(node)
+            if not (through_calls and isinstance(node, ast.Call)):
+                break
+            if isinstance(node.func, ast.Attribute):
+                node = node.func.value
+            elif isinstance(node.func, ast.Name) and node.func.id in ITERATION_WRAPPERS and node.args:
+                node = node.args[0]
+            else:
+                return None
+        if not isinstance(node, ast.Name) or self._is_module(node):
+            return None
+        view = self._view(node.id)
+        if view or self._is_local(node.id) or (node.id in self.assigned and node.id not in self.imported):
+            return view
+        return node.id
+
+    def _refer(self, target: ast.AST, value: ast.AST, through_calls: bool) -> None:
+        source = self._source(value, through_calls)
+        if source is None:
+            return
+        for node in ast.walk(target):
+            if isinstance(node, ast.Name):
+                self._binding_scope(node.id).views[node.id] = source
 
     def read(self, name: str, line: int) -> None:
         if name in BUILTIN_NAMES or name in self.assigned or self._is_local(name):
@@ -153,6 +196,8 @@ class ImpactVisitor(ast.NodeVisitor):
         root = _root(target)
         if isinstance(root, ast.Call) and isinstance(root.func, ast.Name) and root.func.id in NAMESPACE_FUNCTIONS:
             self.sink.add("unknown", f"writes through {root.func.id}()", line)
+        elif isinstance(root, ast.Name) and self._view(root.id):
+            self.sink.add("mutates", self._view(root.id) or root.id, line)
         elif isinstance(root, ast.Name) and not self._is_local(root.id):
             if root.id in self.assigned and root.id not in self.imported:
                 return  # a value the cell made itself: it is among the assigns already
@@ -179,6 +224,9 @@ class ImpactVisitor(ast.NodeVisitor):
         self.visit(node.value)
         for target in node.targets:
             self._target(target, node.lineno)
+        for target in node.targets:
+            if isinstance(target, ast.Name):
+                self._refer(target, node.value, through_calls=False)  # `part = df["a"]` (a view)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:
@@ -198,6 +246,7 @@ class ImpactVisitor(ast.NodeVisitor):
     def _loop(self, node: ast.For | ast.AsyncFor) -> None:
         self.visit(node.iter)
         self._target(node.target, node.lineno)
+        self._refer(node.target, node.iter, through_calls=True)  # `for row in rows`: row is in rows
         for statement in [*node.body, *node.orelse]:
             self.visit(statement)
 
@@ -334,7 +383,8 @@ class ImpactVisitor(ast.NodeVisitor):
             self._builtin_call(node, func.id, line)
         if name and calls.resolve(name, self.aliases) in UNKNOWN_FUNCTIONS:
             self.sink.add("unknown", magics.shorten(ast.unparse(node), 60), line)
-        for category, text in calls.call_effects(node, self.aliases):
+        bound = frozenset(self.assigned).union(*(scope.names for scope in self.scopes[1:]))
+        for category, text in calls.call_effects(node, self.aliases, bound):
             self.sink.add(category, text, line)
         if isinstance(func, ast.Attribute):
             self._method(node, func, line)
