@@ -10,7 +10,8 @@ import warnings
 from dataclasses import dataclass, field
 
 from . import magics, syntax
-from .visitor import ImpactVisitor, Sink
+from .scopes import Sink
+from .visitor import ImpactVisitor
 
 MAX_CELL_CHARS = 200_000
 CATEGORIES = ("reads", "assigns", "mutates", "deletes", "files_written", "network", "installs", "shell", "unknown")

@@ -6,17 +6,12 @@ Side effects in a function body are reported even though the call may come later
 from __future__ import annotations
 
 import ast
-import builtins
-from dataclasses import dataclass, field
 from typing import Callable
 
 from . import calls, magics
+from .scopes import (BUILTIN_NAMES, Scope, Sink, bound_in_body, literal_str, parameters, root_of,
+                     stored_names)
 
-IPYTHON_NAMES = frozenset({
-    "get_ipython", "display", "In", "Out", "exit", "quit", "_", "__", "___", "_i", "_ii", "_iii", "_oh",
-    "_ih", "_dh", "__name__", "__file__", "__doc__", "__builtins__", "__spec__", "__loader__", "__package__",
-})
-BUILTIN_NAMES = frozenset(dir(builtins)) | IPYTHON_NAMES
 MUTATING_METHODS = frozenset({
     "append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse", "update", "setdefault",
     "popitem", "add", "discard", "intersection_update", "difference_update", "symmetric_difference_update",
@@ -38,68 +33,6 @@ KNOWN_MODULES = frozenset({
     "np", "pd", "plt", "sns", "tf", "webbrowser", "asyncio", "importlib", "runpy", "typing",
 })
 MAX_MAGIC_DEPTH = 3
-
-
-@dataclass
-class Scope:
-    kind: str                      # "module", "function", "lambda", "class", "comprehension"
-    names: set[str] = field(default_factory=set)
-    declared_global: set[str] = field(default_factory=set)
-    views: dict[str, str] = field(default_factory=dict)  # name -> the earlier variable it refers into
-
-
-class Sink:
-    """Findings per category in the order met, one per (category, name), the first line kept."""
-
-    def __init__(self) -> None:
-        self.found: dict[str, dict[str, int]] = {}
-
-    def add(self, category: str, name: str, line: int) -> None:
-        self.found.setdefault(category, {}).setdefault(name, max(1, int(line or 1)))
-
-
-def _bound_in_body(body: list[ast.stmt]) -> tuple[set[str], set[str]]:
-    """Names a function body binds (Python makes them local everywhere in it) and its `global`s;
-    nested functions, classes and lambdas keep their own names."""
-    bound: set[str] = set()
-    declared: set[str] = set()
-    stack: list[ast.AST] = list(body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.Global, ast.Nonlocal)):
-            (declared if isinstance(node, ast.Global) else bound).update(node.names)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.add(node.name)
-            stack.extend(node.decorator_list)
-            continue
-        elif isinstance(node, ast.Lambda):
-            continue
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            bound.add(node.id)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            bound.add(node.name)
-        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
-            bound.add(node.name)
-        stack.extend(ast.iter_child_nodes(node))
-    return bound - declared, declared
-
-
-def _parameters(arguments: ast.arguments) -> set[str]:
-    every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
-    every += [arg for arg in (arguments.vararg, arguments.kwarg) if arg is not None]
-    return {arg.arg for arg in every}
-
-
-def _root(node: ast.AST) -> ast.AST:
-    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
-        node = node.value
-    return node
-
-
-def _literal_str(node: ast.AST | None) -> str | None:
-    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
 class ImpactVisitor(ast.NodeVisitor):
@@ -159,7 +92,7 @@ class ImpactVisitor(ast.NodeVisitor):
         """The variable from before the cell that `node` refers into, if any: `rows[0]`,
         `cfg.section`; with `through_calls`, also `d.items()`, `enumerate(rows)` (iteration)."""
         while True:
-            node = _root(node)
+            node = root_of(node)
             if not (through_calls and isinstance(node, ast.Call)):
                 break
             if isinstance(node.func, ast.Attribute):
@@ -193,7 +126,7 @@ class ImpactVisitor(ast.NodeVisitor):
             node.id in self.imported or (node.id in KNOWN_MODULES and node.id not in self.assigned))
 
     def mutate(self, target: ast.AST, line: int) -> None:
-        root = _root(target)
+        root = root_of(target)
         if isinstance(root, ast.Call) and isinstance(root.func, ast.Name) and root.func.id in NAMESPACE_FUNCTIONS:
             self.sink.add("unknown", f"writes through {root.func.id}()", line)
         elif isinstance(root, ast.Name) and self._view(root.id):
@@ -322,12 +255,12 @@ class ImpactVisitor(ast.NodeVisitor):
         for expression in [*node.decorator_list, *node.args.defaults, *filter(None, node.args.kw_defaults)]:
             self.visit(expression)
         self.bind(node.name, node.lineno)
-        bound, declared = _bound_in_body(node.body)
-        self.scopes.append(Scope("function", bound | _parameters(node.args), declared))
+        bound, declared = bound_in_body(node.body)
+        self.scopes.append(Scope("function", bound | parameters(node.args), declared))
         for statement in node.body:
             self.visit(statement)
         self.scopes.pop()
-        written = sorted(name for name in declared if name in bound or name in _stored_names(node.body))
+        written = sorted(name for name in declared if name in bound or name in stored_names(node.body))
         if written and self._kernel_name(node.name):
             self.global_writers[node.name] = tuple(written)
 
@@ -336,7 +269,7 @@ class ImpactVisitor(ast.NodeVisitor):
     def visit_Lambda(self, node: ast.Lambda) -> None:
         for expression in [*node.args.defaults, *filter(None, node.args.kw_defaults)]:
             self.visit(expression)
-        self.scopes.append(Scope("lambda", _parameters(node.args)))
+        self.scopes.append(Scope("lambda", parameters(node.args)))
         self.visit(node.body)
         self.scopes.pop()
 
@@ -400,11 +333,11 @@ class ImpactVisitor(ast.NodeVisitor):
         if name in CODE_RUNNERS:
             self.sink.add("unknown", magics.shorten(ast.unparse(node), 60), line)
         elif name in ("setattr", "delattr") and node.args:
-            if len(node.args) > 1 and _literal_str(node.args[1]) is not None:
+            if len(node.args) > 1 and literal_str(node.args[1]) is not None:
                 self.mutate(node.args[0], line)
             else:
                 self.sink.add("unknown", magics.shorten(ast.unparse(node), 60), line)
-        elif name == "getattr" and len(node.args) > 1 and _literal_str(node.args[1]) is None:
+        elif name == "getattr" and len(node.args) > 1 and literal_str(node.args[1]) is None:
             self.sink.add("unknown", magics.shorten(ast.unparse(node), 60), line)
         elif name in self.global_writers:
             self.sink.add("unknown", f"{name}() sets globals: {', '.join(self.global_writers[name])}", line)
@@ -418,13 +351,13 @@ class ImpactVisitor(ast.NodeVisitor):
                                                         and keyword.value.value in (False, None))
                       for keyword in node.keywords)
         underscore = method.endswith("_") and not method.startswith("_") and len(method) > 1
-        if underscore and self._is_module(_root(receiver)):
+        if underscore and self._is_module(root_of(receiver)):
             return  # torch.nn.init.zeros_(w): a module function, it changes its argument (calls.py)
         if (method in MUTATING_METHODS or inplace or underscore) and not self._is_module(receiver):
             self.mutate(receiver, line)
 
     def _ipython(self, node: ast.Call, attr: str, line: int) -> None:
-        texts = [_literal_str(argument) for argument in node.args]
+        texts = [literal_str(argument) for argument in node.args]
         if None in texts or not texts or node.keywords:
             self.sink.add("unknown", magics.shorten(ast.unparse(node), 60), line)
             return
@@ -463,8 +396,3 @@ class ImpactVisitor(ast.NodeVisitor):
                 self.visit(statement)
         finally:
             self.depth -= 1
-
-
-def _stored_names(body: list[ast.stmt]) -> set[str]:
-    return {node.id for statement in body for node in ast.walk(statement)
-            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del))}
