@@ -86,6 +86,12 @@ SAMPLES: list[tuple[str, str, dict[str, set[str]]]] = [
     ("reset-and-xdel", "%reset -f\n%xdel big", {"deletes": {"%reset -f", "big"}}),
     ("capture-binds", "%%capture out\nmodel.fit(X, y)", {"assigns": {"out"}, "mutates": {"model"}}),
     ("javascript-cell", "%%javascript\nalert(1)", {"unknown": {"%%javascript (runs JavaScript in the browser)"}}),
+    ("sx-and-system", "listing = %sx ls\n%system pip install rich\n?", {"assigns": {"listing"}, "shell": {"%sx ls",
+     "%system pip install rich"}, "installs": {"%system pip install rich"}}),
+    ("other-network-modules", "import ftplib, smtplib, http.client\nftp = ftplib.FTP(host)\n"
+                              "smtplib.SMTP('mail').sendmail(a, b, msg)\nc = http.client.HTTPSConnection(h)",
+     {"assigns": {"ftplib", "smtplib", "http", "ftp", "c"},
+      "network": {"ftplib.FTP", "smtplib.SMTP", "http.client.HTTPSConnection"}}),
     # ! lines and subprocess
     ("bang-pip", "!pip install -q seaborn\nimport seaborn as sns",
      {"assigns": {"sns"}, "installs": {"!pip install -q seaborn"}, "shell": {"!pip install -q seaborn"}}),

@@ -84,7 +84,8 @@ class CodeImpact:
         return tuple(reasons)
 
     def as_dict(self) -> dict[str, list[dict[str, object]]]:
-        """The `impact` lists of the approval card (API.md), without `unknown` and the undo fields."""
+        """Every category as `[{"name", "line"}]`: the `impact` lists of the approval card (API.md),
+        plus `unknown`; the undo fields are the caller's."""
         return {category: [item.as_dict() for item in getattr(self, category)] for category in CATEGORIES}
 
 

@@ -357,6 +357,8 @@ class ImpactVisitor(ast.NodeVisitor):
             self.mutate(receiver, line)
 
     def _ipython(self, node: ast.Call, attr: str, line: int) -> None:
+        if attr == "show_usage" and not node.args:
+            return  # a lone `?`: IPython's help text
         texts = [literal_str(argument) for argument in node.args]
         if None in texts or not texts or node.keywords:
             self.sink.add("unknown", magics.shorten(ast.unparse(node), 60), line)
