@@ -135,6 +135,8 @@ SAMPLES: list[tuple[str, str, dict[str, set[str]]]] = [
     ("own-new-list-is-not-mutated", "acc = []\nfor r in rows:\n    acc.append(r)", {"assigns": {"acc", "r"}}),
     ("module-state-is-a-change", "import sys\nsys.path.append('/opt/lib')\nos.environ['A'] = '1'",
      {"assigns": {"sys"}, "mutates": {"sys", "os"}}),
+    ("imported-object-is-not-a-module", "from settings import registry\nregistry.update(a=1)\nimport os\nos.remove(p)",
+     {"assigns": {"registry", "os"}, "mutates": {"registry"}, "files_written": {"p"}}),
     ("torch-inplace", "w.add_(1)\ntorch.nn.init.zeros_(b)\nmodel.load_state_dict(sd)", {"mutates": {"w", "b", "model"}}),
     ("setattr-literal-and-dynamic", "setattr(cfg, 'rate', 1)\nsetattr(cfg, key, 2)",
      {"mutates": {"cfg"}, "unknown": {"setattr(cfg, key, 2)"}}),

@@ -107,7 +107,7 @@ def _parse(code: str, first_line: int) -> ast.Module:
     return tree
 
 
-def _magic_code(code: str, first_line: int, depth: int) -> ast.Module | None:
+def _magic_code(code: str, first_line: int) -> ast.Module | None:
     try:
         return _parse(code, first_line)
     except (SyntaxError, ValueError):
@@ -135,6 +135,9 @@ def _analyze(code: str) -> CodeImpact:
         line = max(1, exc.lineno or 1)
         message = f"syntax error (line {line}): {exc.msg}"
         return _unanalysable(message, line, parse_error=message)
+    except ValueError as exc:  # null bytes (Python 3.11 says ValueError, 3.12 SyntaxError)
+        message = f"cannot be parsed: {exc}"
+        return _unanalysable(message, parse_error=message)
     visitor.visit(tree)
     return _impact(sink)
 

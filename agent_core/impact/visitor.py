@@ -36,12 +36,13 @@ MAX_MAGIC_DEPTH = 3
 
 
 class ImpactVisitor(ast.NodeVisitor):
-    def __init__(self, sink: Sink, python_cell: Callable[[str, int, int], ast.Module | None]) -> None:
+    def __init__(self, sink: Sink, python_cell: Callable[[str, int], ast.Module | None]) -> None:
         self.sink = sink
-        self.python_cell = python_cell  # (code, first line, depth) -> tree with lines in the cell
+        self.python_cell = python_cell  # (code, first line) -> its tree, lines placed in the cell
         self.scopes: list[Scope] = [Scope("module")]
         self.assigned: set[str] = set()        # kernel names bound so far in the cell
-        self.imported: set[str] = set()        # ... of which by `import`
+        self.imported: set[str] = set()        # ... of which by an import statement
+        self.modules: set[str] = set()         # ... of which by `import x` (certainly a module)
         self.aliases: dict[str, str] = {}
         self.global_writers: dict[str, tuple[str, ...]] = {}
         self.depth = 0
@@ -123,7 +124,7 @@ class ImpactVisitor(ast.NodeVisitor):
 
     def _is_module(self, node: ast.AST) -> bool:
         return isinstance(node, ast.Name) and (
-            node.id in self.imported or (node.id in KNOWN_MODULES and node.id not in self.assigned))
+            node.id in self.modules or (node.id in KNOWN_MODULES and node.id not in self.assigned))
 
     def mutate(self, target: ast.AST, line: int) -> None:
         root = root_of(target)
@@ -202,6 +203,7 @@ class ImpactVisitor(ast.NodeVisitor):
             self.bind(bound, node.lineno)
             if self._kernel_name(bound):
                 self.imported.add(bound)
+                self.modules.add(bound)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         for alias in node.names:
@@ -388,7 +390,7 @@ class ImpactVisitor(ast.NodeVisitor):
         if self.depth >= MAX_MAGIC_DEPTH:
             self.sink.add("unknown", f"{label}: nested too deeply to analyse", first_line)
             return
-        tree = self.python_cell(code, first_line, self.depth + 1)
+        tree = self.python_cell(code, first_line)
         if tree is None:
             self.sink.add("unknown", f"{label}: code that does not parse", first_line)
             return
