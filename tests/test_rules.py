@@ -35,6 +35,9 @@ PHRASINGS = [
     ("raw_df is read-only", None, ("raw_df",)),
     ("Prefer polars over pandas", None, ()),
     ("Explain each step briefly", None, ()),
+    ("Don't forget to save the plots", None, ()),
+    ("no, that is the wrong folder", None, ()),
+    ("There is no need to explain the files", None, ()),
 ]
 
 
@@ -122,6 +125,8 @@ def test_hostile_rules_files_load_bounded(tmp_path: Path) -> None:
     (tmp_path / RULES_FILE).unlink()
     (tmp_path / RULES_FILE).mkdir()  # a folder where the file should be
     assert load_rules(tmp_path) == []
+    with pytest.raises(ValueError, match="Cannot write"):
+        append_rule(tmp_path, "no shell commands")
 
 
 def test_warnings_for_installs_and_a_protected_name() -> None:
@@ -152,6 +157,7 @@ def test_rule_from_rejection() -> None:
     assert rule_from_rejection(analyze_code("df.to_csv('a.csv')"), "") == "Don't write or delete files"
     assert rule_from_rejection(analyze_code("raw_df.dropna(inplace=True)"), "wrong") == "Don't modify raw_df"
     assert rule_from_rejection(analyze_code("x = 1"), "use polars\ninstead") == "use polars instead"
+    assert rule_from_rejection(analyze_code("!ls"), "no that is the wrong folder") == "No shell commands"
     for code in ("%pip install seaborn", "requests.get(u)", "!ls", "df.to_csv('a.csv')", "raw_df.dropna(inplace=True)"):
         derived = parse_rule(rule_from_rejection(analyze_code(code), ""))
         assert derived.forbids or derived.protects, code  # a derived rule is one the cards can check

@@ -10,7 +10,8 @@ import warnings
 from dataclasses import dataclass, field
 
 from . import magics, syntax
-from .visitor import ImpactVisitor, Sink
+from .scopes import Sink
+from .visitor import ImpactVisitor
 
 MAX_CELL_CHARS = 200_000
 CATEGORIES = ("reads", "assigns", "mutates", "deletes", "files_written", "network", "installs", "shell", "unknown")
@@ -83,7 +84,8 @@ class CodeImpact:
         return tuple(reasons)
 
     def as_dict(self) -> dict[str, list[dict[str, object]]]:
-        """The `impact` lists of the approval card (API.md), without `unknown` and the undo fields."""
+        """Every category as `[{"name", "line"}]`: the `impact` lists of the approval card (API.md),
+        plus `unknown`; the undo fields are the caller's."""
         return {category: [item.as_dict() for item in getattr(self, category)] for category in CATEGORIES}
 
 
@@ -105,7 +107,7 @@ def _parse(code: str, first_line: int) -> ast.Module:
     return tree
 
 
-def _magic_code(code: str, first_line: int, depth: int) -> ast.Module | None:
+def _magic_code(code: str, first_line: int) -> ast.Module | None:
     try:
         return _parse(code, first_line)
     except (SyntaxError, ValueError):
@@ -133,6 +135,9 @@ def _analyze(code: str) -> CodeImpact:
         line = max(1, exc.lineno or 1)
         message = f"syntax error (line {line}): {exc.msg}"
         return _unanalysable(message, line, parse_error=message)
+    except ValueError as exc:  # null bytes (Python 3.11 says ValueError, 3.12 SyntaxError)
+        message = f"cannot be parsed: {exc}"
+        return _unanalysable(message, parse_error=message)
     visitor.visit(tree)
     return _impact(sink)
 

@@ -65,6 +65,21 @@ NETWORK_METHODS = frozenset({"from_pretrained", "load_dataset", "hf_hub_download
 URL_SCHEMES = ("http://", "https://", "ftp://", "ftps://", "s3://", "s3a://", "gs://", "gcs://", "az://",
                "abfs://", "abfss://", "hdfs://", "ws://", "wss://", "hf://", "sftp://")
 
+# Calls that only format, compare or show a URL: a URL literal in them is not network access.
+URL_TEXT_CALLS = frozenset({
+    "print", "display", "repr", "str", "len", "startswith", "endswith", "replace", "split", "rsplit", "format",
+    "join", "strip", "lstrip", "rstrip", "find", "rfind", "index", "count", "encode", "lower", "upper",
+    "partition", "match", "search", "sub", "subn", "findall", "finditer", "fullmatch", "compile", "urlparse",
+    "urljoin", "urlsplit", "urlunparse", "quote", "quote_plus", "unquote", "Markdown", "HTML", "Latex",
+    "IFrame", "Javascript", "info", "debug", "warning", "error", "exception", "critical", "warn", "log",
+    "append", "add", "extend", "insert", "write", "contains", "isin", "eq", "set", "setdefault", "update",
+})
+# File-object writers: `json.dump(data, fh)` writes through a handle whose open() is reported
+# itself when the cell opened it; only a handle from elsewhere is named.
+HANDLE_FUNCTIONS = frozenset({"pickle.dump", "json.dump", "dill.dump", "cloudpickle.dump", "yaml.dump",
+                              "yaml.safe_dump", "marshal.dump"})
+CHDIR_FUNCTIONS = frozenset({"os.chdir", "os.fchdir"})
+
 SHELL_FUNCTIONS = frozenset({
     "os.system", "os.popen", "os.startfile", "os.posix_spawn", "os.posix_spawnp", "pty.spawn",
     "asyncio.create_subprocess_exec", "asyncio.create_subprocess_shell", "commands.getoutput",
@@ -184,7 +199,8 @@ def _urls(call: ast.Call) -> list[str]:
     return found
 
 
-def _file_effects(call: ast.Call, full: str | None, method: str | None, aliases: dict[str, str]) -> list[str]:
+def _file_effects(call: ast.Call, full: str | None, method: str | None, aliases: dict[str, str],
+                  bound: frozenset[str]) -> list[str]:
     if full in OPEN_FUNCTIONS:
         if full == "os.open":
             return [describe(call.args[0])] if call.args and _os_open_writes(call) else []
@@ -198,6 +214,8 @@ def _file_effects(call: ast.Call, full: str | None, method: str | None, aliases:
         target = _argument(call, FILE_FUNCTIONS[full])
         if target is None or (isinstance(target, ast.Call) and dotted(target.func) in OPEN_FUNCTIONS):
             return []  # the open() call is reported itself
+        if full in HANDLE_FUNCTIONS and isinstance(target, ast.Name) and target.id in bound:
+            return []  # a handle this cell opened: its open() is the finding
         return [describe(target)]
     if full in TWO_PATH_FUNCTIONS or (full and full.startswith("shutil.") and full[7:] not in SHUTIL_READ_ONLY):
         first, second = _argument(call, 0, ("src", "path")), _argument(call, 1, ("dst",))
@@ -216,16 +234,19 @@ def _file_effects(call: ast.Call, full: str | None, method: str | None, aliases:
     if method in WRITER_METHODS:
         target = _argument(call, 1 if method == "dump" else 0)
         if target is not None:
-            return [describe(target)]
+            return [f"table {describe(target)}" if method in ("to_sql", "saveAsTable", "insertInto") else describe(target)]
     return []
 
 
-def call_effects(call: ast.Call, aliases: dict[str, str]) -> list[tuple[str, str]]:
-    """(category, name) pairs for files_written, network, shell and installs."""
+def call_effects(call: ast.Call, aliases: dict[str, str], bound: frozenset[str] = frozenset()) -> list[tuple[str, str]]:
+    """(category, name) pairs for files_written, network, shell and installs; `bound` holds the
+    names the cell itself bound (a file handle it opened)."""
     name = dotted(call.func)
     full = resolve(name, aliases) if name else None
     method = call.func.attr if isinstance(call.func, ast.Attribute) else None
-    effects = [("files_written", path) for path in _file_effects(call, full, method, aliases)]
+    effects = [("files_written", path) for path in _file_effects(call, full, method, aliases, bound)]
+    if full in CHDIR_FUNCTIONS:
+        effects.append(("shell", describe(call)))  # the working directory: later relative paths change
     if full in SHELL_FUNCTIONS:
         command = _command_text(call.args[0]) if call.args else None
         label = shorten(command) if command else name or "subprocess"
@@ -235,7 +256,7 @@ def call_effects(call: ast.Call, aliases: dict[str, str]) -> list[tuple[str, str
     urls = _urls(call)
     if network_name or (method in NETWORK_METHODS):
         effects.append(("network", urls[0] if urls else shorten(name or method or "network call")))
-    elif urls and full not in SHELL_FUNCTIONS:
+    elif urls and full not in SHELL_FUNCTIONS and (method or name or "").rsplit(".", 1)[-1] not in URL_TEXT_CALLS:
         effects.extend(("network", url) for url in urls)
     return effects
 

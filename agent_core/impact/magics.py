@@ -33,7 +33,11 @@ QUIET_LINE_MAGICS = frozenset({
     "aimport", "doctest_mode", "colors", "automagic", "autocall", "autosave", "tb", "pdb", "dirs",
     "dhist", "pycat", "less", "more", "quickref", "psearch", "alias_magic", "clear", "bookmark", "ls",
     "ll", "lf", "lk", "lx", "ldir", "cat", "man", "pprint", "logstate", "logstop", "logoff", "logon",
+    "watermark",
 })
+# Extensions that only add profiling, reloading or display magics.
+QUIET_EXTENSIONS = frozenset({"autoreload", "memory_profiler", "line_profiler", "snakeviz", "watermark",
+                              "tensorboard", "google.colab.data_table"})
 # Line and cell magics whose argument (or body) is Python run in the kernel's namespace.
 PYTHON_MAGICS = frozenset({"time", "timeit", "prun", "capture", "debug", "memit", "mprun", "lprun"})
 SHELL_LINE_MAGICS = frozenset({"sx", "system", "sc", "cd", "pushd", "popd", "killbgscripts", "set_env"})
@@ -47,8 +51,8 @@ INSTALL_MAGICS = frozenset({"pip", "conda", "mamba", "micromamba", "uv"})
 UNKNOWN_REASONS = {
     "run": "runs another file in the kernel",
     "load": "loads code from elsewhere",
-    "load_ext": "loads an extension (runs its code)",
-    "reload_ext": "reloads an extension (runs its code)",
+    "load_ext": "loads an extension, which runs its code",
+    "reload_ext": "reloads an extension, which runs its code",
     "unload_ext": "unloads an extension",
     "recall": "re-runs earlier input",
     "rerun": "re-runs earlier input",
@@ -166,7 +170,7 @@ def line_magic(name: str, args: str) -> MagicEffect:
         if name == "store" and ("-r" in args.split() or not args.strip()):
             return MagicEffect()  # reading the store back, or listing it
         return MagicEffect((("files_written", shorten(target if name != "store" else label), 0),))
-    if name in QUIET_LINE_MAGICS:
+    if name in QUIET_LINE_MAGICS or (name in ("load_ext", "reload_ext") and args.strip() in QUIET_EXTENSIONS):
         return MagicEffect()
     reason = UNKNOWN_REASONS.get(name, "unknown magic")
     return MagicEffect((("unknown", f"{label} ({reason})", 0),))

@@ -23,8 +23,11 @@ HEADER = (
     "     its approval card. Edit or delete lines freely. -->\n"
 )
 
-NEGATIONS = ("never ", "no ", "don't ", "dont ", "do not ", "avoid ", "must not ", "mustn't ", "stop ",
-             "not allowed to ", "forbid ", "forbidden ", "refrain from ", "without ")
+NEGATION_WORDS = frozenset({"never", "no", "not", "dont", "avoid", "stop", "forbid", "forbidden", "without",
+                            "refrain", "nothing"})
+# How a free-text reason that is meant as a rule starts ("no, wrong column" is not one).
+RULE_OPENINGS = ("never ", "don't ", "dont ", "do not ", "avoid ", "always ", "only ", "keep ", "leave ", "use ",
+                 "prefer ", "must ", "must not ", "stop ")
 TOPICS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("installs", ("install", "pip", "conda", "mamba", "new package", "packages", "dependencies")),
     ("network", ("network", "internet", "http", "download", "web request", "requests", "online", "api call",
@@ -110,18 +113,27 @@ def _protected(normal: str, negated: bool) -> tuple[str, ...]:
     return ()
 
 
+def _negation_window(lowered: str) -> str | None:
+    """The words a negation governs ("never install packages" -> "install packages"): the next
+    one after a bare "no", the next five otherwise; None without a negation."""
+    words = lowered.split()
+    for index, word in enumerate(words):
+        if (word in NEGATION_WORDS or word.endswith("n't")) and words[index + 1: index + 2] != ["forget"]:
+            return " ".join(words[index + 1: index + (2 if word == "no" else 6)])
+    return None
+
+
 def parse_rule(text: str) -> Rule:
     """A rule from one line of the file; what is not understood stays free text (prompt only)."""
     text = _clean(text)
     normal = _normal(text)
-    lowered = normal.lower()
-    negated = lowered.startswith(NEGATIONS) or " not " in f" {lowered} " or "n't " in lowered
-    protects = _protected(normal, negated)
+    window = _negation_window(normal.lower())
+    protects = _protected(normal, window is not None)
     if protects:
         return Rule(text=text, forbids=None, protects=protects)
-    if negated:
+    if window:
         for category, words in TOPICS:
-            if any(word in lowered for word in words):
+            if any(word in window for word in words):
                 return Rule(text=text, forbids=category)
     return Rule(text=text, forbids=None)
 
@@ -192,24 +204,26 @@ def append_rule(root: Path, text: str) -> Rule:
     size = path.stat().st_size if path.is_file() else len(HEADER.encode("utf-8"))
     if size + len(line) + 1 > MAX_RULES_BYTES:
         raise ValueError(f"{RULES_FILE} is full ({MAX_RULES_BYTES // 1024} KB): remove some rules before adding more.")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.is_file():
-        path.write_text(HEADER, encoding="utf-8")
-    with open(path, "rb+") as handle:
-        handle.seek(0, os.SEEK_END)
-        if handle.tell():
-            handle.seek(-1, os.SEEK_END)
-            if handle.read(1) != b"\n":
-                handle.write(b"\n")
-        handle.write(line)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            path.write_text(HEADER, encoding="utf-8")
+        with open(path, "rb+") as handle:
+            handle.seek(0, os.SEEK_END)
+            if handle.tell():
+                handle.seek(-1, os.SEEK_END)
+                if handle.read(1) != b"\n":
+                    handle.write(b"\n")
+            handle.write(line)
+    except OSError as exc:  # a folder named rules.md, a read-only workspace: one error kind for callers
+        raise ValueError(f"Cannot write {RULES_FILE}: {exc.strerror or exc}.") from exc
     return rule
 
 
 def _reads_like_rule(reason: str) -> bool:
     normal = _normal(reason).lower()
     parsed = parse_rule(reason)
-    return bool(parsed.forbids or parsed.protects) or normal.startswith(
-        NEGATIONS + ("always ", "only ", "keep ", "leave ", "use ", "prefer "))
+    return bool(parsed.forbids or parsed.protects) or normal.startswith(RULE_OPENINGS)
 
 
 def rule_from_rejection(impact: CodeImpact, reason: str) -> str:

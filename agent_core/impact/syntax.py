@@ -15,7 +15,7 @@ from typing import Any
 
 # Each escaped line costs one small IPython translation: bounded for hostile cells.
 MAX_ESCAPED_LINES = 1000
-FULL_TRANSFORM_BUDGET = 2_000_000  # escaped lines x characters: about a second of tokenising
+FULL_TRANSFORM_BUDGET = 200_000  # escaped lines x characters: about a second of tokenising
 
 
 class TooComplex(Exception):
@@ -126,6 +126,11 @@ def to_python(code: str) -> str:
         pass
     try:
         return _with_placeholders(code, lines, escaped)
+    except SyntaxError:
+        pass
+    operators = [index for index in escaped if not lines[index].strip()[:2] in ("% ", "%(")]
+    try:  # `% b` continuing an expression is the modulo operator: no magic has a blank name
+        return _with_placeholders(code, lines, operators)
     except SyntaxError:
         # An ambiguous line (a magic next to `% x` inside brackets): IPython's whole-cell
         # transformer re-tokenises the cell once per escaped line, so only when that is cheap.

@@ -6,17 +6,12 @@ Side effects in a function body are reported even though the call may come later
 from __future__ import annotations
 
 import ast
-import builtins
-from dataclasses import dataclass, field
 from typing import Callable
 
 from . import calls, magics
+from .scopes import (BUILTIN_NAMES, Scope, Sink, bound_in_body, literal_str, parameters, root_of,
+                     stored_names)
 
-IPYTHON_NAMES = frozenset({
-    "get_ipython", "display", "In", "Out", "exit", "quit", "_", "__", "___", "_i", "_ii", "_iii", "_oh",
-    "_ih", "_dh", "__name__", "__file__", "__doc__", "__builtins__", "__spec__", "__loader__", "__package__",
-})
-BUILTIN_NAMES = frozenset(dir(builtins)) | IPYTHON_NAMES
 MUTATING_METHODS = frozenset({
     "append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse", "update", "setdefault",
     "popitem", "add", "discard", "intersection_update", "difference_update", "symmetric_difference_update",
@@ -25,6 +20,7 @@ MUTATING_METHODS = frozenset({
     "__setitem__", "__delitem__", "__iadd__", "__setattr__", "__delattr__",
 })
 NAMESPACE_FUNCTIONS = frozenset({"globals", "locals", "vars"})
+ITERATION_WRAPPERS = frozenset({"enumerate", "zip", "reversed", "iter", "filter", "sorted", "list", "tuple"})
 CODE_RUNNERS = frozenset({"exec", "eval", "compile", "execfile", "__import__", "breakpoint"})
 IPYTHON_RUNNERS = frozenset({"run_cell", "run_cell_async", "run_code", "ex", "ev", "push", "del_var",
                              "safe_execfile", "safe_run_module", "run_line_magic", "run_cell_magic"})
@@ -39,74 +35,14 @@ KNOWN_MODULES = frozenset({
 MAX_MAGIC_DEPTH = 3
 
 
-@dataclass
-class Scope:
-    kind: str                      # "module", "function", "lambda", "class", "comprehension"
-    names: set[str] = field(default_factory=set)
-    declared_global: set[str] = field(default_factory=set)
-
-
-class Sink:
-    """Findings per category in the order met, one per (category, name), the first line kept."""
-
-    def __init__(self) -> None:
-        self.found: dict[str, dict[str, int]] = {}
-
-    def add(self, category: str, name: str, line: int) -> None:
-        self.found.setdefault(category, {}).setdefault(name, max(1, int(line or 1)))
-
-
-def _bound_in_body(body: list[ast.stmt]) -> tuple[set[str], set[str]]:
-    """Names a function body binds (Python makes them local everywhere in it) and its `global`s;
-    nested functions, classes and lambdas keep their own names."""
-    bound: set[str] = set()
-    declared: set[str] = set()
-    stack: list[ast.AST] = list(body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (ast.Global, ast.Nonlocal)):
-            (declared if isinstance(node, ast.Global) else bound).update(node.names)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.add(node.name)
-            stack.extend(node.decorator_list)
-            continue
-        elif isinstance(node, ast.Lambda):
-            continue
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            bound.add(node.id)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.ExceptHandler) and node.name:
-            bound.add(node.name)
-        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
-            bound.add(node.name)
-        stack.extend(ast.iter_child_nodes(node))
-    return bound - declared, declared
-
-
-def _parameters(arguments: ast.arguments) -> set[str]:
-    every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
-    every += [arg for arg in (arguments.vararg, arguments.kwarg) if arg is not None]
-    return {arg.arg for arg in every}
-
-
-def _root(node: ast.AST) -> ast.AST:
-    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
-        node = node.value
-    return node
-
-
-def _literal_str(node: ast.AST | None) -> str | None:
-    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
-
-
 class ImpactVisitor(ast.NodeVisitor):
-    def __init__(self, sink: Sink, python_cell: Callable[[str, int, int], ast.Module | None]) -> None:
+    def __init__(self, sink: Sink, python_cell: Callable[[str, int], ast.Module | None]) -> None:
         self.sink = sink
-        self.python_cell = python_cell  # (code, first line, depth) -> tree with lines in the cell
+        self.python_cell = python_cell  # (code, first line) -> its tree, lines placed in the cell
         self.scopes: list[Scope] = [Scope("module")]
         self.assigned: set[str] = set()        # kernel names bound so far in the cell
-        self.imported: set[str] = set()        # ... of which by `import`
+        self.imported: set[str] = set()        # ... of which by an import statement
+        self.modules: set[str] = set()         # ... of which by `import x` (certainly a module)
         self.aliases: dict[str, str] = {}
         self.global_writers: dict[str, tuple[str, ...]] = {}
         self.depth = 0
@@ -128,17 +64,58 @@ class ImpactVisitor(ast.NodeVisitor):
         scope = self.scopes[-1]
         return scope.kind == "module" or name in scope.declared_global
 
-    def bind(self, name: str, line: int, *, walrus: bool = False) -> None:
-        scopes = self.scopes
-        if walrus:  # `:=` in a comprehension binds in the enclosing function or module
-            scopes = [scope for scope in self.scopes if scope.kind != "comprehension"]
+    def _binding_scope(self, name: str, walrus: bool = False) -> Scope:
+        """The scope a binding of `name` here lands in (the module's for a `global` name)."""
+        scopes = [scope for scope in self.scopes if scope.kind != "comprehension"] if walrus else self.scopes
         scope = scopes[-1]
-        if scope.kind == "module" or name in scope.declared_global:
-            self.sink.add("assigns", name, line)
-            if scope.kind == "module":
-                self.assigned.add(name)
-        else:
+        return self.scopes[0] if name in scope.declared_global else scope
+
+    def bind(self, name: str, line: int, *, walrus: bool = False) -> None:
+        scope = self._binding_scope(name, walrus)
+        scope.views.pop(name, None)
+        if scope.kind != "module":
             scope.names.add(name)
+            return
+        self.sink.add("assigns", name, line)
+        if scope is self.scopes[-1]:  # not a function's `global` (it may never be called)
+            self.assigned.add(name)
+
+    def _view(self, name: str) -> str | None:
+        """The earlier variable `name` refers into (`row` in `for row in rows`), if it is one."""
+        for scope in reversed(self.scopes):
+            if name in scope.views:
+                return scope.views[name]
+            if name in scope.names and scope.kind != "module":
+                return None
+        return None
+
+    def _source(self, node: ast.AST, through_calls: bool) -> str | None:
+        """The variable from before the cell that `node` refers into, if any: `rows[0]`,
+        `cfg.section`; with `through_calls`, also `d.items()`, `enumerate(rows)` (iteration)."""
+        while True:
+            node = root_of(node)
+            if not (through_calls and isinstance(node, ast.Call)):
+                break
+            if isinstance(node.func, ast.Attribute):
+                node = node.func.value
+            elif isinstance(node.func, ast.Name) and node.func.id in ITERATION_WRAPPERS and node.args:
+                node = node.args[0]
+            else:
+                return None
+        if not isinstance(node, ast.Name) or self._is_module(node):
+            return None
+        view = self._view(node.id)
+        if view or self._is_local(node.id) or (node.id in self.assigned and node.id not in self.imported):
+            return view
+        return node.id
+
+    def _refer(self, target: ast.AST, value: ast.AST, through_calls: bool) -> None:
+        source = self._source(value, through_calls)
+        if source is None:
+            return
+        for node in ast.walk(target):
+            if isinstance(node, ast.Name):
+                self._binding_scope(node.id).views[node.id] = source
 
     def read(self, name: str, line: int) -> None:
         if name in BUILTIN_NAMES or name in self.assigned or self._is_local(name):
@@ -147,12 +124,14 @@ class ImpactVisitor(ast.NodeVisitor):
 
     def _is_module(self, node: ast.AST) -> bool:
         return isinstance(node, ast.Name) and (
-            node.id in self.imported or (node.id in KNOWN_MODULES and node.id not in self.assigned))
+            node.id in self.modules or (node.id in KNOWN_MODULES and node.id not in self.assigned))
 
     def mutate(self, target: ast.AST, line: int) -> None:
-        root = _root(target)
+        root = root_of(target)
         if isinstance(root, ast.Call) and isinstance(root.func, ast.Name) and root.func.id in NAMESPACE_FUNCTIONS:
             self.sink.add("unknown", f"writes through {root.func.id}()", line)
+        elif isinstance(root, ast.Name) and self._view(root.id):
+            self.sink.add("mutates", self._view(root.id) or root.id, line)
         elif isinstance(root, ast.Name) and not self._is_local(root.id):
             if root.id in self.assigned and root.id not in self.imported:
                 return  # a value the cell made itself: it is among the assigns already
@@ -179,6 +158,9 @@ class ImpactVisitor(ast.NodeVisitor):
         self.visit(node.value)
         for target in node.targets:
             self._target(target, node.lineno)
+        for target in node.targets:
+            if isinstance(target, ast.Name):
+                self._refer(target, node.value, through_calls=False)  # `part = df["a"]` (a view)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:
@@ -198,6 +180,7 @@ class ImpactVisitor(ast.NodeVisitor):
     def _loop(self, node: ast.For | ast.AsyncFor) -> None:
         self.visit(node.iter)
         self._target(node.target, node.lineno)
+        self._refer(node.target, node.iter, through_calls=True)  # `for row in rows`: row is in rows
         for statement in [*node.body, *node.orelse]:
             self.visit(statement)
 
@@ -220,6 +203,7 @@ class ImpactVisitor(ast.NodeVisitor):
             self.bind(bound, node.lineno)
             if self._kernel_name(bound):
                 self.imported.add(bound)
+                self.modules.add(bound)
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         for alias in node.names:
@@ -273,12 +257,12 @@ class ImpactVisitor(ast.NodeVisitor):
         for expression in [*node.decorator_list, *node.args.defaults, *filter(None, node.args.kw_defaults)]:
             self.visit(expression)
         self.bind(node.name, node.lineno)
-        bound, declared = _bound_in_body(node.body)
-        self.scopes.append(Scope("function", bound | _parameters(node.args), declared))
+        bound, declared = bound_in_body(node.body)
+        self.scopes.append(Scope("function", bound | parameters(node.args), declared))
         for statement in node.body:
             self.visit(statement)
         self.scopes.pop()
-        written = sorted(name for name in declared if name in bound or name in _stored_names(node.body))
+        written = sorted(name for name in declared if name in bound or name in stored_names(node.body))
         if written and self._kernel_name(node.name):
             self.global_writers[node.name] = tuple(written)
 
@@ -287,7 +271,7 @@ class ImpactVisitor(ast.NodeVisitor):
     def visit_Lambda(self, node: ast.Lambda) -> None:
         for expression in [*node.args.defaults, *filter(None, node.args.kw_defaults)]:
             self.visit(expression)
-        self.scopes.append(Scope("lambda", _parameters(node.args)))
+        self.scopes.append(Scope("lambda", parameters(node.args)))
         self.visit(node.body)
         self.scopes.pop()
 
@@ -334,7 +318,8 @@ class ImpactVisitor(ast.NodeVisitor):
             self._builtin_call(node, func.id, line)
         if name and calls.resolve(name, self.aliases) in UNKNOWN_FUNCTIONS:
             self.sink.add("unknown", magics.shorten(ast.unparse(node), 60), line)
-        for category, text in calls.call_effects(node, self.aliases):
+        bound = frozenset(self.assigned).union(*(scope.names for scope in self.scopes[1:]))
+        for category, text in calls.call_effects(node, self.aliases, bound):
             self.sink.add(category, text, line)
         if isinstance(func, ast.Attribute):
             self._method(node, func, line)
@@ -350,11 +335,11 @@ class ImpactVisitor(ast.NodeVisitor):
         if name in CODE_RUNNERS:
             self.sink.add("unknown", magics.shorten(ast.unparse(node), 60), line)
         elif name in ("setattr", "delattr") and node.args:
-            if len(node.args) > 1 and _literal_str(node.args[1]) is not None:
+            if len(node.args) > 1 and literal_str(node.args[1]) is not None:
                 self.mutate(node.args[0], line)
             else:
                 self.sink.add("unknown", magics.shorten(ast.unparse(node), 60), line)
-        elif name == "getattr" and len(node.args) > 1 and _literal_str(node.args[1]) is None:
+        elif name == "getattr" and len(node.args) > 1 and literal_str(node.args[1]) is None:
             self.sink.add("unknown", magics.shorten(ast.unparse(node), 60), line)
         elif name in self.global_writers:
             self.sink.add("unknown", f"{name}() sets globals: {', '.join(self.global_writers[name])}", line)
@@ -368,13 +353,15 @@ class ImpactVisitor(ast.NodeVisitor):
                                                         and keyword.value.value in (False, None))
                       for keyword in node.keywords)
         underscore = method.endswith("_") and not method.startswith("_") and len(method) > 1
-        if underscore and self._is_module(_root(receiver)):
+        if underscore and self._is_module(root_of(receiver)):
             return  # torch.nn.init.zeros_(w): a module function, it changes its argument (calls.py)
         if (method in MUTATING_METHODS or inplace or underscore) and not self._is_module(receiver):
             self.mutate(receiver, line)
 
     def _ipython(self, node: ast.Call, attr: str, line: int) -> None:
-        texts = [_literal_str(argument) for argument in node.args]
+        if attr == "show_usage" and not node.args:
+            return  # a lone `?`: IPython's help text
+        texts = [literal_str(argument) for argument in node.args]
         if None in texts or not texts or node.keywords:
             self.sink.add("unknown", magics.shorten(ast.unparse(node), 60), line)
             return
@@ -403,7 +390,7 @@ class ImpactVisitor(ast.NodeVisitor):
         if self.depth >= MAX_MAGIC_DEPTH:
             self.sink.add("unknown", f"{label}: nested too deeply to analyse", first_line)
             return
-        tree = self.python_cell(code, first_line, self.depth + 1)
+        tree = self.python_cell(code, first_line)
         if tree is None:
             self.sink.add("unknown", f"{label}: code that does not parse", first_line)
             return
@@ -413,8 +400,3 @@ class ImpactVisitor(ast.NodeVisitor):
                 self.visit(statement)
         finally:
             self.depth -= 1
-
-
-def _stored_names(body: list[ast.stmt]) -> set[str]:
-    return {node.id for statement in body for node in ast.walk(statement)
-            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del))}
