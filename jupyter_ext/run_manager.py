@@ -186,13 +186,14 @@ class RunManager(LoggingConfigurable):
     async def undo(self, thread_id: str, call_id: str) -> dict[str, Any]:
         """Undo one step (agent_core.undo.steps) while no run is active; its `step_undone` event goes
         into the thread's log, and a note for the agent into its next run."""
-        from agent_core.undo.steps import UndoRefused, undo_step
+        from agent_core.undo.steps import BOOK, UndoRefused, undo_step
 
         record = await self.thread(thread_id)
         async with _as_http_errors(), self._thread_locks[thread_id]:
             await self._ensure_free(thread_id, "A run of this thread is active: undo its steps once it has finished or stopped.")
             runner = await self.runner()
-            if not _has_call((await runner.snapshot(thread_id)).values or {}, call_id):
+            # A sub-agent's steps are not in the thread's own messages, but their snapshots are known.
+            if not BOOK.knows(thread_id, call_id) and not _has_call((await runner.snapshot(thread_id)).values or {}, call_id):
                 raise NotFound(f"Thread {thread_id!r} has no step {call_id[:200]!r}.", "step_not_found")
             env = self._env_factory(record.notebook_path, record.kernel_id or None, self._settings())
             try:

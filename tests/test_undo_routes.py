@@ -251,3 +251,21 @@ async def test_undoing_a_run_newest_first_brings_the_kernel_back_to_before_it(
     for step in ("s2", "s1"):  # what the panel's "Undo run" sends
         await api.call("POST", f"threads/{thread}/undo/{step}", {}, expect=200)
     assert await _kernel(jp_serverapp, notebook_kernel, "[a, 'b' in globals()]") == [0, False]
+
+
+async def test_a_sub_agents_step_can_be_undone(api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_serverapp: Any) -> None:
+    fake_llm.script(
+        tool_call("task", {"agent": "python_developer", "description": "Set q."}, id="p1"),
+        tool_call("run_cell", {"code": "q = 7"}, id="dev1"),
+        text("q is set."),
+        tool_call("final_answer", {"answer": "Done."}),
+    )
+    thread = await api.new_thread()
+    await api.run(thread, "set q", mode="multi")
+    events = await api.until_finished(thread)
+    assert of_type(events, "approval_required")[-1]["agent"] == "python_developer"
+    await api.approve(thread, "dev1")
+    events += await api.until_finished(thread, events[-1]["seq"])
+    assert of_type(events, "cell_started")[-1]["provenance"]["agent"] == "python_developer"
+    _, answer = await api.call("POST", f"threads/{thread}/undo/dev1", {}, expect=200)
+    assert answer["removed"] == ["q"]

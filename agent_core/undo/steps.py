@@ -54,6 +54,9 @@ class UndoBook:
         while len(self.steps) > STEPS_KEPT:
             self.steps.popitem(last=False)
 
+    def knows(self, thread_id: str, call_id: str) -> bool:
+        return (thread_id, call_id) in self.steps
+
     def note(self, thread_id: str, text: str) -> None:
         self.notes[thread_id] = [*self.notes.get(thread_id, []), text][-NOTES_KEPT:]
 
