@@ -48,6 +48,16 @@ async def approval_request_once(
     return request
 
 
+def decided_context(decision: Any, proposed: dict[str, Any], tool_ctx: ToolContext) -> ToolContext:
+    """The call's context with how the user decided (kept in the cell's provenance)."""
+    from dataclasses import replace
+
+    kind = decision.get("decision") if isinstance(decision, dict) else None
+    if kind == "edit":
+        return replace(tool_ctx, decision="edited", proposed_args=proposed)
+    return replace(tool_ctx, decision="approved")
+
+
 def decided_args(decision: Any, args: dict[str, Any]) -> tuple[dict[str, Any] | None, ToolOutcome | None]:
     """The arguments to run with, or the outcome of a rejection."""
     kind = decision.get("decision") if isinstance(decision, dict) else None

@@ -90,6 +90,11 @@ class Cellwright(LoggingConfigurable):
         "images, then off for the rest of the thread).",
     ).tag(config=True)  # fmt: skip
     max_images = Int(_AGENT.max_images, min=0, help="Images sent to the model in one request at most.").tag(config=True)
+    undo_snapshot_limit_mb = Int(
+        _AGENT.undo_snapshot_limit_mb, min=0,
+        help="MB of kernel memory kept for undo snapshots, in all; a step whose changed variables are larger cannot be "
+        "undone (0: no snapshots, nothing is undoable).",
+    ).tag(config=True)  # fmt: skip
     data_dir = Unicode(help="Where threads, checkpoints and runtime settings are kept.").tag(config=True)
 
     def __init__(self, environ: Mapping[str, str] | None = None, **kwargs: Any) -> None:

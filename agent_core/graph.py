@@ -29,7 +29,8 @@ from .tools import TOOLS, ToolContext, ToolEnvironment, ToolInputError, ToolOutc
 from .tools.base import Emit
 from .vision import IMAGES_KEY, with_image_parts
 from .agents import AGENTS, AgentConfig, agent_for_mode
-from .approvals import approval_request_once, decided_args
+from .approvals import approval_request_once, decided_args, decided_context
+from .undo.rules import prompt_section as rules_prompt_section
 from .autonomy import ToolPolicy, policy_of
 from . import usage as token_usage
 
@@ -191,8 +192,8 @@ def _system_prompt(ctx: RunContext) -> dict[str, Any]:
     agents = "\n".join(f"  - {AGENTS[name].name}: {AGENTS[name].description}" for name in ctx.agent.may_call)
     text = prompt_text(ctx.agent.prompt).replace("{notebook_path}", ctx.notebook_path or "(none open)")
     text = text.replace("{skills}", skills_prompt_section()).replace("{agents}", agents)
-    note = ctx.policy.prompt_note()
-    return {"role": "system", "content": f"{text}\n\n{note}" if note else text}
+    notes = [ctx.policy.prompt_note(), rules_prompt_section(ctx.env.root_dir)]
+    return {"role": "system", "content": "\n\n".join([text, *(n for n in notes if n)])}
 
 
 def _reminder(ctx: RunContext) -> dict[str, Any]:
@@ -360,6 +361,7 @@ async def _run_tool(call: dict[str, Any], ctx: RunContext) -> ToolOutcome:
     if ctx.needs_approval(name):
         # The node re-runs from the top on resume; nothing above has side effects.
         decision = interrupt(await approval_request_once(spec, args, tool_ctx, ctx.agent.name, ctx.task_id, ctx.ledger_scope))
+        tool_ctx = decided_context(decision, args, tool_ctx)
         args, rejected = decided_args(decision, args)
         if rejected is not None:
             await ctx.ledger.finished(ctx.ledger_scope, call["id"], rejected)

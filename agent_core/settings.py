@@ -27,6 +27,7 @@ class AgentSettings:
     vision: Vision = "auto"  # image outputs as image parts: auto tries, and stops for the thread on a refusal
     max_images: int = 3  # image parts per model request
     prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # model -> per million tokens
+    undo_snapshot_limit_mb: int = 256  # kernel memory kept for undo snapshots, in all (also the cap of one step)
 
     @property
     def llm_configured(self) -> bool:

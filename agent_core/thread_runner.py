@@ -127,15 +127,17 @@ class ThreadRunner:
 
     @staticmethod
     async def with_context(
-        graph_input: Any, message: str, env: Any, settings: Any, kernel_seen: str | None = None
+        graph_input: Any, message: str, env: Any, settings: Any, kernel_seen: str | None = None,
+        notes_before: list[dict[str, Any]] | None = None,
     ) -> tuple[Any, list[dict[str, Any]]]:
         """A new run's input with the context its message's @mentions (or the namespace snapshot)
         resolve to, a note when the kernel restarted since the thread's last cell (`kernel_seen`),
-        and the mentions for `run_started`. Never fails the run: context is a help."""
+        after `notes_before` (e.g. the steps the user undid), and the mentions for `run_started`.
+        Never fails the run: context is a help."""
         from .graph import new_run_input
         from .mentions import context_for
 
-        notes: list[dict[str, Any]] = []
+        notes: list[dict[str, Any]] = list(notes_before or [])
         mentions: list[Any] = []
         kernel_now = None
         try:

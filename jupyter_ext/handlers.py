@@ -181,6 +181,16 @@ class ApprovalHandler(CellwrightHandler):
         self.write_json({"run_id": run_id}, 202)
 
 
+class UndoHandler(CellwrightHandler):
+    """POST threads/{id}/undo/{tool_call_id}: undo one step in the kernel. A run is undone by undoing
+    its steps newest first."""
+
+    @web.authenticated
+    @authorized
+    async def post(self, thread_id: str, call_id: str) -> None:
+        self.write_json(await self.runs.undo(thread_id, call_id))
+
+
 class CancelHandler(CellwrightHandler):
     @web.authenticated
     @authorized
@@ -349,6 +359,7 @@ default_handlers = [
     (r"/cellwright/api/threads/(?P<thread_id>[\w-]+)", ThreadHandler),
     (r"/cellwright/api/threads/(?P<thread_id>[\w-]+)/runs", RunsHandler),
     (r"/cellwright/api/threads/(?P<thread_id>[\w-]+)/approvals/(?P<call_id>[^/]+)", ApprovalHandler),
+    (r"/cellwright/api/threads/(?P<thread_id>[\w-]+)/undo/(?P<call_id>[^/]{1,200})", UndoHandler),
     (r"/cellwright/api/threads/(?P<thread_id>[\w-]+)/cancel", CancelHandler),
     (r"/cellwright/api/threads/(?P<thread_id>[\w-]+)/events", EventsHandler),
     (r"/cellwright/api/diagnostics", DiagnosticsHandler),

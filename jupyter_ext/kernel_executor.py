@@ -271,7 +271,9 @@ class KernelEnvironment:
     def _started(
         self, call_id: str, code: str, kernel_id: str, waiting_for_kernel: bool, placement: CellPlacement | None
     ) -> dict[str, Any]:
-        where = {"cell_id": placement.cell_id, "edit": placement.edit} if placement else {}
+        where: dict[str, Any] = {"cell_id": placement.cell_id, "edit": placement.edit} if placement else {}
+        if placement is not None and placement.provenance:
+            where["provenance"] = placement.provenance
         return make_event(
             "cell_started", id=call_id, code=code, notebook_path=self.notebook_path, kernel_id=kernel_id,
             waiting_for_kernel=waiting_for_kernel, **where,

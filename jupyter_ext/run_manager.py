@@ -115,12 +115,15 @@ class RunManager(LoggingConfigurable):
         return [{**r.public(), "status": self._status(r, None)} for r in await self.threads.list()]
 
     async def delete_thread(self, thread_id: str) -> None:
-        await self.thread(thread_id)
+        from agent_core.undo.steps import forget_thread
+
+        record = await self.thread(thread_id)
         async with _as_http_errors(), self._thread_locks[thread_id]:
             runner = await self.runner()
             await runner.ensure_not_leased(thread_id, "delete it")
             await self._stop_task(thread_id)
             await runner.delete_thread(thread_id)
+            await forget_thread(self._env_factory(record.notebook_path, record.kernel_id or None, self._settings()), thread_id)
         self._thread_locks.pop(thread_id, None)
 
     async def recover(self) -> None:
@@ -170,11 +173,37 @@ class RunManager(LoggingConfigurable):
             runner = await self.runner()
             snapshot = await self._recovered(record)
             resume = runner.resume_input(snapshot, call_id, decision)
+            if body.decision == "reject" and body.save_rule and body.save_rule.strip():
+                self._save_rule(record, body.save_rule)
             if body.kernel_id:
                 await self.threads.update(thread_id, kernel_id=body.kernel_id)
                 record = dataclasses.replace(record, kernel_id=body.kernel_id)
             segment = Segment(runner.mode_of(snapshot), runner.autonomy_of(snapshot), "", _cells(body.notebook_cells))
             return self._launch(record, resume, self._settings(), segment)
+
+    async def undo(self, thread_id: str, call_id: str) -> dict[str, Any]:
+        """Undo one step (agent_core.undo.steps) while no run is active; its `step_undone` event goes
+        into the thread's log, and a note for the agent into its next run."""
+        from agent_core.contract import make_event
+        from agent_core.event_pump import EventPump
+        from agent_core.undo.steps import BOOK, UndoRefused, undo_step
+
+        record = await self.thread(thread_id)
+        async with _as_http_errors(), self._thread_locks[thread_id]:
+            await self._ensure_free(thread_id, "A run of this thread is active: undo its steps once it has finished or stopped.")
+            runner = await self.runner()
+            # A sub-agent's steps are not in the thread's own messages, but their snapshots are known.
+            if not BOOK.knows(thread_id, call_id) and not _has_call((await runner.snapshot(thread_id)).values or {}, call_id):
+                raise NotFound(f"Thread {thread_id!r} has no step {call_id[:200]!r}.", "step_not_found")
+            env = self._env_factory(record.notebook_path, record.kernel_id or None, self._settings())
+            try:
+                result = await undo_step(env, thread_id, call_id)
+            except UndoRefused as exc:
+                raise Conflict(exc.message, exc.kind) from None
+            emit = EventPump(self.threads, thread_id, record.last_run_id)
+            emit(make_event("step_undone", id=call_id, **result))
+            await emit.drain()
+            return result
 
     async def cancel(self, thread_id: str) -> None:
         record = await self.thread(thread_id)
@@ -185,6 +214,15 @@ class RunManager(LoggingConfigurable):
             runner = await self.runner()
             await runner.ensure_not_leased(thread_id, "stop it")
             await runner.stop_pending(thread_id, record.last_run_id)
+
+    def _save_rule(self, record: ThreadRecord, text: str) -> None:
+        from agent_core.undo.rules import save_rule
+
+        root = self._env_factory(record.notebook_path, record.kernel_id or None, self._settings()).root_dir
+        try:
+            save_rule(root, text)
+        except ValueError as exc:
+            raise BadRequest(f"The rule was not saved, and the call is still pending: {exc}", "bad_rule") from None
 
     def is_running(self, thread_id: str) -> bool:
         return thread_id in self._active
@@ -283,7 +321,11 @@ class RunManager(LoggingConfigurable):
             # Resolved here, in the run's task: the POST answers at once, whatever the kernel does.
             mentions = None
             if with_context:
-                graph_input, mentions = await runner.with_context(graph_input, segment.message, env, settings, kernel_seen)
+                from agent_core.undo.steps import pending_notes
+
+                graph_input, mentions = await runner.with_context(
+                    graph_input, segment.message, env, settings, kernel_seen, pending_notes(record.thread_id)
+                )
             return await runner.run_segment(
                 record.thread_id, run_id, graph_input, make_context, segment.mode, segment.message, mentions=mentions,
                 autonomy=segment.autonomy,
@@ -348,6 +390,13 @@ class Segment:
 
 def _cells(cells: list[LiveCell] | None) -> list[dict[str, Any]] | None:
     return None if cells is None else [cell.model_dump() for cell in cells]
+
+
+def _has_call(values: dict[str, Any], call_id: str) -> bool:
+    """Whether the thread's messages hold a tool call with this id."""
+    return any(
+        call.get("id") == call_id for message in values.get("messages", []) for call in (message.get("tool_calls") or [])
+    )
 
 
 def _public_pending(pending: dict[str, Any] | None) -> dict[str, Any] | None:

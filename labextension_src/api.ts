@@ -20,7 +20,8 @@ import {
   StartRun,
   Thread,
   ThreadDetail,
-  ThreadList
+  ThreadList,
+  UndoResult
 } from './contract.gen';
 import { API_NAMESPACE } from './tokens';
 
@@ -224,6 +225,14 @@ export class CellwrightAPI {
     return this.request<RunAccepted>(
       `threads/${enc(threadId)}/approvals/${enc(toolCallId)}`,
       jsonInit('POST', body)
+    );
+  }
+
+  /** Undo one step in the kernel (a run: its steps newest first). */
+  undo(threadId: string, toolCallId: string): Promise<UndoResult> {
+    return this.request<UndoResult>(
+      `threads/${enc(threadId)}/undo/${enc(toolCallId)}`,
+      jsonInit('POST', {})
     );
   }
 

@@ -145,6 +145,8 @@ export interface ApprovalRequest {
   cwd?: string | null;
   /** The preview found that the call cannot succeed as it stands. */
   will_fail?: boolean;
+  /** run_cell, edit_cell, execute_command: what the call will touch. */
+  impact?: Impact | null;
 }
 
 export interface ApprovalRequiredEvent {
@@ -173,6 +175,8 @@ export interface ApprovalRequiredEvent {
   cwd?: string | null;
   /** The preview found that the call cannot succeed as it stands. */
   will_fail?: boolean;
+  /** run_cell, edit_cell, execute_command: what the call will touch. */
+  impact?: Impact | null;
 }
 
 /** Sent once after the replayed backlog, before live events; not stored, no `id:` line. */
@@ -244,6 +248,8 @@ export interface CellStartedEvent {
    * follows when it starts.
    */
   waiting_for_kernel?: boolean;
+  /** Where the cell came from; the panel keeps it in the cell's metadata as `cellwright`. */
+  provenance?: Provenance | null;
 }
 
 export type CellwrightEvent =
@@ -260,7 +266,8 @@ export type CellwrightEvent =
   | FinalEvent
   | ErrorEvent
   | UsageEvent
-  | RunFinishedEvent;
+  | RunFinishedEvent
+  | StepUndoneEvent;
 
 export interface ErrorEvent {
   type: 'error';
@@ -295,11 +302,58 @@ export interface FinalEvent {
   next_items: NextItem[];
 }
 
+/**
+ * Static analysis of a cell's code (Python's ast; magics and ! lines recognised). What the analysis
+ * cannot tell is listed under `unknown`, never guessed as safe.
+ */
+export interface Impact {
+  reads: ImpactItem[];
+  assigns: ImpactItem[];
+  /** Changed in place: method calls such as inplace=True, item or attribute assignment. */
+  mutates: ImpactItem[];
+  deletes: ImpactItem[];
+  files_written: ImpactItem[];
+  network: ImpactItem[];
+  installs: ImpactItem[];
+  shell: ImpactItem[];
+  /** Effects the analysis cannot see through (exec, a parse error, ...). */
+  unknown: ImpactItem[];
+  parse_error?: string | null;
+  /** The kernel part of the step can be undone (its changed variables can be snapshotted). */
+  undoable: boolean;
+  /**
+   * Why the step cannot be undone in the kernel, or which effects an undo leaves (files,
+   * network...).
+   */
+  not_undoable_reason?: string | null;
+  /** Workspace rules (.cellwright/rules.md) this call appears to break. */
+  rule_warnings: string[];
+  /** What "Save as rule" offers when the user rejects this call without a reason. */
+  suggested_rule?: string | null;
+}
+
 export interface MentionInfo {
   name: string;
   kind: 'variable' | 'file';
   /** false: not found, refused or unreadable; the model is told why. */
   ok: boolean;
+}
+
+/**
+ * Where an agent-written cell came from: the panel writes it, with the event's thread_id and
+ * run_id, into the cell's metadata as `cellwright`.
+ */
+export interface Provenance {
+  thread_id: string;
+  agent: string;
+  tool_call_id: string;
+  model: string;
+  decision: 'approved' | 'edited' | 'auto_approved';
+  /** decision "edited": the code the agent proposed. */
+  edited_from?: string | null;
+  /** A snapshot of the variables the cell changes was kept: POST undo can restore them. */
+  undoable: boolean;
+  not_undoable_reason?: string | null;
 }
 
 export interface RunFinishedEvent {
@@ -334,6 +388,31 @@ export interface RunStartedEvent {
   message: string;
   /** The message's @mentions as the server resolved them (absent without any). */
   mentions?: MentionInfo[] | null;
+}
+
+/** The user undid step `id` (POST threads/{id}/undo/{tool_call_id}): its variables are back. */
+export interface StepUndoneEvent {
+  type: 'step_undone';
+  /** Per-thread counter, strictly increasing by one, never reused; the SSE `id:`. */
+  seq: number;
+  thread_id: string;
+  run_id: string;
+  /** "main" in single mode; "planner" or the sub-agent's name in multi mode. */
+  agent: string;
+  /** Set on every event of a sub-agent: the id of the `task` call that started it. */
+  task_id?: string | null;
+  /** Variables set back to their value before the step. */
+  restored: string[];
+  /** Variables the step created, deleted again. */
+  removed: string[];
+  /** Effects outside the kernel that stay (files written, network, installs, shell). */
+  not_undone: string[];
+  /** The step's notebook cell: removed, or (edit) given its previous source back. */
+  cell_id?: string | null;
+  /** The step edited an existing cell (edit_cell) rather than adding one. */
+  edit?: boolean;
+  /** The tool call that was undone. */
+  id: string;
 }
 
 export type StreamEvent = CellwrightEvent | CaughtUpEvent;
@@ -411,6 +490,20 @@ export interface ToolResultEvent {
   stopped?: boolean;
 }
 
+/** POST threads/{id}/undo/{tool_call_id}; also the `step_undone` event. */
+export interface UndoResult {
+  /** Variables set back to their value before the step. */
+  restored: string[];
+  /** Variables the step created, deleted again. */
+  removed: string[];
+  /** Effects outside the kernel that stay (files written, network, installs, shell). */
+  not_undone: string[];
+  /** The step's notebook cell: removed, or (edit) given its previous source back. */
+  cell_id?: string | null;
+  /** The step edited an existing cell (edit_cell) rather than adding one. */
+  edit?: boolean;
+}
+
 /**
  * After each model call: what it used, the run's and the thread's totals, and the context meter.
  */
@@ -451,6 +544,7 @@ export const EVENT_TYPES = [
   'error',
   'usage',
   'run_finished',
+  'step_undone',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
@@ -513,6 +607,11 @@ export interface Decision {
   args?: Record<string, unknown> | null;
   /** reject: told to the model. */
   reason?: string | null;
+  /**
+   * reject: also keep this text as a workspace rule (.cellwright/rules.md), given to the agent on
+   * every run.
+   */
+  save_rule?: string | null;
   kernel_id?: string | null;
   /**
    * The notebook's cells as the browser has them (saved or not): what edit_cell diffs against and
@@ -767,6 +866,13 @@ export interface FinalAnswerArgs {
   next_items?: NextItemArg[] | null;
 }
 
+export interface ImpactItem {
+  /** A variable, a file, a host, a package or a command, as the code names it. */
+  name: string;
+  /** The line of the cell it comes from (1-based). */
+  line: number;
+}
+
 export interface ListFilesArgs {
   /** Folder to list, relative to the root. */
   path?: string;
@@ -919,6 +1025,7 @@ export interface Routes {
   'POST threads/{thread_id}/runs': { body: StartRun; answer: RunAccepted };
   'GET threads/{thread_id}/events': { body: null; answer: StreamEvent };
   'POST threads/{thread_id}/approvals/{tool_call_id}': { body: Decision; answer: RunAccepted };
+  'POST threads/{thread_id}/undo/{tool_call_id}': { body: null; answer: UndoResult };
   'POST threads/{thread_id}/cancel': { body: null; answer: CancelAccepted };
   'POST diagnostics': { body: DiagnosticsRequest; answer: DiagnosticsAnswer };
   'POST resources': { body: ResourcesRequest; answer: Resources };

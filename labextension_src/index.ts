@@ -21,6 +21,8 @@ import { fixMessage, hasError } from './fixCell';
 import { restartKernelById } from './kernels';
 import { PanelModel } from './model';
 import { NotebookBridge } from './notebook';
+import { CellBadges, revealStep } from './cellBadges';
+import { onStepUndone, undoSteps, undoSummary } from './model/undo';
 import { Autonomy, Mode } from './contract.gen';
 import { CommandIDs, PLUGIN_ID } from './tokens';
 import { FRONTEND_VERSION } from './version';
@@ -79,6 +81,18 @@ const plugin: JupyterFrontEndPlugin<void> = {
     // Live agent events write into the open notebook.
     const bridge = new NotebookBridge(tracker);
     model.liveEvent.connect((_, live) => bridge.handle(live));
+    onStepUndone(({ id }) => bridge.stepUndone(id, model.thread?.notebookPath ?? null));
+    const badges = new CellBadges(tracker, {
+      open: provenance => {
+        void model.openThread(provenance.thread_id);
+        app.shell.activateById(panel.id);
+        revealStep(provenance.tool_call_id);
+      },
+      undo: async provenance => {
+        const outcome = await undoSteps(model, provenance.thread_id, [provenance.tool_call_id]);
+        return { ok: !outcome.error, message: undoSummary(outcome) };
+      }
+    });
 
     // Bind the panel to the active notebook.
     let bound: NotebookPanel | null = null;
@@ -240,6 +254,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
             model.mode = (settings.get('mode').composite as Mode) ?? 'single';
             model.autoScroll = (settings.get('autoScroll').composite as boolean) ?? true;
             model.defaultAutonomy = (settings.get('autonomy').composite as Autonomy) ?? 'agent';
+            badges.enabled = (settings.get('provenanceBadges').composite as boolean) ?? true;
             const next = (settings.get('auto_approve').composite as string[]) ?? [];
             if (!initial && JSON.stringify(next) !== autoApprove) {
               autoApprove = JSON.stringify(next);

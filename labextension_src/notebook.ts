@@ -21,9 +21,12 @@
  * become links (inertMarkdown.ts), since the notebook renders it itself.
  */
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import type { PartialJSONObject } from '@lumino/coreutils';
 
+import { CellStartedEvent } from './contract.gen';
 import { inertMarkdownSource } from './inertMarkdown';
 import { ILiveEvent } from './model';
+import { ICellProvenance, provenanceMetadata } from './model/review';
 
 const METADATA_KEY = 'cellwright';
 
@@ -65,9 +68,9 @@ export class NotebookBridge {
           const cellId = typeof event.cell_id === 'string' && event.cell_id ? event.cell_id : null;
           if (panel && !this._findCell(panel, event.id)) {
             if (event.edit && cellId) {
-              this._edit(panel, cellId, event.code ?? '', event.id);
+              this._edit(panel, cellId, event.code ?? '', event.id, event);
             } else {
-              this._insert(panel, 'code', event.code ?? '', event.id, cellId);
+              this._insert(panel, 'code', event.code ?? '', event.id, cellId, provenanceMetadata(event));
             }
           }
           const cell = panel ? (this._findCell(panel, event.id) as ICodeCellLike | null) : null;
@@ -92,6 +95,10 @@ export class NotebookBridge {
             cell.executionCount = event.execution_count ?? null;
             cell.executionState = 'idle';
           }
+          break;
+        }
+        case 'step_undone': {
+          this._undo(event.id, thread.notebookPath);
           break;
         }
         case 'tool_call': {
@@ -178,7 +185,8 @@ export class NotebookBridge {
     cellType: 'code' | 'markdown',
     source: string,
     toolCallId: string,
-    cellId: string | null = null
+    cellId: string | null = null,
+    provenance: ICellProvenance | null = null
   ): void {
     const model = panel.content.model;
     if (!model) {
@@ -188,7 +196,7 @@ export class NotebookBridge {
     const cell = {
       cell_type: cellType,
       source,
-      metadata: { [METADATA_KEY]: { tool_call_id: toolCallId } },
+      metadata: { [METADATA_KEY]: (provenance ?? { tool_call_id: toolCallId }) as unknown as PartialJSONObject },
       ...(cellId && !this._cellById(panel, cellId) ? { id: cellId } : {})
     };
     if (isBlankNotebook(this._cells(panel))) {
@@ -203,12 +211,19 @@ export class NotebookBridge {
   }
 
   /** edit_cell: the cell with nbformat id `cellId` gets the new source and loses its outputs. */
-  private _edit(panel: NotebookPanel, cellId: string, source: string, toolCallId: string): void {
+  private _edit(
+    panel: NotebookPanel,
+    cellId: string,
+    source: string,
+    toolCallId: string,
+    event: CellStartedEvent
+  ): void {
     const cell = this._cellById(panel, cellId);
     if (!cell) {
       console.warn(`Cellwright: edit_cell: no cell ${cellId} in ${panel.context.path}`);
       return;
     }
+    const previous = cell.sharedModel.getSource();
     cell.sharedModel.setSource(source);
     if (cell.type === 'code') {
       const code = cell as ICodeCellLike;
@@ -218,10 +233,54 @@ export class NotebookBridge {
     const meta = cell.getMetadata(METADATA_KEY);
     cell.setMetadata(METADATA_KEY, {
       ...(meta && typeof meta === 'object' ? meta : {}),
+      ...provenanceMetadata(event, previous),
       tool_call_id: toolCallId
     });
     this._cache.set(toolCallId, cell);
     this._trim();
+  }
+
+  /**
+   * The user undid a step: its cell goes (run_cell), or an edited cell gets
+   * its source from before the edit back (edit_cell). Once only: the cell's
+   * metadata then says it was undone.
+   */
+  /** A step undone from this page (model/undo.ts): its cell, at once. */
+  stepUndone(toolCallId: string, notebookPath: string | null): void {
+    try {
+      this._undo(toolCallId, notebookPath);
+    } catch (error) {
+      console.error('Cellwright: could not undo the cell', error);
+    }
+  }
+
+  private _undo(toolCallId: string, preferredPath: string | null): void {
+    const panels: NotebookPanel[] = [];
+    this._tracker.forEach(panel => void panels.push(panel));
+    const preferred = this._find(preferredPath);
+    for (const panel of preferred ? [preferred, ...panels.filter(p => p !== preferred)] : panels) {
+      const cell = this._findCell(panel, toolCallId);
+      const model = panel.content.model;
+      if (!cell || !model) {
+        continue;
+      }
+      const meta = cell.getMetadata(METADATA_KEY) as ICellProvenance | undefined;
+      if (meta?.undone) {
+        return; // already applied (from this page, then from the stream)
+      }
+      if (meta && typeof meta.previous_source === 'string') {
+        cell.sharedModel.setSource(meta.previous_source);
+        const { previous_source: _previous, ...rest } = meta;
+        cell.setMetadata(METADATA_KEY, { ...rest, undone: true });
+      } else {
+        const index = this._cells(panel).indexOf(cell);
+        if (index >= 0) {
+          model.sharedModel.deleteCell(index);
+        }
+      }
+      this._cache.delete(toolCallId);
+      return;
+    }
   }
 
   private _cellById(panel: NotebookPanel, cellId: string): ICellLike | null {

@@ -149,7 +149,9 @@ async def test_approval_card_preview(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
     ctx = Ctx(tmp_path)()
     assert SPEC.needs_approval and not SPEC.read_only
-    assert await SPEC.preview({"command": "make", "cwd": "sub"}, ctx) == {"command": "make", "cwd": "sub"}  # type: ignore[misc]
+    card = await SPEC.preview({"command": "make", "cwd": "sub"}, ctx)  # type: ignore[misc]
+    assert {k: card[k] for k in ("command", "cwd")} == {"command": "make", "cwd": "sub"}
+    assert card["impact"]["undoable"] is False and card["impact"]["shell"][0]["line"] == 1  # runs outside the kernel
     bad = await SPEC.preview({"command": "make", "cwd": "../x"}, ctx)  # type: ignore[misc]
     assert "will fail" in bad["description"]
     assert "sub" in SPEC.describe_call({"command": "make", "cwd": "sub"})

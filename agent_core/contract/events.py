@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal, Union, get_args
 from pydantic import Field, TypeAdapter
 from typing_extensions import TypeAliasType
 
+from .review import Impact, Provenance, UndoResult
 from .shared import (
     Autonomy,
     CellStatus,
@@ -90,6 +91,7 @@ class ApprovalRequest(WireModel):
     command: str | None = Field(default=None, description="execute_command: the command line.")
     cwd: str | None = Field(default=None, description='execute_command: its folder, relative to the root ("." for the root).')
     will_fail: bool = Field(default=False, description="The preview found that the call cannot succeed as it stands.")
+    impact: Impact | None = Field(default=None, description="run_cell, edit_cell, execute_command: what the call will touch.")
     agent: str = "main"
     task_id: str | None = None
 
@@ -114,6 +116,9 @@ class CellStartedEvent(EventBase):
         default=False,
         description="The kernel is busy with another cell and this one waits; a second cell_started "
         "with false follows when it starts.",
+    )
+    provenance: Provenance | None = Field(
+        default=None, description="Where the cell came from; the panel keeps it in the cell's metadata as `cellwright`."
     )
 
 
@@ -191,6 +196,13 @@ class RunFinishedEvent(EventBase):
     usage: Usage | None = Field(default=None, description="The run's totals so far (absent when no model call was made).")
 
 
+class StepUndoneEvent(EventBase, UndoResult):
+    """The user undid step `id` (POST threads/{id}/undo/{tool_call_id}): its variables are back."""
+
+    type: Literal["step_undone"]
+    id: str = Field(description="The tool call that was undone.")
+
+
 class CaughtUpEvent(WireModel):
     """Sent once after the replayed backlog, before live events; not stored, no `id:` line."""
 
@@ -202,7 +214,7 @@ class CaughtUpEvent(WireModel):
 THREAD_EVENTS: tuple[type[EventBase], ...] = (
     RunStartedEvent, TokenEvent, ToolCallEvent, ApprovalRequiredEvent, CellStartedEvent, CellOutputEvent,
     CellFinishedEvent, ToolResultEvent, TodosEvent, AgentSwitchEvent, FinalEvent, ErrorEvent, UsageEvent,
-    RunFinishedEvent,
+    RunFinishedEvent, StepUndoneEvent,
 )  # fmt: skip
 MODEL_OF_TYPE: dict[str, type[WireModel]] = {
     get_args(model.model_fields["type"].annotation)[0]: model for model in (*THREAD_EVENTS, CaughtUpEvent)
@@ -210,7 +222,7 @@ MODEL_OF_TYPE: dict[str, type[WireModel]] = {
 EVENT_TYPES: tuple[str, ...] = tuple(type_ for type_, model in MODEL_OF_TYPE.items() if model in THREAD_EVENTS)
 EventType = Literal[
     "run_started", "token", "tool_call", "approval_required", "cell_started", "cell_output", "cell_finished",
-    "tool_result", "todos", "agent_switch", "final", "error", "usage", "run_finished", "caught_up",
+    "tool_result", "todos", "agent_switch", "final", "error", "usage", "run_finished", "step_undone", "caught_up",
 ]  # fmt: skip
 
 # An event of a thread's log (what the agent emits), a union on `type`.
@@ -220,7 +232,7 @@ CellwrightEvent = TypeAliasType(
         Union[
             RunStartedEvent, TokenEvent, ToolCallEvent, ApprovalRequiredEvent, CellStartedEvent, CellOutputEvent,
             CellFinishedEvent, ToolResultEvent, TodosEvent, AgentSwitchEvent, FinalEvent, ErrorEvent, UsageEvent,
-            RunFinishedEvent,
+            RunFinishedEvent, StepUndoneEvent,
         ],
         Field(discriminator="type"),
     ],

@@ -10,6 +10,7 @@ from typing import Any, ClassVar, Literal, TypeVar, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .events import ApprovalRequest
+from .review import UndoResult
 from .shared import (
     ApprovalDecision, Autonomy, CheckpointerKind, Diagnostic, LiveCell, Mode, ThreadStatus, Todo, ToolCalling, Usage, WireModel,
 )  # fmt: skip
@@ -21,6 +22,7 @@ MAX_PATH_CHARS = 4096
 MAX_ID_CHARS = 200
 MAX_NAMES = 100
 MAX_CELLS = 5000
+MAX_RULE_CHARS = 300  # agent_core.impact.rules keeps a rule to one line of this size
 
 Path_ = Field(default=None, max_length=MAX_PATH_CHARS)
 Id_ = Field(default=None, max_length=MAX_ID_CHARS)
@@ -62,6 +64,10 @@ class Decision(Body):
     decision: ApprovalDecision
     args: dict[str, Any] | None = Field(default=None, description="edit: the arguments to run instead.")
     reason: str | None = Field(default=None, max_length=20_000, description="reject: told to the model.")
+    save_rule: str | None = Field(
+        default=None, max_length=MAX_RULE_CHARS,
+        description="reject: also keep this text as a workspace rule (.cellwright/rules.md), given to the agent on every run.",
+    )  # fmt: skip
     kernel_id: str | None = Id_
     notebook_cells: list[LiveCell] | None = NotebookCells
     field_kinds: ClassVar[dict[str, str]] = {"decision": "bad_decision", "args": "bad_args"}
@@ -325,6 +331,12 @@ ROUTES: tuple[Route, ...] = (
     Route(
         "post", "threads/{thread_id}/approvals/{tool_call_id}", "Approve, edit or reject the pending call.",
         {202: RunAccepted}, Decision, (*BODY_ERRORS, 404, 409),
+    ),
+    Route(
+        "post", "threads/{thread_id}/undo/{tool_call_id}",
+        "Undo a step: restore the variables it changed, delete the ones it created; 409 when it cannot be undone (any "
+        "more). To undo a run, undo its steps newest first.",
+        {200: UndoResult}, errors=(404, 409),
     ),
     Route("post", "threads/{thread_id}/cancel", "Stop the run (interrupts the kernel if a cell runs).", {202: CancelAccepted}, errors=(404, 409)),
     Route("post", "diagnostics", "Lint a cell's code or a .py file.", {200: DiagnosticsAnswer}, DiagnosticsRequest, (*BODY_ERRORS, 409)),

@@ -41,6 +41,7 @@ class CellPlacement:
 
     cell_id: str
     edit: bool = False
+    provenance: dict[str, Any] | None = None  # contract.review.Provenance: the panel keeps it in the cell's metadata
 
 
 class ToolEnvironment(Protocol):
@@ -99,6 +100,8 @@ class ToolContext:
     emit: Emit
     settings: AgentSettings
     run: Any = None  # the graph's RunContext, for tools that run agents (task)
+    decision: str = "auto_approved"  # how the call came to run: "approved", "edited" (by the user) or "auto_approved"
+    proposed_args: dict[str, Any] | None = None  # "edited": the arguments the agent proposed
 
 
 ArgsT = TypeVar("ArgsT", bound=ToolArgs)

@@ -13,7 +13,7 @@ from ..output_digest import bounded
 from ..workspace import WorkspaceError, workspace_of
 from .arguments import ToolArgs
 from .base import CellPlacement, ToolContext, ToolInputError, ToolOutcome, ToolSpec
-from .notebook import RunCellArgs, cell_outcome, cell_preview
+from .notebook import RunCellArgs, before_cell, cell_outcome, cell_preview
 from .notebook_reader import load_notebook
 from .writes import MAX_DIFF_CHARS, unified_diff
 
@@ -71,7 +71,7 @@ async def edit_cell(args: EditCellArgs, ctx: ToolContext) -> ToolOutcome:
     if not ctx.env.edits_cells:
         raise ToolInputError("cells can be edited from the Cellwright panel only; here use run_cell")
     await target_cell(args.cell_id, ctx)
-    placement = CellPlacement(args.cell_id, edit=True)
+    placement = await before_cell(args.source, ctx, CellPlacement(args.cell_id, edit=True))
     return await cell_outcome(await ctx.env.run_cell(ctx.call_id, args.source, ctx.emit, placement), placement, ctx)
 
 

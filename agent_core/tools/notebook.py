@@ -32,6 +32,20 @@ def new_cell_id(call_id: str) -> str:
     return "cw-" + hashlib.sha256(call_id.encode()).hexdigest()[:16]
 
 
+async def before_cell(code: str, ctx: ToolContext, placement: CellPlacement) -> CellPlacement:
+    """Snapshot what the approved cell changes (agent_core.undo.steps); the placement carries its provenance."""
+    from ..undo.steps import before_cell as snapshot_before  # loaded with the first cell, not the registry
+
+    return await snapshot_before(code, ctx, placement)
+
+
+async def code_impact(code: str, ctx: ToolContext) -> dict[str, Any]:
+    """The approval card's `impact` (agent_core.undo.card)."""
+    from ..undo.card import code_impact as impact_of
+
+    return await impact_of(code, ctx)
+
+
 async def cell_outcome(cell: CellRun, placement: CellPlacement, ctx: ToolContext) -> ToolOutcome:
     """What the model is told of a cell that ran: its id (for edit_cell), count, outputs and images."""
     text = digest(cell.outputs)
@@ -52,20 +66,24 @@ async def cell_outcome(cell: CellRun, placement: CellPlacement, ctx: ToolContext
 async def run_cell(args: RunCellArgs, ctx: ToolContext) -> ToolOutcome:
     if not args.code.strip():  # checked here, not in the model: the approval card of a blank cell still shows
         raise ToolInputError("run_cell needs non-empty code")
-    placement = CellPlacement(new_cell_id(ctx.call_id))
+    placement = await before_cell(args.code, ctx, CellPlacement(new_cell_id(ctx.call_id)))
     return await cell_outcome(await ctx.env.run_cell(ctx.call_id, args.code, ctx.emit, placement), placement, ctx)
 
 
 async def cell_preview(args: RunCellArgs, ctx: ToolContext) -> dict[str, Any]:
-    """The approval card's diagnostics; never fails (a card without them is still a card)."""
+    """The approval card's diagnostics and impact; never fails (a card without them is still a card)."""
     if not args.code.strip():
         return {"diagnostics": []}
+    card: dict[str, Any] = {"diagnostics": []}
     try:
-        result = await lint_code(args.code, Path(ctx.env.root_dir), env=ctx.env)
+        card["impact"] = await code_impact(args.code, ctx)
+    except Exception as exc:  # the analysis is a help for the user, never a reason to lose the card
+        log.warning("no impact for the card: %s", exc)
+    try:
+        card["diagnostics"] = (await lint_code(args.code, Path(ctx.env.root_dir), env=ctx.env)).diagnostics
     except ToolInputError as exc:
         log.info("no diagnostics for the card: %s", exc)
-        return {"diagnostics": []}
-    return {"diagnostics": result.diagnostics}
+    return card
 
 
 async def add_markdown(args: AddMarkdownArgs, ctx: ToolContext) -> ToolOutcome:

@@ -326,7 +326,9 @@ async def execute_command_preview(args: ExecuteCommandArgs, ctx: ToolContext) ->
         _, rel = _folder(args, ctx)
     except ToolInputError as exc:
         return will_fail("execute_command", exc, command=args.command, cwd=args.cwd or ".")
-    return {"command": args.command, "cwd": rel}
+    from ..undo.card import command_impact
+
+    return {"command": args.command, "cwd": rel, "impact": command_impact(args.command, ctx)}
 
 
 def _describe(args: ExecuteCommandArgs) -> str:

@@ -13,6 +13,8 @@ import {
   HiddenControlsWarning,
   OtherArgs
 } from './Previews';
+import { ImpactView, SaveRuleOption } from './ImpactView';
+import { suggestedRule } from '../model/review';
 import { TodoEditor, todosOf } from './TodoEditor';
 import { TodoList } from './TodoList';
 import { VisibleText } from './VisibleText';
@@ -102,6 +104,8 @@ export function ApprovalCard(props: {
   const [mode, setMode] = useState<'view' | 'edit' | 'reject'>('view');
   const [draft, setDraft] = useState(() => editableText(pending));
   const [reason, setReason] = useState('');
+  const [savingRule, setSavingRule] = useState(false);
+  const [rule, setRule] = useState<string | null>(null); // null: follow the suggestion
   const [editError, setEditError] = useState<string | null>(null);
   const isPlan = pending.name === 'write_todos';
   const [todos, setTodos] = useState<Todo[]>(() => todosOf(pending.args));
@@ -112,6 +116,8 @@ export function ApprovalCard(props: {
     setDraft(editableText(pending));
     setTodos(todosOf(pending.args));
     setReason('');
+    setSavingRule(false);
+    setRule(null);
     setEditError(null);
   }, [pending.id]);
 
@@ -161,7 +167,11 @@ export function ApprovalCard(props: {
   };
 
   const reject = (): void => {
-    void model.decide('reject', { reason: reason.trim() || undefined });
+    const ruleText = (rule ?? suggestedRule(pending.impact, reason)).trim();
+    void model.decide('reject', {
+      reason: reason.trim() || undefined,
+      save_rule: savingRule && ruleText ? ruleText : undefined
+    });
   };
 
   const args = pending.args ?? {};
@@ -284,6 +294,8 @@ export function ApprovalCard(props: {
         </div>
       )}
 
+      <ImpactView impact={pending.impact} />
+
       <DiagnosticsList diagnostics={diagnostics} />
 
       {diff && mode !== 'edit' && <DiffView diff={diff} />}
@@ -305,6 +317,14 @@ export function ApprovalCard(props: {
             onChange={e => setReason(e.target.value)}
             disabled={busy}
             autoFocus
+          />
+          <SaveRuleOption
+            id={pending.id}
+            saving={savingRule}
+            text={rule ?? suggestedRule(pending.impact, reason)}
+            disabled={busy}
+            onSaving={setSavingRule}
+            onText={setRule}
           />
           <div className="cw-buttons">
             <button

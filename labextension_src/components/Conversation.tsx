@@ -20,6 +20,7 @@ import { UserMessageText } from './Mentions';
 import { TodoList } from './TodoList';
 import { UsageFigures } from './Usage';
 import { STATUS_ICON, ToolEntry, ToolResultLine } from './ToolEntry';
+import { UndoButtons } from './UndoButtons';
 
 /** The agent's name, when it is not the one its container already names. */
 function AgentBadge(props: { agent: string; container?: string }): JSX.Element | null {
@@ -175,11 +176,14 @@ function Item(props: {
       );
     case 'tool':
       return (
-        <ToolEntry
-          item={item}
-          rendermime={rendermime}
-          showAgent={!ROOT_AGENTS.has(item.agent) && item.agent !== container}
-        />
+        <>
+          <ToolEntry
+            item={item}
+            rendermime={rendermime}
+            showAgent={!ROOT_AGENTS.has(item.agent) && item.agent !== container}
+          />
+          {item.undo && <UndoButtons model={model} item={item} />}
+        </>
       );
     case 'subtask':
       return <SubtaskBlock item={item} model={model} rendermime={rendermime} />;

@@ -437,7 +437,7 @@ export class PanelModel implements IDisposable {
   /** Decide the pending approval. At most one request at a time. */
   async decide(
     decision: ApprovalDecision,
-    extra: { args?: Record<string, unknown>; reason?: string } = {}
+    extra: { args?: Record<string, unknown>; reason?: string; save_rule?: string } = {}
   ): Promise<boolean> {
     const thread = this._active;
     const pending = this.pendingApproval;
@@ -453,6 +453,7 @@ export class PanelModel implements IDisposable {
         decision,
         ...(extra.args ? { args: extra.args } : {}),
         ...(extra.reason ? { reason: extra.reason } : {}),
+        ...(extra.save_rule ? { save_rule: extra.save_rule } : {}),
         ...(kernelId ? { kernel_id: kernelId } : {}),
         ...(cells ? { notebook_cells: cells } : {})
       });

@@ -36,6 +36,7 @@ import {
   TASK_TOOL,
   ToolItemStatus
 } from './view';
+import { undoneState, undoStateOf } from './review';
 
 /** Tools that the timeline does not show: their effect has its own view. */
 const HIDDEN_TOOLS = new Set(['final_answer', 'write_todos']);
@@ -352,10 +353,14 @@ function foldStored(view: IThreadView, event: CellwrightEvent): IThreadView {
         isCell: true,
         code: event.code,
         outputs: [],
-        waitingForKernel: event.waiting_for_kernel === true
+        waitingForKernel: event.waiting_for_kernel === true,
+        ...(event.provenance ? { undo: undoStateOf(event) } : {})
       }));
       break;
     }
+    case 'step_undone':
+      draft.items = updateTool(draft.items, event.id, tool => ({ undo: undoneState(tool, event.run_id) }));
+      break;
     case 'cell_output': {
       // A cell's output, or the live output of another tool (execute_command).
       draft.items = updateTool(draft.items, event.id, item => ({

@@ -83,6 +83,15 @@ export interface IToolItem {
   waitingForKernel: boolean;
   /** The user's Stop ended the call (`tool_result.stopped`). */
   stopped: boolean;
+  /** A cell's undo state (from `cell_started.provenance`, then `step_undone`); null for other steps. */
+  undo?: IUndoState | null;
+}
+
+export interface IUndoState {
+  runId: string;
+  undoable: boolean;
+  reason: string | null;
+  undone: boolean;
 }
 
 /**

@@ -1,0 +1,66 @@
+"""The shapes of review and undo (issue 12): what the approval card says a cell will touch
+(`impact`), where a notebook cell the agent wrote came from (`provenance` on cell_started, written
+into the cell's nbformat metadata under `cellwright`), and what undoing a step did."""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from .shared import WireModel
+
+
+class ImpactItem(WireModel):
+    name: str = Field(description="A variable, a file, a host, a package or a command, as the code names it.")
+    line: int = Field(description="The line of the cell it comes from (1-based).")
+
+
+class Impact(WireModel):
+    """Static analysis of a cell's code (Python's ast; magics and ! lines recognised). What the
+    analysis cannot tell is listed under `unknown`, never guessed as safe."""
+
+    reads: list[ImpactItem]
+    assigns: list[ImpactItem]
+    mutates: list[ImpactItem] = Field(description="Changed in place: method calls such as inplace=True, item or attribute assignment.")
+    deletes: list[ImpactItem]
+    files_written: list[ImpactItem]
+    network: list[ImpactItem]
+    installs: list[ImpactItem]
+    shell: list[ImpactItem]
+    unknown: list[ImpactItem] = Field(description="Effects the analysis cannot see through (exec, a parse error, ...).")
+    parse_error: str | None = None
+    undoable: bool = Field(description="The kernel part of the step can be undone (its changed variables can be snapshotted).")
+    not_undoable_reason: str | None = Field(
+        default=None, description="Why the step cannot be undone in the kernel, or which effects an undo leaves (files, network...)."
+    )
+    rule_warnings: list[str] = Field(description="Workspace rules (.cellwright/rules.md) this call appears to break.")
+    suggested_rule: str | None = Field(
+        default=None, description='What "Save as rule" offers when the user rejects this call without a reason.'
+    )
+
+
+ProvenanceDecision = Literal["approved", "edited", "auto_approved"]
+
+
+class Provenance(WireModel):
+    """Where an agent-written cell came from: the panel writes it, with the event's thread_id and
+    run_id, into the cell's metadata as `cellwright`."""
+
+    thread_id: str
+    tool_call_id: str
+    model: str
+    agent: str
+    decision: ProvenanceDecision
+    edited_from: str | None = Field(default=None, description='decision "edited": the code the agent proposed.')
+    undoable: bool = Field(description="A snapshot of the variables the cell changes was kept: POST undo can restore them.")
+    not_undoable_reason: str | None = None
+
+
+class UndoResult(WireModel):
+    """POST threads/{id}/undo/{tool_call_id}; also the `step_undone` event."""
+
+    restored: list[str] = Field(description="Variables set back to their value before the step.")
+    removed: list[str] = Field(description="Variables the step created, deleted again.")
+    not_undone: list[str] = Field(description="Effects outside the kernel that stay (files written, network, installs, shell).")
+    cell_id: str | None = Field(default=None, description="The step's notebook cell: removed, or (edit) given its previous source back.")
+    edit: bool = Field(default=False, description="The step edited an existing cell (edit_cell) rather than adding one.")

@@ -1,0 +1,108 @@
+"""The approval card's `impact` (contract.review.Impact): what the static analysis finds in the code,
+the workspace rules it appears to break, and whether the step can be undone in the kernel, decided
+up front from the sizes of the variables it would change (asked of the kernel silently)."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..tools.base import ToolContext, ToolInputError
+from . import kernel_calls
+
+if TYPE_CHECKING:
+    from ..impact.analysis import CodeImpact
+
+log = logging.getLogger(__name__)
+
+FINDING_KINDS = ("reads", "assigns", "mutates", "deletes", "files_written", "network", "installs", "shell", "unknown")
+OUTSIDE_KINDS = {"files_written": "files written", "network": "network access", "installs": "package installs",
+                 "shell": "shell commands", "unknown": "effects the analysis cannot see"}  # fmt: skip
+MAX_LISTED = 5
+
+
+@dataclass(frozen=True)
+class Undoability:
+    undoable: bool
+    reason: str | None = None  # why not; or, when undoable, what an undo leaves as it is
+
+
+def findings(impact: CodeImpact) -> dict[str, list[dict[str, Any]]]:
+    return {kind: [{"name": f.name, "line": f.line} for f in getattr(impact, kind)] for kind in FINDING_KINDS}
+
+
+def not_undone(impact: CodeImpact) -> list[str]:
+    """The effects outside the kernel an undo leaves as they are, one line per kind."""
+    lines = []
+    for kind, label in OUTSIDE_KINDS.items():
+        items = getattr(impact, kind)
+        if items:
+            shown = ", ".join(f"{f.name} (line {f.line})" for f in items[:MAX_LISTED])
+            more = f" and {len(items) - MAX_LISTED} more" if len(items) > MAX_LISTED else ""
+            lines.append(f"{label}: {shown}{more}")
+    return lines
+
+
+def limit_bytes(ctx: ToolContext) -> int:
+    return int(getattr(ctx.settings, "undo_snapshot_limit_mb", 256)) * kernel_calls.MB
+
+
+async def undoability(impact: CodeImpact, ctx: ToolContext) -> Undoability:
+    """Whether the kernel part can be undone, from the kernel's sizes of the names the cell changes."""
+    if impact.parse_error:
+        return Undoability(False, f"the code could not be analysed ({impact.parse_error}), so what it changes is unknown")
+    cap = limit_bytes(ctx)
+    if cap <= 0:
+        return Undoability(False, "undo snapshots are turned off (undo_snapshot_limit_mb = 0)")
+    names = list(impact.changed_names())
+    problems: list[str] = []
+    if names:
+        try:
+            answer = await kernel_calls.measure(ctx.env, names, cap)
+        except ToolInputError as exc:
+            return Undoability(False, f"the kernel could not be asked for the variables' sizes: {exc}")
+        problems = [str(p) for p in answer.get("problems", [])]
+    if problems:
+        return Undoability(False, "; ".join(problems))
+    outside = not_undone(impact)
+    return Undoability(True, ("Undo restores the kernel's variables but not: " + "; ".join(outside)) if outside else None)
+
+
+def warnings_for(impact: CodeImpact, ctx: ToolContext) -> list[str]:
+    from ..impact.rules import rule_warnings
+    from .rules import rules_of
+
+    rules = rules_of(ctx.env.root_dir)
+    return list(rule_warnings(rules, impact)) if rules else []
+
+
+def suggestion(impact: CodeImpact) -> str | None:
+    from ..impact.rules import rule_from_rejection
+
+    return rule_from_rejection(impact, "") or None
+
+
+async def code_impact(code: str, ctx: ToolContext) -> dict[str, Any]:
+    """The card's `impact` for a cell's code (run_cell, edit_cell)."""
+    from ..impact.analysis import analyze_code
+
+    impact = analyze_code(code)
+    undo = await undoability(impact, ctx)
+    return {
+        **findings(impact), "parse_error": impact.parse_error, "undoable": undo.undoable,
+        "not_undoable_reason": undo.reason, "rule_warnings": warnings_for(impact, ctx),
+        "suggested_rule": suggestion(impact),
+    }  # fmt: skip
+
+
+def command_impact(command: str, ctx: ToolContext) -> dict[str, Any]:
+    """The card's `impact` for a shell command: analysed as the `!` line a cell would hold, so an
+    install is recognised as one; it runs outside the kernel, so nothing of it can be undone."""
+    from ..impact.analysis import analyze_code
+
+    impact = analyze_code("!" + " ".join(command.splitlines()))
+    return {
+        **findings(impact), "parse_error": None, "undoable": False,
+        "not_undoable_reason": "a shell command runs outside the kernel: its effects cannot be undone",
+        "rule_warnings": warnings_for(impact, ctx), "suggested_rule": suggestion(impact),
+    }  # fmt: skip

@@ -1,0 +1,48 @@
+"""The kernel side of undo, called through ToolEnvironment.evaluate_json: one probe expression per
+call (agent_core.kernel_probe), its inputs travelling as JSON data, never as code, so a tool call id
+with quotes or path characters is only ever a dictionary key in the kernel."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..kernel.snapshots import SOURCE
+from ..kernel_probe import probe_expression
+from ..tools.base import ToolEnvironment, ToolInputError
+
+MEASURE_TIMEOUT = 10.0  # sizes only: numpy's and pandas' own accounting, a bounded walk
+COPY_TIMEOUT = 120.0  # a deep copy of a few hundred MB
+MB = 1024 * 1024
+
+
+async def _call(env: ToolEnvironment, entry: str, payload: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """The probe's answer; ToolInputError saying why there is none. A kernel busy with another cell
+    is not asked (the request would wait behind it): "kernel busy"."""
+    from ..kernel_introspection import _evaluate  # the introspection probes' busy check and time limit
+
+    answer = await _evaluate(env, probe_expression(SOURCE, entry, payload), timeout)
+    if not isinstance(answer, dict):
+        raise ToolInputError("the kernel's answer was not understood")
+    return answer
+
+
+async def measure(env: ToolEnvironment, names: list[str], cap_bytes: int) -> dict[str, Any]:
+    """Per name: exists, bytes (None: known only once copied); `problems`: why no snapshot fits."""
+    return await _call(env, "measure", {"names": names, "cap": cap_bytes}, MEASURE_TIMEOUT)
+
+
+async def take(env: ToolEnvironment, thread_id: str, call_id: str, token: str, names: list[str], cap_bytes: int) -> dict[str, Any]:
+    payload = {"thread_id": thread_id, "call_id": call_id, "token": token, "names": names, "cap": cap_bytes, "total_cap": cap_bytes}
+    return await _call(env, "take", payload, COPY_TIMEOUT)
+
+
+async def undo(env: ToolEnvironment, thread_id: str, call_id: str, token: str) -> dict[str, Any]:
+    return await _call(env, "undo", {"thread_id": thread_id, "call_id": call_id, "token": token}, MEASURE_TIMEOUT)
+
+
+async def held(env: ToolEnvironment, thread_id: str) -> list[str]:
+    answer = await _call(env, "held", {"thread_id": thread_id}, MEASURE_TIMEOUT)
+    return [str(step) for step in answer.get("steps", [])]
+
+
+async def drop(env: ToolEnvironment, thread_id: str) -> int:
+    return int((await _call(env, "drop", {"thread_id": thread_id}, MEASURE_TIMEOUT)).get("dropped", 0))

@@ -1,0 +1,35 @@
+"""The workspace's rules (agent_core.impact.rules, `<root>/.cellwright/rules.md`) where the agent and
+the server use them: the system prompt's section, the card's warnings, a reject saved as a rule."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+def rules_of(root: Path) -> list[Any]:
+    """The rules; none when the file cannot be read (a help, never a reason to fail a run)."""
+    from ..impact.rules import load_rules
+
+    try:
+        return list(load_rules(Path(root)))
+    except Exception as exc:
+        log.warning("workspace rules not read: %s", exc)
+        return []
+
+
+def prompt_section(root: Path) -> str:
+    """The rules for the agent's instructions ("" without any)."""
+    from ..impact.rules import rules_prompt_section
+
+    rules = rules_of(root)
+    return rules_prompt_section(rules) if rules else ""
+
+
+def save_rule(root: Path, text: str) -> str:
+    """Append a rule the user wrote when rejecting a call; ValueError (with the reason) when refused."""
+    from ..impact.rules import append_rule
+
+    return append_rule(Path(root), text).text

@@ -1,0 +1,165 @@
+/**
+ * A small badge on every cell the agent wrote or edited (its metadata holds
+ * `cellwright` provenance: thread, run, tool call, model, decision), in the
+ * cell's header corner. Clicking it opens the thread at that step; "Undo"
+ * beside it undoes the step (kernel and notebook) while it can be. The badges
+ * follow the notebook (a reopened .ipynb shows them again) and a setting
+ * turns them off. Cells render lazily: a cell that comes into view gets its
+ * badge then.
+ */
+import type { Cell } from '@jupyterlab/cells';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { IDisposable } from '@lumino/disposable';
+
+import { ICellProvenance } from './model/review';
+
+const BADGE_CLASS = 'cw-cell-badge';
+
+export interface ICellBadgeActions {
+  /** Open the step's thread in the panel, at the step. */
+  open(provenance: ICellProvenance): void;
+  /** Undo the step; resolves to whether it was undone and a line for the user. */
+  undo(provenance: ICellProvenance): Promise<{ ok: boolean; message: string }>;
+}
+
+/** The provenance of a cell, when it has a usable one. */
+export function provenanceOf(cell: Cell): ICellProvenance | null {
+  const meta = cell.model.getMetadata('cellwright') as ICellProvenance | undefined;
+  if (!meta || typeof meta !== 'object' || typeof meta.thread_id !== 'string' || typeof meta.tool_call_id !== 'string') {
+    return null;
+  }
+  return meta;
+}
+
+function badgeTitle(p: ICellProvenance): string {
+  const how = p.decision === 'edited' ? 'edited by you, then approved' : p.decision === 'auto_approved' ? 'auto-approved' : 'approved by you';
+  return `Written by Cellwright (${p.agent ?? 'agent'}, ${p.model ?? 'model'}), ${how}. Click to open the thread at this step.`;
+}
+
+/**
+ * Bring a step of the open thread into view in the panel (the thread may
+ * still be replaying: tried for a few seconds).
+ */
+export function revealStep(toolCallId: string, tries = 40): void {
+  const selector = `.cw-undo[data-tool-call-id="${CSS.escape(toolCallId)}"]`;
+  const node = document.querySelector<HTMLElement>(selector);
+  if (node) {
+    node.scrollIntoView({ block: 'center' });
+    node.classList.add('cw-undo-revealed');
+    setTimeout(() => node.classList.remove('cw-undo-revealed'), 2000);
+  } else if (tries > 0) {
+    setTimeout(() => revealStep(toolCallId, tries - 1), 100);
+  }
+}
+
+export class CellBadges implements IDisposable {
+  constructor(
+    private _tracker: INotebookTracker,
+    private _actions: ICellBadgeActions
+  ) {
+    _tracker.widgetAdded.connect(this._watch, this);
+    _tracker.forEach(panel => this._watch(this._tracker, panel));
+  }
+
+  /** The setting: badges shown (default) or not. */
+  set enabled(value: boolean) {
+    if (value !== this._enabled) {
+      this._enabled = value;
+      this._tracker.forEach(panel => this._schedule(panel));
+    }
+  }
+
+  get isDisposed(): boolean {
+    return this._isDisposed;
+  }
+
+  dispose(): void {
+    if (!this._isDisposed) {
+      this._isDisposed = true;
+      this._tracker.widgetAdded.disconnect(this._watch, this);
+    }
+  }
+
+  private _watch(_: unknown, panel: NotebookPanel): void {
+    const update = (): void => this._schedule(panel);
+    void panel.context.ready.then(() => {
+      if (this._isDisposed || panel.isDisposed) {
+        return;
+      }
+      panel.content.model?.cells.changed.connect(update);
+      panel.content.cellInViewportChanged.connect(update);
+      panel.content.modelContentChanged.connect(update);
+      update();
+    });
+  }
+
+  private _schedule(panel: NotebookPanel): void {
+    if (this._scheduled.has(panel)) {
+      return;
+    }
+    this._scheduled.add(panel);
+    requestAnimationFrame(() => {
+      this._scheduled.delete(panel);
+      if (!this._isDisposed && !panel.isDisposed) {
+        for (const cell of panel.content.widgets) {
+          this._sync(cell);
+        }
+      }
+    });
+  }
+
+  private _sync(cell: Cell): void {
+    const existing = cell.node.querySelector<HTMLElement>(`:scope > .${BADGE_CLASS}`);
+    const provenance = this._enabled ? provenanceOf(cell) : null;
+    const key = provenance ? JSON.stringify([provenance.tool_call_id, provenance.undoable, provenance.undone]) : '';
+    if (existing && existing.dataset.key === key) {
+      return;
+    }
+    existing?.remove();
+    if (provenance) {
+      cell.node.appendChild(this._badge(provenance, key));
+    }
+  }
+
+  private _badge(p: ICellProvenance, key: string): HTMLElement {
+    const node = document.createElement('div');
+    node.className = BADGE_CLASS;
+    node.dataset.key = key;
+    node.dataset.testid = 'cw-cell-badge';
+    const open = document.createElement('button');
+    open.type = 'button';
+    open.className = 'cw-cell-badge-open';
+    open.textContent = p.undone ? 'Cellwright · undone' : p.decision === 'edited' ? 'Cellwright · edited' : 'Cellwright';
+    open.title = badgeTitle(p);
+    open.addEventListener('click', event => {
+      event.stopPropagation();
+      this._actions.open(p);
+    });
+    node.appendChild(open);
+    if (p.undoable && !p.undone) {
+      const undo = document.createElement('button');
+      undo.type = 'button';
+      undo.className = 'cw-cell-badge-undo';
+      undo.dataset.testid = 'cw-cell-badge-undo';
+      undo.textContent = 'Undo';
+      undo.title = 'Undo this step: restore the variables it changed and remove (or restore) this cell';
+      undo.addEventListener('click', event => {
+        event.stopPropagation();
+        undo.disabled = true;
+        void this._actions.undo(p).then(({ ok, message }) => {
+          open.title = `${badgeTitle(p)}\n${message}`;
+          undo.title = message;
+          if (!ok) {
+            undo.textContent = 'Cannot undo'; // it stays disabled: the step cannot be undone any more
+          }
+        });
+      });
+      node.appendChild(undo);
+    }
+    return node;
+  }
+
+  private _enabled = true;
+  private _scheduled = new Set<NotebookPanel>();
+  private _isDisposed = false;
+}

@@ -1,0 +1,108 @@
+import * as React from 'react';
+
+import { Impact } from '../contract.gen';
+import { impactChips } from '../model/review';
+import { VisibleText } from './VisibleText';
+
+/**
+ * What the call will touch, before it is approved: one chip per finding of
+ * the static analysis, each with its line ("unknown" said as unknown), whether
+ * the step can be undone in the kernel (and why not), and the workspace rules
+ * it appears to break. Every text is the model's or the code's: rendered inert.
+ */
+export function ImpactView(props: { impact: Impact | null | undefined }): JSX.Element | null {
+  const { impact } = props;
+  if (!impact) {
+    return null;
+  }
+  const chips = impactChips(impact);
+  const warnings = Array.isArray(impact.rule_warnings) ? impact.rule_warnings : [];
+  return (
+    <div className="cw-impact" data-testid="cw-impact">
+      {warnings.map((warning, i) => (
+        <div key={i} className="cw-approval-warning cw-impact-rule" data-testid="cw-rule-warning" role="alert">
+          <span className="cw-approval-warning-icon" aria-hidden="true">
+            ⚠
+          </span>
+          <span>
+            <VisibleText text={warning} />
+          </span>
+        </div>
+      ))}
+      {chips.length > 0 && (
+        <ul className="cw-impact-chips" aria-label="What this will touch">
+          {chips.map((chip, i) => (
+            <li
+              key={i}
+              className={`cw-impact-chip cw-impact-${chip.kind}`}
+              data-testid="cw-impact-chip"
+              data-kind={chip.kind}
+              title={`line ${chip.line}`}
+            >
+              <span className="cw-impact-kind">{chip.label}</span> <VisibleText text={chip.name} />
+              <span className="cw-impact-line"> · line {chip.line}</span>
+            </li>
+          ))}
+        </ul>
+      )}
+      {impact.parse_error && (
+        <div className="cw-impact-note" data-testid="cw-impact-unknown">
+          Unknown: the code could not be analysed (<VisibleText text={impact.parse_error} />).
+        </div>
+      )}
+      <div
+        className={`cw-impact-note ${impact.undoable ? 'cw-impact-undoable' : 'cw-impact-not-undoable'}`}
+        data-testid="cw-impact-undo"
+        data-undoable={impact.undoable ? 'true' : 'false'}
+      >
+        {impact.undoable ? 'Can be undone in the kernel.' : 'Cannot be undone in the kernel'}
+        {impact.not_undoable_reason && (
+          <>
+            {impact.undoable ? ' ' : ': '}
+            <VisibleText text={impact.not_undoable_reason} />
+          </>
+        )}
+      </div>
+    </div>
+  );
+}
+
+/**
+ * "Save as rule" on a rejection: off by default; when ticked, an editable
+ * text pre-filled with the suggested rule, kept in .cellwright/rules.md.
+ */
+export function SaveRuleOption(props: {
+  id: string;
+  saving: boolean;
+  text: string;
+  disabled: boolean;
+  onSaving: (saving: boolean) => void;
+  onText: (text: string) => void;
+}): JSX.Element {
+  return (
+    <div className="cw-save-rule">
+      <label className="cw-label">
+        <input
+          type="checkbox"
+          data-testid="cw-save-rule"
+          checked={props.saving}
+          disabled={props.disabled}
+          onChange={e => props.onSaving(e.target.checked)}
+        />{' '}
+        Save as rule (the agent follows it from now on in this workspace)
+      </label>
+      {props.saving && (
+        <input
+          id={`cw-rule-${props.id}`}
+          className="cw-input"
+          aria-label="Rule"
+          data-testid="cw-rule-text"
+          value={props.text}
+          maxLength={300}
+          disabled={props.disabled}
+          onChange={e => props.onText(e.target.value)}
+        />
+      )}
+    </div>
+  );
+}
