@@ -27,6 +27,8 @@ class AgentSettings:
     vision: Vision = "auto"  # image outputs as image parts: auto tries, and stops for the thread on a refusal
     max_images: int = 3  # image parts per model request
     prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # model -> per million tokens
+    mcp_servers: Mapping[str, Mapping[str, object]] = field(default_factory=dict)  # checked: agent_core.mcp.config
+    auto_approve_notebook_tools: tuple[str, ...] = ()  # @tool(read_only=True) functions the user lets run unasked
 
     @property
     def llm_configured(self) -> bool:

@@ -341,6 +341,15 @@ def _as_domain_error(e: BaseException) -> BaseException:
     return e
 
 
+class McpServersHandler(CellwrightHandler):
+    """GET mcp/servers: status and tools of the configured MCP servers; never env or header values."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.write_json({"servers": self.app.mcp_manager().servers()})
+
+
 default_handlers = [
     (r"/cellwright/api/health", HealthHandler),
     (r"/cellwright/api/config", ConfigHandler),
@@ -355,6 +364,7 @@ default_handlers = [
     (r"/cellwright/api/diagnostics", DiagnosticsHandler),
     (r"/cellwright/api/resources", ResourcesHandler),
     (r"/cellwright/api/variables", VariablesHandler),
+    (r"/cellwright/api/mcp/servers", McpServersHandler),
     (r"/cellwright/api/openapi\.json", OpenAPIHandler),
 ]
 
