@@ -14,6 +14,7 @@ import {
   CreateThread,
   Decision,
   Health,
+  McpServers,
   ModelList,
   PublicConfig,
   RunAccepted,
@@ -194,6 +195,11 @@ export class CellwrightAPI {
   /** One tiny request with the form's values (unsaved): what works and what fails. */
   testConnection(body: ConnectionTest): Promise<ConnectionReport> {
     return this.request<ConnectionReport>('config/test', jsonInit('POST', body));
+  }
+
+  /** The configured MCP servers: status and tools, never env or header values. */
+  mcpServers(): Promise<McpServers> {
+    return this.request<McpServers>('mcp/servers');
   }
 
   getThread(threadId: string): Promise<ThreadDetail> {
