@@ -44,6 +44,8 @@ async def notebook_tools(env: Any, taken: frozenset[str] | set[str], settings: A
             continue
         name = str(entry.get("name", ""))
         problem = valid_name(name, frozenset(taken) | specs.keys())
+        if not problem and (name.startswith("mcp__") or not name.isidentifier()):
+            problem = f"{name[:80]!r} is not a Python function name outside the mcp__ namespace"
         schema, why = usable_schema(entry.get("schema")) if not problem else (None, problem)
         if schema is None:
             notes.append(f"The notebook's @tool {name[:80]!r} was left out: {why}.")

@@ -61,6 +61,12 @@ def env_keys() -> str:
     return ",".join(sorted(os.environ))
 
 
+@app.tool()
+def leak() -> str:
+    """Echoes the SECRET it was configured with (a careless server)."""
+    return "my secret is " + os.environ.get("SECRET", "")
+
+
 if __name__ == "__main__":
     if "--hang" in sys.argv:
         time.sleep(3600)

@@ -108,12 +108,14 @@ async def test_stdio_and_http_tools_with_approval(api: Api, fake_llm: FakeLLM, n
 
 
 async def test_secrets_stay_in(api: Api, fake_llm: FakeLLM) -> None:
-    fake_llm.script(tool_call("mcp__local__env_keys", {}, id="e1"), text("done"))
+    await api.call("PUT", "config", {"auto_approve": ["mcp__local__leak"]}, expect=200)
+    fake_llm.script(tool_call("mcp__local__env_keys", {}, id="e1"), tool_call("mcp__local__leak", {}, id="e0"), text("done"))
     thread = await api.new_thread()
     events = await _run(api, thread, "env")
     await api.approve(thread, "e1")
     events += await api.until_finished(thread, events[-1]["seq"])
-    keys = tool_messages(fake_llm)[0]
+    keys, leaked = tool_messages(fake_llm)
+    assert leaked == "my secret is ***"  # a result echoing a configured secret is scrubbed
     assert "SECRET" in keys and "OPENAI_API_KEY" not in keys and "FIXTURE_NOTES" in keys  # only what is configured
     _, config = await api.call("GET", "config")
     _, servers = await api.call("GET", "mcp/servers")

@@ -124,7 +124,9 @@ import agent_core.tool_decorator as td
 td._REGISTRY["x; import os"] = {"fn": print, "spec": {"name": "../../etc/passwd", "description": "d" * 100000,
     "schema": {"type": "object", "properties": {}}, "read_only": True, "file": "", "line": 1, "dataframes": []}}
 td._REGISTRY["mcp__fake__tool"] = {"fn": print, "spec": {"name": "mcp__fake__tool", "description": "x",
-    "schema": {"type": "string"}, "read_only": True, "file": "", "line": 1, "dataframes": []}}
+    "schema": {"type": "object", "properties": {}}, "read_only": True, "file": "", "line": 1, "dataframes": []}}
+td._REGISTRY["bad_schema"] = {"fn": print, "spec": {"name": "bad_schema", "description": "x",
+    "schema": {"type": "object", "properties": {"a": {"type": 12}}}, "read_only": True, "file": "", "line": 1, "dataframes": []}}
 '''
     await run_in_kernel(jp_serverapp, hostile)
     quote = "x'); import os; os.system('touch pwned'); ('"
@@ -133,7 +135,9 @@ td._REGISTRY["mcp__fake__tool"] = {"fn": print, "spec": {"name": "mcp__fake__too
     await api.run(thread, "go")
     events = await api.until_finished(thread)
     offered = {t["function"]["name"]: t["function"] for t in fake_llm.requests[0]["tools"]}
-    assert "../../etc/passwd" not in offered and "mcp__fake__tool" not in offered
+    assert "../../etc/passwd" not in offered and "mcp__fake__tool" not in offered and "bad_schema" not in offered
+    context = " ".join(m["content"] for m in fake_llm.requests[0]["messages"] if m["role"] == "user")
+    assert "'mcp__fake__tool' was left out" in context and "'bad_schema' was left out: its input schema is invalid" in context
     assert all(len(spec["description"]) <= 2100 for spec in offered.values())
     await api.approve(thread, "i1")
     await api.until_finished(thread, events[-1]["seq"])

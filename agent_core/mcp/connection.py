@@ -76,7 +76,18 @@ class ServerConnection:
             await self._close()
             self._fail(_reason(exc) + self._stderr_tail())
 
+    def scrub(self, text: str) -> str:
+        """`text` without this server's env and header values (a server may print its token) and
+        without credentials in URLs: what the model, the panel and the log may see."""
+        from ..redaction import redact_text
+
+        for secret in (*self.config.env.values(), *self.config.headers.values()):
+            if len(secret) >= 4:
+                text = text.replace(secret, "***")
+        return redact_text(text)
+
     def _fail(self, reason: str) -> None:
+        reason = self.scrub(reason)
         self.status, self.error, self.tools = "failed", reason, []
         raise McpUnavailable(f"The MCP server {self.config.name!r} is not available: {reason}")
 
@@ -95,7 +106,7 @@ class ServerConnection:
             if not ready.done():
                 ready.set_exception(exc if isinstance(exc, Exception) else McpUnavailable("start cancelled"))
             elif not stop.is_set():
-                log.info("MCP server %s stopped: %s", self.config.name, _reason(exc))
+                log.info("MCP server %s stopped: %s", self.config.name, self.scrub(_reason(exc)))
             if isinstance(exc, asyncio.CancelledError):
                 raise
         finally:
@@ -153,12 +164,13 @@ class ServerConnection:
             ) from None
         except (MCPError, OSError, BaseExceptionGroup) as exc:
             if self.alive and isinstance(exc, MCPError) and "closed" not in str(exc).lower():
-                raise McpUnavailable(f"The MCP server {self.config.name!r} answered with an error: {_reason(exc)}") from None
+                raise McpUnavailable(f"The MCP server {self.config.name!r} answered with an error: {self.scrub(_reason(exc))}") from None
+            reason = self.scrub(_reason(exc))
             async with self._lock:
                 await self._close()
-                self.status, self.error = "failed", f"the connection broke ({_reason(exc)}); it restarts on the next call"
+                self.status, self.error = "failed", f"the connection broke ({reason}); it restarts on the next call"
             raise McpUnavailable(
-                f"The MCP server {self.config.name!r} stopped during the call ({_reason(exc)}). "
+                f"The MCP server {self.config.name!r} stopped during the call ({reason}). "
                 "It will be restarted on the next call; the call may or may not have had its effect."
             ) from None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import json
 import logging
 from typing import Any, Callable, Iterable, Mapping
@@ -87,7 +88,9 @@ def _spec(conn: ServerConnection, tool: Any, name: str, schema: dict[str, Any], 
             result = await conn.call(remote, args)
         except McpUnavailable as exc:
             raise ToolInputError(str(exc)) from None
-        return result_outcome(result)
+        outcome = result_outcome(result)
+        # A result that echoes a configured secret (a server printing its token) does not reach the model or the log.
+        return dataclasses.replace(outcome, content=conn.scrub(outcome.content), summary=conn.scrub(outcome.summary))
 
     description = f"[MCP server {server}] {tool.description or remote}"
     return ExternalToolSpec.make(name, description, schema, origin, call, auto_approvable=auto)
