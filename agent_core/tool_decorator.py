@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import sys
 import traceback
 import types
 import typing
@@ -142,6 +141,3 @@ def _bounded(text: str) -> str:
     head = MAX_RESULT_CHARS * 2 // 3
     return f"{text[:head]}\n[... {len(text) - MAX_RESULT_CHARS} characters cut ...]\n{text[-(MAX_RESULT_CHARS - head):]}"
 
-
-def _module() -> types.ModuleType:
-    return sys.modules[__name__]

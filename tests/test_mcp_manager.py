@@ -73,3 +73,19 @@ def test_a_server_is_reused_and_stopped_by_shutdown(tmp_path: Path) -> None:
             return
         asyncio.run(asyncio.sleep(0.1))
     raise AssertionError(f"the MCP server (pid {pid}) still runs after shutdown")
+
+
+def test_a_server_that_exits_says_why_without_its_secret() -> None:
+    code = "import sys; sys.stderr.write('bad config, token tok-98765 refused'); sys.exit(3)"
+    config = parse_servers({"dies": {"command": sys.executable, "args": ["-c", code], "env": {"TOKEN": "tok-98765"}}})
+    manager = McpManager(lambda: config)
+
+    async def scenario() -> tuple[dict, list[str]]:
+        try:
+            return await manager.tools_for_run((), frozenset(TOOLS), frozenset())
+        finally:
+            await manager.shutdown()
+
+    specs, notes = asyncio.run(scenario())
+    assert specs == {} and len(notes) == 1
+    assert "'dies' is not available" in notes[0] and "bad config, token *** refused" in notes[0] and "tok-98765" not in notes[0]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import tempfile
+import os
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator
 
@@ -14,6 +14,39 @@ from .config import ServerConfig
 
 log = logging.getLogger(__name__)
 MAX_TOOLS = 100  # a server's tools offered at most; more are left out with a note
+
+
+class StderrTail:
+    """A stdio server's stderr, read as it comes and only its last characters kept: for the reason of
+    a failed start, without a file that a chatty server would grow for as long as it runs."""
+
+    KEPT = 2000
+
+    def __init__(self) -> None:
+        read_fd, write_fd = os.pipe()
+        os.set_blocking(read_fd, False)
+        self._read_fd = read_fd
+        self.writer = os.fdopen(write_fd, "w")  # given to the server process as its stderr
+        self.text = ""
+        self._loop = asyncio.get_running_loop()
+        self._loop.add_reader(read_fd, self._read)
+
+    def _read(self) -> None:
+        try:
+            data = os.read(self._read_fd, 65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._loop.remove_reader(self._read_fd)
+            return
+        self.text = (self.text + data.decode("utf-8", "replace"))[-self.KEPT :]
+
+    def close(self) -> None:
+        self._loop.remove_reader(self._read_fd)
+        self.writer.close()
+        os.close(self._read_fd)
 
 
 class McpUnavailable(Exception):
@@ -73,8 +106,10 @@ class ServerConnection:
             await self._close()
             self._fail(f"did not start within {self.config.start_timeout:g} s")
         except Exception as exc:
+            await asyncio.sleep(0.1)  # the last of its stderr, read by the event loop
+            tail = self._stderr_tail()
             await self._close()
-            self._fail(_reason(exc) + self._stderr_tail())
+            self._fail(_reason(exc) + tail)
 
     def scrub(self, text: str) -> str:
         """`text` without this server's env and header values (a server may print its token) and
@@ -129,20 +164,12 @@ class ServerConnection:
             # Only what is configured, over the SDK's minimal default (PATH, HOME, USER, SHELL, TERM,
             # LOGNAME): the Jupyter server's own secrets (OPENAI_API_KEY...) stay out of the server.
             params = StdioServerParameters(command=self.config.command, args=list(self.config.args), env=dict(self.config.env))
-            self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")
-            async with stdio_client(params, errlog=self._stderr) as streams:
+            self._stderr = StderrTail()
+            async with stdio_client(params, errlog=self._stderr.writer) as streams:
                 yield streams
 
     def _stderr_tail(self) -> str:
-        if self._stderr is None:
-            return ""
-        try:
-            self._stderr.seek(0, 2)
-            size = self._stderr.tell()
-            self._stderr.seek(max(0, size - 300))
-            tail = " ".join(self._stderr.read().split())
-        except (OSError, ValueError):
-            return ""
+        tail = " ".join(self._stderr.text.split()) if self._stderr is not None else ""
         return f" (its last output: {tail[-300:]})" if tail else ""
 
     async def call(self, tool: str, args: dict[str, Any]) -> Any:
