@@ -16,12 +16,14 @@ import {
   Health,
   McpServers,
   ModelList,
+  NotebookTools,
   PublicConfig,
   RunAccepted,
   StartRun,
   Thread,
   ThreadDetail,
-  ThreadList
+  ThreadList,
+  VariablesRequest
 } from './contract.gen';
 import { API_NAMESPACE } from './tokens';
 
@@ -200,6 +202,11 @@ export class CellwrightAPI {
   /** The configured MCP servers: status and tools, never env or header values. */
   mcpServers(): Promise<McpServers> {
     return this.request<McpServers>('mcp/servers');
+  }
+
+  /** The kernel's @tool functions, as the next run will offer them (nothing runs in the kernel). */
+  notebookTools(body: VariablesRequest): Promise<NotebookTools> {
+    return this.request<NotebookTools>('notebook_tools', jsonInit('POST', body));
   }
 
   getThread(threadId: string): Promise<ThreadDetail> {

@@ -659,6 +659,27 @@ export interface ModelList {
   error?: string | null;
 }
 
+export interface NotebookToolInfo {
+  name: string;
+  description: string;
+  /**
+   * Declared with @tool(read_only=True); runs unasked only if auto_approve_notebook_tools names it.
+   */
+  read_only: boolean;
+  file?: string | null;
+  line?: number | null;
+}
+
+/**
+ * POST notebook_tools: the functions the kernel registered with @tool, as the next run will offer
+ * them.
+ */
+export interface NotebookTools {
+  tools: NotebookToolInfo[];
+  /** Functions left out, and why. */
+  notes?: string[];
+}
+
 export interface Price {
   /** Per million prompt tokens. */
   prompt: number;
@@ -1018,5 +1039,6 @@ export interface Routes {
   'POST resources': { body: ResourcesRequest; answer: Resources };
   'POST variables': { body: VariablesRequest; answer: Variables };
   'GET mcp/servers': { body: null; answer: McpServers };
+  'POST notebook_tools': { body: VariablesRequest; answer: NotebookTools };
   'GET openapi.json': { body: null; answer: Record<string, unknown> };
 }

@@ -83,6 +83,13 @@ async def test_notebook_tool_runs_in_the_kernel_after_approval(
     result = tool_messages(fake_llm)[0]
     assert "bob" in result and "cid" in result and "ann" not in result
     assert events[-1]["status"] == "completed"
+    code, listed = await api.call("POST", "notebook_tools", {"notebook_path": "analysis.ipynb"})
+    assert code == 200 and {t["name"] for t in listed["tools"]} == {"top_customers", "peek", "boom"}
+    assert [t["read_only"] for t in listed["tools"] if t["name"] == "peek"] == [True]
+    assert any("'read_file' was left out" in note for note in listed["notes"])
+    assert await env.evaluate_json(NAMES) == names and await env.evaluate_json(COUNT) == count  # silent
+    code, data = await api.call("POST", "notebook_tools", {"notebook_path": "../../etc/x.ipynb"})
+    assert (code, data["error"]) == (400, "path_outside_root")
 
 
 async def test_opt_in_errors_bad_arguments_and_restart(

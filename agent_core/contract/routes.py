@@ -323,6 +323,21 @@ class McpServers(WireModel):
     servers: list[McpServerStatus]
 
 
+class NotebookToolInfo(WireModel):
+    name: str
+    description: str
+    read_only: bool = Field(description="Declared with @tool(read_only=True); runs unasked only if auto_approve_notebook_tools names it.")
+    file: str | None = None
+    line: int | None = None
+
+
+class NotebookTools(WireModel):
+    """POST notebook_tools: the functions the kernel registered with @tool, as the next run will offer them."""
+
+    tools: list[NotebookToolInfo]
+    notes: list[str] = Field(default_factory=list, description="Functions left out, and why.")
+
+
 # -- the route table (paths under cellwright/api/)
 
 
@@ -382,6 +397,10 @@ ROUTES: tuple[Route, ...] = (
     Route("post", "resources", "File sizes, DataFrame sizes, memory and GPUs.", {200: Resources}, ResourcesRequest, BODY_ERRORS),
     Route("post", "variables", "The kernel's variables (name, type, shape), for @ mentions.", {200: Variables}, VariablesRequest, BODY_ERRORS),
     Route("get", "mcp/servers", "The configured MCP servers: status (connected, failed and why) and tools.", {200: McpServers}),
+    Route(
+        "post", "notebook_tools", "The kernel's @tool functions (silent: nothing runs in the kernel).",
+        {200: NotebookTools}, VariablesRequest, BODY_ERRORS,
+    ),
     Route("get", "openapi.json", "This document.", {200: OPENAPI_DOCUMENT}),
 )  # fmt: skip
 

@@ -2,7 +2,7 @@ import * as React from 'react';
 import { useCallback, useEffect, useState } from 'react';
 
 import { errorMessage } from '../api';
-import { McpServerStatus } from '../contract.gen';
+import { McpServerStatus, NotebookTools } from '../contract.gen';
 import { PanelModel } from '../model';
 import { serverStatusText } from '../model/mcpServers';
 
@@ -14,10 +14,12 @@ import { serverStatusText } from '../model/mcpServers';
 export function ToolsSection(props: { model: PanelModel }): JSX.Element {
   const { model } = props;
   const [servers, setServers] = useState<McpServerStatus[] | null>(null);
+  const [notebookTools, setNotebookTools] = useState<NotebookTools | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [, redraw] = useState(0);
   const threadId = model.thread?.threadId ?? null;
 
+  const notebook = model.notebook;
   const load = useCallback(async () => {
     try {
       const answer = await model.api.mcpServers();
@@ -26,7 +28,17 @@ export function ToolsSection(props: { model: PanelModel }): JSX.Element {
     } catch (e) {
       setError(errorMessage(e));
     }
-  }, [model]);
+    if (notebook) {
+      const kernelId = notebook.kernelId();
+      try {
+        setNotebookTools(
+          await model.api.notebookTools({ notebook_path: notebook.path, ...(kernelId ? { kernel_id: kernelId } : {}) })
+        );
+      } catch {
+        setNotebookTools(null);
+      }
+    }
+  }, [model, notebook]);
 
   useEffect(() => {
     void load();
@@ -83,6 +95,25 @@ export function ToolsSection(props: { model: PanelModel }): JSX.Element {
                 ))}
               </ul>
             )}
+          </li>
+        ))}
+      </ul>
+      <h3 className="cw-settings-title">Tools from this notebook</h3>
+      {notebookTools && notebookTools.tools.length === 0 && (
+        <p className="cw-muted">
+          None: mark a function with <code>@tool</code> (<code>from agent_core import tool</code>) and run its cell.
+        </p>
+      )}
+      <ul className="cw-tools-list" data-testid="cw-notebook-tools">
+        {(notebookTools?.tools ?? []).map(tool => (
+          <li key={tool.name} title={tool.description}>
+            <code>{tool.name}</code>
+            <span className="cw-muted">{` ${tool.file ? `${tool.file.split('/').pop()}:${tool.line}` : ''}${tool.read_only ? ' (read-only)' : ''}`}</span>
+          </li>
+        ))}
+        {(notebookTools?.notes ?? []).map(note => (
+          <li key={note} className="cw-muted">
+            {note}
           </li>
         ))}
       </ul>

@@ -1,5 +1,6 @@
 """Issue 14 in the real browser: after a message, the settings view's Tools section shows the
-configured MCP server as connected with its namespaced tools, and its env secret appears nowhere."""
+configured MCP server as connected with its namespaced tools and the notebook's @tool function,
+and the server's env secret appears nowhere."""
 from __future__ import annotations
 
 import json
@@ -9,7 +10,7 @@ from typing import Any
 
 from devtools.fake_llm import FakeLLM, tool_call
 from devtools.jupyter_process import JupyterProcess
-from tests.ui.conftest import SHOTS, open_new_notebook, open_panel_from_palette
+from tests.ui.conftest import SHOTS, open_new_notebook, open_panel_from_palette, run_cell_from_editor
 
 FIXTURE = str(Path(__file__).resolve().parents[1] / "mcp_server_fixture.py")
 SECRET = "ui-mcp-secret-8812"
@@ -26,6 +27,12 @@ def test_tools_section_shows_the_connected_server(page: Any, lab: JupyterProcess
     assert response.status_code == 200 and SECRET not in response.text, response.text
     fake_llm.script(tool_call("final_answer", {"answer": "Ready."}))
     open_new_notebook(page, lab)
+    cell = page.locator(".jp-Notebook .jp-Cell").first
+    cell.locator(".cm-content").click()
+    page.keyboard.type('from agent_core import tool\ndef shout(word: str) -> str: return word.upper()\n')
+    page.keyboard.type('tool(shout)')
+    run_cell_from_editor(page, cell)
+    expect(cell.locator(".jp-OutputArea-output")).to_contain_text("__main__.shout", timeout=30_000)
     open_panel_from_palette(page)
     page.get_by_role("textbox", name="Message Cellwright").fill("hello")
     page.get_by_role("button", name="Send").click()
@@ -38,6 +45,8 @@ def test_tools_section_shows_the_connected_server(page: Any, lab: JupyterProcess
     expect(server).to_have_attribute("data-status", "connected", timeout=20_000)
     expect(server).to_contain_text("mcp__fixture__lookup")
     expect(server).to_contain_text("says read-only; still asks")
+    expect(page.get_by_test_id("cw-notebook-tools")).to_contain_text("shout", timeout=20_000)
+    assert any(t["function"]["name"] == "shout" for t in fake_llm.requests[0]["tools"])
     expect(page.get_by_role("form", name="Model settings").get_by_label("MCP servers (JSON)")).to_have_value(
         json.dumps(_shown(servers), indent=2)
     )
