@@ -7,7 +7,7 @@ import * as assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { PublicConfig } from '../contract.gen';
-import { DisabledServers, mcpServersText, parseMcpServers, serverStatusText } from '../model/mcpServers';
+import { DisabledServers, mcpServersText, originText, parseMcpServers, serverStatusText } from '../model/mcpServers';
 import { configUpdate, formError, formFromConfig } from '../model/settingsForm';
 
 const config = {
@@ -47,4 +47,15 @@ test('status lines and per-thread switches', () => {
   assert.deepEqual(off.get('t1'), ['web']);
   off.set('t1', 'web', false);
   assert.deepEqual(off.take('t1', false), []);
+});
+
+test('the approval card says where a tool comes from, and that a read-only claim is not verified', () => {
+  assert.equal(
+    originText({ kind: 'mcp', server: 'gh', tool: 'search', read_only_hint: true }),
+    'MCP server gh, tool search · the server says it is read-only (not verified)'
+  );
+  assert.equal(
+    originText({ kind: 'notebook', tool: 'top', file: '/tmp/ipykernel_1/123.py', line: 4 }),
+    'Notebook function top() · /tmp/ipykernel_1/123.py:4'
+  );
 });

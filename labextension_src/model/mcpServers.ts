@@ -5,7 +5,7 @@
  * off per thread (sent with the next run as `disabled_mcp_servers`; the
  * server keeps it with the thread).
  */
-import { McpServerSetting, McpServerStatus, PublicConfig, PublicMcpServer } from '../contract.gen';
+import { McpServerSetting, McpServerStatus, PublicConfig, PublicMcpServer, ToolOrigin } from '../contract.gen';
 
 const SETTING_KEYS: readonly (keyof McpServerSetting)[] = [
   'command',
@@ -99,4 +99,14 @@ export class DisabledServers {
     }
     return list;
   }
+}
+
+/** The approval card's line for a tool from outside: where it comes from, and what it claims. */
+export function originText(origin: ToolOrigin): string {
+  if (origin.kind === 'mcp') {
+    const claim = origin.read_only_hint ? ' · the server says it is read-only (not verified)' : '';
+    return `MCP server ${origin.server ?? '?'}, tool ${origin.tool}${claim}`;
+  }
+  const where = origin.file ? ` · ${origin.file}:${origin.line ?? '?'}` : '';
+  return `Notebook function ${origin.tool}()${where}${origin.read_only_hint ? ' · declared read-only' : ''}`;
 }

@@ -25,7 +25,7 @@ def test_tools_section_shows_the_connected_server(page: Any, lab: JupyterProcess
     # What the settings form's save does, before the page loads: PUT config with the server.
     response = lab.request("PUT", "cellwright/api/config", {"mcp_servers": servers})
     assert response.status_code == 200 and SECRET not in response.text, response.text
-    fake_llm.script(tool_call("final_answer", {"answer": "Ready."}))
+    fake_llm.script(tool_call("mcp__fixture__lookup", {"country": "Peru"}, id="m1"), tool_call("final_answer", {"answer": "Ready."}))
     open_new_notebook(page, lab)
     cell = page.locator(".jp-Notebook .jp-Cell").first
     cell.locator(".cm-content").click()
@@ -36,6 +36,12 @@ def test_tools_section_shows_the_connected_server(page: Any, lab: JupyterProcess
     open_panel_from_palette(page)
     page.get_by_role("textbox", name="Message Cellwright").fill("hello")
     page.get_by_role("button", name="Send").click()
+    card = page.get_by_role("region", name="Approval required")
+    card.wait_for(timeout=60_000)  # a fresh server imports langgraph and openai on its first run
+    expect(card).to_have_attribute("data-tool-name", "mcp__fixture__lookup")
+    expect(card.get_by_test_id("cw-approval-origin")).to_contain_text("the server says it is read-only (not verified)")
+    page.screenshot(path=str(SHOTS / "14-mcp-card.png"))
+    card.get_by_role("button", name="Approve").click()
     expect(page.get_by_test_id("cw-final")).to_contain_text("Ready.", timeout=60_000)
     assert any(t["function"]["name"] == "mcp__fixture__lookup" for t in fake_llm.requests[0]["tools"])
 
