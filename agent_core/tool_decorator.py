@@ -88,7 +88,10 @@ def _schema_of(kind: Any) -> tuple[dict[str, Any], bool]:
     if origin in (typing.Union, getattr(types, "UnionType", None)):
         kept = [a for a in args if a is not type(None)]
         if len(kept) == 1:
-            return _schema_of(kept[0])
+            schema, is_frame = _schema_of(kept[0])
+            if len(args) > 1 and isinstance(schema.get("type"), str) and not is_frame:  # Optional[X]: X or null
+                schema = {**schema, "type": [schema["type"], "null"]}
+            return schema, is_frame
         return {"anyOf": [_schema_of(a)[0] for a in kept]}, False
     if origin in (list, tuple, set, frozenset):
         return ({"type": "array", "items": _schema_of(args[0])[0]} if args else {"type": "array"}), False

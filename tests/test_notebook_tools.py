@@ -68,6 +68,7 @@ async def test_notebook_tool_runs_in_the_kernel_after_approval(
     offered = {t["function"]["name"]: t["function"] for t in fake_llm.requests[0]["tools"]}
     assert offered["top_customers"]["parameters"]["properties"] == {"df_name": {"type": "string"}, "n": {"type": "integer", "default": 5}}
     assert offered["peek"]["parameters"]["properties"]["how"] == {"enum": ["head", "tail"], "default": "head"}
+    assert offered["peek"]["parameters"]["properties"]["rows"] == {"type": ["integer", "null"], "default": None}
     assert "DataFrame" in offered["peek"]["parameters"]["properties"]["frame"]["description"]
     assert offered["read_file"]["description"] != "Tries to shadow a built-in tool."  # the built-in stays
     context = " ".join(m["content"] for m in fake_llm.requests[0]["messages"] if m["role"] == "user")
@@ -97,7 +98,7 @@ async def test_opt_in_errors_bad_arguments_and_restart(
 ) -> None:
     await run_in_kernel(jp_serverapp, SETUP)
     fake_llm.script(
-        tool_call("peek", {"frame": "sales", "how": "tail"}, id="p1"),  # read-only and opted in: no card
+        tool_call("peek", {"frame": "sales", "how": "tail", "rows": None}, id="p1"),  # read-only and opted in: no card
         tool_call("peek", {"frame": "nothing_here"}, id="p2"),
         tool_call("top_customers", {"df_name": "sales", "n": "two"}, id="p3"),  # schema mismatch
         tool_call("boom", {"x": 1.5}, id="p4"),  # opted in, but not read-only: still asks
