@@ -46,12 +46,21 @@ async def gather_tools(
     return specs, notes
 
 
-def with_tool_notes(graph_input: Any, notes: list[str]) -> Any:
+def with_tool_notes(graph_input: Any, tools: dict[str, ExternalToolSpec], notes: list[str], prior: dict[str, Any]) -> Any:
     """A new run's input with the notes about external tools, before the user's message (hidden
-    from the thread's view, as other context is)."""
+    from the thread's view, as other context is), and the notebook tools it has, so that the next
+    run can tell the model which of them are gone (a kernel restart forgets them)."""
     from .mentions import CONTEXT_KEY
 
-    if not notes or not isinstance(graph_input, dict) or "messages" not in graph_input:
+    if not isinstance(graph_input, dict) or "messages" not in graph_input:
+        return graph_input
+    now = [name for name, spec in tools.items() if spec.origin.get("kind") == "notebook"]
+    gone = [name for name in prior.get("notebook_tools") or [] if name not in now]
+    if gone:
+        notes = [*notes, f"The notebook's @tool functions {gone[:20]} are gone (the kernel restarted, or they were "
+                 "removed): do not call them; the cell that defines them must run again first."]  # fmt: skip
+    graph_input = {**graph_input, "notebook_tools": now}
+    if not notes:
         return graph_input
     text = "[Tools from outside Cellwright: " + " ".join(notes[:20])[:4000] + "]"
     messages = list(graph_input["messages"]["append"])

@@ -73,6 +73,7 @@ class AgentState(TypedDict, total=False):
     run_usage: dict[str, Any]  # this run's, reset by each new user message
     kernel_identity: str  # the kernel process the last cell ran in: a restart since then is told to the model
     disabled_mcp_servers: list[str]  # MCP servers this thread does not use (agent_core.external_tools)
+    notebook_tools: list[str]  # the kernel's @tool functions at the last run's start: told when they are gone
 
 
 @dataclass

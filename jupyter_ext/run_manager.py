@@ -280,7 +280,8 @@ class RunManager(LoggingConfigurable):
 
         runner = await self.runner()
         try:
-            extra, notes = await self._external_tools(runner, record.thread_id, graph_input, env, settings)
+            prior = (await runner.snapshot(record.thread_id)).values or {}
+            extra, notes = await self._external_tools(graph_input, prior, env, settings)
             make_context = lambda emit: run_context(  # noqa: E731
                 record.thread_id, settings, env, runner.store.ledger, emit, record.notebook_path, segment.mode, segment.notebook_cells,
                 extra,
@@ -290,7 +291,7 @@ class RunManager(LoggingConfigurable):
             if with_context:
                 disabled = {k: v for k, v in graph_input.items() if k == "disabled_mcp_servers"}
                 graph_input, mentions = await runner.with_context(graph_input, segment.message, env, settings, kernel_seen)
-                graph_input = with_tool_notes({**graph_input, **disabled}, notes)
+                graph_input = with_tool_notes({**graph_input, **disabled}, extra, notes, prior)
             return await runner.run_segment(
                 record.thread_id, run_id, graph_input, make_context, segment.mode, segment.message, mentions=mentions,
                 autonomy=segment.autonomy,
@@ -303,15 +304,15 @@ class RunManager(LoggingConfigurable):
             self.threads.wake(record.thread_id)  # event streams close once the run is over
 
     async def _external_tools(
-        self, runner: ThreadRunner, thread_id: str, graph_input: Any, env: ToolEnvironment, settings: AgentSettings
+        self, graph_input: Any, prior: dict[str, Any], env: ToolEnvironment, settings: AgentSettings
     ) -> tuple[dict[str, Any], list[str]]:
         """This segment's MCP and notebook tools: the thread's disabled servers are the run's new list,
-        else what its state keeps."""
+        else what its state (`prior`) keeps."""
         from agent_core.external_tools import gather_tools
 
         disabled = graph_input.get("disabled_mcp_servers") if isinstance(graph_input, dict) else None
         if disabled is None:
-            disabled = ((await runner.snapshot(thread_id)).values or {}).get("disabled_mcp_servers") or []
+            disabled = prior.get("disabled_mcp_servers") or []
         mcp = self.mcp() if self.mcp is not None and settings.mcp_servers else None
         return await gather_tools(mcp, env, settings, disabled)
 

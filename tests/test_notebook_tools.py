@@ -122,6 +122,8 @@ async def test_opt_in_errors_bad_arguments_and_restart(
     await api.run(thread, "again")
     await api.until_finished(thread, events[-1]["seq"])
     assert "top_customers" not in {t["function"]["name"] for t in fake_llm.requests[-1]["tools"]}
+    context = " ".join(m["content"] for m in fake_llm.requests[-2]["messages"] if m["role"] == "user")
+    assert "['top_customers', 'peek', 'boom'] are gone (the kernel restarted" in context
     told = tool_messages(fake_llm)[-1]
     assert "There is no tool named 'top_customers'" in told and "kernel restart" in told
 
