@@ -12,6 +12,8 @@ from .tools.external import ExternalToolSpec
 log = logging.getLogger(__name__)
 EXTERNAL_TOOL_AGENTS = ("main", "python_developer")  # the agents that act; the planner and researcher do not
 TAKEN = frozenset(TOOLS)
+MAX_EXTERNAL_TOOLS = 128  # offered per run at most: every schema goes into every model request
+MAX_SCHEMA_CHARS_TOTAL = 200_000
 
 
 def gone_tool_hint(name: str) -> str:
@@ -43,7 +45,24 @@ async def gather_tools(
         found, more = await notebook_tools(env, TAKEN | specs.keys(), settings)
         specs.update(found)
         notes += more
-    return specs, notes
+    return _within_budget(specs, notes)
+
+
+def _within_budget(specs: dict[str, ExternalToolSpec], notes: list[str]) -> tuple[dict[str, ExternalToolSpec], list[str]]:
+    """The first tools that fit the per-run budget (count and schema size); a note names how many did not."""
+    import json
+
+    kept: dict[str, ExternalToolSpec] = {}
+    size = 0
+    for name, spec in specs.items():
+        size += len(json.dumps(spec.parameters)) + len(spec.description)
+        if len(kept) >= MAX_EXTERNAL_TOOLS or size > MAX_SCHEMA_CHARS_TOTAL:
+            break
+        kept[name] = spec
+    if len(kept) < len(specs):
+        notes = [*notes, f"{len(specs) - len(kept)} tools from MCP servers or the notebook were left out: a run offers "
+                 f"at most {MAX_EXTERNAL_TOOLS} (disable servers this thread does not need)."]  # fmt: skip
+    return kept, notes
 
 
 def with_tool_notes(graph_input: Any, tools: dict[str, ExternalToolSpec], notes: list[str], prior: dict[str, Any]) -> Any:

@@ -89,3 +89,17 @@ def test_a_server_that_exits_says_why_without_its_secret() -> None:
     specs, notes = asyncio.run(scenario())
     assert specs == {} and len(notes) == 1
     assert "'dies' is not available" in notes[0] and "bad config, token *** refused" in notes[0] and "tok-98765" not in notes[0]
+
+
+def test_a_run_offers_a_bounded_number_of_outside_tools() -> None:
+    from agent_core.external_tools import MAX_EXTERNAL_TOOLS, _within_budget
+    from agent_core.tools.external import ExternalToolSpec
+
+    async def never(args: dict, ctx: object) -> None:
+        raise AssertionError("not called")
+
+    schema = {"type": "object", "properties": {}}
+    specs = {f"t{i}": ExternalToolSpec.make(f"t{i}", "d", schema, {"kind": "mcp", "tool": "x"}, never) for i in range(300)}
+    kept, notes = _within_budget(specs, [])
+    assert len(kept) == MAX_EXTERNAL_TOOLS and "172 tools from MCP servers or the notebook were left out" in notes[0]
+    assert all(spec.needs_approval and not spec.read_only for spec in kept.values())
