@@ -8,7 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 
-def __getattr__(name: str) -> str:
+def __getattr__(name: str) -> Any:
+    if name == "tool":  # `from agent_core import tool` in a notebook: the @tool decorator, a stdlib-only module
+        from .tool_decorator import tool
+
+        return tool
     # package.json is the one place the version is written (pyproject reads it through
     # hatch-nodejs-version), so the panel and the server report the same one. Looked up on first
     # use: importlib.metadata would make every `import agent_core` slower.

@@ -6,6 +6,7 @@ import logging
 from typing import Any
 
 from .tools import ToolContext, ToolOutcome, ToolSpec
+from .tools.external import origin_fields
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +29,7 @@ async def approval_request(spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolC
     }
     if task_id:
         request["task_id"] = task_id
+    request.update(origin_fields(spec))
     try:
         request.update(await spec.preview(args, tool_ctx))
     except Exception as exc:  # a preview is a help for the user, never a reason to fail the call

@@ -53,6 +53,15 @@ class Cellwright(LoggingConfigurable):
         help='Price per million tokens by model name, e.g. {"gpt-4o": {"prompt": 2.5, "completion": 10}}: threads then '
         "show a cost. A model without a price shows tokens only.",
     ).tag(config=True, runtime=True)
+    mcp_servers = Dict(
+        help='MCP servers whose tools the agent may use (each call asks for approval unless its name, '
+        '"mcp__<server>__<tool>", is in auto_approve): name -> {"command", "args", "env"} for a program spoken to '
+        'over stdio, or {"url", "headers"} for a streamable-HTTP endpoint; optional "start_timeout", "call_timeout" '
+        '(seconds) and "disabled". Env and header values are secrets: never shown.',
+    ).tag(config=True, runtime=True)
+    auto_approve_notebook_tools = List(
+        Unicode(), help="Functions the notebook registers with @tool(read_only=True) that run without asking, by name."
+    ).tag(config=True)
     database_url = Unicode(
         help="Where threads and checkpoints are kept: '' for SQLite files in data_dir, a file path, 'memory', "
         "or postgresql://... for servers that share threads. Env: CELLWRIGHT_DATABASE_URL.",
@@ -141,9 +150,13 @@ class Cellwright(LoggingConfigurable):
     def _known_tools(self, proposal: Any) -> list[str]:
         from .tools import TOOL_NAMES
 
-        unknown = sorted(set(proposal.value) - set(TOOL_NAMES))
+        from .mcp.config import is_mcp_tool_name
+
+        unknown = sorted(name for name in set(proposal.value) - set(TOOL_NAMES) if not is_mcp_tool_name(name))
         if unknown:
-            raise TraitError(f"auto_approve names unknown tools {unknown}; the tools are {list(TOOL_NAMES)}.")
+            raise TraitError(
+                f"auto_approve names unknown tools {unknown}; the tools are {list(TOOL_NAMES)} and MCP tools as mcp__<server>__<tool>."
+            )
         return list(proposal.value)
 
     @validate("prices")
@@ -157,6 +170,23 @@ class Cellwright(LoggingConfigurable):
                 raise TraitError(f"prices[{model!r}] must hold numbers of 0 or more.")
             checked[str(model)] = {part: float(v) for part, v in values.items()}
         return checked
+
+    @validate("mcp_servers")
+    def _mcp_servers(self, proposal: Any) -> dict[str, Any]:
+        from .mcp.config import McpConfigError, parse_servers
+
+        try:
+            parse_servers(proposal.value)
+        except McpConfigError as exc:
+            raise TraitError(str(exc)) from None
+        return dict(proposal.value)
+
+    @validate("auto_approve_notebook_tools")
+    def _notebook_tool_names(self, proposal: Any) -> list[str]:
+        bad = [name for name in proposal.value if not name.isidentifier()]
+        if bad:
+            raise TraitError(f"auto_approve_notebook_tools takes Python function names, not {bad}.")
+        return list(proposal.value)
 
     @validate("command_timeout", "cell_timeout", "request_timeout", "connect_timeout", "response_timeout")
     def _positive_seconds(self, proposal: Any) -> float | None:
@@ -186,7 +216,10 @@ class Cellwright(LoggingConfigurable):
     def agent_settings(self) -> AgentSettings:
         """What the agent of one run reads: a snapshot, so a PUT config during a run changes the next."""
         values = {f.name: getattr(self, f.name) for f in fields(AgentSettings)}
-        return AgentSettings(**{**values, "auto_approve": frozenset(values["auto_approve"])})
+        return AgentSettings(**{
+            **values, "auto_approve": frozenset(values["auto_approve"]),
+            "auto_approve_notebook_tools": tuple(values["auto_approve_notebook_tools"]), "mcp_servers": dict(values["mcp_servers"]),
+        })  # fmt: skip
 
     def public(self) -> dict[str, Any]:
         """The settings as GET config answers them: never the API key, nor credentials in a URL."""
@@ -204,9 +237,15 @@ class Cellwright(LoggingConfigurable):
             "cell_timeout": self.cell_timeout,
             "checkpointer": checkpointer_kind(self.database_url),
             "prices": dict(self.prices),
+            "mcp_servers": self.public_mcp_servers(),
             "context_token_budget": self.context_token_budget,
             "sources": self.sources(),
         }
+
+    def public_mcp_servers(self) -> dict[str, Any]:
+        from .mcp.config import parse_servers
+
+        return {name: server.public() for name, server in parse_servers(self.mcp_servers).items()}
 
     def sources(self) -> dict[str, str]:
         """Where each editable setting's value comes from, for the settings form."""
@@ -236,6 +275,10 @@ class Cellwright(LoggingConfigurable):
         unknown = sorted(set(changes) - set(editable))
         if unknown:
             raise SettingsError(f"Unknown settings {unknown}; editable ones are {editable}.")
+        if "mcp_servers" in changes and isinstance(changes["mcp_servers"], Mapping):
+            from .mcp.config import with_kept_secrets  # the form sends back masked secrets it could not read
+
+            changes = {**changes, "mcp_servers": with_kept_secrets(changes["mcp_servers"], self.mcp_servers)}
         try:
             with self.hold_trait_notifications():  # rolls back the earlier changes when a later one fails
                 for name, value in changes.items():

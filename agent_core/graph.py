@@ -27,6 +27,8 @@ from .settings import AgentSettings
 from .tool_ledger import STOPPED, ToolLedger
 from .tools import TOOLS, ToolContext, ToolEnvironment, ToolInputError, ToolOutcome, ToolSpec, skills_prompt_section
 from .tools.base import Emit
+from .tools.external import ExternalToolSpec
+from .external_tools import EXTERNAL_TOOL_AGENTS, gone_tool_hint
 from .vision import IMAGES_KEY, with_image_parts
 from .agents import AGENTS, AgentConfig, agent_for_mode
 from .approvals import approval_request_once, decided_args, decided_context
@@ -71,6 +73,8 @@ class AgentState(TypedDict, total=False):
     usage: dict[str, Any]  # the thread's token totals (agent_core.usage)
     run_usage: dict[str, Any]  # this run's, reset by each new user message
     kernel_identity: str  # the kernel process the last cell ran in: a restart since then is told to the model
+    disabled_mcp_servers: list[str]  # MCP servers this thread does not use (agent_core.external_tools)
+    notebook_tools: list[str]  # the kernel's @tool functions at the last run's start: told when they are gone
 
 
 @dataclass
@@ -94,12 +98,16 @@ class RunContext:
     meter: token_usage.UsageMeter = field(default_factory=token_usage.UsageMeter)
     policy: ToolPolicy = field(default_factory=ToolPolicy)  # read from the state at the start of each node
     summarized: bool = False  # the model node summarised older turns for this call
+    # This run's MCP and notebook-defined tools (agent_core.external_tools), for the agents that act.
+    extra_tools: dict[str, ToolSpec] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.tool_mode:
             self.tool_mode = "prompt" if self.settings.tool_calling == "prompt" else "native"
         self.ledger_scope = self.ledger_scope or self.thread_id
         self.tools: dict[str, ToolSpec] = {name: TOOLS[name] for name in self.agent.tools}
+        if self.agent.name in EXTERNAL_TOOL_AGENTS:
+            self.tools.update({name: spec for name, spec in self.extra_tools.items() if name not in TOOLS})
 
     @property
     def max_model_calls(self) -> int:
@@ -109,6 +117,8 @@ class RunContext:
         if self.policy.asks_for_plan(name):
             return True
         spec = self.tools.get(name)
+        if isinstance(spec, ExternalToolSpec):  # the user's opt-in was settled when the tool was built
+            return not spec.auto_approvable
         return bool(spec and spec.needs_approval and name not in self.settings.auto_approve)
 
     def offered(self) -> dict[str, ToolSpec]:
@@ -130,7 +140,7 @@ class RunContext:
         sub_ctx = RunContext(
             self.thread_id, self.settings, self.env, self.ledger, _tagged(self.emit, name, call_id), self.notebook_path,
             agent, ledger_scope=f"{self.ledger_scope}/{call_id}", tool_mode=self.tool_mode, task_id=call_id,
-            notebook_cells=self.notebook_cells, meter=self.meter,
+            notebook_cells=self.notebook_cells, meter=self.meter, extra_tools=self.extra_tools,
         )  # fmt: skip
         # The switches carry the task's id too: the panel nests what lies between them under the call.
         self.emit(make_event("agent_switch", task_id=call_id, **{"from": self.agent.name, "to": name, "task": description}))
@@ -143,11 +153,14 @@ class RunContext:
 
 def run_context(
     thread_id: str, settings: AgentSettings, env: ToolEnvironment, ledger: ToolLedger, emit: Emit, notebook_path: str, mode: str,
-    notebook_cells: list[dict[str, Any]] | None = None,
+    notebook_cells: list[dict[str, Any]] | None = None, extra_tools: dict[str, ToolSpec] | None = None,
 ) -> RunContext:  # fmt: skip
     """The context of a run's top agent: the single agent, or the planner in multi mode."""
     agent = agent_for_mode(mode)
-    return RunContext(thread_id, settings, env, ledger, _tagged(emit, agent.name), notebook_path, agent, notebook_cells=notebook_cells)
+    return RunContext(
+        thread_id, settings, env, ledger, _tagged(emit, agent.name), notebook_path, agent, notebook_cells=notebook_cells,
+        extra_tools=extra_tools or {},
+    )  # fmt: skip
 
 
 def _tagged(emit: Emit, agent: str, task_id: str = "") -> Emit:
@@ -342,7 +355,7 @@ async def _run_tool(call: dict[str, Any], ctx: RunContext) -> ToolOutcome:
     name = call["function"]["name"]
     spec = ctx.tools.get(name)
     if spec is None:
-        hint = f" {ctx.agent.label} may not delegate to other agents." if name == "task" else ""
+        hint = f" {ctx.agent.label} may not delegate to other agents." if name == "task" else gone_tool_hint(name)
         return ToolOutcome("error", f"There is no tool named {name!r}.{hint} Available tools: {', '.join(ctx.tools)}.")
     if not ctx.policy.offers(name, spec):  # the model called it anyway: refused before anything runs
         return ToolOutcome("error", ctx.policy.refusal(name))

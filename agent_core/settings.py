@@ -28,6 +28,8 @@ class AgentSettings:
     max_images: int = 3  # image parts per model request
     prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # model -> per million tokens
     undo_snapshot_limit_mb: int = 256  # kernel memory kept for undo snapshots, in all (also the cap of one step)
+    mcp_servers: Mapping[str, Mapping[str, object]] = field(default_factory=dict)  # checked: agent_core.mcp.config
+    auto_approve_notebook_tools: tuple[str, ...] = ()  # @tool(read_only=True) functions the user lets run unasked
 
     @property
     def llm_configured(self) -> bool:

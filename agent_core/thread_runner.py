@@ -165,7 +165,8 @@ class ThreadRunner:
             now = f"the pending one is {pending['id']!r}" if pending else "nothing is pending"
             raise NotPending(f"Tool call {call_id!r} is not awaiting approval ({now}). Reload the thread.")
         if decision["decision"] == "edit":
-            problem = TOOLS[pending["name"]].check_args(decision.get("args"))
+            spec = TOOLS.get(pending["name"])  # an MCP or notebook tool's arguments are checked when it runs
+            problem = spec.check_args(decision.get("args")) if spec is not None else None
             if problem:
                 raise BadDecision(f"The edited arguments do not fit: {problem}.")
         return Command(resume={pending["interrupt_id"]: decision})

@@ -57,6 +57,8 @@ class CellwrightApp(ExtensionApp):
         from .kernel_clients import KernelClients
 
         self.kernel_clients = KernelClients()
+        self._mcp: Any = None
+        self.run_manager.mcp = self.mcp_manager
         self.settings["cellwright"] = self
 
     def initialize_handlers(self) -> None:
@@ -79,6 +81,8 @@ class CellwrightApp(ExtensionApp):
 
     async def stop_extension(self) -> None:
         await self.run_manager.shutdown()
+        if self._mcp is not None:  # the MCP servers this server started stop with it
+            await self._mcp.shutdown()
         self.kernel_clients.close()
         await self.threads.close()
 
@@ -95,6 +99,15 @@ class CellwrightApp(ExtensionApp):
             serverapp.kernel_manager, serverapp.session_manager, Path(serverapp.root_dir), notebook_path, kernel_id,
             cell_timeout, workspace=self.workspace, clients=self.kernel_clients,
         )  # fmt: skip
+
+    def mcp_manager(self) -> Any:
+        """The MCP servers' connections, made on first use: the mcp SDK loads only when one is configured and used."""
+        if self._mcp is None:
+            from agent_core.mcp.config import parse_servers
+            from agent_core.mcp.manager import McpManager
+
+            self._mcp = McpManager(lambda: parse_servers(self.configuration.mcp_servers))
+        return self._mcp
 
     def apply_changes(self, changes: Any) -> None:
         """PUT config: a change the settings refuse is the client's to fix (400, saying why)."""

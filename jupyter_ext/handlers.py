@@ -350,6 +350,39 @@ def _as_domain_error(e: BaseException) -> BaseException:
     return e
 
 
+class McpServersHandler(CellwrightHandler):
+    """GET mcp/servers: status and tools of the configured MCP servers; never env or header values."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.write_json({"servers": self.app.mcp_manager().servers()})
+
+
+class NotebookToolsHandler(ToolRouteHandler):
+    """POST notebook_tools: {"kernel_id"?, "notebook_path"?} -> {"tools": [...], "notes": [...]}."""
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        from agent_core.external_tools import TAKEN
+        from agent_core.notebook_tools import notebook_tools
+
+        body = self.body(VariablesRequest)
+        kernel_id, notebook = body.kernel_id, self._notebook_path(body.notebook_path)
+        if not (kernel_id or notebook):
+            self.write_json({"tools": [], "notes": []})
+            return
+        settings = self.app.configuration.agent_settings()
+        specs, notes = await notebook_tools(self.environment(notebook or "", kernel_id), TAKEN, settings)
+        tools = [
+            {"name": name, "description": spec.description, "read_only": bool(spec.origin.get("read_only_hint")),
+             "file": spec.origin.get("file"), "line": spec.origin.get("line")}
+            for name, spec in specs.items()
+        ]  # fmt: skip
+        self.write_json({"tools": tools, "notes": notes})
+
+
 default_handlers = [
     (r"/cellwright/api/health", HealthHandler),
     (r"/cellwright/api/config", ConfigHandler),
@@ -365,6 +398,8 @@ default_handlers = [
     (r"/cellwright/api/diagnostics", DiagnosticsHandler),
     (r"/cellwright/api/resources", ResourcesHandler),
     (r"/cellwright/api/variables", VariablesHandler),
+    (r"/cellwright/api/mcp/servers", McpServersHandler),
+    (r"/cellwright/api/notebook_tools", NotebookToolsHandler),
     (r"/cellwright/api/openapi\.json", OpenAPIHandler),
 ]
 

@@ -63,6 +63,7 @@ class RunManager(LoggingConfigurable):
         self._runner_lock = asyncio.Lock()
         self._active: dict[str, asyncio.Task[str]] = {}
         self._thread_locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
+        self.mcp: Callable[[], Any] | None = None  # the extension's MCP manager, made on first use
 
     async def runner(self) -> ThreadRunner:
         """The graph and its checkpointer, opened on first use: the server starts without langgraph."""
@@ -159,6 +160,8 @@ class RunManager(LoggingConfigurable):
             if updates:
                 await self.threads.update(thread_id, **updates)
                 record = dataclasses.replace(record, **updates)  # what was just written: no second read
+            if body.disabled_mcp_servers is not None:  # kept with the thread (in its state) until another list comes
+                graph_input = {**graph_input, "disabled_mcp_servers": list(body.disabled_mcp_servers)}
             segment = Segment(body.mode, body.autonomy, body.message, _cells(body.notebook_cells))
             kernel_seen = (snapshot.values or {}).get("kernel_identity")
             return self._launch(record, graph_input, settings, segment, with_context=True, kernel_seen=kernel_seen)
@@ -310,22 +313,28 @@ class RunManager(LoggingConfigurable):
         self, record: ThreadRecord, run_id: str, graph_input: Any, settings: AgentSettings, env: ToolEnvironment,
         segment: Segment, with_context: bool = False, kernel_seen: str | None = None,
     ) -> str:  # fmt: skip
+        from agent_core.external_tools import with_tool_notes
         from agent_core.graph import run_context
         from agent_core.thread_runner import ThreadBusy
 
         runner = await self.runner()
         try:
+            prior = (await runner.snapshot(record.thread_id)).values or {}
+            extra, notes = await self._external_tools(graph_input, prior, env, settings)
             make_context = lambda emit: run_context(  # noqa: E731
-                record.thread_id, settings, env, runner.store.ledger, emit, record.notebook_path, segment.mode, segment.notebook_cells
-            )
+                record.thread_id, settings, env, runner.store.ledger, emit, record.notebook_path, segment.mode, segment.notebook_cells,
+                extra,
+            )  # fmt: skip
             # Resolved here, in the run's task: the POST answers at once, whatever the kernel does.
             mentions = None
             if with_context:
                 from agent_core.undo.steps import pending_notes
 
+                disabled = {k: v for k, v in graph_input.items() if k == "disabled_mcp_servers"}
                 graph_input, mentions = await runner.with_context(
                     graph_input, segment.message, env, settings, kernel_seen, pending_notes(record.thread_id)
                 )
+                graph_input = with_tool_notes({**graph_input, **disabled}, extra, notes, prior)
             return await runner.run_segment(
                 record.thread_id, run_id, graph_input, make_context, segment.mode, segment.message, mentions=mentions,
                 autonomy=segment.autonomy,
@@ -336,6 +345,19 @@ class RunManager(LoggingConfigurable):
         finally:
             self._active.pop(record.thread_id, None)
             self.threads.wake(record.thread_id)  # event streams close once the run is over
+
+    async def _external_tools(
+        self, graph_input: Any, prior: dict[str, Any], env: ToolEnvironment, settings: AgentSettings
+    ) -> tuple[dict[str, Any], list[str]]:
+        """This segment's MCP and notebook tools: the thread's disabled servers are the run's new list,
+        else what its state (`prior`) keeps."""
+        from agent_core.external_tools import gather_tools
+
+        disabled = graph_input.get("disabled_mcp_servers") if isinstance(graph_input, dict) else None
+        if disabled is None:
+            disabled = prior.get("disabled_mcp_servers") or []
+        mcp = self.mcp() if self.mcp is not None and settings.mcp_servers else None
+        return await gather_tools(mcp, env, settings, disabled)
 
     async def _stop_task(self, thread_id: str) -> None:
         task = self._active.get(thread_id)

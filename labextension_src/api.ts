@@ -14,14 +14,17 @@ import {
   CreateThread,
   Decision,
   Health,
+  McpServers,
   ModelList,
+  NotebookTools,
   PublicConfig,
   RunAccepted,
   StartRun,
   Thread,
   ThreadDetail,
   ThreadList,
-  UndoResult
+  UndoResult,
+  VariablesRequest
 } from './contract.gen';
 import { API_NAMESPACE } from './tokens';
 
@@ -195,6 +198,16 @@ export class CellwrightAPI {
   /** One tiny request with the form's values (unsaved): what works and what fails. */
   testConnection(body: ConnectionTest): Promise<ConnectionReport> {
     return this.request<ConnectionReport>('config/test', jsonInit('POST', body));
+  }
+
+  /** The configured MCP servers: status and tools, never env or header values. */
+  mcpServers(): Promise<McpServers> {
+    return this.request<McpServers>('mcp/servers');
+  }
+
+  /** The kernel's @tool functions, as the next run will offer them (nothing runs in the kernel). */
+  notebookTools(body: VariablesRequest): Promise<NotebookTools> {
+    return this.request<NotebookTools>('notebook_tools', jsonInit('POST', body));
   }
 
   getThread(threadId: string): Promise<ThreadDetail> {

@@ -147,6 +147,8 @@ export interface ApprovalRequest {
   will_fail?: boolean;
   /** run_cell, edit_cell, execute_command: what the call will touch. */
   impact?: Impact | null;
+  /** An MCP or notebook-defined tool: where it comes from. */
+  origin?: ToolOrigin | null;
 }
 
 export interface ApprovalRequiredEvent {
@@ -177,6 +179,8 @@ export interface ApprovalRequiredEvent {
   will_fail?: boolean;
   /** run_cell, edit_cell, execute_command: what the call will touch. */
   impact?: Impact | null;
+  /** An MCP or notebook-defined tool: where it comes from. */
+  origin?: ToolOrigin | null;
 }
 
 /** Sent once after the replayed backlog, before live events; not stored, no `id:` line. */
@@ -471,6 +475,27 @@ export interface ToolCallEvent {
   needs_approval: boolean;
 }
 
+/**
+ * Where a tool that is not built in comes from: an MCP server, or a function the notebook's kernel
+ * registered with @tool. Shown on the approval card; never a reason to skip approval.
+ */
+export interface ToolOrigin {
+  kind: 'mcp' | 'notebook';
+  /** The tool's own name: the MCP server's, or the Python function's. */
+  tool: string;
+  /** mcp: the configured server's name. */
+  server?: string | null;
+  /**
+   * mcp: what the server's readOnlyHint annotation claims (not trusted); notebook:
+   * @tool(read_only=True).
+   */
+  read_only_hint?: boolean | null;
+  /** notebook: the file the function was defined in. */
+  file?: string | null;
+  /** notebook: its first line there. */
+  line?: number | null;
+}
+
 export interface ToolResultEvent {
   type: 'tool_result';
   /** Per-thread counter, strictly increasing by one, never reused; the SSE `id:`. */
@@ -564,6 +589,8 @@ export interface ConfigUpdate {
   auto_approve?: string[] | null;
   /** Model name -> price per million tokens. */
   prices?: Record<string, Price> | null;
+  /** Server name -> how to reach it. */
+  mcp_servers?: Record<string, McpServerSetting> | null;
 }
 
 export interface ConnectionCheck {
@@ -668,6 +695,55 @@ export interface Health {
   llm_configured: boolean;
 }
 
+/**
+ * One MCP server of the `mcp_servers` setting: `command` (+ `args`, `env`) or `url` (+ `headers`).
+ * In answers, env and header values are masked ("********"); sent back masked, they are kept.
+ */
+export interface McpServerSetting {
+  command?: string | null;
+  args?: string[] | null;
+  env?: Record<string, string> | null;
+  url?: string | null;
+  headers?: Record<string, string> | null;
+  start_timeout?: number | null;
+  call_timeout?: number | null;
+  disabled?: boolean | null;
+}
+
+export interface McpServerStatus {
+  transport: 'stdio' | 'http';
+  command?: string | null;
+  args?: string[] | null;
+  /** Names only: every value is masked. */
+  env?: Record<string, string> | null;
+  url?: string | null;
+  /** Names only: every value is masked. */
+  headers?: Record<string, string> | null;
+  start_timeout: number;
+  call_timeout: number;
+  disabled: boolean;
+  name: string;
+  status: 'not_started' | 'starting' | 'connected' | 'failed' | 'stopped';
+  /** Why it failed (no secrets). */
+  error?: string | null;
+  /** Known once the server started. */
+  tools?: McpToolInfo[];
+}
+
+/**
+ * GET mcp/servers: the configured MCP servers, their status and tools; never env or header values.
+ */
+export interface McpServers {
+  servers: McpServerStatus[];
+}
+
+export interface McpToolInfo {
+  name: string;
+  description: string;
+  /** What the server claims; never a reason to skip approval. */
+  read_only_hint?: boolean | null;
+}
+
 export interface MessageToolCall {
   id: string;
   name: string;
@@ -680,6 +756,27 @@ export interface ModelList {
   models: string[];
   /** Why there is no list: type the model's name instead. */
   error?: string | null;
+}
+
+export interface NotebookToolInfo {
+  name: string;
+  description: string;
+  /**
+   * Declared with @tool(read_only=True); runs unasked only if auto_approve_notebook_tools names it.
+   */
+  read_only: boolean;
+  file?: string | null;
+  line?: number | null;
+}
+
+/**
+ * POST notebook_tools: the functions the kernel registered with @tool, as the next run will offer
+ * them.
+ */
+export interface NotebookTools {
+  tools: NotebookToolInfo[];
+  /** Functions left out, and why. */
+  notes?: string[];
 }
 
 export interface Price {
@@ -701,12 +798,28 @@ export interface PublicConfig {
   cell_timeout: number | null;
   checkpointer: CheckpointerKind;
   prices: Record<string, Price>;
+  /** Without env and header values. */
+  mcp_servers?: Record<string, PublicMcpServer>;
   context_token_budget: number;
   /**
    * Where each editable setting's value comes from: saved by PUT config, a Jupyter config file, an
    * environment variable, or the default.
    */
   sources: Record<string, 'settings' | 'config' | 'environment' | 'default'>;
+}
+
+export interface PublicMcpServer {
+  transport: 'stdio' | 'http';
+  command?: string | null;
+  args?: string[] | null;
+  /** Names only: every value is masked. */
+  env?: Record<string, string> | null;
+  url?: string | null;
+  /** Names only: every value is masked. */
+  headers?: Record<string, string> | null;
+  start_timeout: number;
+  call_timeout: number;
+  disabled: boolean;
 }
 
 export interface Resources {
@@ -737,6 +850,8 @@ export interface StartRun {
    * checks that its cell still exists. Without it, the saved notebook.
    */
   notebook_cells?: LiveCell[] | null;
+  /** MCP servers this thread does not use (kept with the thread until a run sends another list). */
+  disabled_mcp_servers?: string[] | null;
 }
 
 export interface SystemResources {
@@ -1030,5 +1145,7 @@ export interface Routes {
   'POST diagnostics': { body: DiagnosticsRequest; answer: DiagnosticsAnswer };
   'POST resources': { body: ResourcesRequest; answer: Resources };
   'POST variables': { body: VariablesRequest; answer: Variables };
+  'GET mcp/servers': { body: null; answer: McpServers };
+  'POST notebook_tools': { body: VariablesRequest; answer: NotebookTools };
   'GET openapi.json': { body: null; answer: Record<string, unknown> };
 }

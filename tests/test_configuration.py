@@ -68,7 +68,7 @@ def test_every_agent_setting_is_a_trait_with_help(clean_env: pytest.MonkeyPatch)
     assert {f.name for f in fields(AgentSettings)} <= set(traits)
     assert all(trait.help for trait in traits.values())
     assert Cellwright().agent_settings() == AgentSettings()  # one set of defaults
-    assert set(Cellwright.runtime_names()) == {"model", "base_url", "api_key", "tool_calling", "auto_approve", "prices"}  # what PUT config may set
+    assert set(Cellwright.runtime_names()) == {"model", "base_url", "api_key", "tool_calling", "auto_approve", "prices", "mcp_servers"}  # what PUT config may set
 
 
 def test_database_url_and_its_older_name(clean_env: pytest.MonkeyPatch) -> None:

@@ -79,6 +79,20 @@ class ToolCallEvent(EventBase):
     needs_approval: bool
 
 
+class ToolOrigin(WireModel):
+    """Where a tool that is not built in comes from: an MCP server, or a function the notebook's kernel
+    registered with @tool. Shown on the approval card; never a reason to skip approval."""
+
+    kind: Literal["mcp", "notebook"]
+    tool: str = Field(description="The tool's own name: the MCP server's, or the Python function's.")
+    server: str | None = Field(default=None, description="mcp: the configured server's name.")
+    read_only_hint: bool | None = Field(
+        default=None, description="mcp: what the server's readOnlyHint annotation claims (not trusted); notebook: @tool(read_only=True)."
+    )
+    file: str | None = Field(default=None, description="notebook: the file the function was defined in.")
+    line: int | None = Field(default=None, description="notebook: its first line there.")
+
+
 class ApprovalRequest(WireModel):
     """A call waiting for the user's decision: the approval card, and `pending_approval` of a thread."""
 
@@ -92,6 +106,7 @@ class ApprovalRequest(WireModel):
     cwd: str | None = Field(default=None, description='execute_command: its folder, relative to the root ("." for the root).')
     will_fail: bool = Field(default=False, description="The preview found that the call cannot succeed as it stands.")
     impact: Impact | None = Field(default=None, description="run_cell, edit_cell, execute_command: what the call will touch.")
+    origin: ToolOrigin | None = Field(default=None, description="An MCP or notebook-defined tool: where it comes from.")
     agent: str = "main"
     task_id: str | None = None
 

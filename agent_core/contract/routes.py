@@ -57,6 +57,10 @@ class StartRun(Body):
     mode: Mode = "single"
     autonomy: Autonomy = "agent"
     notebook_cells: list[LiveCell] | None = NotebookCells
+    disabled_mcp_servers: list[str] | None = Field(
+        default=None, max_length=64,
+        description="MCP servers this thread does not use (kept with the thread until a run sends another list).",
+    )  # fmt: skip
     field_kinds: ClassVar[dict[str, str]] = {"mode": "bad_mode", "autonomy": "bad_autonomy"}
 
 
@@ -96,6 +100,32 @@ class Price(WireModel):
     completion: float = Field(ge=0, description="Per million completion tokens.")
 
 
+class McpServerSetting(WireModel):
+    """One MCP server of the `mcp_servers` setting: `command` (+ `args`, `env`) or `url` (+ `headers`).
+    In answers, env and header values are masked ("********"); sent back masked, they are kept."""
+
+    command: str | None = None
+    args: list[str] | None = None
+    env: dict[str, str] | None = None
+    url: str | None = None
+    headers: dict[str, str] | None = None
+    start_timeout: float | None = None
+    call_timeout: float | None = None
+    disabled: bool | None = None
+
+
+class PublicMcpServer(WireModel):
+    transport: Literal["stdio", "http"]
+    command: str | None = None
+    args: list[str] | None = None
+    env: dict[str, str] | None = Field(default=None, description="Names only: every value is masked.")
+    url: str | None = None
+    headers: dict[str, str] | None = Field(default=None, description="Names only: every value is masked.")
+    start_timeout: float
+    call_timeout: float
+    disabled: bool
+
+
 class ConfigUpdate(Body):
     """PUT config: any of these; an unknown name is refused rather than silently dropped."""
 
@@ -106,6 +136,7 @@ class ConfigUpdate(Body):
     tool_calling: ToolCalling | None = None
     auto_approve: list[str] | None = Field(default=None, description="Tool names that run without asking.")
     prices: dict[str, Price] | None = Field(default=None, description="Model name -> price per million tokens.")
+    mcp_servers: dict[str, McpServerSetting] | None = Field(default=None, description="Server name -> how to reach it.")
 
 
 class ConnectionTest(Body):
@@ -148,6 +179,7 @@ class PublicConfig(WireModel):
     cell_timeout: float | None
     checkpointer: CheckpointerKind
     prices: dict[str, Price]
+    mcp_servers: dict[str, PublicMcpServer] = Field(default_factory=dict, description="Without env and header values.")
     context_token_budget: int
     sources: dict[str, SettingSource] = Field(
         description="Where each editable setting's value comes from: saved by PUT config, a Jupyter config file, "
@@ -278,6 +310,40 @@ class Variables(WireModel):
     note: str | None = Field(default=None, description='Why the list is empty or short, e.g. "kernel busy: no snapshot".')
 
 
+class McpToolInfo(WireModel):
+    name: str
+    description: str
+    read_only_hint: bool | None = Field(default=None, description="What the server claims; never a reason to skip approval.")
+
+
+class McpServerStatus(PublicMcpServer):
+    name: str
+    status: Literal["not_started", "starting", "connected", "failed", "stopped"]
+    error: str | None = Field(default=None, description="Why it failed (no secrets).")
+    tools: list[McpToolInfo] = Field(default_factory=list, description="Known once the server started.")
+
+
+class McpServers(WireModel):
+    """GET mcp/servers: the configured MCP servers, their status and tools; never env or header values."""
+
+    servers: list[McpServerStatus]
+
+
+class NotebookToolInfo(WireModel):
+    name: str
+    description: str
+    read_only: bool = Field(description="Declared with @tool(read_only=True); runs unasked only if auto_approve_notebook_tools names it.")
+    file: str | None = None
+    line: int | None = None
+
+
+class NotebookTools(WireModel):
+    """POST notebook_tools: the functions the kernel registered with @tool, as the next run will offer them."""
+
+    tools: list[NotebookToolInfo]
+    notes: list[str] = Field(default_factory=list, description="Functions left out, and why.")
+
+
 # -- the route table (paths under cellwright/api/)
 
 
@@ -342,6 +408,11 @@ ROUTES: tuple[Route, ...] = (
     Route("post", "diagnostics", "Lint a cell's code or a .py file.", {200: DiagnosticsAnswer}, DiagnosticsRequest, (*BODY_ERRORS, 409)),
     Route("post", "resources", "File sizes, DataFrame sizes, memory and GPUs.", {200: Resources}, ResourcesRequest, BODY_ERRORS),
     Route("post", "variables", "The kernel's variables (name, type, shape), for @ mentions.", {200: Variables}, VariablesRequest, BODY_ERRORS),
+    Route("get", "mcp/servers", "The configured MCP servers: status (connected, failed and why) and tools.", {200: McpServers}),
+    Route(
+        "post", "notebook_tools", "The kernel's @tool functions (silent: nothing runs in the kernel).",
+        {200: NotebookTools}, VariablesRequest, BODY_ERRORS,
+    ),
     Route("get", "openapi.json", "This document.", {200: OPENAPI_DOCUMENT}),
 )  # fmt: skip
 

@@ -2,6 +2,7 @@ import * as React from 'react';
 import { useEffect, useRef, useState } from 'react';
 
 import { PanelModel } from '../model';
+import { originText } from '../model/mcpServers';
 import { ApprovalRequest, Todo } from '../contract.gen';
 import { agentLabel } from '../tokens';
 import {
@@ -219,6 +220,12 @@ export function ApprovalCard(props: {
             <VisibleText text={pending.description} />
           </div>
         ))}
+
+      {pending.origin && (
+        <div className="cw-approval-origin" data-testid="cw-approval-origin">
+          <VisibleText text={originText(pending.origin)} />
+        </div>
+      )}
 
       <HiddenControlsWarning
         value={[

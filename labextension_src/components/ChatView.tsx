@@ -10,6 +10,7 @@ import { Header, StatusLine } from './Header';
 import { useSignal } from './hooks';
 import { Notices } from './Notices';
 import { SettingsForm } from './SettingsForm';
+import { ToolsSection } from './ToolsSection';
 import { UsageFooter } from './Usage';
 
 /**
@@ -31,7 +32,10 @@ export function ChatView(props: {
       <Header model={model} historyOpen={historyOpen} setHistoryOpen={setHistoryOpen} />
       <Notices model={model} />
       {model.settingsOpen ? (
-        <SettingsForm model={model} />
+        <>
+          <SettingsForm model={model} />
+          {!model.needsSetup && <ToolsSection model={model} />}
+        </>
       ) : (
         <>
           <Conversation model={model} view={model.view} rendermime={rendermime} />

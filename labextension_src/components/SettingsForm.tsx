@@ -238,6 +238,24 @@ export function SettingsForm(props: { model: PanelModel }): JSX.Element {
         <Source id={`${ids}-prices-source`} text={sourceLabel(config, 'prices')} />
       </fieldset>
 
+      <div className="cw-settings-field cw-settings-mcp">
+        <label className="cw-label" htmlFor={`${ids}-mcp`}>
+          MCP servers (JSON)
+        </label>
+        <textarea
+          id={`${ids}-mcp`}
+          className="cw-input cw-settings-mcp-text"
+          rows={4}
+          spellCheck={false}
+          value={form.mcp_servers}
+          placeholder='{"github": {"command": "npx", "args": ["-y", "server-github"], "env": {"TOKEN": "..."}}}'
+          aria-describedby={`${ids}-mcp-source`}
+          onChange={e => set('mcp_servers', e.target.value)}
+        />
+        <Source id={`${ids}-mcp-source`} text={sourceLabel(config, 'mcp_servers')} />
+        <span className="cw-settings-note">Secrets show as ******** and are kept when left so.</span>
+      </div>
+
       {problem && (
         <div className="cw-settings-error" role="alert">
           {problem}

@@ -19,6 +19,7 @@ import {
   Thread
 } from '../contract.gen';
 import { AutonomyMemory, isAutonomy } from './autonomy';
+import { DisabledServers } from './mcpServers';
 import { ComposerDraft } from './draft';
 import { liveCells } from './liveCells';
 import { SettingsModel } from './settings';
@@ -72,6 +73,8 @@ export class PanelModel implements IDisposable {
   }
 
   readonly api: CellwrightAPI;
+  /** MCP servers the user turned off per thread (the Tools section). */
+  readonly disabledServers = new DisabledServers();
   readonly version: string;
   /** The composer's attachments (a cell to ask about). */
   readonly draft = new ComposerDraft();
@@ -394,6 +397,7 @@ export class PanelModel implements IDisposable {
     const notebook = this._notebook;
     try {
       let thread = this._active;
+      const wasNew = !thread;
       if (!thread) {
         const created = await this.api.createThread({
           ...(notebook ? { notebook_path: notebook.path } : {}),
@@ -415,7 +419,9 @@ export class PanelModel implements IDisposable {
       }
       const kernelId = notebook?.kernelId();
       const cells = this._liveCells(notebook, thread.notebookPath);
+      const disabledServers = this.disabledServers.take(thread.threadId, wasNew);
       await this.api.startRun(thread.threadId, {
+        ...(disabledServers ? { disabled_mcp_servers: disabledServers } : {}),
         message,
         mode: this._mode,
         autonomy: this._autonomy,

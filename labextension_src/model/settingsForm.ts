@@ -5,6 +5,7 @@
  * when the user typed one, and never has the saved one to show.
  */
 import { ConfigUpdate, ConnectionTest, Price, PublicConfig, ToolCalling } from '../contract.gen';
+import { mcpServersText, parseMcpServers } from './mcpServers';
 
 /** Tools that ask before they run: the ones auto-approve can wave through. */
 export const RISKY_TOOLS: readonly string[] = [
@@ -27,6 +28,8 @@ export interface ISettingsForm {
   /** Per million tokens, as typed; empty for no price. */
   price_prompt: string;
   price_completion: string;
+  /** `mcp_servers` as JSON text; env and header values masked. */
+  mcp_servers: string;
 }
 
 /** Where a setting's value comes from, as the form says it. */
@@ -56,7 +59,8 @@ export function formFromConfig(config: PublicConfig | null): ISettingsForm {
     tool_calling: config?.tool_calling ?? 'native',
     auto_approve: [...(config?.auto_approve ?? [])],
     price_prompt: priceText(price?.prompt),
-    price_completion: priceText(price?.completion)
+    price_completion: priceText(price?.completion),
+    mcp_servers: mcpServersText(config)
   };
 }
 
@@ -79,6 +83,10 @@ export function formError(form: ISettingsForm): string | null {
   }
   if ((prompt === null) !== (completion === null)) {
     return 'Give both prices, or neither.';
+  }
+  const servers = parseMcpServers(form.mcp_servers);
+  if (servers.error) {
+    return servers.error;
   }
   if (form.base_url.trim() && !/^https?:\/\//i.test(form.base_url.trim())) {
     return 'The endpoint is an http:// or https:// URL, e.g. http://127.0.0.1:8000/v1.';
@@ -121,6 +129,10 @@ export function configUpdate(form: ISettingsForm, config: PublicConfig | null): 
   }
   if (JSON.stringify(prices) !== before) {
     update.prices = prices;
+  }
+  const servers = parseMcpServers(form.mcp_servers).value;
+  if (servers && form.mcp_servers.trim() !== saved.mcp_servers.trim()) {
+    update.mcp_servers = servers;
   }
   return update;
 }

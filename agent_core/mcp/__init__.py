@@ -1,0 +1,1 @@
+"""MCP servers as tool sources (the official `mcp` SDK, imported only when a server is used)."""
