@@ -368,7 +368,7 @@ class NotebookToolsHandler(ToolRouteHandler):
         from agent_core.external_tools import TAKEN
         from agent_core.notebook_tools import notebook_tools
 
-        body = self.body(VariablesRequest)
+        body = self.body(contract_routes().VariablesRequest)
         kernel_id, notebook = body.kernel_id, self._notebook_path(body.notebook_path)
         if not (kernel_id or notebook):
             self.write_json({"tools": [], "notes": []})
