@@ -569,6 +569,16 @@ export interface Health {
   llm_configured: boolean;
 }
 
+/** The kernel's process tree (the kernel and the processes it started). */
+export interface KernelUsage {
+  /** Percent of one core over a short sample: 250 is two and a half cores. */
+  cpu_percent: number;
+  /** Resident memory summed over the tree. */
+  memory_bytes: number;
+  /** GPU memory held, when NVML is available. */
+  gpu_memory_bytes?: number | null;
+}
+
 export interface MessageToolCall {
   id: string;
   name: string;
@@ -614,6 +624,8 @@ export interface Resources {
   files: Record<string, FileSize | EntryError>;
   dataframes: Record<string, DataFrameSize | EntryError>;
   system: SystemResources;
+  /** With kernel_id or notebook_path: the kernel's CPU and memory (API.md, Additions). */
+  kernel?: KernelUsage | EntryError | null;
 }
 
 export interface ResourcesRequest {

@@ -253,10 +253,21 @@ class SystemResources(WireModel):
     gpu_error: str | None = None
 
 
+class KernelUsage(WireModel):
+    """The kernel's process tree (the kernel and the processes it started)."""
+
+    cpu_percent: float = Field(description="Percent of one core over a short sample: 250 is two and a half cores.")
+    memory_bytes: int = Field(description="Resident memory summed over the tree.")
+    gpu_memory_bytes: int | None = Field(default=None, description="GPU memory held, when NVML is available.")
+
+
 class Resources(WireModel):
     files: dict[str, Union[FileSize, EntryError]]
     dataframes: dict[str, Union[DataFrameSize, EntryError]]
     system: SystemResources
+    kernel: Union[KernelUsage, EntryError, None] = Field(
+        default=None, description="With kernel_id or notebook_path: the kernel's CPU and memory (API.md, Additions)."
+    )
 
 
 class Variable(WireModel):

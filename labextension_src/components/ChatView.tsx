@@ -7,6 +7,7 @@ import { ApprovalCard } from './ApprovalCard';
 import { Composer } from './Composer';
 import { Conversation } from './Conversation';
 import { Header, StatusLine } from './Header';
+import { KernelUsageView } from './KernelUsage';
 import { useSignal } from './hooks';
 import { Notices } from './Notices';
 import { SettingsForm } from './SettingsForm';
@@ -37,6 +38,7 @@ export function ChatView(props: {
           <Conversation model={model} view={model.view} rendermime={rendermime} />
           {pending && <ApprovalCard key={pending.id} model={model} pending={pending} />}
           <StatusLine model={model} />
+          <KernelUsageView model={model} />
           <UsageFooter usage={model.view.usage} />
           <Composer model={model} inputRef={props.inputRef} />
         </>
