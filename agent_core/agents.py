@@ -42,9 +42,10 @@ AGENTS: dict[str, AgentConfig] = {
         ),
         AgentConfig(
             "researcher", "Researcher", "researcher",
-            ("read_file", "read_notebook", "list_files", "search_workspace", "search_notebooks", "diagnostics", "execute_command"),
+            ("search_knowledge", "read_file", "read_notebook", "list_files", "search_workspace", "search_notebooks", "diagnostics", "execute_command"),
             max_model_calls=20,
-            description="read-only: finds and reads files, notebooks and data, checks code; changes nothing",
+            description="read-only: searches the workspace's documents (cites them), finds and reads files, notebooks "
+            "and data, checks code; changes nothing",
         ),
     )
 }  # fmt: skip

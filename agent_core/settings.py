@@ -27,6 +27,12 @@ class AgentSettings:
     vision: Vision = "auto"  # image outputs as image parts: auto tries, and stops for the thread on a refusal
     max_images: int = 3  # image parts per model request
     prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # model -> per million tokens
+    data_dir: str = ""  # Cellwright's own folder (the knowledge index lives there); "" for the default
+    knowledge_index: bool = True  # index the workspace's documents for search_knowledge
+    embedding_model: str = ""  # "" for BM25 only; a model name: embeddings from the endpoint too
+    # name -> SQLAlchemy URL for sql_query; the URLs may hold credentials: never shown, logged or sent
+    databases: Mapping[str, str] = field(default_factory=dict, repr=False)
+    sql_allow_writes: bool = False  # statements other than SELECT/WITH are refused unless this is on
 
     @property
     def llm_configured(self) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +71,7 @@ class CellwrightApp(ExtensionApp):
             if not self.threads.is_open:
                 await self.threads.open()
                 self._recovery = asyncio.create_task(self._recover())
+                self.knowledge()  # the index builds in the background: nothing here waits for it
 
     async def _recover(self) -> None:
         try:
@@ -78,6 +80,10 @@ class CellwrightApp(ExtensionApp):
             self.log.exception("Cellwright could not recover the threads a crash left running")
 
     async def stop_extension(self) -> None:
+        if "agent_core.knowledge.service" in sys.modules:  # loaded only once the index was used
+            from agent_core.knowledge.service import stop_all
+
+            await stop_all()
         await self.run_manager.shutdown()
         self.kernel_clients.close()
         await self.threads.close()
@@ -95,6 +101,16 @@ class CellwrightApp(ExtensionApp):
             serverapp.kernel_manager, serverapp.session_manager, Path(serverapp.root_dir), notebook_path, kernel_id,
             cell_timeout, workspace=self.workspace, clients=self.kernel_clients,
         )  # fmt: skip
+
+    def knowledge(self) -> Any:
+        """The workspace's knowledge base, started (in the background) on first use; None when indexing is off."""
+        if not self.configuration.knowledge_index:
+            return None
+        from agent_core.knowledge.service import knowledge_base
+
+        base = knowledge_base(self.workspace, self.configuration.data_dir, self.configuration.agent_settings)
+        base.start()
+        return base
 
     def apply_changes(self, changes: Any) -> None:
         """PUT config: a change the settings refuse is the client's to fix (400, saying why)."""

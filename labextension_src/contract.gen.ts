@@ -579,6 +579,29 @@ export interface KernelUsage {
   gpu_memory_bytes?: number | null;
 }
 
+export interface KnowledgeError {
+  path: string;
+  message: string;
+}
+
+/** The workspace index of search_knowledge (GET knowledge/status). */
+export interface KnowledgeStatus {
+  state: 'off' | 'idle' | 'building' | 'ready' | 'stopped';
+  /** Workspace files indexed. */
+  files: number;
+  /** Passages indexed (files and database tables). */
+  chunks: number;
+  /** Database tables whose metadata is indexed. */
+  tables: number;
+  /** When the index last changed (seconds since the epoch). */
+  last_update: number | null;
+  /** Files left out by the size caps. */
+  skipped: number;
+  /** The latest problems (files that could not be read, embeddings). */
+  errors: KnowledgeError[];
+  embedding_model: string | null;
+}
+
 export interface MessageToolCall {
   id: string;
   name: string;
@@ -613,6 +636,10 @@ export interface PublicConfig {
   checkpointer: CheckpointerKind;
   prices: Record<string, Price>;
   context_token_budget: number;
+  /** sql_query's databases: name -> SQLAlchemy URL with credentials masked (***). */
+  databases?: Record<string, string>;
+  /** The embedding model of search_knowledge; empty for BM25 only. */
+  embedding_model?: string;
   /**
    * Where each editable setting's value comes from: saved by PUT config, a Jupyter config file, an
    * environment variable, or the default.
@@ -826,6 +853,13 @@ export interface RunCellArgs {
   description?: string | null;
 }
 
+export interface SearchKnowledgeArgs {
+  /** What to look for, in words the documents would use (e.g. 'churn definition monthly'). */
+  query: string;
+  /** How many passages (default 5, at most 20). */
+  k?: number | null;
+}
+
 export interface SearchNotebooksArgs {
   /** A regular expression. */
   pattern: string;
@@ -887,6 +921,7 @@ export const TOOL_NAMES = [
   'read_notebook',
   'edit_cell',
   'restart_kernel',
+  'search_knowledge',
 ] as const;
 export type ToolName = (typeof TOOL_NAMES)[number];
 
@@ -910,6 +945,7 @@ export interface ToolArgs {
   read_notebook: ReadNotebookArgs;
   edit_cell: EditCellArgs;
   restart_kernel: RestartKernelArgs;
+  search_knowledge: SearchKnowledgeArgs;
 }
 
 // ---------------------------------------------------------------- routes
@@ -935,5 +971,6 @@ export interface Routes {
   'POST diagnostics': { body: DiagnosticsRequest; answer: DiagnosticsAnswer };
   'POST resources': { body: ResourcesRequest; answer: Resources };
   'POST variables': { body: VariablesRequest; answer: Variables };
+  'GET knowledge/status': { body: null; answer: KnowledgeStatus };
   'GET openapi.json': { body: null; answer: Record<string, unknown> };
 }

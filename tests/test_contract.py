@@ -45,6 +45,7 @@ API_TOOL_ARGS = {
     "read_notebook": {"path", "start", "end"},  # API.md, "Additions"
     "edit_cell": {"cell_id", "source"},
     "restart_kernel": set(),
+    "search_knowledge": {"query", "k"},
 }
 
 

@@ -143,6 +143,10 @@ class PublicConfig(WireModel):
     checkpointer: CheckpointerKind
     prices: dict[str, Price]
     context_token_budget: int
+    databases: dict[str, str] = Field(
+        default_factory=dict, description="sql_query's databases: name -> SQLAlchemy URL with credentials masked (***)."
+    )
+    embedding_model: str = Field(default="", description="The embedding model of search_knowledge; empty for BM25 only.")
     sources: dict[str, SettingSource] = Field(
         description="Where each editable setting's value comes from: saved by PUT config, a Jupyter config file, "
         "an environment variable, or the default."
@@ -270,6 +274,24 @@ class Resources(WireModel):
     )
 
 
+class KnowledgeError(WireModel):
+    path: str
+    message: str
+
+
+class KnowledgeStatus(WireModel):
+    """The workspace index of search_knowledge (GET knowledge/status)."""
+
+    state: Literal["off", "idle", "building", "ready", "stopped"]
+    files: int = Field(description="Workspace files indexed.")
+    chunks: int = Field(description="Passages indexed (files and database tables).")
+    tables: int = Field(description="Database tables whose metadata is indexed.")
+    last_update: float | None = Field(description="When the index last changed (seconds since the epoch).")
+    skipped: int = Field(description="Files left out by the size caps.")
+    errors: list[KnowledgeError] = Field(description="The latest problems (files that could not be read, embeddings).")
+    embedding_model: str | None
+
+
 class Variable(WireModel):
     name: str
     type: str
@@ -341,6 +363,7 @@ ROUTES: tuple[Route, ...] = (
     Route("post", "diagnostics", "Lint a cell's code or a .py file.", {200: DiagnosticsAnswer}, DiagnosticsRequest, (*BODY_ERRORS, 409)),
     Route("post", "resources", "File sizes, DataFrame sizes, memory and GPUs.", {200: Resources}, ResourcesRequest, BODY_ERRORS),
     Route("post", "variables", "The kernel's variables (name, type, shape), for @ mentions.", {200: Variables}, VariablesRequest, BODY_ERRORS),
+    Route("get", "knowledge/status", "The workspace index: files, chunks, last update, errors.", {200: KnowledgeStatus}),
     Route("get", "openapi.json", "This document.", {200: OPENAPI_DOCUMENT}),
 )  # fmt: skip
 

@@ -8,6 +8,7 @@ import { Composer } from './Composer';
 import { Conversation } from './Conversation';
 import { Header, StatusLine } from './Header';
 import { KernelUsageView } from './KernelUsage';
+import { KnowledgeStatusView } from './KnowledgeStatus';
 import { useSignal } from './hooks';
 import { Notices } from './Notices';
 import { SettingsForm } from './SettingsForm';
@@ -32,7 +33,10 @@ export function ChatView(props: {
       <Header model={model} historyOpen={historyOpen} setHistoryOpen={setHistoryOpen} />
       <Notices model={model} />
       {model.settingsOpen ? (
-        <SettingsForm model={model} />
+        <>
+          <SettingsForm model={model} />
+          <KnowledgeStatusView api={model.api} />
+        </>
       ) : (
         <>
           <Conversation model={model} view={model.view} rendermime={rendermime} />
