@@ -876,6 +876,13 @@ export interface SearchWorkspaceArgs {
   file_types?: string[] | null;
 }
 
+export interface SqlQueryArgs {
+  /** The configured database's name (not a URL). */
+  database: string;
+  /** One SQL statement. Read-only (SELECT or WITH) unless the user allowed writes. */
+  sql: string;
+}
+
 export interface TaskArgs {
   /** The agent's name. */
   agent: string;
@@ -922,6 +929,7 @@ export const TOOL_NAMES = [
   'edit_cell',
   'restart_kernel',
   'search_knowledge',
+  'sql_query',
 ] as const;
 export type ToolName = (typeof TOOL_NAMES)[number];
 
@@ -946,6 +954,7 @@ export interface ToolArgs {
   edit_cell: EditCellArgs;
   restart_kernel: RestartKernelArgs;
   search_knowledge: SearchKnowledgeArgs;
+  sql_query: SqlQueryArgs;
 }
 
 // ---------------------------------------------------------------- routes

@@ -43,6 +43,8 @@ class KnowledgeBase:
         self._built = asyncio.Event()
         self._stop = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        self._databases_read: dict[str, str] = {}  # name -> the URL whose tables are indexed
+        self._databases_lock = asyncio.Lock()
         self.loop: asyncio.AbstractEventLoop | None = None
 
     # -- life cycle
@@ -72,6 +74,7 @@ class KnowledgeBase:
         try:
             changed = await asyncio.to_thread(self.indexer.scan)
             await self._embed(changed)
+            await self.refresh_databases()
         except Exception as exc:  # an unreadable root: said in the status, search still answers (empty)
             log.warning("Cellwright: the knowledge index could not be built: %s", exc)
             self.state.error(".", f"initial build failed: {type(exc).__name__}: {exc}")
@@ -127,6 +130,15 @@ class KnowledgeBase:
 
     # -- what callers use
 
+    async def refresh_databases(self, forget: str | None = None) -> None:
+        """Index the tables of the configured databases not read yet (`forget`: read that one again)."""
+        from ..sql.catalog import index_databases
+
+        async with self._databases_lock:
+            if forget is not None:
+                self._databases_read.pop(forget, None)
+            await index_databases(self, self.settings().databases, self._databases_read)
+
     async def index_documents(self, origin: str, documents: dict[str, list[Chunk]]) -> None:
         """Index non-file sources (a database's tables) under their own paths; they stay until replaced."""
         for path, chunks in documents.items():
@@ -141,6 +153,7 @@ class KnowledgeBase:
             except asyncio.TimeoutError:
                 pass
         k = max(1, min(int(k), MAX_K))
+        await self.refresh_databases()  # databases configured since the build (nothing to do when read)
         expression = fts_expression(query)
         lexical = await asyncio.to_thread(self.store.search, expression, CANDIDATES, origin) if expression else []
         index = self._embedding_index()
