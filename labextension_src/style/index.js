@@ -1,3 +1,4 @@
 import './base.css';
 import './context.css';
 import './workflow.css';
+import './knowledge.css';
