@@ -17,7 +17,7 @@ from devtools.fake_llm import FakeLLM, text, tool_call
 from devtools.knowledge_corpus import EXPECTED, write_corpus
 from tests.conftest import Api, of_type
 
-UPDATE_DEADLINE = 20.0  # generous for a loaded machine; it takes well under a second here
+UPDATE_DEADLINE = 5.0  # the bound for an edit to show in results (polled; it takes ~0.3 s here)
 
 
 def _base(root: Path, data: Path, settings: AgentSettings | None = None) -> KnowledgeBase:

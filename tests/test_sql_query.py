@@ -193,3 +193,25 @@ def test_masking_removes_the_password_wherever_it_appears() -> None:
 
     text = masked(f"could not connect to {REMOTE}: password {SECRET!r} rejected for alice", REMOTE)
     assert SECRET not in text and "postgresql://***@127.0.0.1:1/sales" in text
+
+
+async def test_the_suggested_cell_loads_a_dataframe_in_the_kernel(
+    jp_serverapp: Any, jp_environ: Any, notebook_kernel: str, shop_db: Path
+) -> None:
+    """The kernel reads the database's URL from the Jupyter config, as the server does: the cell holds only its name."""
+    import os
+
+    from agent_core.tools.sql import dataframe_code
+    from tests.test_tools_routes import kernel_env
+
+    config = Path(os.environ["JUPYTER_CONFIG_DIR"]) / "jupyter_server_config.json"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(json.dumps({"Cellwright": {"databases": {"shop": f"sqlite:///{shop_db}"}}}))
+    code = dataframe_code("shop", "SELECT region, count(*) AS n FROM customers GROUP BY region")
+    assert str(shop_db) not in code
+    env = kernel_env(jp_serverapp, notebook_kernel)
+    cell = await env.run_cell("load", code + "\nprint(df.shape, list(df.columns))", lambda event: None)
+    assert cell.status == "ok", cell.outputs
+    assert "(1, 2) ['region', 'n']" in "".join(o.get("text", "") for o in cell.outputs)
+    refused = await env.run_cell("drop", 'read_sql("shop", "DROP TABLE customers")', lambda event: None)
+    assert refused.status == "error" and "read-only" in json.dumps(refused.outputs)

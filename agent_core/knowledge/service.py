@@ -57,7 +57,9 @@ class KnowledgeBase:
         if self._tasks:
             return
         self.loop = asyncio.get_running_loop()
-        self._tasks = [asyncio.create_task(self._build()), asyncio.create_task(self._watch())]
+        # The watcher first: its watches are in place (set up synchronously in its first step, before it
+        # awaits) before the build scans, so no change falls between the scan and the watch.
+        self._tasks = [asyncio.create_task(self._watch()), asyncio.create_task(self._build())]
 
     async def stop(self) -> None:
         self._stop.set()
@@ -86,7 +88,6 @@ class KnowledgeBase:
         return kind_of(path) is not None and not self.workspace.is_denied(path)
 
     async def _watch(self) -> None:
-        await self._built.wait()  # changes during the build are picked up by its own scan
         try:
             from watchfiles import awatch
 
