@@ -139,7 +139,7 @@ async def test_search_knowledge_through_the_server_with_hostile_arguments(
     (jp_root_dir / ".env.md").write_text("OPENAI_API_KEY=sk-live-quokka\n")
     fake_llm.script(
         tool_call("search_knowledge", {"query": 'compute churn" OR .env* NEAR(', "k": 10**12}, id="s1"),
-        tool_call("search_knowledge", {"query": "quokka sk-live"}, id="s2"),
+        tool_call("search_knowledge", {"query": "quokka"}, id="s2"),  # only in the hidden file
         tool_call("search_knowledge", {"query": "x" * 100_000}, id="s3"),
         text("done"),
     )

@@ -14,7 +14,7 @@ from typing import Any, Iterable
 from ..private_storage import private_file
 from .chunking import Chunk
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2: porter stemming (cancelled matches cancellations)
 # bm25() weights of (path, heading, body): a word in a heading or a file name says more than one in a paragraph.
 BM25_WEIGHTS = (2.0, 3.0, 1.0)
 
@@ -29,7 +29,7 @@ CREATE TABLE IF NOT EXISTS sources (
     indexed_at REAL NOT NULL
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks USING fts5(
-    path, heading, body, kind UNINDEXED, position UNINDEXED, tokenize = 'unicode61 remove_diacritics 2'
+    path, heading, body, kind UNINDEXED, position UNINDEXED, tokenize = 'porter unicode61 remove_diacritics 2'
 );
 """
 
