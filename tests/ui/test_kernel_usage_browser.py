@@ -43,3 +43,20 @@ def test_the_panel_shows_the_kernels_memory_rise(page: Any, lab: JupyterProcess,
     expect(page.get_by_test_id("cw-final")).to_contain_text("Allocated.", timeout=60_000)
     expect(page.get_by_test_id("cw-kernel-usage")).to_have_count(0)  # gone once the run is over
     assert not page.errors, page.errors  # type: ignore[attr-defined]
+
+
+def test_the_settings_view_shows_the_workspace_index(page: Any, lab: JupyterProcess) -> None:
+    from playwright.sync_api import expect
+
+    (lab.root / "docs").mkdir()
+    for number in range(3):
+        (lab.root / "docs" / f"guide_{number}.md").write_text(f"# Guide {number}\n\nHow we compute churn, part {number}.\n")
+    (lab.root / ".private.md").write_text("# Hidden\n\nnot indexed\n")
+    open_new_notebook(page, lab)
+    open_panel_from_palette(page)
+    page.get_by_role("button", name="Model settings").click()
+    status = page.get_by_test_id("cw-knowledge-status-text")
+    expect(status).to_contain_text("ready", timeout=30_000)
+    expect(status).to_contain_text("3 passages")  # the three guides (the hidden file is not indexed; the new notebook is empty)
+    page.screenshot(path=str(SHOTS / "15-knowledge-status.png"))
+    assert not page.errors, page.errors  # type: ignore[attr-defined]
