@@ -215,3 +215,21 @@ async def test_the_suggested_cell_loads_a_dataframe_in_the_kernel(
     assert "(1, 2) ['region', 'n']" in "".join(o.get("text", "") for o in cell.outputs)
     refused = await env.run_cell("drop", 'read_sql("shop", "DROP TABLE customers")', lambda event: None)
     assert refused.status == "error" and "read-only" in json.dumps(refused.outputs)
+
+
+def test_a_runaway_query_is_stopped_and_results_are_bounded(shop_db: Path) -> None:
+    from agent_core.sql.databases import MAX_CELL_CHARS, DatabaseError, run_statement
+
+    url = f"sqlite:///{shop_db}"
+    forever = classify("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c")
+    with pytest.raises(DatabaseError, match="longer than 1 s"):
+        run_statement(url, forever, timeout=1.0)
+    wide = run_statement(url, classify("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 5000) "
+                                        "SELECT x, printf('%.*c', 10000, 'y') AS wide FROM c"), max_rows=200)
+    assert len(wide.rows) == 200 and wide.truncated and len(wide.rows[0][1]) == MAX_CELL_CHARS
+    # A read runs with the database itself in read-only mode too.
+    with pytest.raises(DatabaseError):
+        from dataclasses import replace
+
+        run_statement(url, replace(classify("SELECT 1"), sql="DELETE FROM customers"))
+    assert sqlite3.connect(shop_db).execute("SELECT count(*) FROM customers").fetchone() == (50,)
