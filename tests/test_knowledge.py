@@ -62,6 +62,12 @@ def test_the_expected_document_ranks_in_the_top_3_and_edits_show_up(corpus: Path
             target.unlink()
             await _until(base, "invoices nothing", lambda found: "docs/invoice/note_30.md" not in [h.path for h in found])
             assert "docs/invoice/note_30.md" not in base.store.sources("file")
+
+            # A folder renamed: the watcher names only the folder; its documents move in the index.
+            (corpus / "docs" / "refund").rename(corpus / "docs" / "returns")
+            await _until(base, "refund process", lambda found: found and all(h.path.startswith("docs/returns/") for h in found))
+            indexed = base.store.sources("file")
+            assert not [p for p in indexed if p.startswith("docs/refund/")] and [p for p in indexed if p.startswith("docs/returns/")]
         finally:
             await base.stop()
 

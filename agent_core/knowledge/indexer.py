@@ -89,7 +89,8 @@ class Indexer:
         return changed + gone
 
     def update(self, paths: Iterable[Path]) -> list[str]:
-        """Re-index (or drop) the given absolute paths; what the policy hides is dropped, never read."""
+        """Re-index (or drop) the given absolute paths; what the policy hides is dropped, never read.
+        A folder (renamed, moved, deleted: the watcher names only the folder) is brought in line whole."""
         changed = []
         for path in paths:
             try:
@@ -97,6 +98,8 @@ class Indexer:
             except ValueError:
                 continue
             if kind_of(rel) is None:
+                if not os.path.isfile(path):  # a Makefile or LICENSE edit is nothing to the index
+                    changed += self._update_folder(rel)
                 continue
             try:
                 resolved = self.workspace.resolve(rel)
@@ -111,6 +114,25 @@ class Indexer:
         if changed:
             self.state.last_update = time.time()
         return changed
+
+    def _update_folder(self, rel: str) -> list[str]:
+        from ..tools.files import walk
+
+        prefix = "" if rel == "." else rel.rstrip("/") + "/"
+        indexed = [path for path in self.store.sources("file") if path.startswith(prefix)]
+        found: list[Path] = []
+        try:
+            folder = self.workspace.resolve(rel)
+            if folder.is_dir():
+                found = [Path(e.path) for e in walk(folder, recursive=True, workspace=self.workspace)
+                         if kind_of(e.name) is not None and e.is_file(follow_symlinks=False)]
+        except WorkspaceError:
+            pass  # hidden or denied: whatever was indexed under it goes
+        present = {relative_to_root(self.workspace, path) for path in found}
+        gone = [path for path in indexed if path not in present]
+        self.store.remove(gone)
+        fresh = [path for path in found if relative_to_root(self.workspace, path) not in indexed]
+        return gone + (self.update(fresh) if fresh else [])
 
     def _index(self, rel: str, path: Path, info: os.stat_result, new: bool = False) -> None:
         try:

@@ -85,7 +85,8 @@ class KnowledgeBase:
             self._built.set()
 
     def _wanted(self, change: Any, path: str) -> bool:
-        return kind_of(path) is not None and not self.workspace.is_denied(path)
+        # Documents, and folders (no suffix): a renamed or deleted folder is reported as the folder only.
+        return (kind_of(path) is not None or not Path(path).suffix) and not self.workspace.is_denied(path)
 
     async def _watch(self) -> None:
         try:
