@@ -32,7 +32,7 @@ AGENTS: dict[str, AgentConfig] = {
         AgentConfig(
             "planner", "Planner", "planner",
             ("write_todos", "check_resource", "load_skill", "task", "final_answer"),
-            may_call=("python_developer", "researcher"), max_model_calls=50,
+            may_call=("python_developer", "researcher", "query"), max_model_calls=50,
         ),
         AgentConfig(
             "python_developer", "Python developer", "python_developer",
@@ -42,9 +42,15 @@ AGENTS: dict[str, AgentConfig] = {
         ),
         AgentConfig(
             "researcher", "Researcher", "researcher",
-            ("read_file", "read_notebook", "list_files", "search_workspace", "search_notebooks", "diagnostics", "execute_command"),
+            ("search_knowledge", "read_file", "read_notebook", "list_files", "search_workspace", "search_notebooks", "diagnostics", "execute_command"),
             max_model_calls=20,
-            description="read-only: finds and reads files, notebooks and data, checks code; changes nothing",
+            description="read-only: searches the workspace's documents (cites them), finds and reads files, notebooks "
+            "and data, checks code; changes nothing",
+        ),
+        AgentConfig(
+            "query", "Query", "query", ("search_knowledge", "sql_query", "run_cell"), max_model_calls=15,
+            description="answers questions from the configured databases: finds the relevant tables, writes SQL and runs "
+            "it after approval; loads a result into the kernel as a DataFrame when asked",
         ),
     )
 }  # fmt: skip

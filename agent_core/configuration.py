@@ -105,6 +105,24 @@ class Cellwright(LoggingConfigurable):
         "undone (0: no snapshots, nothing is undoable).",
     ).tag(config=True)  # fmt: skip
     data_dir = Unicode(help="Where threads, checkpoints and runtime settings are kept.").tag(config=True)
+    knowledge_index = Bool(
+        _AGENT.knowledge_index,
+        help="Index the workspace's documents (Markdown, reST, text, notebooks, docstrings) for search_knowledge, "
+        "kept fresh by a file watcher. The index lives in data_dir.",
+    ).tag(config=True)
+    embedding_model = Unicode(
+        help="An embedding model of the endpoint (its /embeddings): search_knowledge then combines embeddings "
+        "(kept in Qdrant's local mode; pip install cellwright[knowledge]) with BM25. Empty: BM25 only.",
+    ).tag(config=True)
+    databases = Dict(
+        value_trait=Unicode(),
+        help='Databases sql_query may use: name -> SQLAlchemy URL, e.g. {"sales": "postgresql://user:pw@host/db"}. '
+        "Credentials in the URLs are never shown or logged.",
+    ).tag(config=True)
+    sql_allow_writes = Bool(
+        _AGENT.sql_allow_writes,
+        help="Let sql_query run statements other than SELECT/WITH (still only after approval). Off by default.",
+    ).tag(config=True)
 
     def __init__(self, environ: Mapping[str, str] | None = None, **kwargs: Any) -> None:
         # The magic passes the environment as the kernel started with it: a cell (the agent's too)
@@ -217,7 +235,7 @@ class Cellwright(LoggingConfigurable):
         """What the agent of one run reads: a snapshot, so a PUT config during a run changes the next."""
         values = {f.name: getattr(self, f.name) for f in fields(AgentSettings)}
         return AgentSettings(**{
-            **values, "auto_approve": frozenset(values["auto_approve"]),
+            **values, "auto_approve": frozenset(values["auto_approve"]), "databases": dict(values["databases"]),
             "auto_approve_notebook_tools": tuple(values["auto_approve_notebook_tools"]), "mcp_servers": dict(values["mcp_servers"]),
         })  # fmt: skip
 
@@ -239,6 +257,8 @@ class Cellwright(LoggingConfigurable):
             "prices": dict(self.prices),
             "mcp_servers": self.public_mcp_servers(),
             "context_token_budget": self.context_token_budget,
+            "databases": {name: redact_url(url) for name, url in self.databases.items()},
+            "embedding_model": self.embedding_model,
             "sources": self.sources(),
         }
 

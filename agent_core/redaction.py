@@ -25,6 +25,8 @@ def redact_url(url: str) -> str:
         pairs = parse_qsl(query, keep_blank_values=True)
         if any(SECRET_PARAMS.search(name) for name, _ in pairs):
             query = urlencode([(name, REDACTED if SECRET_PARAMS.search(name) else value) for name, value in pairs], safe="*")
+    if netloc == parts.netloc and query == parts.query:
+        return url  # nothing secret: as given (urlunsplit would turn sqlite:////abs/path into sqlite://abs/path)
     return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 

@@ -30,6 +30,12 @@ class AgentSettings:
     undo_snapshot_limit_mb: int = 256  # kernel memory kept for undo snapshots, in all (also the cap of one step)
     mcp_servers: Mapping[str, Mapping[str, object]] = field(default_factory=dict)  # checked: agent_core.mcp.config
     auto_approve_notebook_tools: tuple[str, ...] = ()  # @tool(read_only=True) functions the user lets run unasked
+    data_dir: str = ""  # Cellwright's own folder (the knowledge index lives there); "" for the default
+    knowledge_index: bool = True  # index the workspace's documents for search_knowledge
+    embedding_model: str = ""  # "" for BM25 only; a model name: embeddings from the endpoint too
+    # name -> SQLAlchemy URL for sql_query; the URLs may hold credentials: never shown, logged or sent
+    databases: Mapping[str, str] = field(default_factory=dict, repr=False)
+    sql_allow_writes: bool = False  # statements other than SELECT/WITH are refused unless this is on
 
     @property
     def llm_configured(self) -> bool:

@@ -202,6 +202,11 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
+        if self.path.rstrip("/") == "/v1/embeddings":  # deterministic vectors, not scripted (fake_embeddings)
+            from .fake_embeddings import embeddings_answer
+            self.fake.embedding_requests += 1
+            self._send_json(*embeddings_answer(json.loads(raw or b"{}")))
+            return
         if self.path.rstrip("/") != "/v1/chat/completions":
             self._send_json(404, _error_body(f"unknown path {self.path}", "invalid_request_error"))
             return
@@ -293,6 +298,7 @@ class FakeLLM:
         self._script: deque[ScriptItem] = deque()
         self._requests: list[dict] = []
         self._headers: list[dict[str, str]] = []
+        self.embedding_requests = 0  # /v1/embeddings calls (answered by fake_embeddings, not the script)
         self._stop = threading.Event()
         self._ids = itertools.count(1)  # completion ids
         self._call_ids = itertools.count(1)  # automatic tool-call ids

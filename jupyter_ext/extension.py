@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -72,6 +73,7 @@ class CellwrightApp(ExtensionApp):
             if not self.threads.is_open:
                 await self.threads.open()
                 self._recovery = asyncio.create_task(self._recover())
+                self.knowledge()  # the index builds in the background: nothing here waits for it
 
     async def _recover(self) -> None:
         try:
@@ -80,6 +82,10 @@ class CellwrightApp(ExtensionApp):
             self.log.exception("Cellwright could not recover the threads a crash left running")
 
     async def stop_extension(self) -> None:
+        if "agent_core.knowledge.service" in sys.modules:  # loaded only once the index was used
+            from agent_core.knowledge.service import stop_all
+
+            await stop_all()
         await self.run_manager.shutdown()
         if self._mcp is not None:  # the MCP servers this server started stop with it
             await self._mcp.shutdown()
@@ -108,6 +114,16 @@ class CellwrightApp(ExtensionApp):
 
             self._mcp = McpManager(lambda: parse_servers(self.configuration.mcp_servers))
         return self._mcp
+
+    def knowledge(self) -> Any:
+        """The workspace's knowledge base, started (in the background) on first use; None when indexing is off."""
+        if not self.configuration.knowledge_index:
+            return None
+        from agent_core.knowledge.service import knowledge_base
+
+        base = knowledge_base(self.workspace, self.configuration.data_dir, self.configuration.agent_settings)
+        base.start()
+        return base
 
     def apply_changes(self, changes: Any) -> None:
         """PUT config: a change the settings refuse is the client's to fix (400, saying why)."""

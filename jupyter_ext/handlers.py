@@ -2,6 +2,7 @@
 errors become JSON error bodies in one place (`write_error`)."""
 from __future__ import annotations
 
+import asyncio
 import json
 from contextlib import aclosing
 from pathlib import Path
@@ -331,6 +332,20 @@ class VariablesHandler(ToolRouteHandler):
         self.write_json({"variables": variables, **({"note": snapshot.note} if snapshot.note else {})})
 
 
+class KnowledgeStatusHandler(CellwrightHandler):
+    """GET knowledge/status: the workspace index's files, chunks, last update and errors."""
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        base = self.app.knowledge()
+        if base is None:
+            off = {"state": "off", "files": 0, "chunks": 0, "tables": 0, "last_update": None, "skipped": 0, "errors": []}
+            self.write_json({**off, "embedding_model": None})
+            return
+        self.write_json(await asyncio.to_thread(base.status))
+
+
 def _as_domain_error(e: BaseException) -> BaseException:
     """Errors of the agent's tools and of body parsing, as the routes answer them."""
     if isinstance(e, contract_routes().BodyError):
@@ -400,6 +415,7 @@ default_handlers = [
     (r"/cellwright/api/variables", VariablesHandler),
     (r"/cellwright/api/mcp/servers", McpServersHandler),
     (r"/cellwright/api/notebook_tools", NotebookToolsHandler),
+    (r"/cellwright/api/knowledge/status", KnowledgeStatusHandler),
     (r"/cellwright/api/openapi\.json", OpenAPIHandler),
 ]
 

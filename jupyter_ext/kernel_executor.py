@@ -288,6 +288,12 @@ class KernelEnvironment:
         pid = getattr(process, "pid", None)
         return f"{kernel_id}:{pid}" if pid is not None else kernel_id
 
+    async def kernel_pid(self) -> int | None:
+        """The pid of the kernel's local process (None for a kernel that runs elsewhere); NoKernel without one."""
+        kernel_id = await self.resolve_kernel()
+        pid = getattr(process_of(self.kernel_manager.get_kernel(kernel_id)), "pid", None)
+        return pid if isinstance(pid, int) else None
+
     async def restart_kernel(self) -> str:
         kernel_id = await self.resolve_kernel()
         try:

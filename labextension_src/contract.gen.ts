@@ -695,6 +695,39 @@ export interface Health {
   llm_configured: boolean;
 }
 
+/** The kernel's process tree (the kernel and the processes it started). */
+export interface KernelUsage {
+  /** Percent of one core over a short sample: 250 is two and a half cores. */
+  cpu_percent: number;
+  /** Resident memory summed over the tree. */
+  memory_bytes: number;
+  /** GPU memory held, when NVML is available. */
+  gpu_memory_bytes?: number | null;
+}
+
+export interface KnowledgeError {
+  path: string;
+  message: string;
+}
+
+/** The workspace index of search_knowledge (GET knowledge/status). */
+export interface KnowledgeStatus {
+  state: 'off' | 'idle' | 'building' | 'ready' | 'stopped';
+  /** Workspace files indexed. */
+  files: number;
+  /** Passages indexed (files and database tables). */
+  chunks: number;
+  /** Database tables whose metadata is indexed. */
+  tables: number;
+  /** When the index last changed (seconds since the epoch). */
+  last_update: number | null;
+  /** Files left out by the size caps. */
+  skipped: number;
+  /** The latest problems (files that could not be read, embeddings). */
+  errors: KnowledgeError[];
+  embedding_model: string | null;
+}
+
 /**
  * One MCP server of the `mcp_servers` setting: `command` (+ `args`, `env`) or `url` (+ `headers`).
  * In answers, env and header values are masked ("********"); sent back masked, they are kept.
@@ -801,6 +834,10 @@ export interface PublicConfig {
   /** Without env and header values. */
   mcp_servers?: Record<string, PublicMcpServer>;
   context_token_budget: number;
+  /** sql_query's databases: name -> SQLAlchemy URL with credentials masked (***). */
+  databases?: Record<string, string>;
+  /** The embedding model of search_knowledge; empty for BM25 only. */
+  embedding_model?: string;
   /**
    * Where each editable setting's value comes from: saved by PUT config, a Jupyter config file, an
    * environment variable, or the default.
@@ -826,6 +863,8 @@ export interface Resources {
   files: Record<string, FileSize | EntryError>;
   dataframes: Record<string, DataFrameSize | EntryError>;
   system: SystemResources;
+  /** With kernel_id or notebook_path: the kernel's CPU and memory (API.md, Additions). */
+  kernel?: KernelUsage | EntryError | null;
 }
 
 export interface ResourcesRequest {
@@ -1035,6 +1074,13 @@ export interface RunCellArgs {
   description?: string | null;
 }
 
+export interface SearchKnowledgeArgs {
+  /** What to look for, in words the documents would use (e.g. 'churn definition monthly'). */
+  query: string;
+  /** How many passages (default 5, at most 20). */
+  k?: number | null;
+}
+
 export interface SearchNotebooksArgs {
   /** A regular expression. */
   pattern: string;
@@ -1049,6 +1095,13 @@ export interface SearchWorkspaceArgs {
   path?: string | null;
   /** Extensions to search, e.g. ["py", "csv"]. */
   file_types?: string[] | null;
+}
+
+export interface SqlQueryArgs {
+  /** The configured database's name (not a URL). */
+  database: string;
+  /** One SQL statement. Read-only (SELECT or WITH) unless the user allowed writes. */
+  sql: string;
 }
 
 export interface TaskArgs {
@@ -1096,6 +1149,8 @@ export const TOOL_NAMES = [
   'read_notebook',
   'edit_cell',
   'restart_kernel',
+  'search_knowledge',
+  'sql_query',
 ] as const;
 export type ToolName = (typeof TOOL_NAMES)[number];
 
@@ -1119,6 +1174,8 @@ export interface ToolArgs {
   read_notebook: ReadNotebookArgs;
   edit_cell: EditCellArgs;
   restart_kernel: RestartKernelArgs;
+  search_knowledge: SearchKnowledgeArgs;
+  sql_query: SqlQueryArgs;
 }
 
 // ---------------------------------------------------------------- routes
@@ -1147,5 +1204,6 @@ export interface Routes {
   'POST variables': { body: VariablesRequest; answer: Variables };
   'GET mcp/servers': { body: null; answer: McpServers };
   'POST notebook_tools': { body: VariablesRequest; answer: NotebookTools };
+  'GET knowledge/status': { body: null; answer: KnowledgeStatus };
   'GET openapi.json': { body: null; answer: Record<string, unknown> };
 }

@@ -27,6 +27,7 @@ import { Autonomy, Mode } from './contract.gen';
 import { CommandIDs, PLUGIN_ID } from './tokens';
 import { FRONTEND_VERSION } from './version';
 import { CellwrightPanel } from './widgets/CellwrightPanel';
+import { kernelUsagePrefs } from './model/kernelUsage';
 
 const CATEGORY = 'Cellwright';
 
@@ -253,6 +254,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
           const apply = (initial: boolean): void => {
             model.mode = (settings.get('mode').composite as Mode) ?? 'single';
             model.autoScroll = (settings.get('autoScroll').composite as boolean) ?? true;
+            kernelUsagePrefs.warnBytes =
+              ((settings.get('kernelMemoryWarningMB').composite as number) ?? 4096) * 1024 ** 2;
             model.defaultAutonomy = (settings.get('autonomy').composite as Autonomy) ?? 'agent';
             badges.enabled = (settings.get('provenanceBadges').composite as boolean) ?? true;
             const next = (settings.get('auto_approve').composite as string[]) ?? [];

@@ -67,7 +67,8 @@ def test_every_agent_setting_is_a_trait_with_help(clean_env: pytest.MonkeyPatch)
     traits = Cellwright.class_traits(config=True)
     assert {f.name for f in fields(AgentSettings)} <= set(traits)
     assert all(trait.help for trait in traits.values())
-    assert Cellwright().agent_settings() == AgentSettings()  # one set of defaults
+    # One set of defaults; data_dir's is computed (Jupyter's data folder), so AgentSettings cannot hold it.
+    assert Cellwright().agent_settings() == AgentSettings(data_dir=Cellwright().data_dir)
     assert set(Cellwright.runtime_names()) == {"model", "base_url", "api_key", "tool_calling", "auto_approve", "prices", "mcp_servers"}  # what PUT config may set
 
 

@@ -45,6 +45,8 @@ API_TOOL_ARGS = {
     "read_notebook": {"path", "start", "end"},  # API.md, "Additions"
     "edit_cell": {"cell_id", "source"},
     "restart_kernel": set(),
+    "search_knowledge": {"query", "k"},
+    "sql_query": {"database", "sql"},
 }
 
 
@@ -73,7 +75,7 @@ def test_tool_schemas_are_plain_for_the_model() -> None:
 
 def test_risky_tools_need_approval_by_default() -> None:
     risky = {name for name, spec in TOOLS.items() if spec.needs_approval}
-    assert risky == {"run_cell", "execute_command", "write_file", "edit_file", "edit_cell", "restart_kernel"}
+    assert risky == {"run_cell", "execute_command", "write_file", "edit_file", "edit_cell", "restart_kernel", "sql_query"}
 
 
 def test_every_agent_uses_registered_tools() -> None:

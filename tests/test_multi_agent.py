@@ -45,8 +45,8 @@ async def test_planner_delegates_to_both_subagents(api: Api, fake_llm: FakeLLM, 
     assert researcher_request[1]["content"] == "Find the sales data file and report its columns."
     assert "researcher" in researcher_request[0]["content"] and "read-only" in researcher_request[0]["content"]
     assert {t["function"]["name"] for t in fake_llm.requests[1]["tools"]} == {
-        "read_file", "read_notebook", "list_files", "search_workspace", "search_notebooks", "diagnostics",
-        "execute_command"}  # fmt: skip
+        "search_knowledge", "read_file", "read_notebook", "list_files", "search_workspace", "search_notebooks",
+        "diagnostics", "execute_command"}  # fmt: skip
     planner_tools = {t["function"]["name"] for t in fake_llm.requests[0]["tools"]}
     assert planner_tools == {"write_todos", "check_resource", "load_skill", "task", "final_answer"}
     requests_before = len(fake_llm.requests)

@@ -80,7 +80,7 @@ async def test_resources_route(api: Api, jp_serverapp: Any, jp_root_dir: Path, n
     names_before = await env.evaluate_json(NAMES)
     body = {"files": ["data.csv", "folder", "missing.csv"], "dataframes": ["df", "not_df", "nope", "bad name!"], "kernel_id": notebook_kernel}
     _, data = await api.call("POST", "resources", body, expect=200)
-    assert set(data) == {"files", "dataframes", "system"}
+    assert set(data) == {"files", "dataframes", "system", "kernel"}  # kernel: its process tree's CPU and memory
     assert data["files"]["data.csv"] == {"bytes": 4004, "human": "3.9 KiB", "type": "file"}
     assert data["files"]["folder"]["bytes"] == 8000 and data["files"]["folder"]["files"] == 2
     assert data["files"]["missing.csv"] == {"error": "no such file or directory"}

@@ -181,6 +181,10 @@ class PublicConfig(WireModel):
     prices: dict[str, Price]
     mcp_servers: dict[str, PublicMcpServer] = Field(default_factory=dict, description="Without env and header values.")
     context_token_budget: int
+    databases: dict[str, str] = Field(
+        default_factory=dict, description="sql_query's databases: name -> SQLAlchemy URL with credentials masked (***)."
+    )
+    embedding_model: str = Field(default="", description="The embedding model of search_knowledge; empty for BM25 only.")
     sources: dict[str, SettingSource] = Field(
         description="Where each editable setting's value comes from: saved by PUT config, a Jupyter config file, "
         "an environment variable, or the default."
@@ -291,10 +295,39 @@ class SystemResources(WireModel):
     gpu_error: str | None = None
 
 
+class KernelUsage(WireModel):
+    """The kernel's process tree (the kernel and the processes it started)."""
+
+    cpu_percent: float = Field(description="Percent of one core over a short sample: 250 is two and a half cores.")
+    memory_bytes: int = Field(description="Resident memory summed over the tree.")
+    gpu_memory_bytes: int | None = Field(default=None, description="GPU memory held, when NVML is available.")
+
+
 class Resources(WireModel):
     files: dict[str, Union[FileSize, EntryError]]
     dataframes: dict[str, Union[DataFrameSize, EntryError]]
     system: SystemResources
+    kernel: Union[KernelUsage, EntryError, None] = Field(
+        default=None, description="With kernel_id or notebook_path: the kernel's CPU and memory (API.md, Additions)."
+    )
+
+
+class KnowledgeError(WireModel):
+    path: str
+    message: str
+
+
+class KnowledgeStatus(WireModel):
+    """The workspace index of search_knowledge (GET knowledge/status)."""
+
+    state: Literal["off", "idle", "building", "ready", "stopped"]
+    files: int = Field(description="Workspace files indexed.")
+    chunks: int = Field(description="Passages indexed (files and database tables).")
+    tables: int = Field(description="Database tables whose metadata is indexed.")
+    last_update: float | None = Field(description="When the index last changed (seconds since the epoch).")
+    skipped: int = Field(description="Files left out by the size caps.")
+    errors: list[KnowledgeError] = Field(description="The latest problems (files that could not be read, embeddings).")
+    embedding_model: str | None
 
 
 class Variable(WireModel):
@@ -413,6 +446,7 @@ ROUTES: tuple[Route, ...] = (
         "post", "notebook_tools", "The kernel's @tool functions (silent: nothing runs in the kernel).",
         {200: NotebookTools}, VariablesRequest, BODY_ERRORS,
     ),
+    Route("get", "knowledge/status", "The workspace index: files, chunks, last update, errors.", {200: KnowledgeStatus}),
     Route("get", "openapi.json", "This document.", {200: OPENAPI_DOCUMENT}),
 )  # fmt: skip
 

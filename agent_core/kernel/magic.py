@@ -234,6 +234,10 @@ class AgentCall:
                 await self._converse(runner)
             finally:
                 await runner.aclose()
+                if "agent_core.knowledge.service" in sys.modules:  # search_knowledge started its watcher on this loop
+                    from ..knowledge.service import stop_all
+
+                    await stop_all()
         finally:
             await threads.close()
 

@@ -7,6 +7,7 @@ it (`MainThread.serve`) and hands the result back."""
 from __future__ import annotations
 
 import asyncio
+import os
 import concurrent.futures
 import json
 import logging
@@ -102,6 +103,9 @@ class ShellEnvironment:
 
     async def kernel_identity(self) -> str | None:
         return None  # a restart ends the magic's run with its kernel
+
+    async def kernel_pid(self) -> int | None:
+        return os.getpid()  # the magic runs inside the kernel: check_resource reports this process tree
 
     async def evaluate_json(self, expression: str) -> Any:
         try:

@@ -8,12 +8,14 @@ from .delegation import TASK
 from .diagnostics import DIAGNOSTICS
 from .files import LIST_FILES, READ_FILE
 from .kernel_control import RESTART_KERNEL
+from .knowledge import SEARCH_KNOWLEDGE
 from .notebook import ADD_MARKDOWN, RUN_CELL
 from .notebook_reader import READ_NOTEBOOK
 from .planning import FINAL_ANSWER, WRITE_TODOS
 from .resources import CHECK_RESOURCE
 from .search import SEARCH_NOTEBOOKS, SEARCH_WORKSPACE
 from .shell import EXECUTE_COMMAND
+from .sql import SQL_QUERY
 from .skills import LOAD_SKILL, skills_prompt_section
 from .writes import EDIT_FILE, WRITE_FILE
 
@@ -22,7 +24,7 @@ TOOLS: dict[str, ToolSpec] = {
     for spec in (
         WRITE_TODOS, RUN_CELL, ADD_MARKDOWN, FINAL_ANSWER, EXECUTE_COMMAND, CHECK_RESOURCE, DIAGNOSTICS,
         READ_FILE, LIST_FILES, WRITE_FILE, EDIT_FILE, SEARCH_WORKSPACE, SEARCH_NOTEBOOKS, LOAD_SKILL, TASK,
-        READ_NOTEBOOK, EDIT_CELL, RESTART_KERNEL,
+        READ_NOTEBOOK, EDIT_CELL, RESTART_KERNEL, SEARCH_KNOWLEDGE, SQL_QUERY,
     )
 }  # fmt: skip
 TOOL_NAMES: tuple[str, ...] = tuple(TOOLS)

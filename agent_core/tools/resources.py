@@ -264,7 +264,14 @@ async def check_resources(root: Path | Workspace, env: ToolEnvironment | None, f
     system: dict[str, Any] = {**system_memory(), "gpus": gpu_list}
     if gpu_error:
         system["gpu_error"] = gpu_error
-    return {"files": sizes, "dataframes": frames, "system": system}
+    answer: dict[str, Any] = {"files": sizes, "dataframes": frames, "system": system}
+    if env is not None:
+        from ..kernel_usage import kernel_usage
+
+        usage = await kernel_usage(env)
+        if usage is not None:
+            answer["kernel"] = usage
+    return answer
 
 
 def format_resources(data: dict[str, Any]) -> str:
@@ -286,6 +293,10 @@ def format_resources(data: dict[str, Any]) -> str:
                 approx = "" if entry.get("deep", True) else f" ({entry.get('note') or 'strings not counted: too many rows for a deep count'})"
                 shape = f"{entry['rows']} rows x {entry['columns']} columns"
                 lines.append(f"  {name}: {shape}, {human_size(entry['bytes'])}{approx} ({entry.get('library', '')})")
+    if data.get("kernel"):
+        from ..kernel_usage import format_usage
+
+        lines.append(format_usage(data["kernel"]))
     system = data["system"]
     total, available = system.get("mem_total"), system.get("mem_available")
     if total:
@@ -323,7 +334,8 @@ CHECK_RESOURCE = ToolSpec(
     description=(
         "Check resources before heavy work: sizes of files or folders (paths relative to the root), memory, "
         "rows and columns of DataFrames in the notebook's kernel (by variable name), system memory (total and "
-        "available) and GPUs. Call it with no arguments for memory and GPUs only."
+        "available), GPUs, and the notebook kernel's own CPU and memory (its process tree). Call it with no "
+        "arguments for memory and GPUs only."
     ),
     args=CheckResourceArgs,
     action=check_resource,

@@ -24,21 +24,24 @@ import { VisibleText } from './VisibleText';
 const EDITABLE_FIELD: Record<string, string> = {
   run_cell: 'code',
   edit_cell: 'source',
-  execute_command: 'command'
+  execute_command: 'command',
+  sql_query: 'sql'
 };
 
 /** What each tool's own preview shows (the rest is listed as other arguments). */
 const SHOWN_ARGS: Record<string, readonly string[]> = {
   edit_cell: ['cell_id', 'source'],
   write_todos: ['todos'],
-  restart_kernel: []
+  restart_kernel: [],
+  sql_query: ['sql', 'database']
 };
 
 /** The editor's accessible name per edited field. */
 const EDIT_LABEL: Record<string, string> = {
   code: 'Edit code',
   source: 'Edit the cell’s new source',
-  command: 'Edit command'
+  command: 'Edit command',
+  sql: 'Edit SQL'
 };
 
 export const RESTART_WARNING =
@@ -54,6 +57,7 @@ const ACTION: Record<string, string> = {
   add_markdown: 'add a Markdown cell',
   edit_cell: 'change a cell and run it again',
   restart_kernel: 'restart the kernel',
+  sql_query: 'run SQL on a database',
   write_todos: 'follow this plan'
 };
 
@@ -250,6 +254,9 @@ export function ApprovalCard(props: {
         </div>
       )}
       {pending.name === 'edit_cell' && !diff && mode !== 'edit' && <CodePreview code={args.source} />}
+      {pending.name === 'sql_query' && mode !== 'edit' && (
+        <CodePreview code={args.sql} description={`Database: ${String(args.database ?? '')}`} />
+      )}
 
       {pending.name === 'restart_kernel' && (
         <div className="cw-approval-warning" data-testid="cw-restart-warning" role="alert">

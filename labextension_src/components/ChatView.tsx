@@ -7,6 +7,8 @@ import { ApprovalCard } from './ApprovalCard';
 import { Composer } from './Composer';
 import { Conversation } from './Conversation';
 import { Header, StatusLine } from './Header';
+import { KernelUsageView } from './KernelUsage';
+import { KnowledgeStatusView } from './KnowledgeStatus';
 import { useSignal } from './hooks';
 import { Notices } from './Notices';
 import { SettingsForm } from './SettingsForm';
@@ -35,12 +37,14 @@ export function ChatView(props: {
         <>
           <SettingsForm model={model} />
           {!model.needsSetup && <ToolsSection model={model} />}
+          <KnowledgeStatusView api={model.api} />
         </>
       ) : (
         <>
           <Conversation model={model} view={model.view} rendermime={rendermime} />
           {pending && <ApprovalCard key={pending.id} model={model} pending={pending} />}
           <StatusLine model={model} />
+          <KernelUsageView model={model} />
           <UsageFooter usage={model.view.usage} />
           <Composer model={model} inputRef={props.inputRef} />
         </>

@@ -15,7 +15,8 @@ export const RISKY_TOOLS: readonly string[] = [
   'execute_command',
   'write_file',
   'edit_file',
-  'restart_kernel'
+  'restart_kernel',
+  'sql_query'
 ];
 
 export interface ISettingsForm {

@@ -2,3 +2,4 @@ import './base.css';
 import './context.css';
 import './workflow.css';
 import './review.css';
+import './knowledge.css';

@@ -20,13 +20,21 @@ LAUNCH_ARGS = [
 
 
 @pytest.fixture
-def lab(tmp_path: Path, fake_llm: FakeLLM) -> Iterator[JupyterProcess]:
+def lab_config() -> dict[str, Any]:
+    """Server config (jupyter_server_config.json) for the lab a test starts; a module overrides it."""
+    return {}
+
+
+@pytest.fixture
+def lab(tmp_path: Path, fake_llm: FakeLLM, lab_config: dict[str, Any]) -> Iterator[JupyterProcess]:
     env = {"OPENAI_BASE_URL": fake_llm.base_url, "OPENAI_API_KEY": "sk-ui-secret", "CELLWRIGHT_MODEL": "fake-model"}
     args = ["--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
     # No "receive Jupyter news?" toast over the panel: the user settings answer it.
     settings = tmp_path / "config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
     (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    if lab_config:
+        (tmp_path / "config" / "jupyter_server_config.json").write_text(json.dumps(lab_config))
     server = JupyterProcess(tmp_path, env, app="lab", extra_args=args).start()
     yield server
     server.stop()
