@@ -743,38 +743,11 @@ export interface McpServerSetting {
   disabled?: boolean | null;
 }
 
-export interface McpServerStatus {
-  transport: 'stdio' | 'http';
-  command?: string | null;
-  args?: string[] | null;
-  /** Names only: every value is masked. */
-  env?: Record<string, string> | null;
-  url?: string | null;
-  /** Names only: every value is masked. */
-  headers?: Record<string, string> | null;
-  start_timeout: number;
-  call_timeout: number;
-  disabled: boolean;
-  name: string;
-  status: 'not_started' | 'starting' | 'connected' | 'failed' | 'stopped';
-  /** Why it failed (no secrets). */
-  error?: string | null;
-  /** Known once the server started. */
-  tools?: McpToolInfo[];
-}
-
 /**
  * GET mcp/servers: the configured MCP servers, their status and tools; never env or header values.
  */
 export interface McpServers {
   servers: McpServerStatus[];
-}
-
-export interface McpToolInfo {
-  name: string;
-  description: string;
-  /** What the server claims; never a reason to skip approval. */
-  read_only_hint?: boolean | null;
 }
 
 export interface MessageToolCall {
@@ -789,17 +762,6 @@ export interface ModelList {
   models: string[];
   /** Why there is no list: type the model's name instead. */
   error?: string | null;
-}
-
-export interface NotebookToolInfo {
-  name: string;
-  description: string;
-  /**
-   * Declared with @tool(read_only=True); runs unasked only if auto_approve_notebook_tools names it.
-   */
-  read_only: boolean;
-  file?: string | null;
-  line?: number | null;
 }
 
 /**
@@ -1039,11 +1001,49 @@ export interface LoadSkillArgs {
   name: string;
 }
 
+export interface McpServerStatus {
+  transport: 'stdio' | 'http';
+  command?: string | null;
+  args?: string[] | null;
+  /** Names only: every value is masked. */
+  env?: Record<string, string> | null;
+  url?: string | null;
+  /** Names only: every value is masked. */
+  headers?: Record<string, string> | null;
+  start_timeout: number;
+  call_timeout: number;
+  disabled: boolean;
+  name: string;
+  status: 'not_started' | 'starting' | 'connected' | 'failed' | 'stopped';
+  /** Why it failed (no secrets). */
+  error?: string | null;
+  /** Known once the server started. */
+  tools?: McpToolInfo[];
+}
+
+export interface McpToolInfo {
+  name: string;
+  description: string;
+  /** What the server claims; never a reason to skip approval. */
+  read_only_hint?: boolean | null;
+}
+
 export interface NextItemArg {
   /** A few words, shown on the suggestion. */
   title: string;
   /** The request sent when the user clicks it. */
   prompt: string;
+}
+
+export interface NotebookToolInfo {
+  name: string;
+  description: string;
+  /**
+   * Declared with @tool(read_only=True); runs unasked only if auto_approve_notebook_tools names it.
+   */
+  read_only: boolean;
+  file?: string | null;
+  line?: number | null;
 }
 
 export interface ReadFileArgs {
