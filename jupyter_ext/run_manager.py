@@ -220,7 +220,8 @@ class RunManager(LoggingConfigurable):
         live = threads.live_start(thread_id, after)
         caught_up = False
         while True:
-            running = self.is_running(thread_id)
+            elsewhere = await self._driven_elsewhere(thread_id)
+            running = elsewhere or self.is_running(thread_id)
             batch: list[StreamItem] = []
             for event in await threads.events_after(thread_id, after):
                 items, live = self._live_items(thread_id, live, event["seq"] - 1, previews)
@@ -238,11 +239,16 @@ class RunManager(LoggingConfigurable):
                 return
             before, live_before = after, live
             await threads.wait_for_events(
-                thread_id, after, self.ping_interval, still=lambda: self.is_running(thread_id), live_start=live
+                thread_id, after, self.ping_interval, still=lambda: elsewhere or self.is_running(thread_id), live_start=live
             )
             idle = not await threads.events_after(thread_id, before, 1) and not threads.has_live_after(thread_id, live_before)
-            if self.is_running(thread_id) and idle:
+            if (elsewhere or self.is_running(thread_id)) and idle:
                 yield [StreamItem("ping")]
+
+    async def _driven_elsewhere(self, thread_id: str) -> bool:
+        """Another server (or a kernel's %agent) runs the thread, and its appends wake our readers
+        (a shared PostgreSQL): follow that run live too, until its lease goes."""
+        return self.threads.notifies and not self.is_running(thread_id) and await self.threads.leased_elsewhere(thread_id) is not None
 
     def _live_items(self, thread_id: str, start: int, upto_seq: int, previews: bool) -> tuple[list[StreamItem], int]:
         """Live-only events to send, and where this reader's position in the live log moves to
