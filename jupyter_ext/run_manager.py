@@ -168,6 +168,7 @@ class RunManager(LoggingConfigurable):
         decision = {"decision": body.decision, "args": body.args, "reason": body.reason or ""}
         async with _as_http_errors(), self._thread_locks[thread_id]:
             await self._ensure_free(thread_id, "This thread's run is still going; the approval is not pending any more.")
+            self._ensure_kernel_here(record, body.kernel_id)
             runner = await self.runner()
             snapshot = await self._recovered(record)
             resume = runner.resume_input(snapshot, call_id, decision)
@@ -244,6 +245,20 @@ class RunManager(LoggingConfigurable):
             idle = not await threads.events_after(thread_id, before, 1) and not threads.has_live_after(thread_id, live_before)
             if (elsewhere or self.is_running(thread_id)) and idle:
                 yield [StreamItem("ping")]
+
+    def _ensure_kernel_here(self, record: ThreadRecord, chosen: str | None) -> None:
+        """On a shared database a thread's kernel may live on another Jupyter server: an approval
+        sent here without a kernel of this server is refused (the call stays pending there), never
+        run in some other kernel of this notebook."""
+        serverapp = getattr(self.parent, "serverapp", None)
+        if chosen or not record.kernel_id or not self.threads.notifies or serverapp is None:
+            return
+        if record.kernel_id not in serverapp.kernel_manager:
+            raise Conflict(
+                "This thread's kernel is not on this Jupyter server (another server that shares the database runs it): "
+                "approve the call there, or send kernel_id to run it in a kernel of this server. The call is still pending.",
+                "kernel_elsewhere",
+            )
 
     async def _driven_elsewhere(self, thread_id: str) -> bool:
         """Another server (or a kernel's %agent) runs the thread, and its appends wake our readers
