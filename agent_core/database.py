@@ -29,6 +29,11 @@ SCHEMA = (
 # Who holds a lease, in words, so a refused Stop can say who runs the thread (added after the first release).
 MIGRATIONS = ("ALTER TABLE leases ADD COLUMN holder TEXT NOT NULL DEFAULT ''",)
 
+class DatabaseUnavailable(RuntimeError):
+    """The database cannot be reached (down, restarting, or too slow): says which, never the password.
+    Each write is one transaction, so a failed one left nothing half-written."""
+
+
 Notified = Callable[[str | None], None]  # a thread another process wrote to (None: maybe any, after a reconnect)
 
 

@@ -17,7 +17,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
-from .database import MIGRATIONS, SCHEMA, Connection, Notified
+from .database import MIGRATIONS, SCHEMA, Connection, DatabaseUnavailable, Notified
 from .redaction import redact_url
 
 log = logging.getLogger(__name__)
@@ -46,10 +46,6 @@ VERSIONS: dict[int, tuple[str, ...]] = {
         " PRIMARY KEY (thread_id, call_id))",
     ),
 }
-
-
-class DatabaseUnavailable(RuntimeError):
-    """The database cannot be reached (down, restarting, or too slow): says which, never the password."""
 
 
 @functools.lru_cache(maxsize=256)

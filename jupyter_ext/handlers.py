@@ -26,9 +26,10 @@ from agent_core.contract.routes import (
     parse_body,
     parse_json,
 )
+from agent_core.database import DatabaseUnavailable
 from agent_core.workspace import WorkspaceError
 
-from .errors import BadRequest, CellwrightError, Conflict
+from .errors import BadRequest, CellwrightError, Conflict, Unavailable
 from .run_manager import RunManager, StreamItem
 
 MAX_SEQ = 2**62  # SQLite integers are 64-bit: a larger Last-Event-ID must not reach the query
@@ -330,6 +331,8 @@ def _as_domain_error(e: BaseException) -> BaseException:
         return error
     if isinstance(e, WorkspaceError):
         return BadRequest(e.message[:1].upper() + e.message[1:] + ".", e.kind)
+    if isinstance(e, DatabaseUnavailable):
+        return Unavailable(str(e), "database_unavailable")
     from agent_core.tools import ToolInputError  # loaded by then: only a tool raises it
 
     if isinstance(e, ToolInputError):

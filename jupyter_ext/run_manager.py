@@ -20,6 +20,7 @@ from traitlets.config import LoggingConfigurable
 from agent_core.contract import make_event
 from agent_core.contract.routes import Decision, StartRun
 from agent_core.contract.shared import LiveCell
+from agent_core.database import DatabaseUnavailable
 from agent_core.settings import AgentSettings
 from agent_core.thread_store import ThreadRecord, ThreadStore
 
@@ -310,6 +311,9 @@ class RunManager(LoggingConfigurable):
             )  # fmt: skip
         except ThreadBusy as exc:  # a kernel took the thread between our check and the start
             self.log.warning("%s", exc)
+            return "failed"
+        except DatabaseUnavailable as exc:  # its last transaction was not committed: nothing half-written
+            self.log.error("Cellwright: the run of thread %s stopped: %s. Ask again once the database is back.", record.thread_id, exc)
             return "failed"
         finally:
             self._active.pop(record.thread_id, None)
