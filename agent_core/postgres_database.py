@@ -152,13 +152,16 @@ class PostgresDatabase:
         return await self._run(transaction)
 
     def lock_threads(self, conn: Connection, thread_ids: list[str]) -> None:
-        # In one order everywhere (sorted): two servers locking the same threads cannot deadlock.
-        for thread_id in sorted(set(thread_ids)):
-            conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(?, 0))", (thread_id,))
+        # One statement for the batch, locking in one order everywhere (sorted, then a row at a
+        # time: the subquery's order): two servers locking the same threads cannot deadlock.
+        conn.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(t, 0)) FROM (SELECT DISTINCT t FROM unnest(?::text[]) AS t ORDER BY t) AS s",
+            (thread_ids,),
+        )
 
     def notify(self, conn: Connection, thread_ids: set[str]) -> None:
-        for thread_id in sorted(thread_ids):
-            conn.execute("SELECT pg_notify(?, ?)", (CHANNEL, f"{self._owner}:{thread_id}"))
+        payloads = [f"{self._owner}:{thread_id}" for thread_id in sorted(thread_ids)]
+        conn.execute("SELECT pg_notify(?, p) FROM unnest(?::text[]) AS p", (CHANNEL, payloads))
 
     def _listen(self, loop: asyncio.AbstractEventLoop, notified: Notified, stop: threading.Event) -> None:
         """The listener thread: one connection of its own, reconnected after the database restarts
