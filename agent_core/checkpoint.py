@@ -75,7 +75,7 @@ async def _open_postgres(url: str, database: Any) -> AgentStore:
             "database_url is a PostgreSQL URL but langgraph-checkpoint-postgres is not installed: "
             "pip install 'cellwright[postgres]'"
         ) from exc
-    from .postgres_database import POOL_MAX, POOL_TIMEOUT, connection_options, saver_setup
+    from .postgres_database import POOL_MAX, POOL_TIMEOUT, RECONNECT_SERIES, connection_options, saver_setup
 
     if database is None or getattr(database, "kind", "") != "postgres":
         raise RuntimeError("the Postgres checkpointer needs the thread store on the same database")
@@ -83,6 +83,7 @@ async def _open_postgres(url: str, database: Any) -> AgentStore:
     # reconnects (a single connection would stay broken until Jupyter restarts).
     pool = AsyncConnectionPool(
         url, min_size=1, max_size=POOL_MAX, open=False, timeout=POOL_TIMEOUT, name="cellwright-checkpoints",
+        reconnect_timeout=RECONNECT_SERIES,
         check=AsyncConnectionPool.check_connection,
         kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row, "options": connection_options()},
     )  # fmt: skip

@@ -27,6 +27,10 @@ CHANNEL = "cellwright_events"
 MIGRATION_LOCK = 0x63656C6C  # "cell": the advisory lock key that serializes schema migrations
 POOL_MAX = 4  # connections per process (the executor has as many threads)
 POOL_TIMEOUT = 10.0  # seconds to wait for a connection before a call fails
+# A pool retries a lost connection with a doubling delay: after a long outage its next attempt
+# could be minutes away. Giving a series up after a few seconds lets the next request start a
+# fresh one, so the first request after the database is back reconnects at once.
+RECONNECT_SERIES = 5.0
 STATEMENT_TIMEOUT_MS = 15_000
 CONNECT_TIMEOUT = 5  # seconds, per connection attempt
 LISTEN_RETRY_MAX = 5.0  # seconds between the listener's reconnection attempts, at most
@@ -92,6 +96,7 @@ class PostgresDatabase:
         self._executor = ThreadPoolExecutor(POOL_MAX, thread_name_prefix="cellwright-pg")
         pool = ConnectionPool(
             self._url, min_size=1, max_size=POOL_MAX, open=False, timeout=POOL_TIMEOUT, name="cellwright",
+            reconnect_timeout=RECONNECT_SERIES,
             check=ConnectionPool.check_connection,
             kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT, "options": connection_options()},
         )  # fmt: skip
@@ -189,6 +194,15 @@ class PostgresDatabase:
                 log.warning("Cellwright lost its notification connection to %s (%s); reconnecting", self.where, type(exc).__name__)
                 stop.wait(delay)
                 delay = min(delay * 2, LISTEN_RETRY_MAX)
+
+
+def unavailable(exc: BaseException) -> bool:
+    """Whether `exc` is the database being out of reach (psycopg's own errors, e.g. from LangGraph's
+    saver); only asked when psycopg is loaded."""
+    import psycopg
+    from psycopg_pool import PoolTimeout
+
+    return isinstance(exc, (psycopg.OperationalError, PoolTimeout))
 
 
 def migrate(conn: Any) -> None:

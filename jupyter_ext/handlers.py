@@ -3,6 +3,7 @@ errors become JSON error bodies in one place (`write_error`)."""
 from __future__ import annotations
 
 import json
+import sys
 from contextlib import aclosing
 from pathlib import Path
 from typing import Any
@@ -333,6 +334,11 @@ def _as_domain_error(e: BaseException) -> BaseException:
         return BadRequest(e.message[:1].upper() + e.message[1:] + ".", e.kind)
     if isinstance(e, DatabaseUnavailable):
         return Unavailable(str(e), "database_unavailable")
+    if "psycopg" in sys.modules:  # the checkpointer's connections to a shared database
+        from agent_core.postgres_database import unavailable
+
+        if unavailable(e):
+            return Unavailable(f"The database cannot be reached ({type(e).__name__}): try again once it is back.", "database_unavailable")
     from agent_core.tools import ToolInputError  # loaded by then: only a tool raises it
 
     if isinstance(e, ToolInputError):

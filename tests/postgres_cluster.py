@@ -76,6 +76,13 @@ class PostgresCluster:
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.logfile), "-o", self._options(), "-w", "start")
         return self
 
+    def pause(self) -> None:
+        """Stop the server, keeping its data (start it again with resume)."""
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+
+    def resume(self) -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.logfile), "-o", self._options(), "-w", "start")
+
     def restart(self) -> None:
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.logfile), "-o", self._options(), "-m", "fast", "-w", "restart")
 

@@ -188,3 +188,34 @@ def test_a_database_restart_while_idle_needs_no_jupyter_restart(
     assert len(of_type(log, "run_finished")) == 2 and of_type(log, "run_finished")[-1]["status"] == "completed"
     assert [e["seq"] for e in log] == list(range(1, len(log) + 1))
     assert_no_password(a)
+
+
+def test_a_run_in_flight_when_the_database_goes_down_stops_cleanly_and_runs_its_call_once(
+    tmp_path: Path, fake_llm: FakeLLM, server_env: dict[str, str], servers: list, postgres_server: PostgresCluster
+) -> None:
+    fake_llm.script(tool_call("run_cell", {"code": f"import time\n{APPEND_ONCE}\ntime.sleep(4)"}, id="call_down"), text("noted"))
+    a = start(tmp_path, "a", server_env, servers)
+    kernel = a.open_notebook("work.ipynb")
+    thread = a.request("POST", "cellwright/api/threads", {"notebook_path": "work.ipynb"}).json()["thread_id"]
+    assert a.request("POST", f"cellwright/api/threads/{thread}/runs", {"message": "go", "kernel_id": kernel}).status_code == 202
+    assert a.events(thread)[-1]["status"] == "awaiting_approval"
+    approve = {"decision": "approve", "kernel_id": kernel}
+    assert a.request("POST", f"cellwright/api/threads/{thread}/approvals/call_down", approve).status_code == 202
+    wait_for(lambda: (a.root / "runs.txt").exists(), "the cell to start")
+    postgres_server.pause()
+    try:
+        wait_for(lambda: "stopped: The database postgresql://***@" in a.log_path.read_text(errors="replace"), "the run to stop")
+        down = a.get(f"cellwright/api/threads/{thread}")
+        assert down.status_code == 503 and down.json()["error"] == "database_unavailable", down.text
+    finally:
+        postgres_server.resume()
+    # Nothing half-written: the approval is still the saved state, the ledger knows the call started.
+    detail = a.get(f"cellwright/api/threads/{thread}").json()
+    assert detail["pending_approval"]["id"] == "call_down"
+    assert a.request("POST", f"cellwright/api/threads/{thread}/approvals/call_down", approve).status_code == 202
+    wait_for(lambda: a.get(f"cellwright/api/threads/{thread}").json()["status"] == "completed", "the re-driven run")
+    log = a.events(thread)
+    assert "interrupted" in str([e for e in of_type(log, "tool_result") if e["id"] == "call_down"]).lower()
+    assert (a.root / "runs.txt").read_text() == "ran\n", "the call ran once"
+    assert [e["seq"] for e in log] == list(range(1, len(log) + 1))
+    assert_no_password(a)
