@@ -205,19 +205,35 @@ def unavailable(exc: BaseException) -> bool:
     return isinstance(exc, (psycopg.OperationalError, PoolTimeout))
 
 
+# Waiting for the migration lock is a loop of tries, not a blocking call: a session blocked on it
+# is a transaction in progress, and LangGraph's setup (CREATE INDEX CONCURRENTLY) waits for every
+# transaction in progress to end: the two would wait for each other until the statement timeout.
+LOCK_RETRY = 0.1  # seconds between tries
+LOCK_WAIT = 120.0  # seconds before giving up on another server's migration
+
+
 def migrate(conn: Any) -> None:
     """Create or upgrade the schema to the last version, once, whoever starts first."""
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
-        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA_NAME}")
-        conn.execute(f"SET LOCAL search_path TO {SCHEMA_NAME}")
-        conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-        row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
-        current = row[0] or 0
-        for version in sorted(v for v in VERSIONS if v > current):
-            for statement in VERSIONS[version]:
-                conn.execute(statement)
-            conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (version,))
+    import time
+
+    deadline = time.monotonic() + LOCK_WAIT
+    while not conn.execute("SELECT pg_try_advisory_lock(%s)", (MIGRATION_LOCK,)).fetchone()[0]:
+        if time.monotonic() > deadline:
+            raise TimeoutError("another server has been migrating the Cellwright schema for too long")
+        time.sleep(LOCK_RETRY)
+    try:
+        with conn.transaction():
+            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA_NAME}")
+            conn.execute(f"SET LOCAL search_path TO {SCHEMA_NAME}")
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+            current = row[0] or 0
+            for version in sorted(v for v in VERSIONS if v > current):
+                for statement in VERSIONS[version]:
+                    conn.execute(statement)
+                conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (version,))
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
 
 
 async def saver_setup(saver: Any, url: str) -> None:
@@ -225,8 +241,13 @@ async def saver_setup(saver: Any, url: str) -> None:
     lock: two servers starting together would both create them)."""
     import psycopg
 
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + LOCK_WAIT
     async with await psycopg.AsyncConnection.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT) as conn:
-        await conn.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+        while not (await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (MIGRATION_LOCK,))).fetchone())[0]:
+            if loop.time() > deadline:
+                raise TimeoutError("another server has been setting up the checkpoint tables for too long")
+            await asyncio.sleep(LOCK_RETRY)
         try:
             await saver.setup()
         finally:

@@ -58,6 +58,28 @@ def follow(server: JupyterProcess, thread: str, seen: list[dict[str, Any]], arri
     return reader
 
 
+async def test_servers_starting_together_create_the_schema_once(tmp_path: Path, postgres_url: str) -> None:
+    import asyncio
+
+    import psycopg
+
+    from agent_core.checkpoint import open_store
+    from agent_core.thread_store import ThreadStore
+
+    stores = [ThreadStore(tmp_path / "unused.sqlite", database_url=postgres_url) for _ in range(4)]
+    await asyncio.gather(*(store.open() for store in stores))
+    try:
+        agents = await asyncio.gather(*(open_store(postgres_url, tmp_path / "unused", store.database) for store in stores[:2]))
+        for agent in agents:
+            await agent.aclose()
+        with psycopg.connect(postgres_url) as conn:
+            assert conn.execute("SELECT version FROM cellwright.schema_version").fetchall() == [(1,)]
+            tables = {row[0] for row in conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'cellwright'")}
+        assert {"threads", "events", "leases", "tool_runs", "checkpoints"} <= tables
+    finally:
+        await asyncio.gather(*(store.close() for store in stores))
+
+
 def assert_no_password(*servers: JupyterProcess) -> None:
     for server in servers:
         assert PASSWORD not in server.log_path.read_text(errors="replace")
@@ -71,7 +93,8 @@ def test_a_thread_of_server_a_is_on_server_b_and_b_streams_its_events_live(
     b = start(tmp_path, "b", server_env, servers)
     thread = a.request("POST", "cellwright/api/threads", {"notebook_path": "work.ipynb"}).json()["thread_id"]
     assert thread in [t["thread_id"] for t in b.get("cellwright/api/threads").json()["threads"]]
-    assert b.get(f"cellwright/api/health").json()["checkpointer"] == "postgres"
+    assert b.get("cellwright/api/health").json()["checkpointer"] == "postgres"
+    assert PASSWORD not in b.get("cellwright/api/config").text + b.get("cellwright/api/health").text
 
     assert a.request("POST", f"cellwright/api/threads/{thread}/runs", {"message": "talk"}).status_code == 202
     wait_for(lambda: b.get(f"cellwright/api/threads/{thread}").json()["status"] == "running", "B to see the run")
