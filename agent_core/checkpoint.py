@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .private_storage import private_file
-from .tool_ledger import MemoryToolLedger, SqliteToolLedger, ToolLedger
+from .database import is_postgres_url
+from .tool_ledger import DatabaseToolLedger, MemoryToolLedger, SqliteToolLedger, ToolLedger
 
 CheckpointerKind = Literal["sqlite", "postgres", "memory"]
 
@@ -31,22 +32,23 @@ class AgentStore:
 
 
 def checkpointer_kind(url: str) -> CheckpointerKind:
-    if url.startswith(("postgres://", "postgresql://")):
+    if is_postgres_url(url):
         return "postgres"
     if url == "memory":
         return "memory"
     return "sqlite"
 
 
-async def open_store(url: str, default_path: Path) -> AgentStore:
-    """`url`: "" (SQLite at default_path), a file path or sqlite:///path, "memory", or postgresql://..."""
+async def open_store(url: str, default_path: Path, database: Any = None) -> AgentStore:
+    """`url`: "" (SQLite at default_path), a file path or sqlite:///path, "memory", or postgresql://...
+    (then `database`, the thread store's, also holds the tool ledger)."""
     kind = checkpointer_kind(url)
     if kind == "memory":
         from langgraph.checkpoint.memory import InMemorySaver
 
         return AgentStore(InMemorySaver(), MemoryToolLedger(), "memory")
     if kind == "postgres":
-        return await _open_postgres(url)
+        return await _open_postgres(url, database)
     path = private_file(Path(url.removeprefix("sqlite:///")) if url else default_path)
     import aiosqlite
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
@@ -63,16 +65,35 @@ async def open_store(url: str, default_path: Path) -> AgentStore:
     return AgentStore(saver, ledger, "sqlite", stack)
 
 
-async def _open_postgres(url: str) -> AgentStore:
+async def _open_postgres(url: str, database: Any) -> AgentStore:
     try:
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+        from psycopg.rows import dict_row
+        from psycopg_pool import AsyncConnectionPool
     except ImportError as exc:
         raise RuntimeError(
-            "checkpointer_url is a Postgres URL but langgraph-checkpoint-postgres is not installed: "
-            "pip install 'langgraph-checkpoint-postgres' 'psycopg[binary,pool]'"
+            "database_url is a PostgreSQL URL but langgraph-checkpoint-postgres is not installed: "
+            "pip install 'cellwright[postgres]'"
         ) from exc
+    from .postgres_database import POOL_MAX, POOL_TIMEOUT, RECONNECT_SERIES, connection_options, saver_setup
+
+    if database is None or getattr(database, "kind", "") != "postgres":
+        raise RuntimeError("the Postgres checkpointer needs the thread store on the same database")
+    # A pool whose connections are checked before use: after the database restarts, the next run
+    # reconnects (a single connection would stay broken until Jupyter restarts).
+    pool = AsyncConnectionPool(
+        url, min_size=1, max_size=POOL_MAX, open=False, timeout=POOL_TIMEOUT, name="cellwright-checkpoints",
+        reconnect_timeout=RECONNECT_SERIES,
+        check=AsyncConnectionPool.check_connection,
+        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row, "options": connection_options()},
+    )  # fmt: skip
     stack = AsyncExitStack()
-    saver = await stack.enter_async_context(AsyncPostgresSaver.from_conn_string(url))
-    await saver.setup()
-    # The ledger is per process here; a shared Postgres ledger is future work (see the issue notes).
-    return AgentStore(saver, MemoryToolLedger(), "postgres", stack)
+    await pool.open(wait=True, timeout=POOL_TIMEOUT)
+    stack.push_async_callback(pool.close)
+    saver = AsyncPostgresSaver(pool)
+    try:
+        await saver_setup(saver, url)
+    except BaseException:
+        await stack.aclose()
+        raise
+    return AgentStore(saver, DatabaseToolLedger(database), "postgres", stack)

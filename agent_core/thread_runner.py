@@ -69,7 +69,7 @@ class ThreadRunner:
     async def open(cls, threads: ThreadStore, checkpointer_url: str, default_path: Path) -> "ThreadRunner":
         from .graph import build_graph
 
-        store = await open_store(checkpointer_url, default_path)
+        store = await open_store(checkpointer_url, default_path, threads.database)
         return cls(build_graph(store.saver), store, threads)
 
     async def aclose(self) -> None:

@@ -1,4 +1,4 @@
-"""Threads and their append-only event logs, in SQLite.
+"""Threads and their append-only event logs, in SQLite or PostgreSQL (agent_core/database.py).
 
 Every event gets the thread's next sequence number (never reused, also across restarts), so a
 client that reconnects with the last seq it saw gets every later event once, in order."""
@@ -7,31 +7,17 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import sqlite3
 import time
 import uuid
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .private_storage import private_file
+from .database import Connection, open_database
 
 ThreadStatus = str  # "idle" | "running" | "awaiting_approval" | "completed" | "cancelled" | "failed"
 
-SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS threads ("
-    " thread_id TEXT PRIMARY KEY, title TEXT NOT NULL, notebook_path TEXT NOT NULL,"
-    " created_at REAL NOT NULL, updated_at REAL NOT NULL, status TEXT NOT NULL,"
-    " last_run_id TEXT NOT NULL DEFAULT '', kernel_id TEXT NOT NULL DEFAULT '')",
-    "CREATE TABLE IF NOT EXISTS events ("
-    " thread_id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (thread_id, seq))",
-    # Which process drives a thread right now: the server and kernels (%agent) share the store.
-    "CREATE TABLE IF NOT EXISTS leases (thread_id TEXT PRIMARY KEY, owner TEXT NOT NULL, until REAL NOT NULL)",
-)
-# Who holds a lease, in words, so a refused Stop can say who runs the thread (added after the first release).
-MIGRATIONS = ("ALTER TABLE leases ADD COLUMN holder TEXT NOT NULL DEFAULT ''",)
 LEASE_SECONDS = 30.0  # renewed every third of it while a run goes on; a crashed owner's lease expires
 LIVE_EVENTS_KEPT = 2000  # per thread: live-only events a slow reader may still catch up on
 RECENT_EVENTS_KEPT, RECENT_BYTES_KEPT = 4096, 4 * 1024 * 1024  # per leased thread: events its readers get from memory
@@ -88,15 +74,14 @@ class ThreadRecord:
 
 
 class ThreadStore:
-    """Every SQLite call is one function run on the store's own thread: one hop per read or write
-    transaction, not one per statement, fetch and commit (each hop wakes the event loop)."""
+    """Every database call is one function run on the database's own thread(s): one hop per read or
+    write transaction, not one per statement, fetch and commit (each hop wakes the event loop)."""
 
-    def __init__(self, path: Path, holder: str = "another process") -> None:
+    def __init__(self, path: Path, holder: str = "another process", database_url: str = "") -> None:
         self._path = path
-        self._conn: sqlite3.Connection | None = None
-        self._executor: ThreadPoolExecutor | None = None
-        self._wakeups: dict[str, asyncio.Future[None]] = {}  # one per thread, shared by its waiting readers
         self.owner = uuid.uuid4().hex  # this process's name on the leases it holds
+        self.database = open_database(database_url, path, self.owner)
+        self._wakeups: dict[str, asyncio.Future[None]] = {}  # one per thread, shared by its waiting readers
         self.holder = holder  # ... and how a refusal names it to the user
         self._live: dict[str, _LiveLog] = {}
         self._last_seq: dict[str, int] = {}
@@ -109,59 +94,33 @@ class ThreadStore:
 
     @property
     def is_open(self) -> bool:
-        return self._conn is not None
+        return self.database.is_open
 
-    async def _call(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
-        conn = self._conn
-        if conn is None:
-            raise ValueError("the thread store is closed")
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, conn)
+    @property
+    def notifies(self) -> bool:
+        """Other processes' appends wake this one's readers at once (else at their next poll)."""
+        return self.database.notifies
 
-    async def _write(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
-        """`fn` inside one write transaction (BEGIN IMMEDIATE: other processes share the file)."""
+    async def _call(self, fn: Callable[[Connection], Any]) -> Any:
+        return await self.database.call(fn)
 
-        def transaction(conn: sqlite3.Connection) -> Any:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                result = fn(conn)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            return result
-
-        return await self._call(transaction)
+    async def _write(self, fn: Callable[[Connection], Any]) -> Any:
+        """`fn` inside one write transaction (other processes share the store)."""
+        return await self.database.write(fn)
 
     async def _rows(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         return await self._call(lambda conn: conn.execute(sql, params).fetchall())
 
     async def open(self) -> None:
-        private_file(self._path)
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix="cellwright-threads")
-
-        def connect() -> sqlite3.Connection:
-            # Autocommit mode: transactions are the explicit BEGIN IMMEDIATE of _write.
-            conn = sqlite3.connect(str(self._path), isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
-            # WAL + NORMAL: no fsync per commit (one per checkpoint of the WAL); survives a crash of the process.
-            conn.execute("PRAGMA synchronous=NORMAL")
-            for statement in SCHEMA:
-                conn.execute(statement)
-            lease_columns = {row[1] for row in conn.execute("PRAGMA table_info(leases)")}
-            if "holder" not in lease_columns:
-                for statement in MIGRATIONS:
-                    conn.execute(statement)
-            return conn
-
-        self._conn = await asyncio.get_running_loop().run_in_executor(self._executor, connect)
+        await self.database.open(self._notified)
 
     async def close(self) -> None:
-        if self._conn is not None:
-            conn, self._conn = self._conn, None
-            await asyncio.get_running_loop().run_in_executor(self._executor, conn.close)
-        if self._executor is not None:
-            self._executor.shutdown(wait=False)
-            self._executor = None
+        await self.database.close()
+
+    def _notified(self, thread_id: str | None) -> None:
+        """Another process wrote to `thread_id` (None: perhaps to any, after a reconnect)."""
+        for woken in [thread_id] if thread_id is not None else list(self._wakeups):
+            self.wake(woken)
 
     async def create(self, notebook_path: str, title: str) -> ThreadRecord:
         now = time.time()
@@ -194,9 +153,10 @@ class ThreadStore:
         await self._write(lambda conn: conn.execute(sql, params))
 
     async def delete(self, thread_id: str) -> None:
-        def delete(conn: sqlite3.Connection) -> None:
+        def delete(conn: Connection) -> None:
             conn.execute("DELETE FROM threads WHERE thread_id = ?", (thread_id,))
             conn.execute("DELETE FROM events WHERE thread_id = ?", (thread_id,))
+            self.database.notify(conn, {thread_id})
 
         await self._write(delete)
         self._recent.pop(thread_id, None)
@@ -204,7 +164,7 @@ class ThreadStore:
         self.forget_live(thread_id)
         self.wake(thread_id)
 
-    def _lease_in(self, conn: sqlite3.Connection, thread_id: str) -> int | None:
+    def _lease_in(self, conn: Connection, thread_id: str) -> int | None:
         """Take or renew the lease inside a transaction; the thread's last seq if taken, else None."""
         now = time.time()
         cursor = conn.execute(
@@ -235,7 +195,7 @@ class ThreadStore:
         start); False, and nothing updated, while another process holds the lease."""
         sql, params = self._update_sql(thread_id, fields)
 
-        def begin(conn: sqlite3.Connection) -> int | None:
+        def begin(conn: Connection) -> int | None:
             last_seq = self._lease_in(conn, thread_id)
             if last_seq is not None:
                 conn.execute(sql, params)
@@ -245,7 +205,12 @@ class ThreadStore:
 
     async def release_lease(self, thread_id: str) -> None:
         self._recent.pop(thread_id, None)
-        await self._write(lambda conn: conn.execute("DELETE FROM leases WHERE thread_id = ? AND owner = ?", (thread_id, self.owner)))
+
+        def release(conn: Connection) -> None:
+            conn.execute("DELETE FROM leases WHERE thread_id = ? AND owner = ?", (thread_id, self.owner))
+            self.database.notify(conn, {thread_id})  # readers elsewhere follow a run until its lease goes
+
+        await self._write(release)
 
     async def leased_elsewhere(self, thread_id: str) -> str | None:
         """Who else drives `thread_id` right now (in words), or None."""
@@ -271,7 +236,7 @@ class ThreadStore:
             while self._appends:
                 batch, self._appends = self._appends, []
                 try:
-                    rows = await self._write(lambda conn: [_insert_event(conn, thread_id, event) for thread_id, event, _ in batch])
+                    rows = await self._write(lambda conn: self._insert_events(conn, batch))
                 except BaseException as exc:  # the transaction failed: every append in it did
                     for _, _, done in batch:
                         if not done.done():
@@ -294,6 +259,13 @@ class ThreadStore:
                 for _, _, done in self._appends:
                     done.cancel()
                 self._appends = []
+
+    def _insert_events(self, conn: Connection, batch: list[tuple[str, dict[str, Any], Any]]) -> list[tuple[int, str] | Exception]:
+        thread_ids = [thread_id for thread_id, _, _ in batch]
+        self.database.lock_threads(conn, thread_ids)  # another server may append to these threads
+        rows = [_insert_event(conn, thread_id, event) for thread_id, event, _ in batch]
+        self.database.notify(conn, set(thread_ids))
+        return rows
 
     def _stored(self, thread_id: str, seq: int, data: str) -> dict[str, Any]:
         """Note a committed row (memory for readers, the last seq) and wake the readers."""
@@ -374,7 +346,8 @@ class ThreadStore:
     ) -> None:
         """Return when the thread has an event after `after`, when `still()` turns false (woken by
         `wake`, e.g. when its run ends), or after `timeout` seconds. Events another process appends
-        are seen at the next call; the SSE handler calls at least every 15 s."""
+        wake this one's readers at once on PostgreSQL (NOTIFY); on SQLite they are seen at the next
+        call, and the SSE handler calls at least every 15 s."""
         wakeup = self._wakeups.get(thread_id)
         if wakeup is None:  # registered before checking: no lost wake-up
             wakeup = self._wakeups[thread_id] = asyncio.get_running_loop().create_future()
@@ -398,7 +371,7 @@ class ThreadStore:
         return await self._call(lambda conn: _max_seq_in(conn, thread_id))
 
 
-def _insert_event(conn: sqlite3.Connection, thread_id: str, event: dict[str, Any]) -> tuple[int, str] | Exception:
+def _insert_event(conn: Connection, thread_id: str, event: dict[str, Any]) -> tuple[int, str] | Exception:
     """Insert `event` as the thread's next row: (seq, stored JSON), or why this one event could not
     be (it is not JSON): the other appends of the transaction still go in."""
     seq = _max_seq_in(conn, thread_id) + 1
@@ -410,5 +383,5 @@ def _insert_event(conn: sqlite3.Connection, thread_id: str, event: dict[str, Any
     return seq, data
 
 
-def _max_seq_in(conn: sqlite3.Connection, thread_id: str) -> int:
+def _max_seq_in(conn: Connection, thread_id: str) -> int:
     return conn.execute("SELECT MAX(seq) FROM events WHERE thread_id = ?", (thread_id,)).fetchone()[0] or 0

@@ -102,3 +102,33 @@ class SqliteToolLedger:
     async def forget_thread(self, thread_id: str) -> None:
         await self._conn.execute("DELETE FROM cellwright_tool_runs WHERE thread_id = ?", (thread_id,))
         await self._conn.commit()
+
+
+class DatabaseToolLedger:
+    """The ledger in the thread store's database (agent_core/database.py), where it must be shared:
+    on PostgreSQL, a call id runs at most once across servers and restarts."""
+
+    def __init__(self, database: Any) -> None:
+        self._db = database
+
+    async def started(self, thread_id: str, call_id: str) -> None:
+        sql = "INSERT INTO tool_runs (thread_id, call_id, outcome) VALUES (?, ?, NULL) ON CONFLICT DO NOTHING"
+        await self._db.write(lambda conn: conn.execute(sql, (thread_id, call_id)))
+
+    async def finished(self, thread_id: str, call_id: str, outcome: ToolOutcome) -> None:
+        sql = (
+            "INSERT INTO tool_runs (thread_id, call_id, outcome) VALUES (?, ?, ?)"
+            " ON CONFLICT (thread_id, call_id) DO UPDATE SET outcome = excluded.outcome"
+        )
+        raw = _dump(outcome)
+        await self._db.write(lambda conn: conn.execute(sql, (thread_id, call_id, raw)))
+
+    async def lookup(self, thread_id: str, call_id: str) -> ToolOutcome | None:
+        sql = "SELECT outcome FROM tool_runs WHERE thread_id = ? AND call_id = ?"
+        rows = await self._db.call(lambda conn: conn.execute(sql, (thread_id, call_id)).fetchall())
+        if not rows:
+            return None
+        return INTERRUPTED if rows[0][0] is None else _load(rows[0][0])
+
+    async def forget_thread(self, thread_id: str) -> None:
+        await self._db.write(lambda conn: conn.execute("DELETE FROM tool_runs WHERE thread_id = ?", (thread_id,)))

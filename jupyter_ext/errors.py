@@ -22,6 +22,13 @@ class NotFound(CellwrightError):
     kind = "not_found"
 
 
+class Unavailable(CellwrightError):
+    """Something the server needs is down (the shared database): retry later."""
+
+    status = 503
+    kind = "unavailable"
+
+
 class Conflict(CellwrightError):
     status = 409
     kind = "conflict"

@@ -49,7 +49,10 @@ class CellwrightApp(ExtensionApp):
             allow_hidden=bool(getattr(serverapp.contents_manager, "allow_hidden", False)),
             denied=(Path(self.configuration.data_dir), Path(serverapp.runtime_dir), *default_denied()),
         )
-        self.threads = ThreadStore(self.configuration.threads_path, holder=f"the Jupyter server (pid {os.getpid()})")
+        self.threads = ThreadStore(
+            self.configuration.threads_path, holder=f"the Jupyter server (pid {os.getpid()})",
+            database_url=self.configuration.database_url,
+        )  # fmt: skip
         self.run_manager = self.run_manager_class(
             self.threads, self.configuration.agent_settings, self.kernel_environment, self.configuration.database_url,
             self.configuration.checkpoints_path, parent=self,

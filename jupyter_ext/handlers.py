@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from contextlib import aclosing
 from pathlib import Path
 from types import ModuleType
@@ -14,9 +15,10 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 from tornado.iostream import StreamClosedError
 
+from agent_core.database import DatabaseUnavailable
 from agent_core.workspace import WorkspaceError
 
-from .errors import BadRequest, CellwrightError, Conflict
+from .errors import BadRequest, CellwrightError, Conflict, Unavailable
 from .run_manager import RunManager, StreamItem
 
 if TYPE_CHECKING:
@@ -354,6 +356,13 @@ def _as_domain_error(e: BaseException) -> BaseException:
         return error
     if isinstance(e, WorkspaceError):
         return BadRequest(e.message[:1].upper() + e.message[1:] + ".", e.kind)
+    if isinstance(e, DatabaseUnavailable):
+        return Unavailable(str(e), "database_unavailable")
+    if "psycopg" in sys.modules:  # the checkpointer's connections to a shared database
+        from agent_core.postgres_database import unavailable
+
+        if unavailable(e):
+            return Unavailable(f"The database cannot be reached ({type(e).__name__}): try again once it is back.", "database_unavailable")
     from agent_core.tools import ToolInputError  # loaded by then: only a tool raises it
 
     if isinstance(e, ToolInputError):

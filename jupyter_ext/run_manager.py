@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from traitlets import Float
 from traitlets.config import LoggingConfigurable
 
+from agent_core.database import DatabaseUnavailable
 from agent_core.settings import AgentSettings
 from agent_core.thread_store import ThreadRecord, ThreadStore
 
@@ -173,6 +174,7 @@ class RunManager(LoggingConfigurable):
         decision = {"decision": body.decision, "args": body.args, "reason": body.reason or ""}
         async with _as_http_errors(), self._thread_locks[thread_id]:
             await self._ensure_free(thread_id, "This thread's run is still going; the approval is not pending any more.")
+            self._ensure_kernel_here(record, body.kernel_id)
             runner = await self.runner()
             snapshot = await self._recovered(record)
             resume = runner.resume_input(snapshot, call_id, decision)
@@ -260,7 +262,8 @@ class RunManager(LoggingConfigurable):
         live = threads.live_start(thread_id, after)
         caught_up = False
         while True:
-            running = self.is_running(thread_id)
+            elsewhere = await self._driven_elsewhere(thread_id)
+            running = elsewhere or self.is_running(thread_id)
             batch: list[StreamItem] = []
             for event in await threads.events_after(thread_id, after):
                 items, live = self._live_items(thread_id, live, event["seq"] - 1, previews)
@@ -280,11 +283,30 @@ class RunManager(LoggingConfigurable):
                 return
             before, live_before = after, live
             await threads.wait_for_events(
-                thread_id, after, self.ping_interval, still=lambda: self.is_running(thread_id), live_start=live
+                thread_id, after, self.ping_interval, still=lambda: elsewhere or self.is_running(thread_id), live_start=live
             )
             idle = not await threads.events_after(thread_id, before, 1) and not threads.has_live_after(thread_id, live_before)
-            if self.is_running(thread_id) and idle:
+            if (elsewhere or self.is_running(thread_id)) and idle:
                 yield [StreamItem("ping")]
+
+    def _ensure_kernel_here(self, record: ThreadRecord, chosen: str | None) -> None:
+        """On a shared database a thread's kernel may live on another Jupyter server: an approval
+        sent here without a kernel of this server is refused (the call stays pending there), never
+        run in some other kernel of this notebook."""
+        serverapp = getattr(self.parent, "serverapp", None)
+        if chosen or not record.kernel_id or not self.threads.notifies or serverapp is None:
+            return
+        if record.kernel_id not in serverapp.kernel_manager:
+            raise Conflict(
+                "This thread's kernel is not on this Jupyter server (another server that shares the database runs it): "
+                "approve the call there, or send kernel_id to run it in a kernel of this server. The call is still pending.",
+                "kernel_elsewhere",
+            )
+
+    async def _driven_elsewhere(self, thread_id: str) -> bool:
+        """Another server (or a kernel's %agent) runs the thread, and its appends wake our readers
+        (a shared PostgreSQL): follow that run live too, until its lease goes."""
+        return self.threads.notifies and not self.is_running(thread_id) and await self.threads.leased_elsewhere(thread_id) is not None
 
     def _live_items(self, thread_id: str, start: int, upto_seq: int, previews: bool) -> tuple[list[StreamItem], int]:
         """Live-only events to send, and where this reader's position in the live log moves to
@@ -341,6 +363,9 @@ class RunManager(LoggingConfigurable):
             )  # fmt: skip
         except ThreadBusy as exc:  # a kernel took the thread between our check and the start
             self.log.warning("%s", exc)
+            return "failed"
+        except DatabaseUnavailable as exc:  # its last transaction was not committed: nothing half-written
+            self.log.error("Cellwright: the run of thread %s stopped: %s. Ask again once the database is back.", record.thread_id, exc)
             return "failed"
         finally:
             self._active.pop(record.thread_id, None)

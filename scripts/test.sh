@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Installs everything the tests need (Debian's chromium and ripgrep, the package with its test
+# Installs everything the tests need (Debian's chromium, ripgrep and postgresql, the package with its test
 # extras, which builds the panel with npm) and runs the whole suite: Python tests, the real-browser
 # test and the panel's unit tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
-if ! command -v chromium >/dev/null || ! command -v rg >/dev/null; then
+# postgresql: the binaries for the throwaway cluster of the Postgres tests (tests/postgres_cluster.py
+# runs initdb/pg_ctl itself; the package's own service is not used).
+if ! command -v chromium >/dev/null || ! command -v rg >/dev/null || ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
   as_root apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium ripgrep >/dev/null
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium ripgrep postgresql >/dev/null
 fi
 
 # Runs a quiet step ("$1" names it) and prints how long it has been running every 30 s until it ends,

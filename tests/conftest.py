@@ -11,7 +11,7 @@ import pytest
 from devtools.fake_llm import FakeLLM
 from devtools.sse import parse_sse
 
-pytest_plugins = ["pytest_jupyter.jupyter_server"]
+pytest_plugins = ["pytest_jupyter.jupyter_server", "tests.postgres_fixtures"]
 
 NOTEBOOK = "analysis.ipynb"
 
@@ -23,8 +23,9 @@ def fake_llm() -> Iterator[FakeLLM]:
 
 
 @pytest.fixture
-def cellwright_config(fake_llm: FakeLLM, tmp_path: Any) -> dict[str, Any]:
+def cellwright_config(fake_llm: FakeLLM, tmp_path: Any, database_url: str) -> dict[str, Any]:
     return {
+        **({"database_url": database_url} if database_url else {}),
         "model": "fake-model",
         "base_url": fake_llm.base_url,
         "api_key": "sk-test-secret-key",

@@ -16,16 +16,19 @@ import pytest
 
 from devtools import fake_llm as fake_llm_module
 from devtools.fake_llm import FakeLLM, text, tool_call
+from tests.postgres_fixtures import database_env
 from devtools.jupyter_process import TOKEN, JupyterProcess
 from tests.conftest import of_type
 
 WORDS = [f" word{i}" for i in range(400)]
 PACE = 0.02  # seconds between the model's tokens: the kill lands mid-answer
 
+pytestmark = pytest.mark.also_postgres  # every store in SQLite, then in PostgreSQL
+
 
 @pytest.fixture
-def server_env(fake_llm: FakeLLM) -> dict[str, str]:
-    return {"OPENAI_BASE_URL": fake_llm.base_url, "OPENAI_API_KEY": "k", "CELLWRIGHT_MODEL": "fake-model"}
+def server_env(fake_llm: FakeLLM, database_url: str) -> dict[str, str]:
+    return {"OPENAI_BASE_URL": fake_llm.base_url, "OPENAI_API_KEY": "k", "CELLWRIGHT_MODEL": "fake-model", **database_env(database_url)}
 
 
 @pytest.fixture

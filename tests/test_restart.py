@@ -6,12 +6,15 @@ import pytest
 
 from tests.conftest import of_type
 from devtools.fake_llm import FakeLLM, tool_call
+from tests.postgres_fixtures import database_env
 from devtools.jupyter_process import JupyterProcess
+
+pytestmark = pytest.mark.also_postgres  # every store in SQLite, then in PostgreSQL
 
 
 @pytest.fixture
-def server_env(fake_llm: FakeLLM) -> dict[str, str]:
-    return {"OPENAI_BASE_URL": fake_llm.base_url, "OPENAI_API_KEY": "sk-secret", "CELLWRIGHT_MODEL": "fake-model"}
+def server_env(fake_llm: FakeLLM, database_url: str) -> dict[str, str]:
+    return {"OPENAI_BASE_URL": fake_llm.base_url, "OPENAI_API_KEY": "sk-secret", "CELLWRIGHT_MODEL": "fake-model", **database_env(database_url)}
 
 
 def test_pending_approval_survives_restart(tmp_path: Path, fake_llm: FakeLLM, server_env: dict[str, str], servers: list) -> None:

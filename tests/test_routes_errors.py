@@ -151,8 +151,10 @@ async def test_requests_without_credentials_are_refused(jp_fetch: Any) -> None:
     assert response.code == 403
 
 
+@pytest.mark.also_postgres
 async def test_redrive_after_crash_before_interrupt(api: Api, jp_serverapp: Any) -> None:
-    """A crash between saving the model's step and raising the interrupt: the next request asks."""
+    """A crash between saving the model's step and raising the interrupt: the next request asks
+    (on PostgreSQL too: the saved step is read back from the shared database)."""
     thread = await api.new_thread()
     manager = jp_serverapp.web_app.settings["cellwright"].run_manager
     graph = await manager.graph()

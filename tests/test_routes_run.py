@@ -3,8 +3,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.conftest import Api, of_type
 from devtools.fake_llm import FakeLLM, text, tool_call
+
+pytestmark = pytest.mark.also_postgres  # every store in SQLite, then in PostgreSQL
 
 
 async def test_approve_runs_cell_in_kernel_and_finishes(api: Api, fake_llm: FakeLLM, notebook_kernel: str) -> None:

@@ -5,11 +5,20 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from agent_core.thread_store import ThreadStore
 
+pytestmark = pytest.mark.also_postgres
 
-async def test_two_writers_never_reuse_a_seq(tmp_path: Path) -> None:
-    server, kernel = ThreadStore(tmp_path / "threads.sqlite"), ThreadStore(tmp_path / "threads.sqlite")
+
+def two_stores(tmp_path: Path, database_url: str) -> tuple[ThreadStore, ThreadStore]:
+    """Two processes' stores on one database (a server and a kernel, or two servers)."""
+    return tuple(ThreadStore(tmp_path / "threads.sqlite", database_url=database_url) for _ in range(2))  # type: ignore[return-value]
+
+
+async def test_two_writers_never_reuse_a_seq(tmp_path: Path, database_url: str) -> None:
+    server, kernel = two_stores(tmp_path, database_url)
     await server.open()
     await kernel.open()
     try:
@@ -30,10 +39,10 @@ async def test_two_writers_never_reuse_a_seq(tmp_path: Path) -> None:
         await kernel.close()
 
 
-async def test_one_process_drives_a_thread_at_a_time(tmp_path: Path) -> None:
+async def test_one_process_drives_a_thread_at_a_time(tmp_path: Path, database_url: str) -> None:
     import agent_core.thread_store as store_module
 
-    server, kernel = ThreadStore(tmp_path / "threads.sqlite"), ThreadStore(tmp_path / "threads.sqlite")
+    server, kernel = two_stores(tmp_path, database_url)
     await server.open()
     await kernel.open()
     try:

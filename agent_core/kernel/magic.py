@@ -226,7 +226,9 @@ class AgentCall:
 
         # Opened and closed within this call: the server uses the same files, and an open aiosqlite
         # connection would keep a thread alive in the kernel.
-        threads = ThreadStore(self.settings.threads_path, holder=f"a %agent call in a kernel (pid {os.getpid()})")
+        threads = ThreadStore(
+            self.settings.threads_path, holder=f"a %agent call in a kernel (pid {os.getpid()})", database_url=self.settings.database_url
+        )
         try:
             await threads.open()
             runner = await ThreadRunner.open(threads, self.settings.database_url, self.settings.checkpoints_path)
