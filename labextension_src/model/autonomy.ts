@@ -69,3 +69,55 @@ export class AutonomyMemory {
     }
   }
 }
+
+/**
+ * The autonomy the composer shows and the next run asks for: the bound
+ * notebook's remembered pick, else the user's default.
+ */
+export class AutonomyChoice {
+  constructor(storage: IKeyValueStore | null) {
+    this._memory = new AutonomyMemory(storage);
+    this._value = this._memory.recall(null);
+  }
+
+  get value(): Autonomy {
+    return this._value;
+  }
+
+  /** Bind to a notebook (or none): its remembered mode. */
+  bind(path: string | null): void {
+    this._value = this._memory.recall(path);
+  }
+
+  /** A new default for notebooks without a pick; true when the choice for `path` changed. */
+  setDefault(path: string | null, value: Autonomy): boolean {
+    if (!isAutonomy(value)) {
+      return false;
+    }
+    this._memory.fallback = value;
+    return this._set(this._memory.recall(path));
+  }
+
+  /** The user's pick for the notebook at `path`; true when it changed. */
+  pick(path: string | null, value: Autonomy): boolean {
+    if (!isAutonomy(value) || !this._set(value)) {
+      return false;
+    }
+    this._memory.remember(path, value);
+    return true;
+  }
+
+  /** A notebook was renamed: its pick follows it. */
+  move(from: string, to: string): void {
+    this._memory.move(from, to);
+  }
+
+  private _set(value: Autonomy): boolean {
+    const changed = value !== this._value;
+    this._value = value;
+    return changed;
+  }
+
+  private _memory: AutonomyMemory;
+  private _value: Autonomy;
+}

@@ -4,12 +4,15 @@
  * and the PanelModel behind the side panel.
  */
 export * from './view';
-export { reduceEvent, reduceEvents, withThreadDetail } from './reducer';
+export { reduceEvent, reduceEvents } from './reducer';
+export { withThreadDetail } from './threadUsage';
 export { ThreadModel } from './thread';
 export type { ConnectionState } from './thread';
 export type { IKeyValueStore } from './lastThreads';
 export { PanelModel } from './panel';
-export type { ILiveEvent, INotebookBinding, IPanelError } from './panel';
+export type { ILiveEvent } from './panel';
+export type { IPanelError } from './errorBanner';
+export type { INotebookBinding } from './runRequests';
 export { ComposerDraft } from './draft';
 export { SettingsModel } from './settings';
 export * from './settingsForm';

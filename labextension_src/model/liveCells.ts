@@ -9,6 +9,13 @@ import { LiveCell } from '../contract.gen';
 
 export const MAX_LIVE_CELLS_BYTES = 2_000_000;
 
+/** A cell as the browser has it now. */
+export interface INotebookCell {
+  id: string;
+  cell_type: string;
+  source: string;
+}
+
 const encoder = new TextEncoder();
 
 function bytes(text: string): number {
@@ -17,7 +24,7 @@ function bytes(text: string): number {
 
 /** The cells to send: id, type and source, sources dropped beyond `limit` bytes. */
 export function liveCells(
-  cells: Iterable<{ id: string; cell_type: string; source: string }>,
+  cells: Iterable<INotebookCell>,
   limit = MAX_LIVE_CELLS_BYTES
 ): LiveCell[] {
   const out: LiveCell[] = [];

@@ -7,44 +7,33 @@
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { APIError, CellwrightAPI, errorMessage, isAbort } from '../api';
+import { APIError, CellwrightAPI } from '../api';
 import {
   ApprovalDecision,
   ApprovalRequiredEvent,
   Autonomy,
   CellwrightEvent,
   Health,
-  LiveCell,
   Mode,
   Thread
 } from '../contract.gen';
-import { AutonomyMemory, isAutonomy } from './autonomy';
+import { AutonomyChoice } from './autonomy';
 import { DisabledServers } from './mcpServers';
 import { ComposerDraft } from './draft';
-import { liveCells } from './liveCells';
+import { ErrorBanner, IPanelError } from './errorBanner';
 import { SettingsModel } from './settings';
 import { IKeyValueStore, LastThreads } from './lastThreads';
 import { healthNotices } from './notices';
+import { OpenThreads } from './openThreads';
+import { decisionBody, IDecisionExtra, INotebookBinding, startRunBody } from './runRequests';
+import { ServerSetup } from './serverSetup';
 import { ThreadModel } from './thread';
+import { ThreadHistory } from './threadHistory';
 import { EMPTY_VIEW, isActive, IThreadView } from './view';
 
 export interface ILiveEvent {
   thread: ThreadModel;
   event: CellwrightEvent;
-}
-
-/** The notebook the panel is bound to. */
-export interface INotebookBinding {
-  path: string;
-  /** The id of the notebook's kernel right now, if any. */
-  kernelId(): string | undefined;
-  /** The notebook's cells as the browser has them now (for `notebook_cells`). */
-  cells?(): Iterable<{ id: string; cell_type: string; source: string }>;
-}
-
-export interface IPanelError {
-  id: number;
-  message: string;
 }
 
 export namespace PanelModel {
@@ -64,10 +53,22 @@ export class PanelModel implements IDisposable {
     this.api = options.api;
     this.version = options.version;
     this._lastThreads = new LastThreads(options.storage ?? null);
-    this._autonomies = new AutonomyMemory(options.storage ?? null);
-    this._autonomy = this._autonomies.recall(null);
+    this._autonomy = new AutonomyChoice(options.storage ?? null);
+    this._threads = new OpenThreads({
+      api: options.api,
+      onActiveChanged: () => this._changed.emit(),
+      onLiveEvent: (thread, event) => this._liveEvent.emit({ thread, event }),
+      onError: (thread, error) => this._threadError(thread, error)
+    });
     this.settings = new SettingsModel(options.api);
     this.settings.saved.connect(() => void this.checkHealth());
+    const owner = {
+      api: options.api,
+      onChanged: () => this._changed.emit(),
+      onError: (error: unknown, context: string) => this.reportError(error, context)
+    };
+    this._setup = new ServerSetup({ ...owner, settings: this.settings });
+    this._history = new ThreadHistory(owner);
     this._mode = options.mode ?? 'single';
     this._autoScroll = options.autoScroll ?? true;
   }
@@ -102,20 +103,16 @@ export class PanelModel implements IDisposable {
 
   /** The thread on show, or null for a new conversation not yet sent. */
   get thread(): ThreadModel | null {
-    return this._active;
+    return this._threads.active;
   }
 
   get view(): IThreadView {
-    return this._active?.view ?? EMPTY_VIEW;
+    return this.thread?.view ?? EMPTY_VIEW;
   }
 
   /** The approval waiting for the user, unless it was already decided here. */
   get pendingApproval(): ApprovalRequiredEvent | null {
-    const pending = this.view.pendingApproval;
-    if (!pending || !this._active || this._active.isDecided(pending.id)) {
-      return null;
-    }
-    return pending;
+    return this.thread?.pendingApproval ?? null;
   }
 
   get running(): boolean {
@@ -131,24 +128,24 @@ export class PanelModel implements IDisposable {
   }
 
   get loadingThread(): boolean {
-    return !!this._active && this._active.catchingUp;
+    return !!this.thread && this.thread.catchingUp;
   }
 
   get errors(): readonly IPanelError[] {
-    return this._errors;
+    return this._errors.errors;
   }
 
   get health(): Health | null {
-    return this._health;
+    return this._setup.health;
   }
 
   /** Null until the thread history was fetched once. */
   get threadList(): readonly Thread[] | null {
-    return this._threadList;
+    return this._history.list;
   }
 
   get threadListLoading(): boolean {
-    return this._threadListLoading;
+    return this._history.loading;
   }
 
   get mode(): Mode {
@@ -173,30 +170,21 @@ export class PanelModel implements IDisposable {
 
   /** How much the agent may do in the next run: remembered per notebook. */
   get autonomy(): Autonomy {
-    return this._autonomy;
+    return this._autonomy.value;
   }
 
   /** The mode for notebooks the user has not picked one for (a setting). */
   set defaultAutonomy(value: Autonomy) {
-    if (!isAutonomy(value)) {
-      return;
-    }
-    this._autonomies.fallback = value;
-    const now = this._autonomies.recall(this._notebook?.path ?? null);
-    if (now !== this._autonomy) {
-      this._autonomy = now;
+    if (this._autonomy.setDefault(this._notebook?.path ?? null, value)) {
       this._changed.emit();
     }
   }
 
   /** Pick the mode from the composer (remembered for the bound notebook). */
   pickAutonomy(value: Autonomy): void {
-    if (!isAutonomy(value) || value === this._autonomy) {
-      return;
+    if (this._autonomy.pick(this._notebook?.path ?? null, value)) {
+      this._changed.emit();
     }
-    this._autonomy = value;
-    this._autonomies.remember(this._notebook?.path ?? null, value);
-    this._changed.emit();
   }
 
   /**
@@ -204,22 +192,16 @@ export class PanelModel implements IDisposable {
    * and shown whenever the server has no model configured.
    */
   get settingsOpen(): boolean {
-    return this._settingsOpen || this._health?.llm_configured === false;
+    return this._setup.settingsOpen;
   }
 
   /** True while the form stands in for the composer (no model configured). */
   get needsSetup(): boolean {
-    return this._health?.llm_configured === false;
+    return this._setup.needsSetup;
   }
 
   openSettings(open = true): void {
-    if (open) {
-      void this.settings.load();
-    }
-    if (this._settingsOpen !== open) {
-      this._settingsOpen = open;
-      this._changed.emit();
-    }
+    this._setup.openSettings(open);
   }
 
   get autoScroll(): boolean {
@@ -241,44 +223,26 @@ export class PanelModel implements IDisposable {
 
   /** Show an error in the panel's banner (AbortErrors are not errors). */
   reportError(error: unknown, context?: string): void {
-    if (this._isDisposed || isAbort(error)) {
-      return;
+    if (!this._isDisposed && this._errors.report(error, context)) {
+      this._changed.emit();
     }
-    const text = errorMessage(error);
-    const message = context ? `${context}: ${text}` : text;
-    const last = this._errors[this._errors.length - 1];
-    if (last && last.message === message) {
-      return;
-    }
-    console.warn('Cellwright:', message);
-    this._errors = [...this._errors, { id: ++this._errorId, message }].slice(-5);
-    this._changed.emit();
   }
 
   dismissError(id: number): void {
-    this._errors = this._errors.filter(e => e.id !== id);
+    this._errors.dismiss(id);
     this._changed.emit();
   }
 
   // ------------------------------------------------------------ health and config
 
   /** `GET health`, once at start. */
-  async checkHealth(): Promise<void> {
-    try {
-      this._health = await this.api.health();
-      if (this._health?.llm_configured === false) {
-        void this.settings.load();
-      }
-    } catch (error) {
-      this._health = null;
-      this.reportError(error, 'Cellwright server check failed');
-    }
-    this._changed.emit();
+  checkHealth(): Promise<void> {
+    return this._setup.check();
   }
 
   /** Notices derived from the health answer. */
   get notices(): string[] {
-    return healthNotices(this._health, this.version);
+    return healthNotices(this._setup.health, this.version);
   }
 
   /** Send the auto-approve list to the server (the server keeps it). */
@@ -299,7 +263,7 @@ export class PanelModel implements IDisposable {
   setNotebook(binding: INotebookBinding | null): void {
     const samePath = (binding?.path ?? null) === (this._notebook?.path ?? null);
     this._notebook = binding;
-    this._autonomy = this._autonomies.recall(binding?.path ?? null);
+    this._autonomy.bind(binding?.path ?? null);
     if (samePath && this._bound) {
       this._changed.emit();
       return;
@@ -320,12 +284,8 @@ export class PanelModel implements IDisposable {
       return;
     }
     this._lastThreads.move(binding.path, newPath);
-    this._autonomies.move(binding.path, newPath);
-    for (const thread of this._threads.values()) {
-      if (thread.notebookPath === binding.path) {
-        thread.notebookPath = newPath;
-      }
-    }
+    this._autonomy.move(binding.path, newPath);
+    this._threads.rename(binding.path, newPath);
     this._notebook = { ...binding, path: newPath };
     this._changed.emit();
   }
@@ -345,22 +305,10 @@ export class PanelModel implements IDisposable {
     threadId: string,
     info: { title?: string | null; notebookPath?: string | null } = {}
   ): Promise<void> {
-    if (this._active?.threadId === threadId) {
+    if (this.thread?.threadId === threadId) {
       return;
     }
-    let thread = this._threads.get(threadId);
-    if (!thread) {
-      thread = this._track(
-        new ThreadModel({
-          api: this.api,
-          threadId,
-          title: info.title ?? null,
-          notebookPath: info.notebookPath ?? null
-        })
-      );
-      thread.connect({ replay: true });
-      void this._loadDetail(thread);
-    }
+    const thread = this._threads.reopen(threadId, info);
     if (this._notebook) {
       this._lastThreads.remember(this._notebook.path, threadId);
     }
@@ -368,17 +316,8 @@ export class PanelModel implements IDisposable {
   }
 
   /** `GET threads` for the history list. */
-  async refreshThreads(): Promise<void> {
-    this._threadListLoading = true;
-    this._changed.emit();
-    try {
-      this._threadList = await this.api.listThreads();
-    } catch (error) {
-      this.reportError(error, 'Could not load the thread history');
-    } finally {
-      this._threadListLoading = false;
-      this._changed.emit();
-    }
+  refreshThreads(): Promise<void> {
+    return this._history.refresh();
   }
 
   // ------------------------------------------------------------ actions
@@ -396,39 +335,19 @@ export class PanelModel implements IDisposable {
     this._changed.emit();
     const notebook = this._notebook;
     try {
-      let thread = this._active;
+      let thread = this.thread;
       const wasNew = !thread;
       if (!thread) {
-        const created = await this.api.createThread({
-          ...(notebook ? { notebook_path: notebook.path } : {}),
-          title: message.length > 80 ? message.slice(0, 77) + '...' : message
-        });
-        thread = this._track(
-          new ThreadModel({
-            api: this.api,
-            threadId: created.thread_id,
-            title: created.title ?? message,
-            notebookPath: created.notebook_path ?? notebook?.path ?? null
-          })
-        );
+        thread = await this._threads.create(message, notebook?.path ?? null);
         if (notebook) {
           this._lastThreads.remember(notebook.path, thread.threadId);
         }
         this._setActive(thread);
-        this._threadList = null; // stale now
+        this._history.invalidate();
       }
-      const kernelId = notebook?.kernelId();
-      const cells = this._liveCells(notebook, thread.notebookPath);
       const disabledServers = this.disabledServers.take(thread.threadId, wasNew);
-      await this.api.startRun(thread.threadId, {
-        ...(disabledServers ? { disabled_mcp_servers: disabledServers } : {}),
-        message,
-        mode: this._mode,
-        autonomy: this._autonomy,
-        ...(notebook ? { notebook_path: notebook.path } : {}),
-        ...(kernelId ? { kernel_id: kernelId } : {}),
-        ...(cells ? { notebook_cells: cells } : {})
-      });
+      const choices = { mode: this._mode, autonomy: this._autonomy.value, disabledServers };
+      await this.api.startRun(thread.threadId, startRunBody(message, choices, notebook, thread.notebookPath));
       thread.connect({ expectRun: true });
       return true;
     } catch (error) {
@@ -443,9 +362,9 @@ export class PanelModel implements IDisposable {
   /** Decide the pending approval. At most one request at a time. */
   async decide(
     decision: ApprovalDecision,
-    extra: { args?: Record<string, unknown>; reason?: string; save_rule?: string } = {}
+    extra: IDecisionExtra = {}
   ): Promise<boolean> {
-    const thread = this._active;
+    const thread = this.thread;
     const pending = this.pendingApproval;
     if (!thread || !pending || this._deciding) {
       return false;
@@ -453,16 +372,8 @@ export class PanelModel implements IDisposable {
     this._deciding = true;
     this._changed.emit();
     try {
-      const kernelId = this._notebook?.kernelId();
-      const cells = this._liveCells(this._notebook, thread.notebookPath);
-      await this.api.decide(thread.threadId, pending.id, {
-        decision,
-        ...(extra.args ? { args: extra.args } : {}),
-        ...(extra.reason ? { reason: extra.reason } : {}),
-        ...(extra.save_rule ? { save_rule: extra.save_rule } : {}),
-        ...(kernelId ? { kernel_id: kernelId } : {}),
-        ...(cells ? { notebook_cells: cells } : {})
-      });
+      const body = decisionBody(decision, extra, this._notebook, thread.notebookPath);
+      await this.api.decide(thread.threadId, pending.id, body);
       thread.markDecided(pending.id);
       thread.connect({ expectRun: true });
       return true;
@@ -480,7 +391,7 @@ export class PanelModel implements IDisposable {
 
   /** Stop the active thread's run. */
   async cancel(): Promise<void> {
-    const thread = this._active;
+    const thread = this.thread;
     if (!thread) {
       return;
     }
@@ -498,96 +409,35 @@ export class PanelModel implements IDisposable {
     }
     this._isDisposed = true;
     this.settings.dispose();
-    for (const thread of this._threads.values()) {
-      thread.dispose();
-    }
-    this._threads.clear();
-    this._active = null;
+    this._threads.dispose();
     Signal.clearData(this);
   }
 
   // ------------------------------------------------------------ private
 
-  /** The thread's usage and autonomy from `GET threads/{id}`: best effort. */
-  private async _loadDetail(thread: ThreadModel): Promise<void> {
-    try {
-      const detail = await this.api.getThread(thread.threadId);
-      if (detail && typeof detail === 'object' && detail.usage) {
-        thread.setDetail(detail);
+  /** A thread's error: a thread gone from the server is no longer the notebook's last. */
+  private _threadError(thread: ThreadModel, error: unknown): void {
+    if (error instanceof APIError && error.status === 404 && this._notebook) {
+      if (this._lastThreads.recall(this._notebook.path) === thread.threadId) {
+        this._lastThreads.forget(this._notebook.path);
       }
-    } catch {
-      // the events show everything else; a missing thread is reported by its stream
     }
-  }
-
-  /** The bound notebook's live cells, when the thread is that notebook's. */
-  private _liveCells(
-    notebook: INotebookBinding | null,
-    threadPath: string | null
-  ): LiveCell[] | null {
-    if (!notebook?.cells || (threadPath && threadPath !== notebook.path)) {
-      return null;
-    }
-    try {
-      return liveCells(notebook.cells());
-    } catch (error) {
-      console.warn('Cellwright: could not read the notebook cells', error);
-      return null;
-    }
-  }
-
-  private _track(thread: ThreadModel): ThreadModel {
-    this._threads.set(thread.threadId, thread);
-    thread.changed.connect(() => {
-      if (thread === this._active) {
-        this._changed.emit();
-      }
-    });
-    thread.liveEvent.connect((_, event) => {
-      this._liveEvent.emit({ thread, event });
-    });
-    thread.errorRaised.connect((_, error) => {
-      if (error instanceof APIError && error.status === 404 && this._notebook) {
-        if (this._lastThreads.recall(this._notebook.path) === thread.threadId) {
-          this._lastThreads.forget(this._notebook.path);
-        }
-      }
-      this.reportError(error, `Thread ${thread.title ?? thread.threadId}`);
-    });
-    thread.streamEnded.connect(() => this._release(thread));
-    return thread;
-  }
-
-  /** Drop a thread that is neither shown nor streaming. */
-  private _release(thread: ThreadModel): void {
-    if (thread !== this._active && !thread.streaming) {
-      this._threads.delete(thread.threadId);
-      thread.dispose();
-    }
+    this.reportError(error, `Thread ${thread.title ?? thread.threadId}`);
   }
 
   private _setActive(thread: ThreadModel | null): void {
-    const previous = this._active;
-    this._active = thread;
-    if (previous && previous !== thread) {
-      this._release(previous);
-    }
+    this._threads.setActive(thread);
     this._changed.emit();
   }
 
   private _lastThreads: LastThreads;
-  private _autonomies: AutonomyMemory;
-  private _autonomy: Autonomy;
-  private _settingsOpen = false;
+  private _autonomy: AutonomyChoice;
+  private _threads: OpenThreads;
   private _notebook: INotebookBinding | null = null;
   private _bound = false;
-  private _active: ThreadModel | null = null;
-  private _threads = new Map<string, ThreadModel>();
-  private _threadList: Thread[] | null = null;
-  private _threadListLoading = false;
-  private _errors: IPanelError[] = [];
-  private _errorId = 0;
-  private _health: Health | null = null;
+  private _history: ThreadHistory;
+  private _errors = new ErrorBanner();
+  private _setup: ServerSetup;
   private _mode: Mode;
   private _autoScroll: boolean;
   private _sending = false;

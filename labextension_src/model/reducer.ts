@@ -1,21 +1,17 @@
 /**
  * The thread view as a fold of the thread's events: `reduceEvent(view,
  * event)` is pure (no Lumino, no I/O), so replaying a thread's log rebuilds
- * exactly what a live panel showed, and recorded streams test it.
- *
- * A sub-agent's events carry `task_id`, the id of the `task` call that
- * started it: they go into that call's block, however deep. Events without
- * it belong to the top level, except in threads recorded before the field
- * existed, where a sub-agent's events go to its last unfinished block.
+ * exactly what a live panel showed, and recorded streams test it. Where
+ * an event's items go is eventRouting.ts; the usage figures, threadUsage.ts.
  */
-import { CellwrightEvent, NbOutput, RunStatus, ThreadDetail } from '../contract.gen';
+import { CellwrightEvent, NbOutput, RunStatus } from '../contract.gen';
+import { addBlock, agentAfter, containerOf, IDraft, newBlock } from './eventRouting';
 import {
   appendAt,
   closeStreaming,
   containerAt,
   findTool,
   mapAll,
-  openBlockOf,
   replaceLast,
   samePath,
   streamingAt,
@@ -27,16 +23,15 @@ import {
   DisplayStatus,
   isLiveOnly,
   isPreview,
-  ISubtaskItem,
   IThreadView,
   IToolItem,
-  Path,
   PreviewToken,
   ROOT_AGENTS,
   TASK_TOOL,
   ToolItemStatus
 } from './view';
 import { undoneState, undoStateOf } from './review';
+import { usageAfter } from './threadUsage';
 
 /** Tools that the timeline does not show: their effect has its own view. */
 const HIDDEN_TOOLS = new Set(['final_answer', 'write_todos']);
@@ -79,22 +74,6 @@ function newTool(
   };
 }
 
-function newBlock(key: string, id: string | null, agent: string, task: string): ISubtaskItem {
-  return {
-    kind: 'subtask',
-    key,
-    id,
-    agent,
-    task,
-    status: 'running',
-    active: true,
-    done: false,
-    summary: null,
-    stopped: false,
-    items: []
-  };
-}
-
 function streamText(text: string | string[]): string {
   return Array.isArray(text) ? text.join('') : String(text ?? '');
 }
@@ -132,57 +111,6 @@ function settle(items: ConversationItem[], status: ToolItemStatus): Conversation
       ? { ...item, status: pending ? status : item.status, active: false, done: true }
       : item;
   });
-}
-
-// ---------------------------------------------------------------- routing
-
-/** What one fold step changes besides the view's scalar fields. */
-interface IDraft {
-  items: ConversationItem[];
-  tasks: Readonly<Record<string, Path>>;
-}
-
-function addBlock(draft: IDraft, container: Path, block: ISubtaskItem): Path {
-  draft.items = appendAt(draft.items, container, block);
-  const path = [...container, block.key];
-  if (block.id !== null) {
-    draft.tasks = { ...draft.tasks, [block.id]: path };
-  }
-  return path;
-}
-
-/** The container an event's new items go to. */
-function containerOf(draft: IDraft, event: CellwrightEvent, agent: string): Path {
-  const taskId = event.task_id;
-  if (typeof taskId === 'string' && taskId) {
-    // A log that lost the `task` call (cut short) still gets the work its block.
-    return draft.tasks[taskId] ?? addBlock(draft, [], newBlock(`task-${taskId}`, taskId, agent, ''));
-  }
-  if (ROOT_AGENTS.has(agent)) {
-    return [];
-  }
-  // A thread recorded before `task_id`: the sub-agent's last unfinished block.
-  return (
-    openBlockOf(draft.items, agent) ??
-    addBlock(draft, [], newBlock(`subtask-${event.seq}`, null, agent, ''))
-  );
-}
-
-/**
- * The agent in control after `event`. A pause for approval and its resume
- * keep it: the agent that asked is the one that carries on.
- */
-function agentAfter(view: IThreadView, event: CellwrightEvent, agent: string): string {
-  switch (event.type) {
-    case 'agent_switch':
-      return event.to || view.agent;
-    case 'run_started':
-      return view.status === 'awaiting_approval' ? view.agent : agent;
-    case 'run_finished':
-      return event.status === 'awaiting_approval' ? view.agent : agent;
-    default:
-      return agent || view.agent;
-  }
 }
 
 // ---------------------------------------------------------------- the fold
@@ -246,7 +174,8 @@ function foldStored(view: IThreadView, event: CellwrightEvent): IThreadView {
   const agent = typeof event.agent === 'string' ? event.agent : '';
   const next: IThreadView = {
     ...view,
-    lastSeq: seq ?? view.lastSeq
+    lastSeq: seq ?? view.lastSeq,
+    usage: usageAfter(view, event)
   };
   const draft: IDraft = { items: view.items, tasks: view.tasks };
   const key = `${event.type}-${seq}`;
@@ -277,7 +206,6 @@ function foldStored(view: IThreadView, event: CellwrightEvent): IThreadView {
             { kind: 'user', key, text: event.message, autonomy: event.autonomy ?? null }
           ];
         }
-        next.usage = { ...view.usage, run: null };
       }
       next.status = 'running';
       next.mode = event.mode ?? view.mode;
@@ -450,23 +378,10 @@ function foldStored(view: IThreadView, event: CellwrightEvent): IThreadView {
       ];
       break;
     }
-    case 'usage': {
-      next.usage = {
-        thread: event.thread ?? view.usage.thread,
-        run: event.run ?? view.usage.run,
-        contextTokens: typeof event.context_tokens === 'number' ? event.context_tokens : null,
-        contextBudget: typeof event.context_budget === 'number' ? event.context_budget : null,
-        summarized: view.usage.summarized || event.summarized === true
-      };
-      break;
-    }
     case 'run_finished': {
       const status = FINISHED_STATUS[event.status] ?? 'idle';
       next.status = status;
       const usage = event.usage ?? null;
-      if (usage) {
-        next.usage = { ...view.usage, run: usage };
-      }
       if (status !== 'awaiting_approval') {
         next.pendingApproval = null;
         draft.items = settle(draft.items, status === 'idle' ? 'ok' : 'cancelled');
@@ -479,7 +394,7 @@ function foldStored(view: IThreadView, event: CellwrightEvent): IThreadView {
       break;
     }
     default:
-      break; // agent_switch only moves control; an unknown type only its seq
+      break; // agent_switch only moves control, usage only the figures; an unknown type only its seq
   }
   next.items = draft.items;
   next.tasks = draft.tasks;
@@ -498,22 +413,4 @@ export function reduceEvents(view: IThreadView, events: Iterable<CellwrightEvent
     current = reduceEvent(current, event);
   }
   return current;
-}
-
-/**
- * What `GET threads/{id}` adds to a view its events do not give: the
- * thread's usage and autonomy, for threads whose log has no `usage` event
- * (recorded before it, or summed from an older log). Events win: a figure
- * from them is never replaced.
- */
-export function withThreadDetail(
-  view: IThreadView,
-  detail: Pick<ThreadDetail, 'usage' | 'autonomy'>
-): IThreadView {
-  const usage = view.usage.thread === null && detail.usage ? { ...view.usage, thread: detail.usage } : view.usage;
-  const autonomy = view.autonomy ?? detail.autonomy ?? null;
-  if (usage === view.usage && autonomy === view.autonomy) {
-    return view;
-  }
-  return { ...view, usage, autonomy };
 }

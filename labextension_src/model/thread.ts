@@ -10,8 +10,9 @@ import { ISignal, Signal } from '@lumino/signaling';
 
 import { CellwrightAPI, errorMessage } from '../api';
 import { followEvents } from '../stream';
-import { CellwrightEvent, ThreadDetail } from '../contract.gen';
-import { reduceEvent, withThreadDetail } from './reducer';
+import { ApprovalRequiredEvent, CellwrightEvent, ThreadDetail } from '../contract.gen';
+import { reduceEvent } from './reducer';
+import { withThreadDetail } from './threadUsage';
 import { EMPTY_VIEW, isLiveOnly, IThreadView } from './view';
 
 export type ConnectionState = 'closed' | 'open' | 'reconnecting';
@@ -91,6 +92,12 @@ export class ThreadModel implements IDisposable {
   /** True for an approval decided from this panel and accepted by the server. */
   isDecided(toolCallId: string): boolean {
     return this._decided.has(toolCallId);
+  }
+
+  /** The approval waiting for the user, unless it was already decided here. */
+  get pendingApproval(): ApprovalRequiredEvent | null {
+    const pending = this.view.pendingApproval;
+    return pending && !this.isDecided(pending.id) ? pending : null;
   }
 
   /**
