@@ -47,10 +47,9 @@ class KernelClients:
         if shared is None or shared.client.parent is not manager or shared.connection != _connection(manager):
             if shared is not None and not shared.turn.locked():
                 shared.client.stop_channels()
-            from .kernel_executor import _own_client
+            from .kernel_executor import connected_client
 
-            client = _own_client(manager)
-            client.start_channels()
+            client = connected_client(manager, outputs=True)
             shared = self._clients[kernel_id] = SharedClient(client, _connection(manager))
         return shared
 

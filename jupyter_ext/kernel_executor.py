@@ -63,8 +63,7 @@ class KernelEnvironment:
         kernel_id = await self.resolve_kernel()
         manager = self.kernel_manager.get_kernel(kernel_id)
         if self.clients is None:
-            client = _own_client(manager)
-            client.start_channels()
+            client = connected_client(manager, outputs=True)
             try:
                 await self._wait_for_turn(client, manager, kernel_id, call_id, code, emit, placement=placement)
                 return await self._execute(client, manager, kernel_id, call_id, code, emit, placement)
@@ -104,8 +103,7 @@ class KernelEnvironment:
         manager = self.kernel_manager.get_kernel(kernel_id)
         if _busy(manager):
             raise ToolInputError("the kernel is busy running a cell")
-        client = _own_client(manager)
-        client.start_channels()
+        client = connected_client(manager, outputs=False)
         try:
             msg_id = client.history(raw=True, output=False, hist_access_type="tail", n=n)
             reply = await self._reply(client, msg_id, timeout=3)
@@ -118,8 +116,7 @@ class KernelEnvironment:
         manager = self.kernel_manager.get_kernel(kernel_id)
         if not await manager.is_alive():
             raise NoKernel(f"the kernel of {self.notebook_path or kernel_id} is not running: restart it and try again")
-        client = _own_client(manager)
-        client.start_channels()
+        client = connected_client(manager, outputs=False)
         try:
             # No wait_for_ready: it waits for 0.2 s of iopub silence, and only the shell reply matters here.
             # silent: no history, no execution count; user_expressions: evaluated, nothing assigned.
@@ -306,6 +303,15 @@ class KernelEnvironment:
 
 class _KernelGone(Exception):
     pass
+
+
+def connected_client(manager: Any, outputs: bool) -> Any:
+    """A client of its own with only the channels used here: shell, and iopub when the outputs
+    matter. No heartbeat, stdin or control: each is a socket (the heartbeat also a thread) per
+    client, and a server making a client per evaluation ran out of ZMQ sockets (1023 per context)."""
+    client = _own_client(manager)
+    client.start_channels(shell=True, iopub=outputs, stdin=False, hb=False, control=False)
+    return client
 
 
 def _own_client(manager: Any) -> Any:
