@@ -20,6 +20,7 @@ from .iopub_outputs import outputs_of_burst, waiting_messages, went_idle
 from .kernel_clients import process_of
 
 POLL_SECONDS = 1.0
+BUSY_NOTICE_SECONDS = 0.3  # a kernel busy this long before our cell is running someone else's
 INTERRUPT_GRACE_SECONDS = 1.5  # how long a cell may take to stop after an interrupt before the next
 MAX_INTERRUPTS = 3
 READY_SECONDS = 10.0
@@ -143,13 +144,16 @@ class KernelEnvironment:
         try:
             while True:
                 while _busy(manager):
-                    if not waiting:
+                    # A silent evaluation of ours (an undo snapshot, tool discovery) that just ended
+                    # can still read as busy until the server sees its "idle": only a kernel busy
+                    # for longer is another cell to wait for, and said so.
+                    if not waiting and time.monotonic() - started >= BUSY_NOTICE_SECONDS:
                         waiting = True
                         emit(self._started(call_id, code, kernel_id, True, placement))
                     if not await manager.is_alive():
                         raise NoKernel(f"the kernel of {self.notebook_path or kernel_id} died while the cell waited for it")
-                    try:
-                        await client.get_iopub_msg(timeout=POLL_SECONDS)  # a status change wakes us early
+                    try:  # a status change wakes us early
+                        await client.get_iopub_msg(timeout=POLL_SECONDS if waiting else BUSY_NOTICE_SECONDS)
                     except queue.Empty:
                         pass
                 if ready:  # a kept client already proved its iopub connected to this kernel process
