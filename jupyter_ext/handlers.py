@@ -265,6 +265,11 @@ class ToolRouteHandler(CellwrightHandler):
     def environment(self, notebook_path: str, kernel_id: str | None) -> Any:
         return self.app.kernel_environment(notebook_path, kernel_id)
 
+    def kernel_of(self, body: Any) -> Any:
+        """The environment of the kernel a body names (`kernel_id` and/or `notebook_path`), or None
+        when it names none."""
+        kernel_id, notebook = body.kernel_id, self._notebook_path(body.notebook_path)
+        return self.environment(notebook or "", kernel_id) if (kernel_id or notebook) else None
 
 
 class DiagnosticsHandler(ToolRouteHandler):
@@ -308,9 +313,7 @@ class ResourcesHandler(ToolRouteHandler):
         from agent_core.tools.resources import check_resources
 
         body = self.body(contract_routes().ResourcesRequest)
-        kernel_id, notebook = body.kernel_id, self._notebook_path(body.notebook_path)
-        env = self.environment(notebook or "", kernel_id) if (kernel_id or notebook) else None
-        self.write_json(await check_resources(self.app.workspace, env, body.files, body.dataframes))
+        self.write_json(await check_resources(self.app.workspace, self.kernel_of(body), body.files, body.dataframes))
 
 
 class VariablesHandler(ToolRouteHandler):
@@ -321,12 +324,11 @@ class VariablesHandler(ToolRouteHandler):
     async def post(self) -> None:
         from agent_core.kernel_introspection import namespace_snapshot
 
-        body = self.body(contract_routes().VariablesRequest)
-        kernel_id, notebook = body.kernel_id, self._notebook_path(body.notebook_path)
-        if not (kernel_id or notebook):
+        env = self.kernel_of(self.body(contract_routes().VariablesRequest))
+        if env is None:
             self.write_json({"variables": [], "note": "no kernel: send the notebook's kernel_id or notebook_path"})
             return
-        snapshot = await namespace_snapshot(self.environment(notebook or "", kernel_id), limit=200)
+        snapshot = await namespace_snapshot(env, limit=200)
         variables = [
             {"name": v["name"], "type": v["type"], **({"shape": v["shape"]} if isinstance(v.get("shape"), list) else {})}
             for v in snapshot.variables
@@ -392,13 +394,11 @@ class NotebookToolsHandler(ToolRouteHandler):
         from agent_core.external_tools import TAKEN
         from agent_core.notebook_tools import notebook_tools
 
-        body = self.body(contract_routes().VariablesRequest)
-        kernel_id, notebook = body.kernel_id, self._notebook_path(body.notebook_path)
-        if not (kernel_id or notebook):
+        env = self.kernel_of(self.body(contract_routes().VariablesRequest))
+        if env is None:
             self.write_json({"tools": [], "notes": []})
             return
-        settings = self.app.configuration.agent_settings()
-        specs, notes = await notebook_tools(self.environment(notebook or "", kernel_id), TAKEN, settings)
+        specs, notes = await notebook_tools(env, TAKEN, self.app.configuration.agent_settings())
         tools = [
             {"name": name, "description": spec.description, "read_only": bool(spec.origin.get("read_only_hint")),
              "file": spec.origin.get("file"), "line": spec.origin.get("line")}

@@ -9,7 +9,8 @@
  */
 import type { Cell } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
-import { IDisposable } from '@lumino/disposable';
+
+import { CellDecorations } from './cellDecorations';
 
 import { ICellProvenance } from './model/review';
 
@@ -52,60 +53,26 @@ export function revealStep(toolCallId: string, tries = 40): void {
   }
 }
 
-export class CellBadges implements IDisposable {
+export class CellBadges extends CellDecorations {
   constructor(
-    private _tracker: INotebookTracker,
+    tracker: INotebookTracker,
     private _actions: ICellBadgeActions
   ) {
-    _tracker.widgetAdded.connect(this._watch, this);
-    _tracker.forEach(panel => this._watch(this._tracker, panel));
+    super(tracker);
   }
 
   /** The setting: badges shown (default) or not. */
   set enabled(value: boolean) {
     if (value !== this._enabled) {
       this._enabled = value;
-      this._tracker.forEach(panel => this._schedule(panel));
+      this.tracker.forEach(panel => this.schedule(panel));
     }
   }
 
-  get isDisposed(): boolean {
-    return this._isDisposed;
-  }
-
-  dispose(): void {
-    if (!this._isDisposed) {
-      this._isDisposed = true;
-      this._tracker.widgetAdded.disconnect(this._watch, this);
+  protected decorate(panel: NotebookPanel): void {
+    for (const cell of panel.content.widgets) {
+      this._sync(cell);
     }
-  }
-
-  private _watch(_: unknown, panel: NotebookPanel): void {
-    const update = (): void => this._schedule(panel);
-    void panel.context.ready.then(() => {
-      if (this._isDisposed || panel.isDisposed) {
-        return;
-      }
-      panel.content.model?.cells.changed.connect(update);
-      panel.content.cellInViewportChanged.connect(update);
-      panel.content.modelContentChanged.connect(update);
-      update();
-    });
-  }
-
-  private _schedule(panel: NotebookPanel): void {
-    if (this._scheduled.has(panel)) {
-      return;
-    }
-    this._scheduled.add(panel);
-    requestAnimationFrame(() => {
-      this._scheduled.delete(panel);
-      if (!this._isDisposed && !panel.isDisposed) {
-        for (const cell of panel.content.widgets) {
-          this._sync(cell);
-        }
-      }
-    });
   }
 
   private _sync(cell: Cell): void {
@@ -160,6 +127,4 @@ export class CellBadges implements IDisposable {
   }
 
   private _enabled = true;
-  private _scheduled = new Set<NotebookPanel>();
-  private _isDisposed = false;
 }

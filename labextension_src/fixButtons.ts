@@ -8,7 +8,8 @@
  */
 import type { Cell } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
-import { IDisposable } from '@lumino/disposable';
+
+import { CellDecorations } from './cellDecorations';
 
 /** The part of a code cell's output list the buttons read. */
 interface IOutputList {
@@ -37,58 +38,15 @@ const BUTTON_CLASS = 'cw-fix-button';
 /** JupyterLab's cell footer has no height: the one holding the button gets its height. */
 const FOOTER_CLASS = 'cw-mod-fixable';
 
-export class FixErrorButtons implements IDisposable {
+export class FixErrorButtons extends CellDecorations {
   constructor(
-    private _tracker: INotebookTracker,
+    tracker: INotebookTracker,
     private _onFix: (notebook: NotebookPanel, cell: Cell) => void
   ) {
-    _tracker.widgetAdded.connect(this._watch, this);
-    _tracker.forEach(panel => this._watch(this._tracker, panel));
+    super(tracker);
   }
 
-  get isDisposed(): boolean {
-    return this._isDisposed;
-  }
-
-  dispose(): void {
-    if (this._isDisposed) {
-      return;
-    }
-    this._isDisposed = true;
-    this._tracker.widgetAdded.disconnect(this._watch, this);
-  }
-
-  private _watch(_: unknown, panel: NotebookPanel): void {
-    const update = (): void => this._schedule(panel);
-    void panel.context.ready.then(() => {
-      if (this._isDisposed || panel.isDisposed) {
-        return;
-      }
-      panel.content.model?.cells.changed.connect(update);
-      panel.content.cellInViewportChanged.connect(update);
-      panel.content.modelContentChanged.connect(update);
-      panel.disposed.connect(() => {
-        panel.content.model?.cells.changed.disconnect(update);
-      });
-      update();
-    });
-  }
-
-  /** One scan per frame however many outputs arrive. */
-  private _schedule(panel: NotebookPanel): void {
-    if (this._scheduled.has(panel)) {
-      return;
-    }
-    this._scheduled.add(panel);
-    requestAnimationFrame(() => {
-      this._scheduled.delete(panel);
-      if (!this._isDisposed && !panel.isDisposed) {
-        this._scan(panel);
-      }
-    });
-  }
-
-  private _scan(panel: NotebookPanel): void {
+  protected decorate(panel: NotebookPanel): void {
     for (const cell of panel.content.widgets) {
       if (cell.model.type !== 'code') {
         continue;
@@ -96,7 +54,7 @@ export class FixErrorButtons implements IDisposable {
       const outputs = outputsOf(cell);
       if (outputs && !this._connected.has(outputs)) {
         this._connected.add(outputs);
-        outputs.changed.connect(() => this._schedule(panel));
+        outputs.changed.connect(() => this.schedule(panel));
       }
       this._sync(panel, cell);
     }
@@ -128,7 +86,5 @@ export class FixErrorButtons implements IDisposable {
     }
   }
 
-  private _scheduled = new Set<NotebookPanel>();
   private _connected = new WeakSet<object>();
-  private _isDisposed = false;
 }
