@@ -263,7 +263,14 @@ class ThreadStore:
     def _insert_events(self, conn: Connection, batch: list[tuple[str, dict[str, Any], Any]]) -> list[tuple[int, str] | Exception]:
         thread_ids = [thread_id for thread_id, _, _ in batch]
         self.database.lock_threads(conn, thread_ids)  # another server may append to these threads
-        rows = [_insert_event(conn, thread_id, event) for thread_id, event, _ in batch]
+        # Under those locks the last seq cannot move but by us: read once per thread, then counted.
+        last = {thread_id: _max_seq_in(conn, thread_id) for thread_id in dict.fromkeys(thread_ids)}
+        rows: list[tuple[int, str] | Exception] = []
+        for thread_id, event, _ in batch:
+            row = _insert_event(conn, thread_id, event, last[thread_id] + 1)
+            if not isinstance(row, Exception):
+                last[thread_id] = row[0]
+            rows.append(row)
         self.database.notify(conn, set(thread_ids))
         return rows
 
@@ -371,10 +378,9 @@ class ThreadStore:
         return await self._call(lambda conn: _max_seq_in(conn, thread_id))
 
 
-def _insert_event(conn: Connection, thread_id: str, event: dict[str, Any]) -> tuple[int, str] | Exception:
-    """Insert `event` as the thread's next row: (seq, stored JSON), or why this one event could not
+def _insert_event(conn: Connection, thread_id: str, event: dict[str, Any], seq: int) -> tuple[int, str] | Exception:
+    """Insert `event` as the thread's row `seq`: (seq, stored JSON), or why this one event could not
     be (it is not JSON): the other appends of the transaction still go in."""
-    seq = _max_seq_in(conn, thread_id) + 1
     try:
         data = json.dumps({**event, "seq": seq, "thread_id": thread_id})
     except (TypeError, ValueError) as exc:

@@ -8,16 +8,33 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
+# Asked on every model call and card of every thread: the file is parsed again only when it changed.
+_parsed: dict[Path, tuple[tuple[int, int], list[Any]]] = {}
+PARSED_KEPT = 64
+
 
 def rules_of(root: Path) -> list[Any]:
     """The rules; none when the file cannot be read (a help, never a reason to fail a run)."""
-    from ..impact.rules import load_rules
+    from ..impact.rules import load_rules, rules_path
 
     try:
-        return list(load_rules(Path(root)))
+        path = rules_path(Path(root))
+        stat = path.stat()
+    except (OSError, ValueError):  # no rules file (or one leading out of the root): no rules
+        return []
+    version = (stat.st_mtime_ns, stat.st_size)
+    known = _parsed.get(path)
+    if known is not None and known[0] == version:
+        return list(known[1])
+    try:
+        rules = list(load_rules(Path(root)))
     except Exception as exc:
         log.warning("workspace rules not read: %s", exc)
         return []
+    if len(_parsed) >= PARSED_KEPT:
+        _parsed.clear()
+    _parsed[path] = (version, rules)
+    return list(rules)
 
 
 def prompt_section(root: Path) -> str:
