@@ -231,7 +231,9 @@ async def _ask(ctx: RunContext, messages: list[dict[str, Any]]) -> ModelTurn:
         emit(make_event("error", kind="llm_retrying", message=message, retryable=True))
 
     def on_token(text: str) -> None:
-        emit(make_event("token", text=text))
+        # The one event per token: built as the contract's shape directly (llm passes text only),
+        # not validated by make_event, which cost as much as the rest of the token's relay.
+        emit({"type": "token", "text": text})
 
     offered = ctx.offered()
     tools = [spec.openai_schema() for spec in offered.values()]

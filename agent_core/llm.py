@@ -145,7 +145,7 @@ async def _complete_native(settings: AgentSettings, request: ModelRequest, on_to
 
     def on_delta(delta: dict[str, Any]) -> None:
         content = delta.get("content")
-        if content:
+        if isinstance(content, str) and content:  # text only: the token event's contract
             turn.content += content
             on_token(content)
         for tool_delta in delta.get("tool_calls") or []:
@@ -173,7 +173,7 @@ async def _complete_prompt(settings: AgentSettings, request: ModelRequest, on_to
 
     def on_delta(delta: dict[str, Any]) -> None:
         content = delta.get("content")
-        if content:
+        if isinstance(content, str) and content:  # text only: the token event's contract
             turn.content += content
             visible.feed(content)
 
