@@ -20,6 +20,7 @@ ThreadStatus = str  # "idle" | "running" | "awaiting_approval" | "completed" | "
 
 LEASE_SECONDS = 30.0  # renewed every third of it while a run goes on; a crashed owner's lease expires
 LIVE_EVENTS_KEPT = 2000  # per thread: live-only events a slow reader may still catch up on
+TICK_SECONDS = 1.0  # how often waiting readers look again without being woken (other processes on SQLite)
 RECENT_EVENTS_KEPT, RECENT_BYTES_KEPT = 4096, 4 * 1024 * 1024  # per leased thread: events its readers get from memory
 
 
@@ -91,6 +92,7 @@ class ThreadStore:
         self._recent: dict[str, _Recent] = {}
         self._appends: list[tuple[str, dict[str, Any], asyncio.Future[dict[str, Any]]]] = []  # waiting for the next transaction
         self._appending = False  # a task is writing them
+        self._next_tick: asyncio.Future[None] | None = None  # see wait_for_events
 
     @property
     def is_open(self) -> bool:
@@ -352,19 +354,33 @@ class ThreadStore:
         self, thread_id: str, after: int, timeout: float, still: Callable[[], bool] = lambda: True, live_start: int | None = None
     ) -> None:
         """Return when the thread has an event after `after`, when `still()` turns false (woken by
-        `wake`, e.g. when its run ends), or after `timeout` seconds. Events another process appends
-        wake this one's readers at once on PostgreSQL (NOTIFY); on SQLite they are seen at the next
-        call, and the SSE handler calls at least every 15 s."""
-        wakeup = self._wakeups.get(thread_id)
-        if wakeup is None:  # registered before checking: no lost wake-up
-            wakeup = self._wakeups[thread_id] = asyncio.get_running_loop().create_future()
-        if await self._max_seq(thread_id) > after or not still():
-            return
-        if live_start is not None and self.has_live_after(thread_id, live_start):
-            return
-        # asyncio.wait leaves the shared future alone on timeout, and unlike wait_for it starts no
-        # task: this runs once per token for every reader.
-        await asyncio.wait((wakeup,), timeout=timeout)
+        `wake`, e.g. when its run ends), or after about `timeout` seconds. Events another process
+        appends wake this one's readers at once on PostgreSQL (NOTIFY); on SQLite they are seen
+        within a tick (TICK_SECONDS)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            wakeup = self._wakeups.get(thread_id)
+            if wakeup is None:  # registered before checking: no lost wake-up
+                wakeup = self._wakeups[thread_id] = loop.create_future()
+            if await self._max_seq(thread_id) > after or not still():
+                return
+            if live_start is not None and self.has_live_after(thread_id, live_start):
+                return
+            if loop.time() >= deadline:
+                return
+            # Both futures are shared (asyncio.wait never cancels them), and the tick is one timer
+            # for every reader: a timer per wait (once per token for every reader) was a top cost.
+            done, _ = await asyncio.wait((wakeup, self._tick(loop)), return_when=asyncio.FIRST_COMPLETED)
+            if wakeup in done:
+                return
+
+    def _tick(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None]:
+        """The next tick: a future every waiting reader shares, resolved TICK_SECONDS from its making."""
+        if self._next_tick is None or self._next_tick.done():
+            self._next_tick = loop.create_future()
+            loop.call_later(TICK_SECONDS, _resolve, self._next_tick)
+        return self._next_tick
 
     def wake(self, thread_id: str) -> None:
         """Wake this process's readers of the thread (new events, or a run that ended)."""
@@ -376,6 +392,11 @@ class ThreadStore:
         if thread_id in self._recent:
             return self._last_seq[thread_id]
         return await self._call(lambda conn: _max_seq_in(conn, thread_id))
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 def _insert_event(conn: Connection, thread_id: str, event: dict[str, Any], seq: int) -> tuple[int, str] | Exception:
