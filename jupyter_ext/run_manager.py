@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # the tool registry and the contract's models load on first u
     from agent_core.tools import ToolEnvironment
     from agent_core.thread_runner import ThreadRunner
 
+RUN_TOOLS_KEPT = 256  # threads whose outside tools are remembered for their resumed segments
 EnvFactory = Callable[[str, "str | None", AgentSettings], "ToolEnvironment"]
 
 
@@ -65,6 +66,9 @@ class RunManager(LoggingConfigurable):
         self._active: dict[str, asyncio.Task[str]] = {}
         self._thread_locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self.mcp: Callable[[], Any] | None = None  # the extension's MCP manager, made on first use
+        # Each thread's outside tools as its run's first segment found them: a segment an approval
+        # resumes offers the same (asking the kernel again sat between Approve and the cell).
+        self._run_tools: dict[str, tuple[dict[str, Any], list[str]]] = {}
 
     async def runner(self) -> ThreadRunner:
         """The graph and its checkpointer, opened on first use: the server starts without langgraph."""
@@ -342,7 +346,7 @@ class RunManager(LoggingConfigurable):
         runner = await self.runner()
         try:
             prior = (await runner.snapshot(record.thread_id)).values or {}
-            extra, notes = await self._external_tools(graph_input, prior, env, settings)
+            extra, notes = await self._external_tools(record.thread_id, graph_input, prior, env, settings, with_context)
             make_context = lambda emit: run_context(  # noqa: E731
                 record.thread_id, settings, env, runner.store.ledger, emit, record.notebook_path, segment.mode, segment.notebook_cells,
                 extra,
@@ -372,17 +376,26 @@ class RunManager(LoggingConfigurable):
             self.threads.wake(record.thread_id)  # event streams close once the run is over
 
     async def _external_tools(
-        self, graph_input: Any, prior: dict[str, Any], env: ToolEnvironment, settings: AgentSettings
-    ) -> tuple[dict[str, Any], list[str]]:
-        """This segment's MCP and notebook tools: the thread's disabled servers are the run's new list,
-        else what its state (`prior`) keeps."""
+        self, thread_id: str, graph_input: Any, prior: dict[str, Any], env: ToolEnvironment, settings: AgentSettings,
+        new_run: bool,
+    ) -> tuple[dict[str, Any], list[str]]:  # fmt: skip
+        """This segment's MCP and notebook tools, gathered at the start of each run (and of a resumed
+        segment this process did not start the run of): the thread's disabled servers are the run's
+        new list, else what its state (`prior`) keeps."""
         from agent_core.external_tools import gather_tools
 
+        if not new_run and thread_id in self._run_tools:
+            return self._run_tools[thread_id]
         disabled = graph_input.get("disabled_mcp_servers") if isinstance(graph_input, dict) else None
         if disabled is None:
             disabled = prior.get("disabled_mcp_servers") or []
         mcp = self.mcp() if self.mcp is not None and settings.mcp_servers else None
-        return await gather_tools(mcp, env, settings, disabled)
+        found = await gather_tools(mcp, env, settings, disabled)
+        self._run_tools.pop(thread_id, None)
+        if len(self._run_tools) >= RUN_TOOLS_KEPT:
+            del self._run_tools[next(iter(self._run_tools))]
+        self._run_tools[thread_id] = found
+        return found
 
     async def _stop_task(self, thread_id: str) -> None:
         task = self._active.get(thread_id)

@@ -34,7 +34,7 @@ class UndoRefused(Exception):
 class StepRecord:
     thread_id: str
     call_id: str
-    token: str  # the kernel's snapshot must carry it: a cell cannot forge a snapshot for this step
+    token: str  # the kernel's snapshot must carry it: a cell cannot forge a snapshot for this step ("": none kept)
     kernel: str | None  # the kernel process it was taken in (a restart loses it)
     not_undone: list[str]
     cell_id: str | None = None
@@ -111,8 +111,9 @@ async def before_cell(code: str, ctx: ToolContext, placement: CellPlacement) -> 
 
 async def _snapshot(impact: Any, thread_id: str, ctx: ToolContext, placement: CellPlacement) -> card.Undoability:
     names = sorted(set(impact.changed_names()) | set(impact.created_names()))
-    token = secrets.token_hex(16)
-    answer = await kernel_calls.take(ctx.env, thread_id, ctx.call_id, token, names, card.limit_bytes(ctx))
+    # A cell that binds no name (`pass`, a plot) has nothing to keep: the kernel is not asked.
+    token = secrets.token_hex(16) if names else ""
+    answer = await kernel_calls.take(ctx.env, thread_id, ctx.call_id, token, names, card.limit_bytes(ctx)) if names else {"ok": True}
     if not answer.get("ok"):
         return card.Undoability(False, str(answer.get("problem") or "the snapshot failed"))
     outside = card.not_undone(impact)
@@ -140,7 +141,7 @@ async def undo_step(env: ToolEnvironment, thread_id: str, call_id: str) -> dict[
             "be undone any more.", "kernel_restarted",
         )  # fmt: skip
     try:
-        answer = await kernel_calls.undo(env, thread_id, call_id, record.token)
+        answer = await kernel_calls.undo(env, thread_id, call_id, record.token) if record.token else {"ok": True}
     except ToolInputError as exc:
         raise UndoRefused(f"The kernel could not undo the step: {exc}.", "kernel_unavailable") from None
     if not answer.get("ok"):
