@@ -159,6 +159,19 @@ def test_an_approval_pending_on_a_runs_once_when_both_servers_approve_it(
     assert_no_password(a, b)
 
 
+def _approved_cell_started(a: JupyterProcess, call_id: str) -> tuple[str, str]:
+    """On server `a`: a thread whose run asks for the scripted cell `call_id`, approved, and running
+    (it wrote runs.txt). Returns the kernel and the thread."""
+    kernel = a.open_notebook("work.ipynb")
+    thread = a.request("POST", "cellwright/api/threads", {"notebook_path": "work.ipynb"}).json()["thread_id"]
+    assert a.request("POST", f"cellwright/api/threads/{thread}/runs", {"message": "go", "kernel_id": kernel}).status_code == 202
+    assert a.events(thread)[-1]["status"] == "awaiting_approval"
+    approve = {"decision": "approve", "kernel_id": kernel}
+    assert a.request("POST", f"cellwright/api/threads/{thread}/approvals/{call_id}", approve).status_code == 202
+    wait_for(lambda: (a.root / "runs.txt").exists(), "the cell to start")
+    return kernel, thread
+
+
 def test_kill_9_mid_cell_on_postgres_never_runs_the_call_twice(
     tmp_path: Path, fake_llm: FakeLLM, server_env: dict[str, str], servers: list
 ) -> None:
@@ -167,13 +180,7 @@ def test_kill_9_mid_cell_on_postgres_never_runs_the_call_twice(
     code = f"import os, time\nopen('pid.txt', 'w').write(str(os.getpid()))\n{APPEND_ONCE}\ntime.sleep(60)"
     fake_llm.script(tool_call("run_cell", {"code": code}, id="call_killed"), text("noted"))
     a = start(tmp_path, "a", server_env, servers)
-    kernel = a.open_notebook("work.ipynb")
-    thread = a.request("POST", "cellwright/api/threads", {"notebook_path": "work.ipynb"}).json()["thread_id"]
-    assert a.request("POST", f"cellwright/api/threads/{thread}/runs", {"message": "go", "kernel_id": kernel}).status_code == 202
-    assert a.events(thread)[-1]["status"] == "awaiting_approval"
-    approve = {"decision": "approve", "kernel_id": kernel}
-    assert a.request("POST", f"cellwright/api/threads/{thread}/approvals/call_killed", approve).status_code == 202
-    wait_for(lambda: (a.root / "runs.txt").exists(), "the cell to start")
+    kernel, thread = _approved_cell_started(a, "call_killed")
     kill_9(a)
     os.kill(int((a.root / "pid.txt").read_text()), signal.SIGKILL)  # the dead server's kernel, orphaned
 
@@ -218,13 +225,7 @@ def test_a_run_in_flight_when_the_database_goes_down_stops_cleanly_and_runs_its_
 ) -> None:
     fake_llm.script(tool_call("run_cell", {"code": f"import time\n{APPEND_ONCE}\ntime.sleep(4)"}, id="call_down"), text("noted"))
     a = start(tmp_path, "a", server_env, servers)
-    kernel = a.open_notebook("work.ipynb")
-    thread = a.request("POST", "cellwright/api/threads", {"notebook_path": "work.ipynb"}).json()["thread_id"]
-    assert a.request("POST", f"cellwright/api/threads/{thread}/runs", {"message": "go", "kernel_id": kernel}).status_code == 202
-    assert a.events(thread)[-1]["status"] == "awaiting_approval"
-    approve = {"decision": "approve", "kernel_id": kernel}
-    assert a.request("POST", f"cellwright/api/threads/{thread}/approvals/call_down", approve).status_code == 202
-    wait_for(lambda: (a.root / "runs.txt").exists(), "the cell to start")
+    kernel, thread = _approved_cell_started(a, "call_down")
     postgres_server.pause()
     try:
         wait_for(lambda: "stopped: The database postgresql://***@" in a.log_path.read_text(errors="replace"), "the run to stop")
@@ -235,7 +236,7 @@ def test_a_run_in_flight_when_the_database_goes_down_stops_cleanly_and_runs_its_
     # Nothing half-written: the approval is still the saved state, the ledger knows the call started.
     detail = a.get(f"cellwright/api/threads/{thread}").json()
     assert detail["pending_approval"]["id"] == "call_down"
-    assert a.request("POST", f"cellwright/api/threads/{thread}/approvals/call_down", approve).status_code == 202
+    assert a.request("POST", f"cellwright/api/threads/{thread}/approvals/call_down", {"decision": "approve", "kernel_id": kernel}).status_code == 202
     wait_for(lambda: a.get(f"cellwright/api/threads/{thread}").json()["status"] == "completed", "the re-driven run")
     log = a.events(thread)
     assert "interrupted" in str([e for e in of_type(log, "tool_result") if e["id"] == "call_down"]).lower()
