@@ -84,6 +84,18 @@ def open_panel_from_palette(page: Any) -> None:
     raise AssertionError("the command palette did not run Open Cellwright")
 
 
+def ask_until_card(page: Any, lab: JupyterProcess, message: str) -> Any:
+    """A new notebook, the panel opened, `message` sent: the approval card of the run's first risky
+    call, once shown (a fresh server imports langgraph and openai on its first run)."""
+    open_new_notebook(page, lab)
+    open_panel_from_palette(page)
+    page.get_by_role("textbox", name="Message Cellwright").fill(message)
+    page.get_by_role("button", name="Send").click()
+    card = page.get_by_role("region", name="Approval required")
+    card.wait_for(timeout=60_000)
+    return card
+
+
 def run_cell_from_editor(page: Any, cell: Any) -> None:
     """Run `cell` with Ctrl+Enter from its editor and wait until its prompt shows `[*]`. A key
     press can land while focus is still moving (the panel grabbed it a moment ago), so the

@@ -8,7 +8,7 @@ from typing import Any
 
 from devtools.fake_llm import FakeLLM, tool_call
 from devtools.jupyter_process import JupyterProcess
-from tests.ui.conftest import SHOTS, open_new_notebook, open_panel_from_palette
+from tests.ui.conftest import SHOTS, ask_until_card, open_new_notebook, open_panel_from_palette
 
 ALLOCATE = "ballast = bytearray(500 * 2**20)\nballast[::4096] = b'x' * len(ballast[::4096])\nimport time\ntime.sleep(25)\nprint('held')"
 
@@ -23,12 +23,7 @@ def test_the_panel_shows_the_kernels_memory_rise(page: Any, lab: JupyterProcess,
         tool_call("run_cell", {"code": ALLOCATE}, id="big1"),
         tool_call("final_answer", {"answer": "Allocated."}),
     )
-    open_new_notebook(page, lab)
-    open_panel_from_palette(page)
-    page.get_by_role("textbox", name="Message Cellwright").fill("allocate 500 MB")
-    page.get_by_role("button", name="Send").click()
-    card = page.get_by_role("region", name="Approval required")
-    card.wait_for(timeout=60_000)  # a fresh server imports langgraph and openai on its first run
+    card = ask_until_card(page, lab, "allocate 500 MB")
     card.get_by_role("button", name="Approve").click()
 
     figures = page.get_by_test_id("cw-kernel-usage-figures")

@@ -14,7 +14,7 @@ import pytest
 
 from devtools.fake_llm import FakeLLM, tool_call
 from devtools.jupyter_process import JupyterProcess
-from tests.ui.conftest import SHOTS, open_new_notebook, open_panel_from_palette, run_cell_from_editor
+from tests.ui.conftest import SHOTS, ask_until_card, open_new_notebook, open_panel_from_palette, run_cell_from_editor
 
 PIXEL = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=")
 
@@ -166,13 +166,7 @@ def test_finding_2_card_shows_control_characters(page: Any, lab: JupyterProcess,
         ),
         tool_call("final_answer", {"answer": "Nothing ran."}),
     )
-    open_new_notebook(page, lab)
-    open_panel_from_palette(page)
-    page.get_by_role("textbox", name="Message Cellwright").fill("print something")
-    page.get_by_role("button", name="Send").click()
-
-    card = page.get_by_role("region", name="Approval required")
-    card.wait_for(timeout=60_000)  # a fresh server imports langgraph and openai on its first run
+    card = ask_until_card(page, lab, "print something")
     code = page.get_by_test_id("cw-approval-code")
     marker = code.get_by_test_id("cw-control-char")
     expect(marker).to_have_count(1)

@@ -10,7 +10,7 @@ import pytest
 from devtools.fake_llm import FakeLLM, text, tool_call
 from devtools.jupyter_process import JupyterProcess
 from devtools.knowledge_corpus import write_database
-from tests.ui.conftest import SHOTS, open_new_notebook, open_panel_from_palette
+from tests.ui.conftest import SHOTS, ask_until_card
 
 
 @pytest.fixture
@@ -24,12 +24,7 @@ def test_the_sql_card_shows_the_statement_and_the_database(page: Any, lab: Jupyt
 
     sql = "SELECT count(*) AS n FROM customers"
     fake_llm.script(tool_call("sql_query", {"database": "shop", "sql": sql}, id="q1"), text("There are 50 customers."))
-    open_new_notebook(page, lab)
-    open_panel_from_palette(page)
-    page.get_by_role("textbox", name="Message Cellwright").fill("how many customers?")
-    page.get_by_role("button", name="Send").click()
-    card = page.get_by_role("region", name="Approval required")
-    card.wait_for(timeout=60_000)
+    card = ask_until_card(page, lab, "how many customers?")
     expect(card).to_have_attribute("data-tool-name", "sql_query")
     expect(card.get_by_test_id("cw-approval-code")).to_contain_text(sql)
     expect(card).to_contain_text("Database: shop")

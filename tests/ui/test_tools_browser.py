@@ -6,7 +6,7 @@ from typing import Any
 
 from devtools.fake_llm import FakeLLM, tool_call
 from devtools.jupyter_process import JupyterProcess
-from tests.ui.conftest import SHOTS, open_new_notebook, open_panel_from_palette
+from tests.ui.conftest import SHOTS, ask_until_card
 
 
 def test_approve_shell_command_and_file_edit(page: Any, lab: JupyterProcess, fake_llm: FakeLLM) -> None:
@@ -19,13 +19,7 @@ def test_approve_shell_command_and_file_edit(page: Any, lab: JupyterProcess, fak
         tool_call("edit_file", {"path": "src/config.py", "edits": [{"old": "THRESHOLD = 0.5", "new": "THRESHOLD = 0.8"}]}, id="ed1"),
         tool_call("final_answer", {"answer": "Raised the threshold to 0.8."}),
     )
-    open_new_notebook(page, lab)
-    open_panel_from_palette(page)
-    page.get_by_role("textbox", name="Message Cellwright").fill("raise the threshold")
-    page.get_by_role("button", name="Send").click()
-
-    card = page.get_by_role("region", name="Approval required")
-    card.wait_for(timeout=60_000)  # a fresh server imports langgraph and openai on its first run
+    card = ask_until_card(page, lab, "raise the threshold")
     expect(page.get_by_test_id("cw-approval-command")).to_contain_text("ls && echo listed-ok")
     expect(page.get_by_test_id("cw-approval-cwd")).to_contain_text("src")
     page.screenshot(path=str(SHOTS / "6-shell-card.png"))

@@ -7,7 +7,7 @@ from typing import Any
 
 from devtools.fake_llm import FakeLLM, text, tool_call
 from devtools.jupyter_process import JupyterProcess
-from tests.ui.conftest import SHOTS, open_new_notebook, open_panel_from_palette, run_cell_from_editor
+from tests.ui.conftest import SHOTS, ask_until_card, run_cell_from_editor
 from tests.ui.test_workflow_browser import _save
 
 
@@ -18,13 +18,7 @@ def test_provenance_survives_reopening_and_the_badge_undoes_the_step(page: Any, 
         tool_call("run_cell", {"code": "x = 5\ntmp = x * 2\nprint('made', tmp)"}, id="make_tmp"),
         tool_call("final_answer", {"answer": "Made tmp."}),
     )
-    open_new_notebook(page, lab)
-    open_panel_from_palette(page)
-    page.get_by_role("textbox", name="Message Cellwright").fill("make tmp")
-    page.get_by_role("button", name="Send").click()
-
-    card = page.get_by_role("region", name="Approval required")
-    card.wait_for(timeout=60_000)  # a fresh server imports langgraph and openai on its first run
+    card = ask_until_card(page, lab, "make tmp")
     chips = card.get_by_test_id("cw-impact-chip")
     expect(chips.filter(has_text="tmp")).to_have_count(1)
     expect(chips.filter(has_text="line 2").first).to_be_visible()
@@ -69,12 +63,7 @@ def test_reject_and_save_as_rule(page: Any, lab: JupyterProcess, fake_llm: FakeL
     from playwright.sync_api import expect
 
     fake_llm.script(tool_call("run_cell", {"code": "%pip install requests"}, id="pip1"), text("Understood."))
-    open_new_notebook(page, lab)
-    open_panel_from_palette(page)
-    page.get_by_role("textbox", name="Message Cellwright").fill("get requests")
-    page.get_by_role("button", name="Send").click()
-    card = page.get_by_role("region", name="Approval required")
-    card.wait_for(timeout=60_000)
+    card = ask_until_card(page, lab, "get requests")
     expect(card.get_by_test_id("cw-impact-chip").filter(has_text="installs")).to_have_count(1)
     card.get_by_role("button", name="Reject").click()
     card.get_by_test_id("cw-save-rule").check()

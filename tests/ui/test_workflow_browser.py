@@ -13,7 +13,7 @@ import pytest
 
 from devtools.fake_llm import FakeLLM, text, tool_call
 from devtools.jupyter_process import JupyterProcess
-from tests.ui.conftest import SHOTS, open_new_notebook, open_panel_from_palette, run_cell_from_editor
+from tests.ui.conftest import SHOTS, ask_until_card, open_new_notebook, run_cell_from_editor
 
 FIRST_CARD = 60_000  # a fresh server imports langgraph and openai on its first run
 
@@ -134,12 +134,7 @@ def test_approval_buttons_stay_in_view(page: Any, lab: JupyterProcess, fake_llm:
         tool_call("run_cell", {"code": code, "description": "Compute the values"}, id="cell13"),
         tool_call("final_answer", {"answer": "Done."}),
     )
-    open_new_notebook(page, lab)
-    open_panel_from_palette(page)
-    page.get_by_role("textbox", name="Message Cellwright").fill("compute the values")
-    page.get_by_role("button", name="Send").click()
-    card = page.get_by_role("region", name="Approval required")
-    card.wait_for(timeout=FIRST_CARD)
+    card = ask_until_card(page, lab, "compute the values")
     card.get_by_role("button", name="Approve").click()
     expect(page.get_by_test_id("cw-command-output")).to_contain_text("200", timeout=30_000)
     expect(page.get_by_role("region", name="Approval required")).to_have_attribute("data-tool-name", "run_cell", timeout=30_000)
