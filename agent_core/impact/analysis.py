@@ -5,6 +5,7 @@ as safe. Pure Python (`ast` plus IPython's input transformer), bounded, and it n
 from __future__ import annotations
 
 import ast
+import functools
 import keyword
 import warnings
 from dataclasses import dataclass, field
@@ -146,6 +147,12 @@ def analyze_code(code: str) -> CodeImpact:
     """What `code` will touch when it runs in the kernel. Never raises."""
     if not isinstance(code, str):
         return _unanalysable("not code: nothing to analyse")
+    return _analyzed(code)
+
+
+# The card analyses a cell and its approval runs the same code (snapshot first): once is enough.
+@functools.lru_cache(maxsize=64)
+def _analyzed(code: str) -> CodeImpact:
     if len(code) > MAX_CELL_CHARS:
         return _unanalysable(f"cell too large to analyse ({len(code)} characters, limit {MAX_CELL_CHARS})")
     try:
