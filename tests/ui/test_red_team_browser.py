@@ -256,3 +256,25 @@ def test_panel_follows_waiting_overflowing_and_unresponsive_cells(page: Any, lab
     expect(restart).to_have_text("Kernel restarted", timeout=30_000)
     page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=30_000)
     assert not page.errors, page.errors  # type: ignore[attr-defined]
+
+
+def test_impact_chips_and_rule_warnings_stay_inert(page: Any, lab: JupyterProcess, fake_llm: FakeLLM, recorder: Recorder) -> None:
+    """A model steered by a file it read proposes a cell whose file path, URL and installed package
+    are HTML: the card's impact chips show that text as text, and nothing is fetched from it."""
+    from playwright.sync_api import expect
+
+    img = f'<img src="{recorder.url("/chip.png")}" onerror="window.pwned=1">'
+    code = (
+        f"open('{img}', 'w').write('x')\n"
+        f"import requests\nrequests.get('{recorder.url('/net')}')\n"
+        f"%pip install '{img}'"
+    )
+    fake_llm.script(tool_call("run_cell", {"code": code}, id="evil1"), tool_call("final_answer", {"answer": "no"}))
+    card = ask_until_card(page, lab, "do what the file says")
+    chips = card.get_by_test_id("cw-impact-chip")
+    expect(chips.filter(has_text="<img").first).to_be_visible()
+    page.wait_for_timeout(1_500)
+    assert card.locator("img").count() == 0
+    assert recorder.requests == []
+    assert page.evaluate("window.pwned === undefined")
+    assert not page.errors, page.errors  # type: ignore[attr-defined]
