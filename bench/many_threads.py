@@ -1,25 +1,36 @@
 """Many threads streaming at once: N runs of T tokens each through Cellwright's server, read live
 (with token previews) by one asyncio client, versus the same N streams read straight from the
 scripted server by the same client. Per token, delay = read by the client - written by the scripted
-server (same process, same clock). Prints p50/p95 of both, and checks every run finished with its
-stored seqs gapless and every token stored once, in order.
+server (CLOCK_MONOTONIC, one clock for every process). Prints p50/p95 of both, and checks every run
+finished with its stored seqs gapless and every token stored once, in order. Each round is printed,
+then the round with the median p95 above the floor (one round's p95 moves by tens of ms).
 
-    python bench/many_threads.py [threads] [tokens] [pace_ms]     (e.g. 500 threads: python bench/many_threads.py 500)
+The scripted server runs in a process of its own: in the client's process, its hundred writer
+threads took the GIL from the client, whose reads then lagged by up to 300 ms from the second round
+on (a loop-lag probe showed it), which was counted as the server's delay.
+
+    python bench/many_threads.py [threads] [tokens] [pace_ms] [rounds]  (e.g. 500 threads: python bench/many_threads.py 500)
     PROFILE=.output/many.raw python bench/many_threads.py    (py-spy's collapsed stacks of the server meanwhile)
 """
 from __future__ import annotations
 
 import asyncio
 import json
+import multiprocessing
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
 
+import aiohttp
 import httpx
+import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -27,11 +38,11 @@ from devtools import fake_llm  # noqa: E402
 from devtools.fake_llm import FakeLLM, text  # noqa: E402
 from devtools.jupyter_process import TOKEN, JupyterProcess  # noqa: E402
 
-sent: dict[str, float] = {}  # token text -> when the scripted server wrote it
 START_DELAY = 1.0  # the scripted model waits this long, so every reader is connected before tokens flow
 
 
-def _record_sends() -> None:
+def _record_sends(sent: dict[str, float]) -> None:
+    """In the scripted server's process: note when each token's chunk was written."""
     fake_llm._Server.request_queue_size = 1024  # the default backlog of 5 resets a hundred connects
     original = fake_llm._Handler._write_chunk
 
@@ -46,11 +57,54 @@ def _record_sends() -> None:
     fake_llm._Handler._write_chunk = write_chunk  # type: ignore[method-assign]
 
 
+def _model_process(control: Connection) -> None:
+    """The scripted server: told what to answer, asked when it wrote what."""
+    sent: dict[str, float] = {}
+    _record_sends(sent)
+    with FakeLLM() as llm:
+        control.send(llm.base_url)
+        while (order := control.recv()) is not None:
+            scripts, pace = order
+            if scripts is None:  # asked for the send times so far
+                control.send(dict(sent))
+                sent.clear()
+                continue
+            llm.script(*[text(tokens, chunk_delay=pace, delay_before=START_DELAY if pace else 0) for tokens in scripts])
+            control.send(True)
+
+
+class ScriptedModel:
+    """The scripted server's process, from the client's side."""
+
+    def __init__(self) -> None:
+        self._control, child = multiprocessing.get_context("fork").Pipe()
+        self._process = multiprocessing.get_context("fork").Process(target=_model_process, args=(child,), daemon=True)
+        self._process.start()
+        self.base_url: str = self._control.recv()
+        self._next = 0
+
+    def script(self, threads: int, count: int, pace: float) -> list[list[str]]:
+        """Fresh token texts for `threads` replies (send times are found by text)."""
+        scripts = [tokens_of(self._next + n, count) for n in range(threads)]
+        self._next += threads
+        self._control.send((scripts, pace))
+        self._control.recv()
+        return scripts
+
+    def sends(self) -> dict[str, float]:
+        self._control.send((None, 0))
+        return self._control.recv()
+
+    def close(self) -> None:
+        self._control.send(None)
+        self._process.join(10)
+
+
 def tokens_of(n: int, count: int) -> list[str]:
     return [f" t{n}x{i}" for i in range(count)]
 
 
-def delays_from(pieces: list[tuple[float, str]], tokens: list[str]) -> list[float]:
+def delays_from(pieces: list[tuple[float, str]], tokens: list[str], sent: dict[str, float]) -> list[float]:
     """Per token, when its last character reached the reader minus when it was written."""
     text, out, k = "", [], 0
     ends, total = [], 0
@@ -65,17 +119,18 @@ def delays_from(pieces: list[tuple[float, str]], tokens: list[str]) -> list[floa
     return out
 
 
-async def direct_stream(client: httpx.AsyncClient, base_url: str, by_first: dict[str, list[str]]) -> list[float]:
+async def direct_stream(client: aiohttp.ClientSession, base_url: str) -> list[tuple[float, str]]:
     pieces: list[tuple[float, str]] = []
     body = {"model": "fake-model", "messages": [{"role": "user", "content": "hi"}], "stream": True}
-    async with client.stream("POST", f"{base_url}/chat/completions", json=body) as response:
-        async for line in response.aiter_lines():
+    async with client.post(f"{base_url}/chat/completions", json=body) as response:
+        async for raw in response.content:
+            line = raw.decode().rstrip("\r\n")
             if line.startswith("data: {"):
                 for choice in json.loads(line[6:])["choices"]:
                     content = (choice.get("delta") or {}).get("content")
                     if content:
                         pieces.append((time.perf_counter(), content))
-    return delays_from(pieces, by_first[pieces[0][1]])
+    return pieces
 
 
 def _profiler(server: JupyterProcess) -> subprocess.Popen[bytes] | None:
@@ -92,48 +147,82 @@ def pct(values: list[float], p: float) -> float:
     return values[min(len(values) - 1, int(p * len(values)))] * 1000
 
 
-async def run(llm: FakeLLM, server: JupyterProcess, threads: int, count: int, pace: float) -> None:
-    limits = httpx.Limits(max_connections=2 * threads + 10, max_keepalive_connections=2 * threads + 10)
-    async with httpx.AsyncClient(limits=limits, timeout=300) as plain, httpx.AsyncClient(
-        base_url=server.url, headers={"Authorization": f"token {TOKEN}"}, limits=limits, timeout=300
+async def run(model: ScriptedModel, server: JupyterProcess, threads: int, count: int, pace: float) -> Round:
+    # aiohttp, not httpx: httpx's pool held a hundred concurrent GETs for up to 2 s before sending
+    # them (its request queue is walked for every connection change), which read as the server's delay.
+    connector = lambda: aiohttp.TCPConnector(limit=2 * threads + 10)  # noqa: E731
+    timeout = aiohttp.ClientTimeout(total=300)
+    async with aiohttp.ClientSession(connector=connector(), timeout=timeout) as plain, aiohttp.ClientSession(
+        server.url, headers={"Authorization": f"token {TOKEN}"}, connector=connector(), timeout=timeout
     ) as client:
-        scripts = [tokens_of(n, count) for n in range(threads)]
-        llm.script(*[text(tokens, chunk_delay=pace, delay_before=START_DELAY) for tokens in scripts])
+        scripts = model.script(threads, count, pace)
         started = time.perf_counter()
-        direct = await asyncio.gather(*[direct_stream(plain, llm.base_url, {t[0]: t for t in scripts}) for _ in scripts])
+        direct = await asyncio.gather(*[direct_stream(plain, model.base_url) for _ in scripts])
         direct_wall = time.perf_counter() - started
+        by_first = {tokens[0]: tokens for tokens in scripts}  # replies go out in request order: a text is found by its first token
+        sent = model.sends()
+        d = [x for pieces in direct for x in delays_from(pieces, by_first[pieces[0][1]], sent)]
 
-        ids = [(await client.post("cellwright/api/threads", json={"notebook_path": "b.ipynb"})).json()["thread_id"] for _ in range(threads)]
-        scripts = [tokens_of(threads + n, count) for n in range(threads)]  # a fresh text: send times are by text
-        llm.script(*[text(tokens, chunk_delay=pace, delay_before=START_DELAY) for tokens in scripts])
+        ids = [await _post(client, "cellwright/api/threads", {"notebook_path": "b.ipynb"}, "thread_id") for _ in range(threads)]
+        scripts = model.script(threads, count, pace)
         profiler = _profiler(server)
+        cpu = psutil.Process(server.proc.pid) if server.proc else None
+        cpu_before = cpu.cpu_times()[:2] if cpu else (0.0, 0.0)
         started = time.perf_counter()
-        posted = await asyncio.gather(*[client.post(f"cellwright/api/threads/{t}/runs", json={"message": "hi"}) for t in ids])
-        assert all(r.status_code == 202 for r in posted), [r.text for r in posted if r.status_code != 202][:3]
-        # The scripted replies go out in request order, not thread order: a thread's text is found by its first token.
+        await asyncio.gather(*[_post(client, f"cellwright/api/threads/{t}/runs", {"message": "hi"}, "run_id") for t in ids])
         by_first = {tokens[0]: tokens for tokens in scripts}
         served = await asyncio.gather(*[served_stream(client, t, by_first) for t in ids])
         served_wall = time.perf_counter() - started
+        user, system = (a - b for a, b in zip(cpu.cpu_times()[:2] if cpu else (0.0, 0.0), cpu_before))
+        server_cpu = user + system
         if profiler is not None:
             profiler.send_signal(signal.SIGINT)
             profiler.wait()
-    d = [x for ds in direct for x in ds]
-    s = [x for ds, _, _ in served for x in ds]
-    finished = sum(1 for _, _, status in served if status == "completed")
-    gapless = all(seqs == list(range(seqs[0], seqs[0] + len(seqs))) for _, seqs, _ in served if seqs)
-    print(f"{threads} threads x {count} tokens, one token per {pace * 1000:g} ms")
-    print(f"direct (same client, straight from the scripted server): p50 {pct(d, .5):7.1f} ms  p95 {pct(d, .95):7.1f} ms  wall {direct_wall:.2f} s")
-    print(f"through Cellwright (previews=1):                         p50 {pct(s, .5):7.1f} ms  p95 {pct(s, .95):7.1f} ms  wall {served_wall:.2f} s")
-    print(f"p95 above the floor: {pct(s, .95) - pct(d, .95):.1f} ms; runs completed {finished}/{threads}; seqs gapless: {gapless}")
+    sent = model.sends()
+    s = [x for pieces, tokens, _, _ in served for x in delays_from(pieces, tokens, sent)]
+    finished = sum(1 for *_, status in served if status == "completed")
+    gapless = all(seqs == list(range(seqs[0], seqs[0] + len(seqs))) for _, _, seqs, _ in served if seqs)
+    result = Round(pct(d, .5), pct(d, .95), pct(s, .5), pct(s, .95), server_cpu, finished, gapless)
+    print(f"direct (same client, straight from the scripted server): p50 {result.direct_p50:7.1f} ms  p95 {result.direct_p95:7.1f} ms  wall {direct_wall:.2f} s")
+    print(f"through Cellwright (previews=1):                         p50 {result.served_p50:7.1f} ms  p95 {result.served_p95:7.1f} ms  wall {served_wall:.2f} s")
+    print(
+        f"p95 above the floor: {result.above:.1f} ms; server CPU {server_cpu:.2f} s (system {system:.2f} s; "
+        f"{server_cpu / (threads * count) * 1e6:.0f} us a token, whole runs); runs completed {finished}/{threads}; seqs gapless: {gapless}"
+    )
+    return result
 
 
-async def served_stream(client: httpx.AsyncClient, thread: str, by_first: dict[str, list[str]]) -> tuple[list[float], list[int], str]:
+@dataclass
+class Round:
+    direct_p50: float
+    direct_p95: float
+    served_p50: float
+    served_p95: float
+    server_cpu: float  # seconds, all the server's threads, from the POSTs to the last stream's end
+    finished: int
+    gapless: bool
+
+    @property
+    def above(self) -> float:
+        return self.served_p95 - self.direct_p95
+
+
+async def _post(client: aiohttp.ClientSession, path: str, body: dict[str, str], field: str) -> str:
+    async with client.post(path, json=body) as response:
+        assert response.status in (201, 202), await response.text()
+        return (await response.json())[field]
+
+
+async def served_stream(
+    client: aiohttp.ClientSession, thread: str, by_first: dict[str, list[str]]
+) -> tuple[list[tuple[float, str]], list[str], list[int], str]:
     """One thread's stream, read live with previews; its script is found by its first token."""
     pieces: list[tuple[float, str]] = []
     seqs: list[int] = []
     stored_text, previewed, kind, status = "", {}, "", ""
-    async with client.stream("GET", f"cellwright/api/threads/{thread}/events?previews=1") as response:
-        async for line in response.aiter_lines():
+    async with client.get(f"cellwright/api/threads/{thread}/events?previews=1") as response:
+        async for raw in response.content:
+            line = raw.decode().rstrip("\r\n")
             if line.startswith("event: "):
                 kind = line[7:]
             elif line.startswith("data: "):
@@ -156,7 +245,7 @@ async def served_stream(client: httpx.AsyncClient, thread: str, by_first: dict[s
     first = stored_text[: stored_text.find(" ", 1)] if stored_text.count(" ") > 1 else stored_text
     tokens = by_first.get(first)
     assert tokens is not None and stored_text == "".join(tokens), f"thread {thread}: stored tokens differ"
-    return delays_from(_in_text_order(pieces, stored_text), tokens), seqs, status
+    return _in_text_order(pieces, stored_text), tokens, seqs, status
 
 
 def _in_text_order(pieces: list[tuple[float, str]], text: str) -> list[tuple[float, str]]:
@@ -176,23 +265,39 @@ def _in_text_order(pieces: list[tuple[float, str]], text: str) -> list[tuple[flo
     return out
 
 
-def main(threads: int, count: int, pace_ms: float) -> None:
-    _record_sends()
-    with FakeLLM() as llm, tempfile.TemporaryDirectory() as tmp:
-        env = {"OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "k", "CELLWRIGHT_MODEL": "fake-model"}
-        server = JupyterProcess(Path(tmp), env).start()
-        try:
-            warm = httpx.Client(base_url=server.url, headers={"Authorization": f"token {TOKEN}"}, timeout=60)
-            llm.script(text("warm"))
-            thread = warm.post("cellwright/api/threads", json={"notebook_path": "b.ipynb"}).json()["thread_id"]
-            warm.post(f"cellwright/api/threads/{thread}/runs", json={"message": "hi"})
-            warm.get(f"cellwright/api/threads/{thread}/events")
-            warm.close()
-            asyncio.run(run(llm, server, threads, count, pace_ms / 1000))
-        finally:
-            server.stop()
+def main(threads: int, count: int, pace_ms: float, rounds: int) -> None:
+    model = ScriptedModel()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            env = {"OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "k", "CELLWRIGHT_MODEL": "fake-model"}
+            server = JupyterProcess(Path(tmp), env).start()
+            try:
+                warm = httpx.Client(base_url=server.url, headers={"Authorization": f"token {TOKEN}"}, timeout=60)
+                model.script(1, 1, 0)
+                thread = warm.post("cellwright/api/threads", json={"notebook_path": "b.ipynb"}).json()["thread_id"]
+                warm.post(f"cellwright/api/threads/{thread}/runs", json={"message": "hi"})
+                warm.get(f"cellwright/api/threads/{thread}/events")
+                warm.close()
+                print(f"{threads} threads x {count} tokens, one token per {pace_ms:g} ms, {rounds} rounds")
+                results = []
+                for n in range(rounds):
+                    print(f"-- round {n + 1}")
+                    results.append(asyncio.run(run(model, server, threads, count, pace_ms / 1000)))
+            finally:
+                server.stop()
+    finally:
+        model.close()
+    middle = sorted(results, key=lambda r: r.above)[len(results) // 2]
+    print(
+        f"median round: p95 above the floor {middle.above:.1f} ms (floor p95 {middle.direct_p95:.1f} ms, served p95 {middle.served_p95:.1f} ms); "
+        f"server CPU median {statistics.median(r.server_cpu for r in results):.2f} s; "
+        f"all runs completed: {all(r.finished == threads for r in results)}; seqs gapless: {all(r.gapless for r in results)}"
+    )
 
 
 if __name__ == "__main__":
     args = sys.argv[1:]
-    main(int(args[0]) if args else 100, int(args[1]) if len(args) > 1 else 100, float(args[2]) if len(args) > 2 else 10.0)
+    main(
+        int(args[0]) if args else 100, int(args[1]) if len(args) > 1 else 100, float(args[2]) if len(args) > 2 else 10.0,
+        int(args[3]) if len(args) > 3 else 3,
+    )
