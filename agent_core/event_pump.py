@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
@@ -160,7 +159,8 @@ class EventPump:
         self._pending: deque[dict[str, Any] | None] = deque()  # None: the end, put by drain()
         self._arrival: asyncio.Future[None] | None = None
         self._held: dict[str, Any] | None = None  # read while coalescing tokens, written next
-        self._last_token_write = 0.0
+        self._last_token_write = float("-inf")  # loop time of the last token row
+        self._window_open = False  # tokens that arrive now join the row being coalesced
         self._caps = OutputCaps()
         threads.forget_live(thread_id)  # a new segment: the last one's live-only outputs are history
         self._task = asyncio.create_task(self._pump())
@@ -174,18 +174,25 @@ class EventPump:
 
     def _put(self, item: dict[str, Any] | None) -> None:
         self._pending.append(item)
+        self._wake()
+
+    def _wake(self) -> None:
         if self._arrival is not None and not self._arrival.done():
             self._arrival.set_result(None)
 
-    async def _arrived(self, timeout: float | None = None) -> bool:
-        """Wait until something is pending; False if `timeout` seconds passed first."""
+    async def _arrived(self) -> bool:
+        """Wait until something is pending or the token window closes; whether something is."""
         if not self._pending:
             self._arrival = asyncio.get_running_loop().create_future()
             try:
-                await asyncio.wait((self._arrival,), timeout=timeout)
+                await self._arrival
             finally:
                 self._arrival = None
         return bool(self._pending)
+
+    def _close_window(self) -> None:
+        self._window_open = False
+        self._wake()
 
     async def _next(self) -> dict[str, Any] | None:
         if self._held is not None:
@@ -214,27 +221,33 @@ class EventPump:
 
     async def _coalesced(self, first: dict[str, Any]) -> dict[str, Any]:
         """`first` and the tokens that follow it within the window (the first of a burst at once)."""
+        loop = asyncio.get_running_loop()
         parts, size = [first["text"]], len(first["text"])
-        deadline = max(time.monotonic(), self._last_token_write + TOKEN_WINDOW_SECONDS)
+        deadline = self._last_token_write + TOKEN_WINDOW_SECONDS
         # Readers that asked for previews get each delta now; the row stored at the deadline has
         # the next seq (this pump is the run's only writer) and carries the same text again.
         stored_as = self._threads.last_stored(self._thread_id) + 1
-        if deadline > time.monotonic():
+        self._window_open = deadline > loop.time()
+        # One timer closes the window: a time-out on each wait inside it was a timer per token.
+        window = loop.call_at(deadline, self._close_window) if self._window_open else None
+        if self._window_open:
             self._preview(first, stored_as)
-        while size < TOKEN_MAX_CHARS:
-            if not self._pending:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not await self._arrived(remaining):
+        try:
+            while size < TOKEN_MAX_CHARS:
+                if not self._pending and (not self._window_open or not await self._arrived()):
                     break
-            following = self._pending.popleft()
-            if following is None:
-                self._pending.appendleft(None)  # the end marker stays: _next reads it again
-                break
-            if following["type"] != "token" or not _same_stream(first, following):
-                self._held = following
-                break
-            parts.append(following["text"])
-            size += len(following["text"])
-            self._preview(following, stored_as)
-        self._last_token_write = time.monotonic()
+                following = self._pending.popleft()
+                if following is None:
+                    self._pending.appendleft(None)  # the end marker stays: _next reads it again
+                    break
+                if following["type"] != "token" or not _same_stream(first, following):
+                    self._held = following
+                    break
+                parts.append(following["text"])
+                size += len(following["text"])
+                self._preview(following, stored_as)
+        finally:
+            if window is not None:
+                window.cancel()
+        self._last_token_write = loop.time()
         return {**first, "text": "".join(parts)}

@@ -9,9 +9,12 @@ import ssl
 import sys
 import uuid
 import weakref
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any, AsyncIterator, Callable
+from urllib.parse import urlsplit
 
+from . import fast_json
 from .prompt_protocol import Rescue, Validate, VisibleTokens, as_prompt_messages, parse_reply, rescue_call, tools_section
 from .settings import AgentSettings
 
@@ -69,12 +72,29 @@ def new_client(settings: AgentSettings) -> Any:
     """An SDK client for the settings' endpoint; the caller closes it (or `_client` keeps it)."""
     import openai
 
+    timeout = openai.Timeout(settings.request_timeout, connect=settings.connect_timeout)
     return openai.AsyncOpenAI(
         api_key=settings.api_key or PLACEHOLDER_KEY,
         base_url=settings.base_url or None,
-        timeout=openai.Timeout(settings.request_timeout, connect=settings.connect_timeout),
+        timeout=timeout,
         max_retries=0,  # retried here, visibly
+        http_client=_aiohttp_client(openai, timeout, settings.base_url or ""),
     )
+
+
+def _aiohttp_client(openai: Any, timeout: Any, base_url: str) -> Any:
+    """The SDK's own aiohttp transport (the `openai[aiohttp]` extra), or None for its httpx default.
+    aiohttp parses a streamed body in C: with a hundred threads streaming at once, reading the
+    model's bytes through httpx's Python stack was the server's largest cost (bench/many_threads.py)."""
+    if urlsplit(base_url).username is not None:  # aiohttp refuses URL credentials beside the key's header
+        return None
+    try:
+        import aiohttp  # noqa: F401
+    except ImportError:
+        return None
+    make = getattr(openai, "DefaultAioHttpClient", None)
+    # Its connection limits are the SDK's (1000 at once), not aiohttp's 100: more threads would queue.
+    return None if make is None else make(timeout=timeout)
 
 
 def _client(settings: AgentSettings) -> Any:
@@ -217,61 +237,122 @@ async def _stream(
 
 
 async def _read_stream(settings: AgentSettings, body: dict[str, Any], on_delta: Callable[[Delta], None]) -> dict[str, Any] | None:
-    """The SDK sends the request (auth, status errors, timeouts) and the SSE lines are parsed here:
-    its per-chunk pydantic models cost more than the rest of a token's way to the browser."""
+    """The SDK sends the request (auth, status errors) and the SSE lines are parsed here: its
+    per-chunk pydantic models cost more than the rest of a token's way to the browser."""
     import openai
 
     usage = None
     # The body is already plain JSON: as extra_body the SDK sends it as is, instead of walking
     # messages and tool schemas against its TypedDicts on every call (6% of a busy server).
     fields = {"model": body["model"], "messages": [], "stream": True}
-    async with _client(settings).chat.completions.with_streaming_response.create(**fields, extra_body=body) as response:
-        request = response.http_request
-        transport = sys.modules[type(response.http_response).__module__.partition(".")[0]]  # httpx or httpx2, by SDK version
-        lines = _lines(response.http_response.aiter_bytes())
-        try:
-            async for data in _sse_data(lines):
-                if data.startswith("[DONE]"):
-                    await _drain(lines)
-                    break
-                chunk = _chunk(data, request)
-                for choice in chunk.get("choices") or ():
-                    if choice.get("delta"):
-                        on_delta(choice["delta"])
-                usage = chunk.get("usage") or usage  # the last chunk's (some servers send a running count)
-        except transport.TimeoutException:
-            raise openai.APITimeoutError(request=request) from None
-        except (transport.RequestError, ssl.SSLError):
-            raise openai.APIConnectionError(request=request) from None
+    request = None
+    idle = IdleDeadline(settings.request_timeout)
+    try:
+        async with idle.scope(), _client(settings).chat.completions.with_streaming_response.create(
+            **fields, extra_body=body, **idle.sdk_timeout(settings)
+        ) as response:
+            request = response.http_request
+            transport = sys.modules[type(response.http_response).__module__.partition(".")[0]]  # httpx or httpx2, by SDK version
+            events = _sse_data(response.http_response.aiter_bytes(), idle.touch)
+            try:
+                async for data in events:
+                    if data.startswith("[DONE]"):
+                        await _drain(events)
+                        break
+                    chunk = _chunk(data, request)
+                    for choice in chunk.get("choices") or ():
+                        if choice.get("delta"):
+                            on_delta(choice["delta"])
+                    usage = chunk.get("usage") or usage  # the last chunk's (some servers send a running count)
+            except transport.TimeoutException as exc:
+                if _timed_out(exc):
+                    raise openai.APITimeoutError(request=request) from None
+                raise openai.APIConnectionError(request=request) from None
+            except (transport.RequestError, ssl.SSLError):
+                raise openai.APIConnectionError(request=request) from None
+    except TimeoutError:
+        if not idle.expired:
+            raise
+        raise openai.APITimeoutError(request=request) from None  # type: ignore[arg-type]
     return usage
 
 
-async def _lines(chunks: Any) -> Any:
-    """The body's lines (split at CR, LF or CRLF, as SSE allows), split here rather than by the
-    SDK's text and line decoders: a layer each per network read, for every token of every thread."""
+class IdleDeadline:
+    """`request_timeout` between reads (and before the answer's headers), kept by one timer per
+    stream that re-arms itself from the last read when it fires: aiohttp's own read time-out
+    starts a new timer on every read, a tenth of a busy server's time. Python 3.10 has no
+    asyncio.timeout: there the SDK's read time-out stays."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.expired = False
+        self._last = 0.0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._scope: Any = None
+        self._timer: asyncio.TimerHandle | None = None
+
+    def sdk_timeout(self, settings: AgentSettings) -> dict[str, Any]:
+        """The per-request time-out for the SDK: no read time-out when this one keeps it."""
+        if not hasattr(asyncio, "timeout"):
+            return {}
+        import openai
+
+        return {"timeout": openai.Timeout(None, connect=settings.connect_timeout)}
+
+    def touch(self) -> None:
+        if self._loop is not None:
+            self._last = self._loop.time()
+
+    @asynccontextmanager
+    async def scope(self) -> AsyncIterator[None]:
+        if not hasattr(asyncio, "timeout"):
+            yield
+            return
+        self._loop = asyncio.get_running_loop()
+        self._last = self._loop.time()
+        async with asyncio.timeout(None) as self._scope:
+            self._timer = self._loop.call_at(self._last + self.seconds, self._check)
+            try:
+                yield
+            finally:
+                self._timer.cancel()
+                self._loop = None
+
+    def _check(self) -> None:
+        assert self._loop is not None
+        due = self._last + self.seconds
+        if self._loop.time() >= due:
+            self.expired = True
+            self._scope.reschedule(self._loop.time())  # the scope cancels the read and raises TimeoutError
+        else:
+            self._timer = self._loop.call_at(due, self._check)
+
+
+async def _sse_data(chunks: Any, on_read: Callable[[], None] = lambda: None) -> Any:
+    """The `data` of each server-sent event in the body's bytes (a multi-line data field joined by
+    newlines; lines end at CR, LF or CRLF, as SSE allows). One generator for lines and events,
+    split here rather than by the SDK's decoders: each layer costs once per read, for every token
+    of every thread."""
     pending = b""
+    parts: list[bytes] = []
     async for chunk in chunks:
+        on_read()
         pending += chunk
-        pieces = pending.splitlines(keepends=True)
+        lines = pending.splitlines(keepends=True)
         # A last line without its end, or ending in CR whose LF may be in the next read, waits.
-        pending = pieces.pop() if pieces and not pieces[-1].endswith(b"\n") else b""
-        for line in pieces:
-            yield line.rstrip(b"\r\n").decode("utf-8", "replace")
-    if pending:
-        yield pending.rstrip(b"\r\n").decode("utf-8", "replace")
-
-
-async def _sse_data(lines: Any) -> Any:
-    """The `data` of each server-sent event (a multi-line data field joined by newlines)."""
-    parts: list[str] = []
-    async for line in lines:
-        if line.startswith("data:"):
-            parts.append(line[6:] if line.startswith("data: ") else line[5:])
-        elif not line and parts:
-            yield "\n".join(parts)
-            parts = []
+        pending = lines.pop() if lines and not lines[-1].endswith(b"\n") else b""
+        for line in lines:
+            line = line.rstrip(b"\r\n")
+            if line.startswith(b"data:"):
+                parts.append(line[6:] if line.startswith(b"data: ") else line[5:])
+            elif not line and parts:
+                yield b"\n".join(parts).decode("utf-8", "replace")
+                parts = []
+    line = pending.rstrip(b"\r\n")
+    if line.startswith(b"data:"):
+        parts.append(line[6:] if line.startswith(b"data: ") else line[5:])
     if parts:
-        yield "\n".join(parts)
+        yield b"\n".join(parts).decode("utf-8", "replace")
 
 
 def _chunk(data: str, request: Any) -> dict[str, Any]:
@@ -279,7 +360,7 @@ def _chunk(data: str, request: Any) -> dict[str, Any]:
     import openai
 
     try:
-        chunk = json.loads(data)
+        chunk = fast_json.loads(data)
     except ValueError:
         raise openai.APIError(f"The endpoint sent a chunk that is not JSON: {data[:100]!r}", request, body=None) from None
     if not isinstance(chunk, dict):
@@ -291,12 +372,12 @@ def _chunk(data: str, request: Any) -> dict[str, Any]:
     return chunk
 
 
-async def _drain(lines: Any) -> None:
+async def _drain(events: Any) -> None:
     """Read the body's end after [DONE], so the connection goes back to the pool (a half-read
     HTTP/1.1 response is closed, and the next call would connect again); bounded like the SDK's."""
 
     async def rest() -> None:
-        async for _ in lines:
+        async for _ in events:
             pass
 
     try:
@@ -384,7 +465,7 @@ def llm_error(exc: Exception, settings: AgentSettings, sent_tools: bool) -> LLME
 
     where = settings.base_url or "api.openai.com"
     detail = _server_message(exc)
-    if isinstance(exc, openai.APITimeoutError):
+    if isinstance(exc, openai.APITimeoutError) and _timed_out(exc):
         return LLMError("llm_timeout", f"The LLM endpoint at {where} timed out (no data for {settings.request_timeout:g} s).", True)
     if isinstance(exc, openai.APIConnectionError):
         return LLMError(
@@ -417,6 +498,19 @@ def llm_error(exc: Exception, settings: AgentSettings, sent_tools: bool) -> LLME
         retryable = exc.status_code >= 500
         return LLMError("llm_error", f"The LLM endpoint answered {exc.status_code}: {detail}", retryable, _retry_after(exc))
     return LLMError("llm_error", f"The LLM request failed: {detail}")
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """Whether a transport time-out was one: the aiohttp transport also reports a refused or
+    dropped connection as a connect time-out, with aiohttp's own error underneath."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # a cause chain is short; a cyclic one ends here
+        if seen is None:
+            break
+        if type(seen).__module__.partition(".")[0] == "aiohttp":
+            return isinstance(seen, TimeoutError)
+        seen = seen.__cause__ or seen.__context__
+    return True
 
 
 def _has_images(exc: Any) -> bool:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import time
 import uuid
 from collections import deque
@@ -14,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from . import fast_json
 from .database import Connection, open_database
 
 ThreadStatus = str  # "idle" | "running" | "awaiting_approval" | "completed" | "cancelled" | "failed"
@@ -82,7 +82,7 @@ class ThreadStore:
         self._path = path
         self.owner = uuid.uuid4().hex  # this process's name on the leases it holds
         self.database = open_database(database_url, path, self.owner)
-        self._wakeups: dict[str, asyncio.Future[None]] = {}  # one per thread, shared by its waiting readers
+        self._waiting: dict[str, set[asyncio.Future[object]]] = {}  # per thread, one future per waiting reader
         self.holder = holder  # ... and how a refusal names it to the user
         self._live: dict[str, _LiveLog] = {}
         self._last_seq: dict[str, int] = {}
@@ -92,7 +92,8 @@ class ThreadStore:
         self._recent: dict[str, _Recent] = {}
         self._appends: list[tuple[str, dict[str, Any], asyncio.Future[dict[str, Any]]]] = []  # waiting for the next transaction
         self._appending = False  # a task is writing them
-        self._next_tick: asyncio.Future[None] | None = None  # see wait_for_events
+        self._ticking: set[asyncio.Future[object]] = set()  # every waiting reader's future, for the next tick
+        self._tick: asyncio.TimerHandle | None = None
 
     @property
     def is_open(self) -> bool:
@@ -121,7 +122,7 @@ class ThreadStore:
 
     def _notified(self, thread_id: str | None) -> None:
         """Another process wrote to `thread_id` (None: perhaps to any, after a reconnect)."""
-        for woken in [thread_id] if thread_id is not None else list(self._wakeups):
+        for woken in [thread_id] if thread_id is not None else list(self._waiting):
             self.wake(woken)
 
     async def create(self, notebook_path: str, title: str) -> ThreadRecord:
@@ -278,7 +279,7 @@ class ThreadStore:
 
     def _stored(self, thread_id: str, seq: int, data: str) -> dict[str, Any]:
         """Note a committed row (memory for readers, the last seq) and wake the readers."""
-        stamped = json.loads(data)  # what a reader of the log gets (tuples as lists), also from memory
+        stamped = fast_json.loads(data)  # what a reader of the log gets (tuples as lists), also from memory
         recent = self._recent.get(thread_id)
         if recent is not None:
             if self._last_seq.get(thread_id) != seq - 1:
@@ -323,8 +324,12 @@ class ThreadStore:
         if log is None:
             return [], start
         found = []
-        first = log.entries[0][0] if log.entries else log.next_index
-        for index, anchor, event in itertools.islice(log.entries, max(0, start - first), None):
+        entries = log.entries
+        first = entries[0][0] if entries else log.next_index
+        # By index, not islice: islice would walk the skipped head (up to LIVE_EVENTS_KEPT entries)
+        # on every call, and a reader calls once per token; a deque's tail is reached from its end.
+        for position in range(max(0, start - first), len(entries)):
+            index, anchor, event = entries[position]
             if anchor > upto_seq:
                 break
             found.append(event)
@@ -348,7 +353,7 @@ class ThreadStore:
             if found is not None:
                 return found
         rows = await self._rows("SELECT data FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?", (thread_id, after, limit))
-        return [json.loads(row[0]) for row in rows]
+        return [fast_json.loads(row[0]) for row in rows]
 
     async def wait_for_events(
         self, thread_id: str, after: int, timeout: float, still: Callable[[], bool] = lambda: True, live_start: int | None = None
@@ -360,33 +365,47 @@ class ThreadStore:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
-            wakeup = self._wakeups.get(thread_id)
-            if wakeup is None:  # registered before checking: no lost wake-up
-                wakeup = self._wakeups[thread_id] = loop.create_future()
-            if await self._max_seq(thread_id) > after or not still():
-                return
-            if live_start is not None and self.has_live_after(thread_id, live_start):
-                return
-            if loop.time() >= deadline:
-                return
-            # Both futures are shared (asyncio.wait never cancels them), and the tick is one timer
-            # for every reader: a timer per wait (once per token for every reader) was a top cost.
-            done, _ = await asyncio.wait((wakeup, self._tick(loop)), return_when=asyncio.FIRST_COMPLETED)
-            if wakeup in done:
+            # Each reader awaits a future of its own, registered before checking (no lost wake-up):
+            # a shared one would need asyncio.wait or a shield per wait, once per token per reader.
+            woken: asyncio.Future[object] = loop.create_future()
+            self._waiting.setdefault(thread_id, set()).add(woken)
+            try:
+                if await self._max_seq(thread_id) > after or not still():
+                    return
+                if live_start is not None and self.has_live_after(thread_id, live_start):
+                    return
+                if loop.time() >= deadline:
+                    return
+                self._ticking.add(woken)
+                if self._tick is None:
+                    self._tick = loop.call_later(TICK_SECONDS, self._tick_over)
+                await woken
+            finally:
+                self._stop_waiting(thread_id, woken)
+            if woken.result() is not _TICK:
                 return
 
-    def _tick(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None]:
-        """The next tick: a future every waiting reader shares, resolved TICK_SECONDS from its making."""
-        if self._next_tick is None or self._next_tick.done():
-            self._next_tick = loop.create_future()
-            loop.call_later(TICK_SECONDS, _resolve, self._next_tick)
-        return self._next_tick
+    def _tick_over(self) -> None:
+        """Every waiting reader looks again (another process may have appended, or its time is up)."""
+        self._tick = None
+        ticking, self._ticking = self._ticking, set()
+        for future in ticking:
+            if not future.done():
+                future.set_result(_TICK)
+
+    def _stop_waiting(self, thread_id: str, future: asyncio.Future[object]) -> None:
+        self._ticking.discard(future)
+        waiting = self._waiting.get(thread_id)
+        if waiting is not None:
+            waiting.discard(future)
+            if not waiting:
+                del self._waiting[thread_id]
 
     def wake(self, thread_id: str) -> None:
         """Wake this process's readers of the thread (new events, or a run that ended)."""
-        wakeup = self._wakeups.pop(thread_id, None)
-        if wakeup is not None and not wakeup.done():
-            wakeup.set_result(None)
+        for future in self._waiting.pop(thread_id, ()):
+            if not future.done():
+                future.set_result(None)
 
     async def _max_seq(self, thread_id: str) -> int:
         if thread_id in self._recent:
@@ -394,16 +413,14 @@ class ThreadStore:
         return await self._call(lambda conn: _max_seq_in(conn, thread_id))
 
 
-def _resolve(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
+_TICK = object()  # a waiting reader's future resolved by the tick, not by new events
 
 
 def _insert_event(conn: Connection, thread_id: str, event: dict[str, Any], seq: int) -> tuple[int, str] | Exception:
     """Insert `event` as the thread's row `seq`: (seq, stored JSON), or why this one event could not
     be (it is not JSON): the other appends of the transaction still go in."""
     try:
-        data = json.dumps({**event, "seq": seq, "thread_id": thread_id})
+        data = fast_json.dumps({**event, "seq": seq, "thread_id": thread_id})
     except (TypeError, ValueError) as exc:
         return exc
     conn.execute("INSERT INTO events (thread_id, seq, data) VALUES (?, ?, ?)", (thread_id, seq, data))

@@ -39,6 +39,7 @@ class Reply:
     chunk_delay: seconds to wait before each stream chunk.
     empty_stream: stream nothing but ``data: [DONE]`` (no chunk at all).
     hang: send headers (and any scripted chunks), then stall until server stop.
+    drop: send the scripted content chunks, then close the connection mid-body (no [DONE]).
     omit_ids: tool-call deltas carry no "id".
     repeat_name: every argument delta repeats the function name (llama.cpp).
     split_args_into: argument pieces per tool call; 0 = arguments in the first delta.
@@ -56,6 +57,7 @@ class Reply:
     chunk_delay: float = 0.0
     empty_stream: bool = False
     hang: bool = False
+    drop: bool = False
     omit_ids: bool = False
     repeat_name: bool = False
     split_args_into: int = 3
@@ -254,7 +256,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.flush()
         chunks = self.fake._chunks(body, reply)
-        if reply.hang:  # stall mid-stream: no finish chunk; headers only if nothing scripted
+        if reply.hang or reply.drop:  # stop mid-stream: no finish chunk; headers only if nothing scripted
             chunks = [c for c in chunks if c["choices"] and c["choices"][0]["finish_reason"] is None]
             chunks = chunks if len(chunks) > 1 else []
         for chunk in chunks:
@@ -262,6 +264,10 @@ class _Handler(BaseHTTPRequestHandler):
             self._write_chunk(b"data: " + json.dumps(chunk).encode() + b"\n\n")
         if reply.hang:
             self._hang()
+        if reply.drop:
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
         self._sleep(reply.chunk_delay)
         self._write_chunk(b"data: [DONE]\n\n")
         self._write_chunk(b"")  # end of chunked body

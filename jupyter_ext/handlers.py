@@ -15,6 +15,7 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 from tornado.iostream import StreamClosedError
 
+from agent_core import fast_json
 from agent_core.database import DatabaseUnavailable
 from agent_core.workspace import WorkspaceError
 
@@ -237,7 +238,7 @@ class EventsHandler(CellwrightHandler):
         event = item.event or {}
         # Live-only events and caught_up have no id: a reconnect resumes after the last stored one.
         ident = f"id: {event['seq']}\n" if item.stored else ""
-        self.write(f"{ident}event: {event['type']}\ndata: {json.dumps(event)}\n\n")
+        self.write(f"{ident}event: {event['type']}\ndata: {fast_json.dumps(event)}\n\n")
 
     def _after(self) -> int:
         raw = self.get_query_argument("after", None) or self.request.headers.get("Last-Event-ID") or "0"

@@ -22,6 +22,7 @@ from agent_core.settings import AgentSettings
 from agent_core.thread_store import ThreadRecord, ThreadStore
 
 from .errors import BadRequest, Conflict, NotFound
+from .heap_settling import settle_soon
 
 if TYPE_CHECKING:  # the tool registry and the contract's models load on first use, not at server start
     from agent_core.contract.routes import Decision, StartRun
@@ -374,6 +375,7 @@ class RunManager(LoggingConfigurable):
         finally:
             self._active.pop(record.thread_id, None)
             self.threads.wake(record.thread_id)  # event streams close once the run is over
+            settle_soon(lambda: bool(self._active))
 
     async def _external_tools(
         self, thread_id: str, graph_input: Any, prior: dict[str, Any], env: ToolEnvironment, settings: AgentSettings,

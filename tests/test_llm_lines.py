@@ -1,4 +1,4 @@
-"""The model stream's line splitter (agent_core.llm._lines): SSE allows CR, LF and CRLF line ends,
+"""The model stream's SSE reader (agent_core.llm._sse_data): SSE allows CR, LF and CRLF line ends,
 and a network read can end anywhere, also between a CR and its LF or inside a UTF-8 character."""
 from __future__ import annotations
 
@@ -6,28 +6,37 @@ import asyncio
 
 import pytest
 
-from agent_core.llm import _lines
+from agent_core.llm import _sse_data
 
 
-async def _split(reads: list[bytes]) -> list[str]:
+async def _data(reads: list[bytes]) -> tuple[list[str], int]:
+    seen = 0
+
     async def chunks():  # type: ignore[no-untyped-def]
         for read in reads:
             yield read
 
-    return [line async for line in _lines(chunks())]
+    def on_read() -> None:
+        nonlocal seen
+        seen += 1
+
+    return [data async for data in _sse_data(chunks(), on_read)], seen
 
 
 @pytest.mark.parametrize(
-    ("reads", "lines"),
+    ("reads", "events"),
     [
-        ([b"data: a\n\ndata: b\n\n"], ["data: a", "", "data: b", ""]),
-        ([b"data: a\r\n\r\n"], ["data: a", ""]),
-        ([b"data: a\r", b"\n\r\n"], ["data: a", ""]),  # CRLF split across reads: one line end
-        ([b"data: a\rdata: b\r\r"], ["data: a", "data: b", ""]),  # CR alone ends a line
-        ([b"data: \xc3", b"\xa9\n"], ["data: \u00e9"]),  # a character split across reads
-        ([b"data: x", b"y", b"z"], ["data: xyz"]),  # no line end at the close: still a line
-        ([b"\xff\n"], ["\ufffd"]),  # not UTF-8: replaced, never an exception
+        ([b"data: a\n\ndata: b\n\n"], ["a", "b"]),
+        ([b"data: a\r\n\r\n"], ["a"]),
+        ([b"data: a\r", b"\n\r\n"], ["a"]),  # CRLF split across reads: one line end, then the blank line
+        ([b"data: a\rdata: b\r\r"], ["a\nb"]),  # CR alone ends a line; two data lines are one event's data
+        ([b"data: \xc3", b"\xa9\n\n"], ["\u00e9"]),  # a character split across reads
+        ([b"data: x", b"y", b"z"], ["xyz"]),  # no line end at the close: still the last event
+        ([b"data:\xff\n\n"], ["\ufffd"]),  # not UTF-8: replaced, never an exception
+        ([b": comment\nevent: x\nid: 3\ndata: {}\n\n"], ["{}"]),  # other fields are not data
+        ([b"data: 1\n", b"\n", b"data: 2\n\n"], ["1", "2"]),
     ],
 )
-def test_lines_split_like_sse(reads: list[bytes], lines: list[str]) -> None:
-    assert asyncio.run(_split(reads)) == lines
+def test_events_split_like_sse(reads: list[bytes], events: list[str]) -> None:
+    found, seen = asyncio.run(_data(reads))
+    assert found == events and seen == len(reads)

@@ -147,6 +147,16 @@ async def test_stalled_stream_times_out_with_a_clear_error(api: Api, fake_llm: F
     assert problem["kind"] == "llm_timeout" and events[-1]["status"] == "failed"
 
 
+async def test_dropped_stream_is_a_lost_connection_not_a_time_out(api: Api, fake_llm: FakeLLM, jp_serverapp: Any) -> None:
+    # A stream cut mid-body is a lost connection with either HTTP transport: not a time-out to wait out.
+    jp_serverapp.web_app.settings["cellwright"].configuration.max_retries = 0
+    fake_llm.script(Reply(content=["partial ", "answer"], drop=True))
+    _, events = await start(api, "native")
+    problem = of_type(events, "error")[-1]
+    assert problem["kind"] == "llm_unreachable" and "timed out" not in problem["message"]
+    assert "".join(e["text"] for e in of_type(events, "token")) == "partial answer" and events[-1]["status"] == "failed"
+
+
 async def test_model_call_cap_ends_with_a_final_answer(api: Api, fake_llm: FakeLLM, jp_serverapp: Any) -> None:
     jp_serverapp.web_app.settings["cellwright"].configuration.max_model_calls = 3
     fake_llm.script(*[tool_call("write_todos", {"todos": [{"content": f"step {i}", "status": "pending"}]}) for i in range(5)])
