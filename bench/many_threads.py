@@ -5,18 +5,19 @@ server (CLOCK_MONOTONIC, one clock for every process). Prints p50/p95 of both, a
 finished with its stored seqs gapless and every token stored once, in order. Each round is printed,
 then the round with the median p95 above the floor (one round's p95 moves by tens of ms).
 
-The scripted server runs in a process of its own: in the client's process, its hundred writer
-threads took the GIL from the client, whose reads then lagged by up to 300 ms from the second round
-on (a loop-lag probe showed it), which was counted as the server's delay.
+The scripted server runs in a process of its own (devtools/model_process.py): in the client's
+process, its hundred writer threads took the GIL from the client, whose reads then lagged by up to
+300 ms from the second round on (a loop-lag probe showed it), which was counted as the server's delay.
 
     python bench/many_threads.py [threads] [tokens] [pace_ms] [rounds]  (e.g. 500 threads: python bench/many_threads.py 500)
     PROFILE=.output/many.raw python bench/many_threads.py    (py-spy's collapsed stacks of the server meanwhile)
+    SPLIT_CPUS=1 python bench/many_threads.py    (the server on a CPU of its own, the harness on the other:
+                                                  devtools/cpu_split.py; by default they share the machine)
 """
 from __future__ import annotations
 
 import asyncio
 import json
-import multiprocessing
 import os
 import signal
 import statistics
@@ -25,7 +26,6 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
 from pathlib import Path
 
 import aiohttp
@@ -34,70 +34,29 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from devtools import fake_llm  # noqa: E402
-from devtools.fake_llm import FakeLLM, text  # noqa: E402
+from devtools.cpu_split import split_cpus  # noqa: E402
 from devtools.jupyter_process import TOKEN, JupyterProcess  # noqa: E402
+from devtools.model_process import ModelProcess  # noqa: E402
 
 START_DELAY = 1.0  # the scripted model waits this long, so every reader is connected before tokens flow
 
 
-def _record_sends(sent: dict[str, float]) -> None:
-    """In the scripted server's process: note when each token's chunk was written."""
-    fake_llm._Server.request_queue_size = 1024  # the default backlog of 5 resets a hundred connects
-    original = fake_llm._Handler._write_chunk
-
-    def write_chunk(self: fake_llm._Handler, data: bytes) -> None:
-        original(self, data)
-        if data.startswith(b"data: {"):
-            for choice in json.loads(data[6:])["choices"]:
-                content = (choice.get("delta") or {}).get("content")
-                if content:
-                    sent[content] = time.perf_counter()
-
-    fake_llm._Handler._write_chunk = write_chunk  # type: ignore[method-assign]
-
-
-def _model_process(control: Connection) -> None:
-    """The scripted server: told what to answer, asked when it wrote what."""
-    sent: dict[str, float] = {}
-    _record_sends(sent)
-    with FakeLLM() as llm:
-        control.send(llm.base_url)
-        while (order := control.recv()) is not None:
-            scripts, pace = order
-            if scripts is None:  # asked for the send times so far
-                control.send(dict(sent))
-                sent.clear()
-                continue
-            llm.script(*[text(tokens, chunk_delay=pace, delay_before=START_DELAY if pace else 0) for tokens in scripts])
-            control.send(True)
-
-
 class ScriptedModel:
-    """The scripted server's process, from the client's side."""
+    """Fresh token texts for each round's replies, scripted into the model's process."""
 
-    def __init__(self) -> None:
-        self._control, child = multiprocessing.get_context("fork").Pipe()
-        self._process = multiprocessing.get_context("fork").Process(target=_model_process, args=(child,), daemon=True)
-        self._process.start()
-        self.base_url: str = self._control.recv()
+    def __init__(self, model: ModelProcess) -> None:
+        self._model = model
+        self.base_url = model.base_url
         self._next = 0
 
     def script(self, threads: int, count: int, pace: float) -> list[list[str]]:
-        """Fresh token texts for `threads` replies (send times are found by text)."""
         scripts = [tokens_of(self._next + n, count) for n in range(threads)]
         self._next += threads
-        self._control.send((scripts, pace))
-        self._control.recv()
+        self._model.script(scripts, pace, START_DELAY if pace else 0.0)
         return scripts
 
     def sends(self) -> dict[str, float]:
-        self._control.send((None, 0))
-        return self._control.recv()
-
-    def close(self) -> None:
-        self._control.send(None)
-        self._process.join(10)
+        return self._model.sends()
 
 
 def tokens_of(n: int, count: int) -> list[str]:
@@ -266,27 +225,26 @@ def _in_text_order(pieces: list[tuple[float, str]], text: str) -> list[tuple[flo
 
 
 def main(threads: int, count: int, pace_ms: float, rounds: int) -> None:
-    model = ScriptedModel()
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            env = {"OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "k", "CELLWRIGHT_MODEL": "fake-model"}
-            server = JupyterProcess(Path(tmp), env).start()
-            try:
-                warm = httpx.Client(base_url=server.url, headers={"Authorization": f"token {TOKEN}"}, timeout=60)
-                model.script(1, 1, 0)
-                thread = warm.post("cellwright/api/threads", json={"notebook_path": "b.ipynb"}).json()["thread_id"]
-                warm.post(f"cellwright/api/threads/{thread}/runs", json={"message": "hi"})
-                warm.get(f"cellwright/api/threads/{thread}/events")
-                warm.close()
-                print(f"{threads} threads x {count} tokens, one token per {pace_ms:g} ms, {rounds} rounds")
-                results = []
-                for n in range(rounds):
-                    print(f"-- round {n + 1}")
-                    results.append(asyncio.run(run(model, server, threads, count, pace_ms / 1000)))
-            finally:
-                server.stop()
-    finally:
-        model.close()
+    with ModelProcess() as process, tempfile.TemporaryDirectory() as tmp:
+        model = ScriptedModel(process)
+        env = {"OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "k", "CELLWRIGHT_MODEL": "fake-model"}
+        server = JupyterProcess(Path(tmp), env).start()
+        if os.environ.get("SPLIT_CPUS"):
+            print(split_cpus(server.proc.pid, [os.getpid(), process.pid]))
+        try:
+            warm = httpx.Client(base_url=server.url, headers={"Authorization": f"token {TOKEN}"}, timeout=60)
+            model.script(1, 1, 0)
+            thread = warm.post("cellwright/api/threads", json={"notebook_path": "b.ipynb"}).json()["thread_id"]
+            warm.post(f"cellwright/api/threads/{thread}/runs", json={"message": "hi"})
+            warm.get(f"cellwright/api/threads/{thread}/events")
+            warm.close()
+            print(f"{threads} threads x {count} tokens, one token per {pace_ms:g} ms, {rounds} rounds")
+            results = []
+            for n in range(rounds):
+                print(f"-- round {n + 1}")
+                results.append(asyncio.run(run(model, server, threads, count, pace_ms / 1000)))
+        finally:
+            server.stop()
     middle = sorted(results, key=lambda r: r.above)[len(results) // 2]
     print(
         f"median round: p95 above the floor {middle.above:.1f} ms (floor p95 {middle.direct_p95:.1f} ms, served p95 {middle.served_p95:.1f} ms); "

@@ -3,15 +3,18 @@ the openai client, in one run. Prints, as medians over rounds:
 
 - total time (request -> last token) for a burst (the model sends as fast as it can), and the ratio;
 - per-token relay delay: when a token reached the reader minus when the scripted server wrote it
-  (same process, same clock), for a paced stream (one token per `pace_ms`), direct and through
+  (CLOCK_MONOTONIC; the model runs in its own process, devtools/model_process.py), for a paced stream (one token per `pace_ms`), direct and through
   the server; the relay's overhead is the difference. The server's reader asks for token previews
   (`previews=1`); without them a token waits for its coalesced row (up to 50 ms).
+
+The server runs on a CPU of its own, the client and the model on the other (devtools/cpu_split.py).
 
     python bench/token_relay.py [rounds] [pace_ms]
 """
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -23,26 +26,12 @@ import openai
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from devtools import fake_llm  # noqa: E402
-from devtools.fake_llm import FakeLLM, text  # noqa: E402
+from devtools.cpu_split import split_cpus  # noqa: E402
 from devtools.jupyter_process import TOKEN, JupyterProcess  # noqa: E402
+from devtools.model_process import ModelProcess  # noqa: E402
 
 TOKENS = [f" w{i:03d}" for i in range(300)]  # distinct: a token is found in the text by its offset
 ENDS = [sum(len(t) for t in TOKENS[: i + 1]) for i in range(len(TOKENS))]
-sent: list[float] = []  # when the scripted server wrote each content chunk
-
-
-def _record_sends() -> None:
-    original = fake_llm._Handler._write_chunk
-
-    def write_chunk(self: fake_llm._Handler, data: bytes) -> None:
-        original(self, data)
-        if b'"content": " w' in data:
-            sent.append(time.perf_counter())
-
-    fake_llm._Handler._write_chunk = write_chunk  # type: ignore[method-assign]
-
-
 def _arrivals(stamps: list[tuple[float, int]]) -> list[float]:
     """Per token, the first time the reader had all of its characters (stamps: time, chars so far)."""
     out, k = [], 0
@@ -53,9 +42,14 @@ def _arrivals(stamps: list[tuple[float, int]]) -> list[float]:
     return out
 
 
-def direct(llm: FakeLLM, client: openai.OpenAI, pace: float) -> tuple[float, list[float]]:
-    llm.script(text(TOKENS, chunk_delay=pace))
-    sent.clear()
+def _sent(model: ModelProcess) -> list[float]:
+    """When the model wrote each token of the last answer."""
+    sends = model.sends()
+    return [sends[token] for token in TOKENS]
+
+
+def direct(model: ModelProcess, client: openai.OpenAI, pace: float) -> tuple[float, list[float]]:
+    model.script([TOKENS], pace)
     started = time.perf_counter()
     stamps, chars = [], 0
     stream = client.chat.completions.create(model="fake-model", messages=[{"role": "user", "content": "hi"}], stream=True)
@@ -64,13 +58,12 @@ def direct(llm: FakeLLM, client: openai.OpenAI, pace: float) -> tuple[float, lis
             chars += len(chunk.choices[0].delta.content)
             stamps.append((time.perf_counter(), chars))
     arrivals = _arrivals(stamps)
-    return arrivals[-1] - started, [a - s for a, s in zip(arrivals, sent)]
+    return arrivals[-1] - started, [a - s for a, s in zip(arrivals, _sent(model))]
 
 
-def through_server(llm: FakeLLM, client: httpx.Client, pace: float, previews: bool = True) -> tuple[float, list[float]]:
-    llm.script(text(TOKENS, chunk_delay=pace))
+def through_server(model: ModelProcess, client: httpx.Client, pace: float, previews: bool = True) -> tuple[float, list[float]]:
+    model.script([TOKENS], pace)
     thread = client.post("cellwright/api/threads", json={"notebook_path": "b.ipynb"}).json()["thread_id"]
-    sent.clear()
     started = time.perf_counter()
     client.post(f"cellwright/api/threads/{thread}/runs", json={"message": "hi"})
     # As a reader that asks for previews keeps text: stored tokens, plus previews of the row not yet stored.
@@ -92,26 +85,26 @@ def through_server(llm: FakeLLM, client: httpx.Client, pace: float, previews: bo
                 if stored >= ENDS[-1]:
                     break
     arrivals = _arrivals(stamps)
-    return arrivals[-1] - started, [a - s for a, s in zip(arrivals, sent)]
+    return arrivals[-1] - started, [a - s for a, s in zip(arrivals, _sent(model))]
 
 
 def main(rounds: int, pace_ms: float) -> None:
-    _record_sends()
     pace = pace_ms / 1000
-    with FakeLLM() as llm, tempfile.TemporaryDirectory() as tmp:
-        env = {"OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "k", "CELLWRIGHT_MODEL": "fake-model"}
+    with ModelProcess() as model, tempfile.TemporaryDirectory() as tmp:
+        env = {"OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "k", "CELLWRIGHT_MODEL": "fake-model"}
         server = JupyterProcess(Path(tmp), env).start()
+        print(split_cpus(server.proc.pid, [os.getpid(), model.pid]))
         http = httpx.Client(base_url=server.url, headers={"Authorization": f"token {TOKEN}"}, timeout=60)
-        sdk = openai.OpenAI(base_url=llm.base_url, api_key="k", max_retries=0)
+        sdk = openai.OpenAI(base_url=model.base_url, api_key="k", max_retries=0)
         results: dict[str, list[tuple[float, list[float]]]] = {"direct burst": [], "server burst": [], "direct paced": [], "server paced": []}
         try:
-            through_server(llm, http, 0)  # warm: the first run opens the checkpointer and imports langgraph
-            direct(llm, sdk, 0)
+            through_server(model, http, 0)  # warm: the first run opens the checkpointer and imports langgraph
+            direct(model, sdk, 0)
             for _ in range(rounds):  # interleaved, so both see the same load on the machine
-                results["direct burst"].append(direct(llm, sdk, 0))
-                results["server burst"].append(through_server(llm, http, 0))
-                results["direct paced"].append(direct(llm, sdk, pace))
-                results["server paced"].append(through_server(llm, http, pace))
+                results["direct burst"].append(direct(model, sdk, 0))
+                results["server burst"].append(through_server(model, http, 0))
+                results["direct paced"].append(direct(model, sdk, pace))
+                results["server paced"].append(through_server(model, http, pace))
         finally:
             http.close()
             server.stop()
