@@ -170,7 +170,7 @@ class RunManager(LoggingConfigurable):
                 graph_input = {**graph_input, "disabled_mcp_servers": list(body.disabled_mcp_servers)}
             segment = Segment(body.mode, body.autonomy, body.message, _cells(body.notebook_cells))
             kernel_seen = (snapshot.values or {}).get("kernel_identity")
-            return self._launch(record, graph_input, settings, segment, with_context=True, kernel_seen=kernel_seen)
+            return self._launch(record, graph_input, settings, segment, snapshot, with_context=True, kernel_seen=kernel_seen)
 
     async def decide(self, thread_id: str, call_id: str, body: Decision) -> str:
         record = await self.thread(thread_id)
@@ -185,11 +185,11 @@ class RunManager(LoggingConfigurable):
             resume = runner.resume_input(snapshot, call_id, decision)
             if body.decision == "reject" and body.save_rule and body.save_rule.strip():
                 self._save_rule(record, body.save_rule)
-            if body.kernel_id:
+            if body.kernel_id and body.kernel_id != record.kernel_id:
                 await self.threads.update(thread_id, kernel_id=body.kernel_id)
                 record = dataclasses.replace(record, kernel_id=body.kernel_id)
             segment = Segment(runner.mode_of(snapshot), runner.autonomy_of(snapshot), "", _cells(body.notebook_cells))
-            return self._launch(record, resume, self._settings(), segment)
+            return self._launch(record, resume, self._settings(), segment, snapshot)
 
     async def undo(self, thread_id: str, call_id: str) -> dict[str, Any]:
         """Undo one step (agent_core.undo.steps) while no run is active; its `step_undone` event goes
@@ -327,18 +327,22 @@ class RunManager(LoggingConfigurable):
         await (await self.runner()).ensure_not_leased(thread_id)
 
     def _launch(
-        self, record: ThreadRecord, graph_input: Any, settings: AgentSettings, segment: Segment, with_context: bool = False,
-        kernel_seen: str | None = None,
+        self, record: ThreadRecord, graph_input: Any, settings: AgentSettings, segment: Segment, snapshot: Any,
+        with_context: bool = False, kernel_seen: str | None = None,
     ) -> str:  # fmt: skip
+        """Start the segment's task. `snapshot` is the thread's state the caller read under the thread's
+        lock: nothing has changed it since, so the task does not read it again (a checkpointer round
+        trip on the way from an approval to its cell)."""
         run_id = uuid.uuid4().hex
         env = self._env_factory(record.notebook_path, record.kernel_id or None, settings)
-        drive = self._drive(record, run_id, graph_input, settings, env, segment, with_context, kernel_seen)
+        prior = snapshot.values or {}
+        drive = self._drive(record, run_id, graph_input, settings, env, segment, prior, with_context, kernel_seen)
         self._active[record.thread_id] = asyncio.create_task(drive)
         return run_id
 
     async def _drive(
         self, record: ThreadRecord, run_id: str, graph_input: Any, settings: AgentSettings, env: ToolEnvironment,
-        segment: Segment, with_context: bool = False, kernel_seen: str | None = None,
+        segment: Segment, prior: dict[str, Any], with_context: bool = False, kernel_seen: str | None = None,
     ) -> str:  # fmt: skip
         from agent_core.external_tools import with_tool_notes
         from agent_core.graph import run_context
@@ -346,7 +350,6 @@ class RunManager(LoggingConfigurable):
 
         runner = await self.runner()
         try:
-            prior = (await runner.snapshot(record.thread_id)).values or {}
             extra, notes = await self._external_tools(record.thread_id, graph_input, prior, env, settings, with_context)
             make_context = lambda emit: run_context(  # noqa: E731
                 record.thread_id, settings, env, runner.store.ledger, emit, record.notebook_path, segment.mode, segment.notebook_cells,
@@ -411,7 +414,7 @@ class RunManager(LoggingConfigurable):
 
         async def drive() -> None:
             snapshot = await runner.snapshot(record.thread_id)
-            self._launch(record, None, self._settings(), Segment(runner.mode_of(snapshot), runner.autonomy_of(snapshot), ""))
+            self._launch(record, None, self._settings(), Segment(runner.mode_of(snapshot), runner.autonomy_of(snapshot), ""), snapshot)
             await asyncio.wait([self._active[record.thread_id]])
 
         if record.thread_id in self._active:
