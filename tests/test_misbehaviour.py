@@ -147,6 +147,26 @@ async def test_stalled_stream_times_out_with_a_clear_error(api: Api, fake_llm: F
     assert problem["kind"] == "llm_timeout" and events[-1]["status"] == "failed"
 
 
+async def test_request_timeout_is_between_reads_not_for_the_whole_answer(api: Api, fake_llm: FakeLLM, jp_serverapp: Any) -> None:
+    # One timer per stream re-arms itself from the last read (agent_core/llm.py IdleDeadline): an
+    # answer slower in total than request_timeout, but never silent that long, completes.
+    settings = jp_serverapp.web_app.settings["cellwright"].configuration
+    settings.request_timeout, settings.max_retries = 0.5, 0
+    fake_llm.script(text(["slow ", "but ", "steady ", "answer ", "in ", "time"], chunk_delay=0.25))
+    _, events = await start(api, "native")
+    assert events[-1]["status"] == "completed" and not of_type(events, "error")
+    assert of_type(events, "final")[0]["answer"] == "slow but steady answer in time"
+
+
+async def test_a_model_silent_before_its_headers_times_out(api: Api, fake_llm: FakeLLM, jp_serverapp: Any) -> None:
+    settings = jp_serverapp.web_app.settings["cellwright"].configuration
+    settings.request_timeout, settings.max_retries = 0.5, 0
+    fake_llm.script(text("too late", delay_before=3))
+    _, events = await start(api, "native")
+    problem = of_type(events, "error")[-1]
+    assert problem["kind"] == "llm_timeout" and "0.5 s" in problem["message"] and events[-1]["status"] == "failed"
+
+
 async def test_dropped_stream_is_a_lost_connection_not_a_time_out(api: Api, fake_llm: FakeLLM, jp_serverapp: Any) -> None:
     # A stream cut mid-body is a lost connection with either HTTP transport: not a time-out to wait out.
     jp_serverapp.web_app.settings["cellwright"].configuration.max_retries = 0
