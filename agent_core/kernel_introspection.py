@@ -18,7 +18,6 @@ SUMMARY_BUDGET = 2.0
 TIMEOUT_MARGIN = 3.0  # the reply's way back, on top of the kernel's own budget
 MAX_SCANNED = 5000  # names of a huge namespace past this are not looked at
 BUSY_NOTE = "kernel busy: no snapshot"
-BUSY_GRACE_POLLS = 5  # x 50 ms
 
 # After kernel_probe.HELPERS. Besides what HELPERS says: no __repr__ but the interpreter's own (plain
 # values; containers are walked here), pandas' formatting only of rows whose values are all plain,
@@ -266,14 +265,8 @@ async def _evaluate(env: ToolEnvironment | None, expression: str, timeout: float
     if env is None:
         raise ToolInputError("no kernel")
     busy = getattr(env, "kernel_busy", None)
-    if busy is not None:
-        # The state the server tracks lags a little: our own last evaluation may still show as busy.
-        for _ in range(BUSY_GRACE_POLLS):
-            if not await busy():
-                break
-            await asyncio.sleep(0.05)
-        else:
-            raise KernelBusy("kernel busy")
+    if busy is not None and await busy():  # after a short grace: see KernelEnvironment.kernel_busy
+        raise KernelBusy("kernel busy")
     try:
         return await asyncio.wait_for(env.evaluate_json(expression), timeout)
     except asyncio.TimeoutError:

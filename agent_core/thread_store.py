@@ -5,7 +5,6 @@ client that reconnects with the last seq it saw gets every later event once, in 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import time
 import uuid
 from collections import deque
@@ -54,7 +53,9 @@ class _Recent:
         if not self.events or self.events[0]["seq"] > seq + 1:
             return None
         start = seq + 1 - self.events[0]["seq"]
-        return list(itertools.islice(self.events, start, start + limit))
+        # By index: a live reader asks for the newest few, which a deque reaches from its end;
+        # islice would walk every kept event before them, once per token for every reader.
+        return [self.events[i] for i in range(start, min(len(self.events), start + limit))]
 
 
 @dataclass

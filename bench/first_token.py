@@ -1,6 +1,8 @@
 """Time to first token: through Cellwright's server (POST runs -> first `token` event on the SSE
 stream) versus the openai client talking to the same endpoint directly. Prints both medians and
 the ratio. The endpoint is the scripted fake LLM (a fixed, fast model), so the figure is our overhead.
+Measured twice: for a notebook without a kernel, and with its kernel running (a run then first
+reads the kernel's variables and its @tool functions, which the model's context carries).
 
     python bench/first_token.py [rounds]
 """
@@ -36,13 +38,13 @@ def direct(llm: FakeLLM) -> float:
     return elapsed
 
 
-def through_server(llm: FakeLLM, server: JupyterProcess, client: httpx.Client) -> float:
+def through_server(llm: FakeLLM, client: httpx.Client, notebook: str = "b.ipynb", kernel: str | None = None) -> float:
     """POST runs, then read the SSE stream to the first token, on a kept-alive client (as a browser
     does: the baseline's openai client is also made before its clock starts)."""
     llm.script(text(REPLY))
-    thread = client.post("cellwright/api/threads", json={"notebook_path": "b.ipynb"}).json()["thread_id"]
+    thread = client.post("cellwright/api/threads", json={"notebook_path": notebook}).json()["thread_id"]
     started = time.perf_counter()
-    client.post(f"cellwright/api/threads/{thread}/runs", json={"message": "hi"})
+    client.post(f"cellwright/api/threads/{thread}/runs", json={"message": "hi", **({"kernel_id": kernel} if kernel else {})})
     with client.stream("GET", f"cellwright/api/threads/{thread}/events") as response:
         for line in response.iter_lines():
             if line == "event: token":
@@ -56,8 +58,11 @@ def main(rounds: int) -> None:
         server = JupyterProcess(Path(tmp), env).start()
         client = httpx.Client(base_url=server.url, headers={"Authorization": f"token {TOKEN}"}, timeout=30)
         try:
-            through_server(llm, server, client)  # warm: first use opens the checkpointer and imports langgraph
-            served = [through_server(llm, server, client) for _ in range(rounds)]
+            through_server(llm, client)  # warm: first use opens the checkpointer and imports langgraph
+            served = [through_server(llm, client) for _ in range(rounds)]
+            kernel = server.open_notebook("k.ipynb")
+            through_server(llm, client, "k.ipynb", kernel)
+            with_kernel = [through_server(llm, client, "k.ipynb", kernel) for _ in range(rounds)]
         finally:
             client.close()
             server.stop()
@@ -69,6 +74,8 @@ def main(rounds: int) -> None:
     print(f"through Cellwright (POST -> SSE):    median {statistics.median(served) * ms:7.1f} ms")
     print(f"ratio server / direct: {statistics.median(served) / statistics.median(raw):.1f}x, "
           f"overhead {(statistics.median(served) - statistics.median(raw)) * ms:.1f} ms")  # fmt: skip
+    print(f"with the notebook's kernel running:  median {statistics.median(with_kernel) * ms:7.1f} ms, "
+          f"overhead {(statistics.median(with_kernel) - statistics.median(raw)) * ms:.1f} ms")  # fmt: skip
 
 
 if __name__ == "__main__":

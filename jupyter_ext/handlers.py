@@ -209,7 +209,6 @@ class EventsHandler(CellwrightHandler):
     @web.authenticated
     @authorized
     async def get(self, thread_id: str) -> None:
-        await self.runs.thread(thread_id)
         after = self._after()
         self.set_header("Content-Type", "text/event-stream")
         self.set_header("Cache-Control", "no-cache")
@@ -220,6 +219,7 @@ class EventsHandler(CellwrightHandler):
         try:
             previews = self.get_query_argument("previews", "0") in ("1", "true")
             # aclosing: a reader that leaves stops counting as a preview reader at once, not at GC.
+            # An unknown thread is refused (404) before the first batch: no event has been written.
             async with aclosing(self.runs.follow_batches(thread_id, after, previews)) as batches:
                 async for batch in batches:
                     for item in batch:

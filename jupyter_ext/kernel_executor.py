@@ -21,6 +21,7 @@ from .kernel_clients import process_of
 
 POLL_SECONDS = 1.0
 BUSY_NOTICE_SECONDS = 0.3  # a kernel busy this long before our cell is running someone else's
+BUSY_GRACE_SECONDS = 0.25  # for a kernel shown busy to turn idle: our own evaluation's "idle" arrives within ms
 INTERRUPT_GRACE_SECONDS = 1.5  # how long a cell may take to stop after an interrupt before the next
 MAX_INTERRUPTS = 3
 READY_SECONDS = 10.0
@@ -90,12 +91,16 @@ class KernelEnvironment:
             self.clients.done(kernel_id, shared)
 
     async def kernel_busy(self) -> bool:
-        """Whether the notebook's kernel is running a cell now: an evaluation would wait behind it."""
+        """Whether the notebook's kernel is running a cell now: an evaluation would wait behind it.
+        The state the server tracks from iopub lags the shell's reply: our own evaluation a moment
+        ago (a run's start makes two) still shows as busy until its "idle" is read. So a busy
+        kernel gets BUSY_GRACE_SECONDS to turn idle, woken by the state's change, not polled: a
+        50 ms poll here was most of a run's time to first token with a kernel."""
         try:
             kernel_id = await self.resolve_kernel()
         except NoKernel:
             return False
-        return _busy(self.kernel_manager.get_kernel(kernel_id))
+        return not await _idle_within(self.kernel_manager.get_kernel(kernel_id), BUSY_GRACE_SECONDS)
 
     async def kernel_history(self, n: int) -> list[tuple[int, str]]:
         """The last `n` inputs of the kernel's current session as (execution count, source), oldest
@@ -321,16 +326,46 @@ def connected_client(manager: Any, outputs: bool) -> Any:
 def _own_client(manager: Any) -> Any:
     """A client with a session of its own: clients made by `manager.client()` share its session,
     hence one ZMQ identity, and the kernel's replies then go to whichever of them connected last
-    (a concurrent evaluation would swallow a cell's execute_reply)."""
+    (a concurrent evaluation would swallow a cell's execute_reply). Its sockets live in the kernel
+    manager's ZMQ context (the server's, shared by its kernels; they close with linger 0): a
+    context of the client's own was made and destroyed per evaluation, ~0.8 ms and a term() that
+    blocked the event loop, twice at the start of every run with a kernel."""
     from jupyter_client.session import Session
 
     session = Session(key=manager.session.key, signature_scheme=manager.session.signature_scheme, username="cellwright")
-    return manager.client(session=session)
+    context = getattr(manager, "context", None)
+    shared = {"context": context} if context is not None and not context.closed else {}
+    return manager.client(session=session, **shared)
 
 
 def _busy(manager: Any) -> bool:
     # jupyter_server's kernel managers track the state from iopub; other managers count as idle.
     return getattr(manager, "execution_state", "idle") == "busy"
+
+
+async def _idle_within(manager: Any, seconds: float) -> bool:
+    """Whether the kernel is idle now or turns idle within `seconds` (its state is a trait of
+    jupyter_server's kernel manager: observed, not polled)."""
+    if not _busy(manager):
+        return True
+    if not hasattr(manager, "observe"):
+        return False
+    idle: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def changed(change: Any) -> None:
+        if change["new"] != "busy" and not idle.done():
+            idle.set_result(None)
+
+    manager.observe(changed, names="execution_state")
+    try:
+        if not _busy(manager):  # it changed before we observed
+            return True
+        await asyncio.wait_for(idle, seconds)
+        return True
+    except asyncio.TimeoutError:
+        return False
+    finally:
+        manager.unobserve(changed, names="execution_state")
 
 
 def latest_session(history: list[Any]) -> list[tuple[int, str]]:
