@@ -350,21 +350,25 @@ class RunManager(LoggingConfigurable):
 
         runner = await self.runner()
         try:
-            extra, notes = await self._external_tools(record.thread_id, graph_input, prior, env, settings, with_context)
-            make_context = lambda emit: run_context(  # noqa: E731
-                record.thread_id, settings, env, runner.store.ledger, emit, record.notebook_path, segment.mode, segment.notebook_cells,
-                extra,
-            )  # fmt: skip
+            tools = self._external_tools(record.thread_id, graph_input, prior, env, settings, with_context)
             # Resolved here, in the run's task: the POST answers at once, whatever the kernel does.
             mentions = None
             if with_context:
                 from agent_core.undo.steps import pending_notes
 
                 disabled = {k: v for k, v in graph_input.items() if k == "disabled_mcp_servers"}
-                graph_input, mentions = await runner.with_context(
-                    graph_input, segment.message, env, settings, kernel_seen, pending_notes(record.thread_id)
+                # The notebook's @tool functions and the run's context are both read from the kernel:
+                # asked at once, it answers one after the other with no round trip in between.
+                (extra, notes), (graph_input, mentions) = await asyncio.gather(
+                    tools, runner.with_context(graph_input, segment.message, env, settings, kernel_seen, pending_notes(record.thread_id))
                 )
                 graph_input = with_tool_notes({**graph_input, **disabled}, extra, notes, prior)
+            else:
+                extra, notes = await tools
+            make_context = lambda emit: run_context(  # noqa: E731
+                record.thread_id, settings, env, runner.store.ledger, emit, record.notebook_path, segment.mode, segment.notebook_cells,
+                extra,
+            )  # fmt: skip
             return await runner.run_segment(
                 record.thread_id, run_id, graph_input, make_context, segment.mode, segment.message, mentions=mentions,
                 autonomy=segment.autonomy,
