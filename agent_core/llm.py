@@ -21,6 +21,7 @@ from .settings import AgentSettings
 # Local servers ignore the key, but the SDK refuses an empty one.
 PLACEHOLDER_KEY = "no-key-needed"
 MAX_BACKOFF_SECONDS = 20.0
+MAX_EVENT_BYTES = 16 * 1024 * 1024  # one server-sent event (a chunk of a reply is a few hundred bytes)
 
 
 class LLMError(Exception):
@@ -270,6 +271,8 @@ async def _read_stream(settings: AgentSettings, body: dict[str, Any], on_delta: 
                 raise openai.APIConnectionError(request=request) from None
             except (transport.RequestError, ssl.SSLError):
                 raise openai.APIConnectionError(request=request) from None
+            except OversizedEvent as exc:
+                raise openai.APIError(str(exc), request, body=None) from None
     except TimeoutError:
         if not idle.expired:
             raise
@@ -328,13 +331,19 @@ class IdleDeadline:
             self._timer = self._loop.call_at(due, self._check)
 
 
+class OversizedEvent(ValueError):
+    """An endpoint sent an event (or a line) beyond MAX_EVENT_BYTES: it is not read into memory."""
+
+
 async def _sse_data(chunks: Any, on_read: Callable[[], None] = lambda: None) -> Any:
     """The `data` of each server-sent event in the body's bytes (a multi-line data field joined by
     newlines; lines end at CR, LF or CRLF, as SSE allows). One generator for lines and events,
     split here rather than by the SDK's decoders: each layer costs once per read, for every token
-    of every thread."""
+    of every thread. An event beyond MAX_EVENT_BYTES raises OversizedEvent: a broken or hostile
+    endpoint streaming one endless line would otherwise grow the server's memory until it stops."""
     pending = b""
     parts: list[bytes] = []
+    size = 0
     async for chunk in chunks:
         on_read()
         pending += chunk
@@ -345,9 +354,12 @@ async def _sse_data(chunks: Any, on_read: Callable[[], None] = lambda: None) -> 
             line = line.rstrip(b"\r\n")
             if line.startswith(b"data:"):
                 parts.append(line[6:] if line.startswith(b"data: ") else line[5:])
+                size += len(parts[-1])
             elif not line and parts:
                 yield b"\n".join(parts).decode("utf-8", "replace")
-                parts = []
+                parts, size = [], 0
+        if size + len(pending) > MAX_EVENT_BYTES:
+            raise OversizedEvent(f"The endpoint sent an event longer than {MAX_EVENT_BYTES // (1024 * 1024)} MiB; it was not read.")
     line = pending.rstrip(b"\r\n")
     if line.startswith(b"data:"):
         parts.append(line[6:] if line.startswith(b"data: ") else line[5:])

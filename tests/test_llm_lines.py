@@ -40,3 +40,16 @@ async def _data(reads: list[bytes]) -> tuple[list[str], int]:
 def test_events_split_like_sse(reads: list[bytes], events: list[str]) -> None:
     found, seen = asyncio.run(_data(reads))
     assert found == events and seen == len(reads)
+
+
+def test_an_endless_line_is_refused_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A broken or hostile endpoint streaming one line with no end: memory stays bounded.
+    from agent_core import llm
+
+    monkeypatch.setattr(llm, "MAX_EVENT_BYTES", 1000)
+    with pytest.raises(llm.OversizedEvent, match="longer than"):
+        asyncio.run(_data([b"data: " + b"x" * 300] * 10))
+    with pytest.raises(llm.OversizedEvent):  # nor many data lines of one event that never ends
+        asyncio.run(_data([b"data: " + b"y" * 100 + b"\n"] * 20))
+    found, _ = asyncio.run(_data([b"data: " + b"z" * 900 + b"\n\n"] * 5))  # events under the cap, however many
+    assert found == ["z" * 900] * 5
