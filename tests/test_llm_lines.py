@@ -1,4 +1,4 @@
-"""The model stream's SSE reader (agent_core.llm._sse_data): SSE allows CR, LF and CRLF line ends,
+"""The model stream's SSE reader (agent_core.model_stream.sse_data): SSE allows CR, LF and CRLF line ends,
 and a network read can end anywhere, also between a CR and its LF or inside a UTF-8 character."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from agent_core.llm import _sse_data
+from agent_core.model_stream import sse_data
 
 
 async def _data(reads: list[bytes]) -> tuple[list[str], int]:
@@ -20,7 +20,7 @@ async def _data(reads: list[bytes]) -> tuple[list[str], int]:
         nonlocal seen
         seen += 1
 
-    return [data async for data in _sse_data(chunks(), on_read)], seen
+    return [data async for data in sse_data(chunks(), on_read)], seen
 
 
 @pytest.mark.parametrize(
@@ -44,12 +44,12 @@ def test_events_split_like_sse(reads: list[bytes], events: list[str]) -> None:
 
 def test_an_endless_line_is_refused_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     # A broken or hostile endpoint streaming one line with no end: memory stays bounded.
-    from agent_core import llm
+    from agent_core import model_stream
 
-    monkeypatch.setattr(llm, "MAX_EVENT_BYTES", 1000)
-    with pytest.raises(llm.OversizedEvent, match="longer than"):
+    monkeypatch.setattr(model_stream, "MAX_EVENT_BYTES", 1000)
+    with pytest.raises(model_stream.OversizedEvent, match="longer than"):
         asyncio.run(_data([b"data: " + b"x" * 300] * 10))
-    with pytest.raises(llm.OversizedEvent):  # nor many data lines of one event that never ends
+    with pytest.raises(model_stream.OversizedEvent):  # nor many data lines of one event that never ends
         asyncio.run(_data([b"data: " + b"y" * 100 + b"\n"] * 20))
     found, _ = asyncio.run(_data([b"data: " + b"z" * 900 + b"\n\n"] * 5))  # events under the cap, however many
     assert found == ["z" * 900] * 5
