@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from .contract.routes import Decision
 from .tools import ToolContext, ToolOutcome, ToolSpec
 from .tools.external import origin_fields
 
@@ -50,26 +51,30 @@ async def approval_request_once(
     return request
 
 
-def decided_context(decision: Any, proposed: dict[str, Any], tool_ctx: ToolContext) -> ToolContext:
+def decoded(resumed: Any) -> Decision:
+    """The user's decision as the interrupt hands it back (the checkpoint keeps it as a dict): the
+    route checked it already; read once here, typed from here to the tool."""
+    return Decision.model_validate(resumed)
+
+
+def decided_context(decision: Decision, proposed: dict[str, Any], tool_ctx: ToolContext) -> ToolContext:
     """The call's context with how the user decided (kept in the cell's provenance)."""
     from dataclasses import replace
 
-    kind = decision.get("decision") if isinstance(decision, dict) else None
-    if kind == "edit":
+    if decision.decision == "edit":
         return replace(tool_ctx, decision="edited", proposed_args=proposed)
     return replace(tool_ctx, decision="approved")
 
 
-def decided_args(decision: Any, args: dict[str, Any]) -> tuple[dict[str, Any] | None, ToolOutcome | None]:
+def decided_args(decision: Decision, args: dict[str, Any]) -> tuple[dict[str, Any] | None, ToolOutcome | None]:
     """The arguments to run with, or the outcome of a rejection."""
-    kind = decision.get("decision") if isinstance(decision, dict) else None
-    if kind == "reject":
-        reason = (decision.get("reason") or "").strip() or "no reason given"
+    if decision.decision == "reject":
+        reason = (decision.reason or "").strip() or "no reason given"
         return None, ToolOutcome(
             "rejected",
             f"The user rejected this call. Reason: {reason}. Do not run it again unchanged; adapt your plan to the reason.",
             summary=f"Rejected: {reason}",
         )
-    if kind == "edit":
-        return dict(decision.get("args") or {}), None
+    if decision.decision == "edit":
+        return dict(decision.args or {}), None
     return args, None

@@ -21,6 +21,7 @@ TOKEN_MAX_CHARS = 1024
 HEAD_LINES, HEAD_BYTES = 200, 64 * 1024  # stored from the start of each cell's output
 TAIL_LINES, TAIL_BYTES = 100, 32 * 1024  # stored from its end when the middle was cut
 
+FLUSHED = "_flushed"  # not an event: a marker that resolves its future once what came before is written
 Stored = bool  # where an event goes: the log (True) or only live readers (False)
 
 
@@ -169,8 +170,15 @@ class EventPump:
         self._put({"agent": self._agent, **event, "run_id": self._run_id})
 
     async def drain(self) -> None:
+        """Write what is pending, then end the pump."""
         self._put(None)
         await asyncio.shield(self._task)
+
+    async def flush(self) -> None:
+        """Wait until every event emitted so far is in the log; the pump goes on."""
+        written: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._put({"type": FLUSHED, "future": written})
+        await asyncio.shield(written)
 
     def _put(self, item: dict[str, Any] | None) -> None:
         self._pending.append(item)
@@ -203,6 +211,9 @@ class EventPump:
 
     async def _pump(self) -> None:
         while (event := await self._next()) is not None:
+            if event["type"] == FLUSHED:
+                event["future"].set_result(None)
+                continue
             if event["type"] == "token":
                 event = await self._coalesced(event)
             elif event["type"] == "error" and isinstance(event.get("message"), str):

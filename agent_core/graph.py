@@ -31,7 +31,7 @@ from .tools.external import ExternalToolSpec
 from .external_tools import EXTERNAL_TOOL_AGENTS, gone_tool_hint
 from .vision import IMAGES_KEY, with_image_parts
 from .agents import AGENTS, AgentConfig, agent_for_mode
-from .approvals import approval_request_once, decided_args, decided_context
+from .approvals import approval_request_once, decided_args, decided_context, decoded
 from .undo.rules import prompt_section as rules_prompt_section
 from .autonomy import ToolPolicy, policy_of
 from . import usage as token_usage
@@ -375,7 +375,7 @@ async def _run_tool(call: dict[str, Any], ctx: RunContext) -> ToolOutcome:
         return ToolOutcome("error", f"{name} failed: {exc}")
     if ctx.needs_approval(name):
         # The node re-runs from the top on resume; nothing above has side effects.
-        decision = interrupt(await approval_request_once(spec, args, tool_ctx, ctx.agent.name, ctx.task_id, ctx.ledger_scope))
+        decision = decoded(interrupt(await approval_request_once(spec, args, tool_ctx, ctx.agent.name, ctx.task_id, ctx.ledger_scope)))
         tool_ctx = decided_context(decision, args, tool_ctx)
         args, rejected = decided_args(decision, args)
         if rejected is not None:

@@ -21,17 +21,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .errors import BadRequest
 
-class WorkspaceError(Exception):
+
+class WorkspaceError(BadRequest):
     """A path the caller can correct; `kind` is the error kind of the HTTP routes."""
 
     kind = "bad_path"
-
-    def __init__(self, message: str, kind: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        if kind:
-            self.kind = kind
 
 
 class PathOutsideRoot(WorkspaceError):

@@ -1,35 +1,21 @@
-"""Domain errors of the server extension; the base handler maps each to its HTTP status, once."""
+"""Errors as the routes answer them: agent_core's one hierarchy (agent_core.errors), and the one
+table from an error's category to its HTTP status."""
+
 from __future__ import annotations
 
+from agent_core.errors import BadRequest, Category, CellwrightError, Conflict, Misconfigured, NotFound, Unavailable
 
-class CellwrightError(Exception):
-    status = 400
-    kind = "bad_request"
+STATUS: dict[Category, int] = {
+    "bad_request": 400,
+    "not_found": 404,
+    "conflict": 409,
+    "too_large": 413,
+    "unavailable": 503,
+    "misconfigured": 503,
+}
 
-    def __init__(self, message: str, kind: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        if kind:
-            self.kind = kind
-
-
-class BadRequest(CellwrightError):
-    status = 400
+__all__ = ["STATUS", "BadRequest", "CellwrightError", "Conflict", "Misconfigured", "NotFound", "Unavailable", "status_of"]
 
 
-class NotFound(CellwrightError):
-    status = 404
-    kind = "not_found"
-
-
-class Unavailable(CellwrightError):
-    """Something the server needs is down (the shared database): retry later."""
-
-    status = 503
-    kind = "unavailable"
-
-
-class Conflict(CellwrightError):
-    status = 409
-    kind = "conflict"
-
+def status_of(error: CellwrightError) -> int:
+    return STATUS[error.category]

@@ -19,7 +19,7 @@ from agent_core import fast_json
 from agent_core.database import DatabaseUnavailable
 from agent_core.workspace import WorkspaceError
 
-from .errors import BadRequest, CellwrightError, Conflict, Unavailable
+from .errors import BadRequest, CellwrightError, Conflict, Unavailable, status_of
 from .run_manager import RunManager, StreamItem
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ class CellwrightHandler(APIHandler):
     def _handle_request_exception(self, e: BaseException) -> None:  # noqa: N802 (tornado's name)
         e = _as_domain_error(e)
         if isinstance(e, CellwrightError):
-            self.set_status(e.status)
+            self.set_status(status_of(e))
             self.set_header("Content-Type", "application/json")
             self.finish(json.dumps({"error": e.kind, "message": e.message}))
             return
@@ -97,6 +97,13 @@ class CellwrightHandler(APIHandler):
 
 
 class HealthHandler(CellwrightHandler):
+    async def prepare(self) -> None:
+        try:
+            await super().prepare()
+        except Unavailable as exc:  # a misconfiguration: health answers, naming it in "problems" (API.md)
+            if exc.kind != "misconfigured":
+                raise
+
     @web.authenticated
     @authorized
     async def get(self) -> None:
@@ -132,7 +139,7 @@ class ConfigTestHandler(CellwrightHandler):
         from agent_core.connection_check import test_connection
 
         form = self.body(contract_routes().ConnectionTest).model_dump(exclude_none=True)
-        self.write_json(await test_connection(self.app.configuration.agent_settings().with_overrides(**form)))
+        self.write_json(await test_connection(self.app.configuration.trial_settings(form)))  # keys stay with their endpoint
 
 
 class ThreadsHandler(CellwrightHandler):
@@ -173,7 +180,7 @@ class RunsHandler(CellwrightHandler):
         if not body.message.strip():
             raise BadRequest('"message" must not be blank.', "bad_request")
         path = self._notebook_path(body.notebook_path)
-        run_id = await self.runs.start_run(thread_id, body, path)
+        run_id = await self.runs.start_run(thread_id, body.model_copy(update={"notebook_path": path}))
         self.write_json({"run_id": run_id}, 202)
 
 
@@ -353,11 +360,7 @@ class KnowledgeStatusHandler(CellwrightHandler):
 
 def _as_domain_error(e: BaseException) -> BaseException:
     """Errors of the agent's tools and of body parsing, as the routes answer them."""
-    if isinstance(e, contract_routes().BodyError):
-        error = CellwrightError(e.message, e.kind)
-        error.status = e.status
-        return error
-    if isinstance(e, WorkspaceError):
+    if isinstance(e, WorkspaceError):  # worded for the model; a route's answer is a sentence
         return BadRequest(e.message[:1].upper() + e.message[1:] + ".", e.kind)
     if isinstance(e, DatabaseUnavailable):
         return Unavailable(str(e), "database_unavailable")

@@ -399,3 +399,52 @@ def test_workspace_root_is_the_servers_that_holds_the_notebook(tmp_path: Path, m
     assert notebook_path(session, root=workspace_root(session)) == "a/b/n.ipynb"
     assert workspace_root({}, start_dir=notebooks) == inner.resolve()  # no session name: the starting folder decides
     assert workspace_root({}, start_dir=runtime) == runtime.resolve()  # only a dead server's root holds it
+
+
+def test_agent_cells_leave_ipython_history_consistent(llm: FakeLLM, places: dict[str, Path]) -> None:
+    """After `%agent --yes` ran an approved cell, the user's next cells log their history as usual:
+    no "Session/line number was not unique" (the agent's cells ran inside the `%agent` cell)."""
+    for _ in range(3):  # the clash showed in about every second fresh kernel
+        started = magic_kernel(magic_env(llm, places), places["work"])
+        try:
+            llm.script(tool_call("run_cell", {"code": "z = 5\nprint(z)"}), tool_call("final_answer", {"answer": "Made z."}))
+            out = started.run("%agent --new --yes make z")
+            assert out.status == "ok" and "Made z." in out.answers, out
+            after = [started.run(f"w{i} = z + {i}\nw{i}") for i in range(5)]
+            assert all(cell.status == "ok" for cell in after)
+            told = "".join(cell.text for cell in after)
+            assert "not unique" not in told and "History logging moved" not in told, told
+            history = started.run("print(len(list(get_ipython().history_manager.get_range(output=False))))")
+            assert history.status == "ok" and "ERROR" not in history.text, history
+        finally:
+            started.stop()
+
+
+def test_agent_offers_mcp_and_notebook_tools(llm: FakeLLM, tmp_path: Path) -> None:
+    """`%agent` runs through the same driver as the panel: its runs get the MCP servers' tools and
+    the notebook's @tool functions, and call them after approval."""
+    places = {name: tmp_path / name for name in ("data", "config", "work", "runtime")}
+    for path in places.values():
+        path.mkdir()
+    fixture = str(Path(__file__).with_name("mcp_server_fixture.py"))
+    config = {"Cellwright": {"max_retries": 0, "request_timeout": 10, "mcp_servers": {"local": {"command": sys.executable, "args": [fixture]}}}}
+    (places["config"] / "jupyter_server_config.json").write_text(json.dumps(config))
+    started = magic_kernel(magic_env(llm, places), places["work"])
+    try:
+        defined = started.run("from agent_core import tool\n@tool\ndef double(n: int) -> int:\n    'Twice n.'\n    return 2 * n")
+        assert defined.status == "ok", defined
+        before = len(llm.requests)
+        llm.script(
+            tool_call("mcp__local__lookup", {"country": "Peru"}),
+            tool_call("double", {"n": 21}),
+            tool_call("final_answer", {"answer": "Lima, 42"}),
+        )
+        out = started.run("%agent --new --yes capital of Peru, and twice 21")
+        assert out.status == "ok" and out.answers == ["Lima, 42"], out
+        requests = llm.requests[before:]
+        offered = {tool["function"]["name"] for tool in requests[0].get("tools", [])}
+        assert {"mcp__local__lookup", "double"} <= offered, offered
+        told = tool_messages(requests[-1])
+        assert any("Lima" in m for m in told) and any("42" in m for m in told), told
+    finally:
+        started.stop()

@@ -39,7 +39,7 @@ async def test_a_run_streams_its_backlog_then_caught_up_then_ends(tmp_path: Path
     async with run_manager(tmp_path, fake_llm) as manager:
         fake_llm.script(text(["The answer ", "is 42."]))
         record = await manager.threads.create("n.ipynb", "t")
-        await manager.start_run(record.thread_id, StartRun(message="hi"), None)
+        await manager.start_run(record.thread_id, StartRun(message="hi"))
         items = await asyncio.wait_for(followed(manager, record.thread_id), 30)
         kinds = [item.event["type"] if item.event else item.kind for item in items]
         assert kinds.count("caught_up") == 1, "the end of the (here empty) backlog, once"
@@ -55,7 +55,7 @@ async def test_decisions_and_stops_are_checked_against_the_thread(tmp_path: Path
 
         fake_llm.script(tool_call("write_file", {"path": "a.txt", "content": "x"}, id="w1"))
         record = await manager.threads.create("n.ipynb", "t")
-        await manager.start_run(record.thread_id, StartRun(message="write"), None)
+        await manager.start_run(record.thread_id, StartRun(message="write"))
         await asyncio.wait_for(followed(manager, record.thread_id), 30)
         with pytest.raises(Conflict) as refused:
             await manager.decide(record.thread_id, "other", Decision(decision="approve"))
@@ -64,7 +64,7 @@ async def test_decisions_and_stops_are_checked_against_the_thread(tmp_path: Path
             await manager.decide(record.thread_id, "w1", Decision(decision="edit", args={"nope": 1}))
         assert bad.value.kind == "bad_args"
         with pytest.raises(Conflict) as pending:
-            await manager.start_run(record.thread_id, StartRun(message="again"), None)
+            await manager.start_run(record.thread_id, StartRun(message="again"))
         assert pending.value.kind == "approval_pending"
         await manager.cancel(record.thread_id)
         detail = await manager.thread_detail(record.thread_id)
@@ -78,7 +78,7 @@ async def test_a_lease_held_elsewhere_refuses_start_stop_and_delete(tmp_path: Pa
         try:
             assert await kernel.take_lease(record.thread_id)
             for attempt in (
-                manager.start_run(record.thread_id, StartRun(message="hi"), None),
+                manager.start_run(record.thread_id, StartRun(message="hi")),
                 manager.cancel(record.thread_id),
                 manager.delete_thread(record.thread_id),
             ):

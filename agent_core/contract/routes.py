@@ -115,7 +115,8 @@ class ConfigUpdate(Body):
 
 
 class ConnectionTest(Body):
-    """POST config/test: the form's values, unsaved; what is absent is taken from the settings."""
+    """POST config/test: the form's values, unsaved; what is absent is taken from the settings. The
+    endpoint tried gets the api_key sent with it, else its own saved key, never another endpoint's."""
 
     model_config = ConfigDict(strict=True, extra="forbid")
     model: str | None = Field(default=None, max_length=500)
@@ -133,12 +134,20 @@ class ErrorBody(WireModel):
     message: str = Field(description="What went wrong and what to do.")
 
 
+class Problem(WireModel):
+    """A misconfiguration the server can name; while there is one, the other routes answer 503 misconfigured."""
+
+    kind: str = Field(description="e.g. postgres_extra_missing")
+    message: str = Field(description="What is wrong and what to do.")
+
+
 class Health(WireModel):
     version: str
     model: str
     tool_calling: ToolCalling
     checkpointer: CheckpointerKind
     llm_configured: bool
+    problems: list[Problem] = Field(default_factory=list, description="Absent when there is none.")
 
 
 class PublicConfig(WireModel):
@@ -146,7 +155,12 @@ class PublicConfig(WireModel):
 
     model: str
     base_url: str
-    api_key_set: bool
+    api_key_set: bool = Field(description="Whether the current endpoint (base_url's scheme, host and port) has a key.")
+    api_keys_set: list[str] = Field(
+        default_factory=list,
+        description='The endpoints that have a key, e.g. ["http://127.0.0.1:8000", "https://api.openai.com"]: a key '
+        "belongs to the endpoint it was given for and is never sent to another. Never the keys.",
+    )
     tool_calling: ToolCalling
     auto_approve: list[str]
     max_model_calls: int | None

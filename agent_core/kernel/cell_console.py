@@ -8,6 +8,7 @@ import re
 import sys
 from typing import Any
 
+from ..contract.routes import Decision
 from ..display_text import visible
 
 RED, DIM, RESET = "\x1b[31m", "\x1b[90m", "\x1b[0m"  # 90: grey, which JupyterLab renders (2 it ignores)
@@ -29,11 +30,11 @@ class ApprovalPrompt:
         self.printer = printer
         self.approve_all = approve_all
 
-    def ask(self, pending: dict[str, Any]) -> dict[str, Any]:
+    def ask(self, pending: dict[str, Any]) -> Decision:
         self.printer.approval(pending)
         if self.approve_all:
             print("Approved (--yes).", flush=True)
-            return {"decision": "approve", "args": None, "reason": ""}
+            return Decision(decision="approve")
         from IPython.core.error import StdinNotImplementedError
 
         try:
@@ -46,7 +47,7 @@ class ApprovalPrompt:
         except EOFError:
             raise ApprovalUnavailable(f"No answer came (end of input): {pending['name']} did not run.") from None
 
-    def _decide(self, pending: dict[str, Any]) -> dict[str, Any]:
+    def _decide(self, pending: dict[str, Any]) -> Decision:
         from ..tools import TOOLS
 
         field = EDITABLE_ARG.get(pending["name"])
@@ -54,10 +55,10 @@ class ApprovalPrompt:
         while True:
             answer = input(question).strip().lower()
             if answer in ("y", "yes"):
-                return {"decision": "approve", "args": None, "reason": ""}
+                return Decision(decision="approve")
             if answer in ("n", "no"):
                 reason = input("Reason, for the agent (optional): ").strip()
-                return {"decision": "reject", "args": None, "reason": reason}
+                return Decision(decision="reject", reason=reason[:20_000])
             if field and answer in ("e", "edit"):
                 print(f"Type the new {field} line by line; a line with only a dot (.) ends it.", flush=True)
                 lines = []
@@ -66,7 +67,7 @@ class ApprovalPrompt:
                 args = {**pending["args"], field: "\n".join(lines)}
                 problem = TOOLS[pending["name"]].check_args(args)
                 if problem is None:
-                    return {"decision": "edit", "args": args, "reason": ""}
+                    return Decision(decision="edit", args=args)
                 self.printer.line(f"Not usable: {problem}.")
 
 

@@ -42,18 +42,22 @@ import os
 import re
 import sys
 import threading
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from traitlets import Bool
 
 from ..configuration import Cellwright
+from ..errors import CellwrightError
 from .session import env_auto_approve, kernel_id, notebook_path, workspace_root
 from .cell_console import DIM, RED, RESET, ApprovalPrompt, ApprovalUnavailable, Printer
 from .shell_environment import MainThread, ShellEnvironment
+
+if TYPE_CHECKING:
+    from ..thread_runner import ThreadRunner
+    from ..thread_store import ThreadRecord, ThreadStore
 
 log = logging.getLogger(__name__)
 
@@ -125,15 +129,10 @@ class AgentMagics(Magics):
             print(f"{RED}{not_configured().message}{RESET}", file=sys.stderr)
             return
         approve_all = "--yes" in options or self.session.approve_all
-        call = AgentCall(self.shell, settings, self.session, request, new="--new" in options, approve_all=approve_all)
-        # This cell's input is in the history under its execution count N; the agent's cells take
-        # N+1, N+2... (a second entry under N would clash in the history database). The kernel adds
-        # one for this cell when it ends, so that one is taken back here.
-        self.shell.execution_count += 1
-        try:
-            call.run()
-        finally:
-            self.shell.execution_count -= 1
+        # The agent's cells run inside this cell, as part of it: they take no history line or
+        # execution count of their own (a second entry under this cell's number clashed in
+        # IPython's history database).
+        AgentCall(self.shell, settings, self.session, request, new="--new" in options, approve_all=approve_all).run()
 
 
 def _parse(text: str) -> tuple[set[str] | None, str]:
@@ -225,17 +224,31 @@ class AgentCall:
         from ..thread_store import ThreadStore
 
         # Opened and closed within this call: the server uses the same files, and an open aiosqlite
-        # connection would keep a thread alive in the kernel.
+        # connection would keep a thread alive in the kernel. MCP servers likewise start on this
+        # call's first use of one and stop with it.
         threads = ThreadStore(
             self.settings.threads_path, holder=f"a %agent call in a kernel (pid {os.getpid()})", database_url=self.settings.database_url
         )
+        mcp: Any = None
+
+        def mcp_manager() -> Any:
+            nonlocal mcp
+            if mcp is None:
+                from ..mcp.config import parse_servers
+                from ..mcp.manager import McpManager
+
+                mcp = McpManager(lambda: parse_servers(self.settings.mcp_servers))
+            return mcp
+
         try:
             await threads.open()
-            runner = await ThreadRunner.open(threads, self.settings.database_url, self.settings.checkpoints_path)
+            runner = await ThreadRunner.open(threads, self.settings.database_url, self.settings.checkpoints_path, mcp=mcp_manager)
             try:
                 await self._converse(runner)
             finally:
                 await runner.aclose()
+                if mcp is not None:
+                    await mcp.shutdown()
                 if "agent_core.knowledge.service" in sys.modules:  # search_knowledge started its watcher on this loop
                     from ..knowledge.service import stop_all
 
@@ -243,26 +256,41 @@ class AgentCall:
         finally:
             await threads.close()
 
-    async def _converse(self, runner: Any) -> None:
-        from ..thread_runner import ThreadBusy
+    async def _converse(self, runner: ThreadRunner) -> None:
+        """Start the run, then resume it with each decision asked on the main thread, until it ends."""
+        from ..contract.routes import StartRun
+        from ..thread_runner import RunRefused
 
         record = await self._thread(runner.threads)
+        thread_id = record.thread_id
+        environment = lambda _record: self.env  # noqa: E731 (the cells run in this kernel, whatever the record says)
         try:
-            await runner.ensure_not_leased(record.thread_id, "ask here (or use %agent --new)")
-        except ThreadBusy as exc:
+            await runner.ensure_not_leased(thread_id, "ask here (or use %agent --new)")
+            snapshot = await runner.recovered(record, environment, self.agent_settings)
+            if runner.pending(snapshot):
+                await runner.stop_pending(thread_id, record.last_run_id)
+                self.main.post(self.printer.note, "A call an earlier %agent left waiting for approval was stopped; it did not run.")
+            request = StartRun(message=self.request, notebook_path=record.notebook_path)
+            run = await runner.start(thread_id, request, environment, self.agent_settings, on_event=self._show)
+        except RunRefused as exc:
             self.main.post(self.printer.error, exc.message)
             return
-        snapshot = await runner.recovered(record.thread_id, lambda: self._drive(runner, record, None, ""))
-        if runner.pending(snapshot):
-            await runner.stop_pending(record.thread_id, record.last_run_id)
-            self.main.post(self.printer.note, "A call an earlier %agent left waiting for approval was stopped; it did not run.")
-            snapshot = await runner.snapshot(record.thread_id)
-        graph_input, mentions = await runner.with_context(
-            runner.start_input(snapshot, self.request, "single"), self.request, self.env, self.agent_settings
-        )
-        await self._drive(runner, record, graph_input, self.request, mentions)
+        while await run.drive() == "awaiting_approval":
+            pending = runner.pending(await runner.snapshot(thread_id))
+            if pending is None:
+                return
+            try:
+                decision = await self.main.call(self.prompt.ask, pending)
+                run = await runner.resume(thread_id, pending["id"], decision, environment, self.agent_settings, on_event=self._show)
+            except asyncio.CancelledError:
+                await runner.stop_pending(thread_id, run.run_id)
+                raise
+            except (ApprovalUnavailable, CellwrightError) as exc:
+                await runner.stop_pending(thread_id, run.run_id)
+                self.main.post(self.printer.error, str(exc))
+                return
 
-    async def _thread(self, threads: Any) -> Any:
+    async def _thread(self, threads: ThreadStore) -> ThreadRecord:
         """The notebook's latest `%agent` thread, or a new one (--new, or none yet)."""
         from ..thread_runner import title_from
 
@@ -272,38 +300,6 @@ class AgentCall:
         if self.env.kernel_id and record.kernel_id != self.env.kernel_id:
             await threads.update(record.thread_id, kernel_id=self.env.kernel_id)  # for the panel, should it continue here
         return record
-
-    async def _drive(self, runner: Any, record: Any, graph_input: Any, message: str, mentions: list[Any] | None = None) -> str:
-        """Run segments until the run ends; each approval is asked on the main thread in between
-        and resumes the graph as RunManager.decide does."""
-        from ..graph import run_context
-        from ..thread_runner import RunRefused
-
-        thread_id = record.thread_id
-        while True:
-            run_id = uuid.uuid4().hex
-
-            def make_context(emit: Any) -> Any:
-                return run_context(thread_id, self.agent_settings, self.env, runner.store.ledger, emit, record.notebook_path, "single")
-
-            status = await runner.run_segment(thread_id, run_id, graph_input, make_context, "single", message, self._show, mentions)
-            mentions = None
-            if status != "awaiting_approval":
-                return status
-            snapshot = await runner.snapshot(thread_id)
-            pending = runner.pending(snapshot)
-            if pending is None:
-                return status
-            try:
-                decision = await self.main.call(self.prompt.ask, pending)
-                graph_input, message = runner.resume_input(snapshot, pending["id"], decision), ""
-            except asyncio.CancelledError:
-                await runner.stop_pending(thread_id, run_id)
-                raise
-            except (ApprovalUnavailable, RunRefused) as exc:
-                await runner.stop_pending(thread_id, run_id)
-                self.main.post(self.printer.error, str(exc))
-                return "cancelled"
 
     def _show(self, event: dict[str, Any]) -> None:
         self.main.post(self.printer.show, event)

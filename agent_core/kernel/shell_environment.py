@@ -138,7 +138,7 @@ class ShellEnvironment:
         try:
             sys.stdout, sys.stderr = _Tee(stdout, "stdout", outputs), _Tee(stderr, "stderr", outputs)
             shell.display_pub.publish = published
-            result = shell.run_cell(code, store_history=True)
+            result = shell.run_cell(code, store_history=False)  # part of the `%agent` cell: no history line of its own
         finally:
             sys.stdout, sys.stderr = stdout, stderr
             shell.display_pub.publish = publish
