@@ -138,6 +138,9 @@ SAMPLES: list[tuple[str, str, dict[str, set[str]]]] = [
     ("imported-object-is-not-a-module", "from settings import registry\nregistry.update(a=1)\nimport os\nos.remove(p)",
      {"assigns": {"registry", "os"}, "mutates": {"registry"}, "files_written": {"p"}}),
     ("torch-inplace", "w.add_(1)\ntorch.nn.init.zeros_(b)\nmodel.load_state_dict(sd)", {"mutates": {"w", "b", "model"}}),
+    ("next-advances-an-iterator", "next(gen)\nfirst = next(rows, None)\nit = iter(xs)\nnext(it)",
+     {"reads": {"gen", "rows", "xs"}, "mutates": {"gen", "rows"}, "assigns": {"first", "it"}}),
+    ("unknown-method-is-not-a-mutation", "gen.send(None)\ndf.head()\nlst.copy()", {"reads": {"gen", "df", "lst"}}),
     ("setattr-literal-and-dynamic", "setattr(cfg, 'rate', 1)\nsetattr(cfg, key, 2)",
      {"mutates": {"cfg"}, "unknown": {"setattr(cfg, key, 2)"}}),
     ("views-and-aliases", "part = df['a']\npart[0] = 1\nd2 = alias = d\nalias.update(x=1)\ncopy = df.copy()\ncopy['b'] = 2",
@@ -228,6 +231,30 @@ def test_changed_and_created_names() -> None:
     assert impact.created_names() == ("tmp", "x")
     assert not impact.touches_outside_kernel()
     assert any("deletes variables by magic" in reason for reason in impact.undo_blockers())
+
+
+def test_calls_whose_effect_only_the_type_tells_are_touched() -> None:
+    """A method the analysis does not know, an iteration or a builtin that consumes its argument may
+    change a value in place (`gen.send(None)` advances a generator; `df.head()` changes nothing): the
+    name is `touched`, and the kernel tells by its type whether a snapshot can undo it."""
+    impact = analyze_code("gen.send(None)")
+    assert impact.touched == (Finding("gen", 1),)
+    assert impact.touched_names() == ("gen",) and impact.changed_names() == () and impact.mutated_names() == ()
+    assert impact.names("reads") == ("gen",) and not impact.mutates  # the card's categories are as before
+    code = "for v in it:\n    break\nfirst = [x for x in stream]\nrest = list(source)\nfor i, r in enumerate(rows):\n    pass"
+    assert set(analyze_code(code).touched_names()) == {"it", "stream", "source", "rows"}
+    for harmless in ("df.head()", "s.upper()", "lst.copy()"):
+        impact = analyze_code(harmless)
+        assert impact.touched_names() and not impact.changed_names(), harmless  # the kernel's type check decides
+    for untouched in ("print(x)", "len(x)", "np.random.seed(0)", "import os\nos.getcwd()", "acc = []\nacc.copy()",
+                      "def f(g):\n    return g.send(None)"):
+        assert analyze_code(untouched).touched_names() == (), untouched
+    # A name the cell changes anyway is not touched as well; `next()` certainly changes it.
+    assert analyze_code("lst.append(1)\nlst.copy()").touched_names() == ()
+    impact = analyze_code("next(gen)")
+    assert impact.mutated_names() == ("gen",) and impact.touched_names() == ()
+    # Through a view: `row` is an element of `rows`.
+    assert analyze_code("for row in rows:\n    row.send(None)").touched_names() == ("rows",)
 
 
 def test_touches_outside_kernel_and_blockers() -> None:

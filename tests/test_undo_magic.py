@@ -2,6 +2,11 @@
 snapshotted in the same kernel-side store the server uses."""
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from agent_core.thread_store import ThreadStore
 from tests.test_magic import Kernel, kernel, llm, places  # noqa: F401 (the magic's fixtures)
 from devtools.fake_llm import FakeLLM, tool_call
 
@@ -13,3 +18,45 @@ def test_the_magics_cells_are_snapshotted_in_the_kernel(kernel: Kernel, llm: Fak
     assert out.answers == ["Done."], out
     check = "import sys; s = sys.modules['_cellwright_undo'].steps['m1']; print(s['values'], s['absent'])"
     assert kernel.run(check).stdout == "{'v': [1, 2]} ['new']\n"
+
+
+def _events(data_dir: Path, title: str) -> list[dict[str, Any]]:
+    """The stored events of the magic's thread with this title (the newest one)."""
+    async def read() -> list[dict[str, Any]]:
+        store = ThreadStore(data_dir / "cellwright" / "threads.sqlite")
+        await store.open()
+        try:
+            record = next(r for r in await store.list() if r.title == title)
+            return list(await store.events_after(record.thread_id, 0))
+        finally:
+            await store.close()
+
+    return asyncio.run(read())
+
+
+def test_a_generator_the_magics_cell_advances_is_not_undoable(
+    kernel: Kernel, llm: FakeLLM, places: dict[str, Path]  # noqa: F811
+) -> None:
+    kernel.run("def _count():\n    yield from range(10)\ngen = _count()\nimport pandas as pd\ndf = pd.DataFrame({'a': [1]})")
+    llm.script(
+        tool_call("run_cell", {"code": "df.head()"}, id="g0"),
+        tool_call("run_cell", {"code": "gen.send(None)"}, id="g1"),
+        tool_call("run_cell", {"code": "next(gen)"}, id="g2"),
+        tool_call("final_answer", {"answer": "Advanced."}),
+    )
+    out = kernel.run("%agent --new --yes advance gen")
+    assert out.answers == ["Advanced."], out
+    events = _events(places["data"], "%agent: advance gen")
+    cards = {e["id"]: e["impact"] for e in events if e["type"] == "approval_required"}
+    reason = "`gen` is a generator: its state cannot be saved, so undo cannot restore it"
+    assert cards["g0"]["undoable"] is True and cards["g0"]["not_undoable_reason"] is None
+    for call_id in ("g1", "g2"):
+        assert cards[call_id]["undoable"] is False and reason in cards[call_id]["not_undoable_reason"], cards[call_id]
+    # The magic runs in this kernel: its step records say why no snapshot was kept, and none claims the generator.
+    check = (
+        "import sys; from agent_core.undo.steps import BOOK\n"
+        "print({c: r.refused for (t, c), r in BOOK.steps.items() if c in ('g0', 'g1', 'g2')})\n"
+        "print(sorted(k for k in sys.modules['_cellwright_undo'].steps if k in ('g0', 'g1', 'g2')))"
+    )
+    refused, held = kernel.run(check).stdout.splitlines()
+    assert refused == str({"g0": None, "g1": reason, "g2": reason}) and held == "['g0']"

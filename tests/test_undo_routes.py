@@ -269,3 +269,68 @@ async def test_a_sub_agents_step_can_be_undone(api: Api, fake_llm: FakeLLM, note
     assert of_type(events, "cell_started")[-1]["provenance"]["agent"] == "python_developer"
     _, answer = await api.call("POST", f"threads/{thread}/undo/dev1", {}, expect=200)
     assert answer["removed"] == ["q"]
+
+
+GENERATOR = "def _count():\n    yield from range(10)\ngen = _count()\n"
+GENERATOR_REASON = "`gen` is a generator: its state cannot be saved, so undo cannot restore it"
+
+
+async def test_a_generator_advanced_by_a_call_is_not_undoable_while_df_head_is(
+    api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_serverapp: Any
+) -> None:
+    env = jp_serverapp.web_app.settings["cellwright"].kernel_environment(NOTEBOOK, notebook_kernel)
+    run = await env.run_cell("setup", GENERATOR + "import pandas as pd\ndf = pd.DataFrame({'a': [1, 2]})\ns = 'x'\nlst = [1]", lambda event: None)
+    assert run.status == "ok", run.outputs
+    fake_llm.script(
+        tool_call("run_cell", {"code": "df.head()\nprint(s.upper(), len(lst), lst.copy())"}, id="look"),
+        tool_call("run_cell", {"code": "gen.send(None)"}, id="send"),
+        tool_call("run_cell", {"code": "next(gen)"}, id="next"),
+        text("done"),
+    )
+    thread = await api.new_thread()
+    events = await _run_approved(api, thread, "look and advance", ["look", "send", "next"])
+    cards = {card["id"]: card["impact"] for card in of_type(events, "approval_required")}
+    assert cards["look"]["undoable"] is True and cards["look"]["not_undoable_reason"] is None
+    for call_id in ("send", "next"):
+        assert cards[call_id]["undoable"] is False, cards[call_id]
+        assert GENERATOR_REASON in cards[call_id]["not_undoable_reason"]
+    assert {"name": "gen", "line": 1} in cards["next"]["mutates"]  # next() advances it: a change, shown as one
+    started = {e["provenance"]["tool_call_id"]: e["provenance"] for e in of_type(events, "cell_started")}
+    assert started["look"]["undoable"] is True
+    assert started["send"]["undoable"] is False and GENERATOR_REASON in started["send"]["not_undoable_reason"]
+    assert started["next"]["undoable"] is False
+
+    # The undo never claims to have restored the generator: it is refused, with the reason.
+    for call_id in ("next", "send"):
+        _, refused = await api.call("POST", f"threads/{thread}/undo/{call_id}", {}, expect=409)
+        assert refused["error"] == "no_snapshot" and GENERATOR_REASON in refused["message"], refused
+    assert await _kernel(jp_serverapp, notebook_kernel, "next(gen)") == 2  # 0 and 1 were taken: nothing was put back
+    _, answer = await api.call("POST", f"threads/{thread}/undo/look", {}, expect=200)
+    assert answer["restored"] == [] and answer["removed"] == []
+
+
+async def test_an_iterator_consumed_by_a_cell_is_restored_or_the_step_says_why_not(
+    api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_serverapp: Any
+) -> None:
+    # `it` copies (a list iterator): undo puts it back where it was. `pairs` wraps a generator: the
+    # card cannot tell without running its copy, so the snapshot before the cell finds out and says so.
+    env = jp_serverapp.web_app.settings["cellwright"].kernel_environment(NOTEBOOK, notebook_kernel)
+    run = await env.run_cell("setup", GENERATOR + "it = iter([1, 2, 3])\npairs = enumerate(_count())", lambda event: None)
+    assert run.status == "ok", run.outputs
+    fake_llm.script(
+        tool_call("run_cell", {"code": "for v in it:\n    break"}, id="iter"),
+        tool_call("run_cell", {"code": "for i, p in pairs:\n    break"}, id="pairs"),
+        text("done"),
+    )
+    thread = await api.new_thread()
+    events = await _run_approved(api, thread, "consume", ["iter", "pairs"])
+    started = {e["provenance"]["tool_call_id"]: e["provenance"] for e in of_type(events, "cell_started")}
+    assert started["iter"]["undoable"] is True
+    assert started["pairs"]["undoable"] is False
+    reason = started["pairs"]["not_undoable_reason"]
+    assert "`pairs` cannot be copied" in reason and "generator" in reason and "undo cannot restore it" in reason
+    _, refused = await api.call("POST", f"threads/{thread}/undo/pairs", {}, expect=409)
+    assert refused["error"] == "no_snapshot" and "`pairs` cannot be copied" in refused["message"]
+    _, answer = await api.call("POST", f"threads/{thread}/undo/iter", {}, expect=200)
+    assert "it" in answer["restored"] and answer["removed"] == ["v"]
+    assert await _kernel(jp_serverapp, notebook_kernel, "list(it)") == [1, 2, 3]

@@ -48,6 +48,10 @@ class CodeImpact:
     shell: tuple[Finding, ...] = ()
     unknown: tuple[Finding, ...] = field(default=())
     parse_error: str | None = None
+    # Names from before the cell that a call may change, by means only the value's type tells
+    # (`gen.send(None)`, `for v in it`, `list(it)`; `df.head()` too): not one of the card's
+    # categories, the kernel decides (agent_core.undo.card). Reads as well, as before.
+    touched: tuple[Finding, ...] = ()
 
     def names(self, category: str) -> tuple[str, ...]:
         """The names found in one category, in order (e.g. `impact.names("mutates")`)."""
@@ -58,6 +62,16 @@ class CodeImpact:
         before the cell runs only the kernel knows), de-duplicated, in order."""
         found = [*self.assigns, *self.mutates, *self.deletes]
         return _unique([item.name for item in sorted(found, key=lambda item: item.line) if _is_variable(item.name)])
+
+    def mutated_names(self) -> tuple[str, ...]:
+        """Variables changed in place (not only rebound): their old value must be a copy."""
+        return _unique([item.name for item in self.mutates if _is_variable(item.name)])
+
+    def touched_names(self) -> tuple[str, ...]:
+        """Variables a call may change in place, depending on their type in the kernel, that the
+        cell does not otherwise change (those are among `changed_names` already)."""
+        changed = set(self.changed_names())
+        return _unique([item.name for item in self.touched if item.name not in changed and _is_variable(item.name)])
 
     def created_names(self) -> tuple[str, ...]:
         """Variables only assigned, never mutated or deleted here: the ones that may be new."""
@@ -120,7 +134,7 @@ def _impact(sink: Sink, parse_error: str | None = None) -> CodeImpact:
         items = [Finding(name, line) for name, line in sink.found.get(category, {}).items()]
         return tuple(sorted(items, key=lambda item: item.line))
 
-    return CodeImpact(**{category: findings(category) for category in CATEGORIES}, parse_error=parse_error)
+    return CodeImpact(**{category: findings(category) for category in (*CATEGORIES, "touched")}, parse_error=parse_error)
 
 
 def _analyze(code: str) -> CodeImpact:

@@ -1,7 +1,10 @@
 """The scope-aware walk over a cell's syntax tree. Kernel-level bindings are `assigns`; names bound
 inside functions, lambdas, comprehensions and class bodies are not (a `global` declaration makes
 them kernel bindings again); names loaded from outside are `reads`; in-place changes of names the
-cell did not bind itself are `mutates`, reported on the root name (`self.a.b[0] = 1` -> `self`).
+cell did not bind itself are `mutates`, reported on the root name (`self.a.b[0] = 1` -> `self`);
+calls that may change such a name by means the analysis cannot tell from the code alone (a method
+it does not know, `for v in it`, `list(it)`) are `touched`: only the value's type in the kernel
+says whether they change it (`gen.send(None)` advances a generator, `df.head()` changes nothing).
 Side effects in a function body are reported even though the call may come later: conservative."""
 from __future__ import annotations
 
@@ -20,6 +23,9 @@ MUTATING_METHODS = frozenset({
     "__setitem__", "__delitem__", "__iadd__", "__setattr__", "__delattr__",
 })
 NAMESPACE_FUNCTIONS = frozenset({"globals", "locals", "vars"})
+# Builtins that iterate over their arguments (they advance an iterator or a generator passed in).
+CONSUMERS = frozenset({"list", "tuple", "set", "frozenset", "dict", "sorted", "sum", "min", "max", "any", "all",
+                       "enumerate", "zip", "map", "filter", "reversed"})
 ITERATION_WRAPPERS = frozenset({"enumerate", "zip", "reversed", "iter", "filter", "sorted", "list", "tuple"})
 CODE_RUNNERS = frozenset({"exec", "eval", "compile", "execfile", "__import__", "breakpoint"})
 IPYTHON_RUNNERS = frozenset({"run_cell", "run_cell_async", "run_code", "ex", "ev", "push", "del_var",
@@ -137,6 +143,18 @@ class ImpactVisitor(ast.NodeVisitor):
                 return  # a value the cell made itself: it is among the assigns already
             self.sink.add("mutates", root.id, line)
 
+    def touch(self, target: ast.AST, line: int) -> None:
+        """`target` may be changed by this call (a method the analysis does not know, an iteration):
+        the name from before the cell it belongs to is `touched` (a module's functions are calls)."""
+        root = root_of(target)
+        if not isinstance(root, ast.Name) or self._is_module(root):
+            return
+        view = self._view(root.id)
+        if view:
+            self.sink.add("touched", view, line)
+        elif not self._is_local(root.id) and root.id not in self.assigned:
+            self.sink.add("touched", root.id, line)
+
     # -- statements --------------------------------------------------------------------------
     def _target(self, target: ast.AST, line: int) -> None:
         if isinstance(target, ast.Name):
@@ -179,6 +197,7 @@ class ImpactVisitor(ast.NodeVisitor):
 
     def _loop(self, node: ast.For | ast.AsyncFor) -> None:
         self.visit(node.iter)
+        self.touch(node.iter, node.lineno)  # `for v in it` advances an iterator
         self._target(node.target, node.lineno)
         self._refer(node.target, node.iter, through_calls=True)  # `for row in rows`: row is in rows
         for statement in [*node.body, *node.orelse]:
@@ -286,10 +305,12 @@ class ImpactVisitor(ast.NodeVisitor):
 
     def _comprehension(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp) -> None:
         self.visit(node.generators[0].iter)  # evaluated in the enclosing scope
+        self.touch(node.generators[0].iter, getattr(node.generators[0].iter, "lineno", 1))
         self.scopes.append(Scope("comprehension"))
         for index, generator in enumerate(node.generators):
             if index:
                 self.visit(generator.iter)
+                self.touch(generator.iter, getattr(generator.iter, "lineno", 1))
             self._target(generator.target, getattr(generator.target, "lineno", 1))
             for condition in generator.ifs:
                 self.visit(condition)
@@ -341,6 +362,11 @@ class ImpactVisitor(ast.NodeVisitor):
                 self.sink.add("unknown", magics.shorten(ast.unparse(node), 60), line)
         elif name == "getattr" and len(node.args) > 1 and literal_str(node.args[1]) is None:
             self.sink.add("unknown", magics.shorten(ast.unparse(node), 60), line)
+        elif name == "next" and node.args:
+            self.mutate(node.args[0], line)  # advances the iterator
+        elif name in CONSUMERS:
+            for argument in node.args:
+                self.touch(argument.value if isinstance(argument, ast.Starred) else argument, line)
         elif name in self.global_writers:
             self.sink.add("unknown", f"{name}() sets globals: {', '.join(self.global_writers[name])}", line)
 
@@ -357,6 +383,8 @@ class ImpactVisitor(ast.NodeVisitor):
             return  # torch.nn.init.zeros_(w): a module function, it changes its argument (calls.py)
         if (method in MUTATING_METHODS or inplace or underscore) and not self._is_module(receiver):
             self.mutate(receiver, line)
+        else:
+            self.touch(receiver, line)  # `gen.send(None)`, `df.head()`: the value's type decides
 
     def _ipython(self, node: ast.Call, attr: str, line: int) -> None:
         if attr == "show_usage" and not node.args:

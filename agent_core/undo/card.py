@@ -1,6 +1,6 @@
 """The approval card's `impact` (contract.review.Impact): what the static analysis finds in the code,
 the workspace rules it appears to break, and whether the step can be undone in the kernel, decided
-up front from the sizes of the variables it would change (asked of the kernel silently)."""
+up front from the sizes and types of the variables it would change (asked of the kernel silently)."""
 from __future__ import annotations
 
 import logging
@@ -48,24 +48,34 @@ def limit_bytes(ctx: ToolContext) -> int:
 
 
 async def undoability(impact: CodeImpact, ctx: ToolContext) -> Undoability:
-    """Whether the kernel part can be undone, from the kernel's sizes of the names the cell changes."""
+    """Whether the kernel part can be undone, from the kernel's sizes of the names the cell changes and
+    the types of those it changes in place or calls methods on (a generator's state cannot be saved)."""
     if impact.parse_error:
         return Undoability(False, f"the code could not be analysed ({impact.parse_error}), so what it changes is unknown")
     cap = limit_bytes(ctx)
     if cap <= 0:
         return Undoability(False, "undo snapshots are turned off (undo_snapshot_limit_mb = 0)")
-    names = list(impact.changed_names())
+    names, check = list(impact.changed_names()), list(impact.touched_names())
     problems: list[str] = []
-    if names:
+    notes: list[str] = []
+    if names or check:
         try:
-            answer = await kernel_calls.measure(ctx.env, names, cap)
+            answer = await kernel_calls.measure(ctx.env, names, cap, list(impact.mutated_names()), check)
         except ToolInputError as exc:
-            return Undoability(False, f"the kernel could not be asked for the variables' sizes: {exc}")
-        problems = [str(p) for p in answer.get("problems", [])]
+            if names:
+                return Undoability(False, f"the kernel could not be asked for the variables' sizes: {exc}")
+            # Only names the cell may change (`df.head()`, `gen.send(None)`): the snapshot taken before
+            # the cell runs checks them again and says so if it cannot keep them.
+            shown = ", ".join(check[:MAX_LISTED]) + (", …" if len(check) > MAX_LISTED else "")
+            notes.append(f"the kernel could not be asked ({exc}) whether {shown} can be saved; the snapshot before the cell runs will tell")
+        else:
+            problems = [str(p) for p in answer.get("problems", [])]
     if problems:
         return Undoability(False, "; ".join(problems))
     outside = not_undone(impact)
-    return Undoability(True, ("Undo restores the kernel's variables but not: " + "; ".join(outside)) if outside else None)
+    if outside:
+        notes.insert(0, "Undo restores the kernel's variables but not: " + "; ".join(outside))
+    return Undoability(True, "; ".join(notes) if notes else None)
 
 
 def warnings_for(impact: CodeImpact, ctx: ToolContext) -> list[str]:

@@ -25,13 +25,23 @@ async def _call(env: ToolEnvironment, entry: str, payload: dict[str, Any], timeo
     return answer
 
 
-async def measure(env: ToolEnvironment, names: list[str], cap_bytes: int) -> dict[str, Any]:
-    """Per name: exists, bytes (None: known only once copied); `problems`: why no snapshot fits."""
-    return await _call(env, "measure", {"names": names, "cap": cap_bytes}, MEASURE_TIMEOUT)
+async def measure(
+    env: ToolEnvironment, names: list[str], cap_bytes: int, mutated: list[str] | None = None, check: list[str] | None = None
+) -> dict[str, Any]:
+    """Per name: exists, bytes (None: known only once copied); `problems`: why no snapshot fits or
+    can hold the state of a name changed in place (`mutated`) or that a call may change (`check`)."""
+    payload = {"names": names, "cap": cap_bytes, "mutated": list(mutated or ()), "check": list(check or ())}
+    return await _call(env, "measure", payload, MEASURE_TIMEOUT)
 
 
-async def take(env: ToolEnvironment, thread_id: str, call_id: str, token: str, names: list[str], cap_bytes: int) -> dict[str, Any]:
-    payload = {"thread_id": thread_id, "call_id": call_id, "token": token, "names": names, "cap": cap_bytes, "total_cap": cap_bytes}
+async def take(
+    env: ToolEnvironment, thread_id: str, call_id: str, token: str, names: list[str], cap_bytes: int,
+    mutated: list[str] | None = None, check: list[str] | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    payload = {
+        "thread_id": thread_id, "call_id": call_id, "token": token, "names": names, "cap": cap_bytes, "total_cap": cap_bytes,
+        "mutated": list(mutated or ()), "check": list(check or ()),
+    }  # fmt: skip
     return await _call(env, "take", payload, COPY_TIMEOUT)
 
 

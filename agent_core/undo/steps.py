@@ -40,6 +40,7 @@ class StepRecord:
     cell_id: str | None = None
     edit: bool = False
     undone: bool = False
+    refused: str | None = None  # no snapshot was kept: why (an undo says so, never that it restored anything)
 
 
 @dataclass
@@ -106,14 +107,20 @@ async def before_cell(code: str, ctx: ToolContext, placement: CellPlacement) -> 
             undo = await _snapshot(impact, thread_id, ctx, placement)
         except ToolInputError as exc:
             undo = card.Undoability(False, f"no snapshot could be taken: {exc}")
+    if thread_id and not undo.undoable:  # an undo of it is refused with this reason
+        BOOK.keep(StepRecord(thread_id, ctx.call_id, "", None, [], placement.cell_id, placement.edit, refused=undo.reason or "not undoable"))
     return replace(placement, provenance=_provenance(ctx, undo.undoable, undo.reason))
 
 
 async def _snapshot(impact: Any, thread_id: str, ctx: ToolContext, placement: CellPlacement) -> card.Undoability:
     names = sorted(set(impact.changed_names()) | set(impact.created_names()))
-    # A cell that binds no name (`pass`, a plot) has nothing to keep: the kernel is not asked.
-    token = secrets.token_hex(16) if names else ""
-    answer = await kernel_calls.take(ctx.env, thread_id, ctx.call_id, token, names, card.limit_bytes(ctx)) if names else {"ok": True}
+    check = list(impact.touched_names())  # the kernel keeps the iterators among them, refuses what cannot be saved
+    # A cell that binds no name and calls nothing on one (`pass`, a plot) has nothing to keep: the kernel is not asked.
+    token = secrets.token_hex(16) if names or check else ""
+    answer = (
+        await kernel_calls.take(ctx.env, thread_id, ctx.call_id, token, names, card.limit_bytes(ctx), list(impact.mutated_names()), check)
+        if names or check else {"ok": True}
+    )  # fmt: skip
     if not answer.get("ok"):
         return card.Undoability(False, str(answer.get("problem") or "the snapshot failed"))
     outside = card.not_undone(impact)
@@ -132,6 +139,8 @@ async def undo_step(env: ToolEnvironment, thread_id: str, call_id: str) -> dict[
             "No snapshot was kept for this step (it was not undoable, it ran before the server restarted, or it "
             "was dropped to save memory), so it cannot be undone.", "no_snapshot",
         )  # fmt: skip
+    if record.refused is not None:
+        raise UndoRefused(f"No snapshot was kept for this step ({record.refused}), so it cannot be undone.", "no_snapshot")
     if record.undone:
         raise UndoRefused("This step was already undone.", "already_undone")
     now = await env.kernel_identity()
