@@ -9,6 +9,8 @@ from typing import Any, ClassVar, Literal, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..errors import BadRequest
+
 from .events import ApprovalRequest
 from .outside_tools import McpServers, McpServerSetting, NotebookTools, PublicMcpServer
 from .review import UndoResult
@@ -409,12 +411,8 @@ ROUTES: tuple[Route, ...] = (
 # -- parsing a body
 
 
-class BodyError(Exception):
+class BodyError(BadRequest):
     """A body the client must fix; `kind` is the error kind of API.md."""
-
-    def __init__(self, message: str, kind: str = "bad_request", status: int = 400) -> None:
-        super().__init__(message)
-        self.message, self.kind, self.status = message, kind, status
 
 
 def parse_json(raw: bytes) -> dict[str, Any]:
@@ -424,7 +422,7 @@ def parse_json(raw: bytes) -> dict[str, Any]:
             f"The request body is {len(raw)} bytes; the limit is {MAX_BODY_BYTES} bytes. Send less "
             "(a long message belongs in a file the agent can read).",
             "body_too_large",
-            413,
+            "too_large",
         )
     try:
         data = json.loads(raw or b"{}")
