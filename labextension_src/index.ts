@@ -245,27 +245,22 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     }
 
-    // Settings: mode and auto-scroll are the panel's; auto_approve goes to the server.
+    // Settings: mode and auto-scroll are the panel's. Auto-approve has one home, the server's
+    // configuration, edited in the panel's settings form (PUT cellwright/api/config).
     if (settingRegistry) {
       void settingRegistry
         .load(PLUGIN_ID)
         .then(settings => {
-          let autoApprove = JSON.stringify(settings.get('auto_approve').composite ?? []);
-          const apply = (initial: boolean): void => {
+          const apply = (): void => {
             model.mode = (settings.get('mode').composite as Mode) ?? 'single';
             model.autoScroll = (settings.get('autoScroll').composite as boolean) ?? true;
             kernelUsagePrefs.warnBytes =
               ((settings.get('kernelMemoryWarningMB').composite as number) ?? 4096) * 1024 ** 2;
             model.defaultAutonomy = (settings.get('autonomy').composite as Autonomy) ?? 'agent';
             badges.enabled = (settings.get('provenanceBadges').composite as boolean) ?? true;
-            const next = (settings.get('auto_approve').composite as string[]) ?? [];
-            if (!initial && JSON.stringify(next) !== autoApprove) {
-              autoApprove = JSON.stringify(next);
-              void model.setAutoApprove(next);
-            }
           };
-          apply(true);
-          settings.changed.connect(() => apply(false));
+          apply();
+          settings.changed.connect(apply);
           model.modeChanged.connect((_, mode) => {
             settings.set('mode', mode).catch(error => {
               model.reportError(error, 'Could not save the mode setting');

@@ -189,3 +189,13 @@ async def test_the_served_document_is_the_checked_in_one(api: Api) -> None:
     assert set(document["paths"]) == {"/" + route.path for route in ROUTES}
     validator = pytest.importorskip("openapi_spec_validator")
     validator.validate(document)
+
+
+def test_auto_approve_has_one_home() -> None:
+    """The server's configuration (edited in the panel's settings form) holds auto_approve; the
+    JupyterLab settings registry keeps no second copy that could disagree with it."""
+    import json
+    from pathlib import Path
+
+    schema = json.loads((Path(__file__).resolve().parent.parent / "labextension_src/schema/plugin.json").read_text())
+    assert "auto_approve" not in schema["properties"]

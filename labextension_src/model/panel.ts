@@ -245,15 +245,6 @@ export class PanelModel implements IDisposable {
     return healthNotices(this._setup.health, this.version);
   }
 
-  /** Send the auto-approve list to the server (the server keeps it). */
-  async setAutoApprove(tools: string[]): Promise<void> {
-    try {
-      await this.api.putConfig({ auto_approve: tools });
-    } catch (error) {
-      this.reportError(error, 'Could not save the auto-approve list');
-    }
-  }
-
   // ------------------------------------------------------------ notebook and threads
 
   /**
