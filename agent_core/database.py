@@ -7,12 +7,14 @@ threads."""
 from __future__ import annotations
 
 import asyncio
+import importlib
 import sqlite3
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from .private_storage import private_file
+from .redaction import redact_url
 
 # The tables of the thread store and the tool ledger, in SQLite's words; the Postgres dialect
 # widens the types (REAL is 4 bytes there: a timestamp would lose minutes).
@@ -67,6 +69,32 @@ class Database(Protocol):
 
 def is_postgres_url(url: str) -> bool:
     return url.startswith(("postgres://", "postgresql://"))
+
+
+# What a postgresql:// database_url needs: the `postgres` extra (psycopg, its pool, LangGraph's saver).
+POSTGRES_MODULES = ("psycopg", "psycopg_pool", "langgraph.checkpoint.postgres")
+POSTGRES_EXTRA = "pip install 'cellwright[postgres]'"
+
+
+def missing_postgres_extra(url: str) -> str | None:
+    """For a PostgreSQL `url` whose driver cannot be imported: what is missing and what to do (without
+    the URL's secrets); None when nothing is missing. Asked once, at start: the imports are what the
+    first request would pay anyway (a libpq-less psycopg fails here too, not only an absent one)."""
+    if not is_postgres_url(url):
+        return None
+    missing = []
+    for name in POSTGRES_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    if not missing:
+        return None
+    return (
+        f"database_url is a PostgreSQL URL ({redact_url(url)}) but {', '.join(missing)} cannot be imported: "
+        f"{POSTGRES_EXTRA} in the server's environment and restart Jupyter, or unset database_url (and "
+        "CELLWRIGHT_DATABASE_URL) to keep threads in SQLite in the Jupyter data directory."
+    )
 
 
 def open_database(url: str, sqlite_path: Path, owner: str) -> Database:

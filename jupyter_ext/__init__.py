@@ -15,4 +15,6 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
 
 
 def _jupyter_server_extension_points() -> list[dict[str, Any]]:
+    # Also what an older config enabling "jupyter_ext" finds: the same app, which loads once per
+    # server and logs how to drop the old name (CellwrightApp._load_jupyter_server_extension).
     return [{"module": "jupyter_ext", "app": CellwrightApp}]

@@ -6,17 +6,19 @@ import asyncio
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
+from weakref import WeakKeyDictionary
 
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Type
 
 from agent_core import __version__
 from agent_core.configuration import Cellwright, SettingsError, load
+from agent_core.database import missing_postgres_extra
 from agent_core.settings import AgentSettings
 from agent_core.thread_store import ThreadStore
 
-from .errors import BadRequest
+from .errors import BadRequest, Unavailable
 
 if TYPE_CHECKING:
     from .kernel_executor import KernelEnvironment
@@ -29,10 +31,25 @@ class CellwrightApp(ExtensionApp):
     name = "cellwright"
     classes = [*ExtensionApp.classes, Cellwright]
 
+    # The app this class loaded into each server: enabled under both names ("cellwright" and the
+    # old "jupyter_ext"), the extension must load once (two apps would share one extension point).
+    _loaded: ClassVar[WeakKeyDictionary[Any, CellwrightApp]] = WeakKeyDictionary()
+    problems: list[dict[str, str]] = []  # what initialize_settings found misconfigured (health names it)
+
     run_manager_class = Type(
         default_value="jupyter_ext.run_manager.RunManager", klass="jupyter_ext.run_manager.RunManager", config=True,
         help="The RunManager subclass that owns the runs and their event streams.",
     )
+
+    @classmethod
+    def _load_jupyter_server_extension(cls, serverapp: Any) -> CellwrightApp:
+        loaded = cls._loaded.get(serverapp)
+        if loaded is not None:  # the second name of a double enable: warned about at the first load
+            return loaded
+        _warn_of_the_old_name(serverapp)
+        extension = super()._load_jupyter_server_extension(serverapp)
+        cls._loaded[serverapp] = extension
+        return extension
 
     def initialize_settings(self) -> None:
         from agent_core.workspace import Workspace, default_denied
@@ -41,6 +58,10 @@ class CellwrightApp(ExtensionApp):
             self.configuration = load(parent=self)
         except SettingsError as exc:  # the server then lists the extension as failed, with this message
             raise RuntimeError(f"Cellwright cannot start: {exc}") from None
+        missing = missing_postgres_extra(self.configuration.database_url)
+        if missing:  # said once here; health names it, every other route answers 503 misconfigured
+            self.problems = [{"kind": "postgres_extra_missing", "message": missing}]
+            self.log.error("Cellwright cannot open its database, its routes answer 503 until this is fixed: %s", missing)
         serverapp = self.serverapp
         # What the agent's file tools and the routes may touch: Jupyter's own hidden-file rule, and
         # never this extension's data folder (API key) nor the runtime folder (kernel keys).
@@ -71,7 +92,10 @@ class CellwrightApp(ExtensionApp):
         self.handlers.extend(default_handlers)
 
     async def ready(self) -> None:
-        """Open the thread store once, on the server's loop (handlers await this first)."""
+        """Open the thread store once, on the server's loop (handlers await this first). With a
+        misconfiguration found at start, nothing is opened: 503 misconfigured, saying what to do."""
+        if self.problems:
+            raise Unavailable(" ".join(problem["message"] for problem in self.problems), "misconfigured")
         async with self._open_lock:
             if not self.threads.is_open:
                 await self.threads.open()
@@ -85,6 +109,8 @@ class CellwrightApp(ExtensionApp):
             self.log.exception("Cellwright could not recover the threads a crash left running")
 
     async def stop_extension(self) -> None:
+        if getattr(self, "run_manager", None) is None:  # never initialized: the old name's app, or a failed load
+            return
         if "agent_core.knowledge.service" in sys.modules:  # loaded only once the index was used
             from agent_core.knowledge.service import stop_all
 
@@ -144,4 +170,25 @@ class CellwrightApp(ExtensionApp):
             "version": __version__,
             **{name: config[name] for name in ("model", "tool_calling", "checkpointer")},
             "llm_configured": self.configuration.agent_settings().llm_configured,
+            **({"problems": self.problems} if self.problems else {}),
         }
+
+
+OLD_NAME = "jupyter_ext"  # the module name an older config enabled
+
+
+def _warn_of_the_old_name(serverapp: Any) -> None:
+    """One log line when a config still enables the extension under its old name."""
+    enabled = {name for name, on in (serverapp.jpserver_extensions or {}).items() if on}
+    if OLD_NAME not in enabled:
+        return
+    if CellwrightApp.name in enabled:
+        serverapp.log.warning(
+            "Cellwright is enabled twice, as %r and as %r (its old name); it loads once. Remove the old name from "
+            "the config: jupyter server extension disable %s", CellwrightApp.name, OLD_NAME, OLD_NAME,
+        )  # fmt: skip
+    else:
+        serverapp.log.warning(
+            "Cellwright is enabled under its old name %r. Enable it as %r instead: jupyter server extension enable %s "
+            "&& jupyter server extension disable %s", OLD_NAME, CellwrightApp.name, CellwrightApp.name, OLD_NAME,
+        )  # fmt: skip
