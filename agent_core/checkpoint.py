@@ -5,11 +5,15 @@ from __future__ import annotations
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .private_storage import private_file
 from .database import is_postgres_url
 from .tool_ledger import DatabaseToolLedger, MemoryToolLedger, SqliteToolLedger, ToolLedger
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+    from psycopg.rows import DictRow
 
 CheckpointerKind = Literal["sqlite", "postgres", "memory"]
 
@@ -81,7 +85,7 @@ async def _open_postgres(url: str, database: Any) -> AgentStore:
         raise RuntimeError("the Postgres checkpointer needs the thread store on the same database")
     # A pool whose connections are checked before use: after the database restarts, the next run
     # reconnects (a single connection would stay broken until Jupyter restarts).
-    pool = AsyncConnectionPool(
+    pool: AsyncConnectionPool[AsyncConnection[DictRow]] = AsyncConnectionPool(  # rows as dicts: row_factory below
         url, min_size=1, max_size=POOL_MAX, open=False, timeout=POOL_TIMEOUT, name="cellwright-checkpoints",
         reconnect_timeout=RECONNECT_SERIES,
         check=AsyncConnectionPool.check_connection,

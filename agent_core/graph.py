@@ -42,7 +42,13 @@ EMPTY_REPLY_RETRIES = 2
 SAME_FAILURE_LIMIT = 3
 
 
-def appended(*messages: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+class MessagesAppend(TypedDict):
+    """A node's write to `messages`: the messages to add (see appended)."""
+
+    append: list[dict[str, Any]]
+
+
+def appended(*messages: dict[str, Any]) -> MessagesAppend:
     """A write to `messages`. Wrapped, because LangGraph turns bare message dicts written to a delta
     channel into LangChain message objects, and the state holds OpenAI-format dicts."""
     return {"append": list(messages)}
@@ -55,10 +61,15 @@ def append_messages(current: list[dict[str, Any]], writes: Sequence[Any]) -> lis
     return merged
 
 
-class AgentState(TypedDict, total=False):
+class _StateMessages(TypedDict, total=False):
     # A delta channel: each checkpoint stores the new messages, not the whole list again, so a long
     # thread grows linearly on disk instead of with the square of its turns.
     messages: Annotated[list[dict[str, Any]], DeltaChannel(append_messages, snapshot_frequency=1000)]
+
+
+class _StateFields(TypedDict, total=False):
+    """The state's fields but `messages`, which a node reads as a list and writes as MessagesAppend."""
+
     todos: list[dict[str, str]]
     model_calls: int  # per run: reset by each new user message
     done: bool
@@ -75,6 +86,16 @@ class AgentState(TypedDict, total=False):
     kernel_identity: str  # the kernel process the last cell ran in: a restart since then is told to the model
     disabled_mcp_servers: list[str]  # MCP servers this thread does not use (agent_core.external_tools)
     notebook_tools: list[str]  # the kernel's @tool functions at the last run's start: told when they are gone
+
+
+class AgentState(_StateMessages, _StateFields, total=False):
+    """The graph's state, as a node reads it (the channels: `messages` first, then the other fields)."""
+
+
+class AgentUpdate(_StateFields, total=False):
+    """What a node returns: the fields it changes, and the messages it adds."""
+
+    messages: MessagesAppend
 
 
 @dataclass
@@ -172,7 +193,7 @@ def _tagged(emit: Emit, agent: str, task_id: str = "") -> Emit:
 
 def new_run_input(
     message: str, mode: str = "single", context: list[dict[str, Any]] | None = None, autonomy: str = "agent"
-) -> AgentState:
+) -> AgentUpdate:
     """A run's input: the user's message, after the context Cellwright attached to it (if any)."""
     messages = [*(context or []), {"role": "user", "content": message}]
     return {
@@ -193,7 +214,7 @@ def parse_args(raw: str | dict[str, Any] | None) -> tuple[dict[str, Any] | None,
     return value, None
 
 
-def _finish(emit: Emit, answer: str, next_items: list[dict[str, str]] | None = None) -> AgentState:
+def _finish(emit: Emit, answer: str, next_items: list[dict[str, str]] | None = None) -> AgentUpdate:
     emit(make_event("final", answer=answer, next_items=next_items or []))
     return {"messages": appended({"role": "assistant", "content": answer}), "done": True}
 
@@ -265,24 +286,25 @@ def _count(ctx: RunContext, turn: ModelTurn, messages: list[dict[str, Any]]) -> 
     ))  # fmt: skip
 
 
-async def call_model(state: AgentState, runtime: Runtime[RunContext]) -> AgentState:
+async def call_model(state: AgentState, runtime: Runtime[RunContext]) -> AgentUpdate:
     ctx = runtime.context
     ctx.begin_node(state)
     update = await _call_model(state, ctx)
     return {**update, **ctx.meter.state()} if not ctx.agent.is_subagent else update
 
 
-async def _call_model(state: AgentState, ctx: RunContext) -> AgentState:
+async def _call_model(state: AgentState, ctx: RunContext) -> AgentUpdate:
     calls = state.get("model_calls", 0)
     if calls >= ctx.max_model_calls:
         answer = f"I stopped after {ctx.max_model_calls} model calls, the limit for one run. The work so far is in the notebook."
         if ctx.agent.is_subagent:
             return {"messages": appended({"role": "assistant", "content": answer}), "done": True, "model_calls": calls}
         return {**_finish(ctx.emit, answer, [{"title": "Continue", "prompt": "Continue where you stopped."}]), "model_calls": calls}
-    messages, update = await compact(
+    messages, summarized = await compact(
         ctx.settings, state.get("messages", []), state.get("summary", ""), state.get("summary_upto", 0), _system_prompt(ctx)
     )
-    ctx.summarized = "summary" in update
+    ctx.summarized = "summary" in summarized
+    update: AgentUpdate = {**summarized}
     messages, refused = await _with_images(ctx, state, messages)
     try:
         turn = await _ask(ctx, messages)
@@ -333,7 +355,7 @@ def _call_ids(messages: list[dict[str, Any]]) -> set[str]:
     return {call["id"] for m in messages for call in m.get("tool_calls") or []}
 
 
-def _model_reply(ctx: RunContext, turn: ModelTurn, used_ids: set[str]) -> AgentState:
+def _model_reply(ctx: RunContext, turn: ModelTurn, used_ids: set[str]) -> AgentUpdate:
     message: dict[str, Any] = {"role": "assistant", "content": turn.content}
     if not turn.tool_calls:
         answer = turn.final_answer if turn.final_answer is not None else turn.content.strip()
@@ -435,14 +457,14 @@ def _notes(state: AgentState, ctx: RunContext, spec: ToolSpec | None) -> str:
     return "".join(f"\n\n[{note}]" for note in notes)
 
 
-async def call_tools(state: AgentState, runtime: Runtime[RunContext]) -> AgentState:
+async def call_tools(state: AgentState, runtime: Runtime[RunContext]) -> AgentUpdate:
     ctx = runtime.context
     ctx.begin_node(state)
     update = await _call_tools(state, ctx)
     return {**update, **ctx.meter.state()} if not ctx.agent.is_subagent else update
 
 
-async def _call_tools(state: AgentState, ctx: RunContext) -> AgentState:
+async def _call_tools(state: AgentState, ctx: RunContext) -> AgentUpdate:
     call = state["messages"][-1]["tool_calls"][0]
     name = call["function"]["name"]
     outcome = await _run_tool(call, ctx)
@@ -454,8 +476,8 @@ async def _call_tools(state: AgentState, ctx: RunContext) -> AgentState:
     messages = [{"role": "tool", "tool_call_id": call["id"], "content": content}]
     if outcome.images:
         messages[0][IMAGES_KEY] = list(outcome.images)
-    update: AgentState = {"deferred": [], **({"plan_approved": True} if plan_approved else {})}
-    update.update(outcome.state)  # type: ignore[typeddict-item]
+    update: AgentUpdate = {"deferred": [], **({"plan_approved": True} if plan_approved else {})}
+    update.update(outcome.state)
     update["done"] = outcome.ends_run
     update["failure"] = _failure_streak(state, call, outcome)
     if update["failure"].get("count", 0) >= SAME_FAILURE_LIMIT:
@@ -465,7 +487,7 @@ async def _call_tools(state: AgentState, ctx: RunContext) -> AgentState:
         )
         messages += _finish(ctx.emit, answer)["messages"]["append"]
         update["done"] = True
-    update["messages"] = appended(*messages)  # type: ignore[typeddict-item]
+    update["messages"] = appended(*messages)
     return update
 
 

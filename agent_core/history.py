@@ -2,10 +2,18 @@
 history outgrows the token budget (the last turns stay verbatim)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from .llm import estimate_tokens, plain_completion
 from .settings import AgentSettings
+
+
+class SummaryUpdate(TypedDict, total=False):
+    """The state fields compact() changes when it summarises older turns."""
+
+    summary: str
+    summary_upto: int
+
 
 SUMMARY_PROMPT = (
     "Summarise the conversation below for your own later use. Keep what matters to continue the work: "
@@ -42,7 +50,7 @@ def summary_cut(messages: list[dict[str, Any]], keep_tokens: int, start: int) ->
 
 async def compact(
     settings: AgentSettings, messages: list[dict[str, Any]], summary: str, summary_upto: int, system: dict[str, Any]
-) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+) -> tuple[list[dict[str, Any]], SummaryUpdate]:
     """The messages to send, and a state update when older turns had to be summarised."""
     visible = _with_summary(system, summary, with_tool_results(messages[summary_upto:]))
     if estimate_tokens(visible) <= settings.context_token_budget:
@@ -56,7 +64,7 @@ async def compact(
     new_summary = await plain_completion(
         settings, [{"role": "system", "content": SUMMARY_PROMPT}, {"role": "user", "content": transcript}]
     )
-    update = {"summary": new_summary, "summary_upto": cut}
+    update: SummaryUpdate = {"summary": new_summary, "summary_upto": cut}
     return _with_summary(system, new_summary, with_tool_results(messages[cut:])), update
 
 

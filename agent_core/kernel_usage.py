@@ -31,7 +31,7 @@ def _cpu_seconds(process: Any) -> float:
 def _gpu_memory(pids: set[int]) -> int | None:
     """Bytes of GPU memory the processes hold, when NVML (pynvml) and a GPU are present; else None."""
     try:
-        import pynvml  # type: ignore[import-not-found]
+        import pynvml
     except ImportError:
         return None
     try:

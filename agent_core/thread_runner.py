@@ -11,7 +11,7 @@ import logging
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypedDict
 
 from .checkpoint import AgentStore, open_store
 from .contract import make_event
@@ -27,6 +27,14 @@ if TYPE_CHECKING:  # the contract's route models and the tool registry load on a
     from .tools import ToolEnvironment
 
 log = logging.getLogger(__name__)
+
+
+class _RecordUpdates(TypedDict, total=False):
+    """The ThreadRecord fields a new run may change (ThreadStore.update and dataclasses.replace)."""
+
+    notebook_path: str
+    kernel_id: str
+    title: str
 
 
 class RunRefused(Conflict):
@@ -155,7 +163,9 @@ class ThreadRunner:
             raise ApprovalPending(
                 "This thread is waiting for your approval of a tool call: approve or reject it (or press Stop) first."
             )
-        updates = {"notebook_path": request.notebook_path} if request.notebook_path is not None else {}
+        updates: _RecordUpdates = {}
+        if request.notebook_path is not None:
+            updates["notebook_path"] = request.notebook_path
         if request.kernel_id is not None:
             updates["kernel_id"] = request.kernel_id
         if record.title in ("", "New thread"):
@@ -206,7 +216,7 @@ class ThreadRunner:
         env = environment(record)
         if decision.decision == "reject" and decision.save_rule and decision.save_rule.strip():
             _save_rule(env.root_dir, decision.save_rule)
-        resume = Command(resume={pending["interrupt_id"]: decision.model_dump(include={"decision", "args", "reason"})})
+        resume: Command[str] = Command(resume={pending["interrupt_id"]: decision.model_dump(include={"decision", "args", "reason"})})
         segment = Segment(self.mode_of(snapshot), self.autonomy_of(snapshot), "", _cells(decision.notebook_cells))
         prior = snapshot.values or {}
         run_id = uuid.uuid4().hex

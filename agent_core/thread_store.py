@@ -5,6 +5,7 @@ client that reconnects with the last seq it saw gets every later event once, in 
 from __future__ import annotations
 
 import asyncio
+import builtins  # `list` below is also ThreadStore.list: annotations in the class after it say builtins.list
 import time
 import uuid
 from collections import deque
@@ -264,7 +265,9 @@ class ThreadStore:
                     done.cancel()
                 self._appends = []
 
-    def _insert_events(self, conn: Connection, batch: list[tuple[str, dict[str, Any], Any]]) -> list[tuple[int, str] | Exception]:
+    def _insert_events(
+        self, conn: Connection, batch: builtins.list[tuple[str, dict[str, Any], Any]]
+    ) -> builtins.list[tuple[int, str] | Exception]:
         thread_ids = [thread_id for thread_id, _, _ in batch]
         self.database.lock_threads(conn, thread_ids)  # another server may append to these threads
         # Under those locks the last seq cannot move but by us: read once per thread, then counted.
@@ -319,7 +322,7 @@ class ThreadStore:
             return 0
         return next((index for index, anchor, _ in log.entries if anchor >= after), log.next_index)
 
-    def live_events(self, thread_id: str, start: int, upto_seq: int) -> tuple[list[dict[str, Any]], int]:
+    def live_events(self, thread_id: str, start: int, upto_seq: int) -> tuple[builtins.list[dict[str, Any]], int]:
         """Live events from index `start` anchored at or before `upto_seq`, and the next index."""
         log = self._live.get(thread_id)
         if log is None:
@@ -344,7 +347,7 @@ class ThreadStore:
     def forget_live(self, thread_id: str) -> None:
         self._live.pop(thread_id, None)
 
-    async def events_after(self, thread_id: str, after: int, limit: int = 1000) -> list[dict[str, Any]]:
+    async def events_after(self, thread_id: str, after: int, limit: int = 1000) -> builtins.list[dict[str, Any]]:
         recent = self._recent.get(thread_id)
         if recent is not None:
             last = self._last_seq[thread_id]

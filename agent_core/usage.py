@@ -4,9 +4,16 @@ graph's state so they survive restarts. Plain dicts in the wire shape (contract.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, TypedDict
 
 UsageDict = dict[str, Any]
+
+
+class UsageState(TypedDict):
+    """The totals as graph state fields (UsageMeter.state)."""
+
+    usage: UsageDict
+    run_usage: UsageDict
 
 
 def zero() -> UsageDict:
@@ -71,5 +78,5 @@ class UsageMeter:
         self.thread = added(self.thread, call)
         self.run = added(self.run, call)
 
-    def state(self) -> dict[str, UsageDict]:
+    def state(self) -> UsageState:
         return {"usage": self.thread, "run_usage": self.run}

@@ -24,7 +24,9 @@ def output_of(kind: str, content: dict[str, Any]) -> dict[str, Any]:
             "output_type": "error", "ename": str(content.get("ename", "")), "evalue": str(content.get("evalue", "")),
             "traceback": [str(line) for line in content.get("traceback") or []],
         }  # fmt: skip
-    output = {"output_type": kind, "data": dict(content.get("data") or {}), "metadata": dict(content.get("metadata") or {})}
+    output: dict[str, Any] = {
+        "output_type": kind, "data": dict(content.get("data") or {}), "metadata": dict(content.get("metadata") or {}),
+    }  # fmt: skip
     if kind == "execute_result":
         output["execution_count"] = content.get("execution_count")
     return output

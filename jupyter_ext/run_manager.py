@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
@@ -223,7 +223,9 @@ class RunManager(LoggingConfigurable):
                 for item in batch:
                     yield item
 
-    async def follow_batches(self, thread_id: str, after: int, previews: bool = False) -> AsyncIterator[list[StreamItem]]:
+    async def follow_batches(
+        self, thread_id: str, after: int, previews: bool = False
+    ) -> AsyncGenerator[list[StreamItem], None]:  # a generator: callers close it with aclosing
         """`follow`'s items, grouped by wake-up: what was ready at once, so a writer flushes once."""
         await self.thread(thread_id)
         if previews:

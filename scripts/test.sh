@@ -32,6 +32,10 @@ with_heartbeat() {
 
 echo "Installing Cellwright with its test extras (npm builds the panel)..." >&2
 with_heartbeat "pip install .[test]" python -m pip install --quiet ".[test]"
+# Type check (pyproject.toml's [tool.mypy]: agent_core and jupyter_ext): a type error fails the run
+# here, in under a minute, before the long steps below.
+echo "Type-checking agent_core and jupyter_ext (mypy)..." >&2
+python -m mypy
 # A real local model for tests/test_local_llm.py. The first time, pip compiles llama.cpp: a few minutes
 # on a fast machine, up to ~15 on a loaded 2-core one; pip caches the wheel it built, so later runs
 # take seconds (until a new llama-cpp-python release). Without a compiler the test is skipped and says why.

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter
+from pydantic.json_schema import JsonSchemaMode
 
 from .events import CellwrightEvent, StreamEvent
 from .routes import ROUTES, ErrorBody
@@ -29,7 +30,9 @@ def _named_types() -> list[Any]:
 
 def definitions(ref_template: str) -> dict[str, Any]:
     """name -> JSON Schema, with references written as `ref_template` (e.g. "#/$defs/{model}")."""
-    inputs = [(index, "validation", TypeAdapter(named)) for index, named in enumerate(_named_types())]
+    inputs: list[tuple[int, JsonSchemaMode, TypeAdapter[Any]]] = [
+        (index, "validation", TypeAdapter(named)) for index, named in enumerate(_named_types())
+    ]
     _, top = TypeAdapter.json_schemas(inputs, ref_template=ref_template)
     defs: dict[str, Any] = top["$defs"]
     return {name: without_titles(schema) for name, schema in sorted(defs.items())}

@@ -231,8 +231,9 @@ THREAD_EVENTS: tuple[type[EventBase], ...] = (
     CellFinishedEvent, ToolResultEvent, TodosEvent, AgentSwitchEvent, FinalEvent, ErrorEvent, UsageEvent,
     RunFinishedEvent, StepUndoneEvent,
 )  # fmt: skip
+_EVENT_MODELS: tuple[type[WireModel], ...] = (*THREAD_EVENTS, CaughtUpEvent)
 MODEL_OF_TYPE: dict[str, type[WireModel]] = {
-    get_args(model.model_fields["type"].annotation)[0]: model for model in (*THREAD_EVENTS, CaughtUpEvent)
+    get_args(model.model_fields["type"].annotation)[0]: model for model in _EVENT_MODELS
 }
 EVENT_TYPES: tuple[str, ...] = tuple(type_ for type_, model in MODEL_OF_TYPE.items() if model in THREAD_EVENTS)
 EventType = Literal[

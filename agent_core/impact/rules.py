@@ -89,10 +89,10 @@ def _identifiers(words: list[str]) -> tuple[str, ...]:
 
 
 PROTECT_OPENINGS = ("keep", "treat")
-PROTECT_OPENED_ENDINGS = (("unchanged",), ("intact",), ("as", "is"), ("read-only",), ("as", "read-only"),
-                          ("untouched",))
-PROTECT_ENDINGS = (("is", "read-only"), ("are", "read-only"), ("must", "not", "change"),
-                   ("must", "stay", "unchanged"))
+PROTECT_OPENED_ENDINGS: tuple[tuple[str, ...], ...] = (("unchanged",), ("intact",), ("as", "is"), ("read-only",),
+                                                      ("as", "read-only"), ("untouched",))
+PROTECT_ENDINGS: tuple[tuple[str, ...], ...] = (("is", "read-only"), ("are", "read-only"), ("must", "not", "change"),
+                                                ("must", "stay", "unchanged"))
 
 
 def _protected(normal: str, negated: bool) -> tuple[str, ...]:

@@ -78,7 +78,7 @@ def _full_manager() -> Any:
     """IPython's whole-cell transformer, with joined continuation lines put back as blank lines."""
     from IPython.core import inputtransformer2 as it2
 
-    def padded(cls: type) -> type:
+    def padded(cls: type[Any]) -> type:
         def transform(self: Any, lines: list[str]) -> list[str]:
             result = cls.transform(self, lines)
             lost = len(lines) - len(result)

@@ -203,7 +203,7 @@ class ImpactVisitor(ast.NodeVisitor):
         for statement in [*node.body, *node.orelse]:
             self.visit(statement)
 
-    visit_For = visit_AsyncFor = _loop  # type: ignore[assignment]
+    visit_For = visit_AsyncFor = _loop
 
     def _with(self, node: ast.With | ast.AsyncWith) -> None:
         for item in node.items:
@@ -213,7 +213,7 @@ class ImpactVisitor(ast.NodeVisitor):
         for statement in node.body:
             self.visit(statement)
 
-    visit_With = visit_AsyncWith = _with  # type: ignore[assignment]
+    visit_With = visit_AsyncWith = _with
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
@@ -264,7 +264,7 @@ class ImpactVisitor(ast.NodeVisitor):
             self.bind(node.name, node.lineno)
         self.generic_visit(node)
 
-    visit_MatchAs = visit_MatchStar = _capture  # type: ignore[assignment]
+    visit_MatchAs = visit_MatchStar = _capture
 
     def visit_MatchMapping(self, node: ast.MatchMapping) -> None:
         if node.rest:
@@ -285,7 +285,7 @@ class ImpactVisitor(ast.NodeVisitor):
         if written and self._kernel_name(node.name):
             self.global_writers[node.name] = tuple(written)
 
-    visit_FunctionDef = visit_AsyncFunctionDef = _function  # type: ignore[assignment]
+    visit_FunctionDef = visit_AsyncFunctionDef = _function
 
     def visit_Lambda(self, node: ast.Lambda) -> None:
         for expression in [*node.args.defaults, *filter(None, node.args.kw_defaults)]:
@@ -319,7 +319,7 @@ class ImpactVisitor(ast.NodeVisitor):
             self.visit(part)
         self.scopes.pop()
 
-    visit_ListComp = visit_SetComp = visit_GeneratorExp = visit_DictComp = _comprehension  # type: ignore[assignment]
+    visit_ListComp = visit_SetComp = visit_GeneratorExp = visit_DictComp = _comprehension
 
     # -- expressions -------------------------------------------------------------------------
     def visit_Name(self, node: ast.Name) -> None:
@@ -389,8 +389,9 @@ class ImpactVisitor(ast.NodeVisitor):
     def _ipython(self, node: ast.Call, attr: str, line: int) -> None:
         if attr == "show_usage" and not node.args:
             return  # a lone `?`: IPython's help text
-        texts = [literal_str(argument) for argument in node.args]
-        if None in texts or not texts or node.keywords:
+        literals = [literal_str(argument) for argument in node.args]
+        texts = [text for text in literals if text is not None]
+        if len(texts) < len(literals) or not texts or node.keywords:
             self.sink.add("unknown", magics.shorten(ast.unparse(node), 60), line)
             return
         if attr in ("system", "getoutput"):

@@ -58,7 +58,7 @@ def _alive(pid: int) -> bool:
     if pid <= 0:
         return False
     try:
-        import psutil  # type: ignore[import-untyped]
+        import psutil
 
         return bool(psutil.pid_exists(pid))
     except ImportError:

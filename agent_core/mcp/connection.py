@@ -7,10 +7,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator
 
 from .config import ServerConfig
+
+if sys.version_info < (3, 11):  # a builtin from 3.11; anyio (under the MCP SDK) brings the backport before
+    from exceptiongroup import BaseExceptionGroup
 
 log = logging.getLogger(__name__)
 MAX_TOOLS = 100  # a server's tools offered at most; more are left out with a note

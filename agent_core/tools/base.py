@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Generic, Mapping, Protocol, TypeVar
+from typing import Any, Awaitable, Callable, Generic, Mapping, Protocol, TypedDict, TypeVar
 
 from ..contract import CellStatus, ToolStatus, make_event
 from ..settings import AgentSettings
@@ -78,12 +78,19 @@ class ToolEnvironment(Protocol):
         ...
 
 
+class ToolStateUpdate(TypedDict, total=False):
+    """The graph state fields a tool may set (agent_core.graph.AgentState says what they mean)."""
+
+    todos: list[dict[str, str]]
+    kernel_identity: str
+
+
 @dataclass(frozen=True)
 class ToolOutcome:
     status: ToolStatus
     content: str  # what the model is told
     summary: str = ""  # what the panel shows; defaults to a shortened content
-    state: dict[str, Any] = field(default_factory=dict)  # graph state updates (e.g. todos)
+    state: ToolStateUpdate = field(default_factory=ToolStateUpdate)  # graph state updates (e.g. todos)
     ends_run: bool = False
     images: tuple[dict[str, str], ...] = ()  # {"mime", "data" (base64)}: for vision models (agent_core.vision)
 

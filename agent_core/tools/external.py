@@ -28,18 +28,20 @@ ExternalAction = Callable[[dict[str, Any], ToolContext], Awaitable[ToolOutcome]]
 
 def _call_action(spec: "ExternalToolSpec") -> Callable[[Any, ToolContext], Awaitable[ToolOutcome]]:
     async def act(args: Any, ctx: ToolContext) -> ToolOutcome:
+        if spec.call is None:  # make() always sets it
+            raise ToolInputError("this tool has no action")
         return await spec.call(dict(args), ctx)
 
     return act
 
 
 @dataclass(frozen=True)
-class ExternalToolSpec(ToolSpec):  # type: ignore[type-arg]
+class ExternalToolSpec(ToolSpec[Any]):
     """A ToolSpec whose arguments are a JSON object checked against `schema`."""
 
     schema: Mapping[str, Any] = field(default_factory=dict)
     origin: Mapping[str, Any] = field(default_factory=dict)  # the approval card's `origin`
-    call: ExternalAction | None = None  # type: ignore[assignment]
+    call: ExternalAction | None = None  # always set by make()
     auto_approvable: bool = False  # the user listed it and its kind allows that (see needs_approval)
 
     @classmethod
@@ -56,7 +58,7 @@ class ExternalToolSpec(ToolSpec):  # type: ignore[type-arg]
         return spec
 
     @property
-    def parameters(self) -> dict[str, Any]:  # type: ignore[override]
+    def parameters(self) -> dict[str, Any]:
         return dict(self.schema)
 
     def check_args(self, args: Any) -> str | None:

@@ -11,7 +11,7 @@ from pydantic import Field
 from ..output_digest import digest
 from ..vision import cell_images
 from .arguments import ToolArgs
-from .base import CellPlacement, CellRun, ToolContext, ToolInputError, ToolOutcome, ToolSpec
+from .base import CellPlacement, CellRun, ToolContext, ToolInputError, ToolOutcome, ToolSpec, ToolStateUpdate
 from .diagnostics import lint_code
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ async def cell_outcome(cell: CellRun, placement: CellPlacement, ctx: ToolContext
     if notes:
         text += "\n" + "\n".join(notes)
     identity = await ctx.env.kernel_identity()
-    state = {"kernel_identity": identity} if identity else {}
+    state: ToolStateUpdate = {"kernel_identity": identity} if identity else {}
     if cell.status == "aborted":
         return ToolOutcome("error", f"The cell was aborted.\n{text}", state=state)
     facts = [f"cell_id {placement.cell_id}"] if ctx.env.edits_cells else []  # the magic's cells are not in the notebook

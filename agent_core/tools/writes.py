@@ -174,7 +174,8 @@ def apply_edits(text: str, edits: list[tuple[str, str]], rel: str) -> str:
                 f"Copy the exact current text, whitespace included (read_file shows it).{_closest_line_hint(text, old)}"
             )
         if count > 1:
-            starts, at = [], -1
+            starts: list[str] = []
+            at = -1
             while len(starts) < 5 and (at := text.find(old, at + 1)) != -1:
                 starts.append(str(_line_of(text, at)))
             raise ToolInputError(

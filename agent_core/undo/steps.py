@@ -117,7 +117,7 @@ async def _snapshot(impact: Any, thread_id: str, ctx: ToolContext, placement: Ce
     check = list(impact.touched_names())  # the kernel keeps the iterators among them, refuses what cannot be saved
     # A cell that binds no name and calls nothing on one (`pass`, a plot) has nothing to keep: the kernel is not asked.
     token = secrets.token_hex(16) if names or check else ""
-    answer = (
+    answer: dict[str, Any] = (
         await kernel_calls.take(ctx.env, thread_id, ctx.call_id, token, names, card.limit_bytes(ctx), list(impact.mutated_names()), check)
         if names or check else {"ok": True}
     )  # fmt: skip
@@ -150,7 +150,7 @@ async def undo_step(env: ToolEnvironment, thread_id: str, call_id: str) -> dict[
             "be undone any more.", "kernel_restarted",
         )  # fmt: skip
     try:
-        answer = await kernel_calls.undo(env, thread_id, call_id, record.token) if record.token else {"ok": True}
+        answer: dict[str, Any] = await kernel_calls.undo(env, thread_id, call_id, record.token) if record.token else {"ok": True}
     except ToolInputError as exc:
         raise UndoRefused(f"The kernel could not undo the step: {exc}.", "kernel_unavailable") from None
     if not answer.get("ok"):
