@@ -196,6 +196,8 @@ class ThreadRunner:
 
         from .tools import TOOLS
 
+        if decision.decision == "edit" and decision.args is None:
+            raise BadDecision('An "edit" decision needs "args": the edited arguments as an object.')
         record = await self._record(thread_id)
         await self.ensure_not_leased(thread_id, "decide on its pending call")
         snapshot = await self.recovered(record, environment, settings)
@@ -204,8 +206,6 @@ class ThreadRunner:
             now = f"the pending one is {pending['id']!r}" if pending else "nothing is pending"
             raise NotPending(f"Tool call {call_id[:200]!r} is not awaiting approval ({now}). Reload the thread.")
         if decision.decision == "edit":
-            if decision.args is None:
-                raise BadDecision('An "edit" decision needs "args": the edited arguments as an object.')
             spec = TOOLS.get(pending["name"])  # an MCP or notebook tool's arguments are checked when it runs
             problem = spec.check_args(decision.args) if spec is not None else None
             if problem:

@@ -607,7 +607,10 @@ export interface ConnectionReport {
   models: string[];
 }
 
-/** POST config/test: the form's values, unsaved; what is absent is taken from the settings. */
+/**
+ * POST config/test: the form's values, unsaved; what is absent is taken from the settings. The
+ * endpoint tried gets the api_key sent with it, else its own saved key, never another endpoint's.
+ */
 export interface ConnectionTest {
   model?: string | null;
   base_url?: string | null;
@@ -693,6 +696,8 @@ export interface Health {
   tool_calling: ToolCalling;
   checkpointer: CheckpointerKind;
   llm_configured: boolean;
+  /** Absent when there is none. */
+  problems?: Problem[];
 }
 
 /** The kernel's process tree (the kernel and the processes it started). */
@@ -781,11 +786,28 @@ export interface Price {
   completion: number;
 }
 
+/**
+ * A misconfiguration the server can name; while there is one, the other routes answer 503
+ * misconfigured.
+ */
+export interface Problem {
+  /** e.g. postgres_extra_missing */
+  kind: string;
+  /** What is wrong and what to do. */
+  message: string;
+}
+
 /** The settings without secrets: never the API key, nor credentials inside the URL. */
 export interface PublicConfig {
   model: string;
   base_url: string;
+  /** Whether the current endpoint (base_url's scheme, host and port) has a key. */
   api_key_set: boolean;
+  /**
+   * The endpoints that have a key, e.g. ["http://127.0.0.1:8000", "https://api.openai.com"]: a key
+   * belongs to the endpoint it was given for and is never sent to another. Never the keys.
+   */
+  api_keys_set?: string[];
   tool_calling: ToolCalling;
   auto_approve: string[];
   max_model_calls: number | null;

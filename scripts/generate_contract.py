@@ -4,7 +4,6 @@ tool's argument model):
 
 - jupyter_ext/openapi.json: the OpenAPI 3.1 document (also served at GET cellwright/api/openapi.json)
 - labextension_src/contract.gen.ts: the panel's types (events, route bodies, tool arguments, enums)
-- labextension_src/schema/plugin.json: the auto_approve setting's list of tool names
 
     python scripts/generate_contract.py           # write them
     python scripts/generate_contract.py --check   # write nothing; exit 1 naming the stale ones
@@ -13,7 +12,6 @@ tests/test_contract.py runs the check, so a model changed without regenerating f
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -22,7 +20,6 @@ sys.path.insert(0, str(ROOT))  # a checkout works without installing the package
 
 from agent_core.contract.openapi import openapi_json  # noqa: E402
 from agent_core.contract.typescript import typescript  # noqa: E402
-from agent_core.tools import TOOL_NAMES  # noqa: E402
 
 OPENAPI = ROOT / "jupyter_ext" / "openapi.json"
 TYPESCRIPT = ROOT / "labextension_src" / "contract.gen.ts"
@@ -37,7 +34,7 @@ def plugin_schema(current: str) -> str:
 
 
 def expected() -> dict[Path, str]:
-    return {OPENAPI: openapi_json(), TYPESCRIPT: typescript(), PLUGIN_SCHEMA: plugin_schema(PLUGIN_SCHEMA.read_text("utf-8"))}
+    return {OPENAPI: openapi_json(), TYPESCRIPT: typescript()}
 
 
 def stale() -> list[Path]:
