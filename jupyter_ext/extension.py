@@ -18,7 +18,7 @@ from agent_core.database import missing_postgres_extra
 from agent_core.settings import AgentSettings
 from agent_core.thread_store import ThreadStore
 
-from .errors import BadRequest, Unavailable
+from .errors import BadRequest, Misconfigured
 
 if TYPE_CHECKING:
     from .kernel_executor import KernelEnvironment
@@ -95,7 +95,7 @@ class CellwrightApp(ExtensionApp):
         """Open the thread store once, on the server's loop (handlers await this first). With a
         misconfiguration found at start, nothing is opened: 503 misconfigured, saying what to do."""
         if self.problems:
-            raise Unavailable(" ".join(problem["message"] for problem in self.problems), "misconfigured")
+            raise Misconfigured(" ".join(problem["message"] for problem in self.problems))
         async with self._open_lock:
             if not self.threads.is_open:
                 await self.threads.open()

@@ -19,7 +19,7 @@ from agent_core import fast_json
 from agent_core.database import DatabaseUnavailable
 from agent_core.workspace import WorkspaceError
 
-from .errors import BadRequest, CellwrightError, Conflict, Unavailable, status_of
+from .errors import BadRequest, CellwrightError, Conflict, Misconfigured, Unavailable, status_of
 from .run_manager import RunManager, StreamItem
 
 if TYPE_CHECKING:
@@ -100,9 +100,8 @@ class HealthHandler(CellwrightHandler):
     async def prepare(self) -> None:
         try:
             await super().prepare()
-        except Unavailable as exc:  # a misconfiguration: health answers, naming it in "problems" (API.md)
-            if exc.kind != "misconfigured":
-                raise
+        except Misconfigured:  # health answers, naming it in "problems" (API.md)
+            pass
 
     @web.authenticated
     @authorized
