@@ -18,7 +18,7 @@ from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, d
 from traitlets.config import Config, LoggingConfigurable
 
 from . import settings_file
-from .settings import AgentSettings, ToolCalling, Vision
+from .settings import AgentSettings, ToolCalling, Vision, endpoint_of
 
 _AGENT = AgentSettings()  # the defaults of the settings the agent reads live there, with their types
 
@@ -38,9 +38,12 @@ class Cellwright(LoggingConfigurable):
     base_url = Unicode(help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1. Env: OPENAI_BASE_URL.").tag(
         config=True, runtime=True, env="OPENAI_BASE_URL"
     )
-    api_key = Unicode(help="API key for the endpoint; may be empty for local servers. Env: OPENAI_API_KEY.").tag(
-        config=True, runtime=True, env="OPENAI_API_KEY"
-    )
+    api_key = Unicode(
+        help="API key for the endpoint; may be empty for local servers. Env: OPENAI_API_KEY. A key belongs to the "
+        "endpoint (scheme, host and port) of the base_url set beside it (c.Cellwright.base_url for this one, "
+        "OPENAI_BASE_URL for the environment's; api.openai.com when that is unset) and is never sent to another. "
+        "PUT config keeps one key per endpoint.",
+    ).tag(config=True, runtime=True, env="OPENAI_API_KEY")
     tool_calling = Enum(
         list(get_args(ToolCalling.__value__)), _AGENT.tool_calling,
         help="native function calling, tools described in the prompt, or auto (native, prompt if the server "
@@ -128,6 +131,7 @@ class Cellwright(LoggingConfigurable):
         # The magic passes the environment as the kernel started with it: a cell (the agent's too)
         # that sets OPENAI_BASE_URL later must not move the agent to another endpoint.
         self._environ = os.environ if environ is None else environ
+        self._saved_keys: dict[str, str] = {}  # endpoint -> key, as PUT config saved them ("" for "none")
         super().__init__(**kwargs)
 
     # -- environment defaults: used only when no config sets the trait
@@ -232,12 +236,68 @@ class Cellwright(LoggingConfigurable):
         return Path(self.data_dir) / "settings.json"
 
     def agent_settings(self) -> AgentSettings:
-        """What the agent of one run reads: a snapshot, so a PUT config during a run changes the next."""
+        """What the agent of one run reads: a snapshot, so a PUT config during a run changes the next.
+        Its api_key is the key of base_url's endpoint, none when that endpoint has none."""
         values = {f.name: getattr(self, f.name) for f in fields(AgentSettings)}
         return AgentSettings(**{
             **values, "auto_approve": frozenset(values["auto_approve"]), "databases": dict(values["databases"]),
             "auto_approve_notebook_tools": tuple(values["auto_approve_notebook_tools"]), "mcp_servers": dict(values["mcp_servers"]),
+            "api_key": self.key_for(self.base_url),
         })  # fmt: skip
+
+    def trial_settings(self, form: Mapping[str, Any]) -> AgentSettings:
+        """The settings form's "Test connection": its unsaved model, base_url and api_key over the
+        settings. The endpoint tried gets the key typed with it, else its own kept key: never the key
+        of another endpoint."""
+        base_url = form.get("base_url", self.base_url)
+        api_key = form["api_key"] if "api_key" in form else self.key_for(base_url)
+        return self.agent_settings().with_overrides(**{**form, "base_url": base_url, "api_key": api_key})
+
+    # -- API keys, one per endpoint
+
+    def _startup_keys(self) -> list[tuple[str, str, str]]:
+        """(endpoint, key, source) of the config's key and the environment's, config first: each belongs
+        to the base_url set at its own level (api.openai.com when that level sets none)."""
+        configured = self.config.get("Cellwright", {})
+        found = []
+        if "api_key" in configured:
+            found.append((endpoint_of(str(configured.get("base_url", ""))), str(configured["api_key"]), "config"))
+        env_key = self._environ.get("OPENAI_API_KEY", "")
+        if env_key:
+            found.append((endpoint_of(self._environ.get("OPENAI_BASE_URL", "")), env_key, "environment"))
+        return found
+
+    def _key_and_source(self, endpoint: str) -> tuple[str, str]:
+        if endpoint in self._saved_keys:
+            return self._saved_keys[endpoint], "settings"
+        for owner, key, source in self._startup_keys():
+            if owner == endpoint:
+                return key, source
+        return "", "default"
+
+    def key_for(self, base_url: str) -> str:
+        """The API key of `base_url`'s endpoint (scheme, host, port); "" when none was given for it."""
+        return self._key_and_source(endpoint_of(base_url))[0]
+
+    def endpoints_with_keys(self) -> list[str]:
+        """The endpoints that have a key (saved, configured or from the environment), never the keys."""
+        candidates = {*self._saved_keys, *(endpoint for endpoint, _, _ in self._startup_keys())}
+        return sorted(endpoint for endpoint in candidates if self._key_and_source(endpoint)[0])
+
+    def _read_saved_keys(self, saved: Mapping[str, Any]) -> dict[str, str]:
+        """settings.json's keys: `api_keys` (endpoint -> key), and an older file's single `api_key`, which
+        belongs to the base_url saved beside it (or, with none saved, to the one configured when read)."""
+        keys: dict[str, str] = {}
+        raw = saved.get("api_keys")
+        if isinstance(raw, Mapping):
+            keys.update({endpoint_of(str(k)): v for k, v in raw.items() if isinstance(k, str) and isinstance(v, str)})
+        elif raw is not None:
+            self.log.warning("Cellwright: api_keys in %s was ignored: it is not an object of strings", self.settings_path)
+        legacy = saved.get("api_key")
+        if isinstance(legacy, str):
+            base_url = saved.get("base_url") if isinstance(saved.get("base_url"), str) else self.base_url
+            keys.setdefault(endpoint_of(base_url), legacy)
+        return keys
 
     def public(self) -> dict[str, Any]:
         """The settings as GET config answers them: never the API key, nor credentials in a URL."""
@@ -247,7 +307,8 @@ class Cellwright(LoggingConfigurable):
         return {
             "model": self.model,
             "base_url": redact_url(self.base_url),
-            "api_key_set": bool(self.api_key),
+            "api_key_set": bool(self.key_for(self.base_url)),
+            "api_keys_set": [redact_url(endpoint) for endpoint in self.endpoints_with_keys()],
             "tool_calling": self.tool_calling,
             "auto_approve": list(self.auto_approve),
             "max_model_calls": self.max_model_calls,
@@ -274,7 +335,9 @@ class Cellwright(LoggingConfigurable):
         found = {}
         for name in self.runtime_names():
             env = self.traits()[name].metadata.get("env")
-            if name in saved:
+            if name == "api_key":  # the key of the current endpoint
+                found[name] = self._key_and_source(endpoint_of(self.base_url))[1]
+            elif name in saved:
                 found[name] = "settings"
             elif name in configured:
                 found[name] = "config"
@@ -295,25 +358,39 @@ class Cellwright(LoggingConfigurable):
         unknown = sorted(set(changes) - set(editable))
         if unknown:
             raise SettingsError(f"Unknown settings {unknown}; editable ones are {editable}.")
+        if "api_key" in changes and not isinstance(changes["api_key"], str):
+            raise SettingsError("api_key must be a string (empty: no key for this endpoint).")
         if "mcp_servers" in changes and isinstance(changes["mcp_servers"], Mapping):
-            from .mcp.config import with_kept_secrets  # the form sends back masked secrets it could not read
+            from .mcp.config import McpConfigError, with_kept_secrets  # the form sends back masked secrets it could not read
 
-            changes = {**changes, "mcp_servers": with_kept_secrets(changes["mcp_servers"], self.mcp_servers)}
+            try:
+                changes = {**changes, "mcp_servers": with_kept_secrets(changes["mcp_servers"], self.mcp_servers)}
+            except McpConfigError as exc:
+                raise SettingsError(str(exc)) from None
         try:
             with self.hold_trait_notifications():  # rolls back the earlier changes when a later one fails
                 for name, value in changes.items():
-                    setattr(self, name, value)
+                    if name != "api_key":  # the key is not the trait (that is the config's): it goes with its endpoint
+                        setattr(self, name, value)
         except TraitError as exc:
             raise SettingsError(str(exc)) from None
+        if "api_key" in changes:  # the key of the endpoint in effect after this change
+            self._saved_keys[endpoint_of(self.base_url)] = changes["api_key"]
         saved = settings_file.read(self.settings_path)
-        settings_file.write(self.settings_path, {**saved, **{name: getattr(self, name) for name in changes}})
+        values = {**saved, **{name: getattr(self, name) for name in changes if name != "api_key"}}
+        values.pop("api_key", None)  # an older file's single key is in _saved_keys, with its endpoint
+        if self._saved_keys:
+            values["api_keys"] = dict(self._saved_keys)
+        settings_file.write(self.settings_path, values)
 
     def apply_saved(self) -> None:
         """Take what PUT config saved over the config files. A saved value that is no longer valid
         (a hand-edited file, a tool since renamed) is skipped with a warning: the config still holds."""
         editable = self.runtime_names()
-        for name, value in settings_file.read(self.settings_path).items():
-            if name not in editable:
+        saved = settings_file.read(self.settings_path)
+        self._saved_keys = self._read_saved_keys(saved)  # before base_url changes: an older key may take the configured one
+        for name, value in saved.items():
+            if name not in editable or name == "api_key":
                 continue
             try:
                 setattr(self, name, value)

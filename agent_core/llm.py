@@ -4,6 +4,7 @@ backoff, and SDK errors turned into messages that tell the user what to fix."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import ssl
 import sys
@@ -16,7 +17,7 @@ from urllib.parse import urlsplit
 from . import fast_json
 from .model_stream import IdleDeadline, OversizedEvent, drain, sse_data
 from .prompt_protocol import Rescue, Validate, VisibleTokens, as_prompt_messages, parse_reply, rescue_call, tools_section
-from .settings import AgentSettings
+from .settings import AgentSettings, endpoint_of
 
 # Local servers ignore the key, but the SDK refuses an empty one.
 PLACEHOLDER_KEY = "no-key-needed"
@@ -69,17 +70,34 @@ _clients: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, 
 
 
 def new_client(settings: AgentSettings) -> Any:
-    """An SDK client for the settings' endpoint; the caller closes it (or `_client` keeps it)."""
+    """An SDK client for the settings' endpoint with the settings' key, the key of that endpoint
+    (configuration.Cellwright.key_for). Without one, requests carry no Authorization header at all:
+    not the placeholder, nor the OPENAI_API_KEY the SDK would read. The caller closes it (or
+    `_client` keeps it)."""
     import openai
 
     timeout = openai.Timeout(settings.request_timeout, connect=settings.connect_timeout)
-    return openai.AsyncOpenAI(
+    make = openai.AsyncOpenAI if settings.api_key else _keyless_client_class(openai)
+    return make(
         api_key=settings.api_key or PLACEHOLDER_KEY,
         base_url=settings.base_url or None,
         timeout=timeout,
         max_retries=0,  # retried here, visibly
         http_client=_aiohttp_client(openai, timeout, settings.base_url or ""),
     )
+
+
+@functools.cache
+def _keyless_client_class(openai: Any) -> Any:
+    class KeylessAsyncOpenAI(openai.AsyncOpenAI):  # type: ignore[misc, name-defined]
+        """Omits the Authorization header of every request (the SDK's explicit "no auth")."""
+
+        async def _prepare_options(self, options: Any) -> Any:
+            headers = options.headers if isinstance(options.headers, dict) else {}
+            options.headers = {"Authorization": openai.Omit(), **headers}
+            return await super()._prepare_options(options)
+
+    return KeylessAsyncOpenAI
 
 
 def _aiohttp_client(openai: Any, timeout: Any, base_url: str) -> Any:
@@ -385,6 +403,12 @@ def llm_error(exc: Exception, settings: AgentSettings, sent_tools: bool) -> LLME
             True,
         )
     if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+        if not settings.api_key:  # keys stay with their endpoint: another endpoint's key was not sent
+            return LLMError(
+                "llm_auth",
+                f"No key for this endpoint: {endpoint_of(settings.base_url)} needs an API key ({detail}) and none was "
+                "given for it. Type its key in the settings form (a key given for another endpoint is never sent here).",
+            )
         return LLMError(
             "llm_auth",
             f"The LLM endpoint at {where} refused the API key ({detail}). Set OPENAI_API_KEY or c.Cellwright.api_key.",

@@ -4,15 +4,40 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from typing import Mapping
+from urllib.parse import urlsplit
 
 from .contract.choices import ToolCalling, Vision  # auto: native, falling back to prompt
+
+DEFAULT_ENDPOINT = "https://api.openai.com"  # where the SDK goes without a base_url
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def endpoint_of(base_url: str) -> str:
+    """What an API key belongs to: the scheme, host and port of `base_url` ("http://127.0.0.1:8000"; the
+    default port left out), DEFAULT_ENDPOINT for an empty one. A URL that does not parse is its own
+    endpoint (it matches only itself)."""
+    url = base_url.strip()
+    if not url:
+        return DEFAULT_ENDPOINT
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return url
+    scheme = parts.scheme.lower()
+    if not scheme or not host:
+        return url
+    netloc = f"[{host}]" if ":" in host else host
+    if port is not None and port != _DEFAULT_PORTS.get(scheme):
+        netloc += f":{port}"
+    return f"{scheme}://{netloc}"
 
 
 @dataclass(frozen=True)
 class AgentSettings:
     model: str = ""
     base_url: str = ""
-    api_key: str = ""
+    api_key: str = field(default="", repr=False)  # the key of base_url's endpoint only (configuration.Cellwright.key_for)
     tool_calling: ToolCalling = "native"
     auto_approve: frozenset[str] = field(default_factory=frozenset)
     max_model_calls: int | None = None  # None: the agent's own cap (30 single, 50 for the planner)

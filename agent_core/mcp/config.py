@@ -123,20 +123,51 @@ def parse_servers(raw: Any) -> dict[str, ServerConfig]:
     return {name: server_config(name, value) for name, value in raw.items()}
 
 
+def _target(server: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What a server's secrets were given for: the program it starts (command and args) or its URL."""
+    if server.get("url"):
+        return ("url", server.get("url"))
+    return ("command", server.get("command"), tuple(server.get("args") or ()))
+
+
 def with_kept_secrets(new: Mapping[str, Any], old: Mapping[str, Any]) -> dict[str, Any]:
     """PUT config from the settings form: a secret it shows masked comes back masked, which means
-    "keep the value I could not see"."""
+    "keep the value I could not see". A secret stays with the server it was set for: the same name
+    and the same command and args (stdio) or URL (HTTP). A masked value for a server renamed or
+    re-pointed, or with no saved value behind it, is refused (McpConfigError, naming the server and
+    the variable or header, never a value): the user types the secret again. A URL that comes back
+    as the form showed it (credentials masked as ***) is the saved one."""
     merged: dict[str, Any] = {}
     for name, server in new.items():
         if not isinstance(server, Mapping):
             merged[name] = server
             continue
         server = dict(server)
-        before = old.get(name) if isinstance(old.get(name), Mapping) else {}
+        before = old.get(name) if isinstance(old.get(name), Mapping) else None
+        old_url = before.get("url") if before else None
+        if isinstance(old_url, str) and server.get("url") == _without_credentials(old_url) != old_url:
+            server["url"] = old_url
+        same = before is not None and _target(server) == _target(before)
         for part in ("env", "headers"):
             values = server.get(part)
-            if isinstance(values, Mapping):
-                kept = (before or {}).get(part) or {}
-                server[part] = {k: (kept.get(k, "") if v == MASK else v) for k, v in values.items()}
+            if not isinstance(values, Mapping):
+                continue
+            kept = ((before or {}).get(part) or {}) if same else {}
+            for key, value in values.items():
+                if value == MASK and key not in kept:
+                    raise McpConfigError(_masked_without_value(name, part, key, before, same))
+            server[part] = {k: (kept[k] if v == MASK else v) for k, v in values.items()}
         merged[name] = server
     return merged
+
+
+def _masked_without_value(name: str, part: str, key: Any, before: Mapping[str, Any] | None, same: bool) -> str:
+    where = f"mcp_servers[{name!r}].{part}[{key!r}] is {MASK} (a secret the form could not show)"
+    if before is None:
+        why = f"no server {name!r} was saved with it (a renamed server does not take another's secrets)"
+    elif not same:
+        what = "URL" if before.get("url") else "program (command and args)"
+        why = f"{name!r} is no longer the {what} the secret was set for"
+    else:
+        why = f"{name!r} has no saved value for it"
+    return f"{where}, but {why}: type the value again."

@@ -12,6 +12,7 @@ import {
   RISKY_TOOLS,
   sourceLabel
 } from '../model';
+import { endpointHasKey, endpointOf } from '../model/settings';
 import { useSignal } from './hooks';
 
 let formCount = 0;
@@ -72,7 +73,11 @@ export function SettingsForm(props: { model: PanelModel }): JSX.Element {
   const problem = formError(form);
   const busy = settings.saving || settings.testing;
   const report = settings.report;
-  const keySet = !!config?.api_key_set;
+  // A key belongs to its endpoint: the status is the typed endpoint's, never the saved one's.
+  const endpoint = endpointOf(form.base_url);
+  const otherEndpoint = !!config && endpoint !== endpointOf(config.base_url);
+  const keySet = endpointHasKey(config, form.base_url);
+  const keptFor = config?.api_keys_set ?? [];
 
   const save = async (event: React.FormEvent): Promise<void> => {
     event.preventDefault();
@@ -180,10 +185,16 @@ export function SettingsForm(props: { model: PanelModel }): JSX.Element {
           autoComplete="new-password"
           value={form.api_key}
           placeholder={keySet ? 'Type a new key to replace it' : 'Empty for local servers'}
-          aria-describedby={`${ids}-key-source`}
+          aria-describedby={`${ids}-key-source ${ids}-key-note`}
           onChange={e => set('api_key', e.target.value)}
         />
-        <Source id={`${ids}-key-source`} text={sourceLabel(config, 'api_key')} />
+        <Source id={`${ids}-key-source`} text={otherEndpoint ? null : sourceLabel(config, 'api_key')} />
+        <span className="cw-settings-note" id={`${ids}-key-note`} data-testid="cw-api-key-note">
+          {otherEndpoint && !keySet && !form.api_key
+            ? `No key for ${endpoint}: none is sent there (a key stays with the endpoint it was given for). `
+            : `The key of ${endpoint}; a key is never sent to another endpoint. `}
+          {keptFor.length > 0 && `Keys kept for: ${keptFor.join(', ')}.`}
+        </span>
       </div>
 
       <div className="cw-settings-field">

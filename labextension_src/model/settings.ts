@@ -10,6 +10,43 @@ import { ISignal, Signal } from '@lumino/signaling';
 import { CellwrightAPI, errorMessage } from '../api';
 import { ConfigUpdate, ConnectionReport, ConnectionTest, PublicConfig } from '../contract.gen';
 
+/** Where the SDK goes without a base URL. */
+export const DEFAULT_ENDPOINT = 'https://api.openai.com';
+
+/**
+ * What an API key belongs to, as the server says it (agent_core.settings.endpoint_of): the scheme,
+ * host and port of a base URL, the default port left out; DEFAULT_ENDPOINT for an empty one.
+ */
+export function endpointOf(baseUrl: string): string {
+  const url = baseUrl.trim();
+  if (!url) {
+    return DEFAULT_ENDPOINT;
+  }
+  try {
+    const parsed = new URL(url);
+    if (parsed.protocol === 'http:' || parsed.protocol === 'https:') {
+      return parsed.origin;
+    }
+  } catch {
+    // not a URL: it is its own endpoint
+  }
+  return url;
+}
+
+/**
+ * Whether the endpoint of `baseUrl` has a key (saved, configured or from the environment): a key
+ * is never sent to another endpoint than the one it was given for.
+ */
+export function endpointHasKey(config: PublicConfig | null, baseUrl: string): boolean {
+  if (!config) {
+    return false;
+  }
+  if (endpointOf(baseUrl) === endpointOf(config.base_url)) {
+    return !!config.api_key_set;
+  }
+  return (config.api_keys_set ?? []).includes(endpointOf(baseUrl));
+}
+
 export class SettingsModel implements IDisposable {
   constructor(private _api: CellwrightAPI) {}
 
