@@ -5,6 +5,7 @@ A built panel newer than its sources is used as it is, so a wheel built from an 
 the built panel) needs no Node.js; CELLWRIGHT_SKIP_PANEL_BUILD=1 uses a built panel whatever its age.
 Otherwise npm builds it (hatch_jupyter_builder's npm_builder), and without npm the build stops with one
 line that says what to install, not a traceback."""
+
 from __future__ import annotations
 
 import logging
@@ -54,8 +55,7 @@ def check(root: Path = ROOT, environ: dict[str, str] | None = None) -> str | Non
     if environ.get(SKIP_VARIABLE) == "1":
         if state == "missing":
             raise SystemExit(
-                f"{SKIP_VARIABLE}=1 but jupyter_ext/labextension holds no built panel: unset it and "
-                f"{INSTALL_NPM}."
+                f"{SKIP_VARIABLE}=1 but jupyter_ext/labextension holds no built panel: unset it and {INSTALL_NPM}."
             )
         return "use"
     if state == "current":

@@ -3,6 +3,7 @@ server code, so the kernel-side `%agent` magic can use it too.
 
 `%load_ext agent_core` in a notebook adds `%agent` / `%%agent` (see agent_core.kernel.magic); to load
 it in every kernel: `c.InteractiveShellApp.extensions = ["agent_core"]` in an IPython profile's config."""
+
 from __future__ import annotations
 
 from typing import Any

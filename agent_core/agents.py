@@ -1,5 +1,6 @@
 """The agents, as data: each is a prompt, a tool list, the agents it may delegate to and a call cap.
 A new sub-agent is one entry here plus a prompt file in prompts/."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -30,30 +31,60 @@ AGENTS: dict[str, AgentConfig] = {
     for agent in (
         AgentConfig("main", "Agent", "system", SINGLE_AGENT_TOOLS, max_model_calls=30),
         AgentConfig(
-            "planner", "Planner", "planner",
+            "planner",
+            "Planner",
+            "planner",
             ("write_todos", "check_resource", "load_skill", "task", "final_answer"),
-            may_call=("python_developer", "researcher", "query"), max_model_calls=50,
+            may_call=("python_developer", "researcher", "query"),
+            max_model_calls=50,
         ),
         AgentConfig(
-            "python_developer", "Python developer", "python_developer",
-            ("run_cell", "edit_cell", "restart_kernel", "add_markdown", "read_file", "read_notebook", "write_file", "edit_file", "execute_command"),
+            "python_developer",
+            "Python developer",
+            "python_developer",
+            (
+                "run_cell",
+                "edit_cell",
+                "restart_kernel",
+                "add_markdown",
+                "read_file",
+                "read_notebook",
+                "write_file",
+                "edit_file",
+                "execute_command",
+            ),
             max_model_calls=25,
             description="writes and runs code in the notebook's kernel, edits files, runs shell commands",
         ),
         AgentConfig(
-            "researcher", "Researcher", "researcher",
-            ("search_knowledge", "read_file", "read_notebook", "list_files", "search_workspace", "search_notebooks", "diagnostics", "execute_command"),
+            "researcher",
+            "Researcher",
+            "researcher",
+            (
+                "search_knowledge",
+                "read_file",
+                "read_notebook",
+                "list_files",
+                "search_workspace",
+                "search_notebooks",
+                "diagnostics",
+                "execute_command",
+            ),
             max_model_calls=20,
             description="read-only: searches the workspace's documents (cites them), finds and reads files, notebooks "
             "and data, checks code; changes nothing",
         ),
         AgentConfig(
-            "query", "Query", "query", ("search_knowledge", "sql_query", "run_cell"), max_model_calls=15,
+            "query",
+            "Query",
+            "query",
+            ("search_knowledge", "sql_query", "run_cell"),
+            max_model_calls=15,
             description="answers questions from the configured databases: finds the relevant tables, writes SQL and runs "
             "it after approval; loads a result into the kernel as a DataFrame when asked",
         ),
     )
-}  # fmt: skip
+}
 
 
 def agent_for_mode(mode: str) -> AgentConfig:

@@ -1,5 +1,6 @@
 """The approval step of a risky call: the card the user sees (asked once per call in this process)
 and what the user's decision means for the call (run as asked, run edited, or rejected)."""
+
 from __future__ import annotations
 
 import logging
@@ -18,7 +19,9 @@ _ASKED: dict[tuple[str, str], dict[str, Any]] = {}
 ASKED_KEPT = 256
 
 
-async def approval_request(spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolContext, agent: str, task_id: str) -> dict[str, Any]:
+async def approval_request(
+    spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolContext, agent: str, task_id: str
+) -> dict[str, Any]:
     request: dict[str, Any] = {
         "id": tool_ctx.call_id,
         "name": spec.name,

@@ -3,10 +3,12 @@ than asked of the model: Ask offers only tools that change nothing; Plan offers 
 `write_todos`, whose call is the plan the user approves (or edits) before anything else is offered;
 Agent offers everything. A call to a tool the mode does not offer is refused with a message the
 model can act on."""
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from .contract.shared import Autonomy
 

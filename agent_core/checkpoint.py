@@ -1,5 +1,6 @@
 """Opens the agent's persistence: a LangGraph checkpointer plus the tool ledger beside it.
 SQLite in the Jupyter data directory by default; Postgres for shared deployments."""
+
 from __future__ import annotations
 
 from contextlib import AsyncExitStack
@@ -7,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .private_storage import private_file
 from .database import is_postgres_url
+from .private_storage import private_file
 from .tool_ledger import DatabaseToolLedger, MemoryToolLedger, SqliteToolLedger, ToolLedger
 
 if TYPE_CHECKING:
@@ -86,11 +87,16 @@ async def _open_postgres(url: str, database: Any) -> AgentStore:
     # A pool whose connections are checked before use: after the database restarts, the next run
     # reconnects (a single connection would stay broken until Jupyter restarts).
     pool: AsyncConnectionPool[AsyncConnection[DictRow]] = AsyncConnectionPool(  # rows as dicts: row_factory below
-        url, min_size=1, max_size=POOL_MAX, open=False, timeout=POOL_TIMEOUT, name="cellwright-checkpoints",
+        url,
+        min_size=1,
+        max_size=POOL_MAX,
+        open=False,
+        timeout=POOL_TIMEOUT,
+        name="cellwright-checkpoints",
         reconnect_timeout=RECONNECT_SERIES,
         check=AsyncConnectionPool.check_connection,
         kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row, "options": connection_options()},
-    )  # fmt: skip
+    )
     stack = AsyncExitStack()
     await pool.open(wait=True, timeout=POOL_TIMEOUT)
     stack.push_async_callback(pool.close)

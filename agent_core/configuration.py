@@ -4,6 +4,7 @@ The server extension holds one (`c.Cellwright.model = ...` in jupyter_server_con
 `--Cellwright.model=...` on the command line); the `%agent` magic builds one from the same Jupyter
 config files with traitlets' own loader (`load_for_kernel`). Both then apply what PUT config saved
 (agent_core.settings_file), and the agent gets an immutable AgentSettings snapshot of it."""
+
 from __future__ import annotations
 
 import logging
@@ -45,10 +46,11 @@ class Cellwright(LoggingConfigurable):
         "PUT config keeps one key per endpoint.",
     ).tag(config=True, runtime=True, env="OPENAI_API_KEY")
     tool_calling = Enum(
-        list(get_args(ToolCalling.__value__)), _AGENT.tool_calling,
+        list(get_args(ToolCalling.__value__)),
+        _AGENT.tool_calling,
         help="native function calling, tools described in the prompt, or auto (native, prompt if the server "
         "refuses tools). Env: CELLWRIGHT_TOOL_CALLING.",
-    ).tag(config=True, runtime=True, env="CELLWRIGHT_TOOL_CALLING")  # fmt: skip
+    ).tag(config=True, runtime=True, env="CELLWRIGHT_TOOL_CALLING")
     auto_approve = List(Unicode(), help="Tool names that run without asking. Default: none of the risky ones.").tag(
         config=True, runtime=True
     )
@@ -57,7 +59,7 @@ class Cellwright(LoggingConfigurable):
         "show a cost. A model without a price shows tokens only.",
     ).tag(config=True, runtime=True)
     mcp_servers = Dict(
-        help='MCP servers whose tools the agent may use (each call asks for approval unless its name, '
+        help="MCP servers whose tools the agent may use (each call asks for approval unless its name, "
         '"mcp__<server>__<tool>", is in auto_approve): name -> {"command", "args", "env"} for a program spoken to '
         'over stdio, or {"url", "headers"} for a streamable-HTTP endpoint; optional "start_timeout", "call_timeout" '
         '(seconds) and "disabled". Env and header values are secrets: never shown.',
@@ -73,15 +75,21 @@ class Cellwright(LoggingConfigurable):
         help="The older name of database_url, read when database_url is not set. Env: CELLWRIGHT_CHECKPOINTER_URL.",
     ).tag(config=True)
     max_model_calls = Int(
-        _AGENT.max_model_calls, allow_none=True, min=1,
+        _AGENT.max_model_calls,
+        allow_none=True,
+        min=1,
         help="Model calls per run before the agent stops with a final answer. Default: 30 single, 50 multi-agent.",
-    ).tag(config=True)  # fmt: skip
+    ).tag(config=True)
     command_timeout = Float(_AGENT.command_timeout, help="Seconds before a shell command is killed.").tag(config=True)
     cell_timeout = Float(
         _AGENT.cell_timeout, allow_none=True, help="Seconds before a cell is interrupted; no cap by default."
     ).tag(config=True)
-    request_timeout = Float(_AGENT.request_timeout, help="Seconds to wait for the LLM's next streamed chunk.").tag(config=True)
-    connect_timeout = Float(_AGENT.connect_timeout, help="Seconds to wait for a connection to the LLM endpoint.").tag(config=True)
+    request_timeout = Float(_AGENT.request_timeout, help="Seconds to wait for the LLM's next streamed chunk.").tag(
+        config=True
+    )
+    connect_timeout = Float(_AGENT.connect_timeout, help="Seconds to wait for a connection to the LLM endpoint.").tag(
+        config=True
+    )
     response_timeout = Float(
         _AGENT.response_timeout, help="Seconds a whole model reply may take, however it trickles in."
     ).tag(config=True)
@@ -89,24 +97,27 @@ class Cellwright(LoggingConfigurable):
         _AGENT.max_retries, min=0, help="Retries (with backoff) of a model call after 429, 5xx or a dropped connection."
     ).tag(config=True)
     context_token_budget = Int(
-        _AGENT.context_token_budget, min=1,
+        _AGENT.context_token_budget,
+        min=1,
         help="Estimated tokens of history sent to the model; older turns are summarised beyond it.",
-    ).tag(config=True)  # fmt: skip
+    ).tag(config=True)
     namespace_snapshot = Bool(
         _AGENT.namespace_snapshot,
         help="Start each run without @mentions with a short list of the kernel's variables (names, types, shapes).",
     ).tag(config=True)
     vision = Enum(
-        list(get_args(Vision.__value__)), _AGENT.vision,
+        list(get_args(Vision.__value__)),
+        _AGENT.vision,
         help="Image outputs of cells go to the model as images: on, off, or auto (on until the endpoint refuses "
         "images, then off for the rest of the thread).",
-    ).tag(config=True)  # fmt: skip
+    ).tag(config=True)
     max_images = Int(_AGENT.max_images, min=0, help="Images sent to the model in one request at most.").tag(config=True)
     undo_snapshot_limit_mb = Int(
-        _AGENT.undo_snapshot_limit_mb, min=0,
+        _AGENT.undo_snapshot_limit_mb,
+        min=0,
         help="MB of kernel memory kept for undo snapshots, in all; a step whose changed variables are larger cannot be "
         "undone (0: no snapshots, nothing is undoable).",
-    ).tag(config=True)  # fmt: skip
+    ).tag(config=True)
     data_dir = Unicode(help="Where threads, checkpoints and runtime settings are kept.").tag(config=True)
     knowledge_index = Bool(
         _AGENT.knowledge_index,
@@ -158,7 +169,9 @@ class Cellwright(LoggingConfigurable):
     @default("database_url")
     def _default_database_url(self) -> str:
         # A config's checkpointer_url is an explicit choice: it beats either environment variable.
-        return self.checkpointer_url or self._env("database_url") or self._environ.get("CELLWRIGHT_CHECKPOINTER_URL", "")
+        return (
+            self.checkpointer_url or self._env("database_url") or self._environ.get("CELLWRIGHT_CHECKPOINTER_URL", "")
+        )
 
     @default("data_dir")
     def _default_data_dir(self) -> str:
@@ -170,9 +183,8 @@ class Cellwright(LoggingConfigurable):
 
     @validate("auto_approve")
     def _known_tools(self, proposal: Any) -> list[str]:
-        from .tools import TOOL_NAMES
-
         from .mcp.config import is_mcp_tool_name
+        from .tools import TOOL_NAMES
 
         unknown = sorted(name for name in set(proposal.value) - set(TOOL_NAMES) if not is_mcp_tool_name(name))
         if unknown:
@@ -186,9 +198,13 @@ class Cellwright(LoggingConfigurable):
         checked: dict[str, dict[str, float]] = {}
         for model, price in proposal.value.items():
             if not isinstance(price, Mapping) or set(price) != {"prompt", "completion"}:
-                raise TraitError(f'prices[{model!r}] must be {{"prompt": <number>, "completion": <number>}} (per million tokens).')
+                raise TraitError(
+                    f'prices[{model!r}] must be {{"prompt": <number>, "completion": <number>}} (per million tokens).'
+                )
             values = {part: price[part] for part in ("prompt", "completion")}
-            if not all(isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v < 1e9 for v in values.values()):
+            if not all(
+                isinstance(v, int | float) and not isinstance(v, bool) and 0 <= v < 1e9 for v in values.values()
+            ):
                 raise TraitError(f"prices[{model!r}] must hold numbers of 0 or more.")
             checked[str(model)] = {part: float(v) for part, v in values.items()}
         return checked
@@ -239,11 +255,16 @@ class Cellwright(LoggingConfigurable):
         """What the agent of one run reads: a snapshot, so a PUT config during a run changes the next.
         Its api_key is the key of base_url's endpoint, none when that endpoint has none."""
         values = {f.name: getattr(self, f.name) for f in fields(AgentSettings)}
-        return AgentSettings(**{
-            **values, "auto_approve": frozenset(values["auto_approve"]), "databases": dict(values["databases"]),
-            "auto_approve_notebook_tools": tuple(values["auto_approve_notebook_tools"]), "mcp_servers": dict(values["mcp_servers"]),
-            "api_key": self.key_for(self.base_url),
-        })  # fmt: skip
+        return AgentSettings(
+            **{
+                **values,
+                "auto_approve": frozenset(values["auto_approve"]),
+                "databases": dict(values["databases"]),
+                "auto_approve_notebook_tools": tuple(values["auto_approve_notebook_tools"]),
+                "mcp_servers": dict(values["mcp_servers"]),
+                "api_key": self.key_for(self.base_url),
+            }
+        )
 
     def trial_settings(self, form: Mapping[str, Any]) -> AgentSettings:
         """The settings form's "Test connection": its unsaved model, base_url and api_key over the
@@ -292,7 +313,9 @@ class Cellwright(LoggingConfigurable):
         if isinstance(raw, Mapping):
             keys.update({endpoint_of(str(k)): v for k, v in raw.items() if isinstance(k, str) and isinstance(v, str)})
         elif raw is not None:
-            self.log.warning("Cellwright: api_keys in %s was ignored: it is not an object of strings", self.settings_path)
+            self.log.warning(
+                "Cellwright: api_keys in %s was ignored: it is not an object of strings", self.settings_path
+            )
         legacy = saved.get("api_key")
         if isinstance(legacy, str):
             base_url = saved.get("base_url") if isinstance(saved.get("base_url"), str) else self.base_url
@@ -361,7 +384,10 @@ class Cellwright(LoggingConfigurable):
         if "api_key" in changes and not isinstance(changes["api_key"], str):
             raise SettingsError("api_key must be a string (empty: no key for this endpoint).")
         if "mcp_servers" in changes and isinstance(changes["mcp_servers"], Mapping):
-            from .mcp.config import McpConfigError, with_kept_secrets  # the form sends back masked secrets it could not read
+            from .mcp.config import (
+                McpConfigError,
+                with_kept_secrets,
+            )  # the form sends back masked secrets it could not read
 
             try:
                 changes = {**changes, "mcp_servers": with_kept_secrets(changes["mcp_servers"], self.mcp_servers)}
@@ -388,7 +414,9 @@ class Cellwright(LoggingConfigurable):
         (a hand-edited file, a tool since renamed) is skipped with a warning: the config still holds."""
         editable = self.runtime_names()
         saved = settings_file.read(self.settings_path)
-        self._saved_keys = self._read_saved_keys(saved)  # before base_url changes: an older key may take the configured one
+        self._saved_keys = self._read_saved_keys(
+            saved
+        )  # before base_url changes: an older key may take the configured one
         for name, value in saved.items():
             if name not in editable or name == "api_key":
                 continue
@@ -459,7 +487,9 @@ class _Notes(logging.Handler):
         self.notes.append(message)
 
 
-def load_for_kernel(config_paths: list[str] | None = None, environ: Mapping[str, str] | None = None) -> tuple[Cellwright, list[str]]:
+def load_for_kernel(
+    config_paths: list[str] | None = None, environ: Mapping[str, str] | None = None
+) -> tuple[Cellwright, list[str]]:
     """The settings of a `%agent` call, as the server has them: the same config files, the same
     environment defaults, then settings.json. Also the notes for the user (a config file that could
     not be read, an unknown option, a saved value skipped). What a kernel cannot see: options given

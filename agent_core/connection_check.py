@@ -1,6 +1,7 @@
 """The settings form's "Test connection" and model list: a few tiny requests to the endpoint with
 the form's (maybe unsaved) values, each failure said the way the run would say it (llm.llm_error),
 and nothing kept: the client made for the check is closed after it."""
+
 from __future__ import annotations
 
 import asyncio
@@ -14,7 +15,11 @@ MAX_MODELS = 500
 # One tool the check offers, so a server that refuses function calling says so now, not mid-run.
 _PING_TOOL = {
     "type": "function",
-    "function": {"name": "ping", "description": "Answer the check.", "parameters": {"type": "object", "properties": {}}},
+    "function": {
+        "name": "ping",
+        "description": "Answer the check.",
+        "parameters": {"type": "object", "properties": {}},
+    },
 }
 
 
@@ -71,7 +76,9 @@ async def test_connection(settings: AgentSettings) -> dict[str, Any]:
         where = settings.base_url or "api.openai.com"
         report("reachable", True, f"{where} answers" + (f" and lists {len(models)} models." if models else "."))
         if models and settings.model not in models:
-            return report("model", False, f"The endpoint does not list the model {settings.model!r}; pick one of its models.")
+            return report(
+                "model", False, f"The endpoint does not list the model {settings.model!r}; pick one of its models."
+            )
         try:
             await _tiny_completion(client, settings, tools=False)
         except LLMError as exc:
@@ -81,7 +88,7 @@ async def test_connection(settings: AgentSettings) -> dict[str, Any]:
         try:
             await _tiny_completion(client, settings, tools=True)
         except LLMError as exc:
-            return report("tools", False, f"{exc.message} Set tool calling to \"prompt\" or \"auto\".")
+            return report("tools", False, f'{exc.message} Set tool calling to "prompt" or "auto".')
         return report("tools", True, "Function calling works.")
     finally:
         await client.close()

@@ -4,14 +4,16 @@ differs: the column types, how a write transaction starts, how appenders to one 
 and how other servers hear of a write. SQLite (files in the data directory) is the default;
 PostgreSQL (agent_core/postgres_database.py, imported only when configured) when servers share
 threads."""
+
 from __future__ import annotations
 
 import asyncio
 import importlib
 import sqlite3
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from .private_storage import private_file
 from .redaction import redact_url
@@ -30,6 +32,7 @@ SCHEMA = (
 )
 # Who holds a lease, in words, so a refused Stop can say who runs the thread (added after the first release).
 MIGRATIONS = ("ALTER TABLE leases ADD COLUMN holder TEXT NOT NULL DEFAULT ''",)
+
 
 class DatabaseUnavailable(RuntimeError):
     """The database cannot be reached (down, restarting, or too slow): says which, never the password.
@@ -56,12 +59,15 @@ class Database(Protocol):
     async def call(self, fn: Callable[[Connection], Any]) -> Any:
         """`fn(conn)` on a connection of its own (reads; one statement each)."""
         ...
+
     async def write(self, fn: Callable[[Connection], Any]) -> Any:
         """`fn(conn)` inside one write transaction: all of it or none."""
         ...
+
     def lock_threads(self, conn: Connection, thread_ids: list[str]) -> None:
         """Inside a write: make concurrent appenders to these threads wait for this transaction."""
         ...
+
     def notify(self, conn: Connection, thread_ids: set[str]) -> None:
         """Inside a write: tell other processes' readers, at commit, that these threads changed."""
         ...

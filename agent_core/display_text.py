@@ -5,6 +5,7 @@ A carriage return or a backspace lets later text overwrite earlier text in a ter
 JupyterLab's output area (`x='ran'\\rprint('ok')` shows one line, runs two); ANSI escapes recolour,
 hide or move text; bidi controls reorder it (Trojan Source); zero-width and other format characters
 hide it. None of these may reach a user's eyes unmarked in anything they approve or read."""
+
 from __future__ import annotations
 
 import re

@@ -4,13 +4,15 @@ outputs are stored up to a head cap; beyond it they are streamed live only, and 
 stores a "lines omitted" note and the tail. Readers connected at the time still get everything.
 Readers that ask for token previews get each delta as it arrives, live only, named by the seq of
 the row that will store it: they see tokens at once without a commit per token."""
+
 from __future__ import annotations
 
 import asyncio
 import json
 from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from .contract import make_event
 from .redaction import redact_text
@@ -68,7 +70,11 @@ class _CellBudget:
             first = self.tail.popleft()
             lines, size = _size(first)
             excess_lines = self.tail_lines - TAIL_LINES
-            if first.get("output_type") == "stream" and 0 < excess_lines < lines and self.tail_bytes - size <= TAIL_BYTES:
+            if (
+                first.get("output_type") == "stream"
+                and 0 < excess_lines < lines
+                and self.tail_bytes - size <= TAIL_BYTES
+            ):
                 text = str(first["text"]).splitlines(keepends=True)
                 rest = {**first, "text": "".join(text[excess_lines:])}
                 self.tail.appendleft(rest)
@@ -103,7 +109,11 @@ class OutputCaps:
                 yield event, True
                 return
             budget.overflowing = True
-            parts = _split_stream(output, HEAD_LINES - budget.lines, HEAD_BYTES - budget.bytes) if output.get("output_type") == "stream" else None
+            parts = (
+                _split_stream(output, HEAD_LINES - budget.lines, HEAD_BYTES - budget.bytes)
+                if output.get("output_type") == "stream"
+                else None
+            )
             if parts is not None:
                 yield {**event, "output": parts[0]}, True
                 output = parts[1]
@@ -115,10 +125,20 @@ class OutputCaps:
         if not budget.overflowing:
             return
         if budget.omitted_lines:
-            note = {"output_type": "stream", "name": "stdout", "text": f"[... {budget.omitted_lines} lines omitted ...]\n"}
-            yield {**_tags(event), **make_event("cell_output", id=event["id"], output=note, overflow_summary=True)}, True
+            note = {
+                "output_type": "stream",
+                "name": "stdout",
+                "text": f"[... {budget.omitted_lines} lines omitted ...]\n",
+            }
+            yield (
+                {**_tags(event), **make_event("cell_output", id=event["id"], output=note, overflow_summary=True)},
+                True,
+            )
         for output in _merged_streams(budget.tail):
-            yield {**_tags(event), **make_event("cell_output", id=event["id"], output=output, overflow_summary=True)}, True
+            yield (
+                {**_tags(event), **make_event("cell_output", id=event["id"], output=output, overflow_summary=True)},
+                True,
+            )
 
 
 def _tags(event: dict[str, Any]) -> dict[str, Any]:
@@ -131,7 +151,11 @@ def _merged_streams(outputs: deque[dict[str, Any]]) -> list[dict[str, Any]]:
     merged: list[dict[str, Any]] = []
     for output in outputs:
         last = merged[-1] if merged else None
-        if last is not None and output.get("output_type") == "stream" == last.get("output_type") and output.get("name") == last.get("name"):
+        if (
+            last is not None
+            and output.get("output_type") == "stream" == last.get("output_type")
+            and output.get("name") == last.get("name")
+        ):
             merged[-1] = {**last, "text": str(last["text"]) + str(output["text"])}
         else:
             merged.append(output)
@@ -147,9 +171,13 @@ class EventPump:
     emitted while the run is being cancelled are still kept."""
 
     def __init__(
-        self, threads: ThreadStore, thread_id: str, run_id: str, agent: str = "main",
+        self,
+        threads: ThreadStore,
+        thread_id: str,
+        run_id: str,
+        agent: str = "main",
         on_event: Callable[[dict[str, Any]], None] | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self._threads = threads
         self._thread_id = thread_id
         self._run_id = run_id

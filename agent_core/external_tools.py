@@ -1,10 +1,12 @@
 """A run's tools from outside: the MCP servers' (agent_core.mcp) and the notebook's @tool functions
 (agent_core.notebook_tools), gathered at the start of every run segment and given to the graph's
 RunContext beside the static registry. Gathering never fails a run: what is missing becomes a note."""
+
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .tools import TOOLS
 from .tools.external import ExternalToolSpec
@@ -48,7 +50,9 @@ async def gather_tools(
     return _within_budget(specs, notes)
 
 
-def _within_budget(specs: dict[str, ExternalToolSpec], notes: list[str]) -> tuple[dict[str, ExternalToolSpec], list[str]]:
+def _within_budget(
+    specs: dict[str, ExternalToolSpec], notes: list[str]
+) -> tuple[dict[str, ExternalToolSpec], list[str]]:
     """The first tools that fit the per-run budget (count and schema size); a note names how many did not."""
     import json
 
@@ -60,12 +64,17 @@ def _within_budget(specs: dict[str, ExternalToolSpec], notes: list[str]) -> tupl
             break
         kept[name] = spec
     if len(kept) < len(specs):
-        notes = [*notes, f"{len(specs) - len(kept)} tools from MCP servers or the notebook were left out: a run offers "
-                 f"at most {MAX_EXTERNAL_TOOLS} (disable servers this thread does not need)."]  # fmt: skip
+        notes = [
+            *notes,
+            f"{len(specs) - len(kept)} tools from MCP servers or the notebook were left out: a run offers "
+            f"at most {MAX_EXTERNAL_TOOLS} (disable servers this thread does not need).",
+        ]
     return kept, notes
 
 
-def with_tool_notes(graph_input: Any, tools: dict[str, ExternalToolSpec], notes: list[str], prior: dict[str, Any]) -> Any:
+def with_tool_notes(
+    graph_input: Any, tools: dict[str, ExternalToolSpec], notes: list[str], prior: dict[str, Any]
+) -> Any:
     """A new run's input with the notes about external tools, before the user's message (hidden
     from the thread's view, as other context is), and the notebook tools it has, so that the next
     run can tell the model which of them are gone (a kernel restart forgets them)."""
@@ -76,8 +85,11 @@ def with_tool_notes(graph_input: Any, tools: dict[str, ExternalToolSpec], notes:
     now = [name for name, spec in tools.items() if spec.origin.get("kind") == "notebook"]
     gone = [name for name in prior.get("notebook_tools") or [] if name not in now]
     if gone:
-        notes = [*notes, f"The notebook's @tool functions {gone[:20]} are gone (the kernel restarted, or they were "
-                 "removed): do not call them; the cell that defines them must run again first."]  # fmt: skip
+        notes = [
+            *notes,
+            f"The notebook's @tool functions {gone[:20]} are gone (the kernel restarted, or they were "
+            "removed): do not call them; the cell that defines them must run again first.",
+        ]
     graph_input = {**graph_input, "notebook_tools": now}
     if not notes:
         return graph_input

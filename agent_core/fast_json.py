@@ -2,6 +2,7 @@
 each reader, once per token. orjson does each in a fraction of the stdlib's time; what it refuses
 (integers beyond 64 bits) goes to the stdlib. NaN and infinities are written as null: a browser's
 JSON.parse refuses the stdlib's bare NaN."""
+
 from __future__ import annotations
 
 import json

@@ -4,22 +4,29 @@ State holds OpenAI-format message dicts. The tools node raises one `interrupt()`
 before any side effect; a tool call id runs at most once (see tool_ledger). Model misbehaviour is
 repaired here, in the loop: empty replies, several calls in one turn, unknown tools, bad
 arguments and the same failing call over and over."""
+
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
 import uuid
-from functools import cache
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Mapping, Sequence, TypedDict
+from functools import cache
+from typing import Annotated, Any, TypedDict
 
 from langgraph.channels.delta import DeltaChannel
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
+from . import usage as token_usage
+from .agents import AGENTS, AgentConfig, agent_for_mode
+from .approvals import approval_request_once, decided_args, decided_context, decoded
+from .autonomy import ToolPolicy, policy_of
 from .contract import make_event
+from .external_tools import EXTERNAL_TOOL_AGENTS, gone_tool_hint
 from .history import compact
 from .llm import LLMError, ModelRequest, ModelTurn, complete
 from .prompts import prompt_text
@@ -28,13 +35,8 @@ from .tool_ledger import STOPPED, ToolLedger
 from .tools import TOOLS, ToolContext, ToolEnvironment, ToolInputError, ToolOutcome, ToolSpec, skills_prompt_section
 from .tools.base import Emit
 from .tools.external import ExternalToolSpec
-from .external_tools import EXTERNAL_TOOL_AGENTS, gone_tool_hint
-from .vision import IMAGES_KEY, with_image_parts
-from .agents import AGENTS, AgentConfig, agent_for_mode
-from .approvals import approval_request_once, decided_args, decided_context, decoded
 from .undo.rules import prompt_section as rules_prompt_section
-from .autonomy import ToolPolicy, policy_of
-from . import usage as token_usage
+from .vision import IMAGES_KEY, with_image_parts
 
 log = logging.getLogger(__name__)
 
@@ -159,29 +161,60 @@ class RunContext:
             raise ToolInputError(f"{self.agent.label} may not call the agent {name!r}; it may call: {allowed}")
         agent = AGENTS[name]
         sub_ctx = RunContext(
-            self.thread_id, self.settings, self.env, self.ledger, _tagged(self.emit, name, call_id), self.notebook_path,
-            agent, ledger_scope=f"{self.ledger_scope}/{call_id}", tool_mode=self.tool_mode, task_id=call_id,
-            notebook_cells=self.notebook_cells, meter=self.meter, extra_tools=self.extra_tools,
-        )  # fmt: skip
+            self.thread_id,
+            self.settings,
+            self.env,
+            self.ledger,
+            _tagged(self.emit, name, call_id),
+            self.notebook_path,
+            agent,
+            ledger_scope=f"{self.ledger_scope}/{call_id}",
+            tool_mode=self.tool_mode,
+            task_id=call_id,
+            notebook_cells=self.notebook_cells,
+            meter=self.meter,
+            extra_tools=self.extra_tools,
+        )
         # The switches carry the task's id too: the panel nests what lies between them under the call.
-        self.emit(make_event("agent_switch", task_id=call_id, **{"from": self.agent.name, "to": name, "task": description}))
+        self.emit(
+            make_event("agent_switch", task_id=call_id, **{"from": self.agent.name, "to": name, "task": description})
+        )
         sub_input = new_run_input(description, autonomy=self.policy.subagent_autonomy())
         result = await _subagent_graph().ainvoke(sub_input, context=sub_ctx)
-        self.emit(make_event("agent_switch", task_id=call_id, **{"from": name, "to": self.agent.name, "task": description}))
-        report = next((m.get("content") for m in reversed(result["messages"]) if m.get("role") == "assistant"), "") or "(no report)"
+        self.emit(
+            make_event("agent_switch", task_id=call_id, **{"from": name, "to": self.agent.name, "task": description})
+        )
+        report = (
+            next((m.get("content") for m in reversed(result["messages"]) if m.get("role") == "assistant"), "")
+            or "(no report)"
+        )
         return ToolOutcome("ok", f"{agent.label} reports:\n{report}", summary=report)
 
 
 def run_context(
-    thread_id: str, settings: AgentSettings, env: ToolEnvironment, ledger: ToolLedger, emit: Emit, notebook_path: str, mode: str,
-    notebook_cells: list[dict[str, Any]] | None = None, extra_tools: dict[str, ToolSpec] | None = None,
-) -> RunContext:  # fmt: skip
+    thread_id: str,
+    settings: AgentSettings,
+    env: ToolEnvironment,
+    ledger: ToolLedger,
+    emit: Emit,
+    notebook_path: str,
+    mode: str,
+    notebook_cells: list[dict[str, Any]] | None = None,
+    extra_tools: dict[str, ToolSpec] | None = None,
+) -> RunContext:
     """The context of a run's top agent: the single agent, or the planner in multi mode."""
     agent = agent_for_mode(mode)
     return RunContext(
-        thread_id, settings, env, ledger, _tagged(emit, agent.name), notebook_path, agent, notebook_cells=notebook_cells,
+        thread_id,
+        settings,
+        env,
+        ledger,
+        _tagged(emit, agent.name),
+        notebook_path,
+        agent,
+        notebook_cells=notebook_cells,
         extra_tools=extra_tools or {},
-    )  # fmt: skip
+    )
 
 
 def _tagged(emit: Emit, agent: str, task_id: str = "") -> Emit:
@@ -197,9 +230,15 @@ def new_run_input(
     """A run's input: the user's message, after the context Cellwright attached to it (if any)."""
     messages = [*(context or []), {"role": "user", "content": message}]
     return {
-        "messages": appended(*messages), "model_calls": 0, "done": False, "failure": {}, "mode": mode,
-        "autonomy": autonomy, "plan_approved": False, "run_usage": token_usage.zero(),
-    }  # fmt: skip
+        "messages": appended(*messages),
+        "model_calls": 0,
+        "done": False,
+        "failure": {},
+        "mode": mode,
+        "autonomy": autonomy,
+        "plan_approved": False,
+        "run_usage": token_usage.zero(),
+    }
 
 
 def parse_args(raw: str | dict[str, Any] | None) -> tuple[dict[str, Any] | None, str | None]:
@@ -280,10 +319,17 @@ def _count(ctx: RunContext, turn: ModelTurn, messages: list[dict[str, Any]]) -> 
     call = token_usage.of_call(turn, messages, ctx.settings.model, ctx.settings.prices)
     ctx.meter.record(call)
     public = token_usage.public
-    ctx.emit(make_event(
-        "usage", call=public(call), run=public(ctx.meter.run), thread=public(ctx.meter.thread),
-        context_tokens=call["prompt_tokens"], context_budget=ctx.settings.context_token_budget, summarized=ctx.summarized,
-    ))  # fmt: skip
+    ctx.emit(
+        make_event(
+            "usage",
+            call=public(call),
+            run=public(ctx.meter.run),
+            thread=public(ctx.meter.thread),
+            context_tokens=call["prompt_tokens"],
+            context_budget=ctx.settings.context_token_budget,
+            summarized=ctx.summarized,
+        )
+    )
 
 
 async def call_model(state: AgentState, runtime: Runtime[RunContext]) -> AgentUpdate:
@@ -299,9 +345,16 @@ async def _call_model(state: AgentState, ctx: RunContext) -> AgentUpdate:
         answer = f"I stopped after {ctx.max_model_calls} model calls, the limit for one run. The work so far is in the notebook."
         if ctx.agent.is_subagent:
             return {"messages": appended({"role": "assistant", "content": answer}), "done": True, "model_calls": calls}
-        return {**_finish(ctx.emit, answer, [{"title": "Continue", "prompt": "Continue where you stopped."}]), "model_calls": calls}
+        return {
+            **_finish(ctx.emit, answer, [{"title": "Continue", "prompt": "Continue where you stopped."}]),
+            "model_calls": calls,
+        }
     messages, summarized = await compact(
-        ctx.settings, state.get("messages", []), state.get("summary", ""), state.get("summary_upto", 0), _system_prompt(ctx)
+        ctx.settings,
+        state.get("messages", []),
+        state.get("summary", ""),
+        state.get("summary_upto", 0),
+        _system_prompt(ctx),
     )
     ctx.summarized = "summary" in summarized
     update: AgentUpdate = {**summarized}
@@ -324,7 +377,9 @@ async def _call_model(state: AgentState, ctx: RunContext) -> AgentUpdate:
         turn = await _ask(ctx, [*messages, _reminder(ctx)])
         calls += 1
     if turn.ignored_call and not turn.tool_calls and calls < ctx.max_model_calls:
-        turn = await _ask(ctx, [*messages, {"role": "assistant", "content": turn.content}, _ignored_call_note(turn.ignored_call)])
+        turn = await _ask(
+            ctx, [*messages, {"role": "assistant", "content": turn.content}, _ignored_call_note(turn.ignored_call)]
+        )
         calls += 1
     update["model_calls"] = calls
     if turn.empty:
@@ -338,10 +393,17 @@ async def _call_model(state: AgentState, ctx: RunContext) -> AgentUpdate:
     return {**update, **_model_reply(ctx, turn, _call_ids(state.get("messages", [])))}
 
 
-async def _with_images(ctx: RunContext, state: AgentState, messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], bool]:
+async def _with_images(
+    ctx: RunContext, state: AgentState, messages: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], bool]:
     vision = ctx.settings.vision
     # Prompt mode flattens messages to text: no parts to carry an image.
-    if vision == "off" or (vision == "auto" and state.get("vision_refused")) or ctx.settings.max_images <= 0 or ctx.tool_mode == "prompt":
+    if (
+        vision == "off"
+        or (vision == "auto" and state.get("vision_refused"))
+        or ctx.settings.max_images <= 0
+        or ctx.tool_mode == "prompt"
+    ):
         return messages, bool(state.get("vision_refused"))
     return with_image_parts(messages, ctx.settings.max_images)[0], False
 
@@ -368,7 +430,9 @@ def _model_reply(ctx: RunContext, turn: ModelTurn, used_ids: set[str]) -> AgentU
     message["tool_calls"] = [first]
     args, _ = parse_args(first["function"]["arguments"])
     name = first["function"]["name"]
-    ctx.emit(make_event("tool_call", id=first["id"], name=name, args=args or {}, needs_approval=ctx.needs_approval(name)))
+    ctx.emit(
+        make_event("tool_call", id=first["id"], name=name, args=args or {}, needs_approval=ctx.needs_approval(name))
+    )
     return {"messages": appended(message), "done": False, "deferred": [c["function"]["name"] for c in rest]}
 
 
@@ -397,7 +461,9 @@ async def _run_tool(call: dict[str, Any], ctx: RunContext) -> ToolOutcome:
         return ToolOutcome("error", f"{name} failed: {exc}")
     if ctx.needs_approval(name):
         # The node re-runs from the top on resume; nothing above has side effects.
-        decision = decoded(interrupt(await approval_request_once(spec, args, tool_ctx, ctx.agent.name, ctx.task_id, ctx.ledger_scope)))
+        decision = decoded(
+            interrupt(await approval_request_once(spec, args, tool_ctx, ctx.agent.name, ctx.task_id, ctx.ledger_scope))
+        )
         tool_ctx = decided_context(decision, args, tool_ctx)
         args, rejected = decided_args(decision, args)
         if rejected is not None:
@@ -450,7 +516,9 @@ def _notes(state: AgentState, ctx: RunContext, spec: ToolSpec | None) -> str:
     """What the model should know beside the result: cut calls, and the open todos after a read."""
     notes = []
     if state.get("deferred"):
-        notes.append(f"Only this call ran; these were not run: {', '.join(state['deferred'])}. Call them one at a time if still needed.")
+        notes.append(
+            f"Only this call ran; these were not run: {', '.join(state['deferred'])}. Call them one at a time if still needed."
+        )
     open_todos = [t["content"] for t in state.get("todos", []) if t.get("status") != "completed"]
     if spec is not None and spec.read_only and open_todos:
         notes.append(f"Continue with your todo list. Open: {'; '.join(open_todos)}.")
@@ -468,7 +536,9 @@ async def _call_tools(state: AgentState, ctx: RunContext) -> AgentUpdate:
     call = state["messages"][-1]["tool_calls"][0]
     name = call["function"]["name"]
     outcome = await _run_tool(call, ctx)
-    ctx.emit(make_event("tool_result", id=call["id"], name=name, status=outcome.status, summary=outcome.display_summary))
+    ctx.emit(
+        make_event("tool_result", id=call["id"], name=name, status=outcome.status, summary=outcome.display_summary)
+    )
     content = outcome.content + _notes(state, ctx, ctx.tools.get(name))
     plan_approved = ctx.policy.asks_for_plan(name) and outcome.status == "ok"
     if plan_approved:

@@ -1,5 +1,6 @@
 """What the model sees of a thread: every tool call answered, and old turns summarised once the
 history outgrows the token budget (the last turns stay verbatim)."""
+
 from __future__ import annotations
 
 from typing import Any, TypedDict

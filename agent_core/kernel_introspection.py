@@ -2,6 +2,7 @@
 snapshot (names, types, shapes) and summaries of mentioned variables (DataFrames, arrays, plain
 values). Both are one silent evaluation of a probe (agent_core.kernel_probe) under a time limit in
 the kernel and a timeout here; a busy kernel is not asked at all."""
+
 from __future__ import annotations
 
 import asyncio

@@ -7,6 +7,7 @@ of the user's code: names are looked up in the namespace dict (no attribute chai
 an object's class is read with type() and compared by identity with a library's own classes, found
 in sys.modules only (a library the user did not import is never imported); class names are read
 through type's own descriptors (a metaclass could answer attribute reads itself)."""
+
 from __future__ import annotations
 
 import json

@@ -2,6 +2,7 @@
 workers, a subprocess), read with psutil from the server side, and GPU memory when NVML is there.
 
 psutil is imported here only, on the first reading: the server's start-up does not pay for it."""
+
 from __future__ import annotations
 
 import asyncio
@@ -112,7 +113,9 @@ def format_usage(usage: dict[str, Any]) -> str:
 
     if "error" in usage:
         return f"Kernel: usage unknown ({usage['error']})"
-    text = f"Kernel (process tree): CPU {usage['cpu_percent']:g}% of one core, memory {human_size(usage['memory_bytes'])}"
+    text = (
+        f"Kernel (process tree): CPU {usage['cpu_percent']:g}% of one core, memory {human_size(usage['memory_bytes'])}"
+    )
     if "gpu_memory_bytes" in usage:
         text += f", GPU memory {human_size(usage['gpu_memory_bytes'])}"
     return text

@@ -1,6 +1,7 @@
 """The OpenAI-compatible adapter: one streamed chat completion in native or prompt tool-calling
 mode, tokens forwarded as they arrive, tool-call deltas assembled, transient failures retried with
 backoff, and SDK errors turned into messages that tell the user what to fix."""
+
 from __future__ import annotations
 
 import asyncio
@@ -10,13 +11,22 @@ import ssl
 import sys
 import uuid
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from . import fast_json
 from .model_stream import IdleDeadline, OversizedEvent, drain, sse_data
-from .prompt_protocol import Rescue, Validate, VisibleTokens, as_prompt_messages, parse_reply, rescue_call, tools_section
+from .prompt_protocol import (
+    Rescue,
+    Validate,
+    VisibleTokens,
+    as_prompt_messages,
+    parse_reply,
+    rescue_call,
+    tools_section,
+)
 from .settings import AgentSettings, endpoint_of
 
 # Local servers ignore the key, but the SDK refuses an empty one.
@@ -66,7 +76,9 @@ class ModelRequest:
 
 # One client per event loop and endpoint: a client reused across event loops fails ("Event loop is
 # closed"), and making one costs ~30 ms (an SSL context), which the first token would wait for.
-_clients: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, ...], Any]]" = weakref.WeakKeyDictionary()
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, ...], Any]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def new_client(settings: AgentSettings) -> Any:
@@ -157,7 +169,9 @@ async def complete(
         try:
             return await asyncio.wait_for(_complete_once(settings, request, forward), settings.response_timeout)
         except asyncio.TimeoutError:
-            error = LLMError("llm_timeout", f"The model's reply took longer than {settings.response_timeout:g} s.", True)
+            error = LLMError(
+                "llm_timeout", f"The model's reply took longer than {settings.response_timeout:g} s.", True
+            )
         except LLMError as exc:
             error = exc
         if not error.retryable or streamed or attempt > settings.max_retries:
@@ -177,7 +191,9 @@ async def _complete_once(settings: AgentSettings, request: ModelRequest, on_toke
     return await _complete_native(settings, request, on_token)
 
 
-async def _complete_native(settings: AgentSettings, request: ModelRequest, on_token: Callable[[str], None]) -> ModelTurn:
+async def _complete_native(
+    settings: AgentSettings, request: ModelRequest, on_token: Callable[[str], None]
+) -> ModelTurn:
     turn = ModelTurn()
     calls: dict[int, dict[str, Any]] = {}
 
@@ -197,15 +213,24 @@ async def _complete_native(settings: AgentSettings, request: ModelRequest, on_to
         found = rescue_call(turn.content, request.validate) if request.validate else Rescue()
         # The prompt-mode forms (Action:, <tool_call>, JSON at the start) run even with bad
         # arguments: the tool's error tells the model what to fix.
-        pairs = [found.call] if found.call else parse_reply(turn.content, {t["function"]["name"] for t in request.tools}).tool_calls
+        pairs = (
+            [found.call]
+            if found.call
+            else parse_reply(turn.content, {t["function"]["name"] for t in request.tools}).tool_calls
+        )
         turn.tool_calls = _calls_from_pairs(pairs)
         turn.ignored_call = "" if pairs else found.near_miss
     return turn
 
 
-async def _complete_prompt(settings: AgentSettings, request: ModelRequest, on_token: Callable[[str], None]) -> ModelTurn:
+async def _complete_prompt(
+    settings: AgentSettings, request: ModelRequest, on_token: Callable[[str], None]
+) -> ModelTurn:
     system, *rest = request.messages
-    messages = [{"role": "system", "content": f"{system['content']}\n\n{tools_section(request.tools)}"}, *as_prompt_messages(rest)]
+    messages = [
+        {"role": "system", "content": f"{system['content']}\n\n{tools_section(request.tools)}"},
+        *as_prompt_messages(rest),
+    ]
     turn = ModelTurn()
     visible = VisibleTokens(on_token)
 
@@ -231,7 +256,10 @@ Delta = dict[str, Any]  # a chunk's `choices[i].delta`, as the endpoint sent it
 
 
 async def _stream(
-    settings: AgentSettings, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, on_delta: Callable[[Delta], None]
+    settings: AgentSettings,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    on_delta: Callable[[Delta], None],
 ) -> dict[str, Any] | None:
     """Stream one completion into `on_delta`; the usage object the endpoint reported, if any."""
     import openai
@@ -254,7 +282,9 @@ async def _stream(
         raise llm_error(exc, settings, bool(tools)) from None
 
 
-async def _read_stream(settings: AgentSettings, body: dict[str, Any], on_delta: Callable[[Delta], None]) -> dict[str, Any] | None:
+async def _read_stream(
+    settings: AgentSettings, body: dict[str, Any], on_delta: Callable[[Delta], None]
+) -> dict[str, Any] | None:
     """The SDK sends the request (auth, status errors) and the SSE lines are parsed here: its
     per-chunk pydantic models cost more than the rest of a token's way to the browser."""
     import openai
@@ -266,11 +296,16 @@ async def _read_stream(settings: AgentSettings, body: dict[str, Any], on_delta: 
     request = None
     idle = IdleDeadline(settings.request_timeout)
     try:
-        async with idle.scope(), _client(settings).chat.completions.with_streaming_response.create(
-            **fields, extra_body=body, **idle.sdk_timeout(settings.connect_timeout)
-        ) as response:
+        async with (
+            idle.scope(),
+            _client(settings).chat.completions.with_streaming_response.create(
+                **fields, extra_body=body, **idle.sdk_timeout(settings.connect_timeout)
+            ) as response,
+        ):
             request = response.http_request
-            transport = sys.modules[type(response.http_response).__module__.partition(".")[0]]  # httpx or httpx2, by SDK version
+            transport = sys.modules[
+                type(response.http_response).__module__.partition(".")[0]
+            ]  # httpx or httpx2, by SDK version
             events = sse_data(response.http_response.aiter_bytes(), idle.touch)
             try:
                 async for data in events:
@@ -304,13 +339,19 @@ def _chunk(data: str, request: Any) -> dict[str, Any]:
     try:
         chunk = fast_json.loads(data)
     except ValueError:
-        raise openai.APIError(f"The endpoint sent a chunk that is not JSON: {data[:100]!r}", request, body=None) from None
+        raise openai.APIError(
+            f"The endpoint sent a chunk that is not JSON: {data[:100]!r}", request, body=None
+        ) from None
     if not isinstance(chunk, dict):
         raise openai.APIError(f"The endpoint sent a chunk that is not an object: {data[:100]!r}", request, body=None)
     error = chunk.get("error")
     if error:
         message = error.get("message") if isinstance(error, dict) else None
-        raise openai.APIError(message if isinstance(message, str) and message else "An error occurred during streaming", request, body=error)
+        raise openai.APIError(
+            message if isinstance(message, str) and message else "An error occurred during streaming",
+            request,
+            body=error,
+        )
     return chunk
 
 
@@ -320,7 +361,10 @@ def _usage(reported: dict[str, Any] | None, messages: list[dict[str, Any]], turn
         details = reported.get("prompt_tokens_details")
         cached = details.get("cached_tokens") if isinstance(details, dict) else None
         return TokenUsage(
-            reported["prompt_tokens"], int(reported.get("completion_tokens") or 0), cached if isinstance(cached, int) else None, False
+            reported["prompt_tokens"],
+            int(reported.get("completion_tokens") or 0),
+            cached if isinstance(cached, int) else None,
+            False,
         )
     written = turn.content + "".join(call["function"]["arguments"] for call in turn.tool_calls)
     return TokenUsage(estimate_tokens(messages), len(written) // 4, None, True)
@@ -394,7 +438,9 @@ def llm_error(exc: Exception, settings: AgentSettings, sent_tools: bool) -> LLME
     where = settings.base_url or "api.openai.com"
     detail = _server_message(exc)
     if isinstance(exc, openai.APITimeoutError) and _timed_out(exc):
-        return LLMError("llm_timeout", f"The LLM endpoint at {where} timed out (no data for {settings.request_timeout:g} s).", True)
+        return LLMError(
+            "llm_timeout", f"The LLM endpoint at {where} timed out (no data for {settings.request_timeout:g} s).", True
+        )
     if isinstance(exc, openai.APIConnectionError):
         return LLMError(
             "llm_unreachable",
@@ -420,17 +466,21 @@ def llm_error(exc: Exception, settings: AgentSettings, sent_tools: bool) -> LLME
             "Set CELLWRIGHT_MODEL (c.Cellwright.model) to a model it serves.",
         )
     if isinstance(exc, openai.RateLimitError):
-        return LLMError("llm_rate_limited", f"The LLM endpoint is rate limiting requests ({detail}).", True, _retry_after(exc))
+        return LLMError(
+            "llm_rate_limited", f"The LLM endpoint is rate limiting requests ({detail}).", True, _retry_after(exc)
+        )
     if isinstance(exc, openai.APIStatusError):
         if exc.status_code in (400, 413, 415, 422) and _has_images(exc):
             return LLMError("images_unsupported", f"The endpoint at {where} refused image input ({detail}).")
         if sent_tools and exc.status_code in (400, 422, 500, 501) and "tool" in detail.lower():
             return LLMError(
                 "tools_unsupported",
-                f"The endpoint at {where} rejected function calling ({detail}). Set tool_calling to \"prompt\" (or \"auto\").",
+                f'The endpoint at {where} rejected function calling ({detail}). Set tool_calling to "prompt" (or "auto").',
             )
         retryable = exc.status_code >= 500
-        return LLMError("llm_error", f"The LLM endpoint answered {exc.status_code}: {detail}", retryable, _retry_after(exc))
+        return LLMError(
+            "llm_error", f"The LLM endpoint answered {exc.status_code}: {detail}", retryable, _retry_after(exc)
+        )
     return LLMError("llm_error", f"The LLM request failed: {detail}")
 
 

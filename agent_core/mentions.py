@@ -1,6 +1,7 @@
 """`@name` in a message: a kernel variable or a workspace path, resolved when a run starts, and
 the context message the model gets with it (apart from the user's own message, marked as data).
 Without mentions, a short snapshot of the kernel's namespace goes in its place."""
+
 from __future__ import annotations
 
 import asyncio
@@ -12,9 +13,9 @@ from .kernel_introspection import BUSY_NOTE, format_snapshot, format_summary, na
 from .kernel_probe import is_variable_name
 from .output_digest import bounded
 from .settings import AgentSettings
-from .vision import IMAGES_KEY
 from .tools.base import ToolInputError
 from .tools.notebook_reader import cells_text, load_notebook
+from .vision import IMAGES_KEY
 from .workspace import WorkspaceError, relative_to_root, workspace_of
 
 MAX_MENTIONS = 10
@@ -62,7 +63,10 @@ def _file_text(env: Any, name: str) -> tuple[bool, str]:
         return False, f"@{name}: there is no file {rel}"
     if path.suffix == ".ipynb":
         try:
-            return True, f"@{name}: notebook {rel}\n{cells_text(load_notebook(path), total=NOTEBOOK_CHARS, output_chars=600)}"
+            return (
+                True,
+                f"@{name}: notebook {rel}\n{cells_text(load_notebook(path), total=NOTEBOOK_CHARS, output_chars=600)}",
+            )
         except ToolInputError as exc:
             return False, f"@{name}: {exc}"
     try:

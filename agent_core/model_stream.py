@@ -1,11 +1,13 @@
 """Reading a model's streamed reply: the server-sent events of its body's bytes, bounded in size,
 with `request_timeout` kept between reads. The openai SDK sends the request; agent_core/llm.py
 turns these events into tokens and tool calls."""
+
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Callable
+from typing import Any
 
 MAX_EVENT_BYTES = 16 * 1024 * 1024  # one server-sent event (a chunk of a reply is a few hundred bytes)
 
@@ -89,7 +91,9 @@ async def sse_data(chunks: Any, on_read: Callable[[], None] = lambda: None) -> A
                 yield b"\n".join(parts).decode("utf-8", "replace")
                 parts, size = [], 0
         if size + len(pending) > MAX_EVENT_BYTES:
-            raise OversizedEvent(f"The endpoint sent an event longer than {MAX_EVENT_BYTES // (1024 * 1024)} MiB; it was not read.")
+            raise OversizedEvent(
+                f"The endpoint sent an event longer than {MAX_EVENT_BYTES // (1024 * 1024)} MiB; it was not read."
+            )
     line = pending.rstrip(b"\r\n")
     if line.startswith(b"data:"):
         parts.append(line[6:] if line.startswith(b"data: ") else line[5:])

@@ -1,6 +1,7 @@
 """The notebook's @tool functions (agent_core.tool_decorator, in the kernel) as tools of a run:
 discovered silently at the start of each segment (one side-effect-free evaluation, no history, no
 execution count), called in the kernel after approval. The kernel is asked nothing while it is busy."""
+
 from __future__ import annotations
 
 import json
@@ -13,7 +14,9 @@ from .tools.external import ExternalToolSpec, usable_schema, valid_name
 DISCOVERY_TIMEOUT = 3.0
 _MODULE = "agent_core.tool_decorator"
 # Looks up no global name (a user's variable called sys or __import__ would be found first).
-_WITH_MODULE = "(lambda f: (lambda m: {body})(f.__builtins__['__import__']('sys').modules.get({module!r})))((lambda: None))"
+_WITH_MODULE = (
+    "(lambda f: (lambda m: {body})(f.__builtins__['__import__']('sys').modules.get({module!r})))((lambda: None))"
+)
 
 
 def discovery_expression() -> str:
@@ -27,7 +30,9 @@ def call_expression(name: str, args: dict[str, Any]) -> str:
     return _WITH_MODULE.format(body=body, module=_MODULE)
 
 
-async def notebook_tools(env: Any, taken: frozenset[str] | set[str], settings: Any) -> tuple[dict[str, ExternalToolSpec], list[str]]:
+async def notebook_tools(
+    env: Any, taken: frozenset[str] | set[str], settings: Any
+) -> tuple[dict[str, ExternalToolSpec], list[str]]:
     try:
         found = await _evaluate(env, discovery_expression(), DISCOVERY_TIMEOUT)
     except (KernelBusy, ToolInputError):
@@ -52,11 +57,16 @@ async def notebook_tools(env: Any, taken: frozenset[str] | set[str], settings: A
             continue
         read_only = entry.get("read_only") is True
         origin = {
-            "kind": "notebook", "tool": name, "read_only_hint": read_only,
-            "file": str(entry.get("file") or "")[:500] or None, "line": entry.get("line") if isinstance(entry.get("line"), int) else None,
-        }  # fmt: skip
+            "kind": "notebook",
+            "tool": name,
+            "read_only_hint": read_only,
+            "file": str(entry.get("file") or "")[:500] or None,
+            "line": entry.get("line") if isinstance(entry.get("line"), int) else None,
+        }
         description = f"[defined in the notebook] {entry.get('description') or name}"
-        specs[name] = ExternalToolSpec.make(name, description, schema, origin, _caller(name), read_only and name in opted_in)
+        specs[name] = ExternalToolSpec.make(
+            name, description, schema, origin, _caller(name), read_only and name in opted_in
+        )
     return specs, notes
 
 

@@ -1,5 +1,6 @@
 """Turns cell outputs into bounded text for the model: head and tail of streams, no ANSI codes,
 images as a short description, HTML replaced by its text form."""
+
 from __future__ import annotations
 
 import re

@@ -8,14 +8,16 @@
 - Appenders to one thread queue on a per-thread advisory lock held until commit: seqs stay
   gap-free and ordered when two servers append.
 - A write's NOTIFY reaches the other servers' listener thread, which wakes their readers."""
+
 from __future__ import annotations
 
 import asyncio
 import functools
 import logging
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any
 
 from .database import MIGRATIONS, SCHEMA, Connection, DatabaseUnavailable, Notified
 from .redaction import redact_url
@@ -95,11 +97,16 @@ class PostgresDatabase:
             ) from exc
         self._executor = ThreadPoolExecutor(POOL_MAX, thread_name_prefix="cellwright-pg")
         pool = ConnectionPool(
-            self._url, min_size=1, max_size=POOL_MAX, open=False, timeout=POOL_TIMEOUT, name="cellwright",
+            self._url,
+            min_size=1,
+            max_size=POOL_MAX,
+            open=False,
+            timeout=POOL_TIMEOUT,
+            name="cellwright",
             reconnect_timeout=RECONNECT_SERIES,
             check=ConnectionPool.check_connection,
             kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT, "options": connection_options()},
-        )  # fmt: skip
+        )
         loop = asyncio.get_running_loop()
 
         def start() -> None:
@@ -114,7 +121,9 @@ class PostgresDatabase:
             raise self._unavailable(exc) from None
         self._pool = pool
         self._listening = threading.Event()
-        threading.Thread(target=self._listen, args=(loop, notified, self._listening), daemon=True, name="cellwright-listen").start()
+        threading.Thread(
+            target=self._listen, args=(loop, notified, self._listening), daemon=True, name="cellwright-listen"
+        ).start()
 
     async def close(self) -> None:
         if self._listening is not None:
@@ -128,7 +137,9 @@ class PostgresDatabase:
 
     def _unavailable(self, exc: BaseException) -> DatabaseUnavailable:
         detail = str(exc).replace(self._url, self.where).strip().splitlines()
-        return DatabaseUnavailable(f"The database {self.where} cannot be reached: {detail[0] if detail else type(exc).__name__}")
+        return DatabaseUnavailable(
+            f"The database {self.where} cannot be reached: {detail[0] if detail else type(exc).__name__}"
+        )
 
     async def _run(self, fn: Callable[[Any], Any]) -> Any:
         import psycopg
@@ -191,7 +202,11 @@ class PostgresDatabase:
             except Exception as exc:
                 if stop.is_set():
                     return
-                log.warning("Cellwright lost its notification connection to %s (%s); reconnecting", self.where, type(exc).__name__)
+                log.warning(
+                    "Cellwright lost its notification connection to %s (%s); reconnecting",
+                    self.where,
+                    type(exc).__name__,
+                )
                 stop.wait(delay)
                 delay = min(delay * 2, LISTEN_RETRY_MAX)
 

@@ -1,6 +1,7 @@
 """Cellwright's own files hold API keys and whole conversations: the folder is 0700 and every
 file in it 0600, whatever the umask. SQLite gives its -wal/-shm files the database file's mode,
 so creating the database file 0600 before SQLite opens it covers those too."""
+
 from __future__ import annotations
 
 import os

@@ -3,12 +3,14 @@
 The tools are described in the system prompt; replies are parsed for `Action:` + `Action Input:`
 JSON, `<tool_call>` tags or a JSON code block, and `Final Answer:` ends the run. The same parser
 rescues tool calls that a native-mode model wrote as JSON in its text."""
+
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 ACTION = re.compile(r"Action:\s*`?([\w.-]+)`?\s*\n+\s*Action Input:\s*(.*)", re.S)
 TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
@@ -40,7 +42,12 @@ def _call_from_object(value: Any) -> tuple[str, str] | None:
     """{"name", "arguments"} (OpenAI-like), {"action", "action_input"} or {"tool", "args"}."""
     if not isinstance(value, dict):
         return None
-    for name_key, args_key in (("name", "arguments"), ("action", "action_input"), ("tool", "args"), ("name", "parameters")):
+    for name_key, args_key in (
+        ("name", "arguments"),
+        ("action", "action_input"),
+        ("tool", "args"),
+        ("name", "parameters"),
+    ):
         name = value.get(name_key)
         if isinstance(name, str) and args_key in value:
             args = value[args_key]

@@ -1,5 +1,6 @@
 """Secrets never leave in a URL: user info (`https://alice:hunter2@host`) and secret-looking query
 parameters are blanked wherever a URL is shown (events, errors, the config route)."""
+
 from __future__ import annotations
 
 import re
@@ -24,7 +25,9 @@ def redact_url(url: str) -> str:
     if query:
         pairs = parse_qsl(query, keep_blank_values=True)
         if any(SECRET_PARAMS.search(name) for name, _ in pairs):
-            query = urlencode([(name, REDACTED if SECRET_PARAMS.search(name) else value) for name, value in pairs], safe="*")
+            query = urlencode(
+                [(name, REDACTED if SECRET_PARAMS.search(name) else value) for name, value in pairs], safe="*"
+            )
     if netloc == parts.netloc and query == parts.query:
         return url  # nothing secret: as given (urlunsplit would turn sqlite:////abs/path into sqlite://abs/path)
     return urlunsplit(parts._replace(netloc=netloc, query=query))

@@ -1,9 +1,10 @@
 """The agent's settings: one immutable value shared by the server and the `%agent` magic, a
 snapshot of agent_core.configuration.Cellwright (whose traits take their defaults from here)."""
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Mapping
 from urllib.parse import urlsplit
 
 from .contract.choices import ToolCalling, Vision  # auto: native, falling back to prompt
@@ -37,7 +38,9 @@ def endpoint_of(base_url: str) -> str:
 class AgentSettings:
     model: str = ""
     base_url: str = ""
-    api_key: str = field(default="", repr=False)  # the key of base_url's endpoint only (configuration.Cellwright.key_for)
+    api_key: str = field(
+        default="", repr=False
+    )  # the key of base_url's endpoint only (configuration.Cellwright.key_for)
     tool_calling: ToolCalling = "native"
     auto_approve: frozenset[str] = field(default_factory=frozenset)
     max_model_calls: int | None = None  # None: the agent's own cap (30 single, 50 for the planner)
@@ -67,5 +70,5 @@ class AgentSettings:
         # Without a base_url the SDK talks to api.openai.com, which needs a key.
         return bool(self.model) and bool(self.base_url or self.api_key)
 
-    def with_overrides(self, **changes: object) -> "AgentSettings":
+    def with_overrides(self, **changes: object) -> AgentSettings:
         return replace(self, **changes)  # type: ignore[arg-type]

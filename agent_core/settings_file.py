@@ -1,6 +1,7 @@
 """`<data_dir>/settings.json`: the settings PUT config changed at run time. The server writes it; the
 server at start and every `%agent` call read it, over the Jupyter config. It may hold the API key,
 so it is owner-only (agent_core.private_storage)."""
+
 from __future__ import annotations
 
 import json

@@ -3,15 +3,17 @@ resume with a decision, stop, recover after a crash, and the lease that lets one
 thread at a time. Events go into the thread's log, approvals come out of interrupts, and a stop
 leaves the thread consistent. Who owns the asyncio task (the server's RunManager, or the magic's
 worker thread) and how a refusal is shown (HTTP status, or a line in the cell) is the caller's."""
+
 from __future__ import annotations
 
 import asyncio
 import dataclasses
 import logging
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from .checkpoint import AgentStore, open_store
 from .contract import make_event
@@ -107,7 +109,7 @@ class ThreadRunner:
     @classmethod
     async def open(
         cls, threads: ThreadStore, checkpointer_url: str, default_path: Path, mcp: McpSource | None = None
-    ) -> "ThreadRunner":
+    ) -> ThreadRunner:
         from .graph import build_graph
 
         store = await open_store(checkpointer_url, default_path, threads.database)
@@ -151,9 +153,14 @@ class ThreadRunner:
     # -- what can be asked of a thread
 
     async def start(
-        self, thread_id: str, request: StartRun, environment: EnvironmentFor, settings: AgentSettings,
-        on_event: EventSink | None = None, on_released: Callable[[], None] | None = None,
-    ) -> PreparedRun:  # fmt: skip
+        self,
+        thread_id: str,
+        request: StartRun,
+        environment: EnvironmentFor,
+        settings: AgentSettings,
+        on_event: EventSink | None = None,
+        on_released: Callable[[], None] | None = None,
+    ) -> PreparedRun:
         """A new run of `request` (its notebook_path already checked against the root): refused while
         another process drives the thread or an approval is pending."""
         record = await self._record(thread_id)
@@ -181,14 +188,22 @@ class ThreadRunner:
         async def drive() -> str:
             # Resolved here, in the segment's own time: a caller answering HTTP does not wait for the kernel.
             graph_input, mentions, extra = await self._new_run_input(record, request, env, settings, prior)
-            return await self._segment(record, run_id, graph_input, segment, env, settings, extra, on_event, on_released, mentions)
+            return await self._segment(
+                record, run_id, graph_input, segment, env, settings, extra, on_event, on_released, mentions
+            )
 
         return PreparedRun(thread_id, run_id, drive)
 
     async def resume(
-        self, thread_id: str, call_id: str, decision: Decision, environment: EnvironmentFor, settings: AgentSettings,
-        on_event: EventSink | None = None, on_released: Callable[[], None] | None = None,
-    ) -> PreparedRun:  # fmt: skip
+        self,
+        thread_id: str,
+        call_id: str,
+        decision: Decision,
+        environment: EnvironmentFor,
+        settings: AgentSettings,
+        on_event: EventSink | None = None,
+        on_released: Callable[[], None] | None = None,
+    ) -> PreparedRun:
         """The segment that applies `decision` to the pending call `call_id`: refused if that call is
         not the one pending, if edited arguments do not fit, or if a rule to save is refused (the
         call then stays pending)."""
@@ -216,13 +231,17 @@ class ThreadRunner:
         env = environment(record)
         if decision.decision == "reject" and decision.save_rule and decision.save_rule.strip():
             _save_rule(env.root_dir, decision.save_rule)
-        resume: Command[str] = Command(resume={pending["interrupt_id"]: decision.model_dump(include={"decision", "args", "reason"})})
+        resume: Command[str] = Command(
+            resume={pending["interrupt_id"]: decision.model_dump(include={"decision", "args", "reason"})}
+        )
         segment = Segment(self.mode_of(snapshot), self.autonomy_of(snapshot), "", _cells(decision.notebook_cells))
         prior = snapshot.values or {}
         run_id = uuid.uuid4().hex
 
         async def drive() -> str:
-            extra, _ = await self._outside_tools(thread_id, prior.get("disabled_mcp_servers") or [], env, settings, fresh=False)
+            extra, _ = await self._outside_tools(
+                thread_id, prior.get("disabled_mcp_servers") or [], env, settings, fresh=False
+            )
             return await self._segment(record, run_id, resume, segment, env, settings, extra, on_event, on_released)
 
         return PreparedRun(thread_id, run_id, drive)
@@ -248,13 +267,20 @@ class ThreadRunner:
     async def _record(self, thread_id: str) -> ThreadRecord:
         record = await self.threads.get(thread_id)
         if record is None:
-            raise ThreadNotFound(f"There is no thread {thread_id[:200]!r}. List threads with GET cellwright/api/threads.")
+            raise ThreadNotFound(
+                f"There is no thread {thread_id[:200]!r}. List threads with GET cellwright/api/threads."
+            )
         return record
 
     # -- what a segment starts with
 
     async def _new_run_input(
-        self, record: ThreadRecord, request: StartRun, env: ToolEnvironment, settings: AgentSettings, prior: dict[str, Any]
+        self,
+        record: ThreadRecord,
+        request: StartRun,
+        env: ToolEnvironment,
+        settings: AgentSettings,
+        prior: dict[str, Any],
     ) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:
         """A new run's graph input (the message after its context and notes), the mentions for
         `run_started`, and its outside tools. The notebook's @tool functions and the run's context
@@ -266,10 +292,21 @@ class ThreadRunner:
 
         disabled = request.disabled_mcp_servers
         (extra, notes), (context, mentions, told) = await asyncio.gather(
-            self._outside_tools(record.thread_id, disabled if disabled is not None else prior.get("disabled_mcp_servers") or [], env, settings, fresh=True),
-            run_context_notes(request.message, env, settings, prior.get("kernel_identity"), pending_notes(record.thread_id)),
+            self._outside_tools(
+                record.thread_id,
+                disabled if disabled is not None else prior.get("disabled_mcp_servers") or [],
+                env,
+                settings,
+                fresh=True,
+            ),
+            run_context_notes(
+                request.message, env, settings, prior.get("kernel_identity"), pending_notes(record.thread_id)
+            ),
         )
-        graph_input: dict[str, Any] = {**new_run_input(request.message, request.mode, context, request.autonomy), **told}
+        graph_input: dict[str, Any] = {
+            **new_run_input(request.message, request.mode, context, request.autonomy),
+            **told,
+        }
         if disabled is not None:  # kept with the thread (in its state) until another list comes
             graph_input["disabled_mcp_servers"] = list(disabled)
         return with_tool_notes(graph_input, extra, notes, prior), mentions, extra
@@ -288,7 +325,9 @@ class ThreadRunner:
         self._run_tools[thread_id] = found
         return found
 
-    async def _gather(self, env: ToolEnvironment, settings: AgentSettings, disabled: list[str]) -> tuple[dict[str, Any], list[str]]:
+    async def _gather(
+        self, env: ToolEnvironment, settings: AgentSettings, disabled: list[str]
+    ) -> tuple[dict[str, Any], list[str]]:
         from .external_tools import gather_tools
 
         mcp = self.mcp() if self.mcp is not None and settings.mcp_servers else None
@@ -297,10 +336,18 @@ class ThreadRunner:
     # -- driving
 
     async def _segment(
-        self, record: ThreadRecord, run_id: str, graph_input: Any, segment: Segment, env: ToolEnvironment,
-        settings: AgentSettings, extra: dict[str, Any], on_event: EventSink | None = None,
-        on_released: Callable[[], None] | None = None, mentions: list[dict[str, Any]] | None = None,
-    ) -> str:  # fmt: skip
+        self,
+        record: ThreadRecord,
+        run_id: str,
+        graph_input: Any,
+        segment: Segment,
+        env: ToolEnvironment,
+        settings: AgentSettings,
+        extra: dict[str, Any],
+        on_event: EventSink | None = None,
+        on_released: Callable[[], None] | None = None,
+        mentions: list[dict[str, Any]] | None = None,
+    ) -> str:
         """One segment of a run: until the graph ends, pauses for approval, fails or is cancelled.
         Returns the run_finished status; every event is in the thread's log when it returns. The
         thread is released (lease, then `on_released`) before `run_finished` is written: a client
@@ -315,13 +362,25 @@ class ThreadRunner:
         renewing = asyncio.create_task(self._renew_lease(thread_id))
         emit = EventPump(self.threads, thread_id, run_id, agent_for_mode(segment.mode).name, on_event)
         context = run_context(
-            thread_id, settings, env, self.store.ledger, emit, record.notebook_path, segment.mode, segment.notebook_cells, extra
+            thread_id,
+            settings,
+            env,
+            self.store.ledger,
+            emit,
+            record.notebook_path,
+            segment.mode,
+            segment.notebook_cells,
+            extra,
         )
         status = "completed"
         run_usage: dict[str, Any] | None = None
         try:
             started = {"mentions": mentions} if mentions else {}
-            emit(make_event("run_started", mode=segment.mode, autonomy=segment.autonomy, message=segment.message, **started))
+            emit(
+                make_event(
+                    "run_started", mode=segment.mode, autonomy=segment.autonomy, message=segment.message, **started
+                )
+            )
             async for chunk in self.graph.astream(
                 graph_input, self.config(thread_id), context=context, stream_mode="updates", durability="sync"
             ):
@@ -340,15 +399,24 @@ class ThreadRunner:
         except Exception as exc:  # a bug: keep the thread usable and say so
             log.exception("run %s of thread %s failed", run_id, thread_id)
             status = "failed"
-            emit(make_event("error", kind="internal", message=f"Cellwright failed: {type(exc).__name__}: {exc}", retryable=False))
+            emit(
+                make_event(
+                    "error", kind="internal", message=f"Cellwright failed: {type(exc).__name__}: {exc}", retryable=False
+                )
+            )
         finally:
             await self._finish(thread_id, emit, status, run_usage, renewing, on_released)
         return status
 
     async def _finish(
-        self, thread_id: str, emit: EventPump, status: str, run_usage: dict[str, Any] | None,
-        renewing: asyncio.Task[None], on_released: Callable[[], None] | None,
-    ) -> None:  # fmt: skip
+        self,
+        thread_id: str,
+        emit: EventPump,
+        status: str,
+        run_usage: dict[str, Any] | None,
+        renewing: asyncio.Task[None],
+        on_released: Callable[[], None] | None,
+    ) -> None:
         from .usage import public
 
         exists = False
@@ -399,10 +467,21 @@ class ThreadRunner:
             outcome = STOPPED
             await ledger.finished(thread_id, call["id"], outcome)
         tool_message = {"role": "tool", "tool_call_id": call["id"], "content": outcome.content}
-        await self.graph.aupdate_state(self.config(thread_id), {"messages": appended(tool_message), "done": True}, as_node="tools")
+        await self.graph.aupdate_state(
+            self.config(thread_id), {"messages": appended(tool_message), "done": True}, as_node="tools"
+        )
         name = call["function"]["name"]
         stopped = outcome.content == STOPPED.content
-        emit(make_event("tool_result", id=call["id"], name=name, status=outcome.status, summary=outcome.display_summary, stopped=stopped))
+        emit(
+            make_event(
+                "tool_result",
+                id=call["id"],
+                name=name,
+                status=outcome.status,
+                summary=outcome.display_summary,
+                stopped=stopped,
+            )
+        )
         return True
 
     async def delete_thread(self, thread_id: str) -> None:
@@ -434,7 +513,11 @@ def _save_rule(root: Path, text: str) -> None:
 
 
 async def run_context_notes(
-    message: str, env: ToolEnvironment, settings: AgentSettings, kernel_seen: str | None, notes_before: list[dict[str, Any]]
+    message: str,
+    env: ToolEnvironment,
+    settings: AgentSettings,
+    kernel_seen: str | None,
+    notes_before: list[dict[str, Any]],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
     """The context messages a new run's message gets: `notes_before` (e.g. the steps the user
     undid), what its @mentions (or the namespace snapshot) resolve to, and a note when the kernel

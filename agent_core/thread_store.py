@@ -2,6 +2,7 @@
 
 Every event gets the thread's next sequence number (never reused, also across restarts), so a
 client that reconnects with the last seq it saw gets every later event once, in order."""
+
 from __future__ import annotations
 
 import asyncio
@@ -9,9 +10,10 @@ import builtins  # `list` below is also ThreadStore.list: annotations in the cla
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from . import fast_json
 from .database import Connection, open_database
@@ -92,7 +94,9 @@ class ThreadStore:
         # While this process holds a thread's lease it is the thread's only writer, so its recent
         # appends (contiguous seqs up to _last_seq) answer its readers without a query.
         self._recent: dict[str, _Recent] = {}
-        self._appends: list[tuple[str, dict[str, Any], asyncio.Future[dict[str, Any]]]] = []  # waiting for the next transaction
+        self._appends: list[
+            tuple[str, dict[str, Any], asyncio.Future[dict[str, Any]]]
+        ] = []  # waiting for the next transaction
         self._appending = False  # a task is writing them
         self._ticking: set[asyncio.Future[object]] = set()  # every waiting reader's future, for the next tick
         self._tick: asyncio.TimerHandle | None = None
@@ -151,7 +155,11 @@ class ThreadStore:
         if not fields.keys() <= allowed:
             raise ValueError(f"cannot update {sorted(fields.keys() - allowed)}")
         assignments = ", ".join(f"{name} = ?" for name in fields)
-        return f"UPDATE threads SET {assignments}, updated_at = ? WHERE thread_id = ?", (*fields.values(), time.time(), thread_id)
+        return f"UPDATE threads SET {assignments}, updated_at = ? WHERE thread_id = ?", (
+            *fields.values(),
+            time.time(),
+            thread_id,
+        )
 
     async def update(self, thread_id: str, **fields: str) -> None:
         sql, params = self._update_sql(thread_id, fields)
@@ -220,7 +228,8 @@ class ThreadStore:
     async def leased_elsewhere(self, thread_id: str) -> str | None:
         """Who else drives `thread_id` right now (in words), or None."""
         rows = await self._rows(
-            "SELECT holder FROM leases WHERE thread_id = ? AND owner != ? AND until >= ?", (thread_id, self.owner, time.time())
+            "SELECT holder FROM leases WHERE thread_id = ? AND owner != ? AND until >= ?",
+            (thread_id, self.owner, time.time()),
         )
         return None if not rows else (rows[0][0] or "another process")
 
@@ -241,7 +250,7 @@ class ThreadStore:
             while self._appends:
                 batch, self._appends = self._appends, []
                 try:
-                    rows = await self._write(lambda conn: self._insert_events(conn, batch))
+                    rows = await self._write(lambda conn: self._insert_events(conn, batch))  # noqa: B023 (awaited here)
                 except BaseException as exc:  # the transaction failed: every append in it did
                     for _, _, done in batch:
                         if not done.done():
@@ -249,7 +258,7 @@ class ThreadStore:
                     if isinstance(exc, asyncio.CancelledError):
                         raise
                     continue
-                for (thread_id, _, done), row in zip(batch, rows):
+                for (thread_id, _, done), row in zip(batch, rows, strict=False):
                     # Rows are noted here, in commit order, even for an appender that was cancelled meanwhile.
                     outcome = row if isinstance(row, Exception) else self._stored(thread_id, *row)
                     if done.done():
@@ -356,11 +365,18 @@ class ThreadStore:
             found = recent.after(after, limit)
             if found is not None:
                 return found
-        rows = await self._rows("SELECT data FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?", (thread_id, after, limit))
+        rows = await self._rows(
+            "SELECT data FROM events WHERE thread_id = ? AND seq > ? ORDER BY seq LIMIT ?", (thread_id, after, limit)
+        )
         return [fast_json.loads(row[0]) for row in rows]
 
     async def wait_for_events(
-        self, thread_id: str, after: int, timeout: float, still: Callable[[], bool] = lambda: True, live_start: int | None = None
+        self,
+        thread_id: str,
+        after: int,
+        timeout: float,
+        still: Callable[[], bool] = lambda: True,
+        live_start: int | None = None,
     ) -> None:
         """Return when the thread has an event after `after`, when `still()` turns false (woken by
         `wake`, e.g. when its run ends), or after about `timeout` seconds. Events another process

@@ -3,6 +3,7 @@ function registers it in this kernel for Cellwright's agent (name, docstring, an
 the type hints). Runs in the user's kernel: standard library only, and nothing heavy at import.
 The server reads the registry with `_discover()` and calls a tool with `_call()`; a kernel restart
 forgets every registration."""
+
 from __future__ import annotations
 
 import inspect
@@ -10,7 +11,8 @@ import json
 import traceback
 import types
 import typing
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 _REGISTRY: dict[str, dict[str, Any]] = {}
 MAX_TOOLS = 50
@@ -72,7 +74,11 @@ def _json_value(value: Any) -> bool:
 
 
 def _is_dataframe_type(kind: Any) -> bool:
-    return isinstance(kind, type) and kind.__name__ == "DataFrame" and kind.__module__.split(".")[0] in ("pandas", "polars")
+    return (
+        isinstance(kind, type)
+        and kind.__name__ == "DataFrame"
+        and kind.__module__.split(".")[0] in ("pandas", "polars")
+    )
 
 
 def _schema_of(kind: Any) -> tuple[dict[str, Any], bool]:
@@ -116,7 +122,9 @@ def _call(name: str, args_json: str, namespace: dict[str, Any]) -> str:
         if arg in args:
             value = namespace.get(args[arg]) if isinstance(args[arg], str) else None
             if value is None or not _is_dataframe_type(type(value)):
-                return json.dumps({"ok": False, "error": f"{arg}: {args[arg]!r} is not a DataFrame variable in the kernel"})
+                return json.dumps(
+                    {"ok": False, "error": f"{arg}: {args[arg]!r} is not a DataFrame variable in the kernel"}
+                )
             args[arg] = value
     try:
         result = entry["fn"](**args)
@@ -142,5 +150,6 @@ def _bounded(text: str) -> str:
     if len(text) <= MAX_RESULT_CHARS:
         return text
     head = MAX_RESULT_CHARS * 2 // 3
-    return f"{text[:head]}\n[... {len(text) - MAX_RESULT_CHARS} characters cut ...]\n{text[-(MAX_RESULT_CHARS - head):]}"
-
+    return (
+        f"{text[:head]}\n[... {len(text) - MAX_RESULT_CHARS} characters cut ...]\n{text[-(MAX_RESULT_CHARS - head) :]}"
+    )

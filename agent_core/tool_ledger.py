@@ -1,5 +1,6 @@
 """Records which tool calls ran and what they returned, outside the graph state, so a call id runs
 at most once: a node re-run after a resume, a cancel or a crash returns the recorded result."""
+
 from __future__ import annotations
 
 import json
@@ -36,7 +37,9 @@ RECORDED_CHARS = 2000
 def _dump(outcome: ToolOutcome) -> str:
     # Only read back when a step is re-run before its result was checkpointed (a crash, a stop): a
     # bounded copy is enough there, and a full one would double the thread's storage.
-    recorded = replace(outcome, content=bounded(outcome.content, RECORDED_CHARS), summary=outcome.display_summary, images=())
+    recorded = replace(
+        outcome, content=bounded(outcome.content, RECORDED_CHARS), summary=outcome.display_summary, images=()
+    )
     return json.dumps(asdict(recorded))
 
 

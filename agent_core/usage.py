@@ -1,10 +1,12 @@
 """Token usage: each model call's count (the endpoint's, or an estimate marked as one), its cost
 when the `prices` setting names the model, and the run's and the thread's totals, kept in the
 graph's state so they survive restarts. Plain dicts in the wire shape (contract.shared.Usage)."""
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, TypedDict
+from typing import Any, TypedDict
 
 UsageDict = dict[str, Any]
 
@@ -20,7 +22,9 @@ def zero() -> UsageDict:
     return {"prompt_tokens": 0, "completion_tokens": 0, "cached_tokens": None, "estimated": False, "cost": None}
 
 
-def of_call(turn: Any, messages: list[dict[str, Any]], model: str, prices: Mapping[str, Mapping[str, float]]) -> UsageDict:
+def of_call(
+    turn: Any, messages: list[dict[str, Any]], model: str, prices: Mapping[str, Mapping[str, float]]
+) -> UsageDict:
     """One model call's usage: what the endpoint reported, else Cellwright's estimate."""
     reported = getattr(turn, "usage", None)
     if reported is not None:
@@ -34,7 +38,12 @@ def of_call(turn: Any, messages: list[dict[str, Any]], model: str, prices: Mappi
         from .llm import estimate_tokens
 
         written = turn.content + "".join(c["function"]["arguments"] for c in turn.tool_calls)
-        usage = {"prompt_tokens": estimate_tokens(messages), "completion_tokens": len(written) // 4, "cached_tokens": None, "estimated": True}
+        usage = {
+            "prompt_tokens": estimate_tokens(messages),
+            "completion_tokens": len(written) // 4,
+            "cached_tokens": None,
+            "estimated": True,
+        }
     price = prices.get(model)
     usage["cost"] = (
         (usage["prompt_tokens"] * price["prompt"] + usage["completion_tokens"] * price["completion"]) / 1_000_000

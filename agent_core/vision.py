@@ -1,6 +1,7 @@
 """Cell images for the model: image parts (OpenAI content parts) for endpoints that take them, a
 text description otherwise. A tool message keeps its images under a key of Cellwright's own; what
 is sent is decided per request (vision setting, the thread's refusal, the per-request cap)."""
+
 from __future__ import annotations
 
 import base64
@@ -95,7 +96,10 @@ def with_image_parts(messages: list[dict[str, Any]], limit: int) -> tuple[list[d
         out.append(message)
         if index in chosen:
             parts: list[dict[str, Any]] = [{"type": "text", "text": "The image output of the cell above:"}]
-            parts += [{"type": "image_url", "image_url": {"url": f"data:{i['mime']};base64,{i['data']}"}} for i in chosen[index]]
+            parts += [
+                {"type": "image_url", "image_url": {"url": f"data:{i['mime']};base64,{i['data']}"}}
+                for i in chosen[index]
+            ]
             out.append({"role": "user", "content": parts})
     return out, limit - budget
 

@@ -14,6 +14,7 @@ They are denied even when hidden files are allowed, and even when they are not h
 
 The errors here do not derive from ToolInputError on purpose (agent_core.tools imports this
 module): tools turn a WorkspaceError into a ToolInputError, routes into a 400 with its `kind`."""
+
 from __future__ import annotations
 
 import os
@@ -190,7 +191,7 @@ class Workspace:
         for folder in self._denied_forms:
             for root in root_forms:
                 if folder != root and _inside(folder, root):
-                    rel = folder[len(root):].strip(os.sep).replace(os.sep, "/")
+                    rel = folder[len(root) :].strip(os.sep).replace(os.sep, "/")
                     if rel and rel not in found:
                         found.append(rel)
         return found
@@ -230,4 +231,3 @@ def human_size(size: int | float) -> str:
             return f"{int(value)} B" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:.1f} TiB"  # pragma: no cover
-

@@ -4,6 +4,7 @@ Prints both medians and the difference, from one run.
 
     python bench/cell_roundtrip.py [rounds]
 """
+
 from __future__ import annotations
 
 import json
@@ -70,7 +71,9 @@ def through_server(llm: FakeLLM, client: httpx.Client, kernel: str, n: int, code
                 seq = json.loads(line[6:]).get("seq", seq)
     started = time.perf_counter()
     client.post(f"cellwright/api/threads/{thread}/approvals/c{n}", json={"decision": "approve", "kernel_id": kernel})
-    with client.stream("GET", f"cellwright/api/threads/{thread}/events", headers={"Last-Event-ID": str(seq)}) as response:
+    with client.stream(
+        "GET", f"cellwright/api/threads/{thread}/events", headers={"Last-Event-ID": str(seq)}
+    ) as response:
         for line in response.iter_lines():
             if line == "event: cell_finished":
                 return time.perf_counter() - started
@@ -109,8 +112,10 @@ def main(rounds: int) -> None:
     print(f"rounds: {rounds}")
     print(f"raw jupyter-client execute of `pass`:      median {statistics.median(direct) * ms:7.1f} ms")
     print(f"through Cellwright (approve -> finished):  median {statistics.median(served) * ms:7.1f} ms")
-    print(f"difference {(statistics.median(served) - statistics.median(direct)) * ms:.1f} ms, "
-          f"ratio {statistics.median(served) / statistics.median(direct):.1f}x")  # fmt: skip
+    print(
+        f"difference {(statistics.median(served) - statistics.median(direct)) * ms:.1f} ms, "
+        f"ratio {statistics.median(served) / statistics.median(direct):.1f}x"
+    )
 
 
 if __name__ == "__main__":

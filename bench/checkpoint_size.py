@@ -7,14 +7,16 @@ Target: Cellwright <= 5 MB.
 
     python bench/checkpoint_size.py [turns]
 """
+
 from __future__ import annotations
 
 import asyncio
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Callable
+from typing import Annotated, Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -59,8 +61,13 @@ def plain_list_graph(checkpointer: Any) -> Any:
 async def measure(make_graph: Callable[[Any], Any], turns: int, llm: FakeLLM, folder: Path) -> tuple[int, float]:
     store = await open_store("", folder / "checkpoints.sqlite")
     graph = make_graph(store.saver)
-    settings = AgentSettings(model="fake-model", base_url=llm.base_url, auto_approve=frozenset({"run_cell"}),
-                             max_retries=0, context_token_budget=10**9)  # fmt: skip
+    settings = AgentSettings(
+        model="fake-model",
+        base_url=llm.base_url,
+        auto_approve=frozenset({"run_cell"}),
+        max_retries=0,
+        context_token_budget=10**9,
+    )
     config = {"configurable": {"thread_id": "bench"}}
     started = time.perf_counter()
     try:
@@ -89,7 +96,9 @@ async def main(turns: int) -> None:
     print(f"turns: {turns}, cell output per turn: {len(OUTPUT)} bytes")
     print(f"plain list state (baseline): {base / mb:8.2f} MB  ({base_s:.1f} s)")
     print(f"cellwright delta state:      {ours / mb:8.2f} MB  ({ours_s:.1f} s)")
-    print(f"ratio baseline / cellwright: {base / ours:8.1f}x   target: cellwright <= 5 MB -> {'OK' if ours <= 5 * mb else 'OVER'}")
+    print(
+        f"ratio baseline / cellwright: {base / ours:8.1f}x   target: cellwright <= 5 MB -> {'OK' if ours <= 5 * mb else 'OVER'}"
+    )
 
 
 if __name__ == "__main__":

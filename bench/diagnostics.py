@@ -4,6 +4,7 @@ publishDiagnostics). Prints both medians and their ratio. Target: in-process <= 
 
     python bench/diagnostics.py [rounds]
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -19,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent_core.tools.diagnostics import lint_code  # noqa: E402
 
-CELL = '''import os
+CELL = """import os
 import json
 import numpy as np
 import pandas as pd
@@ -69,7 +70,7 @@ print(f"best month: {best_month}")
 print(undefined_threshold)
 with open("summary.json", "w") as handle:
     json.dump({"best": str(best_month)}, handle)
-'''
+"""
 
 
 def variant(round_: int) -> str:
@@ -130,24 +131,37 @@ class LspClient:
 
 async def over_stdio(root: Path, rounds: int) -> tuple[list[float], int]:
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "pylsp", stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL
+        sys.executable,
+        "-m",
+        "pylsp",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
     )
     client = LspClient(proc)
     uri = (root / "cell.py").as_uri()
     try:
-        ident = await client.send("initialize", {"processId": None, "rootUri": root.as_uri(), "capabilities": {}}, request=True)
+        ident = await client.send(
+            "initialize", {"processId": None, "rootUri": root.as_uri(), "capabilities": {}}, request=True
+        )
         await client.until(lambda m: m.get("id") == ident)
         await client.send("initialized", {})
 
         def is_diagnostics(message: dict[str, Any]) -> bool:
             return message.get("method") == "textDocument/publishDiagnostics" and message["params"]["uri"] == uri
 
-        await client.send("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 0, "text": variant(-1)}})
+        await client.send(
+            "textDocument/didOpen",
+            {"textDocument": {"uri": uri, "languageId": "python", "version": 0, "text": variant(-1)}},
+        )
         await client.until(is_diagnostics)  # warm
         times, count = [], 0
         for round_ in range(rounds):
             started = time.perf_counter()
-            change = {"textDocument": {"uri": uri, "version": round_ + 1}, "contentChanges": [{"text": variant(round_)}]}
+            change = {
+                "textDocument": {"uri": uri, "version": round_ + 1},
+                "contentChanges": [{"text": variant(round_)}],
+            }
             await client.send("textDocument/didChange", change)
             message = await client.until(is_diagnostics)
             times.append(time.perf_counter() - started)
@@ -171,8 +185,12 @@ async def main(rounds: int) -> None:
         slow, slow_count = await over_stdio(root, rounds)
     fast_ms, slow_ms = statistics.median(fast) * 1000, statistics.median(slow) * 1000
     print(f"50-line cell, {rounds} warm rounds each")
-    print(f"in-process (Cellwright):  median {fast_ms:7.1f} ms  (max {max(fast) * 1000:.1f} ms; {fast_count} diagnostics, style nits filtered)")
-    print(f"pylsp over stdio:         median {slow_ms:7.1f} ms  (max {max(slow) * 1000:.1f} ms; {slow_count} diagnostics, all plugins)")
+    print(
+        f"in-process (Cellwright):  median {fast_ms:7.1f} ms  (max {max(fast) * 1000:.1f} ms; {fast_count} diagnostics, style nits filtered)"
+    )
+    print(
+        f"pylsp over stdio:         median {slow_ms:7.1f} ms  (max {max(slow) * 1000:.1f} ms; {slow_count} diagnostics, all plugins)"
+    )
     print(f"ratio stdio / in-process: {slow_ms / fast_ms:.0f}x")
 
 

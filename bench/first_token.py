@@ -6,6 +6,7 @@ reads the kernel's variables and its @tool functions, which the model's context 
 
     python bench/first_token.py [rounds]
 """
+
 from __future__ import annotations
 
 import statistics
@@ -29,7 +30,9 @@ def direct(llm: FakeLLM) -> float:
     llm.script(text(REPLY))
     client = openai.OpenAI(base_url=llm.base_url, api_key="k", max_retries=0)
     started = time.perf_counter()
-    stream = client.chat.completions.create(model="fake-model", messages=[{"role": "user", "content": "hi"}], stream=True)
+    stream = client.chat.completions.create(
+        model="fake-model", messages=[{"role": "user", "content": "hi"}], stream=True
+    )
     for chunk in stream:
         if chunk.choices and chunk.choices[0].delta.content:
             elapsed = time.perf_counter() - started
@@ -44,7 +47,9 @@ def through_server(llm: FakeLLM, client: httpx.Client, notebook: str = "b.ipynb"
     llm.script(text(REPLY))
     thread = client.post("cellwright/api/threads", json={"notebook_path": notebook}).json()["thread_id"]
     started = time.perf_counter()
-    client.post(f"cellwright/api/threads/{thread}/runs", json={"message": "hi", **({"kernel_id": kernel} if kernel else {})})
+    client.post(
+        f"cellwright/api/threads/{thread}/runs", json={"message": "hi", **({"kernel_id": kernel} if kernel else {})}
+    )
     with client.stream("GET", f"cellwright/api/threads/{thread}/events") as response:
         for line in response.iter_lines():
             if line == "event: token":
@@ -72,10 +77,14 @@ def main(rounds: int) -> None:
     print(f"rounds: {rounds}")
     print(f"direct openai client, first token:   median {statistics.median(raw) * ms:7.1f} ms")
     print(f"through Cellwright (POST -> SSE):    median {statistics.median(served) * ms:7.1f} ms")
-    print(f"ratio server / direct: {statistics.median(served) / statistics.median(raw):.1f}x, "
-          f"overhead {(statistics.median(served) - statistics.median(raw)) * ms:.1f} ms")  # fmt: skip
-    print(f"with the notebook's kernel running:  median {statistics.median(with_kernel) * ms:7.1f} ms, "
-          f"overhead {(statistics.median(with_kernel) - statistics.median(raw)) * ms:.1f} ms")  # fmt: skip
+    print(
+        f"ratio server / direct: {statistics.median(served) / statistics.median(raw):.1f}x, "
+        f"overhead {(statistics.median(served) - statistics.median(raw)) * ms:.1f} ms"
+    )
+    print(
+        f"with the notebook's kernel running:  median {statistics.median(with_kernel) * ms:7.1f} ms, "
+        f"overhead {(statistics.median(with_kernel) - statistics.median(raw)) * ms:.1f} ms"
+    )
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ Goal: < 100 ms in the kernel, not proportional to the data's size.
 
     python bench/kernel_snapshot.py [rounds]
 """
+
 from __future__ import annotations
 
 import json
@@ -36,10 +37,13 @@ def _run(client, code: str) -> None:
 
 def _evaluate(client, expression: str) -> tuple[float, float]:
     """(in-kernel seconds, round-trip seconds) of one silent evaluation."""
-    timed = f"(lambda t, s: ({expression}, t() - s))(__import__('time').perf_counter, __import__('time').perf_counter())"
+    timed = (
+        f"(lambda t, s: ({expression}, t() - s))(__import__('time').perf_counter, __import__('time').perf_counter())"
+    )
     started = time.perf_counter()
-    reply = client.execute_interactive("", silent=True, store_history=False, user_expressions={"v": timed}, timeout=60,
-                                       output_hook=lambda m: None)
+    reply = client.execute_interactive(
+        "", silent=True, store_history=False, user_expressions={"v": timed}, timeout=60, output_hook=lambda m: None
+    )
     trip = time.perf_counter() - started
     value = reply["content"]["user_expressions"]["v"]
     assert value["status"] == "ok", value
@@ -50,7 +54,9 @@ def _evaluate(client, expression: str) -> tuple[float, float]:
 
 def _median(client, rounds: int) -> tuple[float, float, int]:
     samples = [_evaluate(client, snapshot_expression()) for _ in range(rounds)]
-    reply = client.execute_interactive("", silent=True, user_expressions={"v": snapshot_expression()}, output_hook=lambda m: None)
+    reply = client.execute_interactive(
+        "", silent=True, user_expressions={"v": snapshot_expression()}, output_hook=lambda m: None
+    )
     count = json.loads(eval(reply["content"]["user_expressions"]["v"]["data"]["text/plain"]))["total"]
     return statistics.median(s for s, _ in samples), statistics.median(t for _, t in samples), count
 
@@ -65,8 +71,12 @@ def main() -> None:
     finally:
         client.stop_channels()
         manager.shutdown_kernel(now=True)
-    print(f"empty namespace ({base_count} variables): {base_kernel * 1000:.1f} ms in the kernel, {base_trip * 1000:.1f} ms round trip")
-    print(f"{count} variables, 5 DataFrames of 1 M rows: {kernel * 1000:.1f} ms in the kernel, {trip * 1000:.1f} ms round trip")
+    print(
+        f"empty namespace ({base_count} variables): {base_kernel * 1000:.1f} ms in the kernel, {base_trip * 1000:.1f} ms round trip"
+    )
+    print(
+        f"{count} variables, 5 DataFrames of 1 M rows: {kernel * 1000:.1f} ms in the kernel, {trip * 1000:.1f} ms round trip"
+    )
     print(f"goal < 100 ms in the kernel: {'met' if kernel < 0.1 else 'MISSED'}")
 
 

@@ -7,6 +7,7 @@ Prints documents and chunks per second for the build, and median / p95 query lat
 
     python bench/knowledge_index.py [documents]     (default 4000: about 10 000 chunks)
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -32,7 +33,9 @@ async def bench(documents: int) -> None:
         root, data = Path(folder) / "workspace", Path(folder) / "data"
         write_corpus(root, count=documents)
         for extra in range(documents // 2):  # longer Markdown files: several sections each
-            sections = "\n\n".join(f"## Section {n}\n\n{' '.join(random.sample(TOPICS, 12))} details {extra}-{n}" for n in range(3))
+            sections = "\n\n".join(
+                f"## Section {n}\n\n{' '.join(random.sample(TOPICS, 12))} details {extra}-{n}" for n in range(3)
+            )
             (root / "docs" / f"long_{extra}.md").write_text(f"# Long {extra}\n\n{sections}\n")
         base = KnowledgeBase(Workspace(root, denied=(data,)), data, AgentSettings)
         started = time.perf_counter()
@@ -50,10 +53,14 @@ async def bench(documents: int) -> None:
         await base.stop()
     timings.sort()
     p95 = timings[int(len(timings) * 0.95) - 1]
-    print(f"indexed {counts['files']} files, {counts['chunks']} chunks in {built:.2f} s: "
-          f"{counts['files'] / built:.0f} docs/s, {counts['chunks'] / built:.0f} chunks/s")
-    print(f"search over {counts['chunks']} chunks, {QUERIES} queries: median {statistics.median(timings) * 1000:.1f} ms, "
-          f"p95 {p95 * 1000:.1f} ms")
+    print(
+        f"indexed {counts['files']} files, {counts['chunks']} chunks in {built:.2f} s: "
+        f"{counts['files'] / built:.0f} docs/s, {counts['chunks'] / built:.0f} chunks/s"
+    )
+    print(
+        f"search over {counts['chunks']} chunks, {QUERIES} queries: median {statistics.median(timings) * 1000:.1f} ms, "
+        f"p95 {p95 * 1000:.1f} ms"
+    )
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ ratio, from one run.
 
     python bench/long_output.py [rounds] [lines]
 """
+
 from __future__ import annotations
 
 import statistics

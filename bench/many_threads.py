@@ -14,6 +14,7 @@ process, its hundred writer threads took the GIL from the client, whose reads th
     SPLIT_CPUS=1 python bench/many_threads.py    (the server on a CPU of its own, the harness on the other:
                                                   devtools/cpu_split.py; by default they share the machine)
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -111,28 +112,38 @@ async def run(model: ScriptedModel, server: JupyterProcess, threads: int, count:
     # them (its request queue is walked for every connection change), which read as the server's delay.
     connector = lambda: aiohttp.TCPConnector(limit=2 * threads + 10)  # noqa: E731
     timeout = aiohttp.ClientTimeout(total=300)
-    async with aiohttp.ClientSession(connector=connector(), timeout=timeout) as plain, aiohttp.ClientSession(
-        server.url, headers={"Authorization": f"token {TOKEN}"}, connector=connector(), timeout=timeout
-    ) as client:
+    async with (
+        aiohttp.ClientSession(connector=connector(), timeout=timeout) as plain,
+        aiohttp.ClientSession(
+            server.url, headers={"Authorization": f"token {TOKEN}"}, connector=connector(), timeout=timeout
+        ) as client,
+    ):
         scripts = model.script(threads, count, pace)
         started = time.perf_counter()
         direct = await asyncio.gather(*[direct_stream(plain, model.base_url) for _ in scripts])
         direct_wall = time.perf_counter() - started
-        by_first = {tokens[0]: tokens for tokens in scripts}  # replies go out in request order: a text is found by its first token
+        by_first = {
+            tokens[0]: tokens for tokens in scripts
+        }  # replies go out in request order: a text is found by its first token
         sent = model.sends()
         d = [x for pieces in direct for x in delays_from(pieces, by_first[pieces[0][1]], sent)]
 
-        ids = [await _post(client, "cellwright/api/threads", {"notebook_path": "b.ipynb"}, "thread_id") for _ in range(threads)]
+        ids = [
+            await _post(client, "cellwright/api/threads", {"notebook_path": "b.ipynb"}, "thread_id")
+            for _ in range(threads)
+        ]
         scripts = model.script(threads, count, pace)
         profiler = _profiler(server)
         cpu = psutil.Process(server.proc.pid) if server.proc else None
         cpu_before = cpu.cpu_times()[:2] if cpu else (0.0, 0.0)
         started = time.perf_counter()
-        await asyncio.gather(*[_post(client, f"cellwright/api/threads/{t}/runs", {"message": "hi"}, "run_id") for t in ids])
+        await asyncio.gather(
+            *[_post(client, f"cellwright/api/threads/{t}/runs", {"message": "hi"}, "run_id") for t in ids]
+        )
         by_first = {tokens[0]: tokens for tokens in scripts}
         served = await asyncio.gather(*[served_stream(client, t, by_first) for t in ids])
         served_wall = time.perf_counter() - started
-        user, system = (a - b for a, b in zip(cpu.cpu_times()[:2] if cpu else (0.0, 0.0), cpu_before))
+        user, system = (a - b for a, b in zip(cpu.cpu_times()[:2] if cpu else (0.0, 0.0), cpu_before, strict=False))
         server_cpu = user + system
         if profiler is not None:
             profiler.send_signal(signal.SIGINT)
@@ -141,9 +152,13 @@ async def run(model: ScriptedModel, server: JupyterProcess, threads: int, count:
     s = [x for pieces, tokens, _, _ in served for x in delays_from(pieces, tokens, sent)]
     finished = sum(1 for *_, status in served if status == "completed")
     gapless = all(seqs == list(range(seqs[0], seqs[0] + len(seqs))) for _, _, seqs, _ in served if seqs)
-    result = Round(pct(d, .5), pct(d, .95), pct(s, .5), pct(s, .95), server_cpu, finished, gapless)
-    print(f"direct (same client, straight from the scripted server): p50 {result.direct_p50:7.1f} ms  p95 {result.direct_p95:7.1f} ms  wall {direct_wall:.2f} s")
-    print(f"through Cellwright (previews=1):                         p50 {result.served_p50:7.1f} ms  p95 {result.served_p95:7.1f} ms  wall {served_wall:.2f} s")
+    result = Round(pct(d, 0.5), pct(d, 0.95), pct(s, 0.5), pct(s, 0.95), server_cpu, finished, gapless)
+    print(
+        f"direct (same client, straight from the scripted server): p50 {result.direct_p50:7.1f} ms  p95 {result.direct_p95:7.1f} ms  wall {direct_wall:.2f} s"
+    )
+    print(
+        f"through Cellwright (previews=1):                         p50 {result.served_p50:7.1f} ms  p95 {result.served_p95:7.1f} ms  wall {served_wall:.2f} s"
+    )
     print(
         f"p95 above the floor: {result.above:.1f} ms; server CPU {server_cpu:.2f} s (system {system:.2f} s; "
         f"{server_cpu / (threads * count) * 1e6:.0f} us a token, whole runs); runs completed {finished}/{threads}; seqs gapless: {gapless}"
@@ -198,7 +213,11 @@ async def served_stream(
                 else:
                     stored_text += event["text"]
                     seen = previewed.pop(event["seq"], "")
-                    extra = event["text"][: len(event["text"]) - len(seen)] if event["text"].endswith(seen) else event["text"]
+                    extra = (
+                        event["text"][: len(event["text"]) - len(seen)]
+                        if event["text"].endswith(seen)
+                        else event["text"]
+                    )
                     if extra:  # the row's head that no preview brought (the first token of a burst)
                         pieces.append((time.perf_counter(), extra))
     first = stored_text[: stored_text.find(" ", 1)] if stored_text.count(" ") > 1 else stored_text
@@ -256,6 +275,8 @@ def main(threads: int, count: int, pace_ms: float, rounds: int) -> None:
 if __name__ == "__main__":
     args = sys.argv[1:]
     main(
-        int(args[0]) if args else 100, int(args[1]) if len(args) > 1 else 100, float(args[2]) if len(args) > 2 else 10.0,
+        int(args[0]) if args else 100,
+        int(args[1]) if len(args) > 1 else 100,
+        float(args[2]) if len(args) > 2 else 10.0,
         int(args[3]) if len(args) > 3 else 3,
     )

@@ -13,6 +13,7 @@ Needs Debian's postgresql (the throwaway cluster of tests/postgres_cluster.py).
 
     python bench/postgres_events.py [threads] [events_per_thread] [tokens] [pace_ms]
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -66,7 +67,9 @@ def appends_per_second(path: str, url: str, processes: int, threads: int, events
     ctx = multiprocessing.get_context("spawn")
     go, out = ctx.Event(), ctx.Queue()
     readies = [ctx.Event() for _ in range(processes)]
-    workers = [ctx.Process(target=_appender, args=(path, url, threads // processes, events, r, go, out)) for r in readies]
+    workers = [
+        ctx.Process(target=_appender, args=(path, url, threads // processes, events, r, go, out)) for r in readies
+    ]
     for worker in workers:
         worker.start()
     for ready in readies:
@@ -105,17 +108,31 @@ async def _read(client: httpx.AsyncClient, thread: str, by_first: dict[str, list
     return delays_from(pieces, by_first[first]), completed
 
 
-async def delivery(llm: FakeLLM, drivers: list[JupyterProcess], readers: list[JupyterProcess], threads: int, count: int, pace: float) -> list[float]:
+async def delivery(
+    llm: FakeLLM, drivers: list[JupyterProcess], readers: list[JupyterProcess], threads: int, count: int, pace: float
+) -> list[float]:
     headers = {"Authorization": f"token {TOKEN}"}
     limits = httpx.Limits(max_connections=4 * threads, max_keepalive_connections=4 * threads)
-    clients = [httpx.AsyncClient(base_url=s.url, headers=headers, limits=limits, timeout=300) for s in drivers + readers]
+    clients = [
+        httpx.AsyncClient(base_url=s.url, headers=headers, limits=limits, timeout=300) for s in drivers + readers
+    ]
     try:
         drive, read = clients[: len(drivers)], clients[len(drivers) :]
-        ids = [(await drive[n % len(drive)].post("cellwright/api/threads", json={"notebook_path": "b.ipynb"})).json()["thread_id"] for n in range(threads)]
+        ids = [
+            (await drive[n % len(drive)].post("cellwright/api/threads", json={"notebook_path": "b.ipynb"})).json()[
+                "thread_id"
+            ]
+            for n in range(threads)
+        ]
         scripts = [tokens_of(n, count) for n in range(threads)]
         llm.script(*[text(tokens, chunk_delay=pace, delay_before=START_DELAY) for tokens in scripts])
         by_first = {tokens[0]: tokens for tokens in scripts}
-        posted = await asyncio.gather(*[drive[n % len(drive)].post(f"cellwright/api/threads/{t}/runs", json={"message": "hi"}) for n, t in enumerate(ids)])
+        posted = await asyncio.gather(
+            *[
+                drive[n % len(drive)].post(f"cellwright/api/threads/{t}/runs", json={"message": "hi"})
+                for n, t in enumerate(ids)
+            ]
+        )
         assert all(r.status_code == 202 for r in posted), [r.text for r in posted if r.status_code != 202][:3]
         # Each thread is read on the server that does not drive it (with one server: that one).
         results = await asyncio.gather(*[_read(read[(n + 1) % len(read)], t, by_first) for n, t in enumerate(ids)])
@@ -166,9 +183,11 @@ def main(threads: int, events: int, count: int, pace_ms: float) -> None:
                             server.stop()
         s, p = figures["sqlite"], figures["postgres"]
         print(f"SSE delivery: {threads} runs x {count} tokens, one per {pace_ms:g} ms (rows coalesced per 50 ms)")
-        print(f"  SQLite, 1 server:                      p50 {pct(s, .5):7.1f} ms  p95 {pct(s, .95):7.1f} ms")
-        print(f"  PostgreSQL, 2 servers, read elsewhere: p50 {pct(p, .5):7.1f} ms  p95 {pct(p, .95):7.1f} ms   "
-              f"p95 ratio {pct(p, .95) / max(pct(s, .95), 0.001):.2f}x")  # fmt: skip
+        print(f"  SQLite, 1 server:                      p50 {pct(s, 0.5):7.1f} ms  p95 {pct(s, 0.95):7.1f} ms")
+        print(
+            f"  PostgreSQL, 2 servers, read elsewhere: p50 {pct(p, 0.5):7.1f} ms  p95 {pct(p, 0.95):7.1f} ms   "
+            f"p95 ratio {pct(p, 0.95) / max(pct(s, 0.95), 0.001):.2f}x"
+        )
     finally:
         cluster.stop()
 

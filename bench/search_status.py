@@ -16,6 +16,7 @@ Before the fix the first search held the GIL: /api/status did not answer for the
 
     python bench/search_status.py [runs]
 """
+
 from __future__ import annotations
 
 import os
@@ -78,7 +79,9 @@ class Server(JupyterProcess):
 def sample_status(server: Server, until: threading.Event) -> list[float]:
     """GET /api/status latencies (seconds), one every POLL_SECONDS, until `until` is set."""
     latencies: list[float] = []
-    with httpx.Client(base_url=server.client.base_url, headers={"Authorization": f"token {TOKEN}"}, timeout=120) as client:
+    with httpx.Client(
+        base_url=server.client.base_url, headers={"Authorization": f"token {TOKEN}"}, timeout=120
+    ) as client:
         while not until.is_set():
             asked = time.monotonic()
             client.get("api/status").raise_for_status()
@@ -111,7 +114,9 @@ def idle(server: Server, seconds: float) -> list[float]:
 
 
 def ms(values: list[float]) -> str:
-    return f"median {statistics.median(values) * 1000:7.1f} ms, max {max(values) * 1000:7.1f} ms ({len(values)} requests)"
+    return (
+        f"median {statistics.median(values) * 1000:7.1f} ms, max {max(values) * 1000:7.1f} ms ({len(values)} requests)"
+    )
 
 
 def scenario(name: str, tool_args: dict[str, Any], cells: list[str], runs: int) -> None:
@@ -126,7 +131,9 @@ def scenario(name: str, tool_args: dict[str, Any], cells: list[str], runs: int) 
             busy, durations, summary = while_searching(server, runs)
             quiet = idle(server, sum(durations))
             print(f"\n[{name}] {tool_args} on {len(cells)} cells, {runs} run(s)")
-            print(f"  each run (model call + search + answer): median {statistics.median(durations):.2f} s; tool result: {summary}")
+            print(
+                f"  each run (model call + search + answer): median {statistics.median(durations):.2f} s; tool result: {summary}"
+            )
             print(f"  GET /api/status idle:            {ms(quiet)}")
             print(f"  GET /api/status during search:   {ms(busy)}")
             print(

@@ -3,6 +3,7 @@ start slower (langgraph and openai are imported on first use). Prints medians an
 
     python bench/server_start.py [rounds]
 """
+
 from __future__ import annotations
 
 import statistics
@@ -44,8 +45,12 @@ def main(rounds: int) -> None:
         "import time, sys, jupyter_server.serverapp; t = time.perf_counter(); import jupyter_ext; "
         "print(f'{(time.perf_counter() - t) * 1000:.0f} ms', 'langgraph' in sys.modules, 'openai' in sys.modules)"
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent)
-    print(f"import jupyter_ext after jupyter_server: {out.stdout.strip()}  (time, langgraph imported?, openai imported?)")
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent
+    )
+    print(
+        f"import jupyter_ext after jupyter_server: {out.stdout.strip()}  (time, langgraph imported?, openai imported?)"
+    )
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ The server runs on a CPU of its own, the client and the model on the other (devt
 
     python bench/token_relay.py [rounds] [pace_ms]
 """
+
 from __future__ import annotations
 
 import json
@@ -32,6 +33,8 @@ from devtools.model_process import ModelProcess  # noqa: E402
 
 TOKENS = [f" w{i:03d}" for i in range(300)]  # distinct: a token is found in the text by its offset
 ENDS = [sum(len(t) for t in TOKENS[: i + 1]) for i in range(len(TOKENS))]
+
+
 def _arrivals(stamps: list[tuple[float, int]]) -> list[float]:
     """Per token, the first time the reader had all of its characters (stamps: time, chars so far)."""
     out, k = [], 0
@@ -52,16 +55,20 @@ def direct(model: ModelProcess, client: openai.OpenAI, pace: float) -> tuple[flo
     model.script([TOKENS], pace)
     started = time.perf_counter()
     stamps, chars = [], 0
-    stream = client.chat.completions.create(model="fake-model", messages=[{"role": "user", "content": "hi"}], stream=True)
+    stream = client.chat.completions.create(
+        model="fake-model", messages=[{"role": "user", "content": "hi"}], stream=True
+    )
     for chunk in stream:
         if chunk.choices and chunk.choices[0].delta.content:
             chars += len(chunk.choices[0].delta.content)
             stamps.append((time.perf_counter(), chars))
     arrivals = _arrivals(stamps)
-    return arrivals[-1] - started, [a - s for a, s in zip(arrivals, _sent(model))]
+    return arrivals[-1] - started, [a - s for a, s in zip(arrivals, _sent(model), strict=False)]
 
 
-def through_server(model: ModelProcess, client: httpx.Client, pace: float, previews: bool = True) -> tuple[float, list[float]]:
+def through_server(
+    model: ModelProcess, client: httpx.Client, pace: float, previews: bool = True
+) -> tuple[float, list[float]]:
     model.script([TOKENS], pace)
     thread = client.post("cellwright/api/threads", json={"notebook_path": "b.ipynb"}).json()["thread_id"]
     started = time.perf_counter()
@@ -85,7 +92,7 @@ def through_server(model: ModelProcess, client: httpx.Client, pace: float, previ
                 if stored >= ENDS[-1]:
                     break
     arrivals = _arrivals(stamps)
-    return arrivals[-1] - started, [a - s for a, s in zip(arrivals, _sent(model))]
+    return arrivals[-1] - started, [a - s for a, s in zip(arrivals, _sent(model), strict=False)]
 
 
 def main(rounds: int, pace_ms: float) -> None:
@@ -96,7 +103,12 @@ def main(rounds: int, pace_ms: float) -> None:
         print(split_cpus(server.proc.pid, [os.getpid(), model.pid]))
         http = httpx.Client(base_url=server.url, headers={"Authorization": f"token {TOKEN}"}, timeout=60)
         sdk = openai.OpenAI(base_url=model.base_url, api_key="k", max_retries=0)
-        results: dict[str, list[tuple[float, list[float]]]] = {"direct burst": [], "server burst": [], "direct paced": [], "server paced": []}
+        results: dict[str, list[tuple[float, list[float]]]] = {
+            "direct burst": [],
+            "server burst": [],
+            "direct paced": [],
+            "server paced": [],
+        }
         try:
             through_server(model, http, 0)  # warm: the first run opens the checkpointer and imports langgraph
             direct(model, sdk, 0)
@@ -123,12 +135,18 @@ def main(rounds: int, pace_ms: float) -> None:
     print(f"burst total, direct:             median {total('direct burst') * ms:7.1f} ms")
     print(f"burst total, through Cellwright: median {total('server burst') * ms:7.1f} ms")
     print(f"  ratio {total('server burst') / total('direct burst'):.2f}x")
-    print(f"paced total, direct {total('direct paced') * ms:.1f} ms, through Cellwright {total('server paced') * ms:.1f} ms, "
-          f"ratio {total('server paced') / total('direct paced'):.2f}x")  # fmt: skip
+    print(
+        f"paced total, direct {total('direct paced') * ms:.1f} ms, through Cellwright {total('server paced') * ms:.1f} ms, "
+        f"ratio {total('server paced') / total('direct paced'):.2f}x"
+    )
     d, s = delays("direct paced"), delays("server paced")
-    print(f"paced per-token delay (written by the model -> read by the client), direct:  p50 {pct(d, .5):6.2f} ms  p95 {pct(d, .95):6.2f} ms")
-    print(f"paced per-token delay, through Cellwright:                                  p50 {pct(s, .5):6.2f} ms  p95 {pct(s, .95):6.2f} ms")
-    print(f"per-token relay overhead: p50 {pct(s, .5) - pct(d, .5):.2f} ms, p95 {pct(s, .95) - pct(d, .95):.2f} ms")
+    print(
+        f"paced per-token delay (written by the model -> read by the client), direct:  p50 {pct(d, 0.5):6.2f} ms  p95 {pct(d, 0.95):6.2f} ms"
+    )
+    print(
+        f"paced per-token delay, through Cellwright:                                  p50 {pct(s, 0.5):6.2f} ms  p95 {pct(s, 0.95):6.2f} ms"
+    )
+    print(f"per-token relay overhead: p50 {pct(s, 0.5) - pct(d, 0.5):.2f} ms, p95 {pct(s, 0.95) - pct(d, 0.95):.2f} ms")
 
 
 if __name__ == "__main__":

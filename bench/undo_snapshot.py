@@ -6,6 +6,7 @@ kernel's resident set before and after, and what the store counts).
 
     python bench/undo_snapshot.py [rounds]
 """
+
 from __future__ import annotations
 
 import json
@@ -36,10 +37,13 @@ def _run(client, code: str) -> None:
 
 def _evaluate(client, expression: str) -> tuple[object, float, float]:
     """(value, in-kernel seconds, round-trip seconds) of one silent evaluation."""
-    timed = f"(lambda t, s: ({expression}, t() - s))(__import__('time').perf_counter, __import__('time').perf_counter())"
+    timed = (
+        f"(lambda t, s: ({expression}, t() - s))(__import__('time').perf_counter, __import__('time').perf_counter())"
+    )
     started = time.perf_counter()
-    reply = client.execute_interactive("", silent=True, store_history=False, user_expressions={"v": timed}, timeout=300,
-                                       output_hook=lambda m: None)
+    reply = client.execute_interactive(
+        "", silent=True, store_history=False, user_expressions={"v": timed}, timeout=300, output_hook=lambda m: None
+    )
     trip = time.perf_counter() - started
     value = reply["content"]["user_expressions"]["v"]
     assert value["status"] == "ok", value
@@ -48,7 +52,14 @@ def _evaluate(client, expression: str) -> tuple[object, float, float]:
 
 
 def _take(call_id: str) -> str:
-    payload = {"thread_id": "bench", "call_id": call_id, "token": "t", "names": ["df"], "cap": 1024 * MB, "total_cap": 1024 * MB}
+    payload = {
+        "thread_id": "bench",
+        "call_id": call_id,
+        "token": "t",
+        "names": ["df"],
+        "cap": 1024 * MB,
+        "total_cap": 1024 * MB,
+    }
     return probe_expression(SOURCE, "take", payload)
 
 
@@ -80,8 +91,12 @@ def main() -> None:
     copy, snap, trip = statistics.median(copies), statistics.median(snapshots), statistics.median(trips)
     print(f"DataFrame: {size / MB:.0f} MB ({rounds} rounds, medians)")
     print(f"plain df.copy():      {copy * 1000:.1f} ms in the kernel")
-    print(f"undo snapshot (take): {snap * 1000:.1f} ms in the kernel, {trip * 1000:.1f} ms round trip; {snap / copy:.2f}x df.copy()")
-    print(f"memory kept: {answer['bytes'] / MB:.0f} MB counted by the store; kernel RSS +{(after - before) / MB:.0f} MB")
+    print(
+        f"undo snapshot (take): {snap * 1000:.1f} ms in the kernel, {trip * 1000:.1f} ms round trip; {snap / copy:.2f}x df.copy()"
+    )
+    print(
+        f"memory kept: {answer['bytes'] / MB:.0f} MB counted by the store; kernel RSS +{(after - before) / MB:.0f} MB"
+    )
 
 
 if __name__ == "__main__":

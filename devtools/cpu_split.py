@@ -2,6 +2,7 @@
 and scripted model) on the others. Sharing two CPUs, the harness took CPU time from the server and
 the server from the scripted model, whose paced stream then ran 8% slower through the server than
 when read directly (bench/token_relay.py): the model's slowness was counted as the relay's."""
+
 from __future__ import annotations
 
 import os

@@ -1,6 +1,7 @@
 """The scripted server's `/v1/embeddings`: deterministic vectors, a hashed bag of words (each word
 adds 1 to the dimension its hash picks, then the vector is normalised), so texts sharing words are
 close and tests can predict the ranking. Not a model: no learned similarity."""
+
 from __future__ import annotations
 
 import hashlib
@@ -26,7 +27,17 @@ def embeddings_answer(body: dict) -> tuple[int, dict]:
     if isinstance(inputs, str):
         inputs = [inputs]
     if not isinstance(inputs, list) or not all(isinstance(item, str) for item in inputs) or not body.get("model"):
-        return 400, {"error": {"message": "fake LLM: send model and input (a string or a list of strings)", "type": "invalid_request_error"}}
+        return 400, {
+            "error": {
+                "message": "fake LLM: send model and input (a string or a list of strings)",
+                "type": "invalid_request_error",
+            }
+        }
     data = [{"object": "embedding", "index": i, "embedding": embed(item)} for i, item in enumerate(inputs)]
     tokens = sum(len(_WORD.findall(item)) for item in inputs)
-    return 200, {"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
+    return 200, {
+        "object": "list",
+        "data": data,
+        "model": body["model"],
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }

@@ -14,9 +14,10 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Mapping, Sequence, Union
+from typing import Any
 
 MODEL_ID = "fake-model"
 EXHAUSTED_MESSAGE = "fake LLM script exhausted"
@@ -70,7 +71,7 @@ class Reply:
             raise ValueError("raw_args needs at least one tool call")
 
 
-ScriptItem = Union[Reply, str, Callable[[dict], Union[Reply, str]]]
+ScriptItem = Reply | str | Callable[[dict], Reply | str]
 
 
 def text(content: str | list[str], **opts: Any) -> Reply:
@@ -206,6 +207,7 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length)
         if self.path.rstrip("/") == "/v1/embeddings":  # deterministic vectors, not scripted (fake_embeddings)
             from .fake_embeddings import embeddings_answer
+
             self.fake.embedding_requests += 1
             self._send_json(*embeddings_answer(json.loads(raw or b"{}")))
             return
@@ -496,7 +498,9 @@ class FakeLLM:
         finish = reply.finish_reason or ("tool_calls" if calls else "stop")
         out.append(chunk({}, finish))
         if include_usage:
-            produced = sum(1 for c in out for ch in c["choices"] if ch["delta"].get("content") or _has_arguments(ch["delta"]))
+            produced = sum(
+                1 for c in out for ch in c["choices"] if ch["delta"].get("content") or _has_arguments(ch["delta"])
+            )
             out.append({**base, "choices": [], "usage": self._usage(body, reply, produced)})
         return out
 

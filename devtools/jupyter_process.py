@@ -1,5 +1,6 @@
 """A real `jupyter server` / `jupyter lab` in a subprocess, for tests that restart it or drive it
 from a browser. Each instance gets its own config, data and runtime directories."""
+
 from __future__ import annotations
 
 import json
@@ -27,7 +28,12 @@ def free_port() -> int:
 
 class JupyterProcess:
     def __init__(
-        self, base: Path, env: dict[str, str], app: str = "server", extra_args: list[str] | None = None, cellwright: bool = True
+        self,
+        base: Path,
+        env: dict[str, str],
+        app: str = "server",
+        extra_args: list[str] | None = None,
+        cellwright: bool = True,
     ) -> None:
         self.base = base
         self.root = base / "root"
@@ -65,14 +71,22 @@ class JupyterProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 60) -> "JupyterProcess":
+    def start(self, timeout: float = 60) -> JupyterProcess:
         self.port = free_port()
         args = [
-            sys.executable, "-m", "jupyter", self.app, "--no-browser", "--allow-root",
-            f"--port={self.port}", "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={TOKEN}",
-            f"--ServerApp.root_dir={self.root}", f"--ServerApp.jpserver_extensions={{'cellwright': {self.cellwright}}}",
+            sys.executable,
+            "-m",
+            "jupyter",
+            self.app,
+            "--no-browser",
+            "--allow-root",
+            f"--port={self.port}",
+            "--ServerApp.ip=127.0.0.1",
+            f"--IdentityProvider.token={TOKEN}",
+            f"--ServerApp.root_dir={self.root}",
+            f"--ServerApp.jpserver_extensions={{'cellwright': {self.cellwright}}}",
             *self.extra_args,
-        ]  # fmt: skip
+        ]
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(args, env=self.env, stdout=log, stderr=subprocess.STDOUT, cwd=self.root)
         deadline = time.monotonic() + timeout
@@ -99,7 +113,9 @@ class JupyterProcess:
     def request(self, method: str, path: str, body: Any = None, **kw: Any) -> httpx.Response:
         headers = {"Authorization": f"token {TOKEN}", **kw.pop("headers", {})}
         content = json.dumps(body) if body is not None else None
-        return httpx.request(method, f"{self.url}/{path}", content=content, headers=headers, timeout=kw.pop("timeout", 60), **kw)
+        return httpx.request(
+            method, f"{self.url}/{path}", content=content, headers=headers, timeout=kw.pop("timeout", 60), **kw
+        )
 
     def get(self, path: str, **kw: Any) -> httpx.Response:
         return self.request("GET", path, **kw)

@@ -1,6 +1,7 @@
 """A generated workspace of documents for the knowledge tests and bench: Markdown, reST, text,
 notebooks and Python modules on many topics, a few of which mention churn in passing, and one
 (docs/metrics/churn.md) that says how churn is computed."""
+
 from __future__ import annotations
 
 import json
@@ -9,9 +10,36 @@ import sqlite3
 from pathlib import Path
 
 TOPICS = [
-    "invoice", "shipment", "warehouse", "forecast", "campaign", "refund", "ledger", "payroll", "inventory", "supplier",
-    "contract", "pricing", "discount", "subscription", "onboarding", "support", "ticket", "survey", "retention", "fraud",
-    "latency", "cluster", "pipeline", "schema", "backfill", "dashboard", "alerting", "quota", "sampling", "embedding",
+    "invoice",
+    "shipment",
+    "warehouse",
+    "forecast",
+    "campaign",
+    "refund",
+    "ledger",
+    "payroll",
+    "inventory",
+    "supplier",
+    "contract",
+    "pricing",
+    "discount",
+    "subscription",
+    "onboarding",
+    "support",
+    "ticket",
+    "survey",
+    "retention",
+    "fraud",
+    "latency",
+    "cluster",
+    "pipeline",
+    "schema",
+    "backfill",
+    "dashboard",
+    "alerting",
+    "quota",
+    "sampling",
+    "embedding",
 ]
 FILLER = (
     "The team reviews this every week. Numbers come from the warehouse tables and are checked by an analyst. "
@@ -60,7 +88,13 @@ def write_corpus(root: Path, count: int = 200, seed: int = 7) -> dict[int, str]:
             rel = f"docs/{topic}/analysis_{number}.ipynb"
             cells = [
                 {"cell_type": "markdown", "metadata": {}, "source": [f"# {topic.title()} analysis {number}\n", body]},
-                {"cell_type": "code", "metadata": {}, "source": f"{topic}_df = load('{topic}')", "outputs": [], "execution_count": None},
+                {
+                    "cell_type": "code",
+                    "metadata": {},
+                    "source": f"{topic}_df = load('{topic}')",
+                    "outputs": [],
+                    "execution_count": None,
+                },
             ]
             text = json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
         else:
@@ -84,12 +118,16 @@ def write_database(path: Path, tables: int = 30) -> None:
                                     cancelled_at TEXT, reason TEXT);
         """
     )
-    db.executemany("INSERT INTO customers VALUES (?, ?, ?, ?)", [(i, f"c{i}", "2024-01-01", "eu") for i in range(1, 51)])
+    db.executemany(
+        "INSERT INTO customers VALUES (?, ?, ?, ?)", [(i, f"c{i}", "2024-01-01", "eu") for i in range(1, 51)]
+    )
     db.executemany("INSERT INTO subscriptions VALUES (?, ?, 'pro', '2024-01-01', 10.0)", [(i, i) for i in range(1, 51)])
     db.executemany("INSERT INTO cancellations VALUES (?, ?, '2024-02-10', 'price')", [(i, i) for i in range(1, 6)])
     others = [t for t in TOPICS if t not in ("subscription", "retention")]
     for number in range(tables - 3):
         topic = others[number % len(others)]
-        db.execute(f"CREATE TABLE {topic}_facts_{number} (id INTEGER PRIMARY KEY, {topic}_code TEXT, amount REAL, recorded_on TEXT)")
+        db.execute(
+            f"CREATE TABLE {topic}_facts_{number} (id INTEGER PRIMARY KEY, {topic}_code TEXT, amount REAL, recorded_on TEXT)"
+        )
     db.commit()
     db.close()

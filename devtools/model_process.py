@@ -4,6 +4,7 @@ client's reads share one GIL: a busy reader slowed the model's stream (token_rel
 answer took 3% less time than the same answer written while the server's stream was read), and a
 hundred writer threads made the client's reads lag (many_threads). Send times are
 time.perf_counter(): CLOCK_MONOTONIC, one clock for every process of the machine."""
+
 from __future__ import annotations
 
 import json

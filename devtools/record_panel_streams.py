@@ -5,6 +5,7 @@ fixtures/): real runs of a real server with a kernel and the scripted fake LLM.
 
 Rerun it when the event contract changes; the tests then check the panel against what the server
 sends now. Ids that vary per run (threads, runs, kernels) are replaced by stable ones."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,9 @@ import re
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 
@@ -30,7 +32,11 @@ def sse_messages(lines: Iterator[str]) -> Iterator[dict[str, Any]]:
     for line in lines:
         if line == "":
             if "data" in fields:
-                yield {"id": fields.get("id"), "event": fields.get("event", "message"), "data": json.loads(fields["data"])}
+                yield {
+                    "id": fields.get("id"),
+                    "event": fields.get("event", "message"),
+                    "data": json.loads(fields["data"]),
+                }
             fields = {}
         elif not line.startswith(":"):
             name, _, value = line.partition(": ")
@@ -49,7 +55,11 @@ class Recorder:
 
     def start(self, message: str, mode: str) -> str:
         thread_id = self.api("POST", "threads", {"notebook_path": NOTEBOOK})["thread_id"]
-        self.api("POST", f"threads/{thread_id}/runs", {"message": message, "notebook_path": NOTEBOOK, "kernel_id": self.kernel_id, "mode": mode})
+        self.api(
+            "POST",
+            f"threads/{thread_id}/runs",
+            {"message": message, "notebook_path": NOTEBOOK, "kernel_id": self.kernel_id, "mode": mode},
+        )
         return thread_id
 
     def wait_for(self, thread_id: str, status: str, after: int = 0, timeout: float = 60) -> list[dict[str, Any]]:
@@ -64,7 +74,11 @@ class Recorder:
 
     def approve(self, thread_id: str, events: list[dict[str, Any]]) -> None:
         pending = [e for e in events if e["type"] == "approval_required"][-1]
-        self.api("POST", f"threads/{thread_id}/approvals/{pending['id']}", {"decision": "approve", "kernel_id": self.kernel_id})
+        self.api(
+            "POST",
+            f"threads/{thread_id}/approvals/{pending['id']}",
+            {"decision": "approve", "kernel_id": self.kernel_id},
+        )
 
     def finish(self, thread_id: str) -> list[dict[str, Any]]:
         """Approve every pending call until the run completes; the whole log."""
@@ -125,37 +139,80 @@ def id_names(events: list[dict[str, Any]], kernel_id: str) -> dict[str, str]:
 
 def record_single(recorder: Recorder, fake: FakeLLM) -> dict[str, Any]:
     fake.script(
-        tool_call("write_todos", {"todos": [{"content": "Load data.csv", "status": "in_progress"}, {"content": "Report its shape", "status": "pending"}]}),
-        Reply(content=["Loading ", "the file first."], tool_calls=[("run_cell", {"code": "rows = open('data.csv').read().splitlines()[1:]\nprint('shape', (len(rows), 2))", "description": "Load the CSV"}, "call_load")]),
-        tool_call("final_answer", {"answer": "The data has **3 rows** and 2 columns.", "next_items": [{"title": "Plot it", "prompt": "plot the data"}]}),
+        tool_call(
+            "write_todos",
+            {
+                "todos": [
+                    {"content": "Load data.csv", "status": "in_progress"},
+                    {"content": "Report its shape", "status": "pending"},
+                ]
+            },
+        ),
+        Reply(
+            content=["Loading ", "the file first."],
+            tool_calls=[
+                (
+                    "run_cell",
+                    {
+                        "code": "rows = open('data.csv').read().splitlines()[1:]\nprint('shape', (len(rows), 2))",
+                        "description": "Load the CSV",
+                    },
+                    "call_load",
+                )
+            ],
+        ),
+        tool_call(
+            "final_answer",
+            {
+                "answer": "The data has **3 rows** and 2 columns.",
+                "next_items": [{"title": "Plot it", "prompt": "plot the data"}],
+            },
+        ),
     )
     (recorder.lab.root / "data.csv").write_text("a,b\n1,2\n3,4\n5,6\n")
     thread_id = recorder.start("load data.csv and show its shape", "single")
     events = recorder.finish(thread_id)
-    return {"description": "A single-agent run: todos, streamed text, a cell approved and run in the kernel, the final answer.", "events": stable(events, id_names(events, recorder.kernel_id))}
+    return {
+        "description": "A single-agent run: todos, streamed text, a cell approved and run in the kernel, the final answer.",
+        "events": stable(events, id_names(events, recorder.kernel_id)),
+    }
 
 
 def record_multi(recorder: Recorder, fake: FakeLLM) -> dict[str, Any]:
     fake.script(  # in request order: planner, researcher x2, planner, developer x2, planner
-        Reply(content=["I will ask the researcher first."], tool_calls=[("task", {"agent": "researcher", "description": "Find the sales file."}, "call_p1")]),
+        Reply(
+            content=["I will ask the researcher first."],
+            tool_calls=[("task", {"agent": "researcher", "description": "Find the sales file."}, "call_p1")],
+        ),
         tool_call("list_files", {"path": "."}, id="call_r1"),
         text(["The file is ", "sales.csv."]),
         tool_call("task", {"agent": "python_developer", "description": "Print the total of sales.csv."}, id="call_p2"),
-        tool_call("run_cell", {"code": "print(sum(int(l.split(',')[1]) for l in open('sales.csv').read().splitlines()[1:]))"}, id="call_d1"),
+        tool_call(
+            "run_cell",
+            {"code": "print(sum(int(l.split(',')[1]) for l in open('sales.csv').read().splitlines()[1:]))"},
+            id="call_d1",
+        ),
         text(["Total amount ", "is 42."]),
         tool_call("final_answer", {"answer": "Total sales: **42**."}),
     )
     (recorder.lab.root / "sales.csv").write_text("day,amount\nmon,20\ntue,22\n")
     thread_id = recorder.start("What are total sales?", "multi")
     events = recorder.finish(thread_id)
-    return {"description": "A multi-agent run: the planner delegates to the researcher, then to the Python developer, whose cell waits for approval.", "events": stable(events, id_names(events, recorder.kernel_id))}
+    return {
+        "description": "A multi-agent run: the planner delegates to the researcher, then to the Python developer, whose cell waits for approval.",
+        "events": stable(events, id_names(events, recorder.kernel_id)),
+    }
 
 
 def record_overlap(recorder: Recorder, fake: FakeLLM) -> dict[str, Any]:
     """A panel that reloads mid-run: connection 1 replays the backlog, goes live and drops during the
     cell; connection 2 starts from an older point than the panel has seen, so it overlaps."""
     fake.script(
-        tool_call("run_cell", {"code": "import time\nfor i in range(4):\n    print('step', i, flush=True)\n    time.sleep(0.4)"}, id="call_loop"),
+        tool_call(
+            "run_cell",
+            {"code": "import time\nfor i in range(4):\n    print('step', i, flush=True)\n    time.sleep(0.4)"},
+            id="call_loop",
+        ),
         text(["Counted ", "to three."]),
     )
     thread_id = recorder.start("count slowly", "single")
@@ -178,7 +235,11 @@ def record_overlap(recorder: Recorder, fake: FakeLLM) -> dict[str, Any]:
 def main() -> None:
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else OUT
     out.mkdir(parents=True, exist_ok=True)
-    scenarios = {"single_agent.json": record_single, "multi_agent.json": record_multi, "replay_overlap.json": record_overlap}
+    scenarios = {
+        "single_agent.json": record_single,
+        "multi_agent.json": record_multi,
+        "replay_overlap.json": record_overlap,
+    }
     for name, scenario in scenarios.items():
         with tempfile.TemporaryDirectory() as tmp, FakeLLM() as fake:
             env = {"OPENAI_BASE_URL": fake.base_url, "OPENAI_API_KEY": "", "CELLWRIGHT_MODEL": "fake-model"}

@@ -1,4 +1,5 @@
 """Reading a Server-Sent Events body the way the panel does (API.md, "Events")."""
+
 from __future__ import annotations
 
 import json

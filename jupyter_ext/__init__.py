@@ -1,4 +1,5 @@
 """Cellwright's Jupyter server extension; its settings are agent_core.configuration.Cellwright."""
+
 from __future__ import annotations
 
 from typing import Any

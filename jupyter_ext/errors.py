@@ -14,7 +14,16 @@ STATUS: dict[Category, int] = {
     "misconfigured": 503,
 }
 
-__all__ = ["STATUS", "BadRequest", "CellwrightError", "Conflict", "Misconfigured", "NotFound", "Unavailable", "status_of"]
+__all__ = [
+    "STATUS",
+    "BadRequest",
+    "CellwrightError",
+    "Conflict",
+    "Misconfigured",
+    "NotFound",
+    "Unavailable",
+    "status_of",
+]
 
 
 def status_of(error: CellwrightError) -> int:

@@ -1,5 +1,6 @@
 """The `cellwright` server extension: the objects it owns, and its settings, held as the
 `Cellwright` configurable of agent_core.configuration (API.md, "Configuration")."""
+
 from __future__ import annotations
 
 import asyncio
@@ -37,7 +38,9 @@ class CellwrightApp(ExtensionApp):
     problems: list[dict[str, str]] = []  # what initialize_settings found misconfigured (health names it)
 
     run_manager_class = Type(
-        default_value="jupyter_ext.run_manager.RunManager", klass="jupyter_ext.run_manager.RunManager", config=True,
+        default_value="jupyter_ext.run_manager.RunManager",
+        klass="jupyter_ext.run_manager.RunManager",
+        config=True,
         help="The RunManager subclass that owns the runs and their event streams.",
     )
 
@@ -61,7 +64,9 @@ class CellwrightApp(ExtensionApp):
         missing = missing_postgres_extra(self.configuration.database_url)
         if missing:  # said once here; health names it, every other route answers 503 misconfigured
             self.problems = [{"kind": "postgres_extra_missing", "message": missing}]
-            self.log.error("Cellwright cannot open its database, its routes answer 503 until this is fixed: %s", missing)
+            self.log.error(
+                "Cellwright cannot open its database, its routes answer 503 until this is fixed: %s", missing
+            )
         serverapp = self.serverapp
         # What the agent's file tools and the routes may touch: Jupyter's own hidden-file rule, and
         # never this extension's data folder (API key) nor the runtime folder (kernel keys).
@@ -71,13 +76,18 @@ class CellwrightApp(ExtensionApp):
             denied=(Path(self.configuration.data_dir), Path(serverapp.runtime_dir), *default_denied()),
         )
         self.threads = ThreadStore(
-            self.configuration.threads_path, holder=f"the Jupyter server (pid {os.getpid()})",
+            self.configuration.threads_path,
+            holder=f"the Jupyter server (pid {os.getpid()})",
             database_url=self.configuration.database_url,
-        )  # fmt: skip
+        )
         self.run_manager = self.run_manager_class(
-            self.threads, self.configuration.agent_settings, self.kernel_environment, self.configuration.database_url,
-            self.configuration.checkpoints_path, parent=self,
-        )  # fmt: skip
+            self.threads,
+            self.configuration.agent_settings,
+            self.kernel_environment,
+            self.configuration.database_url,
+            self.configuration.checkpoints_path,
+            parent=self,
+        )
         self._open_lock = asyncio.Lock()
         from .kernel_clients import KernelClients
 
@@ -123,7 +133,9 @@ class CellwrightApp(ExtensionApp):
 
     # -- what the handlers and the run manager ask for
 
-    def kernel_environment(self, notebook_path: str, kernel_id: str | None, settings: AgentSettings | None = None) -> KernelEnvironment:
+    def kernel_environment(
+        self, notebook_path: str, kernel_id: str | None, settings: AgentSettings | None = None
+    ) -> KernelEnvironment:
         """The one way a KernelEnvironment is made: for a run (with that run's settings) and for the
         tool routes (with the current ones), so neither can lose the cell time-out or the workspace."""
         from .kernel_executor import KernelEnvironment
@@ -131,9 +143,15 @@ class CellwrightApp(ExtensionApp):
         serverapp = self.serverapp
         cell_timeout = settings.cell_timeout if settings is not None else self.configuration.cell_timeout
         return KernelEnvironment(
-            serverapp.kernel_manager, serverapp.session_manager, Path(serverapp.root_dir), notebook_path, kernel_id,
-            cell_timeout, workspace=self.workspace, clients=self.kernel_clients,
-        )  # fmt: skip
+            serverapp.kernel_manager,
+            serverapp.session_manager,
+            Path(serverapp.root_dir),
+            notebook_path,
+            kernel_id,
+            cell_timeout,
+            workspace=self.workspace,
+            clients=self.kernel_clients,
+        )
 
     def mcp_manager(self) -> Any:
         """The MCP servers' connections, made on first use: the mcp SDK loads only when one is configured and used."""
@@ -185,10 +203,17 @@ def _warn_of_the_old_name(serverapp: Any) -> None:
     if CellwrightApp.name in enabled:
         serverapp.log.warning(
             "Cellwright is enabled twice, as %r and as %r (its old name); it loads once. Remove the old name from "
-            "the config: jupyter server extension disable %s", CellwrightApp.name, OLD_NAME, OLD_NAME,
-        )  # fmt: skip
+            "the config: jupyter server extension disable %s",
+            CellwrightApp.name,
+            OLD_NAME,
+            OLD_NAME,
+        )
     else:
         serverapp.log.warning(
             "Cellwright is enabled under its old name %r. Enable it as %r instead: jupyter server extension enable %s "
-            "&& jupyter server extension disable %s", OLD_NAME, CellwrightApp.name, CellwrightApp.name, OLD_NAME,
-        )  # fmt: skip
+            "&& jupyter server extension disable %s",
+            OLD_NAME,
+            CellwrightApp.name,
+            CellwrightApp.name,
+            OLD_NAME,
+        )

@@ -1,5 +1,6 @@
 """Thin HTTP handlers for cellwright/api/ (API.md). Each calls the extension's managers; domain
 errors become JSON error bodies in one place (`write_error`)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -33,6 +34,7 @@ def contract_routes() -> ModuleType:
 
     return routes
 
+
 MAX_SEQ = 2**62  # SQLite integers are 64-bit: a larger Last-Event-ID must not reach the query
 
 
@@ -49,7 +51,9 @@ class CellwrightHandler(APIHandler):
 
     async def prepare(self) -> None:
         await super().prepare()
-        if len(self.request.body or b"") > contract_routes().MAX_BODY_BYTES:  # before any work, even for a wrong route body
+        if (
+            len(self.request.body or b"") > contract_routes().MAX_BODY_BYTES
+        ):  # before any work, even for a wrong route body
             contract_routes().parse_json(self.request.body)
         await self.app.ready()
 
@@ -138,7 +142,9 @@ class ConfigTestHandler(CellwrightHandler):
         from agent_core.connection_check import test_connection
 
         form = self.body(contract_routes().ConnectionTest).model_dump(exclude_none=True)
-        self.write_json(await test_connection(self.app.configuration.trial_settings(form)))  # keys stay with their endpoint
+        self.write_json(
+            await test_connection(self.app.configuration.trial_settings(form))
+        )  # keys stay with their endpoint
 
 
 class ThreadsHandler(CellwrightHandler):
@@ -293,7 +299,9 @@ class DiagnosticsHandler(ToolRouteHandler):
         body = self.body(contract_routes().DiagnosticsRequest)
         code, path, kernel_id = body.code, body.path, body.kernel_id
         if code is None and path is None:
-            raise BadRequest('Send "code" (the cell\'s Python code), optionally with "path" and "kernel_id".', "missing_fields")
+            raise BadRequest(
+                'Send "code" (the cell\'s Python code), optionally with "path" and "kernel_id".', "missing_fields"
+            )
         workspace = self.app.workspace
         if code is None:
             result = await lint_file(workspace, path)
@@ -337,7 +345,11 @@ class VariablesHandler(ToolRouteHandler):
             return
         snapshot = await namespace_snapshot(env, limit=200)
         variables = [
-            {"name": v["name"], "type": v["type"], **({"shape": v["shape"]} if isinstance(v.get("shape"), list) else {})}
+            {
+                "name": v["name"],
+                "type": v["type"],
+                **({"shape": v["shape"]} if isinstance(v.get("shape"), list) else {}),
+            }
             for v in snapshot.variables
         ]
         self.write_json({"variables": variables, **({"note": snapshot.note} if snapshot.note else {})})
@@ -351,7 +363,15 @@ class KnowledgeStatusHandler(CellwrightHandler):
     async def get(self) -> None:
         base = self.app.knowledge()
         if base is None:
-            off = {"state": "off", "files": 0, "chunks": 0, "tables": 0, "last_update": None, "skipped": 0, "errors": []}
+            off = {
+                "state": "off",
+                "files": 0,
+                "chunks": 0,
+                "tables": 0,
+                "last_update": None,
+                "skipped": 0,
+                "errors": [],
+            }
             self.write_json({**off, "embedding_model": None})
             return
         self.write_json(await asyncio.to_thread(base.status))
@@ -367,7 +387,10 @@ def _as_domain_error(e: BaseException) -> BaseException:
         from agent_core.postgres_database import unavailable
 
         if unavailable(e):
-            return Unavailable(f"The database cannot be reached ({type(e).__name__}): try again once it is back.", "database_unavailable")
+            return Unavailable(
+                f"The database cannot be reached ({type(e).__name__}): try again once it is back.",
+                "database_unavailable",
+            )
     from agent_core.tools import ToolInputError  # loaded by then: only a tool raises it
 
     if isinstance(e, ToolInputError):
@@ -403,10 +426,15 @@ class NotebookToolsHandler(ToolRouteHandler):
             return
         specs, notes = await notebook_tools(env, TAKEN, self.app.configuration.agent_settings())
         tools = [
-            {"name": name, "description": spec.description, "read_only": bool(spec.origin.get("read_only_hint")),
-             "file": spec.origin.get("file"), "line": spec.origin.get("line")}
+            {
+                "name": name,
+                "description": spec.description,
+                "read_only": bool(spec.origin.get("read_only_hint")),
+                "file": spec.origin.get("file"),
+                "line": spec.origin.get("line"),
+            }
             for name, spec in specs.items()
-        ]  # fmt: skip
+        ]
         self.write_json({"tools": tools, "notes": notes})
 
 
@@ -438,5 +466,7 @@ def _root_relative(path: str | None) -> str | None:
         return None
     parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
     if path.startswith("/") or ".." in parts:
-        raise BadRequest(f"The path {path!r} is outside the server root; send a path relative to it.", "path_outside_root")
+        raise BadRequest(
+            f"The path {path!r} is outside the server root; send a path relative to it.", "path_outside_root"
+        )
     return "/".join(parts)

@@ -4,11 +4,12 @@ the bulk of a Jupyter server's heap and live as long as it does; frozen, they ar
 collector's reach, so a full collection walks only what later runs create. On this machine a full
 collection during a hundred streaming threads paused the event loop ~180 ms before, ~40 ms after
 (bench/many_threads.py; every token in flight waited for it)."""
+
 from __future__ import annotations
 
 import asyncio
 import gc
-from typing import Callable
+from collections.abc import Callable
 
 SETTLE_DELAY_SECONDS = 1.0  # after a run's end: its readers get its last events first
 

@@ -3,6 +3,7 @@ thousands of one-line stream messages; forwarding each as its own event (nbforma
 a pydantic check, an SSE write) cost more than the kernel spent printing. A burst that is already
 waiting is read at once and consecutive text of one stream becomes one output, as Jupyter's own
 notebook model merges it."""
+
 from __future__ import annotations
 
 import queue
@@ -18,15 +19,23 @@ def output_of(kind: str, content: dict[str, Any]) -> dict[str, Any]:
     kernel's message is trusted for shape (nbformat's schema check per message was the hot spot);
     the panel and the outputs digest read only these fields."""
     if kind == "stream":
-        return {"output_type": "stream", "name": str(content.get("name", "stdout")), "text": str(content.get("text", ""))}
+        return {
+            "output_type": "stream",
+            "name": str(content.get("name", "stdout")),
+            "text": str(content.get("text", "")),
+        }
     if kind == "error":
         return {
-            "output_type": "error", "ename": str(content.get("ename", "")), "evalue": str(content.get("evalue", "")),
+            "output_type": "error",
+            "ename": str(content.get("ename", "")),
+            "evalue": str(content.get("evalue", "")),
             "traceback": [str(line) for line in content.get("traceback") or []],
-        }  # fmt: skip
+        }
     output: dict[str, Any] = {
-        "output_type": kind, "data": dict(content.get("data") or {}), "metadata": dict(content.get("metadata") or {}),
-    }  # fmt: skip
+        "output_type": kind,
+        "data": dict(content.get("data") or {}),
+        "metadata": dict(content.get("metadata") or {}),
+    }
     if kind == "execute_result":
         output["execution_count"] = content.get("execution_count")
     return output
@@ -68,9 +77,11 @@ def _merged(outputs: list[dict[str, Any]], output: dict[str, Any]) -> bool:
     """Append `output` to the last of `outputs` when both are text of one stream; True if it was."""
     last = outputs[-1] if outputs else None
     if (
-        last is not None and output["output_type"] == "stream" == last["output_type"]
-        and output["name"] == last["name"] and len(last["text"]) < MERGED_CHARS
-    ):  # fmt: skip
+        last is not None
+        and output["output_type"] == "stream" == last["output_type"]
+        and output["name"] == last["name"]
+        and len(last["text"]) < MERGED_CHARS
+    ):
         last["text"] += output["text"]
         return True
     return False

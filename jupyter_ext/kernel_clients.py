@@ -2,6 +2,7 @@
 proving iopub connected (wait_for_ready waits for 0.2 s of iopub silence) cost ~200 ms per cell.
 Cells of all runs on one kernel take turns on its client (the kernel runs them one at a time anyway),
 and every reader filters messages by the msg_id of its own request, so replies never mix."""
+
 from __future__ import annotations
 
 import asyncio

@@ -1,6 +1,7 @@
 """Runs approved cells in a notebook's kernel over jupyter-client: execute_request out, iopub
 messages back as `cell_output` events, execute_reply closes the cell. Cancel interrupts the kernel;
 a dead kernel ends the cell with a clear error, never a hang."""
+
 from __future__ import annotations
 
 import ast
@@ -53,7 +54,11 @@ class KernelEnvironment:
         # After a restart the notebook has a new kernel: find it through its session.
         for session in await self.session_manager.list_sessions():
             kernel = session.get("kernel") or {}
-            if self.notebook_path and session.get("path") == self.notebook_path and kernel.get("id") in self.kernel_manager:
+            if (
+                self.notebook_path
+                and session.get("path") == self.notebook_path
+                and kernel.get("id") in self.kernel_manager
+            ):
                 return kernel["id"]
         target = self.notebook_path or "this thread (no notebook)"
         raise NoKernel(f"no kernel for {target}: open the notebook or start its kernel, then ask again")
@@ -79,7 +84,14 @@ class KernelEnvironment:
             async with shared.turn:
                 turn_taken = True
                 await self._wait_for_turn(
-                    shared.client, manager, kernel_id, call_id, code, emit, ready=not shared.needs_ready(manager), placement=placement
+                    shared.client,
+                    manager,
+                    kernel_id,
+                    call_id,
+                    code,
+                    emit,
+                    ready=not shared.needs_ready(manager),
+                    placement=placement,
                 )
                 shared.mark_ready(manager)
                 return await self._execute(shared.client, manager, kernel_id, call_id, code, emit, placement)
@@ -138,7 +150,14 @@ class KernelEnvironment:
         return json.loads(ast.literal_eval(value["data"]["text/plain"]))
 
     async def _wait_for_turn(
-        self, client: Any, manager: Any, kernel_id: str, call_id: str, code: str, emit: Emit, ready: bool = False,
+        self,
+        client: Any,
+        manager: Any,
+        kernel_id: str,
+        call_id: str,
+        code: str,
+        emit: Emit,
+        ready: bool = False,
         placement: CellPlacement | None = None,
     ) -> None:
         """Wait while the kernel runs another cell (the user's), then until our client is connected.
@@ -156,7 +175,9 @@ class KernelEnvironment:
                         waiting = True
                         emit(self._started(call_id, code, kernel_id, True, placement))
                     if not await manager.is_alive():
-                        raise NoKernel(f"the kernel of {self.notebook_path or kernel_id} died while the cell waited for it")
+                        raise NoKernel(
+                            f"the kernel of {self.notebook_path or kernel_id} died while the cell waited for it"
+                        )
                     try:  # a status change wakes us early
                         await client.get_iopub_msg(timeout=POLL_SECONDS if waiting else BUSY_NOTICE_SECONDS)
                     except queue.Empty:
@@ -170,14 +191,23 @@ class KernelEnvironment:
                     return
                 except RuntimeError:
                     if not await manager.is_alive():
-                        raise NoKernel(f"the kernel of {self.notebook_path or kernel_id} is not running: restart it and try again") from None
+                        raise NoKernel(
+                            f"the kernel of {self.notebook_path or kernel_id} is not running: restart it and try again"
+                        ) from None
         except (asyncio.CancelledError, NoKernel):
             if waiting:
                 emit(cell_finished(call_id, "aborted", None, started))
             raise
 
     async def _execute(
-        self, client: Any, manager: Any, kernel_id: str, call_id: str, code: str, emit: Emit, placement: CellPlacement | None = None
+        self,
+        client: Any,
+        manager: Any,
+        kernel_id: str,
+        call_id: str,
+        code: str,
+        emit: Emit,
+        placement: CellPlacement | None = None,
     ) -> CellRun:
         started = time.monotonic()
         outputs: list[dict[str, Any]] = []
@@ -197,7 +227,9 @@ class KernelEnvironment:
                 status, count = "error", None
             except asyncio.TimeoutError:
                 stopped = await self._interrupt_until_stopped(client, kernel_id, msg_id)
-                outputs.append(_error_output("CellTimeout", f"Interrupted after the cell time-out of {self.cell_timeout} s."))
+                outputs.append(
+                    _error_output("CellTimeout", f"Interrupted after the cell time-out of {self.cell_timeout} s.")
+                )
                 emit(make_event("cell_output", id=call_id, output=outputs[-1]))
                 if not stopped:
                     emit(_unresponsive(kernel_id))
@@ -225,7 +257,14 @@ class KernelEnvironment:
         return False
 
     async def _collect(
-        self, client: Any, manager: Any, msg_id: str, call_id: str, outputs: list[dict[str, Any]], emit: Emit, started: float
+        self,
+        client: Any,
+        manager: Any,
+        msg_id: str,
+        call_id: str,
+        outputs: list[dict[str, Any]],
+        emit: Emit,
+        started: float,
     ) -> tuple[Any, int | None]:
         """Forward this cell's outputs until the kernel is idle again; then read its reply."""
         reply: dict[str, Any] | None = None
@@ -256,7 +295,11 @@ class KernelEnvironment:
         self, manager: Any, call_id: str, outputs: list[dict[str, Any]], emit: Emit, started: float
     ) -> None:
         if not await manager.is_alive():
-            outputs.append(_error_output("KernelDied", "The kernel died while running this cell (out of memory?). Restart it and try again."))
+            outputs.append(
+                _error_output(
+                    "KernelDied", "The kernel died while running this cell (out of memory?). Restart it and try again."
+                )
+            )
             emit(make_event("cell_output", id=call_id, output=outputs[-1]))
             raise _KernelGone()
         if self.cell_timeout is not None and time.monotonic() - started > self.cell_timeout:
@@ -281,9 +324,14 @@ class KernelEnvironment:
         if placement is not None and placement.provenance:
             where["provenance"] = placement.provenance
         return make_event(
-            "cell_started", id=call_id, code=code, notebook_path=self.notebook_path, kernel_id=kernel_id,
-            waiting_for_kernel=waiting_for_kernel, **where,
-        )  # fmt: skip
+            "cell_started",
+            id=call_id,
+            code=code,
+            notebook_path=self.notebook_path,
+            kernel_id=kernel_id,
+            waiting_for_kernel=waiting_for_kernel,
+            **where,
+        )
 
     async def kernel_identity(self) -> str | None:
         try:
@@ -307,7 +355,6 @@ class KernelEnvironment:
         except Exception as exc:  # a kernel that will not come back: the model and the user are told
             raise ToolInputError(f"the kernel could not be restarted: {type(exc).__name__}: {exc}") from None
         return "The kernel restarted: every variable, import and loaded dataset is gone. Re-run the cells you need."
-
 
 
 class _KernelGone(Exception):

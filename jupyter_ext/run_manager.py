@@ -2,6 +2,7 @@
 the agent. What a run does to its thread is agent_core's ThreadRunner; this manager keeps the task
 map, one lock per thread (two resumes of one approval would run the tool twice) and the stream
 that readers follow; refusals are agent_core's errors, which the handlers answer."""
+
 from __future__ import annotations
 
 import asyncio
@@ -24,8 +25,8 @@ from .heap_settling import settle_soon
 
 if TYPE_CHECKING:  # the tool registry and the contract's models load on first use, not at server start
     from agent_core.contract.routes import Decision, StartRun
-    from agent_core.tools import ToolEnvironment
     from agent_core.thread_runner import PreparedRun, ThreadRunner
+    from agent_core.tools import ToolEnvironment
 
 EnvFactory = Callable[[str, "str | None", AgentSettings], "ToolEnvironment"]
 
@@ -95,14 +96,17 @@ class RunManager(LoggingConfigurable):
     async def thread(self, thread_id: str) -> ThreadRecord:
         record = await self.threads.get(thread_id)
         if record is None:
-            raise NotFound(f"There is no thread {thread_id!r}. List threads with GET cellwright/api/threads.", "thread_not_found")
+            raise NotFound(
+                f"There is no thread {thread_id!r}. List threads with GET cellwright/api/threads.", "thread_not_found"
+            )
         return record
 
     async def thread_detail(self, thread_id: str) -> dict[str, Any]:
         """The thread as it is: a read never drives a run (recovery is for start-up and POSTs)."""
         from agent_core.mentions import CONTEXT_KEY
         from agent_core.thread_runner import view_message
-        from agent_core.usage import public as public_usage, zero as zero_usage
+        from agent_core.usage import public as public_usage
+        from agent_core.usage import zero as zero_usage
 
         record = await self.thread(thread_id)
         runner = await self.runner()
@@ -131,7 +135,9 @@ class RunManager(LoggingConfigurable):
             await runner.ensure_not_leased(thread_id, "delete it")
             await self._stop_task(thread_id)
             await runner.delete_thread(thread_id)
-            await forget_thread(self._env_factory(record.notebook_path, record.kernel_id or None, self._settings()), thread_id)
+            await forget_thread(
+                self._env_factory(record.notebook_path, record.kernel_id or None, self._settings()), thread_id
+            )
         self._thread_locks.pop(thread_id, None)
 
     async def recover(self) -> None:
@@ -158,17 +164,26 @@ class RunManager(LoggingConfigurable):
         async with self._thread_locks[thread_id]:
             await self._ensure_free(thread_id)
             runner = await self.runner()
-            run = await runner.start(thread_id, body, self._environment(settings), settings, on_released=self._on_released(thread_id))
+            run = await runner.start(
+                thread_id, body, self._environment(settings), settings, on_released=self._on_released(thread_id)
+            )
             return self._launch(run)
 
     async def decide(self, thread_id: str, call_id: str, body: Decision) -> str:
         settings = self._settings()
         async with self._thread_locks[thread_id]:
-            await self._ensure_free(thread_id, "This thread's run is still going; the approval is not pending any more.")
+            await self._ensure_free(
+                thread_id, "This thread's run is still going; the approval is not pending any more."
+            )
             await self._ensure_kernel_here(thread_id, body.kernel_id)
             runner = await self.runner()
             run = await runner.resume(
-                thread_id, call_id, body, self._environment(settings), settings, on_released=self._on_released(thread_id)
+                thread_id,
+                call_id,
+                body,
+                self._environment(settings),
+                settings,
+                on_released=self._on_released(thread_id),
             )
             return self._launch(run)
 
@@ -181,10 +196,14 @@ class RunManager(LoggingConfigurable):
 
         record = await self.thread(thread_id)
         async with self._thread_locks[thread_id]:
-            await self._ensure_free(thread_id, "A run of this thread is active: undo its steps once it has finished or stopped.")
+            await self._ensure_free(
+                thread_id, "A run of this thread is active: undo its steps once it has finished or stopped."
+            )
             runner = await self.runner()
             # A sub-agent's steps are not in the thread's own messages, but their snapshots are known.
-            if not BOOK.knows(thread_id, call_id) and not _has_call((await runner.snapshot(thread_id)).values or {}, call_id):
+            if not BOOK.knows(thread_id, call_id) and not _has_call(
+                (await runner.snapshot(thread_id)).values or {}, call_id
+            ):
                 raise NotFound(f"Thread {thread_id!r} has no step {call_id[:200]!r}.", "step_not_found")
             env = self._env_factory(record.notebook_path, record.kernel_id or None, self._settings())
             try:
@@ -258,16 +277,24 @@ class RunManager(LoggingConfigurable):
                 from agent_core.contract import make_event
 
                 caught_up = True
-                batch.append(StreamItem("caught_up", make_event("caught_up", seq=after, thread_id=thread_id), stored=False))
+                batch.append(
+                    StreamItem("caught_up", make_event("caught_up", seq=after, thread_id=thread_id), stored=False)
+                )
             if batch:
                 yield batch
             if not running and not self.is_running(thread_id) and not await threads.events_after(thread_id, after, 1):
                 return
             before, live_before = after, live
             await threads.wait_for_events(
-                thread_id, after, self.ping_interval, still=lambda: elsewhere or self.is_running(thread_id), live_start=live
+                thread_id,
+                after,
+                self.ping_interval,
+                still=lambda: elsewhere or self.is_running(thread_id),  # noqa: B023 (awaited in this turn)
+                live_start=live,
             )
-            idle = not await threads.events_after(thread_id, before, 1) and not threads.has_live_after(thread_id, live_before)
+            idle = not await threads.events_after(thread_id, before, 1) and not threads.has_live_after(
+                thread_id, live_before
+            )
             if (elsewhere or self.is_running(thread_id)) and idle:
                 yield [StreamItem("ping")]
 
@@ -289,13 +316,19 @@ class RunManager(LoggingConfigurable):
     async def _driven_elsewhere(self, thread_id: str) -> bool:
         """Another server (or a kernel's %agent) runs the thread, and its appends wake our readers
         (a shared PostgreSQL): follow that run live too, until its lease goes."""
-        return self.threads.notifies and not self.is_running(thread_id) and await self.threads.leased_elsewhere(thread_id) is not None
+        return (
+            self.threads.notifies
+            and not self.is_running(thread_id)
+            and await self.threads.leased_elsewhere(thread_id) is not None
+        )
 
     def _live_items(self, thread_id: str, start: int, upto_seq: int, previews: bool) -> tuple[list[StreamItem], int]:
         """Live-only events to send, and where this reader's position in the live log moves to
         (also past the token previews it did not ask for)."""
         events, end = self.threads.live_events(thread_id, start, upto_seq)
-        return [StreamItem("event", event, stored=False) for event in events if previews or "stored_as" not in event], end
+        return [
+            StreamItem("event", event, stored=False) for event in events if previews or "stored_as" not in event
+        ], end
 
     # -- internals
 
@@ -306,7 +339,9 @@ class RunManager(LoggingConfigurable):
         if task is not None and thread_id in self._released:
             await asyncio.wait([task])
         elif task is not None:
-            raise Conflict(message or "A run of this thread is active: wait for it to finish or press Stop.", "run_active")
+            raise Conflict(
+                message or "A run of this thread is active: wait for it to finish or press Stop.", "run_active"
+            )
         await (await self.runner()).ensure_not_leased(thread_id)
 
     def _environment(self, settings: AgentSettings) -> Callable[[ThreadRecord], ToolEnvironment]:
@@ -329,7 +364,9 @@ class RunManager(LoggingConfigurable):
             self.log.warning("%s", exc)
             return "failed"
         except DatabaseUnavailable as exc:  # its last transaction was not committed: nothing half-written
-            self.log.error("Cellwright: the run of thread %s stopped: %s. Ask again once the database is back.", run.thread_id, exc)
+            self.log.error(
+                "Cellwright: the run of thread %s stopped: %s. Ask again once the database is back.", run.thread_id, exc
+            )
             return "failed"
         finally:
             self._active.pop(run.thread_id, None)
@@ -354,7 +391,9 @@ class RunManager(LoggingConfigurable):
 def _has_call(values: dict[str, Any], call_id: str) -> bool:
     """Whether the thread's messages hold a tool call with this id."""
     return any(
-        call.get("id") == call_id for message in values.get("messages", []) for call in (message.get("tool_calls") or [])
+        call.get("id") == call_id
+        for message in values.get("messages", [])
+        for call in (message.get("tool_calls") or [])
     )
 
 

@@ -9,6 +9,7 @@ tool's argument model):
     python scripts/generate_contract.py --check   # write nothing; exit 1 naming the stale ones
 
 tests/test_contract.py runs the check, so a model changed without regenerating fails the suite."""
+
 from __future__ import annotations
 
 import argparse
@@ -23,14 +24,6 @@ from agent_core.contract.typescript import typescript  # noqa: E402
 
 OPENAPI = ROOT / "jupyter_ext" / "openapi.json"
 TYPESCRIPT = ROOT / "labextension_src" / "contract.gen.ts"
-PLUGIN_SCHEMA = ROOT / "labextension_src" / "schema" / "plugin.json"
-
-
-def plugin_schema(current: str) -> str:
-    """The settings schema with the tool names of the registry (the rest is the panel's, kept as is)."""
-    data = json.loads(current)
-    data["properties"]["auto_approve"]["items"]["enum"] = list(TOOL_NAMES)
-    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
 def expected() -> dict[Path, str]:

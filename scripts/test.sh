@@ -36,6 +36,10 @@ with_heartbeat "pip install .[test]" python -m pip install --quiet ".[test]"
 # here, in under a minute, before the long steps below.
 echo "Type-checking agent_core and jupyter_ext (mypy)..." >&2
 python -m mypy
+# Format and lint ([tool.ruff]: 120 columns): an unformatted file or a lint finding fails the run.
+echo "Checking format and lint (ruff)..." >&2
+python -m ruff format --check --quiet .
+python -m ruff check --quiet .
 # A real local model for tests/test_local_llm.py. The first time, pip compiles llama.cpp: a few minutes
 # on a fast machine, up to ~15 on a loaded 2-core one; pip caches the wheel it built, so later runs
 # take seconds (until a new llama-cpp-python release). Without a compiler the test is skipped and says why.

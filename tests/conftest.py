@@ -1,10 +1,12 @@
 """Fixtures: a real Jupyter server with Cellwright (pytest-jupyter), a real ipykernel behind a
 notebook session, and the scripted fake LLM the real `openai` client talks to."""
+
 from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -54,7 +56,9 @@ class Api:
         if expect is not None:
             assert response.code == expect, f"{method} {path}: {response.code} {response.body!r}"
         text = response.body.decode() if response.body else ""
-        return response.code, (json.loads(text) if text and "json" in response.headers.get("Content-Type", "") else text)
+        return response.code, (
+            json.loads(text) if text and "json" in response.headers.get("Content-Type", "") else text
+        )
 
     async def new_thread(self, notebook_path: str = NOTEBOOK) -> str:
         _, data = await self.call("POST", "threads", {"notebook_path": notebook_path}, expect=201)
@@ -65,10 +69,17 @@ class Api:
         _, data = await self.call("POST", f"threads/{thread_id}/runs", body, expect=202)
         return data["run_id"]
 
-    async def events(self, thread_id: str, after: int = 0, headers: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    async def events(
+        self, thread_id: str, after: int = 0, headers: dict[str, str] | None = None
+    ) -> list[dict[str, Any]]:
         """Read the event stream until the server closes it (end of the active run)."""
-        code, text = await self.call("GET", f"threads/{thread_id}/events", params={"after": after} if not headers else None,
-                                     headers=headers or {}, request_timeout=60)
+        code, text = await self.call(
+            "GET",
+            f"threads/{thread_id}/events",
+            params={"after": after} if not headers else None,
+            headers=headers or {},
+            request_timeout=60,
+        )
         assert code == 200, text
         return parse_sse(text)
 

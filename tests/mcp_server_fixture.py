@@ -2,6 +2,7 @@
 writes a file, a tool that answers 50 MB, one whose annotation claims it is read-only while it
 writes, and its own pid (to kill it). `python mcp_server_fixture.py` serves over stdio;
 `--http PORT` over streamable HTTP; `--hang` never answers the handshake."""
+
 from __future__ import annotations
 
 import os

@@ -1,6 +1,7 @@
 """A throwaway PostgreSQL cluster for the tests: Debian's binaries (scripts/test.sh installs the
 `postgresql` package), initdb in a temporary folder, a free port on 127.0.0.1, stopped at the end.
 As root the cluster runs as the `postgres` user (the server refuses to run as root)."""
+
 from __future__ import annotations
 
 import glob
@@ -28,7 +29,9 @@ def binaries() -> Path | None:
 def unavailable() -> str | None:
     """Why the Postgres tests cannot run here, or None."""
     if binaries() is None:
-        return "PostgreSQL is not installed (scripts/test.sh installs Debian's postgresql): the Postgres tests are skipped"
+        return (
+            "PostgreSQL is not installed (scripts/test.sh installs Debian's postgresql): the Postgres tests are skipped"
+        )
     if os.geteuid() == 0 and not _has_user("postgres"):
         return "running as root and there is no 'postgres' user to run PostgreSQL as"
     try:
@@ -71,7 +74,7 @@ class PostgresCluster:
     def _options(self) -> str:
         return f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off"
 
-    def start(self) -> "PostgresCluster":
+    def start(self) -> PostgresCluster:
         self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync")
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.logfile), "-o", self._options(), "-w", "start")
         return self
@@ -84,7 +87,19 @@ class PostgresCluster:
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.logfile), "-o", self._options(), "-w", "start")
 
     def restart(self) -> None:
-        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.logfile), "-o", self._options(), "-m", "fast", "-w", "restart")
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.logfile),
+            "-o",
+            self._options(),
+            "-m",
+            "fast",
+            "-w",
+            "restart",
+        )
 
     def stop(self) -> None:
         try:

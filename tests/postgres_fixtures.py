@@ -4,9 +4,11 @@
   throwaway cluster. Tests that take it, directly or through `cellwright_config`, run once per
   database when their module (or they) carry the `also_postgres` marker: the same test, twice.
 - Without PostgreSQL the postgres variants are skipped, and the reason is printed at the end."""
+
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 

@@ -35,13 +35,20 @@ async def _approve_on_arrival(client: httpx.AsyncClient, base: str, thread: str)
                 call_id = event["id"]
             if event["type"] == "run_finished":
                 assert event["status"] == "awaiting_approval", (thread, event)
-                approval = await client.post(f"{base}/threads/{thread}/approvals/{call_id}", json={"decision": "approve"})
+                approval = await client.post(
+                    f"{base}/threads/{thread}/approvals/{call_id}", json={"decision": "approve"}
+                )
                 return approval.status_code, event["seq"]
     raise AssertionError(f"the stream ended without run_finished: {seen}")
 
 
 async def test_an_approval_sent_as_the_card_arrives_is_accepted(
-    api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_http_port: int, jp_base_url: str, jp_auth_header: dict[str, str]
+    api: Api,
+    fake_llm: FakeLLM,
+    notebook_kernel: str,
+    jp_http_port: int,
+    jp_base_url: str,
+    jp_auth_header: dict[str, str],
 ) -> None:
     script = []
     for i in range(ROUNDS):

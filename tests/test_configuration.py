@@ -1,5 +1,6 @@
 """One configuration (agent_core.configuration): the `Cellwright` traits as the server and the
 `%agent` magic both read them, PUT config and its settings.json, and the one KernelEnvironment."""
+
 from __future__ import annotations
 
 import json
@@ -42,25 +43,49 @@ def write_config(folder: Path, name: str, content: str | dict[str, Any]) -> None
 # -- precedence and validation, without a server
 
 
-def test_precedence_config_files_then_saved_settings_then_environment(tmp_path: Path, clean_env: pytest.MonkeyPatch) -> None:
+def test_precedence_config_files_then_saved_settings_then_environment(
+    tmp_path: Path, clean_env: pytest.MonkeyPatch
+) -> None:
     config, data = tmp_path / "config", tmp_path / "data"
-    write_config(config, "jupyter_cellwright_config", {"Cellwright": {"model": "from-own-file", "max_retries": 7, "command_timeout": 5}})
-    write_config(config, "jupyter_server_config", "c.Cellwright.base_url = 'http://from-py/v1'\nc.Cellwright.model = 'from-py'\n")
-    write_config(config, "jupyter_server_config", {"Cellwright": {"model": "from-json", "request_timeout": 5, "data_dir": str(data)}})
+    write_config(
+        config,
+        "jupyter_cellwright_config",
+        {"Cellwright": {"model": "from-own-file", "max_retries": 7, "command_timeout": 5}},
+    )
+    write_config(
+        config, "jupyter_server_config", "c.Cellwright.base_url = 'http://from-py/v1'\nc.Cellwright.model = 'from-py'\n"
+    )
+    write_config(
+        config,
+        "jupyter_server_config",
+        {"Cellwright": {"model": "from-json", "request_timeout": 5, "data_dir": str(data)}},
+    )
     data.mkdir()
     saved = {"model": "from-put-config", "auto_approve": ["run_cell"], "tool_calling": "turbo", "data_dir": "ignored"}
     (data / "settings.json").write_text(json.dumps(saved))
-    for name, value in {"CELLWRIGHT_MODEL": "from-env", "OPENAI_API_KEY": "env-key", "OPENAI_BASE_URL": "http://env/v1"}.items():
+    for name, value in {
+        "CELLWRIGHT_MODEL": "from-env",
+        "OPENAI_API_KEY": "env-key",
+        "OPENAI_BASE_URL": "http://env/v1",
+    }.items():
         clean_env.setenv(name, value)
 
     settings, notes = load_for_kernel([str(config)])
     agent = settings.agent_settings()
-    assert agent.model == "from-put-config" and agent.auto_approve == {"run_cell"}  # settings.json wins for what PUT sets
-    assert agent.base_url == "http://from-py/v1" and agent.api_key == "env-key"  # a config beats the env, which fills the rest
-    assert agent.request_timeout == 5.0 and agent.max_retries == 7  # .json over .py; the server's file over the extension's
+    assert agent.model == "from-put-config" and agent.auto_approve == {
+        "run_cell"
+    }  # settings.json wins for what PUT sets
+    assert agent.base_url == "http://from-py/v1"  # a config beats the env, which fills the rest...
+    # ...but OPENAI_API_KEY stays with OPENAI_BASE_URL: it is not sent to the config's endpoint
+    assert agent.api_key == "" and settings.key_for("http://env/v1") == "env-key"
+    assert (
+        agent.request_timeout == 5.0 and agent.max_retries == 7
+    )  # .json over .py; the server's file over the extension's
     assert agent.command_timeout == 5.0 and agent.tool_calling == "native"  # the bad saved value was skipped...
     assert any("tool_calling" in note and "turbo" in note for note in notes)  # ...and the user is told
-    assert settings.data_dir == str(data) and settings.threads_path == data / "threads.sqlite"  # settings.json cannot move it
+    assert (
+        settings.data_dir == str(data) and settings.threads_path == data / "threads.sqlite"
+    )  # settings.json cannot move it
 
 
 def test_every_agent_setting_is_a_trait_with_help(clean_env: pytest.MonkeyPatch) -> None:
@@ -69,7 +94,15 @@ def test_every_agent_setting_is_a_trait_with_help(clean_env: pytest.MonkeyPatch)
     assert all(trait.help for trait in traits.values())
     # One set of defaults; data_dir's is computed (Jupyter's data folder), so AgentSettings cannot hold it.
     assert Cellwright().agent_settings() == AgentSettings(data_dir=Cellwright().data_dir)
-    assert set(Cellwright.runtime_names()) == {"model", "base_url", "api_key", "tool_calling", "auto_approve", "prices", "mcp_servers"}  # what PUT config may set
+    assert set(Cellwright.runtime_names()) == {
+        "model",
+        "base_url",
+        "api_key",
+        "tool_calling",
+        "auto_approve",
+        "prices",
+        "mcp_servers",
+    }  # what PUT config may set
 
 
 def test_database_url_and_its_older_name(clean_env: pytest.MonkeyPatch) -> None:
@@ -128,7 +161,11 @@ def test_a_change_is_all_or_nothing_and_saved_owner_only(tmp_path: Path, clean_e
     assert settings.model == "m0" and not settings.settings_path.exists()
     settings.change({"model": "m1", "api_key": "sk-new"})
     settings.change({"auto_approve": ["read_file"]})
-    assert json.loads(settings.settings_path.read_text()) == {"model": "m1", "api_key": "sk-new", "auto_approve": ["read_file"]}
+    assert json.loads(settings.settings_path.read_text()) == {
+        "model": "m1",
+        "api_keys": {"https://api.openai.com": "sk-new"},
+        "auto_approve": ["read_file"],
+    }
     assert stat.S_IMODE(settings.settings_path.stat().st_mode) == 0o600
     again = load(config=Config({"Cellwright": {"model": "m0", "data_dir": str(tmp_path / "data")}}))
     assert again.agent_settings() == settings.agent_settings()
@@ -165,7 +202,11 @@ def test_the_server_and_the_magic_read_the_same_settings(
 ) -> None:
     config = tmp_path / "config"
     write_config(config, "jupyter_server_config", "c.Cellwright.model = 'from-py'\nc.Cellwright.max_model_calls = 7\n")
-    write_config(config, "jupyter_server_config", {"Cellwright": {"base_url": "http://from-json/v1", "auto_approve": ["read_file"]}})
+    write_config(
+        config,
+        "jupyter_server_config",
+        {"Cellwright": {"base_url": "http://from-json/v1", "auto_approve": ["read_file"]}},
+    )
     write_config(config, "jupyter_cellwright_config", {"Cellwright": {"model": "from-own-file", "command_timeout": 60}})
     env = {"OPENAI_API_KEY": "sk-from-env", "CELLWRIGHT_TOOL_CALLING": "prompt", "CELLWRIGHT_MODEL": "from-env"}
     server = JupyterProcess(tmp_path, env).start()
@@ -173,7 +214,9 @@ def test_the_server_and_the_magic_read_the_same_settings(
 
     served = server.get("cellwright/api/config").json()
     assert served == kernel_view(server, monkeypatch)
-    assert served["model"] == "from-py" and served["base_url"] == "http://from-json/v1" and served["api_key_set"] is True
+    assert served["model"] == "from-py" and served["base_url"] == "http://from-json/v1"
+    assert served["api_key_set"] is False  # OPENAI_API_KEY without OPENAI_BASE_URL belongs to api.openai.com
+    assert served["api_keys_set"] == ["https://api.openai.com"]
     assert (served["tool_calling"], served["max_model_calls"], served["command_timeout"]) == ("prompt", 7, 60)
 
     changed = server.request("PUT", "cellwright/api/config", {"model": "put-model", "tool_calling": "native"})
@@ -193,7 +236,9 @@ def test_the_server_and_the_magic_read_the_same_settings(
     assert health["version"] == agent_core.__version__ and health["model"] == "put-model"
 
 
-def test_a_bad_config_value_keeps_the_extension_from_loading_and_says_why(tmp_path: Path, servers: list[JupyterProcess]) -> None:
+def test_a_bad_config_value_keeps_the_extension_from_loading_and_says_why(
+    tmp_path: Path, servers: list[JupyterProcess]
+) -> None:
     write_config(tmp_path / "config", "jupyter_server_config", {"Cellwright": {"tool_calling": "turbo"}})
     server = JupyterProcess(tmp_path, {}).start()
     servers.append(server)

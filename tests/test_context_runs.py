@@ -1,5 +1,6 @@
 """Context in runs through the real server and kernel: @mentions resolved into a context message,
 the namespace snapshot, POST variables, and read_notebook."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,12 +15,16 @@ from tests.test_tools_routes import COUNT, kernel_env, run_in_kernel
 
 
 def context_of(request: dict[str, Any]) -> str:
-    contexts = [m["content"] for m in request["messages"] if m["role"] == "user" and m["content"].startswith("[Context")]
+    contexts = [
+        m["content"] for m in request["messages"] if m["role"] == "user" and m["content"].startswith("[Context")
+    ]
     assert len(contexts) == 1, request["messages"]
     return contexts[0]
 
 
-async def test_mentions_reach_the_model_as_data(api: Api, fake_llm: FakeLLM, jp_serverapp: Any, jp_root_dir: Path, notebook_kernel: str) -> None:
+async def test_mentions_reach_the_model_as_data(
+    api: Api, fake_llm: FakeLLM, jp_serverapp: Any, jp_root_dir: Path, notebook_kernel: str
+) -> None:
     await run_in_kernel(jp_serverapp, SETUP)
     (jp_root_dir / "notes.txt").write_text("revenue is in euros\n")
     (jp_root_dir / ".env").write_text("SECRET=hunter2\n")
@@ -51,7 +56,9 @@ async def test_mentions_reach_the_model_as_data(api: Api, fake_llm: FakeLLM, jp_
     assert [m["content"] for m in detail["messages"] if m["role"] == "user"] == [message]
 
 
-async def test_snapshot_without_mentions_and_the_variables_route(api: Api, fake_llm: FakeLLM, jp_serverapp: Any, notebook_kernel: str) -> None:
+async def test_snapshot_without_mentions_and_the_variables_route(
+    api: Api, fake_llm: FakeLLM, jp_serverapp: Any, notebook_kernel: str
+) -> None:
     await run_in_kernel(jp_serverapp, SETUP)
     fake_llm.script(text("ok"))
     thread = await api.new_thread()
@@ -70,13 +77,18 @@ async def test_snapshot_without_mentions_and_the_variables_route(api: Api, fake_
     assert code == 400
 
 
-async def test_read_notebook_lists_user_cells_in_run_order(api: Api, fake_llm: FakeLLM, jp_serverapp: Any, jp_root_dir: Path, notebook_kernel: str) -> None:
+async def test_read_notebook_lists_user_cells_in_run_order(
+    api: Api, fake_llm: FakeLLM, jp_serverapp: Any, jp_root_dir: Path, notebook_kernel: str
+) -> None:
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [
         nbformat.v4.new_code_cell("import math", execution_count=2),
         nbformat.v4.new_markdown_cell("# Sales"),
-        nbformat.v4.new_code_cell("print('first')", execution_count=1, outputs=[
-            nbformat.v4.new_output("stream", name="stdout", text="first\n")]),
+        nbformat.v4.new_code_cell(
+            "print('first')",
+            execution_count=1,
+            outputs=[nbformat.v4.new_output("stream", name="stdout", text="first\n")],
+        ),
     ]
     nbformat.write(notebook, str(jp_root_dir / NOTEBOOK))
     for code in ("alpha = 1", "beta = alpha + 1", "print(beta)"):
@@ -89,5 +101,5 @@ async def test_read_notebook_lists_user_cells_in_run_order(api: Api, fake_llm: F
     result = [m["content"] for m in fake_llm.requests[1]["messages"] if m["role"] == "tool"][0]
     assert "--- cell 2 (code, execution_count 1)\nprint('first')\n[outputs]\nfirst" in result
     assert "[1]: 2, [2]: 0" in result  # saved run order: cell 2, then cell 0
-    history = result[result.index("The kernel's last"):]
+    history = result[result.index("The kernel's last") :]
     assert history.index("alpha = 1") < history.index("beta = alpha + 1") < history.index("print(beta)")

@@ -2,6 +2,7 @@
 model). These fail when a generated file (OpenAPI, contract.gen.ts, plugin.json) is stale, when the
 server's routes or what it really sends drift from the models, or when a tool's arguments drift
 from API.md."""
+
 from __future__ import annotations
 
 import re
@@ -75,7 +76,15 @@ def test_tool_schemas_are_plain_for_the_model() -> None:
 
 def test_risky_tools_need_approval_by_default() -> None:
     risky = {name for name, spec in TOOLS.items() if spec.needs_approval}
-    assert risky == {"run_cell", "execute_command", "write_file", "edit_file", "edit_cell", "restart_kernel", "sql_query"}
+    assert risky == {
+        "run_cell",
+        "execute_command",
+        "write_file",
+        "edit_file",
+        "edit_cell",
+        "restart_kernel",
+        "sql_query",
+    }
 
 
 def test_every_agent_uses_registered_tools() -> None:
@@ -89,7 +98,9 @@ def test_tool_argument_errors_speak_to_the_model() -> None:
     assert todos.check_args({"todos": [], "extra": 1}) == "write_todos has no argument 'extra'; it takes ['todos']"
     assert todos.check_args({"todos": "x"}) == "write_todos: argument 'todos' must be of type array"
     assert todos.check_args([]) == "write_todos takes a JSON object of arguments"
-    assert "edits[0] has unknown keys ['extra']" in str(TOOLS["edit_file"].check_args({"path": "a", "edits": [{"old": "a", "new": "b", "extra": 1}]}))
+    assert "edits[0] has unknown keys ['extra']" in str(
+        TOOLS["edit_file"].check_args({"path": "a", "edits": [{"old": "a", "new": "b", "extra": 1}]})
+    )
     assert TOOLS["final_answer"].parse({"answer": "a", "next_items": ["Plot it"]}).model_dump()["next_items"] == [
         {"title": "Plot it", "prompt": "Plot it"}
     ]
@@ -97,7 +108,10 @@ def test_tool_argument_errors_speak_to_the_model() -> None:
 
 def test_make_event_checks_what_is_emitted() -> None:
     assert make_event("token", text="hi") == {"type": "token", "text": "hi"}
-    assert make_event("agent_switch", task_id="t1", **{"from": "planner", "to": "researcher", "task": "x"})["from"] == "planner"
+    assert (
+        make_event("agent_switch", task_id="t1", **{"from": "planner", "to": "researcher", "task": "x"})["from"]
+        == "planner"
+    )
     with pytest.raises(ValidationError):
         make_event("token", text=3)  # type: ignore[arg-type]
     with pytest.raises(ValidationError):
@@ -164,7 +178,9 @@ async def test_a_multi_agent_run_and_every_route_answer_fit_the_contract(
         validate_event(event)
     developer = [e for e in first + second if e.get("agent") == "python_developer"]
     assert developer and all(e["task_id"] == "p1" for e in developer)
-    assert all("task_id" not in e for e in first + second if e.get("agent") == "planner" and e["type"] != "agent_switch")
+    assert all(
+        "task_id" not in e for e in first + second if e.get("agent") == "planner" and e["type"] != "agent_switch"
+    )
     assert of_type(second, "cell_output")[0]["task_id"] == "p1"
 
     code, body = await api.call("GET", f"threads/{thread}/events", params={"after": 0})

@@ -1,6 +1,7 @@
 """A kill -9 of the real server mid-answer loses at most the tokens of that answer that were not
 yet written (one coalescing batch), never an approval, a tool result or a cell output: what a
 reader saw before the crash is exactly what the log has after it."""
+
 from __future__ import annotations
 
 import json
@@ -16,9 +17,9 @@ import pytest
 
 from devtools import fake_llm as fake_llm_module
 from devtools.fake_llm import FakeLLM, text, tool_call
-from tests.postgres_fixtures import database_env
 from devtools.jupyter_process import TOKEN, JupyterProcess
 from tests.conftest import of_type
+from tests.postgres_fixtures import database_env
 
 WORDS = [f" word{i}" for i in range(400)]
 PACE = 0.02  # seconds between the model's tokens: the kill lands mid-answer
@@ -28,7 +29,12 @@ pytestmark = pytest.mark.also_postgres  # every store in SQLite, then in Postgre
 
 @pytest.fixture
 def server_env(fake_llm: FakeLLM, database_url: str) -> dict[str, str]:
-    return {"OPENAI_BASE_URL": fake_llm.base_url, "OPENAI_API_KEY": "k", "CELLWRIGHT_MODEL": "fake-model", **database_env(database_url)}
+    return {
+        "OPENAI_BASE_URL": fake_llm.base_url,
+        "OPENAI_API_KEY": "k",
+        "CELLWRIGHT_MODEL": "fake-model",
+        **database_env(database_url),
+    }
 
 
 @pytest.fixture
@@ -59,7 +65,9 @@ def read_until(server: JupyterProcess, thread: str, after: int, stop: Any, seen:
     """Follow the thread's SSE stream, keeping every stored event, until `stop(seen)` or the stream ends."""
     headers = {"Authorization": f"token {TOKEN}", "Last-Event-ID": str(after)}
     try:
-        with httpx.stream("GET", f"{server.url}/cellwright/api/threads/{thread}/events", headers=headers, timeout=60) as response:
+        with httpx.stream(
+            "GET", f"{server.url}/cellwright/api/threads/{thread}/events", headers=headers, timeout=60
+        ) as response:
             fields: dict[str, str] = {}
             for line in response.iter_lines():
                 if line:
@@ -97,7 +105,9 @@ def test_kill_9_mid_answer_loses_only_the_unwritten_tokens(
     assert second.get(f"cellwright/api/threads/{thread}").json()["pending_approval"]["id"] == "call_crash"
     assert second.events(thread) == before
     kernel = second.open_notebook("work.ipynb")
-    response = second.request("POST", f"cellwright/api/threads/{thread}/approvals/call_crash", {"decision": "approve", "kernel_id": kernel})
+    response = second.request(
+        "POST", f"cellwright/api/threads/{thread}/approvals/call_crash", {"decision": "approve", "kernel_id": kernel}
+    )
     assert response.status_code == 202, response.text
 
     seen: list[dict[str, Any]] = []
@@ -119,14 +129,14 @@ def test_kill_9_mid_answer_loses_only_the_unwritten_tokens(
     by_seq = {e["seq"]: e for e in log}
     assert all(by_seq.get(e["seq"]) == e for e in seen), "every event a reader saw is in the log, unchanged"
     assert [e["seq"] for e in log] == list(range(1, len(log) + 1)), "no gap, no reuse"
-    after_approval = log[len(before):]
+    after_approval = log[len(before) :]
     assert [e["type"] for e in after_approval][:2] == ["run_started", "cell_started"]
     assert "pid" in of_type(after_approval, "cell_output")[0]["output"]["text"]
     assert of_type(after_approval, "cell_finished")[0]["status"] == "ok"
     assert of_type(after_approval, "tool_result")[0]["id"] == "call_crash"
     stored = "".join(e["text"] for e in of_type(after_approval, "token"))
     assert sent.startswith(stored), "tokens stored in order, once"
-    lost = sent[len(stored):]
+    lost = sent[len(stored) :]
     # At most what arrived during the last coalescing window (50 ms, ~3 tokens at this pace) plus
     # the few in flight between the model's socket and the pump: far less than the answer.
     assert len(lost) <= len(WORDS[0]) * 10, f"lost {len(lost)} chars: {lost!r}"

@@ -3,14 +3,16 @@ base_url it was given for, and no request of Cellwright's carries it anywhere el
 connection" with a typed endpoint, not a run after PUT config moved base_url, not an MCP server
 re-pointed with masked secrets. A recorder on 127.0.0.2 (the scripted fake LLM, recording every
 request's headers) proves it through the real server."""
+
 from __future__ import annotations
 
 import json
 import os
 import stat
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from traitlets.config import Config
@@ -37,7 +39,16 @@ class _RecordingHandler(fake_llm_module._Handler):
         if recorder.key is None or self.headers.get("Authorization") == f"Bearer {recorder.key}":
             return True
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        self._send_json(401, {"error": {"message": "Incorrect API key provided.", "type": "invalid_request_error", "code": "invalid_api_key"}})
+        self._send_json(
+            401,
+            {
+                "error": {
+                    "message": "Incorrect API key provided.",
+                    "type": "invalid_request_error",
+                    "code": "invalid_api_key",
+                }
+            },
+        )
         return False
 
     def do_GET(self) -> None:
@@ -57,7 +68,7 @@ class Recorder(FakeLLM):
         self.seen: list[tuple[str, str, dict[str, str]]] = []
         self.key: str | None = None  # set: the endpoint needs this key
 
-    def start(self) -> "Recorder":
+    def start(self) -> Recorder:
         super().start()
         assert self._server is not None
         self._server.RequestHandlerClass = _RecordingHandler
@@ -97,18 +108,26 @@ async def test_connection_test_sends_a_typed_endpoint_only_the_key_typed_with_it
     api: Api, fake_llm: FakeLLM, recorder: Recorder, caplog: pytest.LogCaptureFixture
 ) -> None:
     recorder.script(text("OK"), text("OK"), text("OK"), text("OK"))
-    _, report = await api.call("POST", "config/test", {"base_url": recorder.base_url, "model": "fake-model"}, expect=200)
+    _, report = await api.call(
+        "POST", "config/test", {"base_url": recorder.base_url, "model": "fake-model"}, expect=200
+    )
     assert report["ok"] is True, report
     assert len(recorder.seen) == 3 and recorder.authorizations() == [None, None, None]  # models, completion, tools
-    assert [check for check in report["checks"] if check["name"] == "key"][0]["message"] == "The endpoint accepted the request."
+    assert [check for check in report["checks"] if check["name"] == "key"][0][
+        "message"
+    ] == "The endpoint accepted the request."
 
     recorder.seen.clear()
-    _, report = await api.call("POST", "config/test", {"base_url": recorder.base_url, "model": "fake-model", "api_key": "sk-typed"}, expect=200)
+    _, report = await api.call(
+        "POST", "config/test", {"base_url": recorder.base_url, "model": "fake-model", "api_key": "sk-typed"}, expect=200
+    )
     assert report["ok"] is True and recorder.authorizations() == ["Bearer sk-typed"] * 3
 
     recorder.seen.clear()
     recorder.key = "sk-the-recorders-own"  # an endpoint that needs a key, tested without one
-    _, report = await api.call("POST", "config/test", {"base_url": recorder.base_url, "model": "fake-model"}, expect=200)
+    _, report = await api.call(
+        "POST", "config/test", {"base_url": recorder.base_url, "model": "fake-model"}, expect=200
+    )
     assert report["ok"] is False and report["checks"][-1]["name"] == "key", report
     assert "No key for this endpoint" in report["checks"][-1]["message"]
     assert recorder.authorizations() == [None]
@@ -126,10 +145,16 @@ async def test_a_new_base_url_gets_no_key_and_the_old_one_keeps_its_own(
     first, second = endpoint_of(fake_llm.base_url), endpoint_of(recorder.base_url)
     answers: list[Any] = []
     _, config = await api.call("GET", "config", expect=200)
-    assert config["api_key_set"] is True and config["api_keys_set"] == [first] and config["sources"]["api_key"] == "config"
+    assert (
+        config["api_key_set"] is True and config["api_keys_set"] == [first] and config["sources"]["api_key"] == "config"
+    )
 
     _, config = await api.call("PUT", "config", {"base_url": recorder.base_url}, expect=200)
-    assert config["api_key_set"] is False and config["api_keys_set"] == [first] and config["sources"]["api_key"] == "default"
+    assert (
+        config["api_key_set"] is False
+        and config["api_keys_set"] == [first]
+        and config["sources"]["api_key"] == "default"
+    )
     answers.append(config)
     thread = await api.new_thread()
     recorder.script(text("hello from the second endpoint"))
@@ -160,7 +185,9 @@ async def test_a_new_base_url_gets_no_key_and_the_old_one_keeps_its_own(
     assert config["api_key_set"] is True and config["sources"]["api_key"] == "config"
     fake_llm.script(text("first again"))
     events = await _run(api, thread, "first")
-    assert events[-1]["status"] == "completed" and fake_llm.request_headers[-1]["authorization"] == f"Bearer {SAVED_KEY}"
+    assert (
+        events[-1]["status"] == "completed" and fake_llm.request_headers[-1]["authorization"] == f"Bearer {SAVED_KEY}"
+    )
     answers += [config, events]
     recorder.seen.clear()
     _, config = await api.call("PUT", "config", {"base_url": recorder.base_url}, expect=200)
@@ -172,7 +199,9 @@ async def test_a_new_base_url_gets_no_key_and_the_old_one_keeps_its_own(
     settings_path = Path(cellwright_config["data_dir"]) / "settings.json"
     assert stat.S_IMODE(settings_path.stat().st_mode) == 0o600
     saved = json.loads(settings_path.read_text())
-    assert saved["api_keys"] == {second: "sk-second"} and "api_key" not in saved  # the configured key stays in the config
+    assert (
+        saved["api_keys"] == {second: "sk-second"} and "api_key" not in saved
+    )  # the configured key stays in the config
     assert SAVED_KEY not in recorder.everything()
     for secret in (SAVED_KEY, "sk-second"):
         assert secret not in json.dumps(answers) and secret not in caplog.text
@@ -190,7 +219,12 @@ class TestMcpSecrets:
         }
 
     async def test_an_mcp_server_re_pointed_does_not_take_the_masked_secrets(
-        self, api: Api, fake_llm: FakeLLM, recorder: Recorder, cellwright_config: dict[str, Any], caplog: pytest.LogCaptureFixture
+        self,
+        api: Api,
+        fake_llm: FakeLLM,
+        recorder: Recorder,
+        cellwright_config: dict[str, Any],
+        caplog: pytest.LogCaptureFixture,
     ) -> None:
         await _mcp_scenario(api, fake_llm, recorder, cellwright_config, caplog)
 
@@ -208,10 +242,16 @@ async def _mcp_scenario(
 
     refused = [
         ({"web": {**web, "url": mcp_url}, "local": local}, "'web' is no longer the URL"),  # another URL
-        ({"web": web, "local": {**local, "args": ["-c", "print('other')"]}}, "'local' is no longer the program"),  # other args
+        (
+            {"web": web, "local": {**local, "args": ["-c", "print('other')"]}},
+            "'local' is no longer the program",
+        ),  # other args
         ({"web": web, "local": {**local, "command": "/bin/sh"}}, "'local' is no longer the program"),  # another command
         ({"web": web, "renamed": local}, "no server 'renamed' was saved"),  # renamed
-        ({"web": {"command": sys.executable, "env": {"Authorization": MASK}}, "local": local}, "'web' is no longer the URL"),  # stdio now
+        (
+            {"web": {"command": sys.executable, "env": {"Authorization": MASK}}, "local": local},
+            "'web' is no longer the URL",
+        ),  # stdio now
     ]
     for servers, message in refused:
         code, answer = await api.call("PUT", "config", {"mcp_servers": servers})
@@ -225,7 +265,9 @@ async def _mcp_scenario(
     # Unchanged, the masked values are kept; re-pointed with the secret typed again, the new server gets that one only.
     await api.call("PUT", "config", {"mcp_servers": {"web": web, "local": local}}, expect=200)
     code, answer = await api.call(
-        "PUT", "config", {"mcp_servers": {"web": {"url": mcp_url, "headers": {"Authorization": "Bearer typed-for-the-recorder"}}}}
+        "PUT",
+        "config",
+        {"mcp_servers": {"web": {"url": mcp_url, "headers": {"Authorization": "Bearer typed-for-the-recorder"}}}},
     )
     assert code == 200, answer
     fake_llm.script(text("done"))
@@ -259,15 +301,21 @@ def test_an_endpoint_is_scheme_host_and_port() -> None:
     assert endpoint_of("http://user:pw@host/v1") == "http://host" != endpoint_of("https://host/v1")
 
 
-def test_environment_and_config_keys_belong_to_the_base_url_beside_them(tmp_path: Path, clean_env: pytest.MonkeyPatch) -> None:
+def test_environment_and_config_keys_belong_to_the_base_url_beside_them(
+    tmp_path: Path, clean_env: pytest.MonkeyPatch
+) -> None:
     clean_env.setenv("OPENAI_BASE_URL", "http://env-host:1/v1")
     clean_env.setenv("OPENAI_API_KEY", "sk-env")
-    settings = load(config=Config({"Cellwright": {"base_url": "http://config-host/v1", "data_dir": str(tmp_path / "d1")}}))
+    settings = load(
+        config=Config({"Cellwright": {"base_url": "http://config-host/v1", "data_dir": str(tmp_path / "d1")}})
+    )
     assert settings.agent_settings().api_key == "" and settings.public()["api_keys_set"] == ["http://env-host:1"]
     settings.change({"base_url": "http://env-host:1/v2"})
     assert settings.agent_settings().api_key == "sk-env"  # the environment's endpoint: its key
 
-    both = Config({"Cellwright": {"base_url": "http://config-host/v1", "api_key": "sk-config", "data_dir": str(tmp_path / "d2")}})
+    both = Config(
+        {"Cellwright": {"base_url": "http://config-host/v1", "api_key": "sk-config", "data_dir": str(tmp_path / "d2")}}
+    )
     settings = load(config=both)
     assert settings.agent_settings().api_key == "sk-config"  # the same level: the key goes with it
     settings.change({"base_url": "http://put-host/v1"})
@@ -278,7 +326,9 @@ def test_environment_and_config_keys_belong_to_the_base_url_beside_them(tmp_path
     assert again.base_url == "http://put-host/v1" and again.agent_settings().api_key == ""
 
     alone = load(config=Config({"Cellwright": {"api_key": "sk-openai", "data_dir": str(tmp_path / "d3")}}))
-    assert alone.base_url == "http://env-host:1/v1" and alone.agent_settings().api_key == "sk-env"  # not the config's key
+    assert (
+        alone.base_url == "http://env-host:1/v1" and alone.agent_settings().api_key == "sk-env"
+    )  # not the config's key
     assert alone.key_for("") == "sk-openai"  # a config key without a config base_url is api.openai.com's
     assert "sk-" not in repr(alone.agent_settings())
 
@@ -297,7 +347,9 @@ def test_an_older_settings_file_keeps_its_key_with_its_base_url(tmp_path: Path, 
     settings.change({"base_url": "http://old-host:8000/v1"})
     assert settings.agent_settings().api_key == "sk-old"
 
-    (data / "settings.json").write_text(json.dumps({"api_key": "sk-no-url"}))  # saved without a base_url: the configured one's
+    (data / "settings.json").write_text(
+        json.dumps({"api_key": "sk-no-url"})
+    )  # saved without a base_url: the configured one's
     settings = load(config=config)
     assert settings.agent_settings().api_key == "sk-no-url"
     settings.change({"base_url": "http://elsewhere/v1"})
@@ -312,7 +364,11 @@ def test_the_magic_reads_the_same_keys(tmp_path: Path, clean_env: pytest.MonkeyP
     (config_dir / "jupyter_server_config.json").write_text(
         json.dumps({"Cellwright": {"base_url": "http://config-host/v1", "api_key": "sk-config", "data_dir": str(data)}})
     )
-    server = load(config=Config({"Cellwright": {"base_url": "http://config-host/v1", "api_key": "sk-config", "data_dir": str(data)}}))
+    server = load(
+        config=Config(
+            {"Cellwright": {"base_url": "http://config-host/v1", "api_key": "sk-config", "data_dir": str(data)}}
+        )
+    )
     server.change({"base_url": "http://other-host/v1"})
     kernel, _ = load_for_kernel([str(config_dir)], environ={"OPENAI_API_KEY": "sk-env-openai"})
     assert kernel.base_url == "http://other-host/v1" and kernel.agent_settings().api_key == ""

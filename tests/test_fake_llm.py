@@ -306,7 +306,7 @@ def test_chunk_delay_spaces_chunks(llm):
         if ch.choices and ch.choices[0].delta.content:
             times.append(time.monotonic() - t0)
     assert len(times) == 4
-    gaps = [b - a for a, b in zip(times, times[1:])]
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
     assert all(g >= 0.06 for g in gaps), gaps
 
 
@@ -446,7 +446,11 @@ def test_rejection_reason_reaches_next_request(llm):
             "role": "assistant",
             "content": None,
             "tool_calls": [
-                {"id": calls[0]["id"], "type": "function", "function": {"name": "run_cell", "arguments": calls[0]["arguments"]}}
+                {
+                    "id": calls[0]["id"],
+                    "type": "function",
+                    "function": {"name": "run_cell", "arguments": calls[0]["arguments"]},
+                }
             ],
         },
         {"role": "tool", "tool_call_id": "call_1", "content": "Rejected by user: no os imports"},

@@ -1,11 +1,13 @@
 """Fuzzing every route of API.md through a real Jupyter server process: generated bodies of every
 JSON type, wrong types per field, huge and deeply nested values, unicode, unknown ids. No answer
 may be a 5xx, and every 4xx is JSON with `error` and `message`. Bounded, so CI stays fast."""
+
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -18,13 +20,28 @@ from devtools.jupyter_process import JupyterProcess
 EXAMPLES = 60  # per route test; the whole module takes well under a minute
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | st.floats(allow_nan=False)
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False)
     | st.text(max_size=50),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
     max_leaves=12,
-)  # fmt: skip
+)
 awkward_strings = st.sampled_from(
-    ["", " ", "../../etc/passwd", "/etc/passwd", ".hidden/x", "a" * 100_000, "\x00", "\ud800", "名前.ipynb", "%00", "\u202e"]
+    [
+        "",
+        " ",
+        "../../etc/passwd",
+        "/etc/passwd",
+        ".hidden/x",
+        "a" * 100_000,
+        "\x00",
+        "\ud800",
+        "名前.ipynb",
+        "%00",
+        "\u202e",
+    ]
 )
 ids = st.text(alphabet="abcdef0123456789-_", min_size=1, max_size=40)
 
@@ -71,7 +88,9 @@ def send(server: JupyterProcess, method: str, path: str, body: Any = None) -> ht
     else:
         content = body
     headers = {"Authorization": "token cellwright-test-token", "Content-Type": "application/json"}
-    response = httpx.request(method, f"{server.url}/cellwright/api/{path}", content=content, headers=headers, timeout=60)
+    response = httpx.request(
+        method, f"{server.url}/cellwright/api/{path}", content=content, headers=headers, timeout=60
+    )
     assert response.status_code < 500, f"{method} {path} {body!r:.300} -> {response.status_code} {response.text[:500]}"
     if response.status_code >= 400:
         data = response.json()
@@ -123,7 +142,14 @@ def test_fuzz_tool_routes(server: JupyterProcess, route: str, data: Any) -> None
     after=st.one_of(st.integers(min_value=-(2**80), max_value=2**80).map(str), st.text(max_size=30)),
 )
 def test_fuzz_thread_routes(server: JupyterProcess, method: str, tail: str, other: str, after: str) -> None:
-    if tail == "/events" and method != "GET" or tail == "/cancel" and method != "POST" or tail == "" and method == "POST":
+    if (
+        tail == "/events"
+        and method != "GET"
+        or tail == "/cancel"
+        and method != "POST"
+        or tail == ""
+        and method == "POST"
+    ):
         return
     path = f"threads/{other}{tail}"
     if tail == "/events":

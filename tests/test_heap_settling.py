@@ -1,5 +1,6 @@
 """The server settles its heap once, after a run, when no run is active (jupyter_ext/heap_settling.py):
 what is alive is collected and frozen, so later full collections walk only what runs create."""
+
 from __future__ import annotations
 
 import asyncio

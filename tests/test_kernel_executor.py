@@ -1,4 +1,5 @@
 """The kernel executor against a real ipykernel."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,7 +10,9 @@ from tests.conftest import NOTEBOOK
 
 
 def _env(jp_serverapp: Any, kernel_id: str | None = None, notebook: str = NOTEBOOK) -> KernelEnvironment:
-    return KernelEnvironment(jp_serverapp.kernel_manager, jp_serverapp.session_manager, Path(jp_serverapp.root_dir), notebook, kernel_id)
+    return KernelEnvironment(
+        jp_serverapp.kernel_manager, jp_serverapp.session_manager, Path(jp_serverapp.root_dir), notebook, kernel_id
+    )
 
 
 async def test_evaluate_json_leaves_no_trace(jp_serverapp: Any, notebook_kernel: str) -> None:

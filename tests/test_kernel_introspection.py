@@ -1,4 +1,5 @@
 """Namespace snapshot and variable summaries in a real kernel: right answers, no trace, no user code run."""
+
 from __future__ import annotations
 
 import asyncio
@@ -60,7 +61,9 @@ async def test_no_import_of_libraries_the_user_did_not_import(jp_serverapp: Any,
     env = kernel_env(jp_serverapp)
     await variable_summaries(env, ["x"])
     await namespace_snapshot(env)
-    loaded = await env.evaluate_json("__import__('json').dumps([m for m in ('pandas', 'numpy', 'polars') if m in __import__('sys').modules])")
+    loaded = await env.evaluate_json(
+        "__import__('json').dumps([m for m in ('pandas', 'numpy', 'polars') if m in __import__('sys').modules])"
+    )
     assert loaded == []
 
 

@@ -1,5 +1,6 @@
 """The kernel's CPU and memory (its process tree, psutil) through POST resources and check_resource,
 with a real kernel that allocates 500 MB."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -34,7 +35,9 @@ async def test_a_500_mb_allocation_shows_in_the_route_and_the_tool(
 
 
 async def test_no_kernel_is_an_entry_not_a_failure(api: Api, notebook_kernel: str) -> None:
-    _, data = await api.call("POST", "resources", {"kernel_id": "no-such-kernel", "notebook_path": "missing.ipynb"}, expect=200)
+    _, data = await api.call(
+        "POST", "resources", {"kernel_id": "no-such-kernel", "notebook_path": "missing.ipynb"}, expect=200
+    )
     assert "no kernel" in data["kernel"]["error"]
     _, data = await api.call("POST", "resources", {}, expect=200)
     assert "kernel" not in data

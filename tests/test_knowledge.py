@@ -1,6 +1,7 @@
 """Workspace knowledge: a real SQLite FTS5 index of 200 generated documents, the real file watcher,
 the embeddings path against the scripted server's /embeddings, and search_knowledge through a
 real server with hostile arguments."""
+
 from __future__ import annotations
 
 import asyncio
@@ -60,14 +61,20 @@ def test_the_expected_document_ranks_in_the_top_3_and_edits_show_up(corpus: Path
             hits = await _until(base, "xylophone", lambda found: not found)
             assert hits == []
             target.unlink()
-            await _until(base, "invoices nothing", lambda found: "docs/invoice/note_30.md" not in [h.path for h in found])
+            await _until(
+                base, "invoices nothing", lambda found: "docs/invoice/note_30.md" not in [h.path for h in found]
+            )
             assert "docs/invoice/note_30.md" not in base.store.sources("file")
 
             # A folder renamed: the watcher names only the folder; its documents move in the index.
             (corpus / "docs" / "refund").rename(corpus / "docs" / "returns")
-            await _until(base, "refund process", lambda found: found and all(h.path.startswith("docs/returns/") for h in found))
+            await _until(
+                base, "refund process", lambda found: found and all(h.path.startswith("docs/returns/") for h in found)
+            )
             indexed = base.store.sources("file")
-            assert not [p for p in indexed if p.startswith("docs/refund/")] and [p for p in indexed if p.startswith("docs/returns/")]
+            assert not [p for p in indexed if p.startswith("docs/refund/")] and [
+                p for p in indexed if p.startswith("docs/returns/")
+            ]
         finally:
             await base.stop()
 
@@ -102,7 +109,17 @@ def test_hidden_files_and_the_data_folder_are_never_indexed(corpus: Path, tmp_pa
 
 @pytest.mark.parametrize(
     "query",
-    ['churn" OR path:*', "NEAR(churn compute, 2)", "*", '"""', "churn AND NOT -compute^", "col:churn", ")))((", "x" * 5000, "🙂 ∑"],
+    [
+        'churn" OR path:*',
+        "NEAR(churn compute, 2)",
+        "*",
+        '"""',
+        "churn AND NOT -compute^",
+        "col:churn",
+        ")))((",
+        "x" * 5000,
+        "🙂 ∑",
+    ],
 )
 def test_fts_syntax_in_a_query_is_plain_text(corpus: Path, tmp_path: Path, query: str) -> None:
     async def scenario() -> list[Any]:
@@ -121,7 +138,9 @@ def test_fts_syntax_in_a_query_is_plain_text(corpus: Path, tmp_path: Path, query
 def test_embeddings_from_the_endpoint_are_fused_with_bm25(corpus: Path, tmp_path: Path) -> None:
     pytest.importorskip("qdrant_client")
     with FakeLLM() as fake:
-        settings = AgentSettings(model="fake-model", base_url=fake.base_url, api_key="sk-x", embedding_model="fake-embed")
+        settings = AgentSettings(
+            model="fake-model", base_url=fake.base_url, api_key="sk-x", embedding_model="fake-embed"
+        )
 
         async def scenario() -> list[Any]:
             base = _base(corpus, tmp_path / "data", settings)

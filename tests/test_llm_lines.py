@@ -1,5 +1,6 @@
 """The model stream's SSE reader (agent_core.model_stream.sse_data): SSE allows CR, LF and CRLF line ends,
 and a network read can end anywhere, also between a CR and its LF or inside a UTF-8 character."""
+
 from __future__ import annotations
 
 import asyncio

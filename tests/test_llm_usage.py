@@ -1,5 +1,6 @@
 """Token usage of a model turn: read from the endpoint's last chunk, estimated when it sends none,
 and a server that refuses `stream_options` asked once more without it (and never again)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -13,7 +14,16 @@ from agent_core.settings import AgentSettings
 from devtools.fake_llm import FakeLLM, Reply, error, text, tool_call
 
 MESSAGES = [{"role": "system", "content": "You are Cellwright."}, {"role": "user", "content": "hi"}]
-TOOLS = [{"type": "function", "function": {"name": "run_cell", "description": "Run a cell.", "parameters": {"type": "object", "properties": {}}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "run_cell",
+            "description": "Run a cell.",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    }
+]
 
 
 def settings_for(fake: FakeLLM) -> AgentSettings:
@@ -42,9 +52,15 @@ def test_usage_is_read_from_the_last_chunk(fake: FakeLLM) -> None:
     turn = turn_of(fake)
     assert turn.content == "Hello there!"
     assert fake.requests[0]["stream_options"] == {"include_usage": True}
-    assert fake.requests[0]["messages"] == MESSAGES and fake.requests[0]["tools"] == TOOLS and fake.requests[0]["stream"] is True
+    assert (
+        fake.requests[0]["messages"] == MESSAGES
+        and fake.requests[0]["tools"] == TOOLS
+        and fake.requests[0]["stream"] is True
+    )
     expected_prompt = FakeLLM._usage(fake.requests[0], Reply())["prompt_tokens"]
-    assert turn.usage == TokenUsage(prompt_tokens=expected_prompt, completion_tokens=3, cached_tokens=None, estimated=False)
+    assert turn.usage == TokenUsage(
+        prompt_tokens=expected_prompt, completion_tokens=3, cached_tokens=None, estimated=False
+    )
 
 
 def test_cached_tokens_are_read_when_present(fake: FakeLLM) -> None:

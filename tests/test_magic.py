@@ -1,6 +1,7 @@
 """The `%agent` magic in a real ipykernel (through jupyter-client), against the scripted fake LLM:
 approvals answered on the stdin channel, cells run in the kernel's own namespace, threads in the
 same store the server uses, bad input, and an interrupt in the middle of a run."""
+
 from __future__ import annotations
 
 import asyncio
@@ -10,9 +11,10 @@ import queue
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 from jupyter_client import BlockingKernelClient
@@ -59,7 +61,7 @@ class Kernel:
         self.client.wait_for_ready(timeout=60)
 
     @classmethod
-    def connect(cls, connection_file: Path, timeout: float = 60) -> "Kernel":
+    def connect(cls, connection_file: Path, timeout: float = 60) -> Kernel:
         """A kernel someone else started; until its first heartbeat a client without its manager
         takes it for dead, so a busy machine needs a few tries."""
         deadline = time.monotonic() + timeout
@@ -75,7 +77,7 @@ class Kernel:
                 time.sleep(0.5)
 
     @classmethod
-    def start(cls, env: dict[str, str], cwd: Path) -> "Kernel":
+    def start(cls, env: dict[str, str], cwd: Path) -> Kernel:
         manager = KernelManager(kernel_name="python3")
         manager.start_kernel(env=env, cwd=str(cwd))
         return cls(manager.client(), manager)
@@ -86,7 +88,11 @@ class Kernel:
             self.manager.shutdown_kernel(now=True)
 
     def run(
-        self, code: str, answers: tuple[str, ...] = (), interrupt_when: Callable[[Executed], bool] | None = None, timeout: float = 30
+        self,
+        code: str,
+        answers: tuple[str, ...] = (),
+        interrupt_when: Callable[[Executed], bool] | None = None,
+        timeout: float = 30,
     ) -> Executed:
         out = Executed()
         answers_left = list(answers)
@@ -103,7 +109,9 @@ class Kernel:
                     self.manager.interrupt_kernel()
                     interrupt_when, interrupted_at = None, time.monotonic()
                 else:
-                    assert answers_left, f"unexpected input request {request['content']['prompt']!r}; output: {out.text}"
+                    assert answers_left, (
+                        f"unexpected input request {request['content']['prompt']!r}; output: {out.text}"
+                    )
                     self.client.input(answers_left.pop(0))
             try:
                 msg = self.client.get_iopub_msg(timeout=0.05)
@@ -145,7 +153,9 @@ def places(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     for path in found.values():
         path.mkdir()
     # A Cellwright section in the Jupyter config, as the server reads it: the kernel reads it too.
-    (found["config"] / "jupyter_server_config.json").write_text(json.dumps({"Cellwright": {"max_retries": 0, "request_timeout": 10}}))
+    (found["config"] / "jupyter_server_config.json").write_text(
+        json.dumps({"Cellwright": {"max_retries": 0, "request_timeout": 10}})
+    )
     return found
 
 
@@ -206,7 +216,9 @@ def tool_messages(request: dict[str, Any]) -> list[str]:
     return [m["content"] for m in request["messages"] if m["role"] == "tool"]
 
 
-def test_approved_in_the_notebook(kernel: Kernel, llm: FakeLLM, requests_after: Callable[[], list[dict[str, Any]]]) -> None:
+def test_approved_in_the_notebook(
+    kernel: Kernel, llm: FakeLLM, requests_after: Callable[[], list[dict[str, Any]]]
+) -> None:
     llm.script(
         tool_call("run_cell", {"code": "x = 6 * 7\nprint('x is', x)\nx + 1", "description": "compute x"}),
         tool_call("final_answer", {"answer": "x is **42**", "next_items": [{"title": "Plot", "prompt": "plot x"}]}),
@@ -221,7 +233,9 @@ def test_approved_in_the_notebook(kernel: Kernel, llm: FakeLLM, requests_after: 
     assert "x is 42" in told and "43" in told  # its stdout and its result, as the model was told
     assert kernel.run("print(x)").stdout == "42\n"  # in the user's namespace
     # Nothing of the call is left in the kernel: no worker or database threads, no per-loop LLM client.
-    left = kernel.run("import threading, agent_core.llm as L; print([t.name for t in threading.enumerate()], len(L._clients))")
+    left = kernel.run(
+        "import threading, agent_core.llm as L; print([t.name for t in threading.enumerate()], len(L._clients))"
+    )
     assert "cellwright-agent" not in left.stdout and left.stdout.rstrip().endswith("0"), left.stdout
 
 
@@ -240,7 +254,15 @@ def test_yes_approves_and_threads_continue(
     assert len(ours) == 1
     record, events = ours[0]
     assert record.notebook_path == NOTEBOOK and record.status == "completed"
-    for kind in ("run_started", "approval_required", "cell_started", "cell_output", "cell_finished", "tool_result", "final"):
+    for kind in (
+        "run_started",
+        "approval_required",
+        "cell_started",
+        "cell_output",
+        "cell_finished",
+        "tool_result",
+        "final",
+    ):
         assert kind in events, (kind, events)
     assert events[-1] == "run_finished"
 
@@ -275,7 +297,9 @@ def test_auto_approve_from_the_environment(
     assert out.prompts == [] and "Approved (--yes)." in out.stdout and out.answers == ["Done."]
 
 
-def test_rejection_reason_reaches_the_model(kernel: Kernel, llm: FakeLLM, requests_after: Callable[[], list[dict[str, Any]]]) -> None:
+def test_rejection_reason_reaches_the_model(
+    kernel: Kernel, llm: FakeLLM, requests_after: Callable[[], list[dict[str, Any]]]
+) -> None:
     llm.script(
         tool_call("run_cell", {"code": "import os\nz = os.listdir('/')"}),
         tool_call("final_answer", {"answer": "Understood, I left the file system alone."}),
@@ -358,7 +382,9 @@ def test_the_panel_sees_and_continues_a_magic_thread(
         kernel.stop()
 
     threads = server.get("cellwright/api/threads").json()["threads"]
-    assert [(t["title"], t["notebook_path"], t["status"]) for t in threads] == [("%agent: set v", "work.ipynb", "completed")]
+    assert [(t["title"], t["notebook_path"], t["status"]) for t in threads] == [
+        ("%agent: set v", "work.ipynb", "completed")
+    ]
     thread_id = threads[0]["thread_id"]
     assert threads_of(tmp_path / "data")[0][0].kernel_id == kernel_id  # the panel's cells would run in that kernel
     detail = server.get(f"cellwright/api/threads/{thread_id}").json()
@@ -366,7 +392,9 @@ def test_the_panel_sees_and_continues_a_magic_thread(
 
     llm.script(text("It is 5."))
     seen = server.events(thread_id)[-1]["seq"]
-    assert server.request("POST", f"cellwright/api/threads/{thread_id}/runs", {"message": "what is v?"}).status_code == 202
+    assert (
+        server.request("POST", f"cellwright/api/threads/{thread_id}/runs", {"message": "what is v?"}).status_code == 202
+    )
     assert server.events(thread_id, after=seen)[-1]["status"] == "completed"
     contents = [m.get("content") or "" for m in requests_after()[-1]["messages"]]
     assert contents[1] == "set v" and contents[-1] == "what is v?"
@@ -395,7 +423,9 @@ def test_workspace_root_is_the_servers_that_holds_the_notebook(tmp_path: Path, m
     for name, (root, pid) in servers.items():
         (runtime / f"jpserver-{name}.json").write_text(json.dumps({"root_dir": str(root), "pid": pid}))
     session = {"JPY_SESSION_NAME": str(notebooks / "n.ipynb")}
-    assert workspace_root(session, start_dir="/") == inner.resolve()  # the innermost server whose root holds the notebook
+    assert (
+        workspace_root(session, start_dir="/") == inner.resolve()
+    )  # the innermost server whose root holds the notebook
     assert notebook_path(session, root=workspace_root(session)) == "a/b/n.ipynb"
     assert workspace_root({}, start_dir=notebooks) == inner.resolve()  # no session name: the starting folder decides
     assert workspace_root({}, start_dir=runtime) == runtime.resolve()  # only a dead server's root holds it
@@ -407,7 +437,9 @@ def test_agent_cells_leave_ipython_history_consistent(llm: FakeLLM, places: dict
     for _ in range(3):  # the clash showed in about every second fresh kernel
         started = magic_kernel(magic_env(llm, places), places["work"])
         try:
-            llm.script(tool_call("run_cell", {"code": "z = 5\nprint(z)"}), tool_call("final_answer", {"answer": "Made z."}))
+            llm.script(
+                tool_call("run_cell", {"code": "z = 5\nprint(z)"}), tool_call("final_answer", {"answer": "Made z."})
+            )
             out = started.run("%agent --new --yes make z")
             assert out.status == "ok" and "Made z." in out.answers, out
             after = [started.run(f"w{i} = z + {i}\nw{i}") for i in range(5)]
@@ -427,11 +459,19 @@ def test_agent_offers_mcp_and_notebook_tools(llm: FakeLLM, tmp_path: Path) -> No
     for path in places.values():
         path.mkdir()
     fixture = str(Path(__file__).with_name("mcp_server_fixture.py"))
-    config = {"Cellwright": {"max_retries": 0, "request_timeout": 10, "mcp_servers": {"local": {"command": sys.executable, "args": [fixture]}}}}
+    config = {
+        "Cellwright": {
+            "max_retries": 0,
+            "request_timeout": 10,
+            "mcp_servers": {"local": {"command": sys.executable, "args": [fixture]}},
+        }
+    }
     (places["config"] / "jupyter_server_config.json").write_text(json.dumps(config))
     started = magic_kernel(magic_env(llm, places), places["work"])
     try:
-        defined = started.run("from agent_core import tool\n@tool\ndef double(n: int) -> int:\n    'Twice n.'\n    return 2 * n")
+        defined = started.run(
+            "from agent_core import tool\n@tool\ndef double(n: int) -> int:\n    'Twice n.'\n    return 2 * n"
+        )
         assert defined.status == "ok", defined
         before = len(llm.requests)
         llm.script(

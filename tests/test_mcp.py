@@ -2,6 +2,7 @@
 written with the official SDK, over stdio and over streamable HTTP) and the scripted LLM: namespaced
 names on approval cards, nothing runs before approval, a killed server restarts, bad servers and bad
 arguments are tool errors, and secrets never leave."""
+
 from __future__ import annotations
 
 import json
@@ -11,8 +12,9 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -41,9 +43,11 @@ def notes_dir(tmp_path: Path) -> Path:
 def mcp_http_url(notes_dir: Path) -> Iterator[str]:
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, FIXTURE, "--http", str(port)], env={**os.environ, "FIXTURE_NOTES": str(notes_dir)},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [sys.executable, FIXTURE, "--http", str(port)],
+        env={**os.environ, "FIXTURE_NOTES": str(notes_dir)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
@@ -59,13 +63,21 @@ def mcp_http_url(notes_dir: Path) -> Iterator[str]:
 @pytest.fixture
 def cellwright_config(fake_llm: FakeLLM, tmp_path: Path, notes_dir: Path, mcp_http_url: str) -> dict[str, Any]:
     return {
-        "model": "fake-model", "base_url": fake_llm.base_url, "api_key": "sk-test-secret-key",
-        "data_dir": str(tmp_path / "cellwright-data"), "request_timeout": 10.0, "max_retries": 1,
+        "model": "fake-model",
+        "base_url": fake_llm.base_url,
+        "api_key": "sk-test-secret-key",
+        "data_dir": str(tmp_path / "cellwright-data"),
+        "request_timeout": 10.0,
+        "max_retries": 1,
         "mcp_servers": {
-            "local": {"command": sys.executable, "args": [FIXTURE], "env": {"FIXTURE_NOTES": str(notes_dir), "SECRET": SECRET_ENV}},
+            "local": {
+                "command": sys.executable,
+                "args": [FIXTURE],
+                "env": {"FIXTURE_NOTES": str(notes_dir), "SECRET": SECRET_ENV},
+            },
             "web": {"url": mcp_http_url, "headers": {"Authorization": SECRET_HEADER}},
         },
-    }  # fmt: skip
+    }
 
 
 def tool_messages(fake_llm: FakeLLM) -> list[str]:
@@ -109,7 +121,9 @@ async def test_stdio_and_http_tools_with_approval(api: Api, fake_llm: FakeLLM, n
 
 async def test_secrets_stay_in(api: Api, fake_llm: FakeLLM) -> None:
     await api.call("PUT", "config", {"auto_approve": ["mcp__local__leak"]}, expect=200)
-    fake_llm.script(tool_call("mcp__local__env_keys", {}, id="e1"), tool_call("mcp__local__leak", {}, id="e0"), text("done"))
+    fake_llm.script(
+        tool_call("mcp__local__env_keys", {}, id="e1"), tool_call("mcp__local__leak", {}, id="e0"), text("done")
+    )
     thread = await api.new_thread()
     events = await _run(api, thread, "env")
     await api.approve(thread, "e1")
@@ -123,7 +137,9 @@ async def test_secrets_stay_in(api: Api, fake_llm: FakeLLM) -> None:
     assert SECRET_ENV not in everything and "header-secret" not in everything
     assert config["mcp_servers"]["local"]["env"] == {"FIXTURE_NOTES": "********", "SECRET": "********"}
     # The form sends masked values back: the secrets are kept, not replaced by the mask.
-    code, _ = await api.call("PUT", "config", {"mcp_servers": {**{k: _as_sent(v) for k, v in config["mcp_servers"].items()}}})
+    code, _ = await api.call(
+        "PUT", "config", {"mcp_servers": {**{k: _as_sent(v) for k, v in config["mcp_servers"].items()}}}
+    )
     assert code == 200
     fake_llm.script(tool_call("mcp__web__lookup", {"country": "Peru"}, id="e2"), text("done"))
     events = await _run(api, thread, "again", events[-1]["seq"])
@@ -144,7 +160,11 @@ async def test_killed_server_errors_then_restarts(api: Api, fake_llm: FakeLLM) -
     events = await _run(api, thread, "pid")
     pid = int(tool_messages(fake_llm)[0])
     os.kill(pid, signal.SIGKILL)
-    fake_llm.script(tool_call("mcp__local__lookup", {"country": "France"}, id="p2"), tool_call("mcp__local__lookup", {"country": "Peru"}, id="p3"), text("ok"))
+    fake_llm.script(
+        tool_call("mcp__local__lookup", {"country": "France"}, id="p2"),
+        tool_call("mcp__local__lookup", {"country": "Peru"}, id="p3"),
+        text("ok"),
+    )
     events = await _run(api, thread, "again", events[-1]["seq"])
     assert events[-1]["status"] == "completed"
     results = {r["id"]: r for r in of_type(events, "tool_result")}
@@ -159,7 +179,12 @@ async def test_bad_servers_and_bad_arguments(api: Api, fake_llm: FakeLLM, notes_
     servers = {
         "missing": {"command": "/no/such/program-xyz"},
         "hangs": {"command": sys.executable, "args": [FIXTURE, "--hang"], "start_timeout": 2},
-        "local": {"command": sys.executable, "args": [FIXTURE], "env": {"FIXTURE_NOTES": str(notes_dir)}, "call_timeout": 3},
+        "local": {
+            "command": sys.executable,
+            "args": [FIXTURE],
+            "env": {"FIXTURE_NOTES": str(notes_dir)},
+            "call_timeout": 3,
+        },
     }
     await api.call("PUT", "config", {"mcp_servers": servers, "auto_approve": ["mcp__local__huge"]}, expect=200)
     fake_llm.script(

@@ -1,5 +1,6 @@
 """The MCP manager and the mcp_servers setting on their own: shapes refused with clear messages,
 secrets masked, a server reused across runs and stopped by shutdown (its process gone)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -39,19 +40,26 @@ def test_bad_shapes_say_what_to_write(raw: object, message: str) -> None:
 
 
 def test_public_masks_secrets_and_the_form_keeps_them() -> None:
-    servers = parse_servers({
-        "a": {"command": "run", "env": {"TOKEN": "s3cret"}},
-        "b": {"url": "https://user:pw@host/mcp?token=abc", "headers": {"Authorization": "Bearer xyz"}},
-    })  # fmt: skip
+    servers = parse_servers(
+        {
+            "a": {"command": "run", "env": {"TOKEN": "s3cret"}},
+            "b": {"url": "https://user:pw@host/mcp?token=abc", "headers": {"Authorization": "Bearer xyz"}},
+        }
+    )
     shown = str({name: s.public() for name, s in servers.items()})
     assert "s3cret" not in shown and "xyz" not in shown and ":pw@" not in shown and "abc" not in shown
     assert servers["a"].public()["env"] == {"TOKEN": MASK}
     old = {"a": {"command": "run", "env": {"TOKEN": "s3cret"}}}
-    assert with_kept_secrets({"a": {"command": "run", "env": {"TOKEN": MASK, "NEW": "v"}}}, old)["a"]["env"] == {"TOKEN": "s3cret", "NEW": "v"}
+    assert with_kept_secrets({"a": {"command": "run", "env": {"TOKEN": MASK, "NEW": "v"}}}, old)["a"]["env"] == {
+        "TOKEN": "s3cret",
+        "NEW": "v",
+    }
 
 
 def test_a_server_is_reused_and_stopped_by_shutdown(tmp_path: Path) -> None:
-    config = parse_servers({"local": {"command": sys.executable, "args": [FIXTURE], "env": {"FIXTURE_NOTES": str(tmp_path)}}})
+    config = parse_servers(
+        {"local": {"command": sys.executable, "args": [FIXTURE], "env": {"FIXTURE_NOTES": str(tmp_path)}}}
+    )
     manager = McpManager(lambda: config)
 
     async def scenario() -> int:
@@ -88,7 +96,11 @@ def test_a_server_that_exits_says_why_without_its_secret() -> None:
 
     specs, notes = asyncio.run(scenario())
     assert specs == {} and len(notes) == 1
-    assert "'dies' is not available" in notes[0] and "bad config, token *** refused" in notes[0] and "tok-98765" not in notes[0]
+    assert (
+        "'dies' is not available" in notes[0]
+        and "bad config, token *** refused" in notes[0]
+        and "tok-98765" not in notes[0]
+    )
 
 
 def test_a_run_offers_a_bounded_number_of_outside_tools() -> None:
@@ -99,7 +111,9 @@ def test_a_run_offers_a_bounded_number_of_outside_tools() -> None:
         raise AssertionError("not called")
 
     schema = {"type": "object", "properties": {}}
-    specs = {f"t{i}": ExternalToolSpec.make(f"t{i}", "d", schema, {"kind": "mcp", "tool": "x"}, never) for i in range(300)}
+    specs = {
+        f"t{i}": ExternalToolSpec.make(f"t{i}", "d", schema, {"kind": "mcp", "tool": "x"}, never) for i in range(300)
+    }
     kept, notes = _within_budget(specs, [])
     assert len(kept) == MAX_EXTERNAL_TOOLS and "172 tools from MCP servers or the notebook were left out" in notes[0]
     assert all(spec.needs_approval and not spec.read_only for spec in kept.values())

@@ -1,5 +1,6 @@
 """Model misbehaviour, scripted on the fake server, in both tool-calling modes, through the routes:
 the agent repairs it or ends with a clear message; it never hangs, crashes or loops."""
+
 from __future__ import annotations
 
 import json
@@ -7,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Api, of_type
 from devtools.fake_llm import FakeLLM, Reply, error, text, tool_call
+from tests.conftest import Api, of_type
 
 MODES = ["native", "prompt"]
 
@@ -34,7 +35,9 @@ async def start(api: Api, mode: str, message: str = "go") -> tuple[str, list[dic
 def tool_messages(request: dict[str, Any], mode: str) -> list[str]:
     if mode == "native":
         return [m["content"] for m in request["messages"] if m["role"] == "tool"]
-    return [m["content"] for m in request["messages"] if m["role"] == "user" and m["content"].startswith("Observation:")]
+    return [
+        m["content"] for m in request["messages"] if m["role"] == "user" and m["content"].startswith("Observation:")
+    ]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -86,7 +89,13 @@ async def test_tool_call_written_as_json_text_is_run(api: Api, fake_llm: FakeLLM
 async def test_several_calls_in_one_turn_are_cut_to_the_first(api: Api, fake_llm: FakeLLM) -> None:
     todos = {"todos": [{"content": "A", "status": "pending"}]}
     fake_llm.script(
-        Reply(tool_calls=[("write_todos", todos, "t1"), ("run_cell", {"code": "1"}, "t2"), ("add_markdown", {"content": "x"}, "t3")]),
+        Reply(
+            tool_calls=[
+                ("write_todos", todos, "t1"),
+                ("run_cell", {"code": "1"}, "t2"),
+                ("add_markdown", {"content": "x"}, "t3"),
+            ]
+        ),
         text("ok"),
     )
     _, events = await start(api, "native")
@@ -100,8 +109,17 @@ async def test_several_calls_in_one_turn_are_cut_to_the_first(api: Api, fake_llm
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_unknown_tool_and_bad_arguments_get_correctable_errors(api: Api, fake_llm: FakeLLM, mode: str) -> None:
-    bad_json = tool_call("write_todos", '{"todos": [', id="b1") if mode == "native" else text('Action: write_todos\nAction Input: {"todos": [')
-    fake_llm.script(call(mode, "make_coffee", {"size": "large"}), bad_json, call(mode, "write_todos", {"items": []}), answer(mode, "fixed"))
+    bad_json = (
+        tool_call("write_todos", '{"todos": [', id="b1")
+        if mode == "native"
+        else text('Action: write_todos\nAction Input: {"todos": [')
+    )
+    fake_llm.script(
+        call(mode, "make_coffee", {"size": "large"}),
+        bad_json,
+        call(mode, "write_todos", {"items": []}),
+        answer(mode, "fixed"),
+    )
     _, events = await start(api, mode)
     results = [r for r in of_type(events, "tool_result") if r["name"] != "final_answer"]
     assert [r["status"] for r in results] == ["error", "error", "error"]
@@ -114,7 +132,9 @@ async def test_unknown_tool_and_bad_arguments_get_correctable_errors(api: Api, f
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_same_failing_call_three_times_ends_the_run(api: Api, fake_llm: FakeLLM, mode: str) -> None:
-    fake_llm.script(*[call(mode, "write_todos", {"todos": "not a list"}) for _ in range(3)], answer(mode, "never reached"))
+    fake_llm.script(
+        *[call(mode, "write_todos", {"todos": "not a list"}) for _ in range(3)], answer(mode, "never reached")
+    )
     _, events = await start(api, mode)
     final = of_type(events, "final")[0]
     assert "failed 3 times" in final["answer"] and "write_todos" in final["answer"]
@@ -147,7 +167,9 @@ async def test_stalled_stream_times_out_with_a_clear_error(api: Api, fake_llm: F
     assert problem["kind"] == "llm_timeout" and events[-1]["status"] == "failed"
 
 
-async def test_request_timeout_is_between_reads_not_for_the_whole_answer(api: Api, fake_llm: FakeLLM, jp_serverapp: Any) -> None:
+async def test_request_timeout_is_between_reads_not_for_the_whole_answer(
+    api: Api, fake_llm: FakeLLM, jp_serverapp: Any
+) -> None:
     # One timer per stream re-arms itself from the last read (agent_core/llm.py IdleDeadline): an
     # answer slower in total than request_timeout, but never silent that long, completes.
     settings = jp_serverapp.web_app.settings["cellwright"].configuration
@@ -167,7 +189,9 @@ async def test_a_model_silent_before_its_headers_times_out(api: Api, fake_llm: F
     assert problem["kind"] == "llm_timeout" and "0.5 s" in problem["message"] and events[-1]["status"] == "failed"
 
 
-async def test_dropped_stream_is_a_lost_connection_not_a_time_out(api: Api, fake_llm: FakeLLM, jp_serverapp: Any) -> None:
+async def test_dropped_stream_is_a_lost_connection_not_a_time_out(
+    api: Api, fake_llm: FakeLLM, jp_serverapp: Any
+) -> None:
     # A stream cut mid-body is a lost connection with either HTTP transport: not a time-out to wait out.
     jp_serverapp.web_app.settings["cellwright"].configuration.max_retries = 0
     fake_llm.script(Reply(content=["partial ", "answer"], drop=True))
@@ -179,7 +203,9 @@ async def test_dropped_stream_is_a_lost_connection_not_a_time_out(api: Api, fake
 
 async def test_model_call_cap_ends_with_a_final_answer(api: Api, fake_llm: FakeLLM, jp_serverapp: Any) -> None:
     jp_serverapp.web_app.settings["cellwright"].configuration.max_model_calls = 3
-    fake_llm.script(*[tool_call("write_todos", {"todos": [{"content": f"step {i}", "status": "pending"}]}) for i in range(5)])
+    fake_llm.script(
+        *[tool_call("write_todos", {"todos": [{"content": f"step {i}", "status": "pending"}]}) for i in range(5)]
+    )
     _, events = await start(api, "native")
     assert len(fake_llm.requests) == 3
     assert "limit" in of_type(events, "final")[0]["answer"]
@@ -195,7 +221,9 @@ async def test_auto_mode_falls_back_to_prompt_when_tools_are_refused(api: Api, f
 async def test_long_history_is_summarised_keeping_recent_turns(api: Api, fake_llm: FakeLLM, jp_serverapp: Any) -> None:
     jp_serverapp.web_app.settings["cellwright"].configuration.context_token_budget = 1000
     old = "OLD-DETAIL " * 300  # ~825 tokens
-    fake_llm.script(text(f"First answer {old}"), text("SUMMARY: the user asked about OLD things"), text("Second answer"))
+    fake_llm.script(
+        text(f"First answer {old}"), text("SUMMARY: the user asked about OLD things"), text("Second answer")
+    )
     thread, first = await start(api, "native", "first question")
     await api.run(thread, "second question")
     await api.until_finished(thread, first[-1]["seq"])
@@ -208,7 +236,9 @@ async def test_long_history_is_summarised_keeping_recent_turns(api: Api, fake_ll
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_read_only_tool_result_nudges_towards_open_todos(api: Api, fake_llm: FakeLLM, mode: str) -> None:
-    todos = {"todos": [{"content": "Find the data", "status": "completed"}, {"content": "Summarise it", "status": "pending"}]}
+    todos = {
+        "todos": [{"content": "Find the data", "status": "completed"}, {"content": "Summarise it", "status": "pending"}]
+    }
     fake_llm.script(call(mode, "write_todos", todos), call(mode, "list_files", {"path": "."}), answer(mode, "done"))
     _, events = await start(api, mode)
     observations = tool_messages(fake_llm.requests[-1], mode)

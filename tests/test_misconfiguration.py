@@ -1,6 +1,7 @@
 """A server whose setup Cellwright can name as wrong says so (health's `problems`, 503 misconfigured
 elsewhere, never 500), and one that enables the extension under its old name too loads it once.
 Both through a real `jupyter server` subprocess."""
+
 from __future__ import annotations
 
 import json
@@ -16,7 +17,7 @@ ENV = {"CELLWRIGHT_MODEL": "m", "OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}
 
 # Imported by Python at start (the `site` module) in the server's process: a finder first on the
 # meta path that refuses the `postgres` extra, as if it were not installed.
-BLOCK_POSTGRES = '''
+BLOCK_POSTGRES = """
 import sys
 
 BLOCKED = ("psycopg", "psycopg_pool", "langgraph.checkpoint.postgres")
@@ -30,7 +31,7 @@ class RefusePostgresExtra:
 
 
 sys.meta_path.insert(0, RefusePostgresExtra())
-'''
+"""
 
 
 def _without_postgres_extra(tmp_path: Path) -> dict[str, str]:
@@ -89,7 +90,9 @@ def test_enabled_under_both_names_it_loads_once_and_says_to_drop_the_old_one(tmp
     # An older install's config file still enables the module's name; the current one enables cellwright.
     config_d = tmp_path / "config" / "jupyter_server_config.d"
     config_d.mkdir(parents=True)
-    (config_d / "jupyter_ext.json").write_text(json.dumps({"ServerApp": {"jpserver_extensions": {"jupyter_ext": True}}}))
+    (config_d / "jupyter_ext.json").write_text(
+        json.dumps({"ServerApp": {"jpserver_extensions": {"jupyter_ext": True}}})
+    )
     server = JupyterProcess(tmp_path, ENV).start()
     servers.append(server)
 

@@ -1,29 +1,39 @@
 """Multi-agent mode through the real routes: the planner delegates, sub-agents run on fresh
 contexts, their approvals reach the panel and survive a restart."""
+
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import Api, of_type
 from devtools.fake_llm import FakeLLM, text, tool_call
 from devtools.jupyter_process import JupyterProcess
+from tests.conftest import Api, of_type
 
 
 def delegate(agent: str, description: str, id: str) -> Any:
     return tool_call("task", {"agent": agent, "description": description}, id=id)
 
 
-async def test_planner_delegates_to_both_subagents(api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_root_dir: Any) -> None:
+async def test_planner_delegates_to_both_subagents(
+    api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_root_dir: Any
+) -> None:
     (jp_root_dir / "sales.csv").write_text("region,amount\nnorth,10\nsouth,32\n")
     fake_llm.script(
         delegate("researcher", "Find the sales data file and report its columns.", "p1"),
         tool_call("list_files", {"path": "."}, id="r1"),
         text("The file is sales.csv with columns region, amount."),
         delegate("python_developer", "Load sales.csv and print the total amount.", "p2"),
-        tool_call("run_cell", {"code": "import csv\nprint(sum(int(r['amount']) for r in csv.DictReader(open('sales.csv'))))"}, id="d1"),
+        tool_call(
+            "run_cell",
+            {"code": "import csv\nprint(sum(int(r['amount']) for r in csv.DictReader(open('sales.csv'))))"},
+            id="d1",
+        ),
         text("Total amount is 42."),
-        tool_call("final_answer", {"answer": "Total sales: **42**.", "next_items": [{"title": "By region", "prompt": "split by region"}]}),
+        tool_call(
+            "final_answer",
+            {"answer": "Total sales: **42**.", "next_items": [{"title": "By region", "prompt": "split by region"}]},
+        ),
     )
     thread = await api.new_thread()
     await api.run(thread, "What are total sales?", mode="multi")
@@ -45,8 +55,15 @@ async def test_planner_delegates_to_both_subagents(api: Api, fake_llm: FakeLLM, 
     assert researcher_request[1]["content"] == "Find the sales data file and report its columns."
     assert "researcher" in researcher_request[0]["content"] and "read-only" in researcher_request[0]["content"]
     assert {t["function"]["name"] for t in fake_llm.requests[1]["tools"]} == {
-        "search_knowledge", "read_file", "read_notebook", "list_files", "search_workspace", "search_notebooks",
-        "diagnostics", "execute_command"}  # fmt: skip
+        "search_knowledge",
+        "read_file",
+        "read_notebook",
+        "list_files",
+        "search_workspace",
+        "search_notebooks",
+        "diagnostics",
+        "execute_command",
+    }
     planner_tools = {t["function"]["name"] for t in fake_llm.requests[0]["tools"]}
     assert planner_tools == {"write_todos", "check_resource", "load_skill", "task", "final_answer"}
     requests_before = len(fake_llm.requests)
@@ -112,7 +129,10 @@ def test_restart_while_a_subagent_waits(tmp_path: Path, fake_llm: FakeLLM, serve
     second.open_notebook("m.ipynb")
     pending = second.get(f"cellwright/api/threads/{thread}").json()["pending_approval"]
     assert pending["id"] == "d1" and pending["agent"] == "python_developer"
-    assert second.request("POST", f"cellwright/api/threads/{thread}/approvals/d1", {"decision": "approve"}).status_code == 202
+    assert (
+        second.request("POST", f"cellwright/api/threads/{thread}/approvals/d1", {"decision": "approve"}).status_code
+        == 202
+    )
     after = second.events(thread, before[-1]["seq"])
     assert of_type(after, "cell_output")[0]["output"]["text"] == "hello after restart\n"
     assert of_type(after, "final")[0]["answer"] == "Said hello."

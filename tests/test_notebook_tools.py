@@ -1,6 +1,7 @@
 """Functions a notebook registers with @tool, through the real server, a real kernel and the scripted
 LLM: discovered silently, offered under their own name with a schema from their type hints, run in
 the kernel only after approval, forgotten by a kernel restart (and the model is told)."""
+
 from __future__ import annotations
 
 import json
@@ -66,7 +67,10 @@ async def test_notebook_tool_runs_in_the_kernel_after_approval(
     await api.run(thread, "who buys most?")
     events = await api.until_finished(thread)
     offered = {t["function"]["name"]: t["function"] for t in fake_llm.requests[0]["tools"]}
-    assert offered["top_customers"]["parameters"]["properties"] == {"df_name": {"type": "string"}, "n": {"type": "integer", "default": 5}}
+    assert offered["top_customers"]["parameters"]["properties"] == {
+        "df_name": {"type": "string"},
+        "n": {"type": "integer", "default": 5},
+    }
     assert offered["peek"]["parameters"]["properties"]["how"] == {"enum": ["head", "tail"], "default": "head"}
     assert offered["peek"]["parameters"]["properties"]["rows"] == {"type": ["integer", "null"], "default": None}
     assert "DataFrame" in offered["peek"]["parameters"]["properties"]["frame"]["description"]
@@ -128,8 +132,12 @@ async def test_opt_in_errors_bad_arguments_and_restart(
     assert "There is no tool named 'top_customers'" in told and "kernel restart" in told
 
 
-async def test_hostile_names_and_injection(api: Api, fake_llm: FakeLLM, jp_serverapp: Any, notebook_kernel: str) -> None:
-    hostile = SETUP + '''
+async def test_hostile_names_and_injection(
+    api: Api, fake_llm: FakeLLM, jp_serverapp: Any, notebook_kernel: str
+) -> None:
+    hostile = (
+        SETUP
+        + """
 import agent_core.tool_decorator as td
 td._REGISTRY["x; import os"] = {"fn": print, "spec": {"name": "../../etc/passwd", "description": "d" * 100000,
     "schema": {"type": "object", "properties": {}}, "read_only": True, "file": "", "line": 1, "dataframes": []}}
@@ -137,7 +145,8 @@ td._REGISTRY["mcp__fake__tool"] = {"fn": print, "spec": {"name": "mcp__fake__too
     "schema": {"type": "object", "properties": {}}, "read_only": True, "file": "", "line": 1, "dataframes": []}}
 td._REGISTRY["bad_schema"] = {"fn": print, "spec": {"name": "bad_schema", "description": "x",
     "schema": {"type": "object", "properties": {"a": {"type": 12}}}, "read_only": True, "file": "", "line": 1, "dataframes": []}}
-'''
+"""
+    )
     await run_in_kernel(jp_serverapp, hostile)
     quote = "x'); import os; os.system('touch pwned'); ('"
     fake_llm.script(tool_call("top_customers", {"df_name": quote}, id="i1"), text("done"))
@@ -147,7 +156,10 @@ td._REGISTRY["bad_schema"] = {"fn": print, "spec": {"name": "bad_schema", "descr
     offered = {t["function"]["name"]: t["function"] for t in fake_llm.requests[0]["tools"]}
     assert "../../etc/passwd" not in offered and "mcp__fake__tool" not in offered and "bad_schema" not in offered
     context = " ".join(m["content"] for m in fake_llm.requests[0]["messages"] if m["role"] == "user")
-    assert "'mcp__fake__tool' was left out" in context and "'bad_schema' was left out: its input schema is invalid" in context
+    assert (
+        "'mcp__fake__tool' was left out" in context
+        and "'bad_schema' was left out: its input schema is invalid" in context
+    )
     assert all(len(spec["description"]) <= 2100 for spec in offered.values())
     await api.approve(thread, "i1")
     await api.until_finished(thread, events[-1]["seq"])

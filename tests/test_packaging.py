@@ -1,5 +1,6 @@
 """Packaging, checked without building: install.json, LICENSE and requires-python against pyproject,
 the panel's build step without npm (build_panel.py) and scripts/test.sh's heartbeat."""
+
 from __future__ import annotations
 
 import importlib.util

@@ -1,5 +1,6 @@
 """Two real Jupyter servers on one real PostgreSQL (database_url): threads, approvals, live events,
 a kill -9 and a database restart. Skipped, with the reason, where PostgreSQL is not installed."""
+
 from __future__ import annotations
 
 import os
@@ -24,7 +25,12 @@ APPEND_ONCE = "open('runs.txt', 'a').write('ran\\n')"  # the cell whose runs the
 
 @pytest.fixture
 def server_env(fake_llm: FakeLLM, postgres_url: str) -> dict[str, str]:
-    return {"OPENAI_BASE_URL": fake_llm.base_url, "OPENAI_API_KEY": "sk-secret", "CELLWRIGHT_MODEL": "fake-model", **database_env(postgres_url)}
+    return {
+        "OPENAI_BASE_URL": fake_llm.base_url,
+        "OPENAI_API_KEY": "sk-secret",
+        "CELLWRIGHT_MODEL": "fake-model",
+        **database_env(postgres_url),
+    }
 
 
 def start(tmp_path: Path, name: str, env: dict[str, str], servers: list, root: Path | None = None) -> JupyterProcess:
@@ -46,7 +52,9 @@ def wait_for(check: Any, what: str, timeout: float = 60) -> Any:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-def follow(server: JupyterProcess, thread: str, seen: list[dict[str, Any]], arrived: dict[int, float]) -> threading.Thread:
+def follow(
+    server: JupyterProcess, thread: str, seen: list[dict[str, Any]], arrived: dict[int, float]
+) -> threading.Thread:
     """Read the thread's SSE stream on `server` in the background, noting when each event arrived."""
 
     def note(events: list[dict[str, Any]]) -> bool:
@@ -69,12 +77,19 @@ async def test_servers_starting_together_create_the_schema_once(tmp_path: Path, 
     stores = [ThreadStore(tmp_path / "unused.sqlite", database_url=postgres_url) for _ in range(4)]
     await asyncio.gather(*(store.open() for store in stores))
     try:
-        agents = await asyncio.gather(*(open_store(postgres_url, tmp_path / "unused", store.database) for store in stores[:2]))
+        agents = await asyncio.gather(
+            *(open_store(postgres_url, tmp_path / "unused", store.database) for store in stores[:2])
+        )
         for agent in agents:
             await agent.aclose()
         with psycopg.connect(postgres_url) as conn:
             assert conn.execute("SELECT version FROM cellwright.schema_version").fetchall() == [(1,)]
-            tables = {row[0] for row in conn.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = 'cellwright'")}
+            tables = {
+                row[0]
+                for row in conn.execute(
+                    "SELECT table_name FROM information_schema.tables WHERE table_schema = 'cellwright'"
+                )
+            }
         assert {"threads", "events", "leases", "tool_runs", "checkpoints"} <= tables
     finally:
         await asyncio.gather(*(store.close() for store in stores))
@@ -121,7 +136,9 @@ def test_a_thread_of_server_a_is_on_server_b_and_b_streams_its_events_live(
 def test_an_approval_pending_on_a_runs_once_when_both_servers_approve_it(
     tmp_path: Path, fake_llm: FakeLLM, server_env: dict[str, str], servers: list
 ) -> None:
-    fake_llm.script(tool_call("run_cell", {"code": APPEND_ONCE}, id="call_once"), tool_call("final_answer", {"answer": "done"}))
+    fake_llm.script(
+        tool_call("run_cell", {"code": APPEND_ONCE}, id="call_once"), tool_call("final_answer", {"answer": "done"})
+    )
     a = start(tmp_path, "a", server_env, servers)
     b = start(tmp_path, "b", server_env, servers, root=a.root)  # one home directory, two servers
     kernel_a = a.open_notebook("work.ipynb")
@@ -140,10 +157,18 @@ def test_an_approval_pending_on_a_runs_once_when_both_servers_approve_it(
     # Both approve at once (A in its kernel, B in its own): the call runs once, in one of them.
     answers: dict[str, int] = {}
     approvals = [
-        threading.Thread(target=lambda s=s, k=k, n=n: answers.__setitem__(n, s.request(
-            "POST", f"cellwright/api/threads/{thread}/approvals/call_once", {"decision": "approve", "kernel_id": k}).status_code))
+        threading.Thread(
+            target=lambda s=s, k=k, n=n: answers.__setitem__(
+                n,
+                s.request(
+                    "POST",
+                    f"cellwright/api/threads/{thread}/approvals/call_once",
+                    {"decision": "approve", "kernel_id": k},
+                ).status_code,
+            )
+        )
         for s, k, n in ((a, kernel_a, "a"), (b, kernel_b, "b"))
-    ]  # fmt: skip
+    ]
     for approval in approvals:
         approval.start()
     for approval in approvals:
@@ -153,7 +178,10 @@ def test_an_approval_pending_on_a_runs_once_when_both_servers_approve_it(
     time.sleep(1)  # a second run, if any, would have started by now
     assert (a.root / "runs.txt").read_text() == "ran\n", "the approved cell ran exactly once"
     log = a.events(thread)
-    assert len(of_type(log, "cell_started")) == 1 and of_type(log, "cell_started")[0]["kernel_id"] in (kernel_a, kernel_b)
+    assert len(of_type(log, "cell_started")) == 1 and of_type(log, "cell_started")[0]["kernel_id"] in (
+        kernel_a,
+        kernel_b,
+    )
     assert [e["seq"] for e in log] == list(range(1, len(log) + 1)), "one gap-free log, whoever wrote"
     assert b.events(thread) == log
     assert_no_password(a, b)
@@ -164,7 +192,10 @@ def _approved_cell_started(a: JupyterProcess, call_id: str) -> tuple[str, str]:
     (it wrote runs.txt). Returns the kernel and the thread."""
     kernel = a.open_notebook("work.ipynb")
     thread = a.request("POST", "cellwright/api/threads", {"notebook_path": "work.ipynb"}).json()["thread_id"]
-    assert a.request("POST", f"cellwright/api/threads/{thread}/runs", {"message": "go", "kernel_id": kernel}).status_code == 202
+    assert (
+        a.request("POST", f"cellwright/api/threads/{thread}/runs", {"message": "go", "kernel_id": kernel}).status_code
+        == 202
+    )
     assert a.events(thread)[-1]["status"] == "awaiting_approval"
     approve = {"decision": "approve", "kernel_id": kernel}
     assert a.request("POST", f"cellwright/api/threads/{thread}/approvals/{call_id}", approve).status_code == 202
@@ -223,12 +254,17 @@ def test_a_database_restart_while_idle_needs_no_jupyter_restart(
 def test_a_run_in_flight_when_the_database_goes_down_stops_cleanly_and_runs_its_call_once(
     tmp_path: Path, fake_llm: FakeLLM, server_env: dict[str, str], servers: list, postgres_server: PostgresCluster
 ) -> None:
-    fake_llm.script(tool_call("run_cell", {"code": f"import time\n{APPEND_ONCE}\ntime.sleep(4)"}, id="call_down"), text("noted"))
+    fake_llm.script(
+        tool_call("run_cell", {"code": f"import time\n{APPEND_ONCE}\ntime.sleep(4)"}, id="call_down"), text("noted")
+    )
     a = start(tmp_path, "a", server_env, servers)
     kernel, thread = _approved_cell_started(a, "call_down")
     postgres_server.pause()
     try:
-        wait_for(lambda: "stopped: The database postgresql://***@" in a.log_path.read_text(errors="replace"), "the run to stop")
+        wait_for(
+            lambda: "stopped: The database postgresql://***@" in a.log_path.read_text(errors="replace"),
+            "the run to stop",
+        )
         down = a.get(f"cellwright/api/threads/{thread}")
         assert down.status_code == 503 and down.json()["error"] == "database_unavailable", down.text
     finally:
@@ -236,7 +272,12 @@ def test_a_run_in_flight_when_the_database_goes_down_stops_cleanly_and_runs_its_
     # Nothing half-written: the approval is still the saved state, the ledger knows the call started.
     detail = a.get(f"cellwright/api/threads/{thread}").json()
     assert detail["pending_approval"]["id"] == "call_down"
-    assert a.request("POST", f"cellwright/api/threads/{thread}/approvals/call_down", {"decision": "approve", "kernel_id": kernel}).status_code == 202
+    assert (
+        a.request(
+            "POST", f"cellwright/api/threads/{thread}/approvals/call_down", {"decision": "approve", "kernel_id": kernel}
+        ).status_code
+        == 202
+    )
     wait_for(lambda: a.get(f"cellwright/api/threads/{thread}").json()["status"] == "completed", "the re-driven run")
     log = a.events(thread)
     assert "interrupted" in str([e for e in of_type(log, "tool_result") if e["id"] == "call_down"]).lower()

@@ -9,6 +9,7 @@ folder). The tools and the routes that take paths now follow Jupyter's hidden-fi
 Finding 6: `search_notebooks {"pattern": "(.*){10}Z"}` held the GIL for 35 s+: the whole Jupyter
 server stopped answering. Patterns now match in linear time (ripgrep) or under a hard time limit,
 off the event loop, and a pattern that backtracks catastrophically gets a clear error."""
+
 from __future__ import annotations
 
 import asyncio
@@ -23,8 +24,8 @@ import pytest
 
 from agent_core.tools import TOOLS, ToolInputError, ToolOutcome
 from agent_core.tools import search as search_module
-from tests.conftest import Api, of_type
 from devtools.fake_llm import FakeLLM, text, tool_call
+from tests.conftest import Api, of_type
 from tests.tools_env import Ctx
 
 # Where the secret folders sit under the root: visible (JUPYTER_DATA_DIR inside the workspace, or
@@ -81,12 +82,19 @@ def make_secrets(root: Path, data: str, runtime: str) -> Secrets:
     for name, target in links.items():
         os.symlink(root / target, root / name)
     return Secrets(
-        root, data, runtime,
+        root,
+        data,
+        runtime,
         hidden=[".env", ".config/token.txt", ".config/hidden.ipynb"],
         denied=[f"{data}/cellwright/settings.json", f"{runtime}/kernel-1.json", f"{data}/cellwright/kept.ipynb"],
         links_to_hidden=["env-link", "config-link/token.txt"],
-        links_to_denied=["settings-link.json", "data-link/settings.json", "runtime-link/kernel-1.json", "kernel-link.json"],
-    )  # fmt: skip
+        links_to_denied=[
+            "settings-link.json",
+            "data-link/settings.json",
+            "runtime-link/kernel-1.json",
+            "kernel-link.json",
+        ],
+    )
 
 
 @pytest.fixture(params=sorted(LAYOUTS))
@@ -101,8 +109,18 @@ def secrets(request: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Se
 
 def forms(secrets: Secrets, rel: str) -> list[str]:
     """The ways a model may spell one path."""
-    swapped = "/".join(part.upper() if index < len(rel.split("/")) - 1 else part for index, part in enumerate(rel.split("/")))
-    return [rel, f"./{rel}", f"sub/../{rel}", f"{rel}/", str(secrets.root / rel), f"{secrets.root}/sub/../{rel}", swapped]
+    swapped = "/".join(
+        part.upper() if index < len(rel.split("/")) - 1 else part for index, part in enumerate(rel.split("/"))
+    )
+    return [
+        rel,
+        f"./{rel}",
+        f"sub/../{rel}",
+        f"{rel}/",
+        str(secrets.root / rel),
+        f"{secrets.root}/sub/../{rel}",
+        swapped,
+    ]
 
 
 async def call(name: str, args: dict[str, Any], root: Path, workspace: Any = None) -> ToolOutcome:
@@ -146,8 +164,18 @@ async def test_finding_3_list_files_skips_them_silently_and_refuses_to_list_them
     listed = [line.split("  (")[0] for line in out.content.splitlines()[1:]]
     parent_of_data = [] if secrets.data.startswith(".") else [f"{secrets.data}/"]  # shown, but not its cellwright/
     assert listed == ["analysis.ipynb", *parent_of_data, "notes.txt", "sub/", "sub/readme.md"], listed
-    folders = [".config", ".local", "config-link", "data-link", "runtime-link", f"{secrets.data}/cellwright",
-               secrets.runtime, f"{secrets.data}/cellwright/", f"sub/../{secrets.runtime}", str(secrets.root / secrets.runtime)]  # fmt: skip
+    folders = [
+        ".config",
+        ".local",
+        "config-link",
+        "data-link",
+        "runtime-link",
+        f"{secrets.data}/cellwright",
+        secrets.runtime,
+        f"{secrets.data}/cellwright/",
+        f"sub/../{secrets.runtime}",
+        str(secrets.root / secrets.runtime),
+    ]
     for folder in folders:
         args = {"path": folder, "recursive": True}
         why = HIDDEN if folder in (".config", ".local", "config-link") else DENIED
@@ -169,19 +197,36 @@ async def test_finding_3_search_workspace_skips_them_with_and_without_ripgrep(
             assert MARK not in str(result.matches)
         out = await call("search_workspace", {"pattern": "SECRET|needle"}, secrets.root)
         assert MARK not in out.content and "notes.txt:1: public needle" in out.content
-        for folder in (".config", "config-link", "data-link", "runtime-link", f"{secrets.data}/cellwright", secrets.runtime):
+        for folder in (
+            ".config",
+            "config-link",
+            "data-link",
+            "runtime-link",
+            f"{secrets.data}/cellwright",
+            secrets.runtime,
+        ):
             why = HIDDEN if "config" in folder else DENIED
             await refused("search_workspace", {"pattern": "needle", "path": folder}, secrets.root, why)
         for rel in secrets.hidden + secrets.denied + secrets.links_to_hidden + secrets.links_to_denied:
-            await refused("search_workspace", {"pattern": "needle", "path": rel}, secrets.root, expected_why(secrets, rel))
+            await refused(
+                "search_workspace", {"pattern": "needle", "path": rel}, secrets.root, expected_why(secrets, rel)
+            )
 
 
 async def test_finding_3_search_notebooks_skips_them(secrets: Secrets) -> None:
     out = await call("search_notebooks", {"pattern": "needle"}, secrets.root)
     assert "analysis.ipynb cell 0 (code) line 1: print('public needle')" in out.content
     assert MARK not in out.content and out.summary == "1 cell matches"
-    for rel in [".config/hidden.ipynb", f"{secrets.data}/cellwright/kept.ipynb", f"{secrets.runtime}/kept.ipynb",
-                "config-link/hidden.ipynb", "data-link/kept.ipynb", "runtime-link/kept.ipynb", "runtime-link", ".config"]:  # fmt: skip
+    for rel in [
+        ".config/hidden.ipynb",
+        f"{secrets.data}/cellwright/kept.ipynb",
+        f"{secrets.runtime}/kept.ipynb",
+        "config-link/hidden.ipynb",
+        "data-link/kept.ipynb",
+        "runtime-link/kept.ipynb",
+        "runtime-link",
+        ".config",
+    ]:
         why = HIDDEN if "config" in rel else DENIED
         for path in (rel, f"sub/../{rel}", str(secrets.root / rel)):
             await refused("search_notebooks", {"pattern": "needle", "notebook_path": path}, secrets.root, why)
@@ -190,11 +235,22 @@ async def test_finding_3_search_notebooks_skips_them(secrets: Secrets) -> None:
 async def test_finding_3_write_and_edit_refuse_them_and_change_nothing(secrets: Secrets) -> None:
     before = {rel: (secrets.root / rel).read_bytes() for rel in secrets.hidden + secrets.denied}
     targets = secrets.hidden + secrets.denied + secrets.links_to_hidden + secrets.links_to_denied
-    new_files = [".bashrc", ".config/new.txt", f"{secrets.data}/cellwright/new.json", f"{secrets.runtime}/kernel-2.json",
-                 "data-link/new.json", "runtime-link/new.json", "config-link/new.txt"]  # fmt: skip
+    new_files = [
+        ".bashrc",
+        ".config/new.txt",
+        f"{secrets.data}/cellwright/new.json",
+        f"{secrets.runtime}/kernel-2.json",
+        "data-link/new.json",
+        "runtime-link/new.json",
+        "config-link/new.txt",
+    ]
     ctx = Ctx(secrets.root)()
     for rel in targets + new_files:
-        why = expected_why(secrets, rel) if rel in targets else (HIDDEN if "config" in rel or rel == ".bashrc" else DENIED)
+        why = (
+            expected_why(secrets, rel)
+            if rel in targets
+            else (HIDDEN if "config" in rel or rel == ".bashrc" else DENIED)
+        )
         for path in (rel, str(secrets.root / rel)):
             await refused("write_file", {"path": path, "content": "pwned", "overwrite": True}, secrets.root, why)
             await refused("edit_file", {"path": path, "edits": [{"old": "needle", "new": "pwned"}]}, secrets.root, why)
@@ -230,14 +286,18 @@ async def test_finding_3_allow_hidden_lets_dot_files_through_but_never_the_secre
     out = await call("read_file", {"path": "config-link/token.txt"}, root, workspace)
     assert f"{MARK}config" in out.content
     for rel in secrets.denied + secrets.links_to_denied:
-        for path in ([rel] if "link" in rel else forms(secrets, rel)):
+        for path in [rel] if "link" in rel else forms(secrets, rel):
             await refused("read_file", {"path": path}, root, DENIED, workspace)
             await refused("write_file", {"path": path, "content": "x", "overwrite": True}, root, DENIED, workspace)
-            await refused("edit_file", {"path": path, "edits": [{"old": "needle", "new": "x"}]}, root, DENIED, workspace)
+            await refused(
+                "edit_file", {"path": path, "edits": [{"old": "needle", "new": "x"}]}, root, DENIED, workspace
+            )
     out = await call("list_files", {"path": ".", "recursive": True}, root, workspace)
     listed = [line.split("  (")[0] for line in out.content.splitlines()[1:]]
     assert ".env" in listed and ".config/token.txt" in listed and "env-link" in listed
-    assert not [line for line in listed if "cellwright" in line or "kernel" in line or "runtime" in line or "data-link" in line], listed
+    assert not [
+        line for line in listed if "cellwright" in line or "kernel" in line or "runtime" in line or "data-link" in line
+    ], listed
     for use_rg in (True, False):
         if not use_rg:
             monkeypatch.setattr(search_module.shutil, "which", lambda name: None)
@@ -247,7 +307,11 @@ async def test_finding_3_allow_hidden_lets_dot_files_through_but_never_the_secre
         assert not [m for m in result.matches if MARK + "settings" in m["text"] or MARK + "kernel" in m["text"]], found
         assert not [p for p in found if "cellwright" in p or "runtime" in p or "kernel" in p], found
     out = await call("search_notebooks", {"pattern": "needle"}, root, workspace)
-    assert f"{MARK}hidden-nb" in out.content and f"{MARK}data-nb" not in out.content and f"{MARK}runtime-nb" not in out.content
+    assert (
+        f"{MARK}hidden-nb" in out.content
+        and f"{MARK}data-nb" not in out.content
+        and f"{MARK}runtime-nb" not in out.content
+    )
 
 
 def test_finding_3_workspace_errors_carry_the_route_kinds(secrets: Secrets) -> None:
@@ -312,7 +376,11 @@ async def test_finding_3_routes_answer_400_for_hidden_files_and_the_secret_folde
     api: Api, served_secrets: Secrets, allow_hidden: bool
 ) -> None:
     secrets = served_secrets
-    denied = secrets.denied + secrets.links_to_denied + [f"sub/../{secrets.denied[0]}", str(secrets.root / secrets.denied[1])]
+    denied = (
+        secrets.denied
+        + secrets.links_to_denied
+        + [f"sub/../{secrets.denied[0]}", str(secrets.root / secrets.denied[1])]
+    )
     hidden = secrets.hidden + secrets.links_to_hidden + ["sub/../.env", str(secrets.root / ".env")]
     for path in denied + ([] if allow_hidden else hidden):
         kind = "path_denied" if path in denied else "hidden_path"
@@ -339,8 +407,14 @@ async def test_finding_3_an_agent_run_cannot_read_the_api_key(
     await api.call("PUT", "config", {"api_key": f"sk-{MARK}put-by-the-user"}, expect=200)
     settings = jp_data_dir / "cellwright" / "settings.json"
     assert f"{MARK}put-by-the-user" in settings.read_text()  # the key really is on disk, under the root
-    paths = ["jupyter-data/cellwright/settings.json", "settings-link.json", "sub/../jupyter-data/cellwright/settings.json",
-             str(settings), ".env", "jupyter-runtime/kernel-1.json"]  # fmt: skip
+    paths = [
+        "jupyter-data/cellwright/settings.json",
+        "settings-link.json",
+        "sub/../jupyter-data/cellwright/settings.json",
+        str(settings),
+        ".env",
+        "jupyter-runtime/kernel-1.json",
+    ]
     fake_llm.script(
         *[tool_call("read_file", {"path": path}, id=f"read_{index}") for index, path in enumerate(paths)],
         tool_call("search_workspace", {"pattern": "api_key|SECRET"}, id="search"),
@@ -378,7 +452,9 @@ async def test_finding_6_a_catastrophic_pattern_on_a_notebook_returns_a_clear_er
         await call("search_notebooks", {"pattern": CATASTROPHIC}, tmp_path)
     assert time.monotonic() - started < LIMIT
     message = str(info.value)
-    assert "the pattern took too long" in message and "simplify it" in message.lower() and "slow.ipynb cell 1" in message
+    assert (
+        "the pattern took too long" in message and "simplify it" in message.lower() and "slow.ipynb cell 1" in message
+    )
     # The reported pattern itself no longer hurts (`re` needs ~10 s per line here).
     notebook(tmp_path / "reported.ipynb", "x" * 24, "y" * 24)
     started = time.monotonic()
@@ -405,7 +481,9 @@ async def test_finding_6_a_catastrophic_pattern_on_a_text_file_returns_a_clear_e
         assert "the pattern took too long" in str(info.value) and "slow.txt" in str(info.value)
 
 
-async def test_finding_6_patterns_that_would_compile_for_minutes_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_finding_6_patterns_that_would_compile_for_minutes_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "a.txt").write_text("a" * 100 + "\n")
     notebook(tmp_path / "a.ipynb", "a" * 100)
     for use_rg in (True, False):

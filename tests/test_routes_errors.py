@@ -1,4 +1,5 @@
 """Bad input gets a clear 4xx (or an `error` event) and loses nothing."""
+
 from __future__ import annotations
 
 import json
@@ -7,8 +8,8 @@ from typing import Any
 import pytest
 
 from agent_core.graph import appended
-from tests.conftest import NOTEBOOK, Api, of_type
 from devtools.fake_llm import FakeLLM, error, text, tool_call
+from tests.conftest import NOTEBOOK, Api, of_type
 
 
 async def test_unknown_thread_is_404_on_every_route(api: Api) -> None:
@@ -41,7 +42,9 @@ async def test_missing_and_bad_fields(api: Api) -> None:
     assert code == 400
     code, data = await api.call("POST", f"threads/{thread}/runs", {"message": "hi", "mode": "turbo"})
     assert (code, data["error"]) == (400, "bad_mode")
-    code, data = await api.call("POST", f"threads/{thread}/runs", {"message": "hi", "notebook_path": "../../etc/x.ipynb"})
+    code, data = await api.call(
+        "POST", f"threads/{thread}/runs", {"message": "hi", "notebook_path": "../../etc/x.ipynb"}
+    )
     assert (code, data["error"]) == (400, "path_outside_root")
     code, data = await api.call("POST", f"threads/{thread}/approvals/c1", {"decision": "maybe"})
     assert (code, data["error"]) == (400, "bad_decision")
@@ -147,7 +150,9 @@ async def test_auto_approved_cell_runs_without_a_card(api: Api, fake_llm: FakeLL
 
 
 async def test_requests_without_credentials_are_refused(jp_fetch: Any) -> None:
-    response = await jp_fetch("cellwright", "api", "threads", method="GET", headers={"Authorization": ""}, raise_error=False)
+    response = await jp_fetch(
+        "cellwright", "api", "threads", method="GET", headers={"Authorization": ""}, raise_error=False
+    )
     assert response.code == 403
 
 
@@ -161,7 +166,9 @@ async def test_redrive_after_crash_before_interrupt(api: Api, jp_serverapp: Any)
     call = {"id": "c9", "type": "function", "function": {"name": "run_cell", "arguments": '{"code": "1"}'}}
     config = {"configurable": {"thread_id": thread}}
     await graph.aupdate_state(config, {"messages": appended({"role": "user", "content": "x"})}, as_node="__start__")
-    await graph.aupdate_state(config, {"messages": appended({"role": "assistant", "content": "", "tool_calls": [call]})}, as_node="model")
+    await graph.aupdate_state(
+        config, {"messages": appended({"role": "assistant", "content": "", "tool_calls": [call]})}, as_node="model"
+    )
     assert (await graph.aget_state(config)).next == ("tools",)
     _, detail = await api.call("GET", f"threads/{thread}")
     assert detail["pending_approval"] is None, "a read drives nothing"

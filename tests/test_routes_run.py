@@ -1,12 +1,13 @@
 """The backbone through the real routes: ask, approve / edit / reject, run in the real kernel."""
+
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
 
-from tests.conftest import Api, of_type
 from devtools.fake_llm import FakeLLM, text, tool_call
+from tests.conftest import Api, of_type
 
 pytestmark = pytest.mark.also_postgres  # every store in SQLite, then in PostgreSQL
 
@@ -80,7 +81,10 @@ async def test_reject_tells_the_model_the_reason(api: Api, fake_llm: FakeLLM, no
 async def test_double_approval_runs_the_tool_once(api: Api, fake_llm: FakeLLM, notebook_kernel: str) -> None:
     import asyncio
 
-    fake_llm.script(tool_call("run_cell", {"code": "counter = globals().get('counter', 0) + 1\nprint(counter)"}, id="c1"), text("done"))
+    fake_llm.script(
+        tool_call("run_cell", {"code": "counter = globals().get('counter', 0) + 1\nprint(counter)"}, id="c1"),
+        text("done"),
+    )
     thread = await api.new_thread()
     await api.run(thread, "count")
     _, first = await _until_approval(api, thread)
@@ -106,10 +110,14 @@ async def test_replay_from_last_event_id(api: Api, fake_llm: FakeLLM, notebook_k
     assert await api.events(thread, after=0) == everything
 
 
-async def test_cancel_during_long_cell_interrupts_kernel(api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_serverapp: Any) -> None:
+async def test_cancel_during_long_cell_interrupts_kernel(
+    api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_serverapp: Any
+) -> None:
     import asyncio
 
-    fake_llm.script(tool_call("run_cell", {"code": "import time\nprint('start', flush=True)\ntime.sleep(60)"}, id="slow"))
+    fake_llm.script(
+        tool_call("run_cell", {"code": "import time\nprint('start', flush=True)\ntime.sleep(60)"}, id="slow")
+    )
     thread = await api.new_thread()
     await api.run(thread, "sleep")
     _, first = await _until_approval(api, thread)

@@ -1,6 +1,7 @@
 """Workspace rules (agent_core/impact/rules.py): parsing the user's `.cellwright/rules.md`,
 appending a rule saved from a rejection, the warnings a card gets, the prompt section, and a
 hostile rules file that must load bounded and without error. Real files in a temporary root."""
+
 from __future__ import annotations
 
 import os
@@ -8,8 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from agent_core.impact import RULES_FILE, Rule, analyze_code, append_rule, load_rules, rule_from_rejection, rule_warnings
-from agent_core.impact import rules_prompt_section
+from agent_core.impact import (
+    RULES_FILE,
+    Rule,
+    analyze_code,
+    append_rule,
+    load_rules,
+    rule_from_rejection,
+    rule_warnings,
+    rules_prompt_section,
+)
 from agent_core.impact.rules import MAX_RULE_CHARS, MAX_RULES, MAX_RULES_BYTES, parse_rule
 
 PHRASINGS = [
@@ -57,12 +66,20 @@ def _write(root: Path, text: str | bytes) -> Path:
 
 def test_load_rules_reads_markdown_lists(tmp_path: Path) -> None:
     assert load_rules(tmp_path) == []  # no file
-    _write(tmp_path, "<!-- a comment\n- not a rule inside the comment -->\n# Rules\n\n"
-                     "- Never install packages\n* no network access\n+ Explain each step\n"
-                     "1. don't overwrite `raw_df`\n2) No shell commands\nplain prose is not a rule\n-   \n")
+    _write(
+        tmp_path,
+        "<!-- a comment\n- not a rule inside the comment -->\n# Rules\n\n"
+        "- Never install packages\n* no network access\n+ Explain each step\n"
+        "1. don't overwrite `raw_df`\n2) No shell commands\nplain prose is not a rule\n-   \n",
+    )
     rules = load_rules(tmp_path)
-    assert [rule.text for rule in rules] == ["Never install packages", "no network access", "Explain each step",
-                                            "don't overwrite `raw_df`", "No shell commands"]
+    assert [rule.text for rule in rules] == [
+        "Never install packages",
+        "no network access",
+        "Explain each step",
+        "don't overwrite `raw_df`",
+        "No shell commands",
+    ]
     assert [rule.forbids for rule in rules] == ["installs", "network", None, None, "shell"]
     assert rules[3].protects == ("raw_df",)
 
@@ -73,7 +90,7 @@ def test_append_creates_the_folder_with_a_header(tmp_path: Path) -> None:
     text = (tmp_path / RULES_FILE).read_text()
     assert text.startswith("<!--") and text.endswith("- no pip installs\n")
     append_rule(tmp_path, "- don't overwrite\nraw_df  ")  # newlines collapsed, the list dash not doubled
-    append_rule(tmp_path, "No pip installs")             # already there (case aside): not added twice
+    append_rule(tmp_path, "No pip installs")  # already there (case aside): not added twice
     assert [rule.text for rule in load_rules(tmp_path)] == ["no pip installs", "don't overwrite raw_df"]
     assert load_rules(tmp_path)[1].protects == ("raw_df",)
 
@@ -138,7 +155,8 @@ def test_warnings_for_installs_and_a_protected_name() -> None:
     ]
     impact = analyze_code("raw_df.drop(columns='x', inplace=True)\ndel raw_df")
     assert rule_warnings(rules, impact) == [
-        'Breaks the rule "don\'t overwrite raw_df": changes raw_df (line 1), deletes raw_df (line 2)']
+        'Breaks the rule "don\'t overwrite raw_df": changes raw_df (line 1), deletes raw_df (line 2)'
+    ]
     assert rule_warnings(rules, analyze_code("df = raw_df.copy()\n!ls")) == []
 
 

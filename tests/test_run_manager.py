@@ -1,20 +1,21 @@
 """The RunManager on its own (no HTTP): runs, decisions, stops and the stream readers follow, over a
 real ThreadStore, checkpointer and the scripted model. The routes' tests cover the HTTP side."""
+
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import AsyncIterator
+from pathlib import Path
 
 import pytest
 
 from agent_core.contract.routes import StartRun
 from agent_core.settings import AgentSettings
 from agent_core.thread_store import ThreadStore
+from devtools.fake_llm import FakeLLM, text, tool_call
 from jupyter_ext.errors import BadRequest, Conflict
 from jupyter_ext.run_manager import RunManager, StreamItem
-from devtools.fake_llm import FakeLLM, text, tool_call
 from tests.tools_env import FolderEnv
 
 
@@ -47,7 +48,10 @@ async def test_a_run_streams_its_backlog_then_caught_up_then_ends(tmp_path: Path
         assert events[0] == "run_started" and events[-1] == "run_finished"
         last = items[-1].event["seq"]  # type: ignore[index]
         later = await followed(manager, record.thread_id, after=last)
-        assert [(i.kind, (i.event or {}).get("seq")) for i in later] == [("caught_up", last)], "nothing new: caught up, then the end"
+        assert [(i.kind, (i.event or {}).get("seq")) for i in later] == [("caught_up", last)], (
+            "nothing new: caught up, then the end"
+        )
+
 
 async def test_decisions_and_stops_are_checked_against_the_thread(tmp_path: Path, fake_llm: FakeLLM) -> None:
     async with run_manager(tmp_path, fake_llm) as manager:
@@ -70,6 +74,7 @@ async def test_decisions_and_stops_are_checked_against_the_thread(tmp_path: Path
         detail = await manager.thread_detail(record.thread_id)
         assert detail["pending_approval"] is None and detail["status"] == "cancelled"
 
+
 async def test_a_lease_held_elsewhere_refuses_start_stop_and_delete(tmp_path: Path, fake_llm: FakeLLM) -> None:
     async with run_manager(tmp_path, fake_llm) as manager:
         record = await manager.threads.create("n.ipynb", "t")
@@ -88,11 +93,14 @@ async def test_a_lease_held_elsewhere_refuses_start_stop_and_delete(tmp_path: Pa
         finally:
             await kernel.close()
 
+
 async def test_live_only_events_reach_a_follower_in_order(tmp_path: Path, fake_llm: FakeLLM) -> None:
     async with run_manager(tmp_path, fake_llm) as manager:
         record = await manager.threads.create("n.ipynb", "t")
         first = await manager.threads.append(record.thread_id, {"type": "token", "text": "a"})
-        manager.threads.publish_live(record.thread_id, {"type": "cell_output", "id": "c", "output": {}, "live_only": True})
+        manager.threads.publish_live(
+            record.thread_id, {"type": "cell_output", "id": "c", "output": {}, "live_only": True}
+        )
         await manager.threads.append(record.thread_id, {"type": "token", "text": "b"})
         items = await followed(manager, record.thread_id, after=0)
         order = [(item.event or {}).get("type") for item in items if item.kind == "event"]

@@ -1,4 +1,5 @@
 """Handlers are authenticated and XSRF-protected exactly like Jupyter's own REST API."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,13 +1,15 @@
 """sql_query and the query sub-agent through the real server (scripted LLM): a SQLite database of
 30 tables whose metadata is retrieved by search_knowledge, SQL run after approval, writes refused
 without the setting and shown on a card with it, and hostile statements, names and URLs."""
+
 from __future__ import annotations
 
 import json
 import logging
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -34,7 +36,11 @@ def shop_db(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def cellwright_config(cellwright_config: dict[str, Any], shop_db: Path, allow_writes: bool) -> dict[str, Any]:
-    return {**cellwright_config, "databases": {"shop": f"sqlite:///{shop_db}", "remote": REMOTE}, "sql_allow_writes": allow_writes}
+    return {
+        **cellwright_config,
+        "databases": {"shop": f"sqlite:///{shop_db}", "remote": REMOTE},
+        "sql_allow_writes": allow_writes,
+    }
 
 
 @pytest.fixture
@@ -59,8 +65,14 @@ def tool_texts(fake_llm: FakeLLM) -> list[str]:
 
 @pytest.mark.parametrize(
     "sql",
-    ["SELECT 1; DROP TABLE x", "/* */ DELETE FROM customers", "SELECT 1 -- x\n; DELETE FROM t", "SELECT 1 /* /* */ ; DROP TABLE x */",
-     "SELECT 'a", ";"],
+    [
+        "SELECT 1; DROP TABLE x",
+        "/* */ DELETE FROM customers",
+        "SELECT 1 -- x\n; DELETE FROM t",
+        "SELECT 1 /* /* */ ; DROP TABLE x */",
+        "SELECT 'a",
+        ";",
+    ],
 )
 def test_hostile_statements_are_refused(sql: str) -> None:
     try:
@@ -71,15 +83,26 @@ def test_hostile_statements_are_refused(sql: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "sql", ["WITH gone AS (DELETE FROM t RETURNING *) SELECT * FROM gone", "SELECT * INTO copy FROM t", "PRAGMA writable_schema = 1",
-            "select 1 for update", "ATTACH DATABASE '/tmp/x' AS x"],
+    "sql",
+    [
+        "WITH gone AS (DELETE FROM t RETURNING *) SELECT * FROM gone",
+        "SELECT * INTO copy FROM t",
+        "PRAGMA writable_schema = 1",
+        "select 1 for update",
+        "ATTACH DATABASE '/tmp/x' AS x",
+    ],
 )
 def test_writes_hidden_in_reads_are_writes(sql: str) -> None:
     assert not classify(sql).read_only
 
 
 def test_reads_stay_reads() -> None:
-    for sql in ["SELECT replace(name, 'drop', 'x') FROM t", 'SELECT "delete" FROM t', "select ';' as s;", "WITH a AS (SELECT 1) SELECT * FROM a"]:
+    for sql in [
+        "SELECT replace(name, 'drop', 'x') FROM t",
+        'SELECT "delete" FROM t',
+        "select ';' as s;",
+        "WITH a AS (SELECT 1) SELECT * FROM a",
+    ]:
         assert classify(sql).read_only, sql
 
 
@@ -110,7 +133,9 @@ async def test_the_agent_finds_the_tables_and_runs_sql_after_approval(
     result = of_type(second, "tool_result")[0]
     assert result["status"] == "ok"
     answer = tool_texts(fake_llm)[-1]
-    assert "cancelled\n5" in answer and "read_sql(\"shop\"" in answer  # the DataFrame cell names the database, not its URL
+    assert (
+        "cancelled\n5" in answer and 'read_sql("shop"' in answer
+    )  # the DataFrame cell names the database, not its URL
     assert server_log  # the recorder sees the server's log
     everything = json.dumps([first, second]) + json.dumps(fake_llm.requests) + "\n".join(server_log)
     assert SECRET not in everything and str(shop_db) not in json.dumps(fake_llm.requests)
@@ -138,17 +163,26 @@ async def test_drop_table_is_refused_without_the_setting(api: Api, fake_llm: Fak
 
 
 @pytest.mark.parametrize("allow_writes", [True])
-async def test_drop_table_is_shown_on_a_card_when_writes_are_allowed(api: Api, fake_llm: FakeLLM, shop_db: Path) -> None:
-    fake_llm.script(tool_call("sql_query", {"database": "shop", "sql": "DROP TABLE customers"}, id="d1"), text("dropped"))
+async def test_drop_table_is_shown_on_a_card_when_writes_are_allowed(
+    api: Api, fake_llm: FakeLLM, shop_db: Path
+) -> None:
+    fake_llm.script(
+        tool_call("sql_query", {"database": "shop", "sql": "DROP TABLE customers"}, id="d1"), text("dropped")
+    )
     thread = await api.new_thread()
     await api.run(thread, "drop the customers table")
     first = await api.until_finished(thread)
     approval = of_type(first, "approval_required")[0]
-    assert approval["args"]["sql"] == "DROP TABLE customers" and "WRITE to the database 'shop' (DROP)" in approval["description"]
+    assert (
+        approval["args"]["sql"] == "DROP TABLE customers"
+        and "WRITE to the database 'shop' (DROP)" in approval["description"]
+    )
     assert sqlite3.connect(shop_db).execute("SELECT count(*) FROM customers").fetchone() == (50,)  # not before approval
     await api.approve(thread, "d1")
     await api.until_finished(thread, first[-1]["seq"])
-    assert sqlite3.connect(shop_db).execute("SELECT name FROM sqlite_master WHERE name = 'customers'").fetchone() is None
+    assert (
+        sqlite3.connect(shop_db).execute("SELECT name FROM sqlite_master WHERE name = 'customers'").fetchone() is None
+    )
 
 
 async def test_a_credential_in_a_url_never_leaves(api: Api, fake_llm: FakeLLM, server_log: list[str]) -> None:
@@ -163,7 +197,9 @@ async def test_a_credential_in_a_url_never_leaves(api: Api, fake_llm: FakeLLM, s
     assert config["databases"]["remote"].startswith("postgresql://***@127.0.0.1:1/sales")
     _, detail = await api.call("GET", f"threads/{thread}", expect=200)
     _, status = await api.call("GET", "knowledge/status", expect=200)
-    everything = "\n".join([json.dumps([first, second, config, detail, status]), json.dumps(fake_llm.requests), *server_log])
+    everything = "\n".join(
+        [json.dumps([first, second, config, detail, status]), json.dumps(fake_llm.requests), *server_log]
+    )
     assert SECRET not in everything and "alice" not in json.dumps(fake_llm.requests)
 
 
@@ -224,8 +260,14 @@ def test_a_runaway_query_is_stopped_and_results_are_bounded(shop_db: Path) -> No
     forever = classify("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c")
     with pytest.raises(DatabaseError, match="longer than 1 s"):
         run_statement(url, forever, timeout=1.0)
-    wide = run_statement(url, classify("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 5000) "
-                                        "SELECT x, printf('%.*c', 10000, 'y') AS wide FROM c"), max_rows=200)
+    wide = run_statement(
+        url,
+        classify(
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 5000) "
+            "SELECT x, printf('%.*c', 10000, 'y') AS wide FROM c"
+        ),
+        max_rows=200,
+    )
     assert len(wide.rows) == 200 and wide.truncated and len(wide.rows[0][1]) == MAX_CELL_CHARS
     # A read runs with the database itself in read-only mode too.
     with pytest.raises(DatabaseError):

@@ -28,7 +28,9 @@ async def _scenario(tmp_path: Path, fake_llm: FakeLLM, env: Any, value_of: Value
     threads = ThreadStore(tmp_path / "threads.sqlite", holder="the test")
     await threads.open()
     runner = await ThreadRunner.open(threads, "", tmp_path / "checkpoints.sqlite")
-    settings = AgentSettings(model="fake", base_url=fake_llm.base_url, api_key="k", max_retries=0, namespace_snapshot=False)
+    settings = AgentSettings(
+        model="fake", base_url=fake_llm.base_url, api_key="k", max_retries=0, namespace_snapshot=False
+    )
     environment = lambda _record: env  # noqa: E731
     seen: list[dict[str, Any]] = []
     try:
@@ -48,7 +50,9 @@ async def _scenario(tmp_path: Path, fake_llm: FakeLLM, env: Any, value_of: Value
             await runner.resume(thread, "c9", Decision(decision="approve"), environment, settings)
         with pytest.raises(BadDecision):
             await runner.resume(thread, "c1", Decision(decision="edit", args={"code": 5}), environment, settings)
-        run = await runner.resume(thread, "c1", Decision(decision="approve"), environment, settings, on_event=seen.append)
+        run = await runner.resume(
+            thread, "c1", Decision(decision="approve"), environment, settings, on_event=seen.append
+        )
         assert await run.drive() == "completed"
         assert await value_of("answer") == 42
         assert [e["status"] for e in seen if e["type"] == "cell_finished"] == ["ok"]
@@ -68,7 +72,14 @@ async def _scenario(tmp_path: Path, fake_llm: FakeLLM, env: Any, value_of: Value
             await runner.resume(thread, "c3", Decision(decision="approve"), environment, settings)
         assert await value_of("answer") == 42, "a stopped call never runs"
         statuses = [e["status"] for e in await threads.events_after(thread, 0) if e["type"] == "run_finished"]
-        assert statuses == ["awaiting_approval", "completed", "awaiting_approval", "completed", "awaiting_approval", "cancelled"]
+        assert statuses == [
+            "awaiting_approval",
+            "completed",
+            "awaiting_approval",
+            "completed",
+            "awaiting_approval",
+            "cancelled",
+        ]
     finally:
         await runner.aclose()
         await threads.close()

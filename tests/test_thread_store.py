@@ -1,5 +1,6 @@
 """The event log shared by the server and kernels: sequence numbers stay strictly increasing by
 one when two processes (two connections) append to the same thread."""
+
 from __future__ import annotations
 
 import asyncio

@@ -1,6 +1,7 @@
 """Token previews (`previews=1`): a live reader gets each delta as it arrives, before its coalesced
 row is stored; the stored rows stay coalesced, and what a reader keeps (stored text, plus previews
 of rows not stored yet) is the answer once, in order. Readers that do not ask get no previews."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -12,7 +13,9 @@ from tests.conftest import Api, of_type
 WORDS = [f"w{i} " for i in range(300)]
 
 
-async def test_previews_arrive_per_delta_and_are_replaced_by_their_stored_row(api: Api, fake_llm: FakeLLM, jp_serverapp: Any) -> None:
+async def test_previews_arrive_per_delta_and_are_replaced_by_their_stored_row(
+    api: Api, fake_llm: FakeLLM, jp_serverapp: Any
+) -> None:
     fake_llm.script(text(WORDS, chunk_delay=0.002))
     thread = await api.new_thread()
     await api.run(thread, "talk")

@@ -1,5 +1,6 @@
 """diagnostics without a kernel: cells vs files, IPython syntax, no style nits, pylsp crash and hang.
 The kernel-names filter runs against a real kernel in test_tools_routes."""
+
 from __future__ import annotations
 
 import time
@@ -26,7 +27,10 @@ async def test_cell_diagnostics_are_one_based_and_free_of_style_nits(tmp_path: P
     first = result.diagnostics[0]
     assert set(first) == {"line", "column", "severity", "code", "message", "source"}
     assert first["message"] == "'os' imported but unused" and first["source"] == "pyflakes"
-    assert result.diagnostics[2]["message"].startswith("invalid escape sequence") and result.diagnostics[2]["source"] == "pycodestyle"
+    assert (
+        result.diagnostics[2]["message"].startswith("invalid escape sequence")
+        and result.diagnostics[2]["source"] == "pycodestyle"
+    )
     assert "kernel could not be asked" in result.note  # no kernel here: plain diagnostics
 
 
@@ -38,8 +42,9 @@ async def test_syntax_errors_and_ipython_syntax(tmp_path: Path) -> None:
     assert [(d["line"], d["message"]) for d in result.diagnostics] == [(7, "undefined name 'later'")]
     assert (await diag.lint_code("%%bash\nls $HOME | wc -l\n", tmp_path)).diagnostics == []
     assert brief(await diag.lint_code("%%time\nimport json\ntotal = sum(rows)\n", tmp_path)) == [
-        (2, 1, "warning", "F401"), (3, 13, "error", "F821")
-    ]  # fmt: skip
+        (2, 1, "warning", "F401"),
+        (3, 13, "error", "F821"),
+    ]
     display_ok = await diag.lint_code("display(get_ipython())\n", tmp_path)
     assert display_ok.diagnostics == [] and display_ok.note == ""
 

@@ -1,4 +1,5 @@
 """File tools and path confinement, called as the graph calls them (arguments checked, then run)."""
+
 from __future__ import annotations
 
 import os
@@ -114,8 +115,14 @@ async def test_list_files_skips_noise_and_caps(root: Path, monkeypatch: pytest.M
         (root / "src" / f"m{i:02}.py").write_text("")
     monkeypatch.setattr(files_module, "MAX_LIST_ENTRIES", 5)
     out = await call("list_files", {"path": "src"}, root)
-    assert out.content.splitlines()[1:] == ["src/app.py  (36 B)", "src/m00.py  (0 B)", "src/m01.py  (0 B)",
-                                            "src/m02.py  (0 B)", "src/m03.py  (0 B)", "... 8 more (list a subfolder, or search with search_workspace)"]
+    assert out.content.splitlines()[1:] == [
+        "src/app.py  (36 B)",
+        "src/m00.py  (0 B)",
+        "src/m01.py  (0 B)",
+        "src/m02.py  (0 B)",
+        "src/m03.py  (0 B)",
+        "... 8 more (list a subfolder, or search with search_workspace)",
+    ]
     await fails("list_files", {"path": "notes.txt"}, root, "is a file", "read_file")
     await fails("list_files", {"path": "nope"}, root, "no directory 'nope'")
 
@@ -127,7 +134,9 @@ async def test_write_file_creates_refuses_to_clobber_and_previews_a_diff(root: P
     out = await call("write_file", {"path": "out/new.py", "content": "x = 1\n"}, root)
     assert out.content == "Created out/new.py (1 lines, 6 B)." and (root / "out/new.py").read_text() == "x = 1\n"
     await fails("write_file", {"path": "out/new.py", "content": "y"}, root, "already exists", "overwrite=true")
-    preview = await TOOLS["write_file"].preview({"path": "notes.txt", "content": "alpha\nBETA\n", "overwrite": True}, ctx)  # type: ignore[misc]
+    preview = await TOOLS["write_file"].preview(
+        {"path": "notes.txt", "content": "alpha\nBETA\n", "overwrite": True}, ctx
+    )  # type: ignore[misc]
     assert preview["diff"].endswith("@@ -1,3 +1,2 @@\n alpha\n-beta\n-gamma\n+BETA\n")
     bad = await TOOLS["write_file"].preview({"path": "notes.txt", "content": "x"}, ctx)  # type: ignore[misc]
     assert "write_file will fail" in bad["description"]
@@ -141,22 +150,40 @@ async def test_write_file_creates_refuses_to_clobber_and_previews_a_diff(root: P
 async def test_edit_file_applies_all_or_nothing(root: Path) -> None:
     app = root / "src" / "app.py"
     before = app.read_text()
-    edits = [{"old": "import os\n", "new": "import os\nimport sys\n"}, {"old": "return 1", "new": "return len(sys.argv)"}]
+    edits = [
+        {"old": "import os\n", "new": "import os\nimport sys\n"},
+        {"old": "return 1", "new": "return len(sys.argv)"},
+    ]
     preview = await TOOLS["edit_file"].preview({"path": "src/app.py", "edits": edits}, Ctx(root)())  # type: ignore[misc]
-    assert "+import sys" in preview["diff"] and "-    return 1" in preview["diff"] and preview["diff"].startswith("--- a/src/app.py")
+    assert (
+        "+import sys" in preview["diff"]
+        and "-    return 1" in preview["diff"]
+        and preview["diff"].startswith("--- a/src/app.py")
+    )
     assert app.read_text() == before  # a preview writes nothing
     out = await call("edit_file", {"path": "src/app.py", "edits": edits}, root)
     assert "2 replacements applied" in out.content and "+import sys" in out.content
     assert app.read_text() == "import os\nimport sys\n\ndef main():\n    return len(sys.argv)\n"
     after_first = app.read_text()
     missing = [{"old": "import sys", "new": "import json"}, {"old": "return len(sys.args)", "new": "return 3"}]
-    message = await fails("edit_file", {"path": "src/app.py", "edits": missing}, root, "edit 2", "not found", "nothing was written")
+    message = await fails(
+        "edit_file", {"path": "src/app.py", "edits": missing}, root, "edit 2", "not found", "nothing was written"
+    )
     assert "closest line is 5" in message
     ambiguous = [{"old": "import", "new": "from x import"}]
-    await fails("edit_file", {"path": "src/app.py", "edits": ambiguous}, root, "appears 2 times", "lines 1, 2", "nothing was written")
+    await fails(
+        "edit_file",
+        {"path": "src/app.py", "edits": ambiguous},
+        root,
+        "appears 2 times",
+        "lines 1, 2",
+        "nothing was written",
+    )
     assert app.read_text() == after_first
     await fails("edit_file", {"path": "src/app.py", "edits": [{"old": "", "new": "x"}]}, root, "'old' is empty")
-    await fails("edit_file", {"path": "src/app.py", "edits": [{"old": "os", "new": "os", "extra": 1}]}, root, "unknown keys")
+    await fails(
+        "edit_file", {"path": "src/app.py", "edits": [{"old": "os", "new": "os", "extra": 1}]}, root, "unknown keys"
+    )
     await fails("edit_file", {"path": "src/app.py", "edits": []}, root, "non-empty list")
     await fails("edit_file", {"path": "missing.py", "edits": [{"old": "a", "new": "b"}]}, root, "no file")
     preview = await TOOLS["edit_file"].preview({"path": "src/app.py", "edits": missing}, Ctx(root)())  # type: ignore[misc]
@@ -183,7 +210,9 @@ def search_root(root: Path) -> Path:
     return root
 
 
-async def test_search_workspace_same_results_with_and_without_ripgrep(search_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_search_workspace_same_results_with_and_without_ripgrep(
+    search_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     expected = [
         {"path": "data/sales.csv", "line": 1, "text": "region,amount"},
         {"path": "src/model.py", "line": 2, "text": "return df['amount'].sum()"},
@@ -234,12 +263,16 @@ async def test_search_notebooks_reads_cells(root: Path) -> None:
     nbformat.write(nb, str(root / ".ipynb_checkpoints" / "analysis-checkpoint.ipynb"))
     result = search_module.search_notebook_cells(root, "read_csv|sales")
     assert [(m["notebook"], m["cell_index"], m["cell_type"], m["line"]) for m in result.matches] == [
-        ("analysis.ipynb", 0, "markdown", 1), ("analysis.ipynb", 1, "code", 2),
-        ("sub/copy.ipynb", 0, "markdown", 1), ("sub/copy.ipynb", 1, "code", 2),
-    ]  # fmt: skip
+        ("analysis.ipynb", 0, "markdown", 1),
+        ("analysis.ipynb", 1, "code", 2),
+        ("sub/copy.ipynb", 0, "markdown", 1),
+        ("sub/copy.ipynb", 1, "code", 2),
+    ]
     assert result.matches[1]["excerpt"] == "df = pd.read_csv('data/sales.csv')"
     assert "broken.ipynb (unreadable)" in result.note
     out = await call("search_notebooks", {"pattern": "groupby", "notebook_path": "sub/copy.ipynb"}, root)
     assert "sub/copy.ipynb cell 2 (code) line 1: df.groupby('region').amount.sum()" in out.content
     await fails("search_notebooks", {"pattern": "x", "notebook_path": "notes.txt"}, root, "not a notebook")
-    await fails("search_notebooks", {"pattern": "(", "notebook_path": "analysis.ipynb"}, root, "not a valid regular expression")
+    await fails(
+        "search_notebooks", {"pattern": "(", "notebook_path": "analysis.ipynb"}, root, "not a valid regular expression"
+    )

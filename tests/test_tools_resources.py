@@ -1,5 +1,6 @@
 """check_resource's pure parts: folder sizes (capped), /proc/meminfo, nvidia-smi parsing, and the
 in-kernel probe against pandas and a polars stand-in (the real kernel path: test_tools_routes)."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from agent_core.tools import TOOLS, ToolInputError
-from agent_core.tools import resources
+from agent_core.tools import TOOLS, ToolInputError, resources
 from tests.tools_env import Ctx
 
 
@@ -42,7 +42,11 @@ async def test_sizes_memory_and_the_tool_text(tmp_path: Path, monkeypatch: pytes
     assert memory["mem_total"] and memory["mem_total"] % 1024 == 0
     out = await TOOLS["check_resource"].run({"files": ["many", "nope.csv"], "dataframes": ["df"]}, Ctx(tmp_path)())
     lines = out.content.splitlines()
-    assert lines[:3] == ["Files:", "  many: 2.9 KiB (3000 bytes, 30 files)", "  nope.csv: error: no such file or directory"]
+    assert lines[:3] == [
+        "Files:",
+        "  many: 2.9 KiB (3000 bytes, 30 files)",
+        "  nope.csv: error: no such file or directory",
+    ]
     assert lines[3:5] == ["DataFrames (in the kernel's memory):", "  df: error: no kernel in this test environment"]
     assert lines[5].startswith("System memory: ") and lines[6] == "GPUs: none"
     monkeypatch.setattr(resources, "MAX_WALK_ENTRIES", 10)
@@ -65,7 +69,13 @@ def test_probe_measures_pandas_and_polars_without_leaving_names(monkeypatch: pyt
 
     polars.DataFrame, polars.LazyFrame = DataFrame, LazyFrame  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "polars", polars)
-    namespace = {"df": pd.DataFrame({"a": [1, 2, 3]}), "pl_df": DataFrame(), "lazy": LazyFrame(), "s": pd.Series([1.0]), "n": 5}
+    namespace = {
+        "df": pd.DataFrame({"a": [1, 2, 3]}),
+        "pl_df": DataFrame(),
+        "lazy": LazyFrame(),
+        "s": pd.Series([1.0]),
+        "n": 5,
+    }
     before = set(namespace)
     answer = json.loads(eval(resources.probe_expression(["df", "pl_df", "lazy", "s", "n", "missing"]), namespace))
     assert answer["df"]["rows"] == 3 and answer["df"]["columns"] == 1 and answer["df"]["deep"] is True
@@ -80,7 +90,7 @@ async def test_malformed_requests_are_input_errors(tmp_path: Path) -> None:
     """The route and the tool share this check: a caller's mistake is a message, never a crash."""
     for files, dataframes, expected in [
         ("a.csv", None, "files must be a list of strings"),
-        (None, 5, "dataframes must be a list of strings, like [\"a\"], not a number"),
+        (None, 5, 'dataframes must be a list of strings, like ["a"], not a number'),
         ([1], None, "entry 0 is a number"),
         (None, ["df"] * 101, "at most 100 entries"),
         (["x" * 5000], None, "longer than 4096 characters"),
@@ -125,14 +135,22 @@ def test_probe_reads_plain_names_and_runs_no_user_code() -> None:
             return 1
 
     namespace: dict[str, Any] = {
-        "model": Model(), "odd": Odd(), "fake": DataFrame(), "objects": pd.DataFrame({"o": [Sized(), "s"]}),
-        "exec": lambda *args: ran.append("exec"), "globals": lambda: ran.append("globals"),  # shadowing builtins
-    }  # fmt: skip
+        "model": Model(),
+        "odd": Odd(),
+        "fake": DataFrame(),
+        "objects": pd.DataFrame({"o": [Sized(), "s"]}),
+        "exec": lambda *args: ran.append("exec"),
+        "globals": lambda: ran.append("globals"),  # shadowing builtins
+    }
     answer = json.loads(eval(resources.probe_expression(["model", "odd", "fake", "objects"]), namespace))
     assert ran == []
     assert answer["fake"]["error"].endswith("<locals>.DataFrame, not a pandas or polars DataFrame")
     assert answer["model"]["error"].endswith("<locals>.Model, not a pandas or polars DataFrame")
-    assert answer["objects"]["rows"] == 2 and answer["objects"]["deep"] is False and "objects not counted" in answer["objects"]["note"]
+    assert (
+        answer["objects"]["rows"] == 2
+        and answer["objects"]["deep"] is False
+        and "objects not counted" in answer["objects"]["note"]
+    )
     for name in ("model.frame", "df[0]", "class", "a b", "", "df'); x('"):
         with pytest.raises(ValueError):
             resources.probe_expression([name])

@@ -1,5 +1,6 @@
 """The server-side tools through the real server and a real kernel: POST diagnostics, POST
 resources, and runs of the agent (scripted fake LLM) that call the tools, with approvals."""
+
 from __future__ import annotations
 
 import asyncio
@@ -8,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from devtools.fake_llm import FakeLLM, text, tool_call
 from jupyter_ext.kernel_executor import KernelEnvironment
 from tests.conftest import NOTEBOOK, Api, of_type
-from devtools.fake_llm import FakeLLM, text, tool_call
 from tests.test_tools_shell import alive
 
 NAMES = "__import__('json').dumps(sorted(k for k in globals() if not k.startswith('_')))"
@@ -18,7 +19,9 @@ COUNT = "__import__('json').dumps(get_ipython().execution_count)"
 
 
 def kernel_env(jp_serverapp: Any, kernel_id: str | None = None) -> KernelEnvironment:
-    return KernelEnvironment(jp_serverapp.kernel_manager, jp_serverapp.session_manager, Path(jp_serverapp.root_dir), NOTEBOOK, kernel_id)
+    return KernelEnvironment(
+        jp_serverapp.kernel_manager, jp_serverapp.session_manager, Path(jp_serverapp.root_dir), NOTEBOOK, kernel_id
+    )
 
 
 async def run_in_kernel(jp_serverapp: Any, code: str) -> None:
@@ -34,11 +37,21 @@ async def test_diagnostics_route_knows_the_kernels_names(api: Api, jp_serverapp:
     await run_in_kernel(jp_serverapp, "df_known = 1")
     env = kernel_env(jp_serverapp)
     names_before, count_before = await env.evaluate_json(NAMES), await env.evaluate_json(COUNT)
-    for body in ({"code": "print(df_known, unknown_x)", "path": NOTEBOOK}, {"code": "print(df_known, unknown_x)", "kernel_id": notebook_kernel}):
+    for body in (
+        {"code": "print(df_known, unknown_x)", "path": NOTEBOOK},
+        {"code": "print(df_known, unknown_x)", "kernel_id": notebook_kernel},
+    ):
         code, data = await api.call("POST", "diagnostics", body, expect=200)
         assert data == {
             "diagnostics": [
-                {"line": 1, "column": 17, "severity": "error", "code": "F821", "message": "undefined name 'unknown_x'", "source": "pyflakes"}
+                {
+                    "line": 1,
+                    "column": 17,
+                    "severity": "error",
+                    "code": "F821",
+                    "message": "undefined name 'unknown_x'",
+                    "source": "pyflakes",
+                }
             ]
         }
     # The kernel was asked silently: no new names, no execution count.
@@ -75,10 +88,16 @@ async def test_resources_route(api: Api, jp_serverapp: Any, jp_root_dir: Path, n
     (jp_root_dir / "folder" / "deep").mkdir(parents=True)
     (jp_root_dir / "folder" / "one.bin").write_bytes(bytes(3000))
     (jp_root_dir / "folder" / "deep" / "two.bin").write_bytes(bytes(5000))
-    await run_in_kernel(jp_serverapp, "import pandas as pd\ndf = pd.DataFrame({'a': range(1000), 'b': ['x'] * 1000})\nnot_df = [1, 2]")
+    await run_in_kernel(
+        jp_serverapp, "import pandas as pd\ndf = pd.DataFrame({'a': range(1000), 'b': ['x'] * 1000})\nnot_df = [1, 2]"
+    )
     env = kernel_env(jp_serverapp)
     names_before = await env.evaluate_json(NAMES)
-    body = {"files": ["data.csv", "folder", "missing.csv"], "dataframes": ["df", "not_df", "nope", "bad name!"], "kernel_id": notebook_kernel}
+    body = {
+        "files": ["data.csv", "folder", "missing.csv"],
+        "dataframes": ["df", "not_df", "nope", "bad name!"],
+        "kernel_id": notebook_kernel,
+    }
     _, data = await api.call("POST", "resources", body, expect=200)
     assert set(data) == {"files", "dataframes", "system", "kernel"}  # kernel: its process tree's CPU and memory
     assert data["files"]["data.csv"] == {"bytes": 4004, "human": "3.9 KiB", "type": "file"}
@@ -111,7 +130,9 @@ async def _until_approval(api: Api, thread: str, after: int = 0) -> tuple[dict[s
 
 async def test_run_execute_command_after_approval(api: Api, fake_llm: FakeLLM, jp_root_dir: Path) -> None:
     (jp_root_dir / "sub").mkdir()
-    fake_llm.script(tool_call("execute_command", {"command": "echo hi; echo warn >&2; pwd", "cwd": "sub"}, id="cmd1"), text("done"))
+    fake_llm.script(
+        tool_call("execute_command", {"command": "echo hi; echo warn >&2; pwd", "cwd": "sub"}, id="cmd1"), text("done")
+    )
     thread = await api.new_thread()
     await api.run(thread, "run it")
     approval, first = await _until_approval(api, thread)
@@ -126,12 +147,18 @@ async def test_run_execute_command_after_approval(api: Api, fake_llm: FakeLLM, j
     assert stdout.startswith("hi\n") and stdout.rstrip().endswith("/sub")
     assert [o["output"]["text"] for o in outputs if o["output"]["name"] == "stderr"] == ["warn\n"]
     result = of_type(events, "tool_result")[0]
-    assert (result["status"], result["name"]) == ("ok", "execute_command") and result["summary"].startswith("exit code 0")
+    assert (result["status"], result["name"]) == ("ok", "execute_command") and result["summary"].startswith(
+        "exit code 0"
+    )
     assert "exit code: 0" in tool_messages(fake_llm)[0] and "stderr:\nwarn" in tool_messages(fake_llm)[0]
 
 
-async def test_stop_during_a_command_kills_it(api: Api, fake_llm: FakeLLM, jp_serverapp: Any, jp_root_dir: Path) -> None:
-    fake_llm.script(tool_call("execute_command", {"command": "sleep 300 & echo $! > pid.txt; echo started; wait"}, id="slow"))
+async def test_stop_during_a_command_kills_it(
+    api: Api, fake_llm: FakeLLM, jp_serverapp: Any, jp_root_dir: Path
+) -> None:
+    fake_llm.script(
+        tool_call("execute_command", {"command": "sleep 300 & echo $! > pid.txt; echo started; wait"}, id="slow")
+    )
     thread = await api.new_thread()
     await api.run(thread, "sleep")
     _, first = await _until_approval(api, thread)
@@ -174,7 +201,9 @@ async def test_run_check_resource_and_cell_card_use_the_notebooks_kernel(
     api: Api, fake_llm: FakeLLM, jp_serverapp: Any, notebook_kernel: str
 ) -> None:
     pytest.importorskip("pandas")
-    await run_in_kernel(jp_serverapp, "import pandas as pd\nsales = pd.DataFrame({'x': range(250), 'y': 1.5})\ndf_known = 1")
+    await run_in_kernel(
+        jp_serverapp, "import pandas as pd\nsales = pd.DataFrame({'x': range(250), 'y': 1.5})\ndf_known = 1"
+    )
     fake_llm.script(
         tool_call("check_resource", {"dataframes": ["sales", "missing_df"]}, id="r1"),
         tool_call("run_cell", {"code": "print(df_known, unknown_x)"}, id="c1"),
@@ -190,13 +219,17 @@ async def test_run_check_resource_and_cell_card_use_the_notebooks_kernel(
     assert "System memory:" in report and "GPUs: none" in report
     # The run_cell approval card carries diagnostics that know the kernel's names.
     assert approval["id"] == "c1"
-    assert [(d["line"], d["column"], d["message"]) for d in approval["diagnostics"]] == [(1, 17, "undefined name 'unknown_x'")]
+    assert [(d["line"], d["column"], d["message"]) for d in approval["diagnostics"]] == [
+        (1, 17, "undefined name 'unknown_x'")
+    ]
     await api.approve(thread, "c1", "reject", reason="not now")
     events = await api.until_finished(thread, first[-1]["seq"])
     assert events[-1]["status"] == "completed"
 
 
-async def test_dead_kernel_gives_per_name_errors_not_a_failure(api: Api, jp_serverapp: Any, notebook_kernel: str) -> None:
+async def test_dead_kernel_gives_per_name_errors_not_a_failure(
+    api: Api, jp_serverapp: Any, notebook_kernel: str
+) -> None:
     import signal
 
     manager = jp_serverapp.kernel_manager.get_kernel(notebook_kernel)
@@ -210,5 +243,7 @@ async def test_dead_kernel_gives_per_name_errors_not_a_failure(api: Api, jp_serv
     _, data = await api.call("POST", "resources", {"dataframes": ["df"], "kernel_id": notebook_kernel}, expect=200)
     assert "is not running" in data["dataframes"]["df"]["error"] and data["system"]["mem_total"] > 0
     _, data = await api.call("POST", "diagnostics", {"code": "print(gone)", "kernel_id": notebook_kernel}, expect=200)
-    assert [d["message"] for d in data["diagnostics"]] == ["undefined name 'gone'"] and "kernel could not be asked" in data["note"]
+    assert [d["message"] for d in data["diagnostics"]] == [
+        "undefined name 'gone'"
+    ] and "kernel could not be asked" in data["note"]
     assert asyncio.get_running_loop().time() - started < 10

@@ -1,5 +1,6 @@
 """execute_command: output, stdin, streaming in batches, bounds, and no process surviving a
 time-out, a Stop or the end of the command."""
+
 from __future__ import annotations
 
 import asyncio
@@ -9,9 +10,8 @@ from typing import Any
 
 import pytest
 
-from agent_core.tools import TOOLS, ToolInputError, ToolOutcome
 from agent_core.output_digest import BoundedText
-from agent_core.tools import shell
+from agent_core.tools import TOOLS, ToolInputError, ToolOutcome, shell
 from tests.tools_env import Ctx
 
 SPEC = TOOLS["execute_command"]
@@ -52,7 +52,15 @@ async def test_output_exit_code_and_streamed_events(tmp_path: Path) -> None:
     ctx = Ctx(tmp_path)
     out = await run(tmp_path, ctx, command="echo hello; echo oops >&2; exit 3")
     assert out.status == "error"
-    assert out.content.splitlines() == ["$ echo hello; echo oops >&2; exit 3", "(cwd: .)", "exit code: 3", "stdout:", "hello", "stderr:", "oops"]
+    assert out.content.splitlines() == [
+        "$ echo hello; echo oops >&2; exit 3",
+        "(cwd: .)",
+        "exit code: 3",
+        "stdout:",
+        "hello",
+        "stderr:",
+        "oops",
+    ]
     assert streamed(ctx.events, "stdout") == "hello\n" and streamed(ctx.events, "stderr") == "oops\n"
     assert {e["output"]["output_type"] for e in ctx.events} == {"stream"}
     ok = await run(tmp_path, command="printf '\\033[31mred\\033[0m'")
@@ -102,7 +110,10 @@ async def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
 
 async def test_background_leftovers_are_stopped_when_the_command_ends(tmp_path: Path) -> None:
     started = time.monotonic()
-    out = await run(tmp_path, command="nohup sleep 300 >/dev/null 2>&1 & echo $! > pid.txt; sleep 300 & echo $! >> pid.txt; echo done")
+    out = await run(
+        tmp_path,
+        command="nohup sleep 300 >/dev/null 2>&1 & echo $! > pid.txt; sleep 300 & echo $! >> pid.txt; echo done",
+    )
     assert time.monotonic() - started < 5
     assert out.status == "ok" and "done" in out.content and "background processes" in out.content
     await asyncio.sleep(0.1)
@@ -162,4 +173,8 @@ def test_bounded_text_keeps_head_and_tail() -> None:
     for i in range(1000):
         kept.add(f"{i:04}")
     text = kept.text()
-    assert text.startswith("00000001000200030004") and text.endswith("09980999") and "[... 3970 characters cut ...]" in text
+    assert (
+        text.startswith("00000001000200030004")
+        and text.endswith("09980999")
+        and "[... 3970 characters cut ...]" in text
+    )

@@ -1,4 +1,5 @@
 """Skills: built-in playbooks, the user folder overriding them, the prompt section, load_skill."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -34,8 +35,12 @@ def test_built_in_skills_are_real_playbooks(user_dir: Path) -> None:
 
 async def test_user_folder_adds_and_overrides(user_dir: Path) -> None:
     user_dir.mkdir(parents=True)
-    (user_dir / "mine.md").write_text("---\nname: Team Reports\ndescription: 'How our team writes reports.'\n---\nUse the template.\n")
-    (user_dir / "pyspark.md").write_text("---\nname: pyspark\ndescription: Our cluster's rules.\n---\nAlways use the yarn queue.\n")
+    (user_dir / "mine.md").write_text(
+        "---\nname: Team Reports\ndescription: 'How our team writes reports.'\n---\nUse the template.\n"
+    )
+    (user_dir / "pyspark.md").write_text(
+        "---\nname: pyspark\ndescription: Our cluster's rules.\n---\nAlways use the yarn queue.\n"
+    )
     (user_dir / "broken.md").write_text("---\nname: broken\n")  # no closing line: skipped, not fatal
     (user_dir / "latin.md").write_bytes(b"caf\xe9")
     skills = load_skills()
@@ -47,7 +52,9 @@ async def test_user_folder_adds_and_overrides(user_dir: Path) -> None:
     assert out.content == "# Skill: team-reports\n\nUse the template.\n"
     out = await spec.run({"name": "pyspark"}, Ctx(user_dir)())
     assert "yarn queue" in out.content
-    with pytest.raises(ToolInputError, match="no skill named 'deep-learning'; available skills: data-analysis, .*team-reports"):
+    with pytest.raises(
+        ToolInputError, match="no skill named 'deep-learning'; available skills: data-analysis, .*team-reports"
+    ):
         await spec.run({"name": "deep-learning"}, Ctx(user_dir)())
 
 

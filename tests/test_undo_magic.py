@@ -1,5 +1,6 @@
 """Undo through the `%agent` magic's ToolEnvironment (the kernel's own shell): an approved cell is
 snapshotted in the same kernel-side store the server uses."""
+
 from __future__ import annotations
 
 import asyncio
@@ -7,13 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from agent_core.thread_store import ThreadStore
-from tests.test_magic import Kernel, kernel, llm, places  # noqa: F401 (the magic's fixtures)
 from devtools.fake_llm import FakeLLM, tool_call
+from tests.test_magic import Kernel, kernel, llm, places  # noqa: F401 (the magic's fixtures)
 
 
 def test_the_magics_cells_are_snapshotted_in_the_kernel(kernel: Kernel, llm: FakeLLM) -> None:  # noqa: F811
     kernel.run("v = [1, 2]")
-    llm.script(tool_call("run_cell", {"code": "v.append(3)\nnew = 1"}, id="m1"), tool_call("final_answer", {"answer": "Done."}))
+    llm.script(
+        tool_call("run_cell", {"code": "v.append(3)\nnew = 1"}, id="m1"), tool_call("final_answer", {"answer": "Done."})
+    )
     out = kernel.run("%agent --new --yes change v")
     assert out.answers == ["Done."], out
     check = "import sys; s = sys.modules['_cellwright_undo'].steps['m1']; print(s['values'], s['absent'])"
@@ -22,6 +25,7 @@ def test_the_magics_cells_are_snapshotted_in_the_kernel(kernel: Kernel, llm: Fak
 
 def _events(data_dir: Path, title: str) -> list[dict[str, Any]]:
     """The stored events of the magic's thread with this title (the newest one)."""
+
     async def read() -> list[dict[str, Any]]:
         store = ThreadStore(data_dir / "cellwright" / "threads.sqlite")
         await store.open()
@@ -35,9 +39,13 @@ def _events(data_dir: Path, title: str) -> list[dict[str, Any]]:
 
 
 def test_a_generator_the_magics_cell_advances_is_not_undoable(
-    kernel: Kernel, llm: FakeLLM, places: dict[str, Path]  # noqa: F811
+    kernel: Kernel,
+    llm: FakeLLM,
+    places: dict[str, Path],  # noqa: F811
 ) -> None:
-    kernel.run("def _count():\n    yield from range(10)\ngen = _count()\nimport pandas as pd\ndf = pd.DataFrame({'a': [1]})")
+    kernel.run(
+        "def _count():\n    yield from range(10)\ngen = _count()\nimport pandas as pd\ndf = pd.DataFrame({'a': [1]})"
+    )
     llm.script(
         tool_call("run_cell", {"code": "df.head()"}, id="g0"),
         tool_call("run_cell", {"code": "gen.send(None)"}, id="g1"),

@@ -1,6 +1,7 @@
 """Issue 12 through the real routes, a real kernel and the scripted model: the approval card's
 impact and undoability, the snapshot before an approved cell and the undo that restores the kernel,
 rules saved from a rejection, provenance on cell_started, and hostile ids and cells."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -32,7 +33,9 @@ async def _run_approved(api: Api, thread: str, message: str, call_ids: list[str]
 
 async def _setup_df(api: Api, fake_llm: FakeLLM, thread: str) -> None:
     fake_llm.script(
-        tool_call("run_cell", {"code": "import pandas as pd\ndf = pd.DataFrame({'a': [1, 2, 3], 'b': [4, 5, 6]})"}, id="setup"),
+        tool_call(
+            "run_cell", {"code": "import pandas as pd\ndf = pd.DataFrame({'a': [1, 2, 3], 'b': [4, 5, 6]})"}, id="setup"
+        ),
         text("Loaded."),
     )
     await _run_approved(api, thread, "load", ["setup"])
@@ -55,7 +58,9 @@ async def test_undo_restores_a_frame_changed_in_place_and_removes_created_names(
     started = of_type(events, "cell_started")[-1]
     provenance = started["provenance"]
     assert provenance["tool_call_id"] == "change" and provenance["thread_id"] == thread
-    assert provenance["decision"] == "approved" and provenance["model"] == "fake-model" and provenance["undoable"] is True
+    assert (
+        provenance["decision"] == "approved" and provenance["model"] == "fake-model" and provenance["undoable"] is True
+    )
     assert await _kernel(jp_serverapp, notebook_kernel, "[list(df.columns), int(tmp)]") == [["a"], 60]
 
     code, answer = await api.call("POST", f"threads/{thread}/undo/change", {}, expect=200)
@@ -80,7 +85,11 @@ async def test_a_2_gb_array_is_not_undoable_before_approval(
     api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_serverapp: Any
 ) -> None:
     # np.zeros allocates lazily: 2 GB of address space, no memory touched.
-    await _kernel(jp_serverapp, notebook_kernel, "globals().__setitem__('big', __import__('numpy').zeros(2 * 1024**3, dtype='uint8')) or 1")
+    await _kernel(
+        jp_serverapp,
+        notebook_kernel,
+        "globals().__setitem__('big', __import__('numpy').zeros(2 * 1024**3, dtype='uint8')) or 1",
+    )
     fake_llm.script(tool_call("run_cell", {"code": "big[0] = 1"}, id="poke"), text("ok"))
     thread = await api.new_thread()
     await api.run(thread, "poke it")
@@ -128,7 +137,9 @@ async def test_a_rejection_saved_as_a_rule_reaches_the_next_run_and_warns_on_a_l
     assert warnings and any("no pip installs" in w for w in warnings)
 
 
-async def test_an_empty_rule_is_refused_and_the_call_stays_pending(api: Api, fake_llm: FakeLLM, notebook_kernel: str) -> None:
+async def test_an_empty_rule_is_refused_and_the_call_stays_pending(
+    api: Api, fake_llm: FakeLLM, notebook_kernel: str
+) -> None:
     fake_llm.script(tool_call("run_cell", {"code": "print(1)"}, id="c1"), text("ok"))
     thread = await api.new_thread()
     await api.run(thread, "print")
@@ -253,7 +264,9 @@ async def test_undoing_a_run_newest_first_brings_the_kernel_back_to_before_it(
     assert await _kernel(jp_serverapp, notebook_kernel, "[a, 'b' in globals()]") == [0, False]
 
 
-async def test_a_sub_agents_step_can_be_undone(api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_serverapp: Any) -> None:
+async def test_a_sub_agents_step_can_be_undone(
+    api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_serverapp: Any
+) -> None:
     fake_llm.script(
         tool_call("task", {"agent": "python_developer", "description": "Set q."}, id="p1"),
         tool_call("run_cell", {"code": "q = 7"}, id="dev1"),
@@ -279,7 +292,11 @@ async def test_a_generator_advanced_by_a_call_is_not_undoable_while_df_head_is(
     api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_serverapp: Any
 ) -> None:
     env = jp_serverapp.web_app.settings["cellwright"].kernel_environment(NOTEBOOK, notebook_kernel)
-    run = await env.run_cell("setup", GENERATOR + "import pandas as pd\ndf = pd.DataFrame({'a': [1, 2]})\ns = 'x'\nlst = [1]", lambda event: None)
+    run = await env.run_cell(
+        "setup",
+        GENERATOR + "import pandas as pd\ndf = pd.DataFrame({'a': [1, 2]})\ns = 'x'\nlst = [1]",
+        lambda event: None,
+    )
     assert run.status == "ok", run.outputs
     fake_llm.script(
         tool_call("run_cell", {"code": "df.head()\nprint(s.upper(), len(lst), lst.copy())"}, id="look"),
@@ -315,7 +332,9 @@ async def test_an_iterator_consumed_by_a_cell_is_restored_or_the_step_says_why_n
     # `it` copies (a list iterator): undo puts it back where it was. `pairs` wraps a generator: the
     # card cannot tell without running its copy, so the snapshot before the cell finds out and says so.
     env = jp_serverapp.web_app.settings["cellwright"].kernel_environment(NOTEBOOK, notebook_kernel)
-    run = await env.run_cell("setup", GENERATOR + "it = iter([1, 2, 3])\npairs = enumerate(_count())", lambda event: None)
+    run = await env.run_cell(
+        "setup", GENERATOR + "it = iter([1, 2, 3])\npairs = enumerate(_count())", lambda event: None
+    )
     assert run.status == "ok", run.outputs
     fake_llm.script(
         tool_call("run_cell", {"code": "for v in it:\n    break"}, id="iter"),

@@ -1,5 +1,6 @@
 """Images of the agent's cells: image parts for an endpoint that takes them; after a 400 for image
 parts, the run goes on with the text description and sends no more images in that thread."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -12,7 +13,13 @@ PLOT = f"from IPython.display import Image, display\ndisplay(Image(data=__import
 
 
 def image_parts(request: dict[str, Any]) -> list[dict[str, Any]]:
-    return [p for m in request["messages"] if isinstance(m["content"], list) for p in m["content"] if p.get("type") == "image_url"]
+    return [
+        p
+        for m in request["messages"]
+        if isinstance(m["content"], list)
+        for p in m["content"]
+        if p.get("type") == "image_url"
+    ]
 
 
 async def _plot_run(api: Api, kernel_id: str) -> tuple[str, list[dict[str, Any]]]:
@@ -35,7 +42,11 @@ async def test_vision_endpoint_gets_the_image(api: Api, fake_llm: FakeLLM, noteb
 
 async def test_refused_images_fall_back_to_descriptions(api: Api, fake_llm: FakeLLM, notebook_kernel: str) -> None:
     def no_images(body: dict[str, Any]) -> Any:
-        return error(400, "Invalid content type: image_url is only supported by vision models") if image_parts(body) else text("described")
+        return (
+            error(400, "Invalid content type: image_url is only supported by vision models")
+            if image_parts(body)
+            else text("described")
+        )
 
     fake_llm.script(tool_call("run_cell", {"code": PLOT}, id="plot"), no_images, no_images, no_images)
     thread, events = await _plot_run(api, notebook_kernel)

@@ -1,6 +1,7 @@
 """Issue 11 through the real routes, a real kernel and the scripted model: edit_cell on the right
 cell (or a clear error for a deleted one), Ask and Plan modes enforced on the server, token usage
 per run and thread, restart_kernel and a restart the user made, and the settings form's routes."""
+
 from __future__ import annotations
 
 import json
@@ -37,7 +38,10 @@ async def test_edit_cell_diffs_the_live_cell_and_reruns_it_in_place(
     )
     thread = await api.new_thread()
     # The browser's copy differs from the saved file: the card diffs against what the user sees.
-    live = [{"id": "first", "cell_type": "code", "source": "import math"}, {"id": "broken", "cell_type": "code", "source": "print(1/0)  # unsaved"}]
+    live = [
+        {"id": "first", "cell_type": "code", "source": "import math"},
+        {"id": "broken", "cell_type": "code", "source": "print(1/0)  # unsaved"},
+    ]
     await api.run(thread, "fix the cell", notebook_cells=live)
     first = await api.until_finished(thread)
     card = of_type(first, "approval_required")[0]
@@ -71,7 +75,9 @@ async def test_edit_cell_on_a_deleted_cell_tells_the_model_and_changes_nothing(
     assert (jp_root_dir / NOTEBOOK).read_text() == saved and events[-1]["status"] == "completed"
 
 
-async def test_run_cell_gives_its_cell_an_id_the_model_can_edit(api: Api, fake_llm: FakeLLM, notebook_kernel: str) -> None:
+async def test_run_cell_gives_its_cell_an_id_the_model_can_edit(
+    api: Api, fake_llm: FakeLLM, notebook_kernel: str
+) -> None:
     fake_llm.script(tool_call("run_cell", {"code": "print('hi')"}, id="r1"), text("done"))
     thread = await api.new_thread()
     await api.run(thread, "say hi")
@@ -83,7 +89,9 @@ async def test_run_cell_gives_its_cell_an_id_the_model_can_edit(api: Api, fake_l
     assert f"cell_id {started['cell_id']}" in _tool_messages(fake_llm.requests[-1])[-1]
 
 
-async def test_ask_mode_offers_read_only_tools_and_refuses_run_cell(api: Api, fake_llm: FakeLLM, notebook_kernel: str) -> None:
+async def test_ask_mode_offers_read_only_tools_and_refuses_run_cell(
+    api: Api, fake_llm: FakeLLM, notebook_kernel: str
+) -> None:
     fake_llm.script(tool_call("run_cell", {"code": "import os; os.remove('x')"}, id="sneaky"), text("Here is how."))
     thread = await api.new_thread()
     await api.run(thread, "how do I delete x?", autonomy="ask")
@@ -93,14 +101,24 @@ async def test_ask_mode_offers_read_only_tools_and_refuses_run_cell(api: Api, fa
     assert of_type(events, "tool_result")[0]["status"] == "error"
     offered = _tool_names(fake_llm.requests[0])
     assert "read_file" in offered and "final_answer" in offered
-    assert not offered & {"run_cell", "edit_cell", "execute_command", "write_file", "edit_file", "add_markdown", "restart_kernel"}
+    assert not offered & {
+        "run_cell",
+        "edit_cell",
+        "execute_command",
+        "write_file",
+        "edit_file",
+        "add_markdown",
+        "restart_kernel",
+    }
     assert "Mode: Ask" in fake_llm.requests[0]["messages"][0]["content"]
     assert "not available in Ask mode" in _tool_messages(fake_llm.requests[-1])[-1]
     _, detail = await api.call("GET", f"threads/{thread}", expect=200)
     assert detail["autonomy"] == "ask"
 
 
-async def test_plan_mode_stops_at_the_plan_and_proceeds_once_approved(api: Api, fake_llm: FakeLLM, notebook_kernel: str) -> None:
+async def test_plan_mode_stops_at_the_plan_and_proceeds_once_approved(
+    api: Api, fake_llm: FakeLLM, notebook_kernel: str
+) -> None:
     plan = [{"content": "Load data", "status": "pending"}, {"content": "Plot", "status": "pending"}]
     fake_llm.script(
         tool_call("write_todos", {"todos": plan}, id="plan1"),
@@ -212,6 +230,8 @@ async def test_a_cell_left_out_of_the_live_cells_is_diffed_against_the_saved_fil
     _write_notebook(jp_root_dir, [("big", "data = 'saved source'")])
     fake_llm.script(tool_call("edit_cell", {"cell_id": "big", "source": "data = 'new'"}, id="e2"))
     thread = await api.new_thread()
-    await api.run(thread, "change it", notebook_cells=[{"id": "big", "cell_type": "code", "source": "", "truncated": True}])
+    await api.run(
+        thread, "change it", notebook_cells=[{"id": "big", "cell_type": "code", "source": "", "truncated": True}]
+    )
     card = of_type(await api.until_finished(thread), "approval_required")[0]
     assert "-data = 'saved source'" in card["diff"] and "+data = 'new'" in card["diff"]

@@ -1,5 +1,6 @@
 """A small ToolEnvironment for the pure parts of the tools (files, shell, skills): a root folder and
 no kernel. Kernel-related parts are tested against the real KernelEnvironment (test_tools_routes)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -6,14 +6,19 @@ scripts/generate_contract.py; tests/test_contract.py fails when a generated file
 
 The names below load on first use: building the models takes tens of milliseconds that Jupyter's
 start-up should not pay (the settings need only `choices`)."""
+
 from __future__ import annotations
 
 from importlib import import_module
 from typing import Any
 
 _HOME = {
-    **dict.fromkeys(("EVENT_TYPES", "CellwrightEvent", "EventType", "StreamEvent", "make_event", "validate_event"), "events"),
-    **dict.fromkeys(("CellStatus", "Mode", "RunStatus", "ThreadStatus", "TodoStatus", "ToolCalling", "ToolStatus"), "choices"),
+    **dict.fromkeys(
+        ("EVENT_TYPES", "CellwrightEvent", "EventType", "StreamEvent", "make_event", "validate_event"), "events"
+    ),
+    **dict.fromkeys(
+        ("CellStatus", "Mode", "RunStatus", "ThreadStatus", "TodoStatus", "ToolCalling", "ToolStatus"), "choices"
+    ),
     "WireModel": "shared",
 }
 __all__ = list(_HOME)

@@ -1,6 +1,7 @@
 """Every named schema of the contract in one JSON Schema `$defs` table: the route bodies and answers,
 the stream's events and the tools' arguments. The OpenAPI document and the TypeScript types are both
 written from this table, so they cannot disagree with each other."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,5 +1,6 @@
 """The contract's named choices (plain Literal aliases, no pydantic): the settings import them at
 server start, before anything needs the models, so loading them must cost nothing."""
+
 from __future__ import annotations
 
 from typing import Literal

@@ -1,9 +1,10 @@
 """Every event of a thread's stream (API.md, "Events"), once. `make_event` checks what an emitter
 sends against the model of its type, so a misspelt or mistyped field fails the test that emits it
 instead of reaching the panel."""
+
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, TypeAdapter
 from typing_extensions import TypeAliasType
@@ -87,7 +88,8 @@ class ToolOrigin(WireModel):
     tool: str = Field(description="The tool's own name: the MCP server's, or the Python function's.")
     server: str | None = Field(default=None, description="mcp: the configured server's name.")
     read_only_hint: bool | None = Field(
-        default=None, description="mcp: what the server's readOnlyHint annotation claims (not trusted); notebook: @tool(read_only=True)."
+        default=None,
+        description="mcp: what the server's readOnlyHint annotation claims (not trusted); notebook: @tool(read_only=True).",
     )
     file: str | None = Field(default=None, description="notebook: the file the function was defined in.")
     line: int | None = Field(default=None, description="notebook: its first line there.")
@@ -100,12 +102,18 @@ class ApprovalRequest(WireModel):
     name: str
     args: dict[str, Any]
     description: str = Field(description="One line for the card; a preview that found a problem says it here.")
-    diagnostics: list[Diagnostic] = Field(default_factory=list, description="run_cell: the linter's findings on the code.")
+    diagnostics: list[Diagnostic] = Field(
+        default_factory=list, description="run_cell: the linter's findings on the code."
+    )
     diff: str | None = Field(default=None, description="write_file / edit_file: the change as a unified diff.")
     command: str | None = Field(default=None, description="execute_command: the command line.")
-    cwd: str | None = Field(default=None, description='execute_command: its folder, relative to the root ("." for the root).')
+    cwd: str | None = Field(
+        default=None, description='execute_command: its folder, relative to the root ("." for the root).'
+    )
     will_fail: bool = Field(default=False, description="The preview found that the call cannot succeed as it stands.")
-    impact: Impact | None = Field(default=None, description="run_cell, edit_cell, execute_command: what the call will touch.")
+    impact: Impact | None = Field(
+        default=None, description="run_cell, edit_cell, execute_command: what the call will touch."
+    )
     origin: ToolOrigin | None = Field(default=None, description="An MCP or notebook-defined tool: where it comes from.")
     agent: str = "main"
     task_id: str | None = None
@@ -146,7 +154,8 @@ class CellOutputEvent(EventBase):
         default=False, description="Beyond what the server stores for a cell: streamed to live readers only, no `id:`."
     )
     overflow_summary: bool = Field(
-        default=False, description='Stored at the end of a cell that overflowed: "[... N lines omitted ...]" and the tail.'
+        default=False,
+        description='Stored at the end of a cell that overflowed: "[... N lines omitted ...]" and the tail.',
     )
 
 
@@ -201,14 +210,18 @@ class UsageEvent(EventBase):
     run: Usage
     thread: Usage
     context_tokens: int = Field(description="The prompt of this call, in tokens: how full the context is.")
-    context_budget: int = Field(description="The history budget (context_token_budget); beyond it older turns are summarised.")
+    context_budget: int = Field(
+        description="The history budget (context_token_budget); beyond it older turns are summarised."
+    )
     summarized: bool = Field(default=False, description="Older turns were summarised to fit this call.")
 
 
 class RunFinishedEvent(EventBase):
     type: Literal["run_finished"]
     status: RunStatus
-    usage: Usage | None = Field(default=None, description="The run's totals so far (absent when no model call was made).")
+    usage: Usage | None = Field(
+        default=None, description="The run's totals so far (absent when no model call was made)."
+    )
 
 
 class StepUndoneEvent(EventBase, UndoResult):
@@ -227,36 +240,70 @@ class CaughtUpEvent(WireModel):
 
 
 THREAD_EVENTS: tuple[type[EventBase], ...] = (
-    RunStartedEvent, TokenEvent, ToolCallEvent, ApprovalRequiredEvent, CellStartedEvent, CellOutputEvent,
-    CellFinishedEvent, ToolResultEvent, TodosEvent, AgentSwitchEvent, FinalEvent, ErrorEvent, UsageEvent,
-    RunFinishedEvent, StepUndoneEvent,
-)  # fmt: skip
+    RunStartedEvent,
+    TokenEvent,
+    ToolCallEvent,
+    ApprovalRequiredEvent,
+    CellStartedEvent,
+    CellOutputEvent,
+    CellFinishedEvent,
+    ToolResultEvent,
+    TodosEvent,
+    AgentSwitchEvent,
+    FinalEvent,
+    ErrorEvent,
+    UsageEvent,
+    RunFinishedEvent,
+    StepUndoneEvent,
+)
 _EVENT_MODELS: tuple[type[WireModel], ...] = (*THREAD_EVENTS, CaughtUpEvent)
 MODEL_OF_TYPE: dict[str, type[WireModel]] = {
     get_args(model.model_fields["type"].annotation)[0]: model for model in _EVENT_MODELS
 }
 EVENT_TYPES: tuple[str, ...] = tuple(type_ for type_, model in MODEL_OF_TYPE.items() if model in THREAD_EVENTS)
 EventType = Literal[
-    "run_started", "token", "tool_call", "approval_required", "cell_started", "cell_output", "cell_finished",
-    "tool_result", "todos", "agent_switch", "final", "error", "usage", "run_finished", "step_undone", "caught_up",
-]  # fmt: skip
+    "run_started",
+    "token",
+    "tool_call",
+    "approval_required",
+    "cell_started",
+    "cell_output",
+    "cell_finished",
+    "tool_result",
+    "todos",
+    "agent_switch",
+    "final",
+    "error",
+    "usage",
+    "run_finished",
+    "step_undone",
+    "caught_up",
+]
 
 # An event of a thread's log (what the agent emits), a union on `type`.
 CellwrightEvent = TypeAliasType(
     "CellwrightEvent",
     Annotated[
-        Union[
-            RunStartedEvent, TokenEvent, ToolCallEvent, ApprovalRequiredEvent, CellStartedEvent, CellOutputEvent,
-            CellFinishedEvent, ToolResultEvent, TodosEvent, AgentSwitchEvent, FinalEvent, ErrorEvent, UsageEvent,
-            RunFinishedEvent, StepUndoneEvent,
-        ],
+        RunStartedEvent
+        | TokenEvent
+        | ToolCallEvent
+        | ApprovalRequiredEvent
+        | CellStartedEvent
+        | CellOutputEvent
+        | CellFinishedEvent
+        | ToolResultEvent
+        | TodosEvent
+        | AgentSwitchEvent
+        | FinalEvent
+        | ErrorEvent
+        | UsageEvent
+        | RunFinishedEvent
+        | StepUndoneEvent,
         Field(discriminator="type"),
     ],
-)  # fmt: skip
-# What `GET threads/{id}/events` sends: the thread's events, and the end-of-backlog marker.
-StreamEvent = TypeAliasType(
-    "StreamEvent", Annotated[Union[CellwrightEvent, CaughtUpEvent], Field(discriminator="type")]
 )
+# What `GET threads/{id}/events` sends: the thread's events, and the end-of-backlog marker.
+StreamEvent = TypeAliasType("StreamEvent", Annotated[CellwrightEvent | CaughtUpEvent, Field(discriminator="type")])
 STREAM_ADAPTER: TypeAdapter[Any] = TypeAdapter(StreamEvent)
 
 # Placeholders for what the log and the run's sink stamp later, so an emitted body validates alone.

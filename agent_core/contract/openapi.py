@@ -1,5 +1,6 @@
 """The OpenAPI 3.1 document of Cellwright's REST API, written from the route table and the models
 (served at `GET cellwright/api/openapi.json`, checked in as jupyter_ext/openapi.json)."""
+
 from __future__ import annotations
 
 import json
@@ -42,7 +43,7 @@ def openapi_document() -> dict[str, Any]:
                     "type": "apiKey",
                     "in": "header",
                     "name": "Authorization",
-                    "description": '"token <the server\'s token>", or Jupyter\'s login cookie; mutating methods '
+                    "description": "\"token <the server's token>\", or Jupyter's login cookie; mutating methods "
                     "also need the _xsrf cookie and its X-XSRFToken header.",
                 }
             },
@@ -66,7 +67,10 @@ def _operation(route: Route) -> dict[str, Any]:
     if parameters:
         operation["parameters"] = parameters
     if route.body is not None:
-        operation["requestBody"] = {"required": True, "content": {"application/json": {"schema": ref(route.body.__name__, REFS)}}}
+        operation["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": ref(route.body.__name__, REFS)}},
+        }
     responses = {str(status): _answer(status, answer) for status, answer in route.answers.items()}
     for status in sorted({*route.errors, AUTH_ERROR}):
         responses[str(status)] = {"description": HTTPStatus(status).phrase, "content": _json("ErrorBody")}

@@ -1,5 +1,6 @@
 """The shapes of tools from outside (agent_core.mcp, agent_core.notebook_tools): the `mcp_servers`
 setting as it is sent and shown, the MCP servers' status, and the kernel's @tool functions."""
+
 from __future__ import annotations
 
 from typing import Literal
@@ -38,7 +39,9 @@ class PublicMcpServer(WireModel):
 class McpToolInfo(WireModel):
     name: str
     description: str
-    read_only_hint: bool | None = Field(default=None, description="What the server claims; never a reason to skip approval.")
+    read_only_hint: bool | None = Field(
+        default=None, description="What the server claims; never a reason to skip approval."
+    )
 
 
 class McpServerStatus(PublicMcpServer):
@@ -57,7 +60,9 @@ class McpServers(WireModel):
 class NotebookToolInfo(WireModel):
     name: str
     description: str
-    read_only: bool = Field(description="Declared with @tool(read_only=True); runs unasked only if auto_approve_notebook_tools names it.")
+    read_only: bool = Field(
+        description="Declared with @tool(read_only=True); runs unasked only if auto_approve_notebook_tools names it."
+    )
     file: str | None = None
     line: int | None = None
 

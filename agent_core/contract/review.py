@@ -1,6 +1,7 @@
 """The shapes of review and undo (issue 12): what the approval card says a cell will touch
 (`impact`), where a notebook cell the agent wrote came from (`provenance` on cell_started, written
 into the cell's nbformat metadata under `cellwright`), and what undoing a step did."""
+
 from __future__ import annotations
 
 from typing import Literal
@@ -21,7 +22,9 @@ class Impact(WireModel):
 
     reads: list[ImpactItem]
     assigns: list[ImpactItem]
-    mutates: list[ImpactItem] = Field(description="Changed in place: method calls such as inplace=True, item or attribute assignment.")
+    mutates: list[ImpactItem] = Field(
+        description="Changed in place: method calls such as inplace=True, item or attribute assignment."
+    )
     deletes: list[ImpactItem]
     files_written: list[ImpactItem]
     network: list[ImpactItem]
@@ -29,9 +32,12 @@ class Impact(WireModel):
     shell: list[ImpactItem]
     unknown: list[ImpactItem] = Field(description="Effects the analysis cannot see through (exec, a parse error, ...).")
     parse_error: str | None = None
-    undoable: bool = Field(description="The kernel part of the step can be undone (its changed variables can be snapshotted).")
+    undoable: bool = Field(
+        description="The kernel part of the step can be undone (its changed variables can be snapshotted)."
+    )
     not_undoable_reason: str | None = Field(
-        default=None, description="Why the step cannot be undone in the kernel, or which effects an undo leaves (files, network...)."
+        default=None,
+        description="Why the step cannot be undone in the kernel, or which effects an undo leaves (files, network...).",
     )
     rule_warnings: list[str] = Field(description="Workspace rules (.cellwright/rules.md) this call appears to break.")
     suggested_rule: str | None = Field(
@@ -52,7 +58,9 @@ class Provenance(WireModel):
     agent: str
     decision: ProvenanceDecision
     edited_from: str | None = Field(default=None, description='decision "edited": the code the agent proposed.')
-    undoable: bool = Field(description="A snapshot of the variables the cell changes was kept: POST undo can restore them.")
+    undoable: bool = Field(
+        description="A snapshot of the variables the cell changes was kept: POST undo can restore them."
+    )
     not_undoable_reason: str | None = None
 
 
@@ -61,6 +69,12 @@ class UndoResult(WireModel):
 
     restored: list[str] = Field(description="Variables set back to their value before the step.")
     removed: list[str] = Field(description="Variables the step created, deleted again.")
-    not_undone: list[str] = Field(description="Effects outside the kernel that stay (files written, network, installs, shell).")
-    cell_id: str | None = Field(default=None, description="The step's notebook cell: removed, or (edit) given its previous source back.")
-    edit: bool = Field(default=False, description="The step edited an existing cell (edit_cell) rather than adding one.")
+    not_undone: list[str] = Field(
+        description="Effects outside the kernel that stay (files written, network, installs, shell)."
+    )
+    cell_id: str | None = Field(
+        default=None, description="The step's notebook cell: removed, or (edit) given its previous source back."
+    )
+    edit: bool = Field(
+        default=False, description="The step edited an existing cell (edit_cell) rather than adding one."
+    )

@@ -1,22 +1,32 @@
 """The HTTP routes of API.md, once: each request body as a Pydantic model (the validator: strict
 types, bounded sizes, so no route reads a field it has not checked), each answer as a model, and the
 route table the OpenAPI document is generated from."""
+
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal, TypeVar, Union
+from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import BadRequest
-
 from .events import ApprovalRequest
 from .outside_tools import McpServers, McpServerSetting, NotebookTools, PublicMcpServer
 from .review import UndoResult
 from .shared import (
-    ApprovalDecision, Autonomy, CheckpointerKind, Diagnostic, LiveCell, Mode, ThreadStatus, Todo, ToolCalling, Usage, WireModel,
-)  # fmt: skip
+    ApprovalDecision,
+    Autonomy,
+    CheckpointerKind,
+    Diagnostic,
+    LiveCell,
+    Mode,
+    ThreadStatus,
+    Todo,
+    ToolCalling,
+    Usage,
+    WireModel,
+)
 
 MAX_BODY_BYTES = 8 * 1024 * 1024  # an edited write_file may carry up to 5 MB of content
 MAX_JSON_DEPTH = 64
@@ -61,9 +71,10 @@ class StartRun(Body):
     autonomy: Autonomy = "agent"
     notebook_cells: list[LiveCell] | None = NotebookCells
     disabled_mcp_servers: list[str] | None = Field(
-        default=None, max_length=64,
+        default=None,
+        max_length=64,
         description="MCP servers this thread does not use (kept with the thread until a run sends another list).",
-    )  # fmt: skip
+    )
     field_kinds: ClassVar[dict[str, str]] = {"mode": "bad_mode", "autonomy": "bad_autonomy"}
 
 
@@ -72,9 +83,10 @@ class Decision(Body):
     args: dict[str, Any] | None = Field(default=None, description="edit: the arguments to run instead.")
     reason: str | None = Field(default=None, max_length=20_000, description="reject: told to the model.")
     save_rule: str | None = Field(
-        default=None, max_length=MAX_RULE_CHARS,
+        default=None,
+        max_length=MAX_RULE_CHARS,
         description="reject: also keep this text as a workspace rule (.cellwright/rules.md), given to the agent on every run.",
-    )  # fmt: skip
+    )
     kernel_id: str | None = Id_
     notebook_cells: list[LiveCell] | None = NotebookCells
     field_kinds: ClassVar[dict[str, str]] = {"decision": "bad_decision", "args": "bad_args"}
@@ -175,7 +187,9 @@ class PublicConfig(WireModel):
     databases: dict[str, str] = Field(
         default_factory=dict, description="sql_query's databases: name -> SQLAlchemy URL with credentials masked (***)."
     )
-    embedding_model: str = Field(default="", description="The embedding model of search_knowledge; empty for BM25 only.")
+    embedding_model: str = Field(
+        default="", description="The embedding model of search_knowledge; empty for BM25 only."
+    )
     sources: dict[str, SettingSource] = Field(
         description="Where each editable setting's value comes from: saved by PUT config, a Jupyter config file, "
         "an environment variable, or the default."
@@ -295,10 +309,10 @@ class KernelUsage(WireModel):
 
 
 class Resources(WireModel):
-    files: dict[str, Union[FileSize, EntryError]]
-    dataframes: dict[str, Union[DataFrameSize, EntryError]]
+    files: dict[str, FileSize | EntryError]
+    dataframes: dict[str, DataFrameSize | EntryError]
     system: SystemResources
-    kernel: Union[KernelUsage, EntryError, None] = Field(
+    kernel: KernelUsage | EntryError | None = Field(
         default=None, description="With kernel_id or notebook_path: the kernel's CPU and memory (API.md, Additions)."
     )
 
@@ -331,7 +345,9 @@ class Variables(WireModel):
     """The kernel's user variables for @ completion: largest and most recently assigned first."""
 
     variables: list[Variable]
-    note: str | None = Field(default=None, description='Why the list is empty or short, e.g. "kernel busy: no snapshot".')
+    note: str | None = Field(
+        default=None, description='Why the list is empty or short, e.g. "kernel busy: no snapshot".'
+    )
 
 
 # -- the route table (paths under cellwright/api/)
@@ -366,46 +382,115 @@ AFTER = (
 ROUTES: tuple[Route, ...] = (
     Route("get", "health", "Version, model and storage of the server.", {200: Health}),
     Route("get", "config", "The settings, without secrets.", {200: PublicConfig}),
-    Route("put", "config", "Change settings at run time (kept in the Jupyter data directory).", {200: PublicConfig}, ConfigUpdate, BODY_ERRORS),
+    Route(
+        "put",
+        "config",
+        "Change settings at run time (kept in the Jupyter data directory).",
+        {200: PublicConfig},
+        ConfigUpdate,
+        BODY_ERRORS,
+    ),
     Route("get", "config/models", "The models the configured endpoint lists.", {200: ModelList}),
     Route(
-        "post", "config/test", "One tiny request to the endpoint: reachable, key accepted, model known, tools.",
-        {200: ConnectionReport}, ConnectionTest, BODY_ERRORS,
+        "post",
+        "config/test",
+        "One tiny request to the endpoint: reachable, key accepted, model known, tools.",
+        {200: ConnectionReport},
+        ConnectionTest,
+        BODY_ERRORS,
     ),
     Route("post", "threads", "Create a thread.", {201: Thread}, CreateThread, BODY_ERRORS),
     Route("get", "threads", "Every thread, newest first.", {200: ThreadList}),
-    Route("get", "threads/{thread_id}", "A thread with its messages, todos and pending approval.", {200: ThreadDetail}, errors=(404,)),
+    Route(
+        "get",
+        "threads/{thread_id}",
+        "A thread with its messages, todos and pending approval.",
+        {200: ThreadDetail},
+        errors=(404,),
+    ),
     Route("delete", "threads/{thread_id}", "Delete a thread.", {204: None}, errors=(404, 409)),
     Route(
-        "post", "threads/{thread_id}/runs", "Start a run; 409 while one is active or awaiting approval.",
-        {202: RunAccepted}, StartRun, (*BODY_ERRORS, 404, 409),
+        "post",
+        "threads/{thread_id}/runs",
+        "Start a run; 409 while one is active or awaiting approval.",
+        {202: RunAccepted},
+        StartRun,
+        (*BODY_ERRORS, 404, 409),
     ),
     Route(
-        "get", "threads/{thread_id}/events", "The thread's events after `after`, then the active run's live.",
-        {200: EVENT_STREAM}, errors=(400, 404), params=AFTER,
+        "get",
+        "threads/{thread_id}/events",
+        "The thread's events after `after`, then the active run's live.",
+        {200: EVENT_STREAM},
+        errors=(400, 404),
+        params=AFTER,
     ),
     Route(
-        "post", "threads/{thread_id}/approvals/{tool_call_id}", "Approve, edit or reject the pending call.",
-        {202: RunAccepted}, Decision, (*BODY_ERRORS, 404, 409),
+        "post",
+        "threads/{thread_id}/approvals/{tool_call_id}",
+        "Approve, edit or reject the pending call.",
+        {202: RunAccepted},
+        Decision,
+        (*BODY_ERRORS, 404, 409),
     ),
     Route(
-        "post", "threads/{thread_id}/undo/{tool_call_id}",
+        "post",
+        "threads/{thread_id}/undo/{tool_call_id}",
         "Undo a step: restore the variables it changed, delete the ones it created; 409 when it cannot be undone (any "
         "more). To undo a run, undo its steps newest first.",
-        {200: UndoResult}, errors=(404, 409),
+        {200: UndoResult},
+        errors=(404, 409),
     ),
-    Route("post", "threads/{thread_id}/cancel", "Stop the run (interrupts the kernel if a cell runs).", {202: CancelAccepted}, errors=(404, 409)),
-    Route("post", "diagnostics", "Lint a cell's code or a .py file.", {200: DiagnosticsAnswer}, DiagnosticsRequest, (*BODY_ERRORS, 409)),
-    Route("post", "resources", "File sizes, DataFrame sizes, memory and GPUs.", {200: Resources}, ResourcesRequest, BODY_ERRORS),
-    Route("post", "variables", "The kernel's variables (name, type, shape), for @ mentions.", {200: Variables}, VariablesRequest, BODY_ERRORS),
-    Route("get", "mcp/servers", "The configured MCP servers: status (connected, failed and why) and tools.", {200: McpServers}),
     Route(
-        "post", "notebook_tools", "The kernel's @tool functions (silent: nothing runs in the kernel).",
-        {200: NotebookTools}, VariablesRequest, BODY_ERRORS,
+        "post",
+        "threads/{thread_id}/cancel",
+        "Stop the run (interrupts the kernel if a cell runs).",
+        {202: CancelAccepted},
+        errors=(404, 409),
     ),
-    Route("get", "knowledge/status", "The workspace index: files, chunks, last update, errors.", {200: KnowledgeStatus}),
+    Route(
+        "post",
+        "diagnostics",
+        "Lint a cell's code or a .py file.",
+        {200: DiagnosticsAnswer},
+        DiagnosticsRequest,
+        (*BODY_ERRORS, 409),
+    ),
+    Route(
+        "post",
+        "resources",
+        "File sizes, DataFrame sizes, memory and GPUs.",
+        {200: Resources},
+        ResourcesRequest,
+        BODY_ERRORS,
+    ),
+    Route(
+        "post",
+        "variables",
+        "The kernel's variables (name, type, shape), for @ mentions.",
+        {200: Variables},
+        VariablesRequest,
+        BODY_ERRORS,
+    ),
+    Route(
+        "get",
+        "mcp/servers",
+        "The configured MCP servers: status (connected, failed and why) and tools.",
+        {200: McpServers},
+    ),
+    Route(
+        "post",
+        "notebook_tools",
+        "The kernel's @tool functions (silent: nothing runs in the kernel).",
+        {200: NotebookTools},
+        VariablesRequest,
+        BODY_ERRORS,
+    ),
+    Route(
+        "get", "knowledge/status", "The workspace index: files, chunks, last update, errors.", {200: KnowledgeStatus}
+    ),
     Route("get", "openapi.json", "This document.", {200: OPENAPI_DOCUMENT}),
-)  # fmt: skip
+)
 
 
 # -- parsing a body

@@ -1,15 +1,26 @@
 """What events and route bodies share: the base model, the named enums and the small shapes
 (a todo, a suggested next step, a diagnostic, a notebook output)."""
+
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypeAliasType
 
 from .choices import (  # noqa: F401  (re-exported: one import for every shape)
-    Mode, Autonomy, ToolCalling, CheckpointerKind, RunStatus, ThreadStatus,
-    Vision, CellStatus, ToolStatus, TodoStatus, ApprovalDecision, DiagnosticSeverity,
+    ApprovalDecision,
+    Autonomy,
+    CellStatus,
+    CheckpointerKind,
+    DiagnosticSeverity,
+    Mode,
+    RunStatus,
+    ThreadStatus,
+    TodoStatus,
+    ToolCalling,
+    ToolStatus,
+    Vision,
 )
 
 
@@ -37,7 +48,9 @@ class Usage(WireModel):
 
     prompt_tokens: int
     completion_tokens: int
-    cached_tokens: int | None = Field(default=None, description="Prompt tokens the endpoint served from its cache, where it says.")
+    cached_tokens: int | None = Field(
+        default=None, description="Prompt tokens the endpoint served from its cache, where it says."
+    )
     estimated: bool = Field(description="Some of the figures are Cellwright's estimate (4 characters a token).")
     cost: float | None = Field(
         default=None, description="In the currency of the `prices` setting; absent when no price is set for the model."
@@ -50,7 +63,9 @@ class LiveCell(WireModel):
     id: str = Field(max_length=200, description="The nbformat cell id.")
     cell_type: Literal["code", "markdown", "raw"]
     source: str = Field(max_length=1_000_000)
-    truncated: bool = Field(default=False, description="The source was left out (the request's size cap): read it from the saved file.")
+    truncated: bool = Field(
+        default=False, description="The source was left out (the request's size cap): read it from the saved file."
+    )
 
 
 class Diagnostic(WireModel):
@@ -70,7 +85,7 @@ class Diagnostic(WireModel):
 class StreamOutput(WireModel):
     output_type: Literal["stream"]
     name: str = Field(description='"stdout" or "stderr".')
-    text: Union[str, list[str]]
+    text: str | list[str]
 
 
 class DisplayDataOutput(WireModel):
@@ -95,5 +110,5 @@ class ErrorOutput(WireModel):
 
 NbOutput = TypeAliasType(
     "NbOutput",
-    Annotated[Union[StreamOutput, DisplayDataOutput, ExecuteResultOutput, ErrorOutput], Field(discriminator="output_type")],
+    Annotated[StreamOutput | DisplayDataOutput | ExecuteResultOutput | ErrorOutput, Field(discriminator="output_type")],
 )

@@ -4,6 +4,7 @@ A small writer rather than json-schema-to-typescript: pydantic emits a small, re
 Schema (objects, arrays, unions, consts, enums, $refs), the names come out as the panel wants them
 (`TokenEvent`, `Mode`, a `ToolArgs` map) without title hints, and the drift test runs in pytest with
 no Node.js. Interfaces repeat their base's fields: the schemas are flat, and so is the output."""
+
 from __future__ import annotations
 
 import json
@@ -40,12 +41,18 @@ def typescript() -> str:
         placed.update(names)
         declarations = [_declaration(name, defs[name]) for name in names]
         if module is events:
-            declarations.append(_constant("EVENT_TYPES", events.EVENT_TYPES, "EventType", "The `type` of each CellwrightEvent."))
+            declarations.append(
+                _constant("EVENT_TYPES", events.EVENT_TYPES, "EventType", "The `type` of each CellwrightEvent.")
+            )
         parts.append(_section(title, declarations))
     tool_names = list(tool_args())
     tools = [_declaration(name, defs[name]) for name in defs if name not in placed]
-    tools.append(_constant("TOOL_NAMES", tool_names, "ToolName", "Every tool the model can see (the registry's order)."))
-    tools.append(_interface("ToolArgs", {name: model.__name__ for name, model in tool_args().items()}, "Each tool's arguments."))
+    tools.append(
+        _constant("TOOL_NAMES", tool_names, "ToolName", "Every tool the model can see (the registry's order).")
+    )
+    tools.append(
+        _interface("ToolArgs", {name: model.__name__ for name, model in tool_args().items()}, "Each tool's arguments.")
+    )
     parts.append(_section("tools", tools))
     parts.append(_section("routes", [_routes()]))
     return "\n".join(parts)
@@ -79,7 +86,9 @@ def _object_body(schema: dict[str, Any], indent: str) -> str:
         prop = properties[name]
         key = name if IDENTIFIER.match(name) else json.dumps(name)
         optional = "" if name in required else "?"
-        lines.append(_doc(prop.get("description"), indent + "  ") + f"{indent}  {key}{optional}: {_type(prop, indent + '  ')};")
+        lines.append(
+            _doc(prop.get("description"), indent + "  ") + f"{indent}  {key}{optional}: {_type(prop, indent + '  ')};"
+        )
     if schema.get("additionalProperties") is True:
         lines.append(f"{indent}  [key: string]: unknown;")
     return "\n".join(lines) + f"\n{indent}}}"

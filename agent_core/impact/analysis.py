@@ -2,6 +2,7 @@
 and deletes, the files it writes, its network access, package installs and shell escapes, each with
 the line it comes from. What static analysis cannot see is listed under `unknown`, never guessed
 as safe. Pure Python (`ast` plus IPython's input transformer), bounded, and it never raises."""
+
 from __future__ import annotations
 
 import ast
@@ -21,8 +22,8 @@ OUTSIDE_KERNEL = ("files_written", "network", "installs", "shell", "unknown")
 
 @dataclass(frozen=True)
 class Finding:
-    name: str   # variable name, file path (source text, shortened), module, package or command
-    line: int   # 1-based line in the cell
+    name: str  # variable name, file path (source text, shortened), module, package or command
+    line: int  # 1-based line in the cell
 
     def as_dict(self) -> dict[str, object]:
         return {"name": self.name, "line": self.line}
@@ -85,9 +86,13 @@ class CodeImpact:
         """Why restoring the changed variables would not undo this cell, one sentence per reason
         (empty when the analysis sees nothing beyond the kernel's variables)."""
         reasons = []
-        labels = {"files_written": "writes or deletes files", "network": "uses the network",
-                  "installs": "installs packages", "shell": "runs shell commands",
-                  "unknown": "does things static analysis cannot see"}
+        labels = {
+            "files_written": "writes or deletes files",
+            "network": "uses the network",
+            "installs": "installs packages",
+            "shell": "runs shell commands",
+            "unknown": "does things static analysis cannot see",
+        }
         for category, label in labels.items():
             found = getattr(self, category)
             if found:
@@ -134,7 +139,9 @@ def _impact(sink: Sink, parse_error: str | None = None) -> CodeImpact:
         items = [Finding(name, line) for name, line in sink.found.get(category, {}).items()]
         return tuple(sorted(items, key=lambda item: item.line))
 
-    return CodeImpact(**{category: findings(category) for category in (*CATEGORIES, "touched")}, parse_error=parse_error)
+    return CodeImpact(
+        **{category: findings(category) for category in (*CATEGORIES, "touched")}, parse_error=parse_error
+    )
 
 
 def _analyze(code: str) -> CodeImpact:

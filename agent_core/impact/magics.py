@@ -1,6 +1,7 @@
 """What IPython magics and shell commands touch, by table: `%pip install` installs, `!rm x`
 writes files, `%%bash` is a shell, `%time <code>` runs Python in the kernel (analysed as such),
 an unknown magic is unknown. Shell text is read word by word, never executed or globbed."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -8,43 +9,179 @@ from dataclasses import dataclass
 # (category, name, line offset from the magic's own line)
 Effect = tuple[str, str, int]
 
-PACKAGE_MANAGERS = frozenset({
-    "pip", "pip3", "conda", "mamba", "micromamba", "uv", "poetry", "pipenv", "pipx", "apt", "apt-get",
-    "yum", "dnf", "apk", "brew", "npm", "yarn", "pnpm", "easy_install",
-})
-INSTALL_SUBCOMMANDS = frozenset({
-    "install", "uninstall", "remove", "add", "update", "upgrade", "sync", "create", "i",
-})
-NETWORK_COMMANDS = frozenset({
-    "curl", "wget", "ssh", "scp", "sftp", "ftp", "nc", "netcat", "telnet", "aws", "gsutil", "gcloud",
-    "az", "kaggle", "huggingface-cli", "rsync", "ping",
-})
+PACKAGE_MANAGERS = frozenset(
+    {
+        "pip",
+        "pip3",
+        "conda",
+        "mamba",
+        "micromamba",
+        "uv",
+        "poetry",
+        "pipenv",
+        "pipx",
+        "apt",
+        "apt-get",
+        "yum",
+        "dnf",
+        "apk",
+        "brew",
+        "npm",
+        "yarn",
+        "pnpm",
+        "easy_install",
+    }
+)
+INSTALL_SUBCOMMANDS = frozenset(
+    {
+        "install",
+        "uninstall",
+        "remove",
+        "add",
+        "update",
+        "upgrade",
+        "sync",
+        "create",
+        "i",
+    }
+)
+NETWORK_COMMANDS = frozenset(
+    {
+        "curl",
+        "wget",
+        "ssh",
+        "scp",
+        "sftp",
+        "ftp",
+        "nc",
+        "netcat",
+        "telnet",
+        "aws",
+        "gsutil",
+        "gcloud",
+        "az",
+        "kaggle",
+        "huggingface-cli",
+        "rsync",
+        "ping",
+    }
+)
 NETWORK_GIT = frozenset({"clone", "pull", "fetch", "push", "ls-remote", "submodule"})
-FILE_COMMANDS = frozenset({
-    "rm", "mv", "cp", "mkdir", "rmdir", "touch", "ln", "tee", "truncate", "chmod", "chown", "dd",
-    "unzip", "tar", "gunzip", "gzip", "zip", "shred",
-})
+FILE_COMMANDS = frozenset(
+    {
+        "rm",
+        "mv",
+        "cp",
+        "mkdir",
+        "rmdir",
+        "touch",
+        "ln",
+        "tee",
+        "truncate",
+        "chmod",
+        "chown",
+        "dd",
+        "unzip",
+        "tar",
+        "gunzip",
+        "gzip",
+        "zip",
+        "shred",
+    }
+)
 SEPARATORS = ("&&", "||", ";", "|", "\n")
 
 # Line magics that change nothing the card reports (display, introspection, settings).
-QUIET_LINE_MAGICS = frozenset({
-    "who", "whos", "who_ls", "pwd", "matplotlib", "config", "history", "hist", "lsmagic", "magic",
-    "page", "pinfo", "pinfo2", "pdoc", "pdef", "psource", "pfile", "precision", "xmode", "autoreload",
-    "aimport", "doctest_mode", "colors", "automagic", "autocall", "autosave", "tb", "pdb", "dirs",
-    "dhist", "pycat", "less", "more", "quickref", "psearch", "alias_magic", "clear", "bookmark", "ls",
-    "ll", "lf", "lk", "lx", "ldir", "cat", "man", "pprint", "logstate", "logstop", "logoff", "logon",
-    "watermark",
-})
+QUIET_LINE_MAGICS = frozenset(
+    {
+        "who",
+        "whos",
+        "who_ls",
+        "pwd",
+        "matplotlib",
+        "config",
+        "history",
+        "hist",
+        "lsmagic",
+        "magic",
+        "page",
+        "pinfo",
+        "pinfo2",
+        "pdoc",
+        "pdef",
+        "psource",
+        "pfile",
+        "precision",
+        "xmode",
+        "autoreload",
+        "aimport",
+        "doctest_mode",
+        "colors",
+        "automagic",
+        "autocall",
+        "autosave",
+        "tb",
+        "pdb",
+        "dirs",
+        "dhist",
+        "pycat",
+        "less",
+        "more",
+        "quickref",
+        "psearch",
+        "alias_magic",
+        "clear",
+        "bookmark",
+        "ls",
+        "ll",
+        "lf",
+        "lk",
+        "lx",
+        "ldir",
+        "cat",
+        "man",
+        "pprint",
+        "logstate",
+        "logstop",
+        "logoff",
+        "logon",
+        "watermark",
+    }
+)
 # Extensions that only add profiling, reloading or display magics.
-QUIET_EXTENSIONS = frozenset({"autoreload", "memory_profiler", "line_profiler", "snakeviz", "watermark",
-                              "tensorboard", "google.colab.data_table"})
+QUIET_EXTENSIONS = frozenset(
+    {
+        "autoreload",
+        "memory_profiler",
+        "line_profiler",
+        "snakeviz",
+        "watermark",
+        "tensorboard",
+        "google.colab.data_table",
+    }
+)
 # Line and cell magics whose argument (or body) is Python run in the kernel's namespace.
 PYTHON_MAGICS = frozenset({"time", "timeit", "prun", "capture", "debug", "memit", "mprun", "lprun"})
 SHELL_LINE_MAGICS = frozenset({"sx", "system", "sc", "cd", "pushd", "popd", "killbgscripts", "set_env"})
-SHELL_CELL_MAGICS = frozenset({
-    "bash", "sh", "script", "system", "sx", "!", "perl", "ruby", "python", "python2", "python3", "pypy",
-    "cmd", "powershell", "zsh",
-})
+SHELL_CELL_MAGICS = frozenset(
+    {
+        "bash",
+        "sh",
+        "script",
+        "system",
+        "sx",
+        "!",
+        "perl",
+        "ruby",
+        "python",
+        "python2",
+        "python3",
+        "pypy",
+        "cmd",
+        "powershell",
+        "zsh",
+    }
+)
 FILE_LINE_MAGICS = frozenset({"save", "store", "logstart", "notebook", "writefile", "mkdir", "rm", "rmdir", "mv", "cp"})
 DISPLAY_CELL_MAGICS = frozenset({"html", "HTML", "markdown", "latex", "svg"})
 INSTALL_MAGICS = frozenset({"pip", "conda", "mamba", "micromamba", "uv"})
@@ -84,7 +221,7 @@ def _segments(command: str) -> list[str]:
 def _program(word: str) -> str:
     name = word.strip("'\"").rsplit("/", 1)[-1].rsplit("\\", 1)[-1]
     for manager in ("pip", "python"):  # pip3.11, python3.12
-        if name.startswith(manager) and name[len(manager):].replace(".", "").isdigit():
+        if name.startswith(manager) and name[len(manager) :].replace(".", "").isdigit():
             return manager
     return name
 
@@ -94,7 +231,7 @@ def _is_install(words: list[str]) -> bool:
     for index, program in enumerate(programs):
         if program not in PACKAGE_MANAGERS:
             continue
-        rest = [word for word in words[index + 1:] if not word.startswith("-")]
+        rest = [word for word in words[index + 1 :] if not word.startswith("-")]
         for word in rest[:2]:  # `uv pip install`, `conda env create`
             if word in INSTALL_SUBCOMMANDS:
                 return True
@@ -129,10 +266,10 @@ def command_effects(command: str, label: str, *, shell: bool = True) -> list[tup
 @dataclass(frozen=True)
 class MagicEffect:
     effects: tuple[Effect, ...] = ()
-    python: str | None = None        # code the magic runs in the kernel's namespace
-    python_line_offset: int = 0      # where that code starts, relative to the magic's line
-    assigns: tuple[str, ...] = ()    # names the magic binds (`%%capture out`)
-    deletes: tuple[str, ...] = ()    # names it deletes (`%xdel x`)
+    python: str | None = None  # code the magic runs in the kernel's namespace
+    python_line_offset: int = 0  # where that code starts, relative to the magic's line
+    assigns: tuple[str, ...] = ()  # names the magic binds (`%%capture out`)
+    deletes: tuple[str, ...] = ()  # names it deletes (`%xdel x`)
 
 
 def _strip_options(args: str, with_values: str = "nrp") -> str:

@@ -3,12 +3,13 @@ packages", "don't overwrite raw_df"). Every rule goes into the agent's instructi
 module understands also turn into warnings on an approval card whose code breaks them. A reject
 on a card can be saved as a rule. The file is the user's: small, readable, edited by hand, so it
 is read bounded and never trusted to be well formed. Its path is fixed, never chosen by a model."""
+
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
 from .analysis import CodeImpact, Finding
 
@@ -17,40 +18,111 @@ MAX_RULES_BYTES = 32 * 1024
 MAX_RULES = 100
 MAX_RULE_CHARS = 300
 HEADER = (
-    "<!-- Cellwright rules for this workspace: one rule per line, each starting with \"- \".\n"
+    '<!-- Cellwright rules for this workspace: one rule per line, each starting with "- ".\n'
     "     The agent is told every rule; a proposed cell that breaks one it understands\n"
     "     (installs, network, shell commands, files, protected variables) gets a warning on\n"
     "     its approval card. Edit or delete lines freely. -->\n"
 )
 
-NEGATION_WORDS = frozenset({"never", "no", "not", "dont", "avoid", "stop", "forbid", "forbidden", "without",
-                            "refrain", "nothing"})
+NEGATION_WORDS = frozenset(
+    {"never", "no", "not", "dont", "avoid", "stop", "forbid", "forbidden", "without", "refrain", "nothing"}
+)
 # How a free-text reason that is meant as a rule starts ("no, wrong column" is not one).
-RULE_OPENINGS = ("never ", "don't ", "dont ", "do not ", "avoid ", "always ", "only ", "keep ", "leave ", "use ",
-                 "prefer ", "must ", "must not ", "stop ")
+RULE_OPENINGS = (
+    "never ",
+    "don't ",
+    "dont ",
+    "do not ",
+    "avoid ",
+    "always ",
+    "only ",
+    "keep ",
+    "leave ",
+    "use ",
+    "prefer ",
+    "must ",
+    "must not ",
+    "stop ",
+)
 TOPICS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("installs", ("install", "pip", "conda", "mamba", "new package", "packages", "dependencies")),
-    ("network", ("network", "internet", "http", "download", "web request", "requests", "online", "api call",
-                 "url", "upload")),
+    (
+        "network",
+        ("network", "internet", "http", "download", "web request", "requests", "online", "api call", "url", "upload"),
+    ),
     ("shell", ("shell", "terminal", "subprocess", "bash", "command line", "system command", "os.system")),
     ("files_written", ("file", "disk", "filesystem", "directory", "directories", "folder", "to_csv", "save")),
 )
-PROTECT_VERBS = ("overwrite", "modify", "change", "mutate", "touch", "delete", "drop", "reassign", "alter",
-                 "edit", "replace", "update", "rename", "del", "reset")
-GENERIC_WORDS = frozenset({"the", "a", "an", "any", "my", "our", "variable", "variables", "dataframe", "df's",
-                           "data", "anything", "everything", "it", "them", "this", "that", "or", "and", "nor",
-                           "original", "in", "place", "inplace", "kernel", "state", "notebook", "cells", "cell",
-                           "existing", "other", "others", "of", "with", "values"})
-CATEGORY_LABELS = {"installs": "installs", "network": "network access", "shell": "shell commands",
-                   "files_written": "file writes"}
+PROTECT_VERBS = (
+    "overwrite",
+    "modify",
+    "change",
+    "mutate",
+    "touch",
+    "delete",
+    "drop",
+    "reassign",
+    "alter",
+    "edit",
+    "replace",
+    "update",
+    "rename",
+    "del",
+    "reset",
+)
+GENERIC_WORDS = frozenset(
+    {
+        "the",
+        "a",
+        "an",
+        "any",
+        "my",
+        "our",
+        "variable",
+        "variables",
+        "dataframe",
+        "df's",
+        "data",
+        "anything",
+        "everything",
+        "it",
+        "them",
+        "this",
+        "that",
+        "or",
+        "and",
+        "nor",
+        "original",
+        "in",
+        "place",
+        "inplace",
+        "kernel",
+        "state",
+        "notebook",
+        "cells",
+        "cell",
+        "existing",
+        "other",
+        "others",
+        "of",
+        "with",
+        "values",
+    }
+)
+CATEGORY_LABELS = {
+    "installs": "installs",
+    "network": "network access",
+    "shell": "shell commands",
+    "files_written": "file writes",
+}
 CHANGE_VERBS = (("assigns", "assigns"), ("mutates", "changes"), ("deletes", "deletes"))
 
 
 @dataclass(frozen=True)
 class Rule:
-    text: str                         # the line as the user wrote it (without the leading "- ")
-    forbids: str | None               # "installs" | "network" | "shell" | "files_written" | None (free text)
-    protects: tuple[str, ...] = ()    # names the rule protects ("don't overwrite raw_df" -> ("raw_df",))
+    text: str  # the line as the user wrote it (without the leading "- ")
+    forbids: str | None  # "installs" | "network" | "shell" | "files_written" | None (free text)
+    protects: tuple[str, ...] = ()  # names the rule protects ("don't overwrite raw_df" -> ("raw_df",))
 
 
 def _clean(text: str) -> str:
@@ -66,12 +138,12 @@ def _normal(text: str) -> str:
     flat = " ".join(text.replace("\u2019", "'").replace("`", "").replace('"', "").split()).rstrip(".!")
     for prefix in ("please ", "you must ", "you should ", "the agent must ", "agent: ", "rule: "):
         if flat.lower().startswith(prefix):
-            flat = flat[len(prefix):]
+            flat = flat[len(prefix) :]
     return flat
 
 
 def _topic_word(word: str) -> bool:
-    """"files", "packages", "network": English words naming a rule's topic, not variables."""
+    """ "files", "packages", "network": English words naming a rule's topic, not variables."""
     lowered = word.lower()
     return lowered.isalpha() and any(stem in lowered for _, stems in TOPICS for stem in stems)
 
@@ -89,10 +161,20 @@ def _identifiers(words: list[str]) -> tuple[str, ...]:
 
 
 PROTECT_OPENINGS = ("keep", "treat")
-PROTECT_OPENED_ENDINGS: tuple[tuple[str, ...], ...] = (("unchanged",), ("intact",), ("as", "is"), ("read-only",),
-                                                      ("as", "read-only"), ("untouched",))
-PROTECT_ENDINGS: tuple[tuple[str, ...], ...] = (("is", "read-only"), ("are", "read-only"), ("must", "not", "change"),
-                                                ("must", "stay", "unchanged"))
+PROTECT_OPENED_ENDINGS: tuple[tuple[str, ...], ...] = (
+    ("unchanged",),
+    ("intact",),
+    ("as", "is"),
+    ("read-only",),
+    ("as", "read-only"),
+    ("untouched",),
+)
+PROTECT_ENDINGS: tuple[tuple[str, ...], ...] = (
+    ("is", "read-only"),
+    ("are", "read-only"),
+    ("must", "not", "change"),
+    ("must", "stay", "unchanged"),
+)
 
 
 def _protected(normal: str, negated: bool) -> tuple[str, ...]:
@@ -101,15 +183,15 @@ def _protected(normal: str, negated: bool) -> tuple[str, ...]:
     if len(words) > 2 and lowered[0] == "leave" and lowered[-1] == "alone":
         return _identifiers(words[1:-1])
     for ending in PROTECT_OPENED_ENDINGS:
-        if len(words) > len(ending) + 1 and lowered[0] in PROTECT_OPENINGS and tuple(lowered[-len(ending):]) == ending:
-            return _identifiers(words[1:-len(ending)])
+        if len(words) > len(ending) + 1 and lowered[0] in PROTECT_OPENINGS and tuple(lowered[-len(ending) :]) == ending:
+            return _identifiers(words[1 : -len(ending)])
     for ending in PROTECT_ENDINGS:
-        if len(words) > len(ending) and tuple(lowered[-len(ending):]) == ending:
-            return _identifiers(words[:-len(ending)])
+        if len(words) > len(ending) and tuple(lowered[-len(ending) :]) == ending:
+            return _identifiers(words[: -len(ending)])
     if negated:
         for index, word in enumerate(lowered):
             if word.rstrip(",") in PROTECT_VERBS:
-                return _identifiers(words[index + 1:])
+                return _identifiers(words[index + 1 :])
     return ()
 
 
@@ -118,8 +200,8 @@ def _negation_window(lowered: str) -> str | None:
     one after a bare "no", the next five otherwise; None without a negation."""
     words = lowered.split()
     for index, word in enumerate(words):
-        if (word in NEGATION_WORDS or word.endswith("n't")) and words[index + 1: index + 2] != ["forget"]:
-            return " ".join(words[index + 1: index + (2 if word == "no" else 6)])
+        if (word in NEGATION_WORDS or word.endswith("n't")) and words[index + 1 : index + 2] != ["forget"]:
+            return " ".join(words[index + 1 : index + (2 if word == "no" else 6)])
     return None
 
 
@@ -143,8 +225,8 @@ def _list_item(line: str) -> str | None:
     if stripped[:2] in ("- ", "* ", "+ "):
         return stripped[2:]
     digits = len(stripped) - len(stripped.lstrip("0123456789"))
-    if 0 < digits <= 3 and stripped[digits:digits + 2] in (". ", ") "):
-        return stripped[digits + 2:]
+    if 0 < digits <= 3 and stripped[digits : digits + 2] in (". ", ") "):
+        return stripped[digits + 2 :]
     return None
 
 
@@ -193,14 +275,14 @@ def append_rule(root: Path, text: str) -> Rule:
     already there is not added twice. ValueError when the text is empty or the file is full."""
     rule = parse_rule(text[2:] if text.lstrip().startswith("- ") else text)
     if not rule.text:
-        raise ValueError("A rule needs some text, e.g. \"Never install packages\".")
+        raise ValueError('A rule needs some text, e.g. "Never install packages".')
     path = rules_path(root)
     existing = load_rules(root)
     if any(item.text.casefold() == rule.text.casefold() for item in existing):
         return rule
     if len(existing) >= MAX_RULES:
         raise ValueError(f"{RULES_FILE} already holds {MAX_RULES} rules: remove some before adding more.")
-    line = f"- {rule.text}\n".encode("utf-8")
+    line = f"- {rule.text}\n".encode()
     size = path.stat().st_size if path.is_file() else len(HEADER.encode("utf-8"))
     if size + len(line) + 1 > MAX_RULES_BYTES:
         raise ValueError(f"{RULES_FILE} is full ({MAX_RULES_BYTES // 1024} KB): remove some rules before adding more.")
@@ -232,8 +314,12 @@ def rule_from_rejection(impact: CodeImpact, reason: str) -> str:
     reason = _clean(reason or "")
     if reason and _reads_like_rule(reason):
         return reason
-    derived = (("installs", "Never install packages"), ("network", "No network access"),
-               ("shell", "No shell commands"), ("files_written", "Don't write or delete files"))
+    derived = (
+        ("installs", "Never install packages"),
+        ("network", "No network access"),
+        ("shell", "No shell commands"),
+        ("files_written", "Don't write or delete files"),
+    )
     for category, suggestion in derived:
         if getattr(impact, category):
             return suggestion
@@ -260,9 +346,12 @@ def rule_warnings(rules: Sequence[Rule], impact: CodeImpact) -> list[str]:
                 warnings.append(f'Breaks the rule "{rule.text}": {_shown(found)}')
                 continue
         if rule.protects:
-            hits = [Finding(f"{label} {item.name}", item.line)
-                    for category, label in CHANGE_VERBS for item in getattr(impact, category)
-                    if item.name in rule.protects]
+            hits = [
+                Finding(f"{label} {item.name}", item.line)
+                for category, label in CHANGE_VERBS
+                for item in getattr(impact, category)
+                if item.name in rule.protects
+            ]
             if hits:
                 warnings.append(f'Breaks the rule "{rule.text}": {_shown(sorted(hits, key=lambda hit: hit.line))}')
                 continue

@@ -1,21 +1,44 @@
 """Scopes and names for the impact walk: what a function body binds, a parameter list, the root
 variable of `a.b[0].c`, the names that are never a kernel variable's read (builtins, IPython's)."""
+
 from __future__ import annotations
 
 import ast
 import builtins
 from dataclasses import dataclass, field
 
-IPYTHON_NAMES = frozenset({
-    "get_ipython", "display", "In", "Out", "exit", "quit", "_", "__", "___", "_i", "_ii", "_iii", "_oh",
-    "_ih", "_dh", "__name__", "__file__", "__doc__", "__builtins__", "__spec__", "__loader__", "__package__",
-})
+IPYTHON_NAMES = frozenset(
+    {
+        "get_ipython",
+        "display",
+        "In",
+        "Out",
+        "exit",
+        "quit",
+        "_",
+        "__",
+        "___",
+        "_i",
+        "_ii",
+        "_iii",
+        "_oh",
+        "_ih",
+        "_dh",
+        "__name__",
+        "__file__",
+        "__doc__",
+        "__builtins__",
+        "__spec__",
+        "__loader__",
+        "__package__",
+    }
+)
 BUILTIN_NAMES = frozenset(dir(builtins)) | IPYTHON_NAMES
 
 
 @dataclass
 class Scope:
-    kind: str                      # "module", "function", "lambda", "class", "comprehension"
+    kind: str  # "module", "function", "lambda", "class", "comprehension"
     names: set[str] = field(default_factory=set)
     declared_global: set[str] = field(default_factory=set)
     views: dict[str, str] = field(default_factory=dict)  # name -> the earlier variable it refers into
@@ -76,5 +99,9 @@ def literal_str(node: ast.AST | None) -> str | None:
 
 
 def stored_names(body: list[ast.stmt]) -> set[str]:
-    return {node.id for statement in body for node in ast.walk(statement)
-            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del))}
+    return {
+        node.id
+        for statement in body
+        for node in ast.walk(statement)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del))
+    }

@@ -6,6 +6,7 @@ IPython's own `TransformerManager` translates each escaped line (ipykernel depen
 it is always there; imported on first use because it costs ~0.2 s). Run on a whole cell it
 re-tokenises the cell once per magic (minutes for a big hostile cell), so lines are found here and
 translated one by one; the whole-cell transformer is only the fallback for ambiguous cells."""
+
 from __future__ import annotations
 
 import ast
@@ -24,10 +25,10 @@ class TooComplex(Exception):
 
 @dataclass(frozen=True)
 class CellMagic:
-    name: str   # "bash" for `%%bash`
-    args: str   # the rest of the magic's line
-    line: int   # 1-based line of the `%%` line
-    body: str   # the lines after it
+    name: str  # "bash" for `%%bash`
+    args: str  # the rest of the magic's line
+    line: int  # 1-based line of the `%%` line
+    body: str  # the lines after it
 
 
 def split_cell_magic(code: str) -> CellMagic | None:
@@ -40,7 +41,7 @@ def split_cell_magic(code: str) -> CellMagic | None:
             return None
         head = line[2:].strip()
         name, _, args = head.partition(" ")
-        return CellMagic(name=name, args=args.strip(), line=index + 1, body="\n".join(lines[index + 1:]))
+        return CellMagic(name=name, args=args.strip(), line=index + 1, body="\n".join(lines[index + 1 :]))
     return None
 
 
@@ -57,7 +58,7 @@ def _kind(stripped: str) -> str | None:
             return "escape"
     at = stripped.find("=")
     if 0 < at < len(stripped) - 1 and stripped[at + 1] != "=" and stripped[at - 1] not in "!<>=:+-*/%&|^@":
-        target, value = stripped[:at], stripped[at + 1:].lstrip()
+        target, value = stripped[:at], stripped[at + 1 :].lstrip()
         if value[:1] in ("!", "%") and all(char.isalnum() or char in "_ ,.()[]*" for char in target):
             return "assign"
     return None
@@ -128,7 +129,7 @@ def to_python(code: str) -> str:
         return _with_placeholders(code, lines, escaped)
     except SyntaxError:
         pass
-    operators = [index for index in escaped if not lines[index].strip()[:2] in ("% ", "%(")]
+    operators = [index for index in escaped if lines[index].strip()[:2] not in ("% ", "%(")]
     try:  # `% b` continuing an expression is the modulo operator: no magic has a blank name
         return _with_placeholders(code, lines, operators)
     except SyntaxError:
@@ -156,9 +157,15 @@ def _with_placeholders(code: str, lines: list[str], escaped: list[int]) -> str:
         placeholder[index + 1 : end + 1] = [""] * (end - index)
         spans[index] = end
     tree = ast.parse("\n".join(placeholder))  # SyntaxError: the caller reports it
-    real = {node.args[0].value for node in ast.walk(tree)
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-            and node.func.id == "__cellwright_escape__" and node.args and isinstance(node.args[0], ast.Constant)}
+    real = {
+        node.args[0].value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "__cellwright_escape__"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+    }
     result = list(lines)
     for index, end in spans.items():
         if index in real:

@@ -6,38 +6,149 @@ calls that may change such a name by means the analysis cannot tell from the cod
 it does not know, `for v in it`, `list(it)`) are `touched`: only the value's type in the kernel
 says whether they change it (`gen.send(None)` advances a generator, `df.head()` changes nothing).
 Side effects in a function body are reported even though the call may come later: conservative."""
+
 from __future__ import annotations
 
 import ast
-from typing import Callable
+from collections.abc import Callable
 
 from . import calls, magics
-from .scopes import (BUILTIN_NAMES, Scope, Sink, bound_in_body, literal_str, parameters, root_of,
-                     stored_names)
+from .scopes import BUILTIN_NAMES, Scope, Sink, bound_in_body, literal_str, parameters, root_of, stored_names
 
-MUTATING_METHODS = frozenset({
-    "append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse", "update", "setdefault",
-    "popitem", "add", "discard", "intersection_update", "difference_update", "symmetric_difference_update",
-    "appendleft", "extendleft", "popleft", "rotate", "fill", "resize", "put", "itemset", "setflags",
-    "fit", "partial_fit", "fit_transform", "fit_predict", "fit_resample", "set_params", "load_state_dict",
-    "__setitem__", "__delitem__", "__iadd__", "__setattr__", "__delattr__",
-})
+MUTATING_METHODS = frozenset(
+    {
+        "append",
+        "extend",
+        "insert",
+        "remove",
+        "pop",
+        "clear",
+        "sort",
+        "reverse",
+        "update",
+        "setdefault",
+        "popitem",
+        "add",
+        "discard",
+        "intersection_update",
+        "difference_update",
+        "symmetric_difference_update",
+        "appendleft",
+        "extendleft",
+        "popleft",
+        "rotate",
+        "fill",
+        "resize",
+        "put",
+        "itemset",
+        "setflags",
+        "fit",
+        "partial_fit",
+        "fit_transform",
+        "fit_predict",
+        "fit_resample",
+        "set_params",
+        "load_state_dict",
+        "__setitem__",
+        "__delitem__",
+        "__iadd__",
+        "__setattr__",
+        "__delattr__",
+    }
+)
 NAMESPACE_FUNCTIONS = frozenset({"globals", "locals", "vars"})
 # Builtins that iterate over their arguments (they advance an iterator or a generator passed in).
-CONSUMERS = frozenset({"list", "tuple", "set", "frozenset", "dict", "sorted", "sum", "min", "max", "any", "all",
-                       "enumerate", "zip", "map", "filter", "reversed"})
+CONSUMERS = frozenset(
+    {
+        "list",
+        "tuple",
+        "set",
+        "frozenset",
+        "dict",
+        "sorted",
+        "sum",
+        "min",
+        "max",
+        "any",
+        "all",
+        "enumerate",
+        "zip",
+        "map",
+        "filter",
+        "reversed",
+    }
+)
 ITERATION_WRAPPERS = frozenset({"enumerate", "zip", "reversed", "iter", "filter", "sorted", "list", "tuple"})
 CODE_RUNNERS = frozenset({"exec", "eval", "compile", "execfile", "__import__", "breakpoint"})
-IPYTHON_RUNNERS = frozenset({"run_cell", "run_cell_async", "run_code", "ex", "ev", "push", "del_var",
-                             "safe_execfile", "safe_run_module", "run_line_magic", "run_cell_magic"})
+IPYTHON_RUNNERS = frozenset(
+    {
+        "run_cell",
+        "run_cell_async",
+        "run_code",
+        "ex",
+        "ev",
+        "push",
+        "del_var",
+        "safe_execfile",
+        "safe_run_module",
+        "run_line_magic",
+        "run_cell_magic",
+    }
+)
 UNKNOWN_FUNCTIONS = frozenset({"runpy.run_path", "runpy.run_module", "importlib.reload"})
-KNOWN_MODULES = frozenset({
-    "os", "sys", "shutil", "subprocess", "json", "pickle", "joblib", "random", "math", "re", "time",
-    "datetime", "itertools", "functools", "collections", "heapq", "bisect", "requests", "httpx", "socket",
-    "urllib", "pathlib", "glob", "io", "gzip", "zipfile", "tarfile", "csv", "sqlite3", "logging",
-    "warnings", "torch", "tensorflow", "sklearn", "scipy", "numpy", "pandas", "matplotlib", "seaborn",
-    "np", "pd", "plt", "sns", "tf", "webbrowser", "asyncio", "importlib", "runpy", "typing",
-})
+KNOWN_MODULES = frozenset(
+    {
+        "os",
+        "sys",
+        "shutil",
+        "subprocess",
+        "json",
+        "pickle",
+        "joblib",
+        "random",
+        "math",
+        "re",
+        "time",
+        "datetime",
+        "itertools",
+        "functools",
+        "collections",
+        "heapq",
+        "bisect",
+        "requests",
+        "httpx",
+        "socket",
+        "urllib",
+        "pathlib",
+        "glob",
+        "io",
+        "gzip",
+        "zipfile",
+        "tarfile",
+        "csv",
+        "sqlite3",
+        "logging",
+        "warnings",
+        "torch",
+        "tensorflow",
+        "sklearn",
+        "scipy",
+        "numpy",
+        "pandas",
+        "matplotlib",
+        "seaborn",
+        "np",
+        "pd",
+        "plt",
+        "sns",
+        "tf",
+        "webbrowser",
+        "asyncio",
+        "importlib",
+        "runpy",
+        "typing",
+    }
+)
 MAX_MAGIC_DEPTH = 3
 
 
@@ -46,9 +157,9 @@ class ImpactVisitor(ast.NodeVisitor):
         self.sink = sink
         self.python_cell = python_cell  # (code, first line) -> its tree, lines placed in the cell
         self.scopes: list[Scope] = [Scope("module")]
-        self.assigned: set[str] = set()        # kernel names bound so far in the cell
-        self.imported: set[str] = set()        # ... of which by an import statement
-        self.modules: set[str] = set()         # ... of which by `import x` (certainly a module)
+        self.assigned: set[str] = set()  # kernel names bound so far in the cell
+        self.imported: set[str] = set()  # ... of which by an import statement
+        self.modules: set[str] = set()  # ... of which by `import x` (certainly a module)
         self.aliases: dict[str, str] = {}
         self.global_writers: dict[str, tuple[str, ...]] = {}
         self.depth = 0
@@ -130,7 +241,8 @@ class ImpactVisitor(ast.NodeVisitor):
 
     def _is_module(self, node: ast.AST) -> bool:
         return isinstance(node, ast.Name) and (
-            node.id in self.modules or (node.id in KNOWN_MODULES and node.id not in self.assigned))
+            node.id in self.modules or (node.id in KNOWN_MODULES and node.id not in self.assigned)
+        )
 
     def mutate(self, target: ast.AST, line: int) -> None:
         root = root_of(target)
@@ -329,8 +441,12 @@ class ImpactVisitor(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         line = node.lineno
         func = node.func
-        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Call) \
-                and isinstance(func.value.func, ast.Name) and func.value.func.id == "get_ipython":
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Call)
+            and isinstance(func.value.func, ast.Name)
+            and func.value.func.id == "get_ipython"
+        ):
             self._ipython(node, func.attr, line)
             return
         name = calls.dotted(func)
@@ -375,9 +491,11 @@ class ImpactVisitor(ast.NodeVisitor):
         if method in IPYTHON_RUNNERS and not self._is_module(receiver):
             self.sink.add("unknown", magics.shorten(ast.unparse(node), 60), line)
             return
-        inplace = any(keyword.arg == "inplace" and not (isinstance(keyword.value, ast.Constant)
-                                                        and keyword.value.value in (False, None))
-                      for keyword in node.keywords)
+        inplace = any(
+            keyword.arg == "inplace"
+            and not (isinstance(keyword.value, ast.Constant) and keyword.value.value in (False, None))
+            for keyword in node.keywords
+        )
         underscore = method.endswith("_") and not method.startswith("_") and len(method) > 1
         if underscore and self._is_module(root_of(receiver)):
             return  # torch.nn.init.zeros_(w): a module function, it changes its argument (calls.py)

@@ -1,6 +1,7 @@
 """What a `%agent` cell shows and asks: the agent's events printed as plain text (model text made
 visible, never rendered), and the approval prompt, which shows every argument that affects what
 runs with its control characters marked."""
+
 from __future__ import annotations
 
 import json
@@ -26,7 +27,7 @@ class ApprovalUnavailable(Exception):
 class ApprovalPrompt:
     """Asks for a decision on the main thread: a text prompt, answered in the notebook."""
 
-    def __init__(self, printer: "Printer", approve_all: bool) -> None:
+    def __init__(self, printer: Printer, approve_all: bool) -> None:
         self.printer = printer
         self.approve_all = approve_all
 
@@ -93,7 +94,11 @@ class Printer:
         if kind == "usage":  # bookkeeping between a streamed answer and its `final`: nothing to print
             return
         streamed, self._streamed = self._streamed, ""
-        if kind == "tool_call" and event["name"] not in ("final_answer", "write_todos") and not event.get("needs_approval"):
+        if (
+            kind == "tool_call"
+            and event["name"] not in ("final_answer", "write_todos")
+            and not event.get("needs_approval")
+        ):
             self.line(f"→ {_call_line(event['name'], event.get('args') or {})}")
         elif kind == "tool_result" and event["name"] not in ("final_answer", "write_todos"):
             if event["status"] != "ok":
@@ -108,7 +113,11 @@ class Printer:
         elif kind == "agent_switch":
             self.line(f"⇄ {_one_line(event['to'])}: {_shortened(event.get('task', ''))}")
         elif kind == "final":
-            self.final(event["answer"], event.get("next_items") or [], already_shown=streamed.strip() == event["answer"].strip())
+            self.final(
+                event["answer"],
+                event.get("next_items") or [],
+                already_shown=streamed.strip() == event["answer"].strip(),
+            )
         elif kind == "error":
             if event.get("kind") == "llm_retrying":
                 self.note(event["message"])
@@ -124,7 +133,9 @@ class Printer:
             # <img onerror=...> in the Jupyter page and fetch its ![](https://...) images unasked.
             display({"text/plain": visible(answer)}, raw=True)
         if next_items:
-            items = [f"  • {_one_line(i.get('title', ''))}: %agent {_one_line(i.get('prompt', ''))}" for i in next_items]
+            items = [
+                f"  • {_one_line(i.get('title', ''))}: %agent {_one_line(i.get('prompt', ''))}" for i in next_items
+            ]
             self.line("\n".join(["Next:", *items]))
 
     def approval(self, pending: dict[str, Any]) -> None:

@@ -34,6 +34,7 @@ Threads: the agent runs in a worker thread with its own event loop (the kernel's
 running this cell). Whatever touches the shell (cells, evaluations, questions, printing) is queued
 to IPython's main thread, which serves the queue until the worker ends (shell_environment.MainThread).
 Ctrl-C or the kernel's interrupt stops the worker's task; the thread stays consistent and usable."""
+
 from __future__ import annotations
 
 import asyncio
@@ -51,8 +52,8 @@ from traitlets import Bool
 
 from ..configuration import Cellwright
 from ..errors import CellwrightError
-from .session import env_auto_approve, kernel_id, notebook_path, workspace_root
 from .cell_console import DIM, RED, RESET, ApprovalPrompt, ApprovalUnavailable, Printer
+from .session import env_auto_approve, kernel_id, notebook_path, workspace_root
 from .shell_environment import MainThread, ShellEnvironment
 
 if TYPE_CHECKING:
@@ -77,14 +78,16 @@ class Session:
     environ: dict[str, str]  # the environment as the kernel started: settings' env fallbacks come from it
 
     @classmethod
-    def detect(cls, shell: Any, configured_approve_all: bool) -> "Session":
+    def detect(cls, shell: Any, configured_approve_all: bool) -> Session:
         try:  # the folder the kernel started in: `%cd` before `%load_ext` must not move the root either
             start_dir = shell.history_manager.dir_hist[0]
         except (AttributeError, IndexError, TypeError):
             start_dir = None
         root = workspace_root(start_dir=start_dir)
         environ = dict(os.environ)
-        return cls(root, notebook_path(root=root), kernel_id(), configured_approve_all or env_auto_approve(environ), environ)
+        return cls(
+            root, notebook_path(root=root), kernel_id(), configured_approve_all or env_auto_approve(environ), environ
+        )
 
 
 _session: Session | None = None  # one per kernel process: a %reload_ext must not recompute it
@@ -150,7 +153,9 @@ def _parse(text: str) -> tuple[set[str] | None, str]:
 class AgentCall:
     """One `%agent` call: the worker thread drives the agent, the main thread serves it."""
 
-    def __init__(self, shell: Any, settings: Cellwright, session: Session, request: str, new: bool, approve_all: bool) -> None:
+    def __init__(
+        self, shell: Any, settings: Cellwright, session: Session, request: str, new: bool, approve_all: bool
+    ) -> None:
         self.settings = settings
         self.agent_settings = settings.agent_settings()
         self.request = request
@@ -161,9 +166,13 @@ class AgentCall:
         # The data folder may be configured elsewhere than the default: it holds the API key either way.
         workspace = Workspace(session.root_dir, denied=(Path(settings.data_dir), *default_denied()))
         self.env = ShellEnvironment(
-            shell=shell, main=self.main, notebook_path=session.notebook_path, kernel_id=session.kernel_id,
-            root_dir=session.root_dir, workspace=workspace,
-        )  # fmt: skip
+            shell=shell,
+            main=self.main,
+            notebook_path=session.notebook_path,
+            kernel_id=session.kernel_id,
+            root_dir=session.root_dir,
+            workspace=workspace,
+        )
         self.printer = Printer()
         self.prompt = ApprovalPrompt(self.printer, approve_all)
         self._lock = threading.Lock()
@@ -227,7 +236,9 @@ class AgentCall:
         # connection would keep a thread alive in the kernel. MCP servers likewise start on this
         # call's first use of one and stop with it.
         threads = ThreadStore(
-            self.settings.threads_path, holder=f"a %agent call in a kernel (pid {os.getpid()})", database_url=self.settings.database_url
+            self.settings.threads_path,
+            holder=f"a %agent call in a kernel (pid {os.getpid()})",
+            database_url=self.settings.database_url,
         )
         mcp: Any = None
 
@@ -242,7 +253,9 @@ class AgentCall:
 
         try:
             await threads.open()
-            runner = await ThreadRunner.open(threads, self.settings.database_url, self.settings.checkpoints_path, mcp=mcp_manager)
+            runner = await ThreadRunner.open(
+                threads, self.settings.database_url, self.settings.checkpoints_path, mcp=mcp_manager
+            )
             try:
                 await self._converse(runner)
             finally:
@@ -269,7 +282,9 @@ class AgentCall:
             snapshot = await runner.recovered(record, environment, self.agent_settings)
             if runner.pending(snapshot):
                 await runner.stop_pending(thread_id, record.last_run_id)
-                self.main.post(self.printer.note, "A call an earlier %agent left waiting for approval was stopped; it did not run.")
+                self.main.post(
+                    self.printer.note, "A call an earlier %agent left waiting for approval was stopped; it did not run."
+                )
             request = StartRun(message=self.request, notebook_path=record.notebook_path)
             run = await runner.start(thread_id, request, environment, self.agent_settings, on_event=self._show)
         except RunRefused as exc:
@@ -281,7 +296,9 @@ class AgentCall:
                 return
             try:
                 decision = await self.main.call(self.prompt.ask, pending)
-                run = await runner.resume(thread_id, pending["id"], decision, environment, self.agent_settings, on_event=self._show)
+                run = await runner.resume(
+                    thread_id, pending["id"], decision, environment, self.agent_settings, on_event=self._show
+                )
             except asyncio.CancelledError:
                 await runner.stop_pending(thread_id, run.run_id)
                 raise
@@ -295,10 +312,16 @@ class AgentCall:
         from ..thread_runner import title_from
 
         path = self.env.notebook_path
-        mine = [r for r in await threads.list() if r.notebook_path == path and r.title.startswith(TITLE_PREFIX)]  # newest first
-        record = mine[0] if mine and not self.new else await threads.create(path, TITLE_PREFIX + title_from(self.request))
+        mine = [
+            r for r in await threads.list() if r.notebook_path == path and r.title.startswith(TITLE_PREFIX)
+        ]  # newest first
+        record = (
+            mine[0] if mine and not self.new else await threads.create(path, TITLE_PREFIX + title_from(self.request))
+        )
         if self.env.kernel_id and record.kernel_id != self.env.kernel_id:
-            await threads.update(record.thread_id, kernel_id=self.env.kernel_id)  # for the panel, should it continue here
+            await threads.update(
+                record.thread_id, kernel_id=self.env.kernel_id
+            )  # for the panel, should it continue here
         return record
 
     def _show(self, event: dict[str, Any]) -> None:

@@ -1,12 +1,13 @@
 """Where this kernel's `%agent` works: the notebook it belongs to, the folder its tools are confined
 to, its kernel id, and whether approvals are skipped. Read once, when the extension loads (see
 magic.Session). Its settings are agent_core.configuration's, loaded as the server loads them."""
+
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 AUTO_APPROVE_ENV = "CELLWRIGHT_MAGIC_AUTO_APPROVE"
 

@@ -4,21 +4,23 @@ The agent runs in a worker thread (its own event loop); the shell belongs to IPy
 which is busy running the `%agent` cell. So everything that touches the shell, the user's namespace
 or the cell's output goes through `MainThread`: the worker queues a function, the main thread runs
 it (`MainThread.serve`) and hands the result back."""
+
 from __future__ import annotations
 
 import asyncio
-import os
 import concurrent.futures
 import json
 import logging
+import os
 import queue
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..contract import make_event
 from ..tools import CellPlacement, CellRun, ToolInputError
@@ -87,7 +89,11 @@ class ShellEnvironment:
 
     async def run_cell(self, call_id: str, code: str, emit: Emit, placement: CellPlacement | None = None) -> CellRun:
         started = time.monotonic()
-        emit(make_event("cell_started", id=call_id, code=code, notebook_path=self.notebook_path, kernel_id=self.kernel_id))
+        emit(
+            make_event(
+                "cell_started", id=call_id, code=code, notebook_path=self.notebook_path, kernel_id=self.kernel_id
+            )
+        )
         try:
             outputs, status, count = await self.main.call(self._run_here, code)
         except asyncio.CancelledError:
@@ -117,7 +123,9 @@ class ShellEnvironment:
             raise ToolInputError(f"the kernel could not evaluate it: {type(exc).__name__}: {exc}") from None
 
     async def kernel_history(self, n: int) -> list[tuple[int, str]]:
-        tail = await self.main.call(lambda: list(self.shell.history_manager.get_tail(n, raw=True, output=False, include_latest=True)))
+        tail = await self.main.call(
+            lambda: list(self.shell.history_manager.get_tail(n, raw=True, output=False, include_latest=True))
+        )
         newest = max((entry[0] for entry in tail), default=None)
         return sorted((int(line), str(source)) for session, line, source in tail if session == newest)
 
@@ -147,7 +155,14 @@ class ShellEnvironment:
             raise KeyboardInterrupt  # the user stopped the run, not just this cell
         if result.result is not None:
             data, _ = shell.display_formatter.format(result.result)
-            outputs.append({"output_type": "execute_result", "data": data, "metadata": {}, "execution_count": result.execution_count})
+            outputs.append(
+                {
+                    "output_type": "execute_result",
+                    "data": data,
+                    "metadata": {},
+                    "execution_count": result.execution_count,
+                }
+            )
         if error is not None:
             outputs.append(_error_output(shell, error))
         return outputs, "ok" if result.success else "error", result.execution_count

@@ -15,6 +15,7 @@ in place (`mutated`) or calls something on them whose effect only the type tells
 analysis's `touched`; `gen.send(None)`, `for v in it`). A value the cell only rebinds or deletes is
 kept as it is (its old object is all an undo needs). Of the `check` names, iterators are copied too
 (`for v in it` advances them); other types are left alone, as the analysis left them."""
+
 from __future__ import annotations
 
 SOURCE = r'''

@@ -4,6 +4,7 @@ notebooks' Markdown and code cells (under the Markdown heading they follow), Pyt
 
 A chunk's `heading` is the path of headings above it ("Guide > Metrics > Churn"), so a hit says
 where in the document it was found. Long sections are cut into pieces of at most CHUNK_CHARS."""
+
 from __future__ import annotations
 
 import ast
@@ -14,7 +15,14 @@ from pathlib import PurePosixPath
 
 CHUNK_CHARS = 2000
 MAX_CHUNKS_PER_FILE = 400
-SUFFIXES = {".md": "markdown", ".markdown": "markdown", ".rst": "rst", ".txt": "text", ".ipynb": "notebook", ".py": "python"}
+SUFFIXES = {
+    ".md": "markdown",
+    ".markdown": "markdown",
+    ".rst": "rst",
+    ".txt": "text",
+    ".ipynb": "notebook",
+    ".py": "python",
+}
 
 _MD_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
 _FENCE = re.compile(r"^(```|~~~)")
@@ -111,7 +119,12 @@ def chunk_rst(text: str) -> list[Chunk]:
         line = lines[i]
         below = lines[i + 1] if i + 1 < len(lines) else ""
         title = line.strip()
-        if title and not _RST_UNDERLINE.match(line) and _RST_UNDERLINE.match(below) and len(below.strip()) >= len(title):
+        if (
+            title
+            and not _RST_UNDERLINE.match(line)
+            and _RST_UNDERLINE.match(below)
+            and len(below.strip()) >= len(title)
+        ):
             if body and _RST_UNDERLINE.match(body[-1]):  # an overline belongs to this title
                 body.pop()
             chunks.extend(_pieces(_heading_path(stack), "\n".join(body), "rst"))

@@ -3,6 +3,7 @@ OpenAI-compatible endpoint's /embeddings, kept in Qdrant's embedded local mode (
 data directory, no server), and fused with BM25 by reciprocal rank.
 
 qdrant-client (the `knowledge` extra) is imported on first use only."""
+
 from __future__ import annotations
 
 import asyncio
@@ -73,14 +74,18 @@ class EmbeddingIndex:
 
         client = self._open()
         if not client.collection_exists(self.collection):
-            client.create_collection(self.collection, vectors_config=models.VectorParams(size=size, distance=models.Distance.COSINE))
+            client.create_collection(
+                self.collection, vectors_config=models.VectorParams(size=size, distance=models.Distance.COSINE)
+            )
 
     async def update(self, settings: AgentSettings, store: IndexStore, paths: list[str]) -> None:
         """Replace the vectors of `paths` with those of their chunks now in `store`."""
         async with self._lock:
             for path in paths:
                 hits = await asyncio.to_thread(store.chunks_of, path)
-                vectors = await self._embed(settings, [f"{h.heading}\n{h.text}"[:EMBED_CHARS] for h in hits]) if hits else []
+                vectors = (
+                    await self._embed(settings, [f"{h.heading}\n{h.text}"[:EMBED_CHARS] for h in hits]) if hits else []
+                )
                 await asyncio.to_thread(self._replace, path, hits, vectors)
 
     def _replace(self, path: str, hits: list[Hit], vectors: list[list[float]]) -> None:
@@ -95,8 +100,10 @@ class EmbeddingIndex:
         client.delete(self.collection, points_selector=models.FilterSelector(filter=selector))
         if vectors:
             points = [
-                models.PointStruct(id=point_id(h.path, h.position), vector=v, payload={"path": h.path, "position": h.position})
-                for h, v in zip(hits, vectors)
+                models.PointStruct(
+                    id=point_id(h.path, h.position), vector=v, payload={"path": h.path, "position": h.position}
+                )
+                for h, v in zip(hits, vectors, strict=False)
             ]
             client.upsert(self.collection, points=points)
 

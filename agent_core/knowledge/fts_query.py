@@ -1,6 +1,7 @@
 """The FTS5 expression for a model's free-text query, built so that no FTS5 syntax from the text
 survives: only word tokens are kept, each one double-quoted (a phrase of one word), joined by OR,
 and bounded in number and length. `"` `*` `:` `^` `NEAR` `AND` `-` `(` are all just text then."""
+
 from __future__ import annotations
 
 import re

@@ -5,15 +5,16 @@ Only what the file tools may read is indexed: the workspace's hidden-file rule a
 folders (Cellwright's data folder, Jupyter's runtime folder) apply through agent_core.workspace,
 and the same folders the file listing skips (node_modules, .git, __pycache__) are skipped. Sizes
 are capped per file and per workspace. Blocking: run in a worker thread."""
+
 from __future__ import annotations
 
 import os
 import threading
 import time
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from ..workspace import Workspace, WorkspaceError, relative_to_root
 from .chunking import chunk_document, kind_of
@@ -124,8 +125,11 @@ class Indexer:
         try:
             folder = self.workspace.resolve(rel)
             if folder.is_dir():
-                found = [Path(e.path) for e in walk(folder, recursive=True, workspace=self.workspace)
-                         if kind_of(e.name) is not None and e.is_file(follow_symlinks=False)]
+                found = [
+                    Path(e.path)
+                    for e in walk(folder, recursive=True, workspace=self.workspace)
+                    if kind_of(e.name) is not None and e.is_file(follow_symlinks=False)
+                ]
         except WorkspaceError:
             pass  # hidden or denied: whatever was indexed under it goes
         present = {relative_to_root(self.workspace, path) for path in found}

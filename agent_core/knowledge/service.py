@@ -5,13 +5,15 @@ Nothing starts at import. `start()` (the server calls it once it is up, a search
 first use) schedules the initial build and the watcher without waiting for them; `stop()` ends
 both (the server's shutdown). Watcher batches are debounced by watchfiles and indexed in a
 worker thread, so the loop never reads a file."""
+
 from __future__ import annotations
 
 import asyncio
 import hashlib
 import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..settings import AgentSettings
 from ..workspace import Workspace
@@ -93,16 +95,23 @@ class KnowledgeBase:
             from watchfiles import awatch
 
             async for changes in awatch(
-                self.workspace.root, stop_event=self._stop, debounce=DEBOUNCE_MS, step=50, watch_filter=self._wanted,
-                recursive=True, ignore_permission_denied=True,
-            ):  # fmt: skip
+                self.workspace.root,
+                stop_event=self._stop,
+                debounce=DEBOUNCE_MS,
+                step=50,
+                watch_filter=self._wanted,
+                recursive=True,
+                ignore_permission_denied=True,
+            ):
                 paths = sorted({Path(path) for _, path in changes})
                 changed = await asyncio.to_thread(self.indexer.update, paths)
                 await self._embed(changed)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # no inotify watches left, a root that vanished: fall back to rescans
-            self.state.error(".", f"the file watcher stopped ({type(exc).__name__}: {exc}); rescanning every {POLL_SECONDS:g} s")
+            self.state.error(
+                ".", f"the file watcher stopped ({type(exc).__name__}: {exc}); rescanning every {POLL_SECONDS:g} s"
+            )
             while not self._stop.is_set():
                 await asyncio.sleep(POLL_SECONDS)
                 await self._embed(await asyncio.to_thread(self.indexer.scan))
@@ -206,7 +215,9 @@ def knowledge_base(workspace: Workspace, data_dir: Path | str, settings: Callabl
     """The knowledge base of this root and data folder (one per process; its tasks live on the first caller's loop)."""
     key = (str(workspace.root), str(Path(data_dir).resolve()))
     base = _BASES.get(key)
-    if base is not None and base.loop is not None and base.loop.is_closed():  # its loop ended (a test's, a %agent call's)
+    if (
+        base is not None and base.loop is not None and base.loop.is_closed()
+    ):  # its loop ended (a test's, a %agent call's)
         base.store.close()
         base = None
     if base is None or base.state.state == "stopped":

@@ -2,14 +2,16 @@
 there), an FTS5 table of chunks ranked by bm25() and a table of what was indexed from where.
 
 Blocking; one connection guarded by a lock, used from worker threads (asyncio.to_thread)."""
+
 from __future__ import annotations
 
 import sqlite3
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from ..private_storage import private_file
 from .chunking import Chunk
@@ -80,7 +82,9 @@ class IndexStore:
             rows = self._db.execute("SELECT path, mtime_ns, size FROM sources WHERE origin = ?", (origin,)).fetchall()
         return {path: (mtime, size) for path, mtime, size in rows}
 
-    def replace(self, path: str, origin: str, mtime_ns: int, size: int, chunks: Iterable[Chunk], new: bool = False) -> int:
+    def replace(
+        self, path: str, origin: str, mtime_ns: int, size: int, chunks: Iterable[Chunk], new: bool = False
+    ) -> int:
         """Index `chunks` as the whole content of `path` (its earlier chunks removed), in one transaction.
         `new`: the caller knows nothing is indexed under `path` (a first build), so no delete scan is needed."""
         items = list(chunks)
@@ -124,12 +128,16 @@ class IndexStore:
         params.append(limit)
         with self._lock:
             rows = self._db.execute(sql, params).fetchall()
-        return [Hit(path, heading, body, kind, int(position), -float(rank)) for path, heading, body, kind, position, rank in rows]
+        return [
+            Hit(path, heading, body, kind, int(position), -float(rank))
+            for path, heading, body, kind, position, rank in rows
+        ]
 
     def chunk(self, path: str, position: int) -> Hit | None:
         with self._lock:
             row = self._db.execute(
-                "SELECT path, heading, body, kind, position FROM chunks WHERE path = ? AND position = ?", (path, position)
+                "SELECT path, heading, body, kind, position FROM chunks WHERE path = ? AND position = ?",
+                (path, position),
             ).fetchone()
         return Hit(row[0], row[1], row[2], row[3], int(row[4]), 0.0) if row else None
 

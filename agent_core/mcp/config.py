@@ -1,11 +1,13 @@
 """The `mcp_servers` setting: name -> {"command", "args", "env"} (stdio) or {"url", "headers"}
 (streamable HTTP), checked once with errors that say what to write instead. Env and header values
 are secrets: `public_servers` is what may leave the server."""
+
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")  # "__" is the namespace separator: not in a name
 MAX_SERVERS = 32
@@ -45,7 +47,11 @@ class ServerConfig:
 
     def public(self) -> dict[str, Any]:
         """Without secrets: the names of env variables and headers, never their values."""
-        shown: dict[str, Any] = {"transport": self.transport, "start_timeout": self.start_timeout, "call_timeout": self.call_timeout}
+        shown: dict[str, Any] = {
+            "transport": self.transport,
+            "start_timeout": self.start_timeout,
+            "call_timeout": self.call_timeout,
+        }
         if self.url:
             shown.update(url=_without_credentials(self.url), headers={k: MASK for k in self.headers})
         else:
@@ -81,7 +87,7 @@ def _seconds(value: Any, where: str, default: float) -> float:
 def server_config(name: str, raw: Any) -> ServerConfig:
     where = f"mcp_servers[{name!r}]"
     if not isinstance(name, str) or not SERVER_NAME.match(name) or "__" in name:
-        raise McpConfigError(f"{where}: a server name is letters, digits, - and single _ (at most 32), e.g. \"github\"")
+        raise McpConfigError(f'{where}: a server name is letters, digits, - and single _ (at most 32), e.g. "github"')
     if not isinstance(raw, Mapping):
         raise McpConfigError(f'{where} must be {{"command", "args", "env"}} or {{"url", "headers"}}')
     allowed = {"command", "args", "env", "url", "headers", *OPTIONAL}
@@ -90,7 +96,9 @@ def server_config(name: str, raw: Any) -> ServerConfig:
         raise McpConfigError(f"{where} has unknown fields {unknown}; it takes {sorted(allowed)}")
     has_command, has_url = bool(raw.get("command")), bool(raw.get("url"))
     if has_command == has_url:
-        raise McpConfigError(f'{where} needs either "command" (a program to start) or "url" (a streamable-HTTP endpoint)')
+        raise McpConfigError(
+            f'{where} needs either "command" (a program to start) or "url" (a streamable-HTTP endpoint)'
+        )
     timeouts = {
         "start_timeout": _seconds(raw.get("start_timeout"), f"{where}.start_timeout", ServerConfig.start_timeout),
         "call_timeout": _seconds(raw.get("call_timeout"), f"{where}.call_timeout", ServerConfig.call_timeout),
@@ -106,18 +114,26 @@ def server_config(name: str, raw: Any) -> ServerConfig:
     command, args = raw["command"], raw.get("args") or []
     if not isinstance(command, str) or len(command) > 1000:
         raise McpConfigError(f"{where}.command must be a string: the program to start")
-    if not isinstance(args, list) or len(args) > MAX_ARGS or not all(isinstance(a, str) and len(a) <= MAX_VALUE_CHARS for a in args):
+    if (
+        not isinstance(args, list)
+        or len(args) > MAX_ARGS
+        or not all(isinstance(a, str) and len(a) <= MAX_VALUE_CHARS for a in args)
+    ):
         raise McpConfigError(f"{where}.args must be a list of strings (at most {MAX_ARGS})")
     if "headers" in raw:
         raise McpConfigError(f'{where}: "headers" go with "url", not with "command"')
-    return ServerConfig(name, command=command, args=tuple(args), env=_strings(raw.get("env"), f"{where}.env", 100), **timeouts)
+    return ServerConfig(
+        name, command=command, args=tuple(args), env=_strings(raw.get("env"), f"{where}.env", 100), **timeouts
+    )
 
 
 def parse_servers(raw: Any) -> dict[str, ServerConfig]:
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
-        raise McpConfigError('mcp_servers must be an object: server name -> {"command", "args", "env"} or {"url", "headers"}')
+        raise McpConfigError(
+            'mcp_servers must be an object: server name -> {"command", "args", "env"} or {"url", "headers"}'
+        )
     if len(raw) > MAX_SERVERS:
         raise McpConfigError(f"mcp_servers names {len(raw)} servers; at most {MAX_SERVERS}")
     return {name: server_config(name, value) for name, value in raw.items()}

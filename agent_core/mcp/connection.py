@@ -2,14 +2,16 @@
 transports are context managers that must close in the task that opened them), restarted on the
 next use after it died, stopped with the Jupyter server. Start and call are bounded in time; every
 failure is a McpUnavailable whose message the model and the panel can read."""
+
 from __future__ import annotations
 
 import asyncio
 import logging
 import os
 import sys
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator
+from typing import Any
 
 from .config import ServerConfig
 
@@ -85,10 +87,12 @@ class ServerConnection:
 
     def public(self) -> dict[str, Any]:
         return {
-            "name": self.config.name, "status": self.status, "error": self.error or None,
+            "name": self.config.name,
+            "status": self.status,
+            "error": self.error or None,
             **self.config.public(),
             "tools": [_public_tool(t) for t in self.tools[:MAX_TOOLS]],
-        }  # fmt: skip
+        }
 
     async def ensure(self) -> None:
         """Connected, or McpUnavailable saying why not. Starts (or restarts) the server if needed."""
@@ -167,7 +171,9 @@ class ServerConnection:
 
             # Only what is configured, over the SDK's minimal default (PATH, HOME, USER, SHELL, TERM,
             # LOGNAME): the Jupyter server's own secrets (OPENAI_API_KEY...) stay out of the server.
-            params = StdioServerParameters(command=self.config.command, args=list(self.config.args), env=dict(self.config.env))
+            params = StdioServerParameters(
+                command=self.config.command, args=list(self.config.args), env=dict(self.config.env)
+            )
             self._stderr = StderrTail()
             async with stdio_client(params, errlog=self._stderr.writer) as streams:
                 yield streams
@@ -188,14 +194,19 @@ class ServerConnection:
             # Stopped rather than left working (or still streaming a huge answer): the next call starts it again.
             async with self._lock:
                 await self._close()
-                self.status, self.error = "failed", f"a call timed out after {self.config.call_timeout:g} s; it restarts on the next call"
+                self.status, self.error = (
+                    "failed",
+                    f"a call timed out after {self.config.call_timeout:g} s; it restarts on the next call",
+                )
             raise McpUnavailable(
                 f"The MCP server {self.config.name!r} did not answer {tool!r} within {self.config.call_timeout:g} s; "
                 "it was stopped and restarts on the next call"
             ) from None
         except (MCPError, OSError, BaseExceptionGroup) as exc:
             if self.alive and isinstance(exc, MCPError) and "closed" not in str(exc).lower():
-                raise McpUnavailable(f"The MCP server {self.config.name!r} answered with an error: {self.scrub(_reason(exc))}") from None
+                raise McpUnavailable(
+                    f"The MCP server {self.config.name!r} answered with an error: {self.scrub(_reason(exc))}"
+                ) from None
             reason = self.scrub(_reason(exc))
             async with self._lock:
                 await self._close()

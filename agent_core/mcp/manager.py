@@ -1,6 +1,7 @@
 """The MCP servers of one Jupyter server: their connections (kept across runs, rebuilt when their
 configuration changes), the tools they give a run (namespaced `mcp__<server>__<tool>`), and what a
 call's result becomes for the model (bounded text, a few images)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -8,7 +9,8 @@ import base64
 import dataclasses
 import json
 import logging
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from ..output_digest import bounded
 from ..tools.base import ToolContext, ToolInputError, ToolOutcome
@@ -60,9 +62,11 @@ class McpManager:
         results = await asyncio.gather(*(c.ensure() for c in connections), return_exceptions=True)
         specs: dict[str, ExternalToolSpec] = {}
         notes: list[str] = []
-        for conn, result in zip(connections, results):
+        for conn, result in zip(connections, results, strict=False):
             if isinstance(result, BaseException):
-                notes.append(str(result) if isinstance(result, McpUnavailable) else f"MCP server {conn.config.name!r}: {result}")
+                notes.append(
+                    str(result) if isinstance(result, McpUnavailable) else f"MCP server {conn.config.name!r}: {result}"
+                )
                 continue
             for tool in conn.tools:
                 name = tool_name(conn.config.name, str(tool.name))
@@ -113,7 +117,11 @@ def result_outcome(result: Any) -> ToolOutcome:
         elif kind == "resource":
             resource = block.resource
             text = getattr(resource, "text", None)
-            parts.append(f"[resource {resource.uri}]\n{bounded(text, MAX_RESULT_CHARS)}" if text is not None else f"[binary resource {resource.uri}]")
+            parts.append(
+                f"[resource {resource.uri}]\n{bounded(text, MAX_RESULT_CHARS)}"
+                if text is not None
+                else f"[binary resource {resource.uri}]"
+            )
         elif kind == "resource_link":
             parts.append(f"[resource link: {block.uri}]")
     structured = getattr(result, "structured_content", None)

@@ -1,4 +1,5 @@
 """Prompt texts, kept as Markdown files beside this module."""
+
 from __future__ import annotations
 
 from functools import cache

@@ -1,10 +1,12 @@
 """The configured databases' table metadata in the knowledge index (read once per database URL,
 again after a write through sql_query), so the agent retrieves the tables a question needs with
 search_knowledge instead of receiving every schema."""
+
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from ..knowledge.chunking import Chunk
 from .databases import DatabaseError, read_metadata
@@ -22,7 +24,7 @@ async def index_databases(base: Any, databases: Mapping[str, str], read: dict[st
     indexed = await asyncio.to_thread(base.store.sources, "database")
     for stale in [name for name in read if databases.get(name) != read[name]]:
         del read[stale]
-    gone = [path for path in indexed if path[len(PREFIX):].split("/", 1)[0] not in databases]
+    gone = [path for path in indexed if path[len(PREFIX) :].split("/", 1)[0] not in databases]
     for name, url in databases.items():
         if read.get(name) == url:
             continue

@@ -3,12 +3,14 @@ time) and read-only unless writes are allowed, errors told without credentials, 
 metadata (columns, types, comments, a row estimate) read once for the knowledge index.
 
 Blocking (SQLAlchemy): callers run these in a worker thread."""
+
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from ..redaction import redact_text, redact_url
 from .statements import Statement
@@ -46,8 +48,9 @@ def database_url(databases: Mapping[str, str], name: str) -> str:
         known = sorted(databases)
         raise DatabaseError(
             f"no database named {name[:100]!r} is configured; the configured ones are {known}"
-            if known else "no databases are configured (c.Cellwright.databases)"
-        )  # fmt: skip
+            if known
+            else "no databases are configured (c.Cellwright.databases)"
+        )
     return databases[name]
 
 
@@ -99,7 +102,9 @@ def _unguard(connection: Any) -> None:
         connection.exec_driver_sql("PRAGMA query_only = OFF")
 
 
-def run_statement(url: str, statement: Statement, timeout: float = STATEMENT_TIMEOUT, max_rows: int = MAX_ROWS) -> QueryResult:
+def run_statement(
+    url: str, statement: Statement, timeout: float = STATEMENT_TIMEOUT, max_rows: int = MAX_ROWS
+) -> QueryResult:
     """Run one classified statement: a read in a transaction that is rolled back, a write committed."""
     started = time.monotonic()
     try:
@@ -162,11 +167,13 @@ def _row_estimate(connection: Any, inspector: Any, table: str, schema: str | Non
         if dialect == "postgresql":
             value = connection.exec_driver_sql(
                 "SELECT reltuples::bigint FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-                "WHERE c.relname = %(t)s AND n.nspname = %(s)s", {"t": table, "s": schema or "public"}
-            ).scalar()  # fmt: skip
+                "WHERE c.relname = %(t)s AND n.nspname = %(s)s",
+                {"t": table, "s": schema or "public"},
+            ).scalar()
             return int(value) if value is not None and value >= 0 else None
         if dialect == "sqlite":
-            from sqlalchemy import func, select, table as table_of
+            from sqlalchemy import func, select
+            from sqlalchemy import table as table_of
 
             raw = connection.connection.driver_connection
             deadline = time.monotonic() + COUNT_ROWS_TIMEOUT
@@ -195,11 +202,19 @@ def read_metadata(database: str, url: str) -> list[TableInfo]:
                     comment = inspector.get_table_comment(name, schema=schema).get("text")
                 except NotImplementedError:
                     comment = None
-                columns = [(c["name"], str(c["type"]), c.get("comment")) for c in inspector.get_columns(name, schema=schema)]
-                tables.append(TableInfo(database, schema, name, comment, columns, _row_estimate(connection, inspector, name, schema)))
+                columns = [
+                    (c["name"], str(c["type"]), c.get("comment")) for c in inspector.get_columns(name, schema=schema)
+                ]
+                tables.append(
+                    TableInfo(
+                        database, schema, name, comment, columns, _row_estimate(connection, inspector, name, schema)
+                    )
+                )
             return tables
     except Exception as exc:
-        raise DatabaseError(masked(f"{database}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", url)[:1000]) from None
+        raise DatabaseError(
+            masked(f"{database}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}", url)[:1000]
+        ) from None
 
 
 def dispose_all() -> None:

@@ -2,6 +2,7 @@
 DataFrame by the database's name, so its URL (and credentials) never appear in the notebook. The
 URL comes from the same Jupyter config files the server reads (agent_core.configuration), and the
 statement is held to the same rules (one statement, read-only unless writes are allowed)."""
+
 from __future__ import annotations
 
 from typing import Any

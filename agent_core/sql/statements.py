@@ -8,6 +8,7 @@ Postgres). Outside those, `;` separates statements and words are keywords or nam
 Read-only means: the first keyword is SELECT, WITH, VALUES or TABLE, AND no word anywhere outside
 quotes is one that writes (a data-modifying CTE `WITH d AS (DELETE ...)`, `SELECT ... INTO`,
 `FOR UPDATE`). Anything unsure is a write: refused unless writes are allowed, and approved then."""
+
 from __future__ import annotations
 
 import re
@@ -16,13 +17,61 @@ from dataclasses import dataclass
 MAX_SQL_CHARS = 20_000
 
 READ_FIRST = frozenset({"SELECT", "WITH", "VALUES", "TABLE"})
-WRITE_WORDS = frozenset({
-    "INSERT", "UPDATE", "DELETE", "MERGE", "UPSERT", "REPLACE", "DROP", "CREATE", "ALTER", "TRUNCATE", "RENAME",
-    "GRANT", "REVOKE", "ATTACH", "DETACH", "PRAGMA", "VACUUM", "ANALYZE", "REINDEX", "CLUSTER", "COPY", "CALL",
-    "EXEC", "EXECUTE", "DO", "INTO", "LOCK", "SET", "RESET", "LOAD", "IMPORT", "EXPORT", "INSTALL", "REFRESH",
-    "COMMENT", "SECURITY", "OWNER", "NOTIFY", "LISTEN", "PREPARE", "DEALLOCATE", "DISCARD", "BEGIN", "COMMIT",
-    "ROLLBACK", "SAVEPOINT", "RELEASE", "SHUTDOWN", "KILL", "OUTFILE", "DUMPFILE",
-})  # fmt: skip
+WRITE_WORDS = frozenset(
+    {
+        "INSERT",
+        "UPDATE",
+        "DELETE",
+        "MERGE",
+        "UPSERT",
+        "REPLACE",
+        "DROP",
+        "CREATE",
+        "ALTER",
+        "TRUNCATE",
+        "RENAME",
+        "GRANT",
+        "REVOKE",
+        "ATTACH",
+        "DETACH",
+        "PRAGMA",
+        "VACUUM",
+        "ANALYZE",
+        "REINDEX",
+        "CLUSTER",
+        "COPY",
+        "CALL",
+        "EXEC",
+        "EXECUTE",
+        "DO",
+        "INTO",
+        "LOCK",
+        "SET",
+        "RESET",
+        "LOAD",
+        "IMPORT",
+        "EXPORT",
+        "INSTALL",
+        "REFRESH",
+        "COMMENT",
+        "SECURITY",
+        "OWNER",
+        "NOTIFY",
+        "LISTEN",
+        "PREPARE",
+        "DEALLOCATE",
+        "DISCARD",
+        "BEGIN",
+        "COMMIT",
+        "ROLLBACK",
+        "SAVEPOINT",
+        "RELEASE",
+        "SHUTDOWN",
+        "KILL",
+        "OUTFILE",
+        "DUMPFILE",
+    }
+)
 # Functions named like write words: `replace(...)` reads. Only these may be followed by "(".
 FUNCTION_WORDS = frozenset({"REPLACE", "LOAD", "ANALYZE"})
 

@@ -1,5 +1,6 @@
 """A tool's arguments as a Pydantic model: it validates what the model sends, its JSON Schema is
 what the model is shown, and its errors become one sentence the model can act on."""
+
 from __future__ import annotations
 
 from typing import Any, TypeVar
@@ -9,9 +10,15 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 
 # What a mistyped argument should have been, in the words of the JSON Schema the model was shown.
 _JSON_TYPE_OF_ERROR = {
-    "string_type": "string", "int_type": "integer", "int_from_float": "integer", "float_type": "number",
-    "bool_type": "boolean", "list_type": "array", "dict_type": "object", "model_type": "object",
-}  # fmt: skip
+    "string_type": "string",
+    "int_type": "integer",
+    "int_from_float": "integer",
+    "float_type": "number",
+    "bool_type": "boolean",
+    "list_type": "array",
+    "dict_type": "object",
+    "model_type": "object",
+}
 _FIRST = {"missing": 0, "extra_forbidden": 1}  # a missing argument explains more than an extra one
 
 

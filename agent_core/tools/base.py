@@ -1,12 +1,14 @@
 """What a tool is: its argument model, its approval policy, its preview and its code, plus what it may
 touch at run time."""
+
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Generic, Mapping, Protocol, TypedDict, TypeVar
+from typing import Any, Generic, Protocol, TypedDict, TypeVar
 
 from ..contract import CellStatus, ToolStatus, make_event
 from ..settings import AgentSettings
@@ -62,7 +64,9 @@ class ToolEnvironment(Protocol):
         agent_core.workspace.workspace_of, through which every tool reads it."""
         ...
 
-    async def run_cell(self, call_id: str, code: str, emit: Emit, placement: CellPlacement | None = None) -> CellRun: ...
+    async def run_cell(
+        self, call_id: str, code: str, emit: Emit, placement: CellPlacement | None = None
+    ) -> CellRun: ...
 
     async def restart_kernel(self) -> str:
         """Restart the notebook's kernel; returns what the model is told. ToolInputError when it cannot."""

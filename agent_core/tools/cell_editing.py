@@ -2,6 +2,7 @@
 The approval card shows the change as a diff against the cell as the user's browser has it (the run
 or the approval sends those cells), or as saved when no browser sent them. A cell that is gone is an
 error for the model, and nothing changes."""
+
 from __future__ import annotations
 
 import asyncio
@@ -19,7 +20,9 @@ from .writes import MAX_DIFF_CHARS, unified_diff
 
 
 class EditCellArgs(ToolArgs):
-    cell_id: str = Field(min_length=1, max_length=200, description="The cell's id, as read_notebook or run_cell gave it.")
+    cell_id: str = Field(
+        min_length=1, max_length=200, description="The cell's id, as read_notebook or run_cell gave it."
+    )
     source: str = Field(description="The cell's whole new source.")
 
 
@@ -37,7 +40,9 @@ async def notebook_cells(ctx: ToolContext) -> list[dict[str, Any]]:
     if not any(cell.get("truncated") for cell in live):
         return live
     saved = {cell.get("id"): cell for cell in await saved_cells(ctx)}
-    return [{**cell, "source": _source(saved.get(cell["id"], cell))} if cell.get("truncated") else cell for cell in live]
+    return [
+        {**cell, "source": _source(saved.get(cell["id"], cell))} if cell.get("truncated") else cell for cell in live
+    ]
 
 
 async def saved_cells(ctx: ToolContext) -> list[dict[str, Any]]:

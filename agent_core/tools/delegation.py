@@ -1,5 +1,6 @@
 """task: hand one self-contained job to a sub-agent (multi-agent mode). The sub-agent sees only the
 description and reports back; its events carry this call's id as `task_id`."""
+
 from __future__ import annotations
 
 from pydantic import Field

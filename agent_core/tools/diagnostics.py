@@ -14,6 +14,7 @@ Cells are linted as cells: IPython syntax (%magic, !shell, x?) is translated fir
 kept; names the kernel already defines (from earlier cells) are not reported as undefined; style
 nits (line length, spacing) are left out: only pyflakes' findings and pycodestyle's E9 (syntax /
 IO errors) and W6 (deprecated syntax such as invalid escape sequences) are kept."""
+
 from __future__ import annotations
 
 import asyncio
@@ -47,19 +48,40 @@ _UNDEFINED = re.compile(r"^undefined name '(.+)'$")
 
 # flake8's codes for pyflakes' messages, so the codes read as people know them.
 PYFLAKES_CODES = {
-    "UnusedImport": "F401", "ImportShadowedByLoopVar": "F402", "ImportStarUsed": "F403",
-    "LateFutureImport": "F404", "ImportStarUsage": "F405", "ImportStarNotPermitted": "F406",
-    "FutureFeatureNotDefined": "F407", "PercentFormatInvalidFormat": "F501",
-    "StringDotFormatInvalidFormat": "F521", "FStringMissingPlaceholders": "F541",
-    "MultiValueRepeatedKeyLiteral": "F601", "MultiValueRepeatedKeyVariable": "F602",
-    "TooManyExpressionsInStarredAssignment": "F621", "TwoStarredExpressions": "F622",
-    "AssertTuple": "F631", "IsLiteral": "F632", "InvalidPrintSyntax": "F633", "IfTuple": "F634",
-    "BreakOutsideLoop": "F701", "ContinueOutsideLoop": "F702", "YieldOutsideFunction": "F704",
-    "ReturnOutsideFunction": "F706", "DefaultExceptNotLast": "F707", "DoctestSyntaxError": "F721",
-    "ForwardAnnotationSyntaxError": "F722", "RedefinedWhileUnused": "F811", "UndefinedName": "F821",
-    "UndefinedExport": "F822", "UndefinedLocal": "F823", "DuplicateArgument": "F831",
-    "UnusedVariable": "F841", "UnusedAnnotation": "F842", "RaiseNotImplemented": "F901",
-}  # fmt: skip
+    "UnusedImport": "F401",
+    "ImportShadowedByLoopVar": "F402",
+    "ImportStarUsed": "F403",
+    "LateFutureImport": "F404",
+    "ImportStarUsage": "F405",
+    "ImportStarNotPermitted": "F406",
+    "FutureFeatureNotDefined": "F407",
+    "PercentFormatInvalidFormat": "F501",
+    "StringDotFormatInvalidFormat": "F521",
+    "FStringMissingPlaceholders": "F541",
+    "MultiValueRepeatedKeyLiteral": "F601",
+    "MultiValueRepeatedKeyVariable": "F602",
+    "TooManyExpressionsInStarredAssignment": "F621",
+    "TwoStarredExpressions": "F622",
+    "AssertTuple": "F631",
+    "IsLiteral": "F632",
+    "InvalidPrintSyntax": "F633",
+    "IfTuple": "F634",
+    "BreakOutsideLoop": "F701",
+    "ContinueOutsideLoop": "F702",
+    "YieldOutsideFunction": "F704",
+    "ReturnOutsideFunction": "F706",
+    "DefaultExceptNotLast": "F707",
+    "DoctestSyntaxError": "F721",
+    "ForwardAnnotationSyntaxError": "F722",
+    "RedefinedWhileUnused": "F811",
+    "UndefinedName": "F821",
+    "UndefinedExport": "F822",
+    "UndefinedLocal": "F823",
+    "DuplicateArgument": "F831",
+    "UnusedVariable": "F841",
+    "UnusedAnnotation": "F842",
+    "RaiseNotImplemented": "F901",
+}
 
 
 class DiagnosticsUnavailable(ToolInputError):
@@ -77,11 +99,11 @@ class LintEngine:
     """One in-process pylsp workspace. Not thread-safe: used from the single lint thread only."""
 
     def __init__(self, root: Path) -> None:
+        from pyflakes import api as pyflakes_api
         from pylsp import uris
         from pylsp.config.config import Config
         from pylsp.plugins import pycodestyle_lint, pyflakes_lint
         from pylsp.workspace import Document, Workspace
-        from pyflakes import api as pyflakes_api
 
         self._uris = uris
         self._document = Document
@@ -140,7 +162,9 @@ class _Linter:
                 engine = self._engines[key] = LintEngine(root)
             except Exception as exc:
                 log.exception("python-lsp-server could not start")
-                raise DiagnosticsUnavailable(f"python-lsp-server could not start ({type(exc).__name__}: {exc})") from None
+                raise DiagnosticsUnavailable(
+                    f"python-lsp-server could not start ({type(exc).__name__}: {exc})"
+                ) from None
         try:
             return engine.lint(source, path)
         except Exception as exc:
@@ -164,7 +188,9 @@ class _Linter:
                     self._executor = self._new_executor()
                     self._engines.clear()
             executor.shutdown(wait=False)
-            raise DiagnosticsUnavailable(f"python-lsp-server took more than {timeout:g} s; it is being restarted, try again") from None
+            raise DiagnosticsUnavailable(
+                f"python-lsp-server took more than {timeout:g} s; it is being restarted, try again"
+            ) from None
 
     def reset(self) -> None:
         """Drop the engines (tests; a crash does it by itself)."""
@@ -185,7 +211,10 @@ def cell_source(code: str) -> str | None:
             return None
         lines[first] = ""
         code = "\n".join(lines)
-    if not any(line.lstrip().startswith(("%", "!")) or line.rstrip().endswith("?") or "= !" in line or "= %" in line for line in lines):
+    if not any(
+        line.lstrip().startswith(("%", "!")) or line.rstrip().endswith("?") or "= !" in line or "= %" in line
+        for line in lines
+    ):
         return code
     try:
         from IPython.core.inputtransformer2 import TransformerManager
@@ -241,13 +270,20 @@ async def kernel_names(env: ToolEnvironment | None, timeout: float = KERNEL_NAME
 
 
 async def lint_code(
-    code: str, root: Path, *, env: ToolEnvironment | None = None, cell: bool = True, path: Path | None = None,
+    code: str,
+    root: Path,
+    *,
+    env: ToolEnvironment | None = None,
+    cell: bool = True,
+    path: Path | None = None,
     names_timeout: float = KERNEL_NAMES_TIMEOUT,
 ) -> DiagnosticsResult:
     """Diagnostics for `code`. A cell (cell=True) gets IPython syntax translated and undefined names
     the kernel defines (asked through `env`, silently) dropped; without a kernel, plain diagnostics."""
     if len(code.encode("utf-8", errors="replace")) > MAX_SOURCE_BYTES:
-        raise ToolInputError(f"the code is larger than {human_size(MAX_SOURCE_BYTES)}; diagnostics checks cells and modules")
+        raise ToolInputError(
+            f"the code is larger than {human_size(MAX_SOURCE_BYTES)}; diagnostics checks cells and modules"
+        )
     source = cell_source(code) if cell else code
     if source is None:
         return DiagnosticsResult([], note="not Python (a cell magic such as %%bash): nothing to check")
@@ -260,7 +296,9 @@ async def lint_code(
     if cell and undefined:
         names = await kernel_names(env, names_timeout)
         if names is None:
-            result.note = "the kernel could not be asked which names it defines: undefined names may be defined in earlier cells"
+            result.note = (
+                "the kernel could not be asked which names it defines: undefined names may be defined in earlier cells"
+            )
         else:
             known |= names
             result.kernel_names_used = True
@@ -288,7 +326,9 @@ async def lint_file(root: Workspace, path_text: str) -> DiagnosticsResult:
     if path.suffix == ".ipynb":
         raise ToolInputError(f"{rel!r} is a notebook: pass a cell's code as `code` instead")
     if path.stat().st_size > MAX_SOURCE_BYTES:
-        raise ToolInputError(f"{rel!r} is larger than {human_size(MAX_SOURCE_BYTES)}; diagnostics checks modules up to that size")
+        raise ToolInputError(
+            f"{rel!r} is larger than {human_size(MAX_SOURCE_BYTES)}; diagnostics checks modules up to that size"
+        )
     raw = path.read_bytes()
     if b"\x00" in raw[:8192]:
         raise ToolInputError(f"{rel!r} is a binary file, not Python source")
@@ -319,9 +359,11 @@ class DiagnosticsArgs(ToolArgs):
     path: str | None = Field(default=None, description="A .py file, relative to the workspace root.")
 
     @model_validator(mode="after")
-    def _one_of_them(self) -> "DiagnosticsArgs":
+    def _one_of_them(self) -> DiagnosticsArgs:
         if (self.code is None) == (self.path is None):
-            raise argument_error("pass either `code` (a cell's Python code) or `path` (a .py file), not both or neither")
+            raise argument_error(
+                "pass either `code` (a cell's Python code) or `path` (a .py file), not both or neither"
+            )
         return self
 
 
@@ -339,7 +381,9 @@ async def diagnostics(args: DiagnosticsArgs, ctx: ToolContext) -> ToolOutcome:
         what = path
     text = format_diagnostics(result, what)
     count = len(result.diagnostics)
-    return ToolOutcome("ok", text, summary=f"{count} problem{'s' if count != 1 else ''}" if count else "No problems found")
+    return ToolOutcome(
+        "ok", text, summary=f"{count} problem{'s' if count != 1 else ''}" if count else "No problems found"
+    )
 
 
 DIAGNOSTICS = ToolSpec(

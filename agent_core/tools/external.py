@@ -2,12 +2,14 @@
 They arrive per run, each with a JSON Schema instead of an argument model; the built-ins stay in the
 static registry. Every one needs approval (a server's or a function's claim to be read-only is shown,
 never trusted), and none counts as read-only for Ask mode."""
+
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any
 
 from .arguments import ToolArgs
 from .base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
@@ -26,7 +28,7 @@ class _NoArgs(ToolArgs):
 ExternalAction = Callable[[dict[str, Any], ToolContext], Awaitable[ToolOutcome]]
 
 
-def _call_action(spec: "ExternalToolSpec") -> Callable[[Any, ToolContext], Awaitable[ToolOutcome]]:
+def _call_action(spec: ExternalToolSpec) -> Callable[[Any, ToolContext], Awaitable[ToolOutcome]]:
     async def act(args: Any, ctx: ToolContext) -> ToolOutcome:
         if spec.call is None:  # make() always sets it
             raise ToolInputError("this tool has no action")
@@ -46,13 +48,27 @@ class ExternalToolSpec(ToolSpec[Any]):
 
     @classmethod
     def make(
-        cls, name: str, description: str, schema: Mapping[str, Any], origin: Mapping[str, Any], call: ExternalAction,
+        cls,
+        name: str,
+        description: str,
+        schema: Mapping[str, Any],
+        origin: Mapping[str, Any],
+        call: ExternalAction,
         auto_approvable: bool = False,
-    ) -> "ExternalToolSpec":  # fmt: skip
+    ) -> ExternalToolSpec:
         spec = cls(
-            name=name, description=bounded_description(description), args=_NoArgs, action=_unset, needs_approval=True,
-            read_only=False, recorded=True, schema=schema, origin=dict(origin), call=call, auto_approvable=auto_approvable,
-        )  # fmt: skip
+            name=name,
+            description=bounded_description(description),
+            args=_NoArgs,
+            action=_unset,
+            needs_approval=True,
+            read_only=False,
+            recorded=True,
+            schema=schema,
+            origin=dict(origin),
+            call=call,
+            auto_approvable=auto_approvable,
+        )
         object.__setattr__(spec, "action", _call_action(spec))
         object.__setattr__(spec, "describe", lambda args: describe_external(spec, args))
         return spec

@@ -4,17 +4,27 @@ Every path goes through the environment's Workspace (agent_core.workspace): conf
 no hidden files unless the server allows them, never the folders that hold secrets; walks skip
 what the policy hides. Reads are bounded. The blocking work runs in a thread so the event loop never
 waits on the disk."""
+
 from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from pydantic import Field
 
-from ..workspace import Workspace, WorkspaceError, human_size, relative_to_root, resolve_in_root, workspace_for, workspace_of
+from ..workspace import (
+    Workspace,
+    WorkspaceError,
+    human_size,
+    relative_to_root,
+    resolve_in_root,
+    workspace_for,
+    workspace_of,
+)
 from .arguments import ToolArgs
 from .base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
 
@@ -154,7 +164,9 @@ def format_file_text(rel: str, text: FileText) -> str:
         parts.append("[note: the file is not valid UTF-8; undecodable bytes are shown as \ufffd]")
     parts += [f"{number:>6}\t{line}" for number, line in enumerate(text.lines, start=text.first)]
     if text.stopped_at is not None:
-        parts.append(f"[... output cut at line {text.stopped_at - 1}; call read_file with start_line={text.stopped_at} to read on]")
+        parts.append(
+            f"[... output cut at line {text.stopped_at - 1}; call read_file with start_line={text.stopped_at} to read on]"
+        )
     return "\n".join(parts)
 
 
@@ -197,8 +209,8 @@ def _scan_sorted(directory: Path) -> list[os.DirEntry[str]]:
 def walk(directory: Path, recursive: bool = True, workspace: Workspace | None = None) -> Iterator[os.DirEntry[str]]:
     """Entries in path order (pre-order, names sorted, as `rg --sort path`); symlinked folders are not
     entered. With a workspace, what its policy hides is skipped (and never entered)."""
-    visible: Callable[[os.DirEntry[str]], bool] = (lambda entry: True) if workspace is None else (
-        lambda entry: workspace.visible(entry.path, entry)
+    visible: Callable[[os.DirEntry[str]], bool] = (
+        (lambda entry: True) if workspace is None else (lambda entry: workspace.visible(entry.path, entry))
     )
     stack = [iter(_scan_sorted(directory))]
     while stack:

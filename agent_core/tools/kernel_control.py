@@ -1,4 +1,5 @@
 """restart_kernel: a fresh kernel for the notebook, after the user's approval (variables are lost)."""
+
 from __future__ import annotations
 
 from .arguments import ToolArgs

@@ -3,6 +3,7 @@ configured databases), each with its path and heading so the answer can cite it.
 
 The index (agent_core.knowledge) is built in the background; the first search starts it when the
 server has not. The model's query is only ever turned into quoted words (knowledge.fts_query)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -55,9 +56,10 @@ def format_hits(query: str, hits: list[Any], capped: bool) -> str:
 
 class SearchKnowledgeArgs(ToolArgs):
     query: str = Field(
-        min_length=1, max_length=MAX_QUERY_CHARS,
+        min_length=1,
+        max_length=MAX_QUERY_CHARS,
         description="What to look for, in words the documents would use (e.g. 'churn definition monthly').",
-    )  # fmt: skip
+    )
     k: int | None = Field(default=None, ge=1, description=f"How many passages (default {DEFAULT_K}, at most {MAX_K}).")
 
 

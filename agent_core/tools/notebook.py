@@ -1,4 +1,5 @@
 """Notebook tools: run a code cell in the notebook's kernel, add a Markdown cell."""
+
 from __future__ import annotations
 
 import hashlib
@@ -110,5 +111,3 @@ ADD_MARKDOWN = ToolSpec(
     args=AddMarkdownArgs,
     action=add_markdown,
 )
-
-

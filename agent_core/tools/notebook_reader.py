@@ -1,6 +1,7 @@
 """read_notebook: the cells of the bound notebook with bounded output digests, and which cells ran
 in which order, from the saved notebook and from the kernel's own input history (so cells the user
 ran since the thread started count, saved or not)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -28,7 +29,9 @@ HISTORY_TIMEOUT = 3.0
 class ReadNotebookArgs(ToolArgs):
     path: str | None = Field(default=None, description="The notebook (.ipynb) to read; default: the thread's notebook.")
     start: int | None = Field(default=None, ge=0, description="First cell index (0-based). Default 0.")
-    end: int | None = Field(default=None, ge=0, description=f"Cell index to stop before. Default: start + {DEFAULT_CELLS}.")
+    end: int | None = Field(
+        default=None, ge=0, description=f"Cell index to stop before. Default: start + {DEFAULT_CELLS}."
+    )
 
 
 def load_notebook(path: Path) -> dict[str, Any]:
@@ -54,13 +57,22 @@ def _source(cell: dict[str, Any]) -> str:
     return "".join(source) if isinstance(source, list) else str(source)
 
 
-def cells_text(notebook: dict[str, Any], start: int = 0, end: int | None = None, total: int = TOTAL_CHARS,
-               output_chars: int = OUTPUT_CHARS) -> str:  # fmt: skip
+def cells_text(
+    notebook: dict[str, Any],
+    start: int = 0,
+    end: int | None = None,
+    total: int = TOTAL_CHARS,
+    output_chars: int = OUTPUT_CHARS,
+) -> str:
     """The cells in [start, end) as text for the model: index, type, execution count, source and
     output digest, each bounded, the whole bounded too."""
     cells = [c for c in notebook["cells"] if isinstance(c, dict)]
     stop = min(len(cells), end if end is not None else start + DEFAULT_CELLS)
-    parts = [f"{len(cells)} cells; showing {start} to {max(start, stop) - 1}." if start < stop else f"{len(cells)} cells; none in that range."]
+    parts = [
+        f"{len(cells)} cells; showing {start} to {max(start, stop) - 1}."
+        if start < stop
+        else f"{len(cells)} cells; none in that range."
+    ]
     for index in range(start, stop):
         cell = cells[index]
         kind = cell.get("cell_type", "?")

@@ -1,4 +1,5 @@
 """Planning tools: the todo list and the final answer."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -37,7 +38,7 @@ class NextItemArg(ToolArgs):
         return {"title": value, "prompt": value} if isinstance(value, str) else value
 
     @model_validator(mode="after")
-    def _both(self) -> "NextItemArg":
+    def _both(self) -> NextItemArg:
         if not (self.title or self.prompt):
             raise argument_error('next_items must be a list of {"title": str, "prompt": str}')
         self.title, self.prompt = self.title or self.prompt, self.prompt or self.title

@@ -4,6 +4,7 @@
 data as text for the model. Per-item problems (a missing file, a name that is not a DataFrame, no
 kernel) are `{"error": "..."}` entries, never a failure of the whole call; a path outside the root
 is (WorkspaceError: a 400 on the route, an error result for the model)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -32,7 +33,7 @@ DEEP_MEMORY_ROWS = 2_000_000  # beyond this, pandas' deep memory count (which wa
 # Runs in the kernel after kernel_probe.HELPERS (see there for what a probe may not do). pandas'
 # deep count, which calls __sizeof__ on every object in an object column, runs only when those
 # objects are of built-in types.
-_PROBE = r'''
+_PROBE = r"""
 def probe(ns, payload):
     request = json.loads(payload)
     out = {}
@@ -89,7 +90,7 @@ def _pandas_frame(pd, frame, name, deep_rows):
         entry["note"] = ("strings and other objects not counted: too many rows for a deep count" if not small else
                          "objects not counted: some are of types whose size only their own code could tell")
     return entry
-'''
+"""
 
 
 def probe_expression(names: list[str]) -> str:
@@ -139,7 +140,14 @@ def _size_entry(path: Path) -> dict[str, Any]:
     return {"bytes": size, "human": human_size(size), "type": "file"}
 
 
-_JSON_NAMES = {str: "a string", bool: "a boolean", int: "a number", float: "a number", dict: "an object", list: "a list"}
+_JSON_NAMES = {
+    str: "a string",
+    bool: "a boolean",
+    int: "a number",
+    float: "a number",
+    dict: "an object",
+    list: "a list",
+}
 
 
 def _json_kind(value: Any) -> str:
@@ -168,7 +176,9 @@ def file_sizes(root: Path | Workspace, paths: list[str]) -> dict[str, dict[str, 
     return {path: _size_entry(target) for path, target in resolved.items()}
 
 
-async def dataframe_sizes(env: ToolEnvironment | None, names: list[str], timeout: float = KERNEL_TIMEOUT) -> dict[str, dict[str, Any]]:
+async def dataframe_sizes(
+    env: ToolEnvironment | None, names: list[str], timeout: float = KERNEL_TIMEOUT
+) -> dict[str, dict[str, Any]]:
     """Memory, rows and columns of DataFrames in the notebook's kernel, read without a trace."""
     result: dict[str, dict[str, Any]] = {}
     valid = []
@@ -187,7 +197,9 @@ async def dataframe_sizes(env: ToolEnvironment | None, names: list[str], timeout
     try:
         measured = await asyncio.wait_for(env.evaluate_json(probe_expression(valid)), timeout)
     except asyncio.TimeoutError:
-        problem = f"the kernel did not answer within {timeout:g} s (it may be busy running a cell); try again when it is idle"
+        problem = (
+            f"the kernel did not answer within {timeout:g} s (it may be busy running a cell); try again when it is idle"
+        )
         measured = {name: {"error": problem} for name in valid}
     except ToolInputError as exc:  # no kernel, evaluation failed
         measured = {name: {"error": str(exc)} for name in valid}
@@ -253,7 +265,9 @@ async def gpus() -> tuple[list[dict[str, Any]], str]:
     return found, ""
 
 
-async def check_resources(root: Path | Workspace, env: ToolEnvironment | None, files: Any = None, dataframes: Any = None) -> dict[str, Any]:
+async def check_resources(
+    root: Path | Workspace, env: ToolEnvironment | None, files: Any = None, dataframes: Any = None
+) -> dict[str, Any]:
     """The `POST resources` answer. Raises WorkspaceError for a path outside the root,
     ToolInputError for malformed lists."""
     paths = _items(files, "files")
@@ -290,7 +304,11 @@ def format_resources(data: dict[str, Any]) -> str:
             if "error" in entry:
                 lines.append(f"  {name}: error: {entry['error']}")
             else:
-                approx = "" if entry.get("deep", True) else f" ({entry.get('note') or 'strings not counted: too many rows for a deep count'})"
+                approx = (
+                    ""
+                    if entry.get("deep", True)
+                    else f" ({entry.get('note') or 'strings not counted: too many rows for a deep count'})"
+                )
                 shape = f"{entry['rows']} rows x {entry['columns']} columns"
                 lines.append(f"  {name}: {shape}, {human_size(entry['bytes'])}{approx} ({entry.get('library', '')})")
     if data.get("kernel"):
@@ -306,7 +324,8 @@ def format_resources(data: dict[str, Any]) -> str:
     gpu_list = system.get("gpus") or []
     if gpu_list:
         lines += [
-            f"GPU {g['index']}: {g['name']}, {human_size(g['memory_used'])} used of {human_size(g['memory_total'])}" for g in gpu_list
+            f"GPU {g['index']}: {g['name']}, {human_size(g['memory_used'])} used of {human_size(g['memory_total'])}"
+            for g in gpu_list
         ]
     else:
         lines.append("GPUs: none" + (f" ({system['gpu_error']})" if system.get("gpu_error") else ""))
@@ -316,9 +335,10 @@ def format_resources(data: dict[str, Any]) -> str:
 class CheckResourceArgs(ToolArgs):
     files: list[str] | None = Field(default=None, max_length=MAX_ITEMS, description="Files or folders to size.")
     dataframes: list[str] | None = Field(
-        default=None, max_length=MAX_ITEMS,
+        default=None,
+        max_length=MAX_ITEMS,
         description="Variable names of DataFrames in the kernel: plain names like df, no attributes (obj.df).",
-    )  # fmt: skip
+    )
 
 
 async def check_resource(args: CheckResourceArgs, ctx: ToolContext) -> ToolOutcome:

@@ -7,6 +7,7 @@ another process. Python's `re` backtracks: `(a|aa)+$` on a line of 40 a's runs f
 holding the GIL, which froze the whole Jupyter server (finding 6). Python-side matching therefore
 uses the `regex` package, which releases the GIL while matching a str and takes a per-call
 `timeout`; every search also has an overall deadline, and runs in a worker thread."""
+
 from __future__ import annotations
 
 import asyncio
@@ -17,9 +18,10 @@ import re
 import shutil
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import regex
 from pydantic import Field
@@ -144,7 +146,9 @@ def check_pattern(pattern: Any) -> str:
     if not isinstance(pattern, str) or not pattern:
         raise ToolInputError("pattern must be a non-empty regular expression")
     if len(pattern) > MAX_PATTERN_CHARS:
-        raise ToolInputError(f"the pattern is longer than {MAX_PATTERN_CHARS} characters; search for a shorter, distinctive part")
+        raise ToolInputError(
+            f"the pattern is longer than {MAX_PATTERN_CHARS} characters; search for a shorter, distinctive part"
+        )
     if repeat_cost(pattern) > MAX_REPEAT_COST:
         raise ToolInputError(
             "the pattern's counted repeats ({n} and {m,n}) are too large or too deeply nested to compile quickly; "
@@ -153,7 +157,7 @@ def check_pattern(pattern: Any) -> str:
     return pattern
 
 
-def _compile(pattern: str) -> "regex.Pattern[str]":
+def _compile(pattern: str) -> regex.Pattern[str]:
     check_pattern(pattern)
     try:
         return regex.compile(pattern, _smart_case_flags(pattern))
@@ -313,7 +317,11 @@ def _walk_files(workspace: Workspace, target: Path, types: list[str]) -> Iterato
 
 
 def search_with_python(
-    where: Workspace | Path, target: Path, pattern: str, types: list[str], limit: int = MAX_SEARCH_RESULTS,
+    where: Workspace | Path,
+    target: Path,
+    pattern: str,
+    types: list[str],
+    limit: int = MAX_SEARCH_RESULTS,
     stop: threading.Event | None = None,
 ) -> SearchResult:
     """The same search and result shape as search_with_ripgrep, without ripgrep (no .gitignore
@@ -373,17 +381,24 @@ async def search_workspace(args: SearchWorkspaceArgs, ctx: ToolContext) -> ToolO
         return ToolOutcome("ok", f"No matches for {args.pattern!r}." + (f" ({result.note})" if result.note else ""))
     lines = [f"{m['path']}:{m['line']}: {m['text']}" for m in result.matches]
     if result.truncated:
-        lines.append(f"... more matches not shown (first {len(result.matches)}); narrow the pattern, path or file_types")
+        lines.append(
+            f"... more matches not shown (first {len(result.matches)}); narrow the pattern, path or file_types"
+        )
     if result.note:
         lines.append(f"[{result.note}]")
-    return ToolOutcome("ok", "\n".join(lines), summary=f"{len(result.matches)}{'+' if result.truncated else ''} matches")
+    return ToolOutcome(
+        "ok", "\n".join(lines), summary=f"{len(result.matches)}{'+' if result.truncated else ''} matches"
+    )
 
 
 # -- search_notebooks
 
 
 def search_notebook_cells(
-    where: Workspace | Path, pattern: str, notebook_path: Any = None, limit: int = MAX_SEARCH_RESULTS,
+    where: Workspace | Path,
+    pattern: str,
+    notebook_path: Any = None,
+    limit: int = MAX_SEARCH_RESULTS,
     stop: threading.Event | None = None,
 ) -> SearchResult:
     """Blocking: run it in a worker thread."""
@@ -401,7 +416,9 @@ def search_notebook_cells(
     try:
         return _search_cells(workspace, target, matcher, matches, skipped, limit)
     except _DeadlinePassed:
-        return SearchResult(matches, True, "nbformat", "; ".join(filter(None, [matcher.stopped_note(), _skipped_note(skipped)])))
+        return SearchResult(
+            matches, True, "nbformat", "; ".join(filter(None, [matcher.stopped_note(), _skipped_note(skipped)]))
+        )
 
 
 def _search_cells(
@@ -435,7 +452,9 @@ def _search_cells(
                     if len(excerpt) > EXCERPT_CHARS:
                         excerpt = excerpt[:EXCERPT_CHARS] + " [...]"
                     kind = cell.get("cell_type", "code")
-                    matches.append({"notebook": rel, "cell_index": index, "cell_type": kind, "line": number, "excerpt": excerpt})
+                    matches.append(
+                        {"notebook": rel, "cell_index": index, "cell_type": kind, "line": number, "excerpt": excerpt}
+                    )
     return SearchResult(matches, False, "nbformat", _skipped_note(skipped))
 
 
@@ -455,12 +474,17 @@ async def search_notebooks(args: SearchNotebooksArgs, ctx: ToolContext) -> ToolO
     check_pattern(args.pattern)
     result = await _off_the_loop(search_notebook_cells, workspace_of(ctx.env), args.pattern, args.notebook_path)
     if not result.matches:
-        return ToolOutcome("ok", f"No notebook cell matches {args.pattern!r}." + (f" ({result.note})" if result.note else ""))
+        return ToolOutcome(
+            "ok", f"No notebook cell matches {args.pattern!r}." + (f" ({result.note})" if result.note else "")
+        )
     lines = [
-        f"{m['notebook']} cell {m['cell_index']} ({m['cell_type']}) line {m['line']}: {m['excerpt']}" for m in result.matches
+        f"{m['notebook']} cell {m['cell_index']} ({m['cell_type']}) line {m['line']}: {m['excerpt']}"
+        for m in result.matches
     ]
     if result.truncated:
-        lines.append(f"... more matches not shown (first {len(result.matches)}); narrow the pattern or pass notebook_path")
+        lines.append(
+            f"... more matches not shown (first {len(result.matches)}); narrow the pattern or pass notebook_path"
+        )
     if result.note:
         lines.append(f"[{result.note}]")
     header = "Cell indexes count from 0 (the notebook's order)."

@@ -5,6 +5,7 @@ or a subfolder of it. Its output streams to the panel as `cell_output` stream ev
 is kept bounded (head and tail) for the model. On time-out, on Stop (task cancelled) and when the
 command leaves background processes behind, the whole process group is stopped: SIGTERM, then
 SIGKILL after a grace period. Nothing it started survives it (short of its own setsid)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -14,9 +15,10 @@ import os
 import shutil
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import Field, field_validator
 
@@ -72,7 +74,9 @@ class PanelStream:
                 self._pending.append([name, text])
             self._pending_chars += len(text)
         if self._capped:
-            self._pending.append(["stderr", f"\n[output beyond {self._limit} characters is not shown here; the command goes on]\n"])
+            self._pending.append(
+                ["stderr", f"\n[output beyond {self._limit} characters is not shown here; the command goes on]\n"]
+            )
             self.flush()
         elif self._pending_chars >= FLUSH_CHARS:
             self.flush()
@@ -247,13 +251,17 @@ async def run_command(
         panel.close()
         if proc.returncode is None:  # cancelled before it was reaped
             _signal_group(pgid, signal.SIGKILL)
-    return CommandResult(proc.returncode, stdout.text(), stderr.text(), timed_out, leftovers, time.monotonic() - started)
+    return CommandResult(
+        proc.returncode, stdout.text(), stderr.text(), timed_out, leftovers, time.monotonic() - started
+    )
 
 
 class ExecuteCommandArgs(ToolArgs):
     command: str = Field(description="The command line, run with bash -c.")
     stdin: str | None = Field(default=None, description="Text sent to the command's standard input.")
-    timeout: float | None = Field(default=None, description=f"Seconds before it is stopped (at most {MAX_TIMEOUT:.0f}).")
+    timeout: float | None = Field(
+        default=None, description=f"Seconds before it is stopped (at most {MAX_TIMEOUT:.0f})."
+    )
     cwd: str | None = Field(default=None, description="Folder to run in, relative to the workspace root.")
 
     @field_validator("command")
@@ -313,7 +321,9 @@ def format_result(command: str, rel: str, result: CommandResult, timeout: float)
 async def execute_command(args: ExecuteCommandArgs, ctx: ToolContext) -> ToolOutcome:
     cwd, rel = _folder(args, ctx)
     timeout = args.timeout or ctx.settings.command_timeout
-    result = await run_command(args.command, cwd, stdin=args.stdin or "", timeout=timeout, emit=ctx.emit, call_id=ctx.call_id)
+    result = await run_command(
+        args.command, cwd, stdin=args.stdin or "", timeout=timeout, emit=ctx.emit, call_id=ctx.call_id
+    )
     content = format_result(args.command, rel, result, timeout)
     ok = result.exit_code == 0 and not result.timed_out
     status = f"timed out after {timeout:g} s" if result.timed_out else f"exit code {result.exit_code}"
@@ -341,7 +351,7 @@ EXECUTE_COMMAND = ToolSpec(
     description=(
         "Run a shell command (bash) in the workspace root or a subfolder (cwd), after the user approves it. "
         "Returns the exit code and the output (long output keeps its head and tail). stdin is empty unless "
-        "given (e.g. \"y\\n\"); nothing interactive works. The command and everything it started are stopped "
+        'given (e.g. "y\\n"); nothing interactive works. The command and everything it started are stopped '
         "at the timeout (seconds; default from the settings). Prefer non-interactive flags (pip -q, apt -y)."
     ),
     args=ExecuteCommandArgs,

@@ -4,6 +4,7 @@ Built-in skills live in agent_core/skills/; a user folder, <jupyter_config_dir>/
 adds skills or overrides built-in ones by name. The system prompt lists names and descriptions
 only (`skills_prompt_section`); `load_skill` returns a skill's body when the agent needs it.
 Files are read on each call, so a new user skill works without a restart."""
+
 from __future__ import annotations
 
 import logging

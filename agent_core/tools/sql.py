@@ -6,6 +6,7 @@ agent_core.sql.statements) is refused before the user is asked, unless c.Cellwri
 is on, and then the card says it writes. The statement is classified again when it runs (the user
 may have edited it). Results are bounded (rows, cell width, time); a DataFrame in the kernel comes
 from the run_cell code the result suggests, which the user approves like any cell."""
+
 from __future__ import annotations
 
 import asyncio
@@ -13,8 +14,8 @@ import json
 
 from pydantic import Field
 
-from ..sql.statements import MAX_SQL_CHARS, SqlRefused, Statement, classify
 from ..settings import AgentSettings
+from ..sql.statements import MAX_SQL_CHARS, SqlRefused, Statement, classify
 from .arguments import ToolArgs
 from .base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
 
@@ -24,9 +25,10 @@ MAX_RESULT_CHARS = 20_000
 class SqlQueryArgs(ToolArgs):
     database: str = Field(min_length=1, max_length=100, description="The configured database's name (not a URL).")
     sql: str = Field(
-        min_length=1, max_length=MAX_SQL_CHARS,
+        min_length=1,
+        max_length=MAX_SQL_CHARS,
         description="One SQL statement. Read-only (SELECT or WITH) unless the user allowed writes.",
-    )  # fmt: skip
+    )
 
 
 def _url(settings: AgentSettings, database: str) -> str:
@@ -83,7 +85,9 @@ def format_result(args: SqlQueryArgs, result: object) -> str:
 
     assert isinstance(result, QueryResult)
     if not result.columns:
-        affected = f"{result.rowcount} rows affected" if result.rowcount is not None and result.rowcount >= 0 else "done"
+        affected = (
+            f"{result.rowcount} rows affected" if result.rowcount is not None and result.rowcount >= 0 else "done"
+        )
         return f"The statement ran on {args.database!r}: {affected} ({result.seconds:.2f} s)."
     lines = ["\t".join(result.columns), *("\t".join(row) for row in result.rows)]
     text = "\n".join(lines)
@@ -94,7 +98,9 @@ def format_result(args: SqlQueryArgs, result: object) -> str:
         "\n\nTo work with the full result in the notebook as a pandas DataFrame, propose this cell with run_cell "
         f"(the user approves it):\n```python\n{dataframe_code(args.database, args.sql)}\n```"
     )
-    return f"{len(result.rows)} rows{more} from {args.database!r} ({result.seconds:.2f} s), tab-separated:\n{text}{hint}"
+    return (
+        f"{len(result.rows)} rows{more} from {args.database!r} ({result.seconds:.2f} s), tab-separated:\n{text}{hint}"
+    )
 
 
 async def sql_query(args: SqlQueryArgs, ctx: ToolContext) -> ToolOutcome:

@@ -1,6 +1,7 @@
 """File tools that change the workspace: write a file, edit one by exact replacements. Both need
 approval; their approval card shows a unified diff (the preview), and a call that would fail says so
 on the card. Writes are atomic: a failure never leaves a half-written file."""
+
 from __future__ import annotations
 
 import asyncio
@@ -17,7 +18,7 @@ from ..output_digest import bounded
 from ..workspace import Workspace, human_size, relative_to_root, workspace_of
 from .arguments import ToolArgs, argument_error
 from .base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
-from .files import MAX_READ_BYTES, SNIFF_BYTES, PATH_HELP, confined, existing_file, is_binary
+from .files import MAX_READ_BYTES, PATH_HELP, SNIFF_BYTES, confined, existing_file, is_binary
 
 MAX_WRITE_BYTES = 5 * 1024 * 1024
 MAX_DIFF_CHARS = 100_000  # on the approval card
@@ -71,10 +72,14 @@ def _check_write(workspace: Workspace, args: WriteFileArgs) -> tuple[Path, str, 
     if path == root.resolve() or path.is_dir():
         raise ToolInputError(f"{rel!r} is a directory; give a file path")
     if len(utf8(content)) > MAX_WRITE_BYTES:
-        raise ToolInputError(f"the content is larger than {human_size(MAX_WRITE_BYTES)}; write big data from a cell instead")
+        raise ToolInputError(
+            f"the content is larger than {human_size(MAX_WRITE_BYTES)}; write big data from a cell instead"
+        )
     exists = path.exists()
     if exists and not args.overwrite:
-        raise ToolInputError(f"{rel!r} already exists; pass overwrite=true to replace it, or use edit_file to change part of it")
+        raise ToolInputError(
+            f"{rel!r} already exists; pass overwrite=true to replace it, or use edit_file to change part of it"
+        )
     for parent in path.parents:
         if parent.exists() and not parent.is_dir():
             raise ToolInputError(f"{relative_to_root(root, parent)!r} is a file, so it cannot hold {rel!r}")
@@ -115,7 +120,9 @@ async def write_file_preview(args: WriteFileArgs, ctx: ToolContext) -> dict[str,
     path, rel, exists = _check_write(workspace_of(ctx.env), args)
     old, why = await asyncio.to_thread(_old_text_for_diff, path)
     if old is None:
-        return {"diff": f"{why}; it is replaced by:\n" + bounded(unified_diff("", args.content, rel, True), MAX_DIFF_CHARS)}
+        return {
+            "diff": f"{why}; it is replaced by:\n" + bounded(unified_diff("", args.content, rel, True), MAX_DIFF_CHARS)
+        }
     return {"diff": bounded(unified_diff(old, args.content, rel, new_file=not exists), MAX_DIFF_CHARS)}
 
 
@@ -192,14 +199,18 @@ def _planned_edit(workspace: Workspace, args: EditFileArgs) -> tuple[Path, str, 
     rel = relative_to_root(root, path)
     stat = existing_file(root, path)
     if stat.st_size > MAX_READ_BYTES:
-        raise ToolInputError(f"{rel!r} is {human_size(stat.st_size)}, too big for edit_file; change it from a cell or with execute_command")
+        raise ToolInputError(
+            f"{rel!r} is {human_size(stat.st_size)}, too big for edit_file; change it from a cell or with execute_command"
+        )
     raw = path.read_bytes()
     if is_binary(raw[:SNIFF_BYTES]):
         raise ToolInputError(f"{rel!r} is a binary file; edit_file edits text files only")
     try:
         original = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise ToolInputError(f"{rel!r} is not valid UTF-8; edit_file would corrupt it. Change it from a cell instead.") from None
+        raise ToolInputError(
+            f"{rel!r} is not valid UTF-8; edit_file would corrupt it. Change it from a cell instead."
+        ) from None
     crlf = "\r\n" in original and "\n" not in original.replace("\r\n", "")
     text = original.replace("\r\n", "\n") if crlf else original
     edits = [(e.old.replace("\r\n", "\n"), e.new.replace("\r\n", "\n")) if crlf else (e.old, e.new) for e in args.edits]

@@ -1,6 +1,7 @@
 """The approval card's `impact` (contract.review.Impact): what the static analysis finds in the code,
 the workspace rules it appears to break, and whether the step can be undone in the kernel, decided
 up front from the sizes and types of the variables it would change (asked of the kernel silently)."""
+
 from __future__ import annotations
 
 import logging
@@ -16,8 +17,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 FINDING_KINDS = ("reads", "assigns", "mutates", "deletes", "files_written", "network", "installs", "shell", "unknown")
-OUTSIDE_KINDS = {"files_written": "files written", "network": "network access", "installs": "package installs",
-                 "shell": "shell commands", "unknown": "effects the analysis cannot see"}  # fmt: skip
+OUTSIDE_KINDS = {
+    "files_written": "files written",
+    "network": "network access",
+    "installs": "package installs",
+    "shell": "shell commands",
+    "unknown": "effects the analysis cannot see",
+}
 MAX_LISTED = 5
 
 
@@ -51,7 +57,9 @@ async def undoability(impact: CodeImpact, ctx: ToolContext) -> Undoability:
     """Whether the kernel part can be undone, from the kernel's sizes of the names the cell changes and
     the types of those it changes in place or calls methods on (a generator's state cannot be saved)."""
     if impact.parse_error:
-        return Undoability(False, f"the code could not be analysed ({impact.parse_error}), so what it changes is unknown")
+        return Undoability(
+            False, f"the code could not be analysed ({impact.parse_error}), so what it changes is unknown"
+        )
     cap = limit_bytes(ctx)
     if cap <= 0:
         return Undoability(False, "undo snapshots are turned off (undo_snapshot_limit_mb = 0)")
@@ -67,7 +75,9 @@ async def undoability(impact: CodeImpact, ctx: ToolContext) -> Undoability:
             # Only names the cell may change (`df.head()`, `gen.send(None)`): the snapshot taken before
             # the cell runs checks them again and says so if it cannot keep them.
             shown = ", ".join(check[:MAX_LISTED]) + (", …" if len(check) > MAX_LISTED else "")
-            notes.append(f"the kernel could not be asked ({exc}) whether {shown} can be saved; the snapshot before the cell runs will tell")
+            notes.append(
+                f"the kernel could not be asked ({exc}) whether {shown} can be saved; the snapshot before the cell runs will tell"
+            )
         else:
             problems = [str(p) for p in answer.get("problems", [])]
     if problems:
@@ -99,10 +109,13 @@ async def code_impact(code: str, ctx: ToolContext) -> dict[str, Any]:
     impact = analyze_code(code)
     undo = await undoability(impact, ctx)
     return {
-        **findings(impact), "parse_error": impact.parse_error, "undoable": undo.undoable,
-        "not_undoable_reason": undo.reason, "rule_warnings": warnings_for(impact, ctx),
+        **findings(impact),
+        "parse_error": impact.parse_error,
+        "undoable": undo.undoable,
+        "not_undoable_reason": undo.reason,
+        "rule_warnings": warnings_for(impact, ctx),
         "suggested_rule": suggestion(impact),
-    }  # fmt: skip
+    }
 
 
 def command_impact(command: str, ctx: ToolContext) -> dict[str, Any]:
@@ -112,7 +125,10 @@ def command_impact(command: str, ctx: ToolContext) -> dict[str, Any]:
 
     impact = analyze_code("!" + " ".join(command.splitlines()))
     return {
-        **findings(impact), "parse_error": None, "undoable": False,
+        **findings(impact),
+        "parse_error": None,
+        "undoable": False,
         "not_undoable_reason": "a shell command runs outside the kernel: its effects cannot be undone",
-        "rule_warnings": warnings_for(impact, ctx), "suggested_rule": suggestion(impact),
-    }  # fmt: skip
+        "rule_warnings": warnings_for(impact, ctx),
+        "suggested_rule": suggestion(impact),
+    }

@@ -1,6 +1,7 @@
 """The kernel side of undo, called through ToolEnvironment.evaluate_json: one probe expression per
 call (agent_core.kernel_probe), its inputs travelling as JSON data, never as code, so a tool call id
 with quotes or path characters is only ever a dictionary key in the kernel."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -26,7 +27,11 @@ async def _call(env: ToolEnvironment, entry: str, payload: dict[str, Any], timeo
 
 
 async def measure(
-    env: ToolEnvironment, names: list[str], cap_bytes: int, mutated: list[str] | None = None, check: list[str] | None = None
+    env: ToolEnvironment,
+    names: list[str],
+    cap_bytes: int,
+    mutated: list[str] | None = None,
+    check: list[str] | None = None,
 ) -> dict[str, Any]:
     """Per name: exists, bytes (None: known only once copied); `problems`: why no snapshot fits or
     can hold the state of a name changed in place (`mutated`) or that a call may change (`check`)."""
@@ -35,13 +40,25 @@ async def measure(
 
 
 async def take(
-    env: ToolEnvironment, thread_id: str, call_id: str, token: str, names: list[str], cap_bytes: int,
-    mutated: list[str] | None = None, check: list[str] | None = None,
-) -> dict[str, Any]:  # fmt: skip
+    env: ToolEnvironment,
+    thread_id: str,
+    call_id: str,
+    token: str,
+    names: list[str],
+    cap_bytes: int,
+    mutated: list[str] | None = None,
+    check: list[str] | None = None,
+) -> dict[str, Any]:
     payload = {
-        "thread_id": thread_id, "call_id": call_id, "token": token, "names": names, "cap": cap_bytes, "total_cap": cap_bytes,
-        "mutated": list(mutated or ()), "check": list(check or ()),
-    }  # fmt: skip
+        "thread_id": thread_id,
+        "call_id": call_id,
+        "token": token,
+        "names": names,
+        "cap": cap_bytes,
+        "total_cap": cap_bytes,
+        "mutated": list(mutated or ()),
+        "check": list(check or ()),
+    }
     return await _call(env, "take", payload, COPY_TIMEOUT)
 
 

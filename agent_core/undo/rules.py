@@ -1,5 +1,6 @@
 """The workspace's rules (agent_core.impact.rules, `<root>/.cellwright/rules.md`) where the agent and
 the server use them: the system prompt's section, the card's warnings, a reject saved as a rule."""
+
 from __future__ import annotations
 
 import logging

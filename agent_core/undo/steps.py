@@ -5,6 +5,7 @@ leaves), and an undo restores the values, deletes the created names and leaves a
 agent's next run. A restarted kernel, a second undo or a store a cell replaced is refused with the
 reason (UndoRefused). The records are in memory: a snapshot lives in a kernel, which does not
 outlive this process's kernels either."""
+
 from __future__ import annotations
 
 import logging
@@ -79,9 +80,13 @@ def _provenance(ctx: ToolContext, undoable: bool, reason: str | None) -> dict[st
     decision = ctx.decision
     proposed = (ctx.proposed_args or {}).get("code", (ctx.proposed_args or {}).get("source"))
     provenance: dict[str, Any] = {
-        "thread_id": str(getattr(run, "thread_id", "") or ""), "tool_call_id": ctx.call_id, "model": ctx.settings.model,
-        "agent": agent, "decision": decision, "undoable": undoable,
-    }  # fmt: skip
+        "thread_id": str(getattr(run, "thread_id", "") or ""),
+        "tool_call_id": ctx.call_id,
+        "model": ctx.settings.model,
+        "agent": agent,
+        "decision": decision,
+        "undoable": undoable,
+    }
     if decision == "edited" and isinstance(proposed, str):
         provenance["edited_from"] = proposed[:100_000]
     if reason:
@@ -108,7 +113,18 @@ async def before_cell(code: str, ctx: ToolContext, placement: CellPlacement) -> 
         except ToolInputError as exc:
             undo = card.Undoability(False, f"no snapshot could be taken: {exc}")
     if thread_id and not undo.undoable:  # an undo of it is refused with this reason
-        BOOK.keep(StepRecord(thread_id, ctx.call_id, "", None, [], placement.cell_id, placement.edit, refused=undo.reason or "not undoable"))
+        BOOK.keep(
+            StepRecord(
+                thread_id,
+                ctx.call_id,
+                "",
+                None,
+                [],
+                placement.cell_id,
+                placement.edit,
+                refused=undo.reason or "not undoable",
+            )
+        )
     return replace(placement, provenance=_provenance(ctx, undo.undoable, undo.reason))
 
 
@@ -118,13 +134,20 @@ async def _snapshot(impact: Any, thread_id: str, ctx: ToolContext, placement: Ce
     # A cell that binds no name and calls nothing on one (`pass`, a plot) has nothing to keep: the kernel is not asked.
     token = secrets.token_hex(16) if names or check else ""
     answer: dict[str, Any] = (
-        await kernel_calls.take(ctx.env, thread_id, ctx.call_id, token, names, card.limit_bytes(ctx), list(impact.mutated_names()), check)
-        if names or check else {"ok": True}
-    )  # fmt: skip
+        await kernel_calls.take(
+            ctx.env, thread_id, ctx.call_id, token, names, card.limit_bytes(ctx), list(impact.mutated_names()), check
+        )
+        if names or check
+        else {"ok": True}
+    )
     if not answer.get("ok"):
         return card.Undoability(False, str(answer.get("problem") or "the snapshot failed"))
     outside = card.not_undone(impact)
-    BOOK.keep(StepRecord(thread_id, ctx.call_id, token, await ctx.env.kernel_identity(), outside, placement.cell_id, placement.edit))
+    BOOK.keep(
+        StepRecord(
+            thread_id, ctx.call_id, token, await ctx.env.kernel_identity(), outside, placement.cell_id, placement.edit
+        )
+    )
     for gone in answer.get("evicted", []):
         BOOK.steps.pop((thread_id, str(gone)), None)
     reason = ("Undo restores the kernel's variables but not: " + "; ".join(outside)) if outside else None
@@ -137,20 +160,26 @@ async def undo_step(env: ToolEnvironment, thread_id: str, call_id: str) -> dict[
     if record is None:
         raise UndoRefused(
             "No snapshot was kept for this step (it was not undoable, it ran before the server restarted, or it "
-            "was dropped to save memory), so it cannot be undone.", "no_snapshot",
-        )  # fmt: skip
+            "was dropped to save memory), so it cannot be undone.",
+            "no_snapshot",
+        )
     if record.refused is not None:
-        raise UndoRefused(f"No snapshot was kept for this step ({record.refused}), so it cannot be undone.", "no_snapshot")
+        raise UndoRefused(
+            f"No snapshot was kept for this step ({record.refused}), so it cannot be undone.", "no_snapshot"
+        )
     if record.undone:
         raise UndoRefused("This step was already undone.", "already_undone")
     now = await env.kernel_identity()
     if record.kernel is not None and now != record.kernel:
         raise UndoRefused(
             "The kernel restarted (or is not running) since this step ran: its snapshot is gone, so the step cannot "
-            "be undone any more.", "kernel_restarted",
-        )  # fmt: skip
+            "be undone any more.",
+            "kernel_restarted",
+        )
     try:
-        answer: dict[str, Any] = await kernel_calls.undo(env, thread_id, call_id, record.token) if record.token else {"ok": True}
+        answer: dict[str, Any] = (
+            await kernel_calls.undo(env, thread_id, call_id, record.token) if record.token else {"ok": True}
+        )
     except ToolInputError as exc:
         raise UndoRefused(f"The kernel could not undo the step: {exc}.", "kernel_unavailable") from None
     if not answer.get("ok"):
@@ -160,16 +189,21 @@ async def undo_step(env: ToolEnvironment, thread_id: str, call_id: str) -> dict[
         raise UndoRefused(f"This step cannot be undone: {answer.get('problem')}.", kind)
     record.undone = True
     result = {
-        "restored": [str(n) for n in answer.get("restored", [])], "removed": [str(n) for n in answer.get("removed", [])],
-        "not_undone": list(record.not_undone), "cell_id": record.cell_id, "edit": record.edit,
-    }  # fmt: skip
+        "restored": [str(n) for n in answer.get("restored", [])],
+        "removed": [str(n) for n in answer.get("removed", [])],
+        "not_undone": list(record.not_undone),
+        "cell_id": record.cell_id,
+        "edit": record.edit,
+    }
     BOOK.note(thread_id, undo_note(call_id, result))
     return result
 
 
 def undo_note(call_id: str, result: dict[str, Any]) -> str:
-    parts = [f"restored {', '.join(result['restored'])}" if result["restored"] else "",
-             f"deleted {', '.join(result['removed'])}" if result["removed"] else ""]  # fmt: skip
+    parts = [
+        f"restored {', '.join(result['restored'])}" if result["restored"] else "",
+        f"deleted {', '.join(result['removed'])}" if result["removed"] else "",
+    ]
     done = "; ".join(p for p in parts if p) or "nothing in the kernel changed back"
     left = f" Not undone (still in effect): {'; '.join(result['not_undone'])}." if result["not_undone"] else ""
     cell = " Its cell was removed from the notebook." if result["cell_id"] and not result["edit"] else ""

@@ -1,9 +1,11 @@
 """Browser fixtures: JupyterLab with Cellwright in a subprocess, Debian's chromium through Playwright."""
+
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -13,10 +15,16 @@ from devtools.jupyter_process import REPO, TOKEN, JupyterProcess
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = REPO / ".output" / "ui"
 LAUNCH_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-    "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic",
-]  # fmt: skip
-
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+    "--disable-quic",
+]
 
 
 @pytest.fixture
@@ -32,7 +40,9 @@ def lab(tmp_path: Path, fake_llm: FakeLLM, lab_config: dict[str, Any]) -> Iterat
     # No "receive Jupyter news?" toast over the panel: the user settings answer it.
     settings = tmp_path / "config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    (settings / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
     if lab_config:
         (tmp_path / "config" / "jupyter_server_config.json").write_text(json.dumps(lab_config))
     server = JupyterProcess(tmp_path, env, app="lab", extra_args=args).start()
@@ -113,8 +123,6 @@ def run_cell_from_editor(page: Any, cell: Any) -> None:
             continue
     else:
         raise AssertionError("Ctrl+Enter did not start the cell")
-
-
 
 
 def pytest_collection_modifyitems(items: list[Any]) -> None:

@@ -1,6 +1,7 @@
 """Context in a real browser: `@` mentions of a kernel variable and a workspace file picked with the
 keyboard, shown as chips, reaching the model; "Ask Cellwright about this cell" from a cell's
 context menu. JupyterLab with Cellwright in Debian's chromium, a real kernel, the scripted fake LLM."""
+
 from __future__ import annotations
 
 import json
@@ -139,7 +140,9 @@ def test_ask_about_cell_from_context_menu(page: Any, lab: JupyterProcess, fake_l
     fake_llm.script(text("It divides by zero."))
     open_new_notebook(page, lab)
     run_in_first_cell(page, 'print("hello from the cell")\n1/0')
-    expect(page.locator(".jp-Notebook .jp-OutputArea-output").filter(has_text="ZeroDivisionError").first).to_be_visible()
+    expect(
+        page.locator(".jp-Notebook .jp-OutputArea-output").filter(has_text="ZeroDivisionError").first
+    ).to_be_visible()
 
     page.locator(".jp-Notebook .jp-Cell").first.locator(".jp-InputPrompt").click(button="right")
     item = page.locator('.lm-Menu-item[data-command="cellwright:ask-about-cell"]')

@@ -1,6 +1,7 @@
 """Issue 15 in the real browser: while the agent's cell runs, the panel shows the kernel's CPU and
 memory (polled from POST resources); a cell that allocates 500 MB shows the rise, and the memory
 warning of the settings registry (set low here) appears."""
+
 from __future__ import annotations
 
 import json
@@ -45,13 +46,17 @@ def test_the_settings_view_shows_the_workspace_index(page: Any, lab: JupyterProc
 
     (lab.root / "docs").mkdir()
     for number in range(3):
-        (lab.root / "docs" / f"guide_{number}.md").write_text(f"# Guide {number}\n\nHow we compute churn, part {number}.\n")
+        (lab.root / "docs" / f"guide_{number}.md").write_text(
+            f"# Guide {number}\n\nHow we compute churn, part {number}.\n"
+        )
     (lab.root / ".private.md").write_text("# Hidden\n\nnot indexed\n")
     open_new_notebook(page, lab)
     open_panel_from_palette(page)
     page.get_by_role("button", name="Model settings").click()
     status = page.get_by_test_id("cw-knowledge-status-text")
     expect(status).to_contain_text("ready", timeout=30_000)
-    expect(status).to_contain_text("3 passages")  # the three guides (the hidden file is not indexed; the new notebook is empty)
+    expect(status).to_contain_text(
+        "3 passages"
+    )  # the three guides (the hidden file is not indexed; the new notebook is empty)
     page.screenshot(path=str(SHOTS / "15-knowledge-status.png"))
     assert not page.errors, page.errors  # type: ignore[attr-defined]

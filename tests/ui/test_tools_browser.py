@@ -1,5 +1,6 @@
 """Shell command and file edit approvals in the real browser: the card shows the command with its
 working directory, and the edit as a diff; approving runs them."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -16,7 +17,11 @@ def test_approve_shell_command_and_file_edit(page: Any, lab: JupyterProcess, fak
     (lab.root / "src" / "config.py").write_text("THRESHOLD = 0.5\nNAME = 'demo'\n")
     fake_llm.script(
         tool_call("execute_command", {"command": "ls && echo listed-ok", "cwd": "src"}, id="sh1"),
-        tool_call("edit_file", {"path": "src/config.py", "edits": [{"old": "THRESHOLD = 0.5", "new": "THRESHOLD = 0.8"}]}, id="ed1"),
+        tool_call(
+            "edit_file",
+            {"path": "src/config.py", "edits": [{"old": "THRESHOLD = 0.5", "new": "THRESHOLD = 0.8"}]},
+            id="ed1",
+        ),
         tool_call("final_answer", {"answer": "Raised the threshold to 0.8."}),
     )
     card = ask_until_card(page, lab, "raise the threshold")

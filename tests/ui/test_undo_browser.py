@@ -1,6 +1,7 @@
 """Issue 12 in the real browser: the approval card shows what the cell will touch; the cell the agent
 wrote carries its provenance in the saved .ipynb (nbformat metadata `cellwright`); reopening the
 notebook shows the cell's badge; the badge's Undo removes the cell and the variables it made."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -11,7 +12,9 @@ from tests.ui.conftest import SHOTS, ask_until_card, run_cell_from_editor
 from tests.ui.test_workflow_browser import _save
 
 
-def test_provenance_survives_reopening_and_the_badge_undoes_the_step(page: Any, lab: JupyterProcess, fake_llm: FakeLLM) -> None:
+def test_provenance_survives_reopening_and_the_badge_undoes_the_step(
+    page: Any, lab: JupyterProcess, fake_llm: FakeLLM
+) -> None:
     from playwright.sync_api import expect
 
     fake_llm.script(
@@ -43,7 +46,9 @@ def test_provenance_survives_reopening_and_the_badge_undoes_the_step(page: Any, 
     step = page.locator('.cw-undo[data-tool-call-id="make_tmp"]')
     expect(step).to_have_attribute("data-undo-state", "undoable", timeout=20_000)
     badge.get_by_test_id("cw-cell-badge-undo").click()
-    expect(page.locator(".jp-Notebook .jp-Cell .cm-content").filter(has_text="tmp = x * 2")).to_have_count(0, timeout=20_000)
+    expect(page.locator(".jp-Notebook .jp-Cell .cm-content").filter(has_text="tmp = x * 2")).to_have_count(
+        0, timeout=20_000
+    )
     expect(step).to_have_attribute("data-undo-state", "undone", timeout=20_000)
     page.screenshot(path=str(SHOTS / "12-undone.png"))
 

@@ -2,12 +2,14 @@
 position, no extra cell); the approval card keeps its buttons in view after a plan and a long shell
 output, in the light and the dark theme; a server without a model opens the panel on the settings
 form, which tests the connection, saves, and never shows the key again."""
+
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -53,7 +55,9 @@ def test_fix_with_cellwright_edits_the_cell_in_place(page: Any, lab: JupyterProc
         assert match, user
         seen["cell_id"] = match.group(1)
         seen["message"] = user
-        return tool_call("edit_cell", {"cell_id": match.group(1), "source": "x = 1\ny = x / 1\nprint('fixed', y)"}, id="fix1")
+        return tool_call(
+            "edit_cell", {"cell_id": match.group(1), "source": "x = 1\ny = x / 1\nprint('fixed', y)"}, id="fix1"
+        )
 
     fake_llm.script(fix, tool_call("final_answer", {"answer": "Divided by 1 instead of 0."}))
     open_new_notebook(page, lab)
@@ -63,7 +67,9 @@ def test_fix_with_cellwright_edits_the_cell_in_place(page: Any, lab: JupyterProc
     run_cell_from_editor(page, cell)
     expect(cell.locator(".jp-OutputArea-output")).to_contain_text("ZeroDivisionError", timeout=30_000)
     # Saved: the server's fallback when it does not read the live cells.
-    before = _save(page, lab, lambda nb: len(nb["cells"]) == 1 and "x / 0" in "".join(nb["cells"][0]["source"]))["cells"][0]["id"]
+    before = _save(page, lab, lambda nb: len(nb["cells"]) == 1 and "x / 0" in "".join(nb["cells"][0]["source"]))[
+        "cells"
+    ][0]["id"]
 
     button = cell.get_by_role("button", name="Fix with Cellwright")
     expect(button).to_be_visible(timeout=10_000)
@@ -113,7 +119,11 @@ def _assert_buttons_in_view(page: Any, shot: str) -> None:
         box = card.get_by_role("button", name=name, exact=True).bounding_box()
         assert box is not None, name
         assert box["y"] >= 0 and box["y"] + box["height"] <= viewport["height"], (name, box, viewport)
-        assert card_box["y"] <= box["y"] and box["y"] + box["height"] <= card_box["y"] + card_box["height"] + 0.5, (name, box, card_box)
+        assert card_box["y"] <= box["y"] and box["y"] + box["height"] <= card_box["y"] + card_box["height"] + 0.5, (
+            name,
+            box,
+            card_box,
+        )
     # Nothing had to scroll: the button is where a click lands.
     hit = page.evaluate(
         """() => { const b = [...document.querySelectorAll('[data-testid="cw-approval-footer"] button')]
@@ -129,7 +139,10 @@ def test_approval_buttons_stay_in_view(page: Any, lab: JupyterProcess, fake_llm:
 
     code = "\n".join(f"value_{i} = {i} * 2  # step {i} of the computation" for i in range(12)) + "\nprint(value_11)"
     fake_llm.script(
-        tool_call("write_todos", {"todos": [{"content": f"Step {i}: do part {i} of the work", "status": "pending"} for i in range(8)]}),
+        tool_call(
+            "write_todos",
+            {"todos": [{"content": f"Step {i}: do part {i} of the work", "status": "pending"} for i in range(8)]},
+        ),
         tool_call("execute_command", {"command": "seq 1 200"}, id="sh1"),
         tool_call("run_cell", {"code": code, "description": "Compute the values"}, id="cell13"),
         tool_call("final_answer", {"answer": "Done."}),
@@ -137,7 +150,9 @@ def test_approval_buttons_stay_in_view(page: Any, lab: JupyterProcess, fake_llm:
     card = ask_until_card(page, lab, "compute the values")
     card.get_by_role("button", name="Approve").click()
     expect(page.get_by_test_id("cw-command-output")).to_contain_text("200", timeout=30_000)
-    expect(page.get_by_role("region", name="Approval required")).to_have_attribute("data-tool-name", "run_cell", timeout=30_000)
+    expect(page.get_by_role("region", name="Approval required")).to_have_attribute(
+        "data-tool-name", "run_cell", timeout=30_000
+    )
     assert len(code.split("\n")) == 13
     _assert_buttons_in_view(page, "14-card-buttons-light.png")
     _switch_theme(page, "JupyterLab Dark")
@@ -153,7 +168,9 @@ def bare_lab(tmp_path: Path) -> Iterator[JupyterProcess]:
     args = ["--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
     settings = tmp_path / "config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
     settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+    (settings / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
     server = JupyterProcess(tmp_path, {}, app="lab", extra_args=args)
     for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "CELLWRIGHT_MODEL", "CELLWRIGHT_TOOL_CALLING"):
         server.env.pop(name, None)
@@ -213,7 +230,9 @@ def test_first_run_settings_form(bare_lab: JupyterProcess, fake_llm: FakeLLM) ->
         expect(page.get_by_test_id("cw-final")).to_contain_text("Hello from the configured model.", timeout=FIRST_CARD)
 
         page.get_by_role("button", name="Model settings").click()
-        expect(page.get_by_role("form", name="Model settings").get_by_test_id("cw-api-key-status")).to_have_text("set", timeout=10_000)
+        expect(page.get_by_role("form", name="Model settings").get_by_test_id("cw-api-key-status")).to_have_text(
+            "set", timeout=10_000
+        )
         page.screenshot(path=str(SHOTS / "18-settings-key-set.png"))
         page.wait_for_timeout(500)
         leaked = [url for url, text in bodies if key in text]
