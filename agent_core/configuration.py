@@ -318,8 +318,9 @@ class Cellwright(LoggingConfigurable):
             )
         legacy = saved.get("api_key")
         if isinstance(legacy, str):
-            base_url = saved.get("base_url") if isinstance(saved.get("base_url"), str) else self.base_url
-            keys.setdefault(endpoint_of(base_url), legacy)
+            saved_url = saved.get("base_url")
+            base_url = saved_url if isinstance(saved_url, str) else self.base_url
+            keys.setdefault(endpoint_of(base_url or ""), legacy)
         return keys
 
     def public(self) -> dict[str, Any]:

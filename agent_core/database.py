@@ -168,7 +168,7 @@ class SqliteDatabase:
     async def write(self, fn: Callable[[Connection], Any]) -> Any:
         """BEGIN IMMEDIATE: the writer lock at once, so a read inside (the next seq) stays true."""
 
-        def transaction(conn: sqlite3.Connection) -> Any:
+        def transaction(conn: Connection) -> Any:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 result = fn(conn)

@@ -76,9 +76,7 @@ class ModelRequest:
 
 # One client per event loop and endpoint: a client reused across event loops fails ("Event loop is
 # closed"), and making one costs ~30 ms (an SSL context), which the first token would wait for.
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, ...], Any]] = (
-    weakref.WeakKeyDictionary()
-)
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, ...], Any]] = weakref.WeakKeyDictionary()
 
 
 def new_client(settings: AgentSettings) -> Any:
@@ -101,7 +99,7 @@ def new_client(settings: AgentSettings) -> Any:
 
 @functools.cache
 def _keyless_client_class(openai: Any) -> Any:
-    class KeylessAsyncOpenAI(openai.AsyncOpenAI):  # type: ignore[misc, name-defined]
+    class KeylessAsyncOpenAI(openai.AsyncOpenAI):
         """Omits the Authorization header of every request (the SDK's explicit "no auth")."""
 
         async def _prepare_options(self, options: Any) -> Any:

@@ -259,7 +259,7 @@ async def saver_setup(saver: Any, url: str) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + LOCK_WAIT
     async with await psycopg.AsyncConnection.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT) as conn:
-        while not (await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (MIGRATION_LOCK,))).fetchone())[0]:
+        while not _first(await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (MIGRATION_LOCK,))).fetchone()):
             if loop.time() > deadline:
                 raise TimeoutError("another server has been setting up the checkpoint tables for too long")
             await asyncio.sleep(LOCK_RETRY)
@@ -267,3 +267,8 @@ async def saver_setup(saver: Any, url: str) -> None:
             await saver.setup()
         finally:
             await conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+
+
+def _first(row: tuple[Any, ...] | None) -> Any:
+    """A one-column answer's value (None when no row came back)."""
+    return row[0] if row is not None else None

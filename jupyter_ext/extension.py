@@ -22,6 +22,8 @@ from agent_core.thread_store import ThreadStore
 from .errors import BadRequest, Misconfigured
 
 if TYPE_CHECKING:
+    from jupyter_server.serverapp import ServerApp
+
     from .kernel_executor import KernelEnvironment
 
 
@@ -67,7 +69,7 @@ class CellwrightApp(ExtensionApp):
             self.log.error(
                 "Cellwright cannot open its database, its routes answer 503 until this is fixed: %s", missing
             )
-        serverapp = self.serverapp
+        serverapp = self._server()
         # What the agent's file tools and the routes may touch: Jupyter's own hidden-file rule, and
         # never this extension's data folder (API key) nor the runtime folder (kernel keys).
         self.workspace = Workspace(
@@ -133,6 +135,11 @@ class CellwrightApp(ExtensionApp):
 
     # -- what the handlers and the run manager ask for
 
+    def _server(self) -> ServerApp:
+        """The server this extension was loaded into (set before initialize_settings runs)."""
+        assert self.serverapp is not None, "the extension is used before Jupyter loaded it"
+        return self.serverapp
+
     def kernel_environment(
         self, notebook_path: str, kernel_id: str | None, settings: AgentSettings | None = None
     ) -> KernelEnvironment:
@@ -140,7 +147,7 @@ class CellwrightApp(ExtensionApp):
         tool routes (with the current ones), so neither can lose the cell time-out or the workspace."""
         from .kernel_executor import KernelEnvironment
 
-        serverapp = self.serverapp
+        serverapp = self._server()
         cell_timeout = settings.cell_timeout if settings is not None else self.configuration.cell_timeout
         return KernelEnvironment(
             serverapp.kernel_manager,

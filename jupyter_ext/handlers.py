@@ -49,7 +49,7 @@ class CellwrightHandler(APIHandler):
     def runs(self) -> RunManager:
         return self.app.run_manager
 
-    async def prepare(self) -> None:
+    async def prepare(self) -> None:  # type: ignore[override]  # tornado's, not JupyterHandler's login redirect
         await super().prepare()
         if (
             len(self.request.body or b"") > contract_routes().MAX_BODY_BYTES
@@ -97,11 +97,11 @@ class CellwrightHandler(APIHandler):
             self.set_header("Content-Type", "application/json")
             self.finish(json.dumps({"error": e.kind, "message": e.message}))
             return
-        super()._handle_request_exception(e)  # type: ignore[misc]
+        super()._handle_request_exception(e)
 
 
 class HealthHandler(CellwrightHandler):
-    async def prepare(self) -> None:
+    async def prepare(self) -> None:  # type: ignore[override]  # as CellwrightHandler's
         try:
             await super().prepare()
         except Misconfigured:  # health answers, naming it in "problems" (API.md)

@@ -99,18 +99,19 @@ def server_config(name: str, raw: Any) -> ServerConfig:
         raise McpConfigError(
             f'{where} needs either "command" (a program to start) or "url" (a streamable-HTTP endpoint)'
         )
-    timeouts = {
-        "start_timeout": _seconds(raw.get("start_timeout"), f"{where}.start_timeout", ServerConfig.start_timeout),
-        "call_timeout": _seconds(raw.get("call_timeout"), f"{where}.call_timeout", ServerConfig.call_timeout),
-        "disabled": bool(raw.get("disabled", False)),
-    }
+    start_timeout = _seconds(raw.get("start_timeout"), f"{where}.start_timeout", ServerConfig.start_timeout)
+    call_timeout = _seconds(raw.get("call_timeout"), f"{where}.call_timeout", ServerConfig.call_timeout)
+    disabled = bool(raw.get("disabled", False))
     if has_url:
         url = raw["url"]
         if not isinstance(url, str) or not re.match(r"^https?://", url) or len(url) > 2000:
             raise McpConfigError(f"{where}.url must be an http:// or https:// URL")
         if "command" in raw or "args" in raw or "env" in raw:
             raise McpConfigError(f'{where}: "url" goes with "headers", not with "command", "args" or "env"')
-        return ServerConfig(name, url=url, headers=_strings(raw.get("headers"), f"{where}.headers", 50), **timeouts)
+        headers = _strings(raw.get("headers"), f"{where}.headers", 50)
+        return ServerConfig(
+            name, url=url, headers=headers, start_timeout=start_timeout, call_timeout=call_timeout, disabled=disabled
+        )
     command, args = raw["command"], raw.get("args") or []
     if not isinstance(command, str) or len(command) > 1000:
         raise McpConfigError(f"{where}.command must be a string: the program to start")
@@ -122,8 +123,15 @@ def server_config(name: str, raw: Any) -> ServerConfig:
         raise McpConfigError(f"{where}.args must be a list of strings (at most {MAX_ARGS})")
     if "headers" in raw:
         raise McpConfigError(f'{where}: "headers" go with "url", not with "command"')
+    env = _strings(raw.get("env"), f"{where}.env", 100)
     return ServerConfig(
-        name, command=command, args=tuple(args), env=_strings(raw.get("env"), f"{where}.env", 100), **timeouts
+        name,
+        command=command,
+        args=tuple(args),
+        env=env,
+        start_timeout=start_timeout,
+        call_timeout=call_timeout,
+        disabled=disabled,
     )
 
 
