@@ -1,7 +1,7 @@
 """Cellwright's agent: the LangGraph loop, its tools, prompts and persistence. Free of Jupyter
 server code, so the kernel-side `%agent` magic can use it too.
 
-`%load_ext agent_core` in a notebook adds `%agent` / `%%agent` (see agent_core.kernel.magic); to load
+`%load_ext agent_core` in a notebook adds `%agent` / `%%agent` (see agent_core.kernel_side.magic); to load
 it in every kernel: `c.InteractiveShellApp.extensions = ["agent_core"]` in an IPython profile's config."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 
 def __getattr__(name: str) -> Any:
     if name == "tool":  # `from agent_core import tool` in a notebook: the @tool decorator, a stdlib-only module
-        from .tool_decorator import tool
+        from agent_core.kernel_side.tool_decorator import tool
 
         return tool
     # package.json is the one place the version is written (pyproject reads it through
@@ -28,12 +28,14 @@ def __getattr__(name: str) -> Any:
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    from .kernel.magic import load_ipython_extension as load  # imported here: `import agent_core` stays cheap
+    from agent_core.kernel_side.magic import (
+        load_ipython_extension as load,  # imported here: `import agent_core` stays cheap
+    )
 
     load(ipython)
 
 
 def unload_ipython_extension(ipython: Any) -> None:
-    from .kernel.magic import unload_ipython_extension as unload
+    from agent_core.kernel_side.magic import unload_ipython_extension as unload
 
     unload(ipython)

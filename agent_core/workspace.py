@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import BadRequest
+from agent_core.errors import BadRequest
 
 
 class WorkspaceError(BadRequest):

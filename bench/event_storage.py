@@ -22,8 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent_core.contract import make_event  # noqa: E402
-from agent_core.event_pump import EventPump  # noqa: E402
-from agent_core.thread_store import ThreadStore  # noqa: E402
+from agent_core.loop.event_pump import EventPump  # noqa: E402
+from agent_core.storage.thread_store import ThreadStore  # noqa: E402
 
 LINES = 20_000
 TOKENS = 2_000

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from jupyter_client.manager import start_new_kernel  # noqa: E402
 
-from agent_core.kernel_introspection import snapshot_expression  # noqa: E402
+from agent_core.kernel_probes.introspection import snapshot_expression  # noqa: E402
 
 SETUP = """
 import numpy as np, pandas as pd

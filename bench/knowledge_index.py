@@ -20,8 +20,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from agent_core.config.agent_settings import AgentSettings  # noqa: E402
 from agent_core.knowledge.service import KnowledgeBase  # noqa: E402
-from agent_core.settings import AgentSettings  # noqa: E402
 from agent_core.workspace import Workspace  # noqa: E402
 from devtools.knowledge_corpus import TOPICS, write_corpus  # noqa: E402
 

@@ -40,7 +40,7 @@ START_DELAY = 1.5  # the scripted model waits: every reader is connected before 
 
 
 async def _append(path: str, url: str, threads: int, events: int, ready: Any, go: Any) -> float:
-    from agent_core.thread_store import ThreadStore
+    from agent_core.storage.thread_store import ThreadStore
 
     store = ThreadStore(Path(path), database_url=url)
     await store.open()

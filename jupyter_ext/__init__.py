@@ -1,4 +1,4 @@
-"""Cellwright's Jupyter server extension; its settings are agent_core.configuration.Cellwright."""
+"""Cellwright's Jupyter server extension; its settings are agent_core.config.configurable.Cellwright."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The `cellwright` server extension: the objects it owns, and its settings, held as the
-`Cellwright` configurable of agent_core.configuration (API.md, "Configuration")."""
+`Cellwright` configurable of agent_core.config.configurable (API.md, "Configuration")."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Type
 
 from agent_core import __version__
-from agent_core.configuration import Cellwright, SettingsError, load
-from agent_core.database import missing_postgres_extra
-from agent_core.settings import AgentSettings
-from agent_core.thread_store import ThreadStore
+from agent_core.config.agent_settings import AgentSettings
+from agent_core.config.configurable import Cellwright, SettingsError, load
+from agent_core.storage.database import missing_postgres_extra
+from agent_core.storage.thread_store import ThreadStore
 
 from .errors import BadRequest, Misconfigured
 

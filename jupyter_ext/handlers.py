@@ -17,7 +17,7 @@ from tornado import web
 from tornado.iostream import StreamClosedError
 
 from agent_core import fast_json
-from agent_core.database import DatabaseUnavailable
+from agent_core.storage.database import DatabaseUnavailable
 from agent_core.workspace import WorkspaceError
 
 from .errors import BadRequest, CellwrightError, Conflict, Misconfigured, Unavailable, status_of
@@ -130,7 +130,7 @@ class ConfigModelsHandler(CellwrightHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        from agent_core.connection_check import list_models
+        from agent_core.llm.connection_check import list_models
 
         self.write_json(await list_models(self.app.configuration.agent_settings()))
 
@@ -139,7 +139,7 @@ class ConfigTestHandler(CellwrightHandler):
     @web.authenticated
     @authorized
     async def post(self) -> None:
-        from agent_core.connection_check import test_connection
+        from agent_core.llm.connection_check import test_connection
 
         form = self.body(contract_routes().ConnectionTest).model_dump(exclude_none=True)
         self.write_json(
@@ -337,7 +337,7 @@ class VariablesHandler(ToolRouteHandler):
     @web.authenticated
     @authorized
     async def post(self) -> None:
-        from agent_core.kernel_introspection import namespace_snapshot
+        from agent_core.kernel_probes.introspection import namespace_snapshot
 
         env = self.kernel_of(self.body(contract_routes().VariablesRequest))
         if env is None:
@@ -384,7 +384,7 @@ def _as_domain_error(e: BaseException) -> BaseException:
     if isinstance(e, DatabaseUnavailable):
         return Unavailable(str(e), "database_unavailable")
     if "psycopg" in sys.modules:  # the checkpointer's connections to a shared database
-        from agent_core.postgres_database import unavailable
+        from agent_core.storage.postgres_database import unavailable
 
         if unavailable(e):
             return Unavailable(
@@ -417,8 +417,8 @@ class NotebookToolsHandler(ToolRouteHandler):
     @web.authenticated
     @authorized
     async def post(self) -> None:
-        from agent_core.external_tools import TAKEN
-        from agent_core.notebook_tools import notebook_tools
+        from agent_core.tools.gathering import TAKEN
+        from agent_core.tools.notebook_functions import notebook_tools
 
         env = self.kernel_of(self.body(contract_routes().VariablesRequest))
         if env is None:

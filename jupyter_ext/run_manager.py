@@ -16,16 +16,16 @@ from typing import TYPE_CHECKING, Any
 from traitlets import Float
 from traitlets.config import LoggingConfigurable
 
-from agent_core.database import DatabaseUnavailable
-from agent_core.settings import AgentSettings
-from agent_core.thread_store import ThreadRecord, ThreadStore
+from agent_core.config.agent_settings import AgentSettings
+from agent_core.storage.database import DatabaseUnavailable
+from agent_core.storage.thread_store import ThreadRecord, ThreadStore
 
 from .errors import BadRequest, Conflict, NotFound
 from .heap_settling import settle_soon
 
 if TYPE_CHECKING:  # the tool registry and the contract's models load on first use, not at server start
     from agent_core.contract.routes import Decision, StartRun
-    from agent_core.thread_runner import PreparedRun, ThreadRunner
+    from agent_core.loop.thread_runner import PreparedRun, ThreadRunner
     from agent_core.tools import ToolEnvironment
 
 EnvFactory = Callable[[str, "str | None", AgentSettings], "ToolEnvironment"]
@@ -75,7 +75,7 @@ class RunManager(LoggingConfigurable):
         """The graph and its checkpointer, opened on first use: the server starts without langgraph."""
         async with self._runner_lock:
             if self._runner is None:
-                from agent_core.thread_runner import ThreadRunner
+                from agent_core.loop.thread_runner import ThreadRunner
 
                 self._runner = await ThreadRunner.open(
                     self.threads, self._checkpointer_url, self._default_checkpoint_path, mcp=self._mcp_manager
@@ -103,10 +103,10 @@ class RunManager(LoggingConfigurable):
 
     async def thread_detail(self, thread_id: str) -> dict[str, Any]:
         """The thread as it is: a read never drives a run (recovery is for start-up and POSTs)."""
-        from agent_core.mentions import CONTEXT_KEY
-        from agent_core.thread_runner import view_message
-        from agent_core.usage import public as public_usage
-        from agent_core.usage import zero as zero_usage
+        from agent_core.loop.mentions import CONTEXT_KEY
+        from agent_core.loop.thread_runner import view_message
+        from agent_core.loop.usage import public as public_usage
+        from agent_core.loop.usage import zero as zero_usage
 
         record = await self.thread(thread_id)
         runner = await self.runner()
@@ -155,7 +155,7 @@ class RunManager(LoggingConfigurable):
 
     async def start_run(self, thread_id: str, body: StartRun) -> str:
         """Start a run of `body` (its notebook_path already checked against the root)."""
-        from agent_core.llm import not_configured
+        from agent_core.llm.client import not_configured
 
         settings = self._settings()
         if not settings.llm_configured:
@@ -191,7 +191,7 @@ class RunManager(LoggingConfigurable):
         """Undo one step (agent_core.undo.steps) while no run is active; its `step_undone` event goes
         into the thread's log, and a note for the agent into its next run."""
         from agent_core.contract import make_event
-        from agent_core.event_pump import EventPump
+        from agent_core.loop.event_pump import EventPump
         from agent_core.undo.steps import BOOK, UndoRefused, undo_step
 
         record = await self.thread(thread_id)
@@ -356,7 +356,7 @@ class RunManager(LoggingConfigurable):
         return run.run_id
 
     async def _drive(self, run: PreparedRun) -> str:
-        from agent_core.thread_runner import ThreadBusy
+        from agent_core.loop.thread_runner import ThreadBusy
 
         try:
             return await run.drive()

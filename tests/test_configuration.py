@@ -1,4 +1,4 @@
-"""One configuration (agent_core.configuration): the `Cellwright` traits as the server and the
+"""One configuration (agent_core.config.configurable): the `Cellwright` traits as the server and the
 `%agent` magic both read them, PUT config and its settings.json, and the one KernelEnvironment."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from traitlets.config import Config
 
-from agent_core.configuration import Cellwright, SettingsError, load, load_for_kernel
-from agent_core.settings import AgentSettings
+from agent_core.config.agent_settings import AgentSettings
+from agent_core.config.configurable import Cellwright, SettingsError, load, load_for_kernel
 from devtools.fake_llm import FakeLLM, text, tool_call
 from devtools.jupyter_process import JupyterProcess
 from tests.conftest import NOTEBOOK, Api, of_type

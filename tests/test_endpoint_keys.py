@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from traitlets.config import Config
 
-from agent_core.configuration import SettingsError, load, load_for_kernel
+from agent_core.config.agent_settings import DEFAULT_ENDPOINT, endpoint_of
+from agent_core.config.configurable import SettingsError, load, load_for_kernel
 from agent_core.mcp.config import MASK
-from agent_core.settings import DEFAULT_ENDPOINT, endpoint_of
 from devtools import fake_llm as fake_llm_module
 from devtools.fake_llm import FakeLLM, text
 from tests.conftest import Api, of_type

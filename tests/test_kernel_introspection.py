@@ -6,7 +6,7 @@ import asyncio
 import time
 from typing import Any
 
-from agent_core.kernel_introspection import BUSY_NOTE, format_summary, namespace_snapshot, variable_summaries
+from agent_core.kernel_probes.introspection import BUSY_NOTE, format_summary, namespace_snapshot, variable_summaries
 from tests.test_tools_routes import COUNT, kernel_env, run_in_kernel
 
 EVERYTHING = "__import__('json').dumps(sorted(globals()))"

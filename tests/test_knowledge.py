@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
+from agent_core.config.agent_settings import AgentSettings
 from agent_core.knowledge.service import KnowledgeBase
-from agent_core.settings import AgentSettings
 from agent_core.workspace import Workspace
 from devtools.fake_llm import FakeLLM, text, tool_call
 from devtools.knowledge_corpus import EXPECTED, write_corpus

@@ -1,4 +1,4 @@
-"""The model stream's SSE reader (agent_core.model_stream.sse_data): SSE allows CR, LF and CRLF line ends,
+"""The model stream's SSE reader (agent_core.llm.stream.sse_data): SSE allows CR, LF and CRLF line ends,
 and a network read can end anywhere, also between a CR and its LF or inside a UTF-8 character."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from agent_core.model_stream import sse_data
+from agent_core.llm.stream import sse_data
 
 
 async def _data(reads: list[bytes]) -> tuple[list[str], int]:
@@ -45,7 +45,7 @@ def test_events_split_like_sse(reads: list[bytes], events: list[str]) -> None:
 
 def test_an_endless_line_is_refused_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     # A broken or hostile endpoint streaming one line with no end: memory stays bounded.
-    from agent_core import model_stream
+    from agent_core.llm import stream as model_stream
 
     monkeypatch.setattr(model_stream, "MAX_EVENT_BYTES", 1000)
     with pytest.raises(model_stream.OversizedEvent, match="longer than"):

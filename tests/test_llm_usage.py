@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from agent_core import llm as llm_module
-from agent_core.llm import LLMError, ModelRequest, ModelTurn, TokenUsage, complete, estimate_tokens
-from agent_core.settings import AgentSettings
+from agent_core.config.agent_settings import AgentSettings
+from agent_core.llm import client as llm_module
+from agent_core.llm.client import LLMError, ModelRequest, ModelTurn, TokenUsage, complete, estimate_tokens
 from devtools.fake_llm import FakeLLM, Reply, error, text, tool_call
 
 MESSAGES = [{"role": "system", "content": "You are Cellwright."}, {"role": "user", "content": "hi"}]

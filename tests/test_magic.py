@@ -20,8 +20,8 @@ import pytest
 from jupyter_client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 
-from agent_core.kernel.session import notebook_path, workspace_root
-from agent_core.thread_store import ThreadStore
+from agent_core.kernel_side.session import notebook_path, workspace_root
+from agent_core.storage.thread_store import ThreadStore
 from devtools.fake_llm import FakeLLM, text, tool_call
 from devtools.jupyter_process import JupyterProcess
 
@@ -234,7 +234,7 @@ def test_approved_in_the_notebook(
     assert kernel.run("print(x)").stdout == "42\n"  # in the user's namespace
     # Nothing of the call is left in the kernel: no worker or database threads, no per-loop LLM client.
     left = kernel.run(
-        "import threading, agent_core.llm as L; print([t.name for t in threading.enumerate()], len(L._clients))"
+        "import threading, agent_core.llm.client as L; print([t.name for t in threading.enumerate()], len(L._clients))"
     )
     assert "cellwright-agent" not in left.stdout and left.stdout.rstrip().endswith("0"), left.stdout
 

@@ -104,8 +104,8 @@ def test_a_server_that_exits_says_why_without_its_secret() -> None:
 
 
 def test_a_run_offers_a_bounded_number_of_outside_tools() -> None:
-    from agent_core.external_tools import MAX_EXTERNAL_TOOLS, _within_budget
     from agent_core.tools.external import ExternalToolSpec
+    from agent_core.tools.gathering import MAX_EXTERNAL_TOOLS, _within_budget
 
     async def never(args: dict, ctx: object) -> None:
         raise AssertionError("not called")

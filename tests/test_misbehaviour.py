@@ -170,7 +170,7 @@ async def test_stalled_stream_times_out_with_a_clear_error(api: Api, fake_llm: F
 async def test_request_timeout_is_between_reads_not_for_the_whole_answer(
     api: Api, fake_llm: FakeLLM, jp_serverapp: Any
 ) -> None:
-    # One timer per stream re-arms itself from the last read (agent_core/llm.py IdleDeadline): an
+    # One timer per stream re-arms itself from the last read (agent_core/llm/client.py IdleDeadline): an
     # answer slower in total than request_timeout, but never silent that long, completes.
     settings = jp_serverapp.web_app.settings["cellwright"].configuration
     settings.request_timeout, settings.max_retries = 0.5, 0

@@ -138,7 +138,7 @@ async def test_hostile_names_and_injection(
     hostile = (
         SETUP
         + """
-import agent_core.tool_decorator as td
+import agent_core.kernel_side.tool_decorator as td
 td._REGISTRY["x; import os"] = {"fn": print, "spec": {"name": "../../etc/passwd", "description": "d" * 100000,
     "schema": {"type": "object", "properties": {}}, "read_only": True, "file": "", "line": 1, "dataframes": []}}
 td._REGISTRY["mcp__fake__tool"] = {"fn": print, "spec": {"name": "mcp__fake__tool", "description": "x",

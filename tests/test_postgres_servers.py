@@ -71,8 +71,8 @@ async def test_servers_starting_together_create_the_schema_once(tmp_path: Path, 
 
     import psycopg
 
-    from agent_core.checkpoint import open_store
-    from agent_core.thread_store import ThreadStore
+    from agent_core.storage.checkpoint import open_store
+    from agent_core.storage.thread_store import ThreadStore
 
     stores = [ThreadStore(tmp_path / "unused.sqlite", database_url=postgres_url) for _ in range(4)]
     await asyncio.gather(*(store.open() for store in stores))

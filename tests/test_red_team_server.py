@@ -279,7 +279,7 @@ async def test_finding_12_stop_while_waiting_leaves_the_users_cell_alone(
 
 
 async def test_finding_13_stop_and_delete_respect_another_process_lease(api: Api, jp_serverapp: Any) -> None:
-    from agent_core.thread_store import ThreadStore
+    from agent_core.storage.thread_store import ThreadStore
 
     thread = await api.new_thread()
     app = await _app(jp_serverapp)
@@ -330,7 +330,7 @@ async def test_finding_13_the_lease_is_released_when_saving_the_end_fails(
 
 
 async def test_finding_14_reading_a_stuck_thread_starts_nothing(api: Api, fake_llm: FakeLLM, jp_serverapp: Any) -> None:
-    from agent_core.graph import appended
+    from agent_core.loop.graph import appended
 
     thread = await api.new_thread()
     graph = await (await _app(jp_serverapp)).run_manager.graph()

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agent_core.graph import appended
+from agent_core.loop.graph import appended
 from devtools.fake_llm import FakeLLM, error, text, tool_call
 from tests.conftest import NOTEBOOK, Api, of_type
 
@@ -182,7 +182,7 @@ async def test_redrive_after_crash_before_interrupt(api: Api, jp_serverapp: Any)
 
 
 async def test_thread_run_by_a_kernel_is_busy_for_the_panel(api: Api, jp_serverapp: Any) -> None:
-    from agent_core.thread_store import ThreadStore
+    from agent_core.storage.thread_store import ThreadStore
 
     thread = await api.new_thread()
     app = jp_serverapp.web_app.settings["cellwright"]

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from agent_core.config.agent_settings import AgentSettings
 from agent_core.contract.routes import StartRun
-from agent_core.settings import AgentSettings
-from agent_core.thread_store import ThreadStore
+from agent_core.storage.thread_store import ThreadStore
 from devtools.fake_llm import FakeLLM, text, tool_call
 from jupyter_ext.errors import BadRequest, Conflict
 from jupyter_ext.run_manager import RunManager, StreamItem

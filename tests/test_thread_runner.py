@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
+from agent_core.config.agent_settings import AgentSettings
 from agent_core.contract.routes import Decision, StartRun
-from agent_core.settings import AgentSettings
-from agent_core.thread_runner import BadDecision, NotPending, ThreadRunner
-from agent_core.thread_store import ThreadStore
+from agent_core.loop.thread_runner import BadDecision, NotPending, ThreadRunner
+from agent_core.storage.thread_store import ThreadStore
 from devtools.fake_llm import FakeLLM, text, tool_call
 from tests.conftest import NOTEBOOK
 
@@ -99,7 +99,7 @@ async def test_the_server_kernel(tmp_path: Path, fake_llm: FakeLLM, jp_serverapp
 def test_the_in_kernel_shell(tmp_path: Path, fake_llm: FakeLLM) -> None:
     from IPython.core.interactiveshell import InteractiveShell
 
-    from agent_core.kernel.shell_environment import MainThread, ShellEnvironment
+    from agent_core.kernel_side.shell_environment import MainThread, ShellEnvironment
 
     shell = InteractiveShell.instance()
     main = MainThread()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_core.thread_store import ThreadStore
+from agent_core.storage.thread_store import ThreadStore
 
 pytestmark = pytest.mark.also_postgres
 
@@ -41,7 +41,7 @@ async def test_two_writers_never_reuse_a_seq(tmp_path: Path, database_url: str) 
 
 
 async def test_one_process_drives_a_thread_at_a_time(tmp_path: Path, database_url: str) -> None:
-    import agent_core.thread_store as store_module
+    import agent_core.storage.thread_store as store_module
 
     server, kernel = two_stores(tmp_path, database_url)
     await server.open()

@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from agent_core.thread_store import ThreadStore
+from agent_core.storage.thread_store import ThreadStore
 from devtools.fake_llm import FakeLLM, tool_call
 from tests.test_magic import Kernel, kernel, llm, places  # noqa: F401 (the magic's fixtures)
 

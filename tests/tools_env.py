@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_core.settings import AgentSettings
+from agent_core.config.agent_settings import AgentSettings
 from agent_core.tools import CellRun, ToolContext, ToolInputError
 from agent_core.workspace import Workspace
 

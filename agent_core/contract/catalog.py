@@ -9,13 +9,13 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import JsonSchemaMode
 
-from .events import CellwrightEvent, StreamEvent
-from .routes import ROUTES, ErrorBody
+from agent_core.contract.events import CellwrightEvent, StreamEvent
+from agent_core.contract.routes import ROUTES, ErrorBody
 
 
 def tool_args() -> dict[str, type[BaseModel]]:
     """Each tool's argument model, by tool name, in the registry's order."""
-    from ..tools import TOOLS  # the registry imports the contract: looked up when a document is written
+    from agent_core.tools import TOOLS  # the registry imports the contract: looked up when a document is written
 
     return {name: spec.args for name, spec in TOOLS.items()}
 

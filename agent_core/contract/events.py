@@ -9,8 +9,8 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import Field, TypeAdapter
 from typing_extensions import TypeAliasType
 
-from .review import Impact, Provenance, UndoResult
-from .shared import (
+from agent_core.contract.review import Impact, Provenance, UndoResult
+from agent_core.contract.shared import (
     Autonomy,
     CellStatus,
     Diagnostic,

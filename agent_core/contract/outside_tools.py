@@ -1,4 +1,4 @@
-"""The shapes of tools from outside (agent_core.mcp, agent_core.notebook_tools): the `mcp_servers`
+"""The shapes of tools from outside (agent_core.mcp, agent_core.tools.notebook_functions): the `mcp_servers`
 setting as it is sent and shown, the MCP servers' status, and the kernel's @tool functions."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .shared import WireModel
+from agent_core.contract.shared import WireModel
 
 
 class McpServerSetting(WireModel):

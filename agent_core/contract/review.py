@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .shared import WireModel
+from agent_core.contract.shared import WireModel
 
 
 class ImpactItem(WireModel):

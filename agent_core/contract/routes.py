@@ -10,11 +10,10 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import BadRequest
-from .events import ApprovalRequest
-from .outside_tools import McpServers, McpServerSetting, NotebookTools, PublicMcpServer
-from .review import UndoResult
-from .shared import (
+from agent_core.contract.events import ApprovalRequest
+from agent_core.contract.outside_tools import McpServers, McpServerSetting, NotebookTools, PublicMcpServer
+from agent_core.contract.review import UndoResult
+from agent_core.contract.shared import (
     ApprovalDecision,
     Autonomy,
     CheckpointerKind,
@@ -27,6 +26,7 @@ from .shared import (
     Usage,
     WireModel,
 )
+from agent_core.errors import BadRequest
 
 MAX_BODY_BYTES = 8 * 1024 * 1024  # an edited write_file may carry up to 5 MB of content
 MAX_JSON_DEPTH = 64

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypeAliasType
 
-from .choices import (  # noqa: F401  (re-exported: one import for every shape)
+from agent_core.contract.choices import (  # noqa: F401  (re-exported: one import for every shape)
     ApprovalDecision,
     Autonomy,
     CellStatus,

@@ -11,9 +11,9 @@ import json
 import re
 from typing import Any
 
-from . import events, routes, shared
-from .catalog import definitions, tool_args
-from .routes import EVENT_STREAM, OPENAPI_DOCUMENT, ROUTES, Route
+from agent_core.contract import events, routes, shared
+from agent_core.contract.catalog import definitions, tool_args
+from agent_core.contract.routes import EVENT_STREAM, OPENAPI_DOCUMENT, ROUTES, Route
 
 REFS = "#/$defs/{model}"
 HEADER = """\

@@ -11,9 +11,9 @@ import keyword
 import warnings
 from dataclasses import dataclass, field
 
-from . import magics, syntax
-from .scopes import Sink
-from .visitor import ImpactVisitor
+from agent_core.impact import magics, syntax
+from agent_core.impact.scopes import Sink
+from agent_core.impact.visitor import ImpactVisitor
 
 MAX_CELL_CHARS = 200_000
 CATEGORIES = ("reads", "assigns", "mutates", "deletes", "files_written", "network", "installs", "shell", "unknown")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import ast
 
-from .magics import command_effects, shorten
+from agent_core.impact.magics import command_effects, shorten
 
 # Usual aliases: imports normally happen in an earlier cell, not in the one being approved.
 DEFAULT_ALIASES = {"np": "numpy", "pd": "pandas", "plt": "matplotlib.pyplot", "sns": "seaborn", "tf": "tensorflow"}

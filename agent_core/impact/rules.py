@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .analysis import CodeImpact, Finding
+from agent_core.impact.analysis import CodeImpact, Finding
 
 RULES_FILE = ".cellwright/rules.md"
 MAX_RULES_BYTES = 32 * 1024

@@ -12,8 +12,17 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from . import calls, magics
-from .scopes import BUILTIN_NAMES, Scope, Sink, bound_in_body, literal_str, parameters, root_of, stored_names
+from agent_core.impact import calls, magics
+from agent_core.impact.scopes import (
+    BUILTIN_NAMES,
+    Scope,
+    Sink,
+    bound_in_body,
+    literal_str,
+    parameters,
+    root_of,
+    stored_names,
+)
 
 MUTATING_METHODS = frozenset(
     {

@@ -12,8 +12,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from ..settings import AgentSettings
-from .store import Hit, IndexStore
+from agent_core.config.agent_settings import AgentSettings
+from agent_core.knowledge.store import Hit, IndexStore
 
 BATCH = 64
 EMBED_CHARS = 2000  # per chunk sent to the endpoint
@@ -46,7 +46,7 @@ class EmbeddingIndex:
         if self._client is None:
             from qdrant_client import QdrantClient
 
-            from ..private_storage import private_dir
+            from agent_core.storage.private_files import private_dir
 
             self._client = QdrantClient(path=str(private_dir(self.folder)))
         return self._client
@@ -57,7 +57,7 @@ class EmbeddingIndex:
             self._client = None
 
     async def _embed(self, settings: AgentSettings, texts: list[str]) -> list[list[float]]:
-        from ..llm import new_client
+        from agent_core.llm.client import new_client
 
         client = new_client(settings)
         try:

@@ -16,9 +16,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..workspace import Workspace, WorkspaceError, relative_to_root
-from .chunking import chunk_document, kind_of
-from .store import IndexStore
+from agent_core.knowledge.chunking import chunk_document, kind_of
+from agent_core.knowledge.store import IndexStore
+from agent_core.workspace import Workspace, WorkspaceError, relative_to_root
 
 MAX_FILE_BYTES = 2_000_000
 MAX_NOTEBOOK_BYTES = 20_000_000  # notebooks carry their outputs, which are not indexed
@@ -53,7 +53,7 @@ class Indexer:
         self.state = state or IndexState()
 
     def _candidates(self) -> dict[str, tuple[Path, os.stat_result]]:
-        from ..tools.files import walk  # the file listing's walk: its skip list and the workspace policy
+        from agent_core.tools.files import walk  # the file listing's walk: its skip list and the workspace policy
 
         found: dict[str, tuple[Path, os.stat_result]] = {}
         total = skipped = 0
@@ -117,7 +117,7 @@ class Indexer:
         return changed
 
     def _update_folder(self, rel: str) -> list[str]:
-        from ..tools.files import walk
+        from agent_core.tools.files import walk
 
         prefix = "" if rel == "." else rel.rstrip("/") + "/"
         indexed = [path for path in self.store.sources("file") if path.startswith(prefix)]

@@ -15,12 +15,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..settings import AgentSettings
-from ..workspace import Workspace
-from .chunking import Chunk, kind_of
-from .fts_query import fts_expression
-from .indexer import Indexer, IndexState
-from .store import Hit, IndexStore
+from agent_core.config.agent_settings import AgentSettings
+from agent_core.knowledge.chunking import Chunk, kind_of
+from agent_core.knowledge.fts_query import fts_expression
+from agent_core.knowledge.indexer import Indexer, IndexState
+from agent_core.knowledge.store import Hit, IndexStore
+from agent_core.workspace import Workspace
 
 log = logging.getLogger("cellwright.knowledge")
 
@@ -123,7 +123,7 @@ class KnowledgeBase:
         if not model:
             return None
         if self._embeddings is None or self._embeddings.model != model:
-            from .embeddings import EmbeddingIndex
+            from agent_core.knowledge.embeddings import EmbeddingIndex
 
             if self._embeddings is not None:
                 self._embeddings.close()
@@ -143,7 +143,7 @@ class KnowledgeBase:
 
     async def refresh_databases(self, forget: str | None = None) -> None:
         """Index the tables of the configured databases not read yet (`forget`: read that one again)."""
-        from ..sql.catalog import index_databases
+        from agent_core.sql.catalog import index_databases
 
         async with self._databases_lock:
             if forget is not None:
@@ -178,7 +178,7 @@ class KnowledgeBase:
         return await asyncio.to_thread(self._fused, lexical, nearest, k, origin)
 
     def _fused(self, lexical: list[Hit], nearest: list[tuple[str, int]], k: int, origin: str | None) -> list[Hit]:
-        from .embeddings import fuse
+        from agent_core.knowledge.embeddings import fuse
 
         by_key = {hit.key: hit for hit in lexical}
         keys = fuse([[hit.key for hit in lexical], [f"{path}#{position}" for path, position in nearest]], CANDIDATES)

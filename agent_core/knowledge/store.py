@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..private_storage import private_file
-from .chunking import Chunk
+from agent_core.knowledge.chunking import Chunk
+from agent_core.storage.private_files import private_file
 
 SCHEMA_VERSION = "2"  # 2: porter stemming (cancelled matches cancellations)
 # bm25() weights of (path, heading, body): a word in a heading or a file name says more than one in a paragraph.

@@ -60,7 +60,7 @@ class ServerConfig:
 
 
 def _without_credentials(url: str) -> str:
-    from ..redaction import redact_url
+    from agent_core.redaction import redact_url
 
     return redact_url(url)
 

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from .config import ServerConfig
+from agent_core.mcp.config import ServerConfig
 
 if sys.version_info < (3, 11):  # a builtin from 3.11; anyio (under the MCP SDK) brings the backport before
     from exceptiongroup import BaseExceptionGroup
@@ -122,7 +122,7 @@ class ServerConnection:
     def scrub(self, text: str) -> str:
         """`text` without this server's env and header values (a server may print its token) and
         without credentials in URLs: what the model, the panel and the log may see."""
-        from ..redaction import redact_text
+        from agent_core.redaction import redact_text
 
         for secret in (*self.config.env.values(), *self.config.headers.values()):
             if len(secret) >= 4:

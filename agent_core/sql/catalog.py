@@ -8,8 +8,8 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from ..knowledge.chunking import Chunk
-from .databases import DatabaseError, read_metadata
+from agent_core.knowledge.chunking import Chunk
+from agent_core.sql.databases import DatabaseError, read_metadata
 
 PREFIX = "db:"
 

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..redaction import redact_text, redact_url
-from .statements import Statement
+from agent_core.redaction import redact_text, redact_url
+from agent_core.sql.statements import Statement
 
 MAX_ROWS = 200
 MAX_CELL_CHARS = 200

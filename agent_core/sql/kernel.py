@@ -1,6 +1,6 @@
 """`read_sql(database, sql)` for the notebook: the cell sql_query suggests loads a result as a pandas
 DataFrame by the database's name, so its URL (and credentials) never appear in the notebook. The
-URL comes from the same Jupyter config files the server reads (agent_core.configuration), and the
+URL comes from the same Jupyter config files the server reads (agent_core.config.configurable), and the
 statement is held to the same rules (one statement, read-only unless writes are allowed)."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ def read_sql(database: str, sql: str, max_rows: int | None = None) -> Any:
     import pandas as pd
     from sqlalchemy import text
 
-    from ..configuration import load_for_kernel
-    from .databases import database_url, engine_for, masked
-    from .statements import classify
+    from agent_core.config.configurable import load_for_kernel
+    from agent_core.sql.databases import database_url, engine_for, masked
+    from agent_core.sql.statements import classify
 
     settings, _notes = load_for_kernel()
     url = database_url(settings.databases, database)

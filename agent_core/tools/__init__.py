@@ -3,22 +3,30 @@ tool names of the contract, the risky ones, each agent's list) is derived from o
 
 from __future__ import annotations
 
-from .base import CellPlacement, CellRun, ToolContext, ToolEnvironment, ToolInputError, ToolOutcome, ToolSpec
-from .cell_editing import EDIT_CELL
-from .delegation import TASK
-from .diagnostics import DIAGNOSTICS
-from .files import LIST_FILES, READ_FILE
-from .kernel_control import RESTART_KERNEL
-from .knowledge import SEARCH_KNOWLEDGE
-from .notebook import ADD_MARKDOWN, RUN_CELL
-from .notebook_reader import READ_NOTEBOOK
-from .planning import FINAL_ANSWER, WRITE_TODOS
-from .resources import CHECK_RESOURCE
-from .search import SEARCH_NOTEBOOKS, SEARCH_WORKSPACE
-from .shell import EXECUTE_COMMAND
-from .skills import LOAD_SKILL, skills_prompt_section
-from .sql import SQL_QUERY
-from .writes import EDIT_FILE, WRITE_FILE
+from agent_core.tools.base import (
+    CellPlacement,
+    CellRun,
+    ToolContext,
+    ToolEnvironment,
+    ToolInputError,
+    ToolOutcome,
+    ToolSpec,
+)
+from agent_core.tools.cell_editing import EDIT_CELL
+from agent_core.tools.delegation import TASK
+from agent_core.tools.diagnostics import DIAGNOSTICS
+from agent_core.tools.files import LIST_FILES, READ_FILE
+from agent_core.tools.kernel_control import RESTART_KERNEL
+from agent_core.tools.knowledge import SEARCH_KNOWLEDGE
+from agent_core.tools.notebook import ADD_MARKDOWN, RUN_CELL
+from agent_core.tools.notebook_reader import READ_NOTEBOOK
+from agent_core.tools.planning import FINAL_ANSWER, WRITE_TODOS
+from agent_core.tools.resources import CHECK_RESOURCE
+from agent_core.tools.search import SEARCH_NOTEBOOKS, SEARCH_WORKSPACE
+from agent_core.tools.shell import EXECUTE_COMMAND
+from agent_core.tools.skills import LOAD_SKILL, skills_prompt_section
+from agent_core.tools.sql import SQL_QUERY
+from agent_core.tools.writes import EDIT_FILE, WRITE_FILE
 
 TOOLS: dict[str, ToolSpec] = {
     spec.name: spec

@@ -10,10 +10,10 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypedDict, TypeVar
 
-from ..contract import CellStatus, ToolStatus, make_event
-from ..settings import AgentSettings
-from ..workspace import Workspace
-from .arguments import ToolArgs, llm_schema, validated
+from agent_core.config.agent_settings import AgentSettings
+from agent_core.contract import CellStatus, ToolStatus, make_event
+from agent_core.tools.arguments import ToolArgs, llm_schema, validated
+from agent_core.workspace import Workspace
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -83,7 +83,7 @@ class ToolEnvironment(Protocol):
 
 
 class ToolStateUpdate(TypedDict, total=False):
-    """The graph state fields a tool may set (agent_core.graph.AgentState says what they mean)."""
+    """The graph state fields a tool may set (agent_core.loop.graph.AgentState says what they mean)."""
 
     todos: list[dict[str, str]]
     kernel_identity: str
@@ -96,7 +96,7 @@ class ToolOutcome:
     summary: str = ""  # what the panel shows; defaults to a shortened content
     state: ToolStateUpdate = field(default_factory=ToolStateUpdate)  # graph state updates (e.g. todos)
     ends_run: bool = False
-    images: tuple[dict[str, str], ...] = ()  # {"mime", "data" (base64)}: for vision models (agent_core.vision)
+    images: tuple[dict[str, str], ...] = ()  # {"mime", "data" (base64)}: for vision models (agent_core.loop.vision)
 
     @property
     def display_summary(self) -> str:

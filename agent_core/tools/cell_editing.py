@@ -10,13 +10,13 @@ from typing import Any
 
 from pydantic import Field
 
-from ..output_digest import bounded
-from ..workspace import WorkspaceError, workspace_of
-from .arguments import ToolArgs
-from .base import CellPlacement, ToolContext, ToolInputError, ToolOutcome, ToolSpec
-from .notebook import RunCellArgs, before_cell, cell_outcome, cell_preview
-from .notebook_reader import load_notebook
-from .writes import MAX_DIFF_CHARS, unified_diff
+from agent_core.loop.output_digest import bounded
+from agent_core.tools.arguments import ToolArgs
+from agent_core.tools.base import CellPlacement, ToolContext, ToolInputError, ToolOutcome, ToolSpec
+from agent_core.tools.notebook import RunCellArgs, before_cell, cell_outcome, cell_preview
+from agent_core.tools.notebook_reader import load_notebook
+from agent_core.tools.writes import MAX_DIFF_CHARS, unified_diff
+from agent_core.workspace import WorkspaceError, workspace_of
 
 
 class EditCellArgs(ToolArgs):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from .arguments import ToolArgs
-from .base import ToolContext, ToolOutcome, ToolSpec
+from agent_core.tools.arguments import ToolArgs
+from agent_core.tools.base import ToolContext, ToolOutcome, ToolSpec
 
 
 class TaskArgs(ToolArgs):

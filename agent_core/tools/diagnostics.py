@@ -30,9 +30,9 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from ..workspace import Workspace, WorkspaceError, human_size, relative_to_root, workspace_of
-from .arguments import ToolArgs, argument_error
-from .base import ToolContext, ToolEnvironment, ToolInputError, ToolOutcome, ToolSpec
+from agent_core.tools.arguments import ToolArgs, argument_error
+from agent_core.tools.base import ToolContext, ToolEnvironment, ToolInputError, ToolOutcome, ToolSpec
+from agent_core.workspace import Workspace, WorkspaceError, human_size, relative_to_root, workspace_of
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .arguments import ToolArgs
-from .base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
+from agent_core.tools.arguments import ToolArgs
+from agent_core.tools.base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
 
 MAX_DESCRIPTION_CHARS = 2_000
 MAX_SCHEMA_CHARS = 20_000

@@ -16,7 +16,9 @@ from typing import Any
 
 from pydantic import Field
 
-from ..workspace import (
+from agent_core.tools.arguments import ToolArgs
+from agent_core.tools.base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
+from agent_core.workspace import (
     Workspace,
     WorkspaceError,
     human_size,
@@ -25,8 +27,6 @@ from ..workspace import (
     workspace_for,
     workspace_of,
 )
-from .arguments import ToolArgs
-from .base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
 
 IGNORED_DIRS = frozenset({".git", "node_modules", ".ipynb_checkpoints", "__pycache__"})
 SNIFF_BYTES = 8192

@@ -11,10 +11,10 @@ from typing import Any
 
 from pydantic import Field
 
-from ..settings import AgentSettings
-from ..workspace import workspace_of
-from .arguments import ToolArgs
-from .base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
+from agent_core.config.agent_settings import AgentSettings
+from agent_core.tools.arguments import ToolArgs
+from agent_core.tools.base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
+from agent_core.workspace import workspace_of
 
 DEFAULT_K = 5
 MAX_K = 20
@@ -34,7 +34,7 @@ def knowledge_of(ctx: ToolContext) -> Any:
     """The knowledge base of the tool's workspace, or ToolInputError when indexing is off."""
     if not ctx.settings.knowledge_index:
         raise ToolInputError("the workspace index is off (c.Cellwright.knowledge_index = False): use search_workspace")
-    from ..knowledge.service import knowledge_base
+    from agent_core.knowledge.service import knowledge_base
 
     settings = ctx.settings
     return knowledge_base(workspace_of(ctx.env), data_dir_of(settings), lambda: settings)

@@ -9,11 +9,19 @@ from typing import Any
 
 from pydantic import Field
 
-from ..output_digest import digest
-from ..vision import cell_images
-from .arguments import ToolArgs
-from .base import CellPlacement, CellRun, ToolContext, ToolInputError, ToolOutcome, ToolSpec, ToolStateUpdate
-from .diagnostics import lint_code
+from agent_core.loop.output_digest import digest
+from agent_core.loop.vision import cell_images
+from agent_core.tools.arguments import ToolArgs
+from agent_core.tools.base import (
+    CellPlacement,
+    CellRun,
+    ToolContext,
+    ToolInputError,
+    ToolOutcome,
+    ToolSpec,
+    ToolStateUpdate,
+)
+from agent_core.tools.diagnostics import lint_code
 
 log = logging.getLogger(__name__)
 
@@ -35,14 +43,14 @@ def new_cell_id(call_id: str) -> str:
 
 async def before_cell(code: str, ctx: ToolContext, placement: CellPlacement) -> CellPlacement:
     """Snapshot what the approved cell changes (agent_core.undo.steps); the placement carries its provenance."""
-    from ..undo.steps import before_cell as snapshot_before  # loaded with the first cell, not the registry
+    from agent_core.undo.steps import before_cell as snapshot_before  # loaded with the first cell, not the registry
 
     return await snapshot_before(code, ctx, placement)
 
 
 async def code_impact(code: str, ctx: ToolContext) -> dict[str, Any]:
     """The approval card's `impact` (agent_core.undo.card)."""
-    from ..undo.card import code_impact as impact_of
+    from agent_core.undo.card import code_impact as impact_of
 
     return await impact_of(code, ctx)
 

@@ -11,10 +11,10 @@ from typing import Any
 
 from pydantic import Field
 
-from ..output_digest import bounded, digest
-from ..workspace import WorkspaceError, relative_to_root, workspace_of
-from .arguments import ToolArgs
-from .base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
+from agent_core.loop.output_digest import bounded, digest
+from agent_core.tools.arguments import ToolArgs
+from agent_core.tools.base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
+from agent_core.workspace import WorkspaceError, relative_to_root, workspace_of
 
 MAX_NOTEBOOK_BYTES = 50 * 2**20
 DEFAULT_CELLS = 30

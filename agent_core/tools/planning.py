@@ -6,9 +6,9 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, model_validator
 
-from ..contract import TodoStatus, make_event
-from .arguments import ToolArgs, argument_error
-from .base import ToolContext, ToolOutcome, ToolSpec
+from agent_core.contract import TodoStatus, make_event
+from agent_core.tools.arguments import ToolArgs, argument_error
+from agent_core.tools.base import ToolContext, ToolOutcome, ToolSpec
 
 MARKS = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]"}
 

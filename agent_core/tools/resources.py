@@ -16,11 +16,11 @@ from typing import Any
 
 from pydantic import Field
 
-from .. import kernel_probe
-from ..kernel_probe import is_variable_name
-from ..workspace import Workspace, WorkspaceError, human_size, resolve_in_root, workspace_of
-from .arguments import ToolArgs
-from .base import ToolContext, ToolEnvironment, ToolInputError, ToolOutcome, ToolSpec
+from agent_core.kernel_probes import probe as kernel_probe
+from agent_core.kernel_probes.probe import is_variable_name
+from agent_core.tools.arguments import ToolArgs
+from agent_core.tools.base import ToolContext, ToolEnvironment, ToolInputError, ToolOutcome, ToolSpec
+from agent_core.workspace import Workspace, WorkspaceError, human_size, resolve_in_root, workspace_of
 
 MAX_WALK_ENTRIES = 200_000
 MAX_WALK_SECONDS = 5.0
@@ -280,7 +280,7 @@ async def check_resources(
         system["gpu_error"] = gpu_error
     answer: dict[str, Any] = {"files": sizes, "dataframes": frames, "system": system}
     if env is not None:
-        from ..kernel_usage import kernel_usage
+        from agent_core.kernel_probes.usage import kernel_usage
 
         usage = await kernel_usage(env)
         if usage is not None:
@@ -312,7 +312,7 @@ def format_resources(data: dict[str, Any]) -> str:
                 shape = f"{entry['rows']} rows x {entry['columns']} columns"
                 lines.append(f"  {name}: {shape}, {human_size(entry['bytes'])}{approx} ({entry.get('library', '')})")
     if data.get("kernel"):
-        from ..kernel_usage import format_usage
+        from agent_core.kernel_probes.usage import format_usage
 
         lines.append(format_usage(data["kernel"]))
     system = data["system"]

@@ -26,10 +26,10 @@ from typing import Any
 import regex
 from pydantic import Field
 
-from ..workspace import Workspace, relative_to_root, workspace_for, workspace_of
-from .arguments import ToolArgs
-from .base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
-from .files import IGNORED_DIRS, confined, is_binary, sniff, walk
+from agent_core.tools.arguments import ToolArgs
+from agent_core.tools.base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
+from agent_core.tools.files import IGNORED_DIRS, confined, is_binary, sniff, walk
+from agent_core.workspace import Workspace, relative_to_root, workspace_for, workspace_of
 
 MAX_SEARCH_RESULTS = 100
 MAX_SEARCH_FILE_BYTES = 5 * 1024 * 1024

@@ -22,12 +22,12 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from ..contract import make_event
-from ..output_digest import ANSI, BoundedText
-from ..workspace import relative_to_root, workspace_of
-from .arguments import ToolArgs, argument_error
-from .base import Emit, ToolContext, ToolInputError, ToolOutcome, ToolSpec, will_fail
-from .files import confined
+from agent_core.contract import make_event
+from agent_core.loop.output_digest import ANSI, BoundedText
+from agent_core.tools.arguments import ToolArgs, argument_error
+from agent_core.tools.base import Emit, ToolContext, ToolInputError, ToolOutcome, ToolSpec, will_fail
+from agent_core.tools.files import confined
+from agent_core.workspace import relative_to_root, workspace_of
 
 STDOUT_LIMIT = 8000  # characters kept for the model: head and tail
 STDERR_LIMIT = 4000
@@ -336,7 +336,7 @@ async def execute_command_preview(args: ExecuteCommandArgs, ctx: ToolContext) ->
         _, rel = _folder(args, ctx)
     except ToolInputError as exc:
         return will_fail("execute_command", exc, command=args.command, cwd=args.cwd or ".")
-    from ..undo.card import command_impact
+    from agent_core.undo.card import command_impact
 
     return {"command": args.command, "cwd": rel, "impact": command_impact(args.command, ctx)}
 

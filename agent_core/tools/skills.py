@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import Field
 
-from .arguments import ToolArgs
-from .base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
+from agent_core.tools.arguments import ToolArgs
+from agent_core.tools.base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
 
 log = logging.getLogger(__name__)
 

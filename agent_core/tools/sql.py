@@ -14,10 +14,10 @@ import json
 
 from pydantic import Field
 
-from ..settings import AgentSettings
-from ..sql.statements import MAX_SQL_CHARS, SqlRefused, Statement, classify
-from .arguments import ToolArgs
-from .base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
+from agent_core.config.agent_settings import AgentSettings
+from agent_core.sql.statements import MAX_SQL_CHARS, SqlRefused, Statement, classify
+from agent_core.tools.arguments import ToolArgs
+from agent_core.tools.base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
 
 MAX_RESULT_CHARS = 20_000
 
@@ -32,7 +32,7 @@ class SqlQueryArgs(ToolArgs):
 
 
 def _url(settings: AgentSettings, database: str) -> str:
-    from ..sql.databases import DatabaseError, database_url
+    from agent_core.sql.databases import DatabaseError, database_url
 
     try:
         return database_url(settings.databases, database)
@@ -81,7 +81,7 @@ def dataframe_code(database: str, sql: str) -> str:
 
 
 def format_result(args: SqlQueryArgs, result: object) -> str:
-    from ..sql.databases import MAX_ROWS, QueryResult
+    from agent_core.sql.databases import MAX_ROWS, QueryResult
 
     assert isinstance(result, QueryResult)
     if not result.columns:
@@ -104,7 +104,7 @@ def format_result(args: SqlQueryArgs, result: object) -> str:
 
 
 async def sql_query(args: SqlQueryArgs, ctx: ToolContext) -> ToolOutcome:
-    from ..sql.databases import STATEMENT_TIMEOUT, DatabaseError, run_statement
+    from agent_core.sql.databases import STATEMENT_TIMEOUT, DatabaseError, run_statement
 
     url = _url(ctx.settings, args.database)
     statement = _statement(ctx.settings, args.sql)  # again: the approved call may be an edited one
@@ -126,7 +126,7 @@ async def _forget_tables(ctx: ToolContext, database: str) -> None:
     """After a write the tables may have changed: their metadata is read again on the next search."""
     if not ctx.settings.knowledge_index:
         return
-    from .knowledge import knowledge_of
+    from agent_core.tools.knowledge import knowledge_of
 
     try:
         await knowledge_of(ctx).refresh_databases(forget=database)

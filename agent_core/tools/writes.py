@@ -14,11 +14,11 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from ..output_digest import bounded
-from ..workspace import Workspace, human_size, relative_to_root, workspace_of
-from .arguments import ToolArgs, argument_error
-from .base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
-from .files import MAX_READ_BYTES, PATH_HELP, SNIFF_BYTES, confined, existing_file, is_binary
+from agent_core.loop.output_digest import bounded
+from agent_core.tools.arguments import ToolArgs, argument_error
+from agent_core.tools.base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
+from agent_core.tools.files import MAX_READ_BYTES, PATH_HELP, SNIFF_BYTES, confined, existing_file, is_binary
+from agent_core.workspace import Workspace, human_size, relative_to_root, workspace_of
 
 MAX_WRITE_BYTES = 5 * 1024 * 1024
 MAX_DIFF_CHARS = 100_000  # on the approval card

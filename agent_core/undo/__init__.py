@@ -1,5 +1,5 @@
 """Review and undo of the agent's cells (issue 12), on top of the static analysis of
 agent_core.impact: the approval card's `impact` (card.py), the snapshot taken in the kernel before
 an approved cell runs and the undo that restores it (steps.py), both through a ToolEnvironment's
-silent evaluation of the kernel-side probe agent_core.kernel.snapshots (kernel_calls.py), so the
+silent evaluation of the kernel-side probe agent_core.kernel_side.snapshots (kernel_calls.py), so the
 server and the `%agent` magic share them."""

@@ -1,14 +1,14 @@
 """The kernel side of undo, called through ToolEnvironment.evaluate_json: one probe expression per
-call (agent_core.kernel_probe), its inputs travelling as JSON data, never as code, so a tool call id
+call (agent_core.kernel_probes.probe), its inputs travelling as JSON data, never as code, so a tool call id
 with quotes or path characters is only ever a dictionary key in the kernel."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..kernel.snapshots import SOURCE
-from ..kernel_probe import probe_expression
-from ..tools.base import ToolEnvironment, ToolInputError
+from agent_core.kernel_probes.probe import probe_expression
+from agent_core.kernel_side.snapshots import SOURCE
+from agent_core.tools.base import ToolEnvironment, ToolInputError
 
 MEASURE_TIMEOUT = 10.0  # sizes only: numpy's and pandas' own accounting, a bounded walk
 COPY_TIMEOUT = 120.0  # a deep copy of a few hundred MB
@@ -18,7 +18,7 @@ MB = 1024 * 1024
 async def _call(env: ToolEnvironment, entry: str, payload: dict[str, Any], timeout: float) -> dict[str, Any]:
     """The probe's answer; ToolInputError saying why there is none. A kernel busy with another cell
     is not asked (the request would wait behind it): "kernel busy"."""
-    from ..kernel_introspection import _evaluate  # the introspection probes' busy check and time limit
+    from agent_core.kernel_probes.introspection import _evaluate  # the introspection probes' busy check and time limit
 
     answer = await _evaluate(env, probe_expression(SOURCE, entry, payload), timeout)
     if not isinstance(answer, dict):

@@ -16,7 +16,7 @@ PARSED_KEPT = 64
 
 def rules_of(root: Path) -> list[Any]:
     """The rules; none when the file cannot be read (a help, never a reason to fail a run)."""
-    from ..impact.rules import load_rules, rules_path
+    from agent_core.impact.rules import load_rules, rules_path
 
     try:
         path = rules_path(Path(root))
@@ -40,7 +40,7 @@ def rules_of(root: Path) -> list[Any]:
 
 def prompt_section(root: Path) -> str:
     """The rules for the agent's instructions ("" without any)."""
-    from ..impact.rules import rules_prompt_section
+    from agent_core.impact.rules import rules_prompt_section
 
     rules = rules_of(root)
     return rules_prompt_section(rules) if rules else ""
@@ -48,6 +48,6 @@ def prompt_section(root: Path) -> str:
 
 def save_rule(root: Path, text: str) -> str:
     """Append a rule the user wrote when rejecting a call; ValueError (with the reason) when refused."""
-    from ..impact.rules import append_rule
+    from agent_core.impact.rules import append_rule
 
     return append_rule(Path(root), text).text

@@ -14,8 +14,8 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..tools.base import CellPlacement, ToolContext, ToolEnvironment, ToolInputError
-from . import card, kernel_calls
+from agent_core.tools.base import CellPlacement, ToolContext, ToolEnvironment, ToolInputError
+from agent_core.undo import card, kernel_calls
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ async def before_cell(code: str, ctx: ToolContext, placement: CellPlacement) -> 
     Never fails the cell: a step without a snapshot runs, and says it cannot be undone."""
     from dataclasses import replace
 
-    from ..impact.analysis import analyze_code
+    from agent_core.impact.analysis import analyze_code
 
     thread_id = str(getattr(ctx.run, "thread_id", "") or "")
     impact = analyze_code(code)
@@ -215,7 +215,7 @@ def undo_note(call_id: str, result: dict[str, Any]) -> str:
 
 def pending_notes(thread_id: str) -> list[dict[str, Any]]:
     """Context messages for the thread's next run: the steps the user undid since the last one."""
-    from ..mentions import CONTEXT_KEY
+    from agent_core.loop.mentions import CONTEXT_KEY
 
     return [{"role": "user", "content": text, CONTEXT_KEY: True} for text in BOOK.take_notes(thread_id)]
 

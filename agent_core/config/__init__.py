@@ -1,0 +1,1 @@
+"""Settings: the `Cellwright` configurable, the settings a run reads, and what PUT config saved."""

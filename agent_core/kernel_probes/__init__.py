@@ -1,0 +1,1 @@
+"""What the server reads from a notebook's kernel without running user code: namespace, @tool functions, usage."""

@@ -1,0 +1,83 @@
+"""The approval step of a risky call: the card the user sees (asked once per call in this process)
+and what the user's decision means for the call (run as asked, run edited, or rejected)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from agent_core.contract.routes import Decision
+from agent_core.tools import ToolContext, ToolOutcome, ToolSpec
+from agent_core.tools.external import origin_fields
+
+log = logging.getLogger(__name__)
+
+# Approval requests this process made, by (ledger scope, call id): the node re-runs from its top on
+# resume, and interrupt() then ignores its value, so the card's diagnostics (a lint, maybe a kernel
+# round trip) need not be computed again while the approved cell waits. After a restart they are.
+_ASKED: dict[tuple[str, str], dict[str, Any]] = {}
+ASKED_KEPT = 256
+
+
+async def approval_request(
+    spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolContext, agent: str, task_id: str
+) -> dict[str, Any]:
+    request: dict[str, Any] = {
+        "id": tool_ctx.call_id,
+        "name": spec.name,
+        "args": args,
+        "description": spec.describe_call(args),
+        "diagnostics": [],
+        "diff": None,
+        "agent": agent,
+    }
+    if task_id:
+        request["task_id"] = task_id
+    request.update(origin_fields(spec))
+    try:
+        request.update(await spec.preview(args, tool_ctx))
+    except Exception as exc:  # a preview is a help for the user, never a reason to fail the call
+        log.warning("preview of %s failed: %s", spec.name, exc)
+    return request
+
+
+async def approval_request_once(
+    spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolContext, agent: str, task_id: str, scope: str
+) -> dict[str, Any]:
+    key = (scope, tool_ctx.call_id)
+    request = _ASKED.get(key)
+    if request is None or request["args"] != args:
+        request = await approval_request(spec, args, tool_ctx, agent, task_id)
+        if len(_ASKED) >= ASKED_KEPT:
+            del _ASKED[next(iter(_ASKED))]
+        _ASKED[key] = request
+    return request
+
+
+def decoded(resumed: Any) -> Decision:
+    """The user's decision as the interrupt hands it back (the checkpoint keeps it as a dict): the
+    route checked it already; read once here, typed from here to the tool."""
+    return Decision.model_validate(resumed)
+
+
+def decided_context(decision: Decision, proposed: dict[str, Any], tool_ctx: ToolContext) -> ToolContext:
+    """The call's context with how the user decided (kept in the cell's provenance)."""
+    from dataclasses import replace
+
+    if decision.decision == "edit":
+        return replace(tool_ctx, decision="edited", proposed_args=proposed)
+    return replace(tool_ctx, decision="approved")
+
+
+def decided_args(decision: Decision, args: dict[str, Any]) -> tuple[dict[str, Any] | None, ToolOutcome | None]:
+    """The arguments to run with, or the outcome of a rejection."""
+    if decision.decision == "reject":
+        reason = (decision.reason or "").strip() or "no reason given"
+        return None, ToolOutcome(
+            "rejected",
+            f"The user rejected this call. Reason: {reason}. Do not run it again unchanged; adapt your plan to the reason.",
+            summary=f"Rejected: {reason}",
+        )
+    if decision.decision == "edit":
+        return dict(decision.args or {}), None
+    return args, None

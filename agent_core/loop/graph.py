@@ -1,0 +1,598 @@
+"""The agent loop: a LangGraph StateGraph with a model node and a tools node.
+
+State holds OpenAI-format message dicts. The tools node raises one `interrupt()` for a risky call
+before any side effect; a tool call id runs at most once (see tool_ledger). Model misbehaviour is
+repaired here, in the loop: empty replies, several calls in one turn, unknown tools, bad
+arguments and the same failing call over and over."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Annotated, Any, TypedDict
+
+from langgraph.channels.delta import DeltaChannel
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import interrupt
+
+from agent_core.config.agent_settings import AgentSettings
+from agent_core.contract import make_event
+from agent_core.llm.client import LLMError, ModelRequest, ModelTurn, complete
+from agent_core.loop import usage as token_usage
+from agent_core.loop.agents import AGENTS, AgentConfig, agent_for_mode
+from agent_core.loop.approvals import approval_request_once, decided_args, decided_context, decoded
+from agent_core.loop.autonomy import ToolPolicy, policy_of
+from agent_core.loop.history import compact
+from agent_core.loop.vision import IMAGES_KEY, with_image_parts
+from agent_core.prompts import prompt_text
+from agent_core.storage.tool_ledger import STOPPED, ToolLedger
+from agent_core.tools import (
+    TOOLS,
+    ToolContext,
+    ToolEnvironment,
+    ToolInputError,
+    ToolOutcome,
+    ToolSpec,
+    skills_prompt_section,
+)
+from agent_core.tools.base import Emit
+from agent_core.tools.external import ExternalToolSpec
+from agent_core.tools.gathering import EXTERNAL_TOOL_AGENTS, gone_tool_hint
+from agent_core.undo.rules import prompt_section as rules_prompt_section
+
+log = logging.getLogger(__name__)
+
+EMPTY_REPLY_RETRIES = 2
+SAME_FAILURE_LIMIT = 3
+
+
+class MessagesAppend(TypedDict):
+    """A node's write to `messages`: the messages to add (see appended)."""
+
+    append: list[dict[str, Any]]
+
+
+def appended(*messages: dict[str, Any]) -> MessagesAppend:
+    """A write to `messages`. Wrapped, because LangGraph turns bare message dicts written to a delta
+    channel into LangChain message objects, and the state holds OpenAI-format dicts."""
+    return {"append": list(messages)}
+
+
+def append_messages(current: list[dict[str, Any]], writes: Sequence[Any]) -> list[dict[str, Any]]:
+    merged = list(current)
+    for write in writes:
+        merged.extend(write["append"] if isinstance(write, dict) else write)
+    return merged
+
+
+class _StateMessages(TypedDict, total=False):
+    # A delta channel: each checkpoint stores the new messages, not the whole list again, so a long
+    # thread grows linearly on disk instead of with the square of its turns.
+    messages: Annotated[list[dict[str, Any]], DeltaChannel(append_messages, snapshot_frequency=1000)]
+
+
+class _StateFields(TypedDict, total=False):
+    """The state's fields but `messages`, which a node reads as a list and writes as MessagesAppend."""
+
+    todos: list[dict[str, str]]
+    model_calls: int  # per run: reset by each new user message
+    done: bool
+    deferred: list[str]  # calls cut from the last turn, to tell the model they did not run
+    failure: dict[str, Any]  # {"call": fingerprint, "count": n} of consecutive identical failures
+    summary: str
+    summary_upto: int  # messages before this index are covered by `summary`
+    mode: str  # "single" or "multi": which agent answers the user
+    vision_refused: bool  # the endpoint refused image parts: descriptions only, for the rest of the thread
+    autonomy: str  # "ask", "plan" or "agent": the tools this run offers (agent_core.loop.autonomy)
+    plan_approved: bool  # Plan mode: the user approved this run's plan, every tool is offered now
+    usage: dict[str, Any]  # the thread's token totals (agent_core.loop.usage)
+    run_usage: dict[str, Any]  # this run's, reset by each new user message
+    kernel_identity: str  # the kernel process the last cell ran in: a restart since then is told to the model
+    disabled_mcp_servers: list[str]  # MCP servers this thread does not use (agent_core.tools.gathering)
+    notebook_tools: list[str]  # the kernel's @tool functions at the last run's start: told when they are gone
+
+
+class AgentState(_StateMessages, _StateFields, total=False):
+    """The graph's state, as a node reads it (the channels: `messages` first, then the other fields)."""
+
+
+class AgentUpdate(_StateFields, total=False):
+    """What a node returns: the fields it changes, and the messages it adds."""
+
+    messages: MessagesAppend
+
+
+@dataclass
+class RunContext:
+    """What a run may touch; never checkpointed."""
+
+    thread_id: str
+    settings: AgentSettings
+    env: ToolEnvironment
+    ledger: ToolLedger
+    # Events go to this sink rather than LangGraph's stream writer: what a tool emits while its run
+    # is being cancelled (a cell's "aborted") would never reach the stream's consumer.
+    emit: Emit
+    notebook_path: str = ""
+    agent: AgentConfig = field(default_factory=lambda: AGENTS["main"])
+    ledger_scope: str = ""  # the ledger key space: the thread, or a sub-agent's task within it
+    tool_mode: str = ""  # "native" or "prompt" for this run; "auto" settles on the first refusal
+    task_id: str = ""  # a sub-agent's: the id of the `task` call that started it
+    # The live notebook's cells as the browser sent them with the run or the approval (None: use the saved file).
+    notebook_cells: list[dict[str, Any]] | None = None
+    meter: token_usage.UsageMeter = field(default_factory=token_usage.UsageMeter)
+    policy: ToolPolicy = field(default_factory=ToolPolicy)  # read from the state at the start of each node
+    summarized: bool = False  # the model node summarised older turns for this call
+    # This run's MCP and notebook-defined tools (agent_core.tools.gathering), for the agents that act.
+    extra_tools: dict[str, ToolSpec] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.tool_mode:
+            self.tool_mode = "prompt" if self.settings.tool_calling == "prompt" else "native"
+        self.ledger_scope = self.ledger_scope or self.thread_id
+        self.tools: dict[str, ToolSpec] = {name: TOOLS[name] for name in self.agent.tools}
+        if self.agent.name in EXTERNAL_TOOL_AGENTS:
+            self.tools.update({name: spec for name, spec in self.extra_tools.items() if name not in TOOLS})
+
+    @property
+    def max_model_calls(self) -> int:
+        return self.settings.max_model_calls or self.agent.max_model_calls
+
+    def needs_approval(self, name: str) -> bool:
+        if self.policy.asks_for_plan(name):
+            return True
+        spec = self.tools.get(name)
+        if isinstance(spec, ExternalToolSpec):  # the user's opt-in was settled when the tool was built
+            return not spec.auto_approvable
+        return bool(spec and spec.needs_approval and name not in self.settings.auto_approve)
+
+    def offered(self) -> dict[str, ToolSpec]:
+        return {name: spec for name, spec in self.tools.items() if self.policy.offers(name, spec)}
+
+    def begin_node(self, state: Mapping[str, Any]) -> None:
+        self.policy = policy_of(state)
+        if not self.agent.is_subagent:  # a sub-agent's calls add to its parent's totals
+            self.meter.load(state)
+
+    async def delegate(self, name: str, description: str, call_id: str) -> ToolOutcome:
+        """Run a sub-agent on a fresh context: only the description goes in, only its report comes
+        back. It runs as a subgraph of this node, so its approvals pause the whole thread and a resume
+        continues it where it stopped, without calling its model again."""
+        if name not in self.agent.may_call:
+            allowed = ", ".join(self.agent.may_call) or "none"
+            raise ToolInputError(f"{self.agent.label} may not call the agent {name!r}; it may call: {allowed}")
+        agent = AGENTS[name]
+        sub_ctx = RunContext(
+            self.thread_id,
+            self.settings,
+            self.env,
+            self.ledger,
+            _tagged(self.emit, name, call_id),
+            self.notebook_path,
+            agent,
+            ledger_scope=f"{self.ledger_scope}/{call_id}",
+            tool_mode=self.tool_mode,
+            task_id=call_id,
+            notebook_cells=self.notebook_cells,
+            meter=self.meter,
+            extra_tools=self.extra_tools,
+        )
+        # The switches carry the task's id too: the panel nests what lies between them under the call.
+        self.emit(
+            make_event("agent_switch", task_id=call_id, **{"from": self.agent.name, "to": name, "task": description})
+        )
+        sub_input = new_run_input(description, autonomy=self.policy.subagent_autonomy())
+        result = await _subagent_graph().ainvoke(sub_input, context=sub_ctx)
+        self.emit(
+            make_event("agent_switch", task_id=call_id, **{"from": name, "to": self.agent.name, "task": description})
+        )
+        report = (
+            next((m.get("content") for m in reversed(result["messages"]) if m.get("role") == "assistant"), "")
+            or "(no report)"
+        )
+        return ToolOutcome("ok", f"{agent.label} reports:\n{report}", summary=report)
+
+
+def run_context(
+    thread_id: str,
+    settings: AgentSettings,
+    env: ToolEnvironment,
+    ledger: ToolLedger,
+    emit: Emit,
+    notebook_path: str,
+    mode: str,
+    notebook_cells: list[dict[str, Any]] | None = None,
+    extra_tools: dict[str, ToolSpec] | None = None,
+) -> RunContext:
+    """The context of a run's top agent: the single agent, or the planner in multi mode."""
+    agent = agent_for_mode(mode)
+    return RunContext(
+        thread_id,
+        settings,
+        env,
+        ledger,
+        _tagged(emit, agent.name),
+        notebook_path,
+        agent,
+        notebook_cells=notebook_cells,
+        extra_tools=extra_tools or {},
+    )
+
+
+def _tagged(emit: Emit, agent: str, task_id: str = "") -> Emit:
+    if agent == "main":
+        return emit
+    tags = {"agent": agent, "task_id": task_id} if task_id else {"agent": agent}
+    return lambda event: emit({**tags, **event})  # an inner (sub-)agent's tags win
+
+
+def new_run_input(
+    message: str, mode: str = "single", context: list[dict[str, Any]] | None = None, autonomy: str = "agent"
+) -> AgentUpdate:
+    """A run's input: the user's message, after the context Cellwright attached to it (if any)."""
+    messages = [*(context or []), {"role": "user", "content": message}]
+    return {
+        "messages": appended(*messages),
+        "model_calls": 0,
+        "done": False,
+        "failure": {},
+        "mode": mode,
+        "autonomy": autonomy,
+        "plan_approved": False,
+        "run_usage": token_usage.zero(),
+    }
+
+
+def parse_args(raw: str | dict[str, Any] | None) -> tuple[dict[str, Any] | None, str | None]:
+    if isinstance(raw, dict):
+        return raw, None
+    try:
+        value = json.loads(raw or "{}")
+    except json.JSONDecodeError as exc:
+        return None, f"the arguments are not valid JSON ({exc.msg} at position {exc.pos}); send a JSON object"
+    if not isinstance(value, dict):
+        return None, "the arguments must be a JSON object"
+    return value, None
+
+
+def _finish(emit: Emit, answer: str, next_items: list[dict[str, str]] | None = None) -> AgentUpdate:
+    emit(make_event("final", answer=answer, next_items=next_items or []))
+    return {"messages": appended({"role": "assistant", "content": answer}), "done": True}
+
+
+# -- the model node
+
+
+def _system_prompt(ctx: RunContext) -> dict[str, Any]:
+    agents = "\n".join(f"  - {AGENTS[name].name}: {AGENTS[name].description}" for name in ctx.agent.may_call)
+    text = prompt_text(ctx.agent.prompt).replace("{notebook_path}", ctx.notebook_path or "(none open)")
+    text = text.replace("{skills}", skills_prompt_section()).replace("{agents}", agents)
+    notes = [ctx.policy.prompt_note(), rules_prompt_section(ctx.env.root_dir)]
+    return {"role": "system", "content": "\n\n".join([text, *(n for n in notes if n)])}
+
+
+def _reminder(ctx: RunContext) -> dict[str, Any]:
+    how = "reply with an Action or a Final Answer" if ctx.tool_mode == "prompt" else "call a tool, or call final_answer"
+    return {"role": "user", "content": f"Your last reply was empty. Continue the task: {how}."}
+
+
+def _ignored_call_note(problem: str) -> dict[str, Any]:
+    return {
+        "role": "user",
+        "content": f"[Your reply contained a tool call as text, but it did not run ({problem}). To use a tool, call it "
+        "with valid arguments; if you are done, give your final answer.]",
+    }
+
+
+async def _ask(ctx: RunContext, messages: list[dict[str, Any]]) -> ModelTurn:
+    """One model turn; in "auto" mode a refusal of function calling switches the run to prompt mode."""
+    emit = ctx.emit
+
+    def on_retry(error: LLMError, delay: float, attempt: int) -> None:
+        message = f"{error.message} Retrying in {delay:g} s (attempt {attempt + 1} of {ctx.settings.max_retries + 1})."
+        emit(make_event("error", kind="llm_retrying", message=message, retryable=True))
+
+    def on_token(text: str) -> None:
+        # The one event per token: built as the contract's shape directly (llm passes text only),
+        # not validated by make_event, which cost as much as the rest of the token's relay.
+        emit({"type": "token", "text": text})
+
+    offered = ctx.offered()
+    tools = [spec.openai_schema() for spec in offered.values()]
+
+    def validate(name: str, args: Any) -> str | None:
+        spec = offered.get(name)
+        return spec.check_args(args) if spec else f"there is no tool {name!r}; the tools are {sorted(offered)}"
+
+    try:
+        turn = await complete(ctx.settings, ModelRequest(messages, tools, ctx.tool_mode, validate), on_token, on_retry)
+    except LLMError as exc:
+        if exc.kind != "tools_unsupported" or ctx.settings.tool_calling != "auto" or ctx.tool_mode == "prompt":
+            raise
+        log.info("endpoint refused function calling; switching to prompt mode: %s", exc.message)
+        ctx.tool_mode = "prompt"
+        turn = await complete(ctx.settings, ModelRequest(messages, tools, "prompt", validate), on_token, on_retry)
+    _count(ctx, turn, messages)
+    return turn
+
+
+def _count(ctx: RunContext, turn: ModelTurn, messages: list[dict[str, Any]]) -> None:
+    """Add a call's tokens to the run's and the thread's totals and show them, with the context meter."""
+    call = token_usage.of_call(turn, messages, ctx.settings.model, ctx.settings.prices)
+    ctx.meter.record(call)
+    public = token_usage.public
+    ctx.emit(
+        make_event(
+            "usage",
+            call=public(call),
+            run=public(ctx.meter.run),
+            thread=public(ctx.meter.thread),
+            context_tokens=call["prompt_tokens"],
+            context_budget=ctx.settings.context_token_budget,
+            summarized=ctx.summarized,
+        )
+    )
+
+
+async def call_model(state: AgentState, runtime: Runtime[RunContext]) -> AgentUpdate:
+    ctx = runtime.context
+    ctx.begin_node(state)
+    update = await _call_model(state, ctx)
+    return {**update, **ctx.meter.state()} if not ctx.agent.is_subagent else update
+
+
+async def _call_model(state: AgentState, ctx: RunContext) -> AgentUpdate:
+    calls = state.get("model_calls", 0)
+    if calls >= ctx.max_model_calls:
+        answer = f"I stopped after {ctx.max_model_calls} model calls, the limit for one run. The work so far is in the notebook."
+        if ctx.agent.is_subagent:
+            return {"messages": appended({"role": "assistant", "content": answer}), "done": True, "model_calls": calls}
+        return {
+            **_finish(ctx.emit, answer, [{"title": "Continue", "prompt": "Continue where you stopped."}]),
+            "model_calls": calls,
+        }
+    messages, summarized = await compact(
+        ctx.settings,
+        state.get("messages", []),
+        state.get("summary", ""),
+        state.get("summary_upto", 0),
+        _system_prompt(ctx),
+    )
+    ctx.summarized = "summary" in summarized
+    update: AgentUpdate = {**summarized}
+    messages, refused = await _with_images(ctx, state, messages)
+    try:
+        turn = await _ask(ctx, messages)
+    except LLMError as exc:
+        if exc.kind != "images_unsupported" or ctx.settings.vision != "auto":
+            raise
+        log.info("endpoint refused image parts; descriptions only for this thread: %s", exc.message)
+        messages = [m for m in messages if not _is_image_message(m)]
+        refused = True
+        turn = await _ask(ctx, messages)
+    if refused:
+        update["vision_refused"] = True
+    calls += 1
+    for _ in range(EMPTY_REPLY_RETRIES):
+        if not turn.empty or calls >= ctx.max_model_calls:
+            break
+        turn = await _ask(ctx, [*messages, _reminder(ctx)])
+        calls += 1
+    if turn.ignored_call and not turn.tool_calls and calls < ctx.max_model_calls:
+        turn = await _ask(
+            ctx, [*messages, {"role": "assistant", "content": turn.content}, _ignored_call_note(turn.ignored_call)]
+        )
+        calls += 1
+    update["model_calls"] = calls
+    if turn.empty:
+        answer = "The model returned empty replies, so I stopped. " + (
+            "Servers that cannot stream tool calls for a model do this (llama.cpp does): "
+            'try the setting tool_calling = "prompt", or another model.'
+            if ctx.tool_mode == "native"
+            else "The server's log may say why (a chat format that needs tools, a context too small); or try another model."
+        )
+        return {**update, **_finish(ctx.emit, answer, [{"title": "Try again", "prompt": "Please try again."}])}
+    return {**update, **_model_reply(ctx, turn, _call_ids(state.get("messages", [])))}
+
+
+async def _with_images(
+    ctx: RunContext, state: AgentState, messages: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], bool]:
+    vision = ctx.settings.vision
+    # Prompt mode flattens messages to text: no parts to carry an image.
+    if (
+        vision == "off"
+        or (vision == "auto" and state.get("vision_refused"))
+        or ctx.settings.max_images <= 0
+        or ctx.tool_mode == "prompt"
+    ):
+        return messages, bool(state.get("vision_refused"))
+    return with_image_parts(messages, ctx.settings.max_images)[0], False
+
+
+def _is_image_message(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(isinstance(p, dict) and p.get("type") == "image_url" for p in content)
+
+
+def _call_ids(messages: list[dict[str, Any]]) -> set[str]:
+    return {call["id"] for m in messages for call in m.get("tool_calls") or []}
+
+
+def _model_reply(ctx: RunContext, turn: ModelTurn, used_ids: set[str]) -> AgentUpdate:
+    message: dict[str, Any] = {"role": "assistant", "content": turn.content}
+    if not turn.tool_calls:
+        answer = turn.final_answer if turn.final_answer is not None else turn.content.strip()
+        if not ctx.agent.is_subagent:  # a sub-agent's text is its report to the planner, not the answer
+            ctx.emit(make_event("final", answer=answer, next_items=[]))
+        return {"messages": appended(message), "done": True}
+    first, *rest = turn.tool_calls  # one tool at a time: approvals and results stay in order
+    if first["id"] in used_ids:  # some servers number calls per reply ("call_0" every time)
+        first = {**first, "id": f"call_{uuid.uuid4().hex[:16]}"}
+    message["tool_calls"] = [first]
+    args, _ = parse_args(first["function"]["arguments"])
+    name = first["function"]["name"]
+    ctx.emit(
+        make_event("tool_call", id=first["id"], name=name, args=args or {}, needs_approval=ctx.needs_approval(name))
+    )
+    return {"messages": appended(message), "done": False, "deferred": [c["function"]["name"] for c in rest]}
+
+
+# -- the tools node
+
+
+async def _run_tool(call: dict[str, Any], ctx: RunContext) -> ToolOutcome:
+    name = call["function"]["name"]
+    spec = ctx.tools.get(name)
+    if spec is None:
+        hint = f" {ctx.agent.label} may not delegate to other agents." if name == "task" else gone_tool_hint(name)
+        return ToolOutcome("error", f"There is no tool named {name!r}.{hint} Available tools: {', '.join(ctx.tools)}.")
+    if not ctx.policy.offers(name, spec):  # the model called it anyway: refused before anything runs
+        return ToolOutcome("error", ctx.policy.refusal(name))
+    args, problem = parse_args(call["function"]["arguments"])
+    problem = problem or spec.check_args(args)
+    if problem or args is None:
+        return ToolOutcome("error", f"Invalid call to {name}: {problem}. Correct the arguments and call it again.")
+    recorded = await ctx.ledger.lookup(ctx.ledger_scope, call["id"])
+    if recorded is not None:
+        return recorded
+    tool_ctx = ToolContext(call["id"], ctx.env, ctx.emit, ctx.settings, ctx)
+    try:
+        await spec.precheck(args, tool_ctx)
+    except ToolInputError as exc:
+        return ToolOutcome("error", f"{name} failed: {exc}")
+    if ctx.needs_approval(name):
+        # The node re-runs from the top on resume; nothing above has side effects.
+        decision = decoded(
+            interrupt(await approval_request_once(spec, args, tool_ctx, ctx.agent.name, ctx.task_id, ctx.ledger_scope))
+        )
+        tool_ctx = decided_context(decision, args, tool_ctx)
+        args, rejected = decided_args(decision, args)
+        if rejected is not None:
+            await ctx.ledger.finished(ctx.ledger_scope, call["id"], rejected)
+            return rejected
+    return await _run_recorded(spec, args or {}, tool_ctx, ctx)
+
+
+async def _run_recorded(spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolContext, ctx: RunContext) -> ToolOutcome:
+    if not spec.recorded:  # a sub-agent's task resumes inside; its own calls are recorded
+        return await _run_unrecorded(spec, args, tool_ctx)
+    await ctx.ledger.started(ctx.ledger_scope, tool_ctx.call_id)
+    try:
+        outcome = await spec.run(args, tool_ctx)
+    except ToolInputError as exc:
+        outcome = ToolOutcome("error", f"{spec.name} failed: {exc}")
+    except asyncio.CancelledError:
+        await ctx.ledger.finished(ctx.ledger_scope, tool_ctx.call_id, STOPPED)
+        raise
+    except Exception as exc:  # a tool failure is the model's to handle, not a crash of the run
+        log.exception("tool %s failed", spec.name)
+        outcome = ToolOutcome("error", f"{spec.name} failed: {type(exc).__name__}: {exc}")
+    await ctx.ledger.finished(ctx.ledger_scope, tool_ctx.call_id, outcome)
+    return outcome
+
+
+async def _run_unrecorded(spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolContext) -> ToolOutcome:
+    try:
+        return await spec.run(args, tool_ctx)
+    except ToolInputError as exc:
+        return ToolOutcome("error", f"{spec.name} failed: {exc}")
+
+
+# -- delegation (multi-agent mode)
+
+
+@cache
+def _subagent_graph() -> Any:
+    # No checkpointer of its own: invoked inside a node, it saves into the parent's, under its task.
+    return build_graph(None)
+
+
+def _fingerprint(call: dict[str, Any]) -> str:
+    args, _ = parse_args(call["function"]["arguments"])
+    canonical = json.dumps(args, sort_keys=True) if args is not None else call["function"]["arguments"]
+    return f"{call['function']['name']}:{canonical}"
+
+
+def _notes(state: AgentState, ctx: RunContext, spec: ToolSpec | None) -> str:
+    """What the model should know beside the result: cut calls, and the open todos after a read."""
+    notes = []
+    if state.get("deferred"):
+        notes.append(
+            f"Only this call ran; these were not run: {', '.join(state['deferred'])}. Call them one at a time if still needed."
+        )
+    open_todos = [t["content"] for t in state.get("todos", []) if t.get("status") != "completed"]
+    if spec is not None and spec.read_only and open_todos:
+        notes.append(f"Continue with your todo list. Open: {'; '.join(open_todos)}.")
+    return "".join(f"\n\n[{note}]" for note in notes)
+
+
+async def call_tools(state: AgentState, runtime: Runtime[RunContext]) -> AgentUpdate:
+    ctx = runtime.context
+    ctx.begin_node(state)
+    update = await _call_tools(state, ctx)
+    return {**update, **ctx.meter.state()} if not ctx.agent.is_subagent else update
+
+
+async def _call_tools(state: AgentState, ctx: RunContext) -> AgentUpdate:
+    call = state["messages"][-1]["tool_calls"][0]
+    name = call["function"]["name"]
+    outcome = await _run_tool(call, ctx)
+    ctx.emit(
+        make_event("tool_result", id=call["id"], name=name, status=outcome.status, summary=outcome.display_summary)
+    )
+    content = outcome.content + _notes(state, ctx, ctx.tools.get(name))
+    plan_approved = ctx.policy.asks_for_plan(name) and outcome.status == "ok"
+    if plan_approved:
+        content += "\n\n[The user approved this plan. Carry it out now; each step that changes something still asks for approval.]"
+    messages = [{"role": "tool", "tool_call_id": call["id"], "content": content}]
+    if outcome.images:
+        messages[0][IMAGES_KEY] = list(outcome.images)
+    update: AgentUpdate = {"deferred": [], **({"plan_approved": True} if plan_approved else {})}
+    update.update(outcome.state)
+    update["done"] = outcome.ends_run
+    update["failure"] = _failure_streak(state, call, outcome)
+    if update["failure"].get("count", 0) >= SAME_FAILURE_LIMIT:
+        answer = (
+            f"I stopped: the same call to `{name}` failed {SAME_FAILURE_LIMIT} times in a row. Last error:\n\n"
+            f"> {outcome.content[:500]}\n\nRephrase the request or fix the cause, then ask again."
+        )
+        messages += _finish(ctx.emit, answer)["messages"]["append"]
+        update["done"] = True
+    update["messages"] = appended(*messages)
+    return update
+
+
+def _failure_streak(state: AgentState, call: dict[str, Any], outcome: ToolOutcome) -> dict[str, Any]:
+    if outcome.status != "error":
+        return {}
+    key = _fingerprint(call)
+    previous = state.get("failure") or {}
+    return {"call": key, "count": previous.get("count", 0) + 1 if previous.get("call") == key else 1}
+
+
+# -- the graph
+
+
+def _after_model(state: Mapping[str, Any]) -> str:
+    return END if state.get("done") else "tools"
+
+
+def _after_tools(state: Mapping[str, Any]) -> str:
+    return END if state.get("done") else "model"
+
+
+def build_graph(checkpointer: Any) -> Any:
+    graph = StateGraph(AgentState, context_schema=RunContext)
+    graph.add_node("model", call_model, input_schema=AgentState)
+    graph.add_node("tools", call_tools, input_schema=AgentState)
+    graph.add_edge(START, "model")
+    graph.add_conditional_edges("model", _after_model, ["tools", END])
+    graph.add_conditional_edges("tools", _after_tools, ["model", END])
+    return graph.compile(checkpointer=checkpointer)

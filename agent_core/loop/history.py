@@ -1,0 +1,81 @@
+"""What the model sees of a thread: every tool call answered, and old turns summarised once the
+history outgrows the token budget (the last turns stay verbatim)."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+from agent_core.config.agent_settings import AgentSettings
+from agent_core.llm.client import estimate_tokens, plain_completion
+
+
+class SummaryUpdate(TypedDict, total=False):
+    """The state fields compact() changes when it summarises older turns."""
+
+    summary: str
+    summary_upto: int
+
+
+SUMMARY_PROMPT = (
+    "Summarise the conversation below for your own later use. Keep what matters to continue the work: "
+    "the user's goals and preferences, what was done (cells run and their key results and numbers, variables "
+    "and files created), decisions, rejections and their reasons, and what is still open. Be concise and factual."
+)
+
+
+def with_tool_results(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every tool call answered: a stop can leave one dangling, and servers reject that."""
+    answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        out.append(message)
+        for call in message.get("tool_calls") or []:
+            if call["id"] not in answered:
+                out.append({"role": "tool", "tool_call_id": call["id"], "content": "Not run: the run was stopped."})
+    return out
+
+
+def summary_cut(messages: list[dict[str, Any]], keep_tokens: int, start: int) -> int:
+    """The first index to keep verbatim: as early as fits `keep_tokens`, never between a tool call
+    and its result (so at a user or assistant message)."""
+    cut = len(messages)
+    kept = 0
+    for index in range(len(messages) - 1, start - 1, -1):
+        kept += estimate_tokens([messages[index]])
+        if kept > keep_tokens:
+            break
+        if messages[index].get("role") in ("user", "assistant"):
+            cut = index
+    return cut
+
+
+async def compact(
+    settings: AgentSettings, messages: list[dict[str, Any]], summary: str, summary_upto: int, system: dict[str, Any]
+) -> tuple[list[dict[str, Any]], SummaryUpdate]:
+    """The messages to send, and a state update when older turns had to be summarised."""
+    visible = _with_summary(system, summary, with_tool_results(messages[summary_upto:]))
+    if estimate_tokens(visible) <= settings.context_token_budget:
+        return visible, {}
+    cut = summary_cut(messages, settings.context_token_budget // 2, summary_upto)
+    if cut <= summary_upto:
+        return visible, {}  # the last turn alone is over budget: nothing older to fold away
+    older = with_tool_results(messages[summary_upto:cut])
+    previous = [{"role": "user", "content": f"Earlier summary:\n{summary}"}] if summary else []
+    transcript = "\n\n".join(f"{m['role']}: {m.get('content') or ''}{_calls_text(m)}" for m in previous + older)
+    new_summary = await plain_completion(
+        settings, [{"role": "system", "content": SUMMARY_PROMPT}, {"role": "user", "content": transcript}]
+    )
+    update: SummaryUpdate = {"summary": new_summary, "summary_upto": cut}
+    return _with_summary(system, new_summary, with_tool_results(messages[cut:])), update
+
+
+def _with_summary(system: dict[str, Any], summary: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if not summary:
+        return [system, *messages]
+    note = {"role": "user", "content": f"(Summary of the earlier conversation)\n{summary}"}
+    return [system, note, *messages]
+
+
+def _calls_text(message: dict[str, Any]) -> str:
+    calls = message.get("tool_calls") or []
+    return "".join(f"\n[called {c['function']['name']}({c['function']['arguments'][:500]})]" for c in calls)

@@ -1,0 +1,578 @@
+"""The one driver of a thread, for the server and the in-kernel `%agent` magic alike: start,
+resume with a decision, stop, recover after a crash, and the lease that lets one process drive a
+thread at a time. Events go into the thread's log, approvals come out of interrupts, and a stop
+leaves the thread consistent. Who owns the asyncio task (the server's RunManager, or the magic's
+worker thread) and how a refusal is shown (HTTP status, or a line in the cell) is the caller's."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypedDict
+
+from agent_core.config.agent_settings import AgentSettings
+from agent_core.contract import make_event
+from agent_core.errors import BadRequest, Conflict, NotFound
+from agent_core.loop.event_pump import EventPump
+from agent_core.storage.checkpoint import AgentStore, open_store
+from agent_core.storage.thread_store import ThreadRecord, ThreadStore
+from agent_core.storage.tool_ledger import INTERRUPTED, STOPPED
+
+if TYPE_CHECKING:  # the contract's route models and the tool registry load on a run's first use
+    from agent_core.contract.routes import Decision, StartRun
+    from agent_core.contract.shared import LiveCell
+    from agent_core.tools import ToolEnvironment
+
+log = logging.getLogger(__name__)
+
+
+class _RecordUpdates(TypedDict, total=False):
+    """The ThreadRecord fields a new run may change (ThreadStore.update and dataclasses.replace)."""
+
+    notebook_path: str
+    kernel_id: str
+    title: str
+
+
+class RunRefused(Conflict):
+    """The thread cannot do what was asked right now; `kind` is the error kind of API.md."""
+
+
+class ThreadBusy(RunRefused):
+    """Another process (the server, or a kernel's %agent) is driving this thread right now."""
+
+    kind = "run_active"
+
+    def __init__(self, holder: str, action: str = "start another run") -> None:
+        super().__init__(
+            f"{holder[:1].upper()}{holder[1:]} is running this thread right now: wait for it to finish "
+            f"(or interrupt that kernel) before you {action}."
+        )
+
+
+class ApprovalPending(RunRefused):
+    kind = "approval_pending"
+
+
+class NotPending(RunRefused):
+    kind = "not_pending"
+
+
+class BadDecision(BadRequest):
+    kind = "bad_args"
+
+
+class BadRule(BadRequest):
+    kind = "bad_rule"
+
+
+class ThreadNotFound(NotFound):
+    kind = "thread_not_found"
+
+
+ContextFactory = Callable[[EventPump], Any]  # builds the run's RunContext around its event sink
+EventSink = Callable[[dict[str, Any]], None]
+EnvironmentFor = Callable[[ThreadRecord], "ToolEnvironment"]  # where a thread's tools act (its notebook's kernel)
+McpSource = Callable[[], Any]  # the MCP manager (agent_core.mcp.manager), made on first use; None: no MCP
+RUN_TOOLS_KEPT = 256  # threads whose outside tools are remembered for their resumed segments
+
+
+@dataclass
+class PreparedRun:
+    """A run segment the runner has accepted (checked under the caller's lock): `run_id` is known at
+    once, `drive()` does the work (gathering its tools and context first) and returns the
+    `run_finished` status. The server awaits `drive()` in a task of its own; the magic in place."""
+
+    thread_id: str
+    run_id: str
+    drive: Callable[[], Awaitable[str]]
+
+
+@dataclass
+class ThreadRunner:
+    """The one driver of a thread: `start` and `resume` check what was asked against the thread,
+    and return the segment to drive; the graph with its persistence and the thread store are here."""
+
+    graph: Any
+    store: AgentStore
+    threads: ThreadStore
+    mcp: McpSource | None = None
+    # Each thread's outside tools as its run's first segment found them: a segment an approval
+    # resumes offers the same (asking the kernel again sat between Approve and the cell).
+    _run_tools: dict[str, tuple[dict[str, Any], list[str]]] = field(default_factory=dict)
+
+    @classmethod
+    async def open(
+        cls, threads: ThreadStore, checkpointer_url: str, default_path: Path, mcp: McpSource | None = None
+    ) -> ThreadRunner:
+        from agent_core.loop.graph import build_graph
+
+        store = await open_store(checkpointer_url, default_path, threads.database)
+        return cls(build_graph(store.saver), store, threads, mcp)
+
+    async def aclose(self) -> None:
+        from agent_core.llm.client import close_clients
+
+        await self.store.aclose()
+        await close_clients()
+
+    @staticmethod
+    def config(thread_id: str) -> dict[str, Any]:
+        return {"configurable": {"thread_id": thread_id}}
+
+    async def snapshot(self, thread_id: str) -> Any:
+        return await self.graph.aget_state(self.config(thread_id), subgraphs=True)
+
+    @staticmethod
+    def pending(snapshot: Any) -> dict[str, Any] | None:
+        """The approval the thread waits for, if any (also one raised inside a sub-agent)."""
+        for interrupt in snapshot.interrupts:
+            if isinstance(interrupt.value, dict) and "id" in interrupt.value:
+                return {**interrupt.value, "interrupt_id": interrupt.id}
+        return None
+
+    @staticmethod
+    def stuck(snapshot: Any) -> bool:
+        """A crash between saving the model's step and raising its approval interrupt leaves a
+        tools step with no interrupt: driving the thread again (input None) asks for approval."""
+        return snapshot.next == ("tools",) and not snapshot.interrupts
+
+    @staticmethod
+    def mode_of(snapshot: Any) -> str:
+        return str((snapshot.values or {}).get("mode", "single"))
+
+    @staticmethod
+    def autonomy_of(snapshot: Any) -> str:
+        return str((snapshot.values or {}).get("autonomy", "agent"))
+
+    # -- what can be asked of a thread
+
+    async def start(
+        self,
+        thread_id: str,
+        request: StartRun,
+        environment: EnvironmentFor,
+        settings: AgentSettings,
+        on_event: EventSink | None = None,
+        on_released: Callable[[], None] | None = None,
+    ) -> PreparedRun:
+        """A new run of `request` (its notebook_path already checked against the root): refused while
+        another process drives the thread or an approval is pending."""
+        record = await self._record(thread_id)
+        await self.ensure_not_leased(thread_id)
+        snapshot = await self.recovered(record, environment, settings)
+        if self.pending(snapshot):
+            raise ApprovalPending(
+                "This thread is waiting for your approval of a tool call: approve or reject it (or press Stop) first."
+            )
+        updates: _RecordUpdates = {}
+        if request.notebook_path is not None:
+            updates["notebook_path"] = request.notebook_path
+        if request.kernel_id is not None:
+            updates["kernel_id"] = request.kernel_id
+        if record.title in ("", "New thread"):
+            updates["title"] = title_from(request.message)
+        if updates:
+            await self.threads.update(thread_id, **updates)
+            record = dataclasses.replace(record, **updates)  # what was just written: no second read
+        segment = Segment(request.mode, request.autonomy, request.message, _cells(request.notebook_cells))
+        prior = snapshot.values or {}
+        env = environment(record)
+        run_id = uuid.uuid4().hex
+
+        async def drive() -> str:
+            # Resolved here, in the segment's own time: a caller answering HTTP does not wait for the kernel.
+            graph_input, mentions, extra = await self._new_run_input(record, request, env, settings, prior)
+            return await self._segment(
+                record, run_id, graph_input, segment, env, settings, extra, on_event, on_released, mentions
+            )
+
+        return PreparedRun(thread_id, run_id, drive)
+
+    async def resume(
+        self,
+        thread_id: str,
+        call_id: str,
+        decision: Decision,
+        environment: EnvironmentFor,
+        settings: AgentSettings,
+        on_event: EventSink | None = None,
+        on_released: Callable[[], None] | None = None,
+    ) -> PreparedRun:
+        """The segment that applies `decision` to the pending call `call_id`: refused if that call is
+        not the one pending, if edited arguments do not fit, or if a rule to save is refused (the
+        call then stays pending)."""
+        from langgraph.types import Command
+
+        from agent_core.tools import TOOLS
+
+        if decision.decision == "edit" and decision.args is None:
+            raise BadDecision('An "edit" decision needs "args": the edited arguments as an object.')
+        record = await self._record(thread_id)
+        await self.ensure_not_leased(thread_id, "decide on its pending call")
+        snapshot = await self.recovered(record, environment, settings)
+        pending = self.pending(snapshot)
+        if pending is None or pending["id"] != call_id:
+            now = f"the pending one is {pending['id']!r}" if pending else "nothing is pending"
+            raise NotPending(f"Tool call {call_id[:200]!r} is not awaiting approval ({now}). Reload the thread.")
+        if decision.decision == "edit":
+            spec = TOOLS.get(pending["name"])  # an MCP or notebook tool's arguments are checked when it runs
+            problem = spec.check_args(decision.args) if spec is not None else None
+            if problem:
+                raise BadDecision(f"The edited arguments do not fit: {problem}.")
+        if decision.kernel_id and decision.kernel_id != record.kernel_id:
+            await self.threads.update(thread_id, kernel_id=decision.kernel_id)
+            record = dataclasses.replace(record, kernel_id=decision.kernel_id)
+        env = environment(record)
+        if decision.decision == "reject" and decision.save_rule and decision.save_rule.strip():
+            _save_rule(env.root_dir, decision.save_rule)
+        resume: Command[str] = Command(
+            resume={pending["interrupt_id"]: decision.model_dump(include={"decision", "args", "reason"})}
+        )
+        segment = Segment(self.mode_of(snapshot), self.autonomy_of(snapshot), "", _cells(decision.notebook_cells))
+        prior = snapshot.values or {}
+        run_id = uuid.uuid4().hex
+
+        async def drive() -> str:
+            extra, _ = await self._outside_tools(
+                thread_id, prior.get("disabled_mcp_servers") or [], env, settings, fresh=False
+            )
+            return await self._segment(record, run_id, resume, segment, env, settings, extra, on_event, on_released)
+
+        return PreparedRun(thread_id, run_id, drive)
+
+    async def ensure_not_leased(self, thread_id: str, action: str = "start another run") -> None:
+        holder = await self.threads.leased_elsewhere(thread_id)
+        if holder:
+            raise ThreadBusy(holder, action)
+
+    async def recovered(self, record: ThreadRecord, environment: EnvironmentFor, settings: AgentSettings) -> Any:
+        """The thread's snapshot, after driving it on (input None) if a crash left it between a saved
+        step and its approval request, so that its approval shows again (read once: a hot path)."""
+        snapshot = await self.snapshot(record.thread_id)
+        if self.stuck(snapshot):
+            segment = Segment(self.mode_of(snapshot), self.autonomy_of(snapshot), "")
+            env = environment(record)
+            disabled = (snapshot.values or {}).get("disabled_mcp_servers") or []
+            extra, _ = await self._outside_tools(record.thread_id, disabled, env, settings, fresh=False)
+            await self._segment(record, uuid.uuid4().hex, None, segment, env, settings, extra)
+            snapshot = await self.snapshot(record.thread_id)
+        return snapshot
+
+    async def _record(self, thread_id: str) -> ThreadRecord:
+        record = await self.threads.get(thread_id)
+        if record is None:
+            raise ThreadNotFound(
+                f"There is no thread {thread_id[:200]!r}. List threads with GET cellwright/api/threads."
+            )
+        return record
+
+    # -- what a segment starts with
+
+    async def _new_run_input(
+        self,
+        record: ThreadRecord,
+        request: StartRun,
+        env: ToolEnvironment,
+        settings: AgentSettings,
+        prior: dict[str, Any],
+    ) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:
+        """A new run's graph input (the message after its context and notes), the mentions for
+        `run_started`, and its outside tools. The notebook's @tool functions and the run's context
+        are both read from the kernel: asked at once, it answers one after the other with no round
+        trip in between."""
+        from agent_core.loop.graph import new_run_input
+        from agent_core.tools.gathering import with_tool_notes
+        from agent_core.undo.steps import pending_notes
+
+        disabled = request.disabled_mcp_servers
+        (extra, notes), (context, mentions, told) = await asyncio.gather(
+            self._outside_tools(
+                record.thread_id,
+                disabled if disabled is not None else prior.get("disabled_mcp_servers") or [],
+                env,
+                settings,
+                fresh=True,
+            ),
+            run_context_notes(
+                request.message, env, settings, prior.get("kernel_identity"), pending_notes(record.thread_id)
+            ),
+        )
+        graph_input: dict[str, Any] = {
+            **new_run_input(request.message, request.mode, context, request.autonomy),
+            **told,
+        }
+        if disabled is not None:  # kept with the thread (in its state) until another list comes
+            graph_input["disabled_mcp_servers"] = list(disabled)
+        return with_tool_notes(graph_input, extra, notes, prior), mentions, extra
+
+    async def _outside_tools(
+        self, thread_id: str, disabled: list[str], env: ToolEnvironment, settings: AgentSettings, fresh: bool
+    ) -> tuple[dict[str, Any], list[str]]:
+        """This segment's MCP and notebook tools (and notes about them, for a new run): gathered at
+        the start of each run, and for a resumed segment this process did not start the run of."""
+        if not fresh and thread_id in self._run_tools:
+            return self._run_tools[thread_id]
+        found = await self._gather(env, settings, disabled)
+        self._run_tools.pop(thread_id, None)
+        if len(self._run_tools) >= RUN_TOOLS_KEPT:
+            del self._run_tools[next(iter(self._run_tools))]
+        self._run_tools[thread_id] = found
+        return found
+
+    async def _gather(
+        self, env: ToolEnvironment, settings: AgentSettings, disabled: list[str]
+    ) -> tuple[dict[str, Any], list[str]]:
+        from agent_core.tools.gathering import gather_tools
+
+        mcp = self.mcp() if self.mcp is not None and settings.mcp_servers else None
+        return await gather_tools(mcp, env, settings, disabled)
+
+    # -- driving
+
+    async def _segment(
+        self,
+        record: ThreadRecord,
+        run_id: str,
+        graph_input: Any,
+        segment: Segment,
+        env: ToolEnvironment,
+        settings: AgentSettings,
+        extra: dict[str, Any],
+        on_event: EventSink | None = None,
+        on_released: Callable[[], None] | None = None,
+        mentions: list[dict[str, Any]] | None = None,
+    ) -> str:
+        """One segment of a run: until the graph ends, pauses for approval, fails or is cancelled.
+        Returns the run_finished status; every event is in the thread's log when it returns. The
+        thread is released (lease, then `on_released`) before `run_finished` is written: a client
+        that acts on that event finds the thread free."""
+        from agent_core.llm.client import LLMError
+        from agent_core.loop.agents import agent_for_mode
+        from agent_core.loop.graph import run_context
+
+        thread_id = record.thread_id
+        if not await self.threads.begin_run(thread_id, status="running", last_run_id=run_id):
+            raise ThreadBusy(await self.threads.leased_elsewhere(thread_id) or "another process")
+        renewing = asyncio.create_task(self._renew_lease(thread_id))
+        emit = EventPump(self.threads, thread_id, run_id, agent_for_mode(segment.mode).name, on_event)
+        context = run_context(
+            thread_id,
+            settings,
+            env,
+            self.store.ledger,
+            emit,
+            record.notebook_path,
+            segment.mode,
+            segment.notebook_cells,
+            extra,
+        )
+        status = "completed"
+        run_usage: dict[str, Any] | None = None
+        try:
+            started = {"mentions": mentions} if mentions else {}
+            emit(
+                make_event(
+                    "run_started", mode=segment.mode, autonomy=segment.autonomy, message=segment.message, **started
+                )
+            )
+            async for chunk in self.graph.astream(
+                graph_input, self.config(thread_id), context=context, stream_mode="updates", durability="sync"
+            ):
+                for interrupt in chunk.get("__interrupt__", ()):
+                    emit(approval_event(interrupt.value))
+                    status = "awaiting_approval"
+                for update in chunk.values():
+                    if isinstance(update, dict) and update.get("run_usage"):
+                        run_usage = update["run_usage"]
+        except asyncio.CancelledError:
+            status = "cancelled"
+            await self.close_open_call(thread_id, emit)
+        except LLMError as exc:
+            status = "failed"
+            emit(make_event("error", kind=exc.kind, message=exc.message, retryable=exc.retryable))
+        except Exception as exc:  # a bug: keep the thread usable and say so
+            log.exception("run %s of thread %s failed", run_id, thread_id)
+            status = "failed"
+            emit(
+                make_event(
+                    "error", kind="internal", message=f"Cellwright failed: {type(exc).__name__}: {exc}", retryable=False
+                )
+            )
+        finally:
+            await self._finish(thread_id, emit, status, run_usage, renewing, on_released)
+        return status
+
+    async def _finish(
+        self,
+        thread_id: str,
+        emit: EventPump,
+        status: str,
+        run_usage: dict[str, Any] | None,
+        renewing: asyncio.Task[None],
+        on_released: Callable[[], None] | None,
+    ) -> None:
+        from agent_core.loop.usage import public
+
+        exists = False
+        try:
+            exists = await self.threads.get(thread_id) is not None  # deleted meanwhile: nothing more to write
+            if exists:
+                await emit.flush()
+                await self.threads.update(thread_id, status=status)
+        finally:  # a failed save must not leave the thread leased to nobody for 30 s
+            renewing.cancel()
+            await self.threads.release_lease(thread_id)
+            if on_released is not None:
+                on_released()
+        if exists:
+            totals = {"usage": public(run_usage)} if run_usage and run_usage["prompt_tokens"] else {}
+            emit(make_event("run_finished", status=status, **totals))
+            await emit.drain()
+
+    async def _renew_lease(self, thread_id: str) -> None:
+        from agent_core.storage.thread_store import LEASE_SECONDS
+
+        while True:
+            await asyncio.sleep(LEASE_SECONDS / 3)
+            await self.threads.take_lease(thread_id)
+
+    async def stop_pending(self, thread_id: str, run_id: str) -> bool:
+        """Stop a thread that waits for approval: the call is answered as stopped and never runs."""
+        emit = EventPump(self.threads, thread_id, run_id)
+        closed = await self.close_open_call(thread_id, emit)
+        if closed:
+            emit(make_event("run_finished", status="cancelled"))
+            await self.threads.update(thread_id, status="cancelled")
+        await emit.drain()
+        return closed
+
+    async def close_open_call(self, thread_id: str, emit: Callable[[dict[str, Any]], None]) -> bool:
+        """After a stop, answer the call the tools step was on (pending approval, or cut off while
+        running) with its recorded outcome, so the thread is consistent and the call never runs again."""
+        from agent_core.loop.graph import appended
+
+        snapshot = await self.graph.aget_state(self.config(thread_id))
+        if snapshot.next != ("tools",):
+            return False
+        call = snapshot.values["messages"][-1]["tool_calls"][0]
+        ledger = self.store.ledger
+        outcome = await ledger.lookup(thread_id, call["id"])
+        if outcome is None or outcome.content == INTERRUPTED.content:
+            outcome = STOPPED
+            await ledger.finished(thread_id, call["id"], outcome)
+        tool_message = {"role": "tool", "tool_call_id": call["id"], "content": outcome.content}
+        await self.graph.aupdate_state(
+            self.config(thread_id), {"messages": appended(tool_message), "done": True}, as_node="tools"
+        )
+        name = call["function"]["name"]
+        stopped = outcome.content == STOPPED.content
+        emit(
+            make_event(
+                "tool_result",
+                id=call["id"],
+                name=name,
+                status=outcome.status,
+                summary=outcome.display_summary,
+                stopped=stopped,
+            )
+        )
+        return True
+
+    async def delete_thread(self, thread_id: str) -> None:
+        await self.store.delete_thread(thread_id)
+        await self.threads.delete(thread_id)
+
+
+@dataclass(frozen=True)
+class Segment:
+    """What a run segment starts with, beside its thread and graph input."""
+
+    mode: str
+    autonomy: str
+    message: str  # the user's message; "" for a segment an approval resumed
+    notebook_cells: list[dict[str, Any]] | None = None  # as the browser sent them
+
+
+def _cells(cells: list[LiveCell] | None) -> list[dict[str, Any]] | None:
+    return None if cells is None else [cell.model_dump() for cell in cells]
+
+
+def _save_rule(root: Path, text: str) -> None:
+    from agent_core.undo.rules import save_rule
+
+    try:
+        save_rule(root, text)
+    except ValueError as exc:
+        raise BadRule(f"The rule was not saved, and the call is still pending: {exc}") from None
+
+
+async def run_context_notes(
+    message: str,
+    env: ToolEnvironment,
+    settings: AgentSettings,
+    kernel_seen: str | None,
+    notes_before: list[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    """The context messages a new run's message gets: `notes_before` (e.g. the steps the user
+    undid), what its @mentions (or the namespace snapshot) resolve to, and a note when the kernel
+    restarted since the thread's last cell (`kernel_seen`); the mentions for `run_started`; and the
+    state to keep (the kernel told about, said once). Never fails the run: context is a help."""
+    from agent_core.loop.mentions import context_for
+
+    notes: list[dict[str, Any]] = list(notes_before)
+    mentions: list[Any] = []
+    kernel_now = None
+    try:
+        context, mentions = await context_for(message, env, settings)
+        notes += [context] if context is not None else []
+        kernel_now = await env.kernel_identity() if kernel_seen else None
+        notes += restart_note(kernel_seen, kernel_now)
+    except Exception:
+        log.exception("the context of a run could not be resolved")
+    told = {"kernel_identity": kernel_now} if kernel_now and notes else {}
+    return notes, [m.public() for m in mentions], told
+
+
+def restart_note(kernel_seen: str | None, kernel_now: str | None) -> list[dict[str, Any]]:
+    """A context message when the kernel that ran the thread's last cell is not the one running now
+    (the user restarted it, or the server came back with a new one): its variables are gone."""
+    from agent_core.loop.mentions import CONTEXT_KEY
+
+    if not kernel_seen or kernel_now is None or kernel_now == kernel_seen:
+        return []
+    text = (
+        "[The notebook's kernel restarted since your last cell ran: every variable, import and loaded dataset from "
+        "before is gone. Re-run the cells you need before you use them.]"
+    )
+    return [{"role": "user", "content": text, CONTEXT_KEY: True}]
+
+
+def approval_event(payload: dict[str, Any]) -> dict[str, Any]:
+    fields = {k: v for k, v in payload.items() if k != "agent"}
+    return {**make_event("approval_required", **fields), "agent": payload.get("agent", "main")}
+
+
+def view_message(message: dict[str, Any]) -> dict[str, Any]:
+    """A state message as GET threads/{id} shows it."""
+    from agent_core.loop.graph import parse_args
+
+    view: dict[str, Any] = {"role": message.get("role"), "content": message.get("content") or ""}
+    if message.get("tool_calls"):
+        view["tool_calls"] = [
+            {"id": c["id"], "name": c["function"]["name"], "args": parse_args(c["function"]["arguments"])[0]}
+            for c in message["tool_calls"]
+        ]
+    if message.get("tool_call_id"):
+        view["tool_call_id"] = message["tool_call_id"]
+    return view
+
+
+def title_from(message: str) -> str:
+    line = " ".join(message.split())
+    return line if len(line) <= 60 else line[:57] + "..."

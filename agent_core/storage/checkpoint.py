@@ -1,0 +1,115 @@
+"""Opens the agent's persistence: a LangGraph checkpointer plus the tool ledger beside it.
+SQLite in the Jupyter data directory by default; Postgres for shared deployments."""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from agent_core.storage.database import is_postgres_url
+from agent_core.storage.private_files import private_file
+from agent_core.storage.tool_ledger import DatabaseToolLedger, MemoryToolLedger, SqliteToolLedger, ToolLedger
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+    from psycopg.rows import DictRow
+
+CheckpointerKind = Literal["sqlite", "postgres", "memory"]
+
+
+@dataclass
+class AgentStore:
+    saver: Any  # a langgraph BaseCheckpointSaver
+    ledger: ToolLedger
+    kind: CheckpointerKind
+    _stack: AsyncExitStack = field(default_factory=AsyncExitStack)
+
+    async def aclose(self) -> None:
+        await self._stack.aclose()
+
+    async def delete_thread(self, thread_id: str) -> None:
+        await self.saver.adelete_thread(thread_id)
+        forget = getattr(self.ledger, "forget_thread", None)
+        if forget is not None:
+            await forget(thread_id)
+
+
+def checkpointer_kind(url: str) -> CheckpointerKind:
+    if is_postgres_url(url):
+        return "postgres"
+    if url == "memory":
+        return "memory"
+    return "sqlite"
+
+
+async def open_store(url: str, default_path: Path, database: Any = None) -> AgentStore:
+    """`url`: "" (SQLite at default_path), a file path or sqlite:///path, "memory", or postgresql://...
+    (then `database`, the thread store's, also holds the tool ledger)."""
+    kind = checkpointer_kind(url)
+    if kind == "memory":
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        return AgentStore(InMemorySaver(), MemoryToolLedger(), "memory")
+    if kind == "postgres":
+        return await _open_postgres(url, database)
+    path = private_file(Path(url.removeprefix("sqlite:///")) if url else default_path)
+    import aiosqlite
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    stack = AsyncExitStack()
+    conn = await stack.enter_async_context(aiosqlite.connect(str(path)))
+    await conn.execute("PRAGMA journal_mode=WAL")
+    # WAL + NORMAL: no fsync per commit (one per checkpoint of the WAL); survives a crash of the process.
+    await conn.execute("PRAGMA synchronous=NORMAL")
+    saver = AsyncSqliteSaver(conn)
+    await saver.setup()
+    ledger = SqliteToolLedger(conn)
+    await ledger.setup()
+    return AgentStore(saver, ledger, "sqlite", stack)
+
+
+async def _open_postgres(url: str, database: Any) -> AgentStore:
+    try:
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+        from psycopg.rows import dict_row
+        from psycopg_pool import AsyncConnectionPool
+    except ImportError as exc:
+        raise RuntimeError(
+            "database_url is a PostgreSQL URL but langgraph-checkpoint-postgres is not installed: "
+            "pip install 'cellwright[postgres]'"
+        ) from exc
+    from agent_core.storage.postgres_database import (
+        POOL_MAX,
+        POOL_TIMEOUT,
+        RECONNECT_SERIES,
+        connection_options,
+        saver_setup,
+    )
+
+    if database is None or getattr(database, "kind", "") != "postgres":
+        raise RuntimeError("the Postgres checkpointer needs the thread store on the same database")
+    # A pool whose connections are checked before use: after the database restarts, the next run
+    # reconnects (a single connection would stay broken until Jupyter restarts).
+    pool: AsyncConnectionPool[AsyncConnection[DictRow]] = AsyncConnectionPool(  # rows as dicts: row_factory below
+        url,
+        min_size=1,
+        max_size=POOL_MAX,
+        open=False,
+        timeout=POOL_TIMEOUT,
+        name="cellwright-checkpoints",
+        reconnect_timeout=RECONNECT_SERIES,
+        check=AsyncConnectionPool.check_connection,
+        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row, "options": connection_options()},
+    )
+    stack = AsyncExitStack()
+    await pool.open(wait=True, timeout=POOL_TIMEOUT)
+    stack.push_async_callback(pool.close)
+    saver = AsyncPostgresSaver(pool)
+    try:
+        await saver_setup(saver, url)
+    except BaseException:
+        await stack.aclose()
+        raise
+    return AgentStore(saver, DatabaseToolLedger(database), "postgres", stack)

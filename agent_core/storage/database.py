@@ -1,0 +1,187 @@
+"""Where the thread store keeps its rows: one interface, two dialects. The stores write their SQL
+once (SQLite's `?` placeholders); a dialect runs it on its own connections and supplies what
+differs: the column types, how a write transaction starts, how appenders to one thread queue up,
+and how other servers hear of a write. SQLite (files in the data directory) is the default;
+PostgreSQL (agent_core/storage/postgres_database.py, imported only when configured) when servers share
+threads."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import sqlite3
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Protocol
+
+from agent_core.redaction import redact_url
+from agent_core.storage.private_files import private_file
+
+# The tables of the thread store and the tool ledger, in SQLite's words; the Postgres dialect
+# widens the types (REAL is 4 bytes there: a timestamp would lose minutes).
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS threads ("
+    " thread_id TEXT PRIMARY KEY, title TEXT NOT NULL, notebook_path TEXT NOT NULL,"
+    " created_at REAL NOT NULL, updated_at REAL NOT NULL, status TEXT NOT NULL,"
+    " last_run_id TEXT NOT NULL DEFAULT '', kernel_id TEXT NOT NULL DEFAULT '')",
+    "CREATE TABLE IF NOT EXISTS events ("
+    " thread_id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (thread_id, seq))",
+    # Which process drives a thread right now: servers and kernels (%agent) share the store.
+    "CREATE TABLE IF NOT EXISTS leases (thread_id TEXT PRIMARY KEY, owner TEXT NOT NULL, until REAL NOT NULL)",
+)
+# Who holds a lease, in words, so a refused Stop can say who runs the thread (added after the first release).
+MIGRATIONS = ("ALTER TABLE leases ADD COLUMN holder TEXT NOT NULL DEFAULT ''",)
+
+
+class DatabaseUnavailable(RuntimeError):
+    """The database cannot be reached (down, restarting, or too slow): says which, never the password.
+    Each write is one transaction, so a failed one left nothing half-written."""
+
+
+Notified = Callable[[str | None], None]  # a thread another process wrote to (None: maybe any, after a reconnect)
+
+
+class Connection(Protocol):
+    """What a store's function gets: `execute` with `?` placeholders, returning a DB-API cursor."""
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ...) -> Any: ...
+
+
+class Database(Protocol):
+    kind: str  # "sqlite" | "postgres"
+    notifies: bool  # other processes' writes wake this one's readers at once
+
+    @property
+    def is_open(self) -> bool: ...
+    async def open(self, notified: Notified) -> None: ...
+    async def close(self) -> None: ...
+    async def call(self, fn: Callable[[Connection], Any]) -> Any:
+        """`fn(conn)` on a connection of its own (reads; one statement each)."""
+        ...
+
+    async def write(self, fn: Callable[[Connection], Any]) -> Any:
+        """`fn(conn)` inside one write transaction: all of it or none."""
+        ...
+
+    def lock_threads(self, conn: Connection, thread_ids: list[str]) -> None:
+        """Inside a write: make concurrent appenders to these threads wait for this transaction."""
+        ...
+
+    def notify(self, conn: Connection, thread_ids: set[str]) -> None:
+        """Inside a write: tell other processes' readers, at commit, that these threads changed."""
+        ...
+
+
+def is_postgres_url(url: str) -> bool:
+    return url.startswith(("postgres://", "postgresql://"))
+
+
+# What a postgresql:// database_url needs: the `postgres` extra (psycopg, its pool, LangGraph's saver).
+POSTGRES_MODULES = ("psycopg", "psycopg_pool", "langgraph.checkpoint.postgres")
+POSTGRES_EXTRA = "pip install 'cellwright[postgres]'"
+
+
+def missing_postgres_extra(url: str) -> str | None:
+    """For a PostgreSQL `url` whose driver cannot be imported: what is missing and what to do (without
+    the URL's secrets); None when nothing is missing. Asked once, at start: the imports are what the
+    first request would pay anyway (a libpq-less psycopg fails here too, not only an absent one)."""
+    if not is_postgres_url(url):
+        return None
+    missing = []
+    for name in POSTGRES_MODULES:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    if not missing:
+        return None
+    return (
+        f"database_url is a PostgreSQL URL ({redact_url(url)}) but {', '.join(missing)} cannot be imported: "
+        f"{POSTGRES_EXTRA} in the server's environment and restart Jupyter, or unset database_url (and "
+        "CELLWRIGHT_DATABASE_URL) to keep threads in SQLite in the Jupyter data directory."
+    )
+
+
+def open_database(url: str, sqlite_path: Path, owner: str) -> Database:
+    """The store's database for the `database_url` setting: Postgres for a postgresql:// URL,
+    else the SQLite file at `sqlite_path` (also for 'memory' and file URLs: those name the
+    checkpointer's storage, and threads have always been in their own file)."""
+    if is_postgres_url(url):
+        from agent_core.storage.postgres_database import PostgresDatabase
+
+        return PostgresDatabase(url, owner)
+    return SqliteDatabase(sqlite_path)
+
+
+class SqliteDatabase:
+    """One connection on one thread: every call is one hop to it (not one per statement, fetch
+    and commit: each hop wakes the event loop). Other processes (a kernel's %agent) share the
+    file; their writes are seen at the readers' next poll."""
+
+    kind = "sqlite"
+    notifies = False
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._conn: sqlite3.Connection | None = None
+        self._executor: ThreadPoolExecutor | None = None
+
+    @property
+    def is_open(self) -> bool:
+        return self._conn is not None
+
+    async def open(self, notified: Notified) -> None:
+        private_file(self.path)
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="cellwright-threads")
+
+        def connect() -> sqlite3.Connection:
+            # Autocommit mode: transactions are the explicit BEGIN IMMEDIATE of write().
+            conn = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            # WAL + NORMAL: no fsync per commit (one per checkpoint of the WAL); survives a crash of the process.
+            conn.execute("PRAGMA synchronous=NORMAL")
+            for statement in SCHEMA:
+                conn.execute(statement)
+            lease_columns = {row[1] for row in conn.execute("PRAGMA table_info(leases)")}
+            if "holder" not in lease_columns:
+                for statement in MIGRATIONS:
+                    conn.execute(statement)
+            return conn
+
+        self._conn = await asyncio.get_running_loop().run_in_executor(self._executor, connect)
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            await asyncio.get_running_loop().run_in_executor(self._executor, conn.close)
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+            self._executor = None
+
+    async def call(self, fn: Callable[[Connection], Any]) -> Any:
+        conn = self._conn
+        if conn is None:
+            raise ValueError("the thread store is closed")
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, conn)
+
+    async def write(self, fn: Callable[[Connection], Any]) -> Any:
+        """BEGIN IMMEDIATE: the writer lock at once, so a read inside (the next seq) stays true."""
+
+        def transaction(conn: Connection) -> Any:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            return result
+
+        return await self.call(transaction)
+
+    def lock_threads(self, conn: Connection, thread_ids: list[str]) -> None:
+        pass  # BEGIN IMMEDIATE already holds the whole file
+
+    def notify(self, conn: Connection, thread_ids: set[str]) -> None:
+        pass

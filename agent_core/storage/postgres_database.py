@@ -1,0 +1,274 @@
+"""The thread store's PostgreSQL dialect (psycopg 3, psycopg_pool), for servers that share threads.
+
+- Schema `cellwright`, created and migrated on start under an advisory lock (two servers starting
+  together do not race), versioned in `cellwright.schema_version`.
+- A bounded pool of connections, each checked before use: after the database restarts, the next
+  call reconnects; a call while it is down fails with DatabaseUnavailable (a transaction is all
+  or nothing, so nothing is half-written). Every statement has a time limit.
+- Appenders to one thread queue on a per-thread advisory lock held until commit: seqs stay
+  gap-free and ordered when two servers append.
+- A write's NOTIFY reaches the other servers' listener thread, which wakes their readers."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from agent_core.redaction import redact_url
+from agent_core.storage.database import MIGRATIONS, SCHEMA, Connection, DatabaseUnavailable, Notified
+
+log = logging.getLogger(__name__)
+
+SCHEMA_NAME = "cellwright"
+CHANNEL = "cellwright_events"
+MIGRATION_LOCK = 0x63656C6C  # "cell": the advisory lock key that serializes schema migrations
+POOL_MAX = 4  # connections per process (the executor has as many threads)
+POOL_TIMEOUT = 10.0  # seconds to wait for a connection before a call fails
+# A pool retries a lost connection with a doubling delay: after a long outage its next attempt
+# could be minutes away. Giving a series up after a few seconds lets the next request start a
+# fresh one, so the first request after the database is back reconnects at once.
+RECONNECT_SERIES = 5.0
+STATEMENT_TIMEOUT_MS = 15_000
+CONNECT_TIMEOUT = 5  # seconds, per connection attempt
+LISTEN_RETRY_MAX = 5.0  # seconds between the listener's reconnection attempts, at most
+
+
+def _pg_types(sql: str) -> str:
+    return sql.replace(" REAL", " DOUBLE PRECISION").replace(" INTEGER", " BIGINT")
+
+
+# version -> its statements (run once, in order, inside the migration transaction).
+VERSIONS: dict[int, tuple[str, ...]] = {
+    1: (
+        *(_pg_types(statement) for statement in SCHEMA),
+        *MIGRATIONS,
+        # The at-most-once ledger of tool calls (in SQLite it sits in the checkpoint file).
+        "CREATE TABLE IF NOT EXISTS tool_runs (thread_id TEXT NOT NULL, call_id TEXT NOT NULL, outcome TEXT,"
+        " PRIMARY KEY (thread_id, call_id))",
+    ),
+}
+
+
+@functools.lru_cache(maxsize=256)
+def _pg_sql(sql: str) -> str:
+    """The stores' SQL with psycopg's placeholders (their SQL has no literal ? or %)."""
+    return sql.replace("?", "%s")
+
+
+class _Conn:
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    def execute(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        return self._conn.execute(_pg_sql(sql), params)
+
+
+def connection_options() -> str:
+    return f"-c statement_timeout={STATEMENT_TIMEOUT_MS} -c search_path={SCHEMA_NAME},public"
+
+
+class PostgresDatabase:
+    kind = "postgres"
+    notifies = True
+
+    def __init__(self, url: str, owner: str) -> None:
+        self._url = url
+        self.where = redact_url(url)  # how errors and logs name the database
+        self._owner = owner  # this process's notifications are not news to it
+        self._pool: Any = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._listening: threading.Event | None = None  # set: the listener should stop
+
+    @property
+    def is_open(self) -> bool:
+        return self._pool is not None
+
+    async def open(self, notified: Notified) -> None:
+        try:
+            from psycopg_pool import ConnectionPool
+        except ImportError as exc:
+            raise RuntimeError(
+                "database_url is a PostgreSQL URL but psycopg is not installed: pip install 'cellwright[postgres]'"
+            ) from exc
+        self._executor = ThreadPoolExecutor(POOL_MAX, thread_name_prefix="cellwright-pg")
+        pool = ConnectionPool(
+            self._url,
+            min_size=1,
+            max_size=POOL_MAX,
+            open=False,
+            timeout=POOL_TIMEOUT,
+            name="cellwright",
+            reconnect_timeout=RECONNECT_SERIES,
+            check=ConnectionPool.check_connection,
+            kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT, "options": connection_options()},
+        )
+        loop = asyncio.get_running_loop()
+
+        def start() -> None:
+            pool.open(wait=True, timeout=POOL_TIMEOUT)
+            with pool.connection() as conn:
+                migrate(conn)
+
+        try:
+            await loop.run_in_executor(self._executor, start)
+        except Exception as exc:
+            await loop.run_in_executor(self._executor, pool.close)
+            raise self._unavailable(exc) from None
+        self._pool = pool
+        self._listening = threading.Event()
+        threading.Thread(
+            target=self._listen, args=(loop, notified, self._listening), daemon=True, name="cellwright-listen"
+        ).start()
+
+    async def close(self) -> None:
+        if self._listening is not None:
+            self._listening.set()
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            await asyncio.get_running_loop().run_in_executor(self._executor, pool.close)
+        if self._executor is not None:
+            self._executor.shutdown(wait=False)
+            self._executor = None
+
+    def _unavailable(self, exc: BaseException) -> DatabaseUnavailable:
+        detail = str(exc).replace(self._url, self.where).strip().splitlines()
+        return DatabaseUnavailable(
+            f"The database {self.where} cannot be reached: {detail[0] if detail else type(exc).__name__}"
+        )
+
+    async def _run(self, fn: Callable[[Any], Any]) -> Any:
+        import psycopg
+        from psycopg_pool import PoolTimeout
+
+        pool = self._pool
+        if pool is None:
+            raise ValueError("the thread store is closed")
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._executor, fn, pool)
+        except (psycopg.OperationalError, PoolTimeout) as exc:
+            raise self._unavailable(exc) from None
+
+    async def call(self, fn: Callable[[Connection], Any]) -> Any:
+        def read(pool: Any) -> Any:
+            with pool.connection() as conn:
+                return fn(_Conn(conn))
+
+        return await self._run(read)
+
+    async def write(self, fn: Callable[[Connection], Any]) -> Any:
+        def transaction(pool: Any) -> Any:
+            with pool.connection() as conn, conn.transaction():
+                return fn(_Conn(conn))
+
+        return await self._run(transaction)
+
+    def lock_threads(self, conn: Connection, thread_ids: list[str]) -> None:
+        # One statement for the batch, locking in one order everywhere (sorted, then a row at a
+        # time: the subquery's order): two servers locking the same threads cannot deadlock.
+        conn.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(t, 0)) FROM (SELECT DISTINCT t FROM unnest(?::text[]) AS t ORDER BY t) AS s",
+            (thread_ids,),
+        )
+
+    def notify(self, conn: Connection, thread_ids: set[str]) -> None:
+        payloads = [f"{self._owner}:{thread_id}" for thread_id in sorted(thread_ids)]
+        conn.execute("SELECT pg_notify(?, p) FROM unnest(?::text[]) AS p", (CHANNEL, payloads))
+
+    def _listen(self, loop: asyncio.AbstractEventLoop, notified: Notified, stop: threading.Event) -> None:
+        """The listener thread: one connection of its own, reconnected after the database restarts
+        (then every reader looks again: notifications sent meanwhile are lost)."""
+        import psycopg
+
+        delay, first = 0.2, True
+        while not stop.is_set():
+            try:
+                with psycopg.connect(self._url, autocommit=True, connect_timeout=CONNECT_TIMEOUT) as conn:
+                    conn.execute(f"LISTEN {CHANNEL}")
+                    if not first:
+                        loop.call_soon_threadsafe(notified, None)
+                    first, delay = False, 0.2
+                    while not stop.is_set():
+                        for note in conn.notifies(timeout=0.5):
+                            owner, _, thread_id = note.payload.partition(":")
+                            if owner != self._owner:
+                                loop.call_soon_threadsafe(notified, thread_id)
+            except RuntimeError:  # the loop closed under us: the server is stopping
+                return
+            except Exception as exc:
+                if stop.is_set():
+                    return
+                log.warning(
+                    "Cellwright lost its notification connection to %s (%s); reconnecting",
+                    self.where,
+                    type(exc).__name__,
+                )
+                stop.wait(delay)
+                delay = min(delay * 2, LISTEN_RETRY_MAX)
+
+
+def unavailable(exc: BaseException) -> bool:
+    """Whether `exc` is the database being out of reach (psycopg's own errors, e.g. from LangGraph's
+    saver); only asked when psycopg is loaded."""
+    import psycopg
+    from psycopg_pool import PoolTimeout
+
+    return isinstance(exc, (psycopg.OperationalError, PoolTimeout))
+
+
+# Waiting for the migration lock is a loop of tries, not a blocking call: a session blocked on it
+# is a transaction in progress, and LangGraph's setup (CREATE INDEX CONCURRENTLY) waits for every
+# transaction in progress to end: the two would wait for each other until the statement timeout.
+LOCK_RETRY = 0.1  # seconds between tries
+LOCK_WAIT = 120.0  # seconds before giving up on another server's migration
+
+
+def migrate(conn: Any) -> None:
+    """Create or upgrade the schema to the last version, once, whoever starts first."""
+    import time
+
+    deadline = time.monotonic() + LOCK_WAIT
+    while not conn.execute("SELECT pg_try_advisory_lock(%s)", (MIGRATION_LOCK,)).fetchone()[0]:
+        if time.monotonic() > deadline:
+            raise TimeoutError("another server has been migrating the Cellwright schema for too long")
+        time.sleep(LOCK_RETRY)
+    try:
+        with conn.transaction():
+            conn.execute(f"CREATE SCHEMA IF NOT EXISTS {SCHEMA_NAME}")
+            conn.execute(f"SET LOCAL search_path TO {SCHEMA_NAME}")
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+            current = row[0] or 0
+            for version in sorted(v for v in VERSIONS if v > current):
+                for statement in VERSIONS[version]:
+                    conn.execute(statement)
+                conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (version,))
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+
+
+async def saver_setup(saver: Any, url: str) -> None:
+    """LangGraph's checkpoint tables, set up under the same lock as ours (its own migrations do not
+    lock: two servers starting together would both create them)."""
+    import psycopg
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + LOCK_WAIT
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT) as conn:
+        while not _first(await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (MIGRATION_LOCK,))).fetchone()):
+            if loop.time() > deadline:
+                raise TimeoutError("another server has been setting up the checkpoint tables for too long")
+            await asyncio.sleep(LOCK_RETRY)
+        try:
+            await saver.setup()
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+
+
+def _first(row: tuple[Any, ...] | None) -> Any:
+    """A one-column answer's value (None when no row came back)."""
+    return row[0] if row is not None else None

@@ -1,0 +1,99 @@
+"""A run's tools from outside: the MCP servers' (agent_core.mcp) and the notebook's @tool functions
+(agent_core.tools.notebook_functions), gathered at the start of every run segment and given to the graph's
+RunContext beside the static registry. Gathering never fails a run: what is missing becomes a note."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from agent_core.tools import TOOLS
+from agent_core.tools.external import ExternalToolSpec
+
+log = logging.getLogger(__name__)
+EXTERNAL_TOOL_AGENTS = ("main", "python_developer")  # the agents that act; the planner and researcher do not
+TAKEN = frozenset(TOOLS)
+MAX_EXTERNAL_TOOLS = 128  # offered per run at most: every schema goes into every model request
+MAX_SCHEMA_CHARS_TOTAL = 200_000
+
+
+def gone_tool_hint(name: str) -> str:
+    """What the model is told when it calls a tool the run does not have (any more)."""
+    if name.startswith("mcp__"):
+        return " MCP tools come from the configured servers: that server is not configured, disabled for this thread, or not running."
+    return (
+        " If it was a function the notebook registered with @tool: those live in the kernel, and a kernel restart "
+        "(or a new kernel) forgets them until the cell that defines them runs again."
+    )
+
+
+async def gather_tools(
+    mcp: Any, env: Any, settings: Any, disabled: Iterable[str] = ()
+) -> tuple[dict[str, ExternalToolSpec], list[str]]:
+    """This run's external tools, by name, and notes for the model (servers that failed, tools left out)."""
+    specs: dict[str, ExternalToolSpec] = {}
+    notes: list[str] = []
+    if mcp is not None and getattr(settings, "mcp_servers", None):
+        try:
+            found, more = await mcp.tools_for_run(disabled, TAKEN, settings.auto_approve)
+            specs.update(found)
+            notes += more
+        except Exception:  # a help, never a reason to fail the run
+            log.exception("MCP tools could not be gathered")
+    if env is not None:
+        from agent_core.tools.notebook_functions import notebook_tools
+
+        found, more = await notebook_tools(env, TAKEN | specs.keys(), settings)
+        specs.update(found)
+        notes += more
+    return _within_budget(specs, notes)
+
+
+def _within_budget(
+    specs: dict[str, ExternalToolSpec], notes: list[str]
+) -> tuple[dict[str, ExternalToolSpec], list[str]]:
+    """The first tools that fit the per-run budget (count and schema size); a note names how many did not."""
+    import json
+
+    kept: dict[str, ExternalToolSpec] = {}
+    size = 0
+    for name, spec in specs.items():
+        size += len(json.dumps(spec.parameters)) + len(spec.description)
+        if len(kept) >= MAX_EXTERNAL_TOOLS or size > MAX_SCHEMA_CHARS_TOTAL:
+            break
+        kept[name] = spec
+    if len(kept) < len(specs):
+        notes = [
+            *notes,
+            f"{len(specs) - len(kept)} tools from MCP servers or the notebook were left out: a run offers "
+            f"at most {MAX_EXTERNAL_TOOLS} (disable servers this thread does not need).",
+        ]
+    return kept, notes
+
+
+def with_tool_notes(
+    graph_input: Any, tools: dict[str, ExternalToolSpec], notes: list[str], prior: dict[str, Any]
+) -> Any:
+    """A new run's input with the notes about external tools, before the user's message (hidden
+    from the thread's view, as other context is), and the notebook tools it has, so that the next
+    run can tell the model which of them are gone (a kernel restart forgets them)."""
+    from agent_core.loop.mentions import CONTEXT_KEY
+
+    if not isinstance(graph_input, dict) or "messages" not in graph_input:
+        return graph_input
+    now = [name for name, spec in tools.items() if spec.origin.get("kind") == "notebook"]
+    gone = [name for name in prior.get("notebook_tools") or [] if name not in now]
+    if gone:
+        notes = [
+            *notes,
+            f"The notebook's @tool functions {gone[:20]} are gone (the kernel restarted, or they were "
+            "removed): do not call them; the cell that defines them must run again first.",
+        ]
+    graph_input = {**graph_input, "notebook_tools": now}
+    if not notes:
+        return graph_input
+    text = "[Tools from outside Cellwright: " + " ".join(notes[:20])[:4000] + "]"
+    messages = list(graph_input["messages"]["append"])
+    messages.insert(len(messages) - 1, {"role": "user", "content": text, CONTEXT_KEY: True})
+    return {**graph_input, "messages": {"append": messages}}
