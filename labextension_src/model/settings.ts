@@ -14,7 +14,7 @@ import { ConfigUpdate, ConnectionReport, ConnectionTest, PublicConfig } from '..
 export const DEFAULT_ENDPOINT = 'https://api.openai.com';
 
 /**
- * What an API key belongs to, as the server says it (agent_core.settings.endpoint_of): the scheme,
+ * What an API key belongs to, as the server says it (agent_core.config.agent_settings.endpoint_of): the scheme,
  * host and port of a base URL, the default port left out; DEFAULT_ENDPOINT for an empty one.
  */
 export function endpointOf(baseUrl: string): string {
