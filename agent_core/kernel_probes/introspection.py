@@ -11,7 +11,7 @@ from typing import Any
 
 from agent_core.kernel_probes import probe as kernel_probe
 from agent_core.kernel_probes.probe import is_variable_name
-from agent_core.tools.base import ToolEnvironment, ToolInputError
+from agent_core.tools.base import KnowsKernelBusy, ToolEnvironment, ToolInputError
 
 SNAPSHOT_LIMIT = 40
 SNAPSHOT_BUDGET = 0.5  # seconds the probe may take in the kernel before it stops listing
@@ -265,8 +265,9 @@ async def _evaluate(env: ToolEnvironment | None, expression: str, timeout: float
     asked: the request would wait behind the user's cell."""
     if env is None:
         raise ToolInputError("no kernel")
-    busy = getattr(env, "kernel_busy", None)
-    if busy is not None and await busy():  # after a short grace: see KernelEnvironment.kernel_busy
+    if (
+        isinstance(env, KnowsKernelBusy) and await env.kernel_busy()
+    ):  # after a short grace: see KernelEnvironment.kernel_busy
         raise KernelBusy("kernel busy")
     try:
         return await asyncio.wait_for(env.evaluate_json(expression), timeout)

@@ -96,9 +96,11 @@ def process_tree_usage(pid: int, sample_seconds: float = CPU_SAMPLE_SECONDS) -> 
 async def kernel_usage(env: Any) -> dict[str, Any] | None:
     """The usage of the environment's kernel; None when the environment cannot name a kernel process
     (the `%agent` magic's own kernel included: it has no `kernel_pid`)."""
-    kernel_pid = getattr(env, "kernel_pid", None)
-    if kernel_pid is None:
+    from agent_core.tools.base import HasKernelProcess  # the tool registry loads with a run, not with the server
+
+    if not isinstance(env, HasKernelProcess):
         return None
+    kernel_pid = env.kernel_pid
     try:
         pid = await kernel_pid()
     except Exception as exc:  # no kernel for the notebook: said in the entry, not a failed request

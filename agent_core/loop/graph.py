@@ -462,7 +462,16 @@ async def _run_tool(call: dict[str, Any], ctx: RunContext) -> ToolOutcome:
     recorded = await ctx.ledger.lookup(ctx.ledger_scope, call["id"])
     if recorded is not None:
         return recorded
-    tool_ctx = ToolContext(call["id"], ctx.env, ctx.emit, ctx.settings, ctx)
+    tool_ctx = ToolContext(
+        call["id"],
+        ctx.env,
+        ctx.emit,
+        ctx.settings,
+        ctx,
+        thread_id=ctx.thread_id,
+        notebook_path=ctx.notebook_path,
+        notebook_cells=ctx.notebook_cells,
+    )
     try:
         await spec.precheck(args, tool_ctx)
     except ToolInputError as exc:

@@ -8,12 +8,15 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypedDict, TypeVar, runtime_checkable
 
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.contract import CellStatus, ToolStatus, make_event
 from agent_core.tools.arguments import ToolArgs, llm_schema, validated
 from agent_core.workspace import Workspace
+
+if TYPE_CHECKING:  # the graph imports the tools: its RunContext is only named here
+    from agent_core.loop.graph import RunContext
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -104,13 +107,40 @@ class ToolOutcome:
         return text if len(text) <= 300 else text[:297] + "..."
 
 
+# Abilities some environments have and others lack: a tool asks with isinstance, never getattr.
+
+
+@runtime_checkable
+class HasKernelProcess(Protocol):
+    async def kernel_pid(self) -> int | None:
+        """The kernel's process id (its usage is read from the process tree); None when unknown."""
+        ...
+
+
+@runtime_checkable
+class KnowsKernelBusy(Protocol):
+    async def kernel_busy(self) -> bool:
+        """Whether the kernel is running a cell now (a probe would wait behind it)."""
+        ...
+
+
+@runtime_checkable
+class HasKernelHistory(Protocol):
+    async def kernel_history(self, n: int) -> list[tuple[int, str]]:
+        """The kernel's last `n` inputs of its current session: (execution count, source), oldest first."""
+        ...
+
+
 @dataclass(frozen=True)
 class ToolContext:
     call_id: str
     env: ToolEnvironment
     emit: Emit
     settings: AgentSettings
-    run: Any = None  # the graph's RunContext, for tools that run agents (task)
+    run: RunContext | None = None  # the graph's, for tools that run agents (task)
+    thread_id: str = ""
+    notebook_path: str = ""  # the thread's notebook (root-relative); "" when it has none
+    notebook_cells: list[dict[str, Any]] | None = None  # as the browser sent them; None: read the saved file
     decision: str = "auto_approved"  # how the call came to run: "approved", "edited" (by the user) or "auto_approved"
     proposed_args: dict[str, Any] | None = None  # "edited": the arguments the agent proposed
 

@@ -34,7 +34,7 @@ def _source(cell: dict[str, Any]) -> str:
 async def notebook_cells(ctx: ToolContext) -> list[dict[str, Any]]:
     """The notebook's cells: as the browser sent them with this run or approval (a source it left
     out taken from the saved file), else as saved."""
-    live = getattr(ctx.run, "notebook_cells", None)
+    live = ctx.notebook_cells
     if live is None:
         return await saved_cells(ctx)
     if not any(cell.get("truncated") for cell in live):
@@ -46,7 +46,7 @@ async def notebook_cells(ctx: ToolContext) -> list[dict[str, Any]]:
 
 
 async def saved_cells(ctx: ToolContext) -> list[dict[str, Any]]:
-    path = getattr(ctx.run, "notebook_path", "") or getattr(ctx.env, "notebook_path", "")
+    path = ctx.notebook_path
     if not path:
         raise ToolInputError("this thread has no notebook, so there is no cell to edit")
     try:

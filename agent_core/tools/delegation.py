@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from agent_core.tools.arguments import ToolArgs
-from agent_core.tools.base import ToolContext, ToolOutcome, ToolSpec
+from agent_core.tools.base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
 
 
 class TaskArgs(ToolArgs):
@@ -16,8 +16,9 @@ class TaskArgs(ToolArgs):
 
 async def task(args: TaskArgs, ctx: ToolContext) -> ToolOutcome:
     # The graph owns the sub-agents; its run context runs one, so the tools never import the graph.
-    outcome: ToolOutcome = await ctx.run.delegate(args.agent, args.description, ctx.call_id)
-    return outcome
+    if ctx.run is None:
+        raise ToolInputError("task runs sub-agents, and only the agent loop can: there is no run here")
+    return await ctx.run.delegate(args.agent, args.description, ctx.call_id)
 
 
 TASK = ToolSpec(

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from agent_core.loop.output_digest import bounded, digest
 from agent_core.tools.arguments import ToolArgs
-from agent_core.tools.base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
+from agent_core.tools.base import HasKernelHistory, ToolContext, ToolInputError, ToolOutcome, ToolSpec
 from agent_core.workspace import WorkspaceError, relative_to_root, workspace_of
 
 MAX_NOTEBOOK_BYTES = 50 * 2**20
@@ -96,9 +96,9 @@ def run_order(notebook: dict[str, Any]) -> str:
 
 async def kernel_history(env: Any) -> str:
     """The kernel's last inputs of its current session, oldest first; '' when it cannot tell."""
-    history = getattr(env, "kernel_history", None)
-    if history is None:
+    if not isinstance(env, HasKernelHistory):
         return ""
+    history = env.kernel_history
     try:
         entries = await asyncio.wait_for(history(HISTORY_ENTRIES), HISTORY_TIMEOUT + 1)
     except (asyncio.TimeoutError, ToolInputError) as exc:
@@ -114,7 +114,7 @@ async def kernel_history(env: Any) -> str:
 
 async def read_notebook(args: ReadNotebookArgs, ctx: ToolContext) -> ToolOutcome:
     workspace = workspace_of(ctx.env)
-    target = args.path or getattr(ctx.run, "notebook_path", "") or getattr(ctx.env, "notebook_path", "")
+    target = args.path or ctx.notebook_path
     if not target:
         raise ToolInputError("this thread has no notebook: give the path of one")
     try:
@@ -125,7 +125,7 @@ async def read_notebook(args: ReadNotebookArgs, ctx: ToolContext) -> ToolOutcome
     start = args.start or 0
     rel = relative_to_root(workspace.root, path)
     body = f"{rel}: {cells_text(notebook, start, args.end)}\n\n{run_order(notebook)}"
-    bound = not args.path or args.path == getattr(ctx.env, "notebook_path", None)
+    bound = not args.path or args.path == ctx.notebook_path
     history = await kernel_history(ctx.env) if bound else ""
     if history:
         body += f"\n\n{history}"

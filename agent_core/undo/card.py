@@ -50,7 +50,7 @@ def not_undone(impact: CodeImpact) -> list[str]:
 
 
 def limit_bytes(ctx: ToolContext) -> int:
-    return int(getattr(ctx.settings, "undo_snapshot_limit_mb", 256)) * kernel_calls.MB
+    return ctx.settings.undo_snapshot_limit_mb * kernel_calls.MB
 
 
 async def undoability(impact: CodeImpact, ctx: ToolContext) -> Undoability:

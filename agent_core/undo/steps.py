@@ -101,7 +101,7 @@ async def before_cell(code: str, ctx: ToolContext, placement: CellPlacement) -> 
 
     from agent_core.impact.analysis import analyze_code
 
-    thread_id = str(getattr(ctx.run, "thread_id", "") or "")
+    thread_id = ctx.thread_id
     impact = analyze_code(code)
     if not thread_id:
         undo = card.Undoability(False, "this step belongs to no thread")
