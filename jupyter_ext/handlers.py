@@ -25,6 +25,7 @@ from .run_manager import RunManager, StreamItem
 
 if TYPE_CHECKING:
     from agent_core.contract.routes import ModelT
+    from agent_core.contract.shared import WireModel
 
 
 def contract_routes() -> ModuleType:
@@ -74,7 +75,11 @@ class CellwrightHandler(APIHandler):
             self.app.workspace.resolve(relative)
         return relative
 
-    def write_json(self, data: Any, status: int = 200) -> None:
+    def write_json(self, data: WireModel | dict[str, Any], status: int = 200) -> None:
+        """A route's answer: a contract model (the fields it was given, as JSON), or a plain object.
+        (No isinstance on the model class: pydantic loads with the first request, not at start.)"""
+        if not isinstance(data, dict):
+            data = data.model_dump(mode="json", exclude_unset=True)
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
         self.finish(json.dumps(data))
@@ -151,7 +156,7 @@ class ThreadsHandler(CellwrightHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        self.write_json({"threads": await self.runs.list_threads()})
+        self.write_json(await self.runs.list_threads())
 
     @web.authenticated
     @authorized

@@ -24,7 +24,8 @@ from .errors import BadRequest, Conflict, NotFound
 from .heap_settling import settle_soon
 
 if TYPE_CHECKING:  # the tool registry and the contract's models load on first use, not at server start
-    from agent_core.contract.routes import Decision, StartRun
+    from agent_core.contract.review import UndoResult
+    from agent_core.contract.routes import Decision, StartRun, ThreadDetail, ThreadList
     from agent_core.loop.thread_runner import PreparedRun, ThreadRunner
     from agent_core.tools import ToolEnvironment
 
@@ -101,8 +102,9 @@ class RunManager(LoggingConfigurable):
             )
         return record
 
-    async def thread_detail(self, thread_id: str) -> dict[str, Any]:
+    async def thread_detail(self, thread_id: str) -> ThreadDetail:
         """The thread as it is: a read never drives a run (recovery is for start-up and POSTs)."""
+        from agent_core.contract.routes import ThreadDetail
         from agent_core.loop.mentions import CONTEXT_KEY
         from agent_core.loop.thread_runner import view_message
         from agent_core.loop.usage import public as public_usage
@@ -113,7 +115,7 @@ class RunManager(LoggingConfigurable):
         snapshot = await runner.snapshot(thread_id)
         values = snapshot.values or {}
         pending = runner.pending(snapshot)
-        return {
+        detail = {
             **record.public(),
             "status": self._status(record, pending),
             "messages": [view_message(m) for m in values.get("messages", []) if not m.get(CONTEXT_KEY)],
@@ -122,9 +124,13 @@ class RunManager(LoggingConfigurable):
             "usage": public_usage(values.get("usage") or zero_usage()),
             "autonomy": runner.autonomy_of(snapshot),
         }
+        return ThreadDetail.model_validate(detail)
 
-    async def list_threads(self) -> list[dict[str, Any]]:
-        return [{**r.public(), "status": self._status(r, None)} for r in await self.threads.list()]
+    async def list_threads(self) -> ThreadList:
+        from agent_core.contract.routes import ThreadList
+
+        threads = [{**r.public(), "status": self._status(r, None)} for r in await self.threads.list()]
+        return ThreadList.model_validate({"threads": threads})
 
     async def delete_thread(self, thread_id: str) -> None:
         from agent_core.undo.steps import forget_thread
@@ -187,10 +193,11 @@ class RunManager(LoggingConfigurable):
             )
             return self._launch(run)
 
-    async def undo(self, thread_id: str, call_id: str) -> dict[str, Any]:
+    async def undo(self, thread_id: str, call_id: str) -> UndoResult:
         """Undo one step (agent_core.undo.steps) while no run is active; its `step_undone` event goes
         into the thread's log, and a note for the agent into its next run."""
         from agent_core.contract import make_event
+        from agent_core.contract.review import UndoResult
         from agent_core.loop.event_pump import EventPump
         from agent_core.undo.steps import BOOK, UndoRefused, undo_step
 
@@ -213,7 +220,7 @@ class RunManager(LoggingConfigurable):
             emit = EventPump(self.threads, thread_id, record.last_run_id)
             emit(make_event("step_undone", id=call_id, **result))
             await emit.drain()
-            return result
+            return UndoResult.model_validate(result)
 
     async def cancel(self, thread_id: str) -> None:
         record = await self.thread(thread_id)
