@@ -22,13 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent_core.contract.choices import RouteErrorKind
 from agent_core.errors import BadRequest
 
 
 class WorkspaceError(BadRequest):
     """A path the caller can correct; `kind` is the error kind of the HTTP routes."""
 
-    kind = "bad_path"
+    kind: RouteErrorKind = "bad_path"
 
 
 class PathOutsideRoot(WorkspaceError):

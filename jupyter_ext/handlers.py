@@ -17,6 +17,7 @@ from tornado import web
 from tornado.iostream import StreamClosedError
 
 from agent_core import fast_json
+from agent_core.contract.choices import RouteErrorKind
 from agent_core.storage.database import DatabaseUnavailable
 from agent_core.workspace import WorkspaceError
 
@@ -86,6 +87,7 @@ class CellwrightHandler(APIHandler):
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         exc = kwargs.get("exc_info", (None, None, None))[1]
+        kind: RouteErrorKind
         if isinstance(exc, web.HTTPError):
             kind, message = "http_error", exc.log_message or exc.reason or "request failed"
         elif status_code >= 500:

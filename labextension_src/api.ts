@@ -18,6 +18,7 @@ import {
   ModelList,
   NotebookTools,
   PublicConfig,
+  RouteErrorKind,
   RunAccepted,
   StartRun,
   Thread,
@@ -29,12 +30,23 @@ import {
 import { API_NAMESPACE } from './tokens';
 
 /**
+ * The kinds the panel gives an error itself: an answer with no JSON error
+ * body (`http_<status>`: a proxy's or jupyter_server's own page), or a 2xx
+ * answer that is not JSON.
+ */
+export type ClientErrorKind = `http_${number}` | 'bad_response';
+
+/**
  * An error answer from the server. `message` is the server's own message
  * (or a description of what went wrong when the body was not JSON); `kind`
- * is its `error` field.
+ * is its `error` field (a RouteErrorKind), or a ClientErrorKind.
  */
 export class APIError extends ServerConnection.ResponseError {
-  constructor(response: Response, message: string, readonly kind: string) {
+  constructor(
+    response: Response,
+    message: string,
+    readonly kind: RouteErrorKind | ClientErrorKind
+  ) {
     super(response, message);
     this.name = 'APIError';
   }
@@ -86,13 +98,13 @@ export async function toAPIError(
   } catch {
     // keep the empty body
   }
-  let kind = `http_${response.status}`;
+  let kind: RouteErrorKind | ClientErrorKind = `http_${response.status}`;
   let message = '';
   try {
     const body = JSON.parse(text);
     if (body && typeof body === 'object') {
       if (typeof body.error === 'string') {
-        kind = body.error;
+        kind = body.error as RouteErrorKind; // the contract's ErrorBody
       }
       if (typeof body.message === 'string') {
         message = body.message;

@@ -38,6 +38,8 @@ export interface ErrorOutput {
   traceback: string[];
 }
 
+export type EventErrorKind = LLMErrorKind | 'llm_retrying' | 'internal' | 'kernel_unresponsive';
+
 export interface ExecuteResultOutput {
   output_type: 'execute_result';
   /** MIME type -> content. */
@@ -45,6 +47,17 @@ export interface ExecuteResultOutput {
   metadata?: Record<string, unknown>;
   execution_count: number | null;
 }
+
+export type LLMErrorKind =
+  | 'llm_not_configured'
+  | 'llm_timeout'
+  | 'llm_unreachable'
+  | 'llm_auth'
+  | 'llm_model_not_found'
+  | 'llm_rate_limited'
+  | 'images_unsupported'
+  | 'tools_unsupported'
+  | 'llm_error';
 
 /** A cell of the notebook as the user's browser has it (saved or not), for edit_cell. */
 export interface LiveCell {
@@ -65,6 +78,37 @@ export interface NextItem {
   title: string;
   prompt: string;
 }
+
+export type RouteErrorKind =
+  | UndoRefusal
+  | 'bad_request'
+  | 'not_found'
+  | 'conflict'
+  | 'unavailable'
+  | 'misconfigured'
+  | 'http_error'
+  | 'internal'
+  | 'bad_json'
+  | 'body_too_large'
+  | 'missing_fields'
+  | 'bad_mode'
+  | 'bad_autonomy'
+  | 'bad_decision'
+  | 'bad_args'
+  | 'bad_rule'
+  | 'bad_path'
+  | 'path_outside_root'
+  | 'hidden_path'
+  | 'path_denied'
+  | 'thread_not_found'
+  | 'step_not_found'
+  | 'run_active'
+  | 'approval_pending'
+  | 'not_pending'
+  | 'kernel_elsewhere'
+  | 'llm_not_configured'
+  | 'database_unavailable'
+  | 'diagnostics_unavailable';
 
 export type RunStatus = 'completed' | 'awaiting_approval' | 'cancelled' | 'failed';
 
@@ -93,6 +137,15 @@ export type TodoStatus = 'pending' | 'in_progress' | 'completed';
 export type ToolCalling = 'native' | 'prompt' | 'auto';
 
 export type ToolStatus = 'ok' | 'error' | 'rejected';
+
+export type UndoRefusal =
+  | 'not_undoable'
+  | 'no_snapshot'
+  | 'kernel_unavailable'
+  | 'already_undone'
+  | 'kernel_restarted'
+  | 'snapshot_store_changed'
+  | 'snapshot_gone';
 
 /** Tokens the model counted (or Cellwright estimated, when the endpoint reports none). */
 export interface Usage {
@@ -283,8 +336,8 @@ export interface ErrorEvent {
   agent: string;
   /** Set on every event of a sub-agent: the id of the `task` call that started it. */
   task_id?: string | null;
-  /** e.g. "llm_retrying", "internal", "kernel_unresponsive", or an LLM error kind. */
-  kind: string;
+  /** llm_retrying (retryable), internal, kernel_unresponsive, or an LLMErrorKind. */
+  kind: EventErrorKind;
   message: string;
   retryable: boolean;
   /** kernel_unresponsive: the kernel to restart. */
@@ -668,7 +721,7 @@ export interface EntryError {
 
 /** Every error answer: `error` is the kind (e.g. bad_json, path_outside_root, not_found). */
 export interface ErrorBody {
-  error: string;
+  error: RouteErrorKind;
   /** What went wrong and what to do. */
   message: string;
 }

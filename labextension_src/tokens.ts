@@ -58,6 +58,3 @@ export function agentLabel(agent: string | null | undefined): string {
   const words = agent.replace(/[_-]+/g, ' ').trim();
   return words ? words.charAt(0).toUpperCase() + words.slice(1) : agent;
 }
-
-/** `error.kind` when Stop interrupted the kernel several times and it is still busy. */
-export const KERNEL_UNRESPONSIVE = 'kernel_unresponsive';

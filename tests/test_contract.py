@@ -5,6 +5,7 @@ from API.md."""
 
 from __future__ import annotations
 
+import ast
 import re
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from agent_core.contract import EVENT_TYPES, make_event, validate_event
+from agent_core.contract.choices import EventErrorKind, LLMErrorKind, RouteErrorKind, UndoRefusal
 from agent_core.contract.events import EventType
 from agent_core.contract.openapi import openapi_json
 from agent_core.contract.routes import ROUTES, ErrorBody
@@ -121,6 +123,175 @@ def test_make_event_checks_what_is_emitted() -> None:
     with pytest.raises(ValueError):
         make_event("tokens", text="hi")  # type: ignore[arg-type]
     assert set(get_args(EventType)) == {*EVENT_TYPES, "caught_up"}
+
+
+# -- error kinds: each one raised or emitted is listed in the contract (agent_core/contract/choices.py)
+
+# The classes whose `kind` a route answer or an event carries, and where their own signature takes it.
+ERROR_ROOTS = {"CellwrightError": ("route", 1), "UndoRefused": ("undo", 1), "LLMError": ("llm", 0)}
+
+
+def _kinds_of(alias: Any) -> set[str]:
+    """The strings of a Literal alias, through nested aliases and unions."""
+    value = getattr(alias, "__value__", alias)
+    args = get_args(value)
+    if not args:
+        return set()
+    if all(isinstance(arg, str) for arg in args):
+        return set(args)
+    return set().union(*(_kinds_of(arg) for arg in args))
+
+
+def _strings(node: ast.AST | None) -> list[str]:
+    """The string constants an expression can be: `"a"`, `"a" if x else "b"`, `x or "a"`."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, ast.IfExp):
+        return _strings(node.body) + _strings(node.orelse)
+    if isinstance(node, ast.BoolOp):
+        return [text for value in node.values for text in _strings(value)]
+    return []
+
+
+def _name(node: ast.AST | None) -> str | None:
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+
+
+def _trees() -> list[tuple[str, ast.Module]]:
+    """agent_core and jupyter_ext, and the kernel-side sources they keep as a `SOURCE` string."""
+    trees = []
+    for folder in ("agent_core", "jupyter_ext"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+            trees.append((str(path.relative_to(ROOT)), tree))
+            for stmt in tree.body:
+                if isinstance(stmt, ast.Assign) and [_name(t) for t in stmt.targets] == ["SOURCE"]:
+                    trees += [(f"{path.relative_to(ROOT)} SOURCE", ast.parse(text)) for text in _strings(stmt.value)]
+    return trees
+
+
+def _kinds_in_code() -> list[tuple[str, str, str]]:
+    """(family, kind, where) for each string literal the code gives as an error kind: a kind given
+    to an error class (positionally where its own signature takes it, or `kind=`), a `kind` class
+    attribute or `__init__` default of one, make_event("error", kind=...), an error answer's
+    {"error": ..., "message": ...}, the kernel's undo refusals ({"ok": ..., "kind": ...}), the
+    contract's field_kinds; and, where one of those is a local `kind`, what the function assigns to it."""
+    trees = _trees()
+    bases: dict[str, list[str | None]] = {}
+    own_init: set[str] = set()
+    for _, tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                bases[node.name] = [_name(base) for base in node.bases]
+                if any(isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__" for stmt in node.body):
+                    own_init.add(node.name)
+
+    def family_of(name: str | None) -> str | None:
+        if name in ERROR_ROOTS:
+            return ERROR_ROOTS[name][0]
+        return next((family for base in bases.get(name or "", []) if (family := family_of(base))), None)
+
+    def sinks(node: ast.AST) -> list[tuple[str, ast.expr]]:
+        """Where `node` makes an expression an error kind, and of which family."""
+        if isinstance(node, ast.Call):
+            callee = _name(node.func)
+            given = [keyword.value for keyword in node.keywords if keyword.arg == "kind"]
+            if callee == "make_event":
+                return (
+                    [("event", value) for value in given] if node.args and _strings(node.args[0]) == ["error"] else []
+                )
+            family = family_of(callee)
+            if family is None:
+                return []
+            position = next(at for name, at in ERROR_ROOTS.values() if name == family)
+            if (callee in ERROR_ROOTS or callee not in own_init) and len(node.args) > position:
+                given.append(node.args[position])
+            return [(family, value) for value in given]
+        if isinstance(node, ast.Dict):
+            entries = {
+                key.value: value
+                for key, value in zip(node.keys, node.values, strict=True)
+                if isinstance(key, ast.Constant)
+            }
+            if {"error", "message"} <= entries.keys():
+                return [("route", entries["error"])]
+            if {"ok", "kind"} <= entries.keys():
+                return [("undo", entries["kind"])]
+        return []
+
+    found: list[tuple[str, str, str]] = []
+    for path, tree in trees:
+        for node in ast.walk(tree):
+            where = f"{path}:{getattr(node, 'lineno', '?')}"
+            found += [(family, kind, where) for family, value in sinks(node) for kind in _strings(value)]
+            if isinstance(node, ast.ClassDef) and (family := family_of(node.name)):
+                for stmt in node.body:
+                    if isinstance(stmt, ast.Assign | ast.AnnAssign):
+                        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                        if "kind" in [_name(t) for t in targets]:
+                            found += [(family, kind, where) for kind in _strings(stmt.value)]
+                    elif isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__":
+                        args = stmt.args.args
+                        defaults = dict(
+                            zip(
+                                [a.arg for a in args[len(args) - len(stmt.args.defaults) :]],
+                                stmt.args.defaults,
+                                strict=True,
+                            )
+                        )
+                        found += [(family, kind, where) for kind in _strings(defaults.get("kind"))]
+            elif isinstance(node, ast.Assign | ast.AnnAssign) and isinstance(node.value, ast.Dict):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                if "field_kinds" in [_name(t) for t in targets]:
+                    found += [("route", kind, where) for value in node.value.values for kind in _strings(value)]
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                families = {
+                    family for inner in ast.walk(node) for family, value in sinks(inner) if _name(value) == "kind"
+                }
+                for inner in ast.walk(node):
+                    if not isinstance(inner, ast.Assign):
+                        continue
+                    for target in inner.targets:
+                        pairs = (
+                            zip(target.elts, inner.value.elts, strict=False)
+                            if isinstance(target, ast.Tuple) and isinstance(inner.value, ast.Tuple)
+                            else [(target, inner.value)]
+                        )
+                        found += [
+                            (family, kind, f"{path}:{inner.lineno}")
+                            for name, value in pairs
+                            if _name(name) == "kind"
+                            for kind in _strings(value)
+                            for family in families
+                        ]
+    return found
+
+
+def test_every_error_kind_raised_or_emitted_is_in_the_contract() -> None:
+    listed = {
+        "route": _kinds_of(RouteErrorKind),
+        "undo": _kinds_of(UndoRefusal),
+        "llm": _kinds_of(LLMErrorKind),
+        "event": _kinds_of(EventErrorKind),
+    }
+    assert listed["undo"] <= listed["route"] and listed["llm"] <= listed["event"]
+    found = _kinds_in_code()
+    unlisted = sorted(f"{where}: {kind!r} ({family})" for family, kind, where in found if kind not in listed[family])
+    assert not unlisted, "error kinds the contract does not list (add them to agent_core/contract/choices.py):\n" + (
+        "\n".join(unlisted)
+    )
+    # The walk sees every kind of each sort (a walk that finds nothing would pass the check above),
+    # and the contract lists none that nothing raises or emits.
+    assert {kind for _, kind, _ in found} == listed["route"] | listed["event"]
+
+
+def test_error_answers_and_events_refuse_an_unlisted_kind() -> None:
+    make_event("error", kind="kernel_unresponsive", message="busy", retryable=False, kernel_id="k")
+    with pytest.raises(ValidationError):
+        make_event("error", kind="kernel_asleep", message="busy", retryable=False)
+    ErrorBody.model_validate({"error": "path_outside_root", "message": "no"})
+    with pytest.raises(ValidationError):
+        ErrorBody.model_validate({"error": "path_outside", "message": "no"})
 
 
 def _route_shape(path: str) -> str:

@@ -14,6 +14,7 @@ from agent_core.contract.shared import (
     Autonomy,
     CellStatus,
     Diagnostic,
+    EventErrorKind,
     Mode,
     NbOutput,
     NextItem,
@@ -196,7 +197,9 @@ class FinalEvent(EventBase):
 
 class ErrorEvent(EventBase):
     type: Literal["error"]
-    kind: str = Field(description='e.g. "llm_retrying", "internal", "kernel_unresponsive", or an LLM error kind.')
+    kind: EventErrorKind = Field(
+        description="llm_retrying (retryable), internal, kernel_unresponsive, or an LLMErrorKind."
+    )
     message: str
     retryable: bool
     kernel_id: str | None = Field(default=None, description="kernel_unresponsive: the kernel to restart.")

@@ -20,6 +20,7 @@ from agent_core.contract.shared import (
     Diagnostic,
     LiveCell,
     Mode,
+    RouteErrorKind,
     ThreadStatus,
     Todo,
     ToolCalling,
@@ -47,7 +48,7 @@ Id_ = Field(default=None, max_length=MAX_ID_CHARS)
 class Body(BaseModel):
     # strict: "5" is not 5 and a string is not a list; unknown fields are ignored (newer panels).
     model_config = ConfigDict(strict=True, extra="ignore")
-    field_kinds: ClassVar[dict[str, str]] = {}  # the error kind of a wrong field, where API.md names one
+    field_kinds: ClassVar[dict[str, RouteErrorKind]] = {}  # the error kind of a wrong field, where API.md names one
 
 
 class CreateThread(Body):
@@ -75,7 +76,7 @@ class StartRun(Body):
         max_length=64,
         description="MCP servers this thread does not use (kept with the thread until a run sends another list).",
     )
-    field_kinds: ClassVar[dict[str, str]] = {"mode": "bad_mode", "autonomy": "bad_autonomy"}
+    field_kinds: ClassVar[dict[str, RouteErrorKind]] = {"mode": "bad_mode", "autonomy": "bad_autonomy"}
 
 
 class Decision(Body):
@@ -89,7 +90,7 @@ class Decision(Body):
     )
     kernel_id: str | None = Id_
     notebook_cells: list[LiveCell] | None = NotebookCells
-    field_kinds: ClassVar[dict[str, str]] = {"decision": "bad_decision", "args": "bad_args"}
+    field_kinds: ClassVar[dict[str, RouteErrorKind]] = {"decision": "bad_decision", "args": "bad_args"}
 
 
 class DiagnosticsRequest(Body):
@@ -144,7 +145,7 @@ class ConnectionTest(Body):
 class ErrorBody(WireModel):
     """Every error answer: `error` is the kind (e.g. bad_json, path_outside_root, not_found)."""
 
-    error: str
+    error: RouteErrorKind
     message: str = Field(description="What went wrong and what to do.")
 
 
@@ -548,6 +549,7 @@ def parse_body(model: type[ModelT], data: dict[str, Any]) -> ModelT:
             problems.append(f'"{where}": {error["msg"]}')
         errors = exc.errors()
         first_field = str(errors[0]["loc"][0]) if errors[0]["loc"] else ""
+        kind: RouteErrorKind
         if all(e["type"] == "missing" for e in errors):
             kind = "missing_fields"
         else:

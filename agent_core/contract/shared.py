@@ -14,12 +14,16 @@ from agent_core.contract.choices import (  # noqa: F401  (re-exported: one impor
     CellStatus,
     CheckpointerKind,
     DiagnosticSeverity,
+    EventErrorKind,
+    LLMErrorKind,
     Mode,
+    RouteErrorKind,
     RunStatus,
     ThreadStatus,
     TodoStatus,
     ToolCalling,
     ToolStatus,
+    UndoRefusal,
     Vision,
 )
 

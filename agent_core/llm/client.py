@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 from agent_core import fast_json
 from agent_core.config.agent_settings import AgentSettings, endpoint_of
+from agent_core.contract.choices import LLMErrorKind
 from agent_core.llm.prompt_protocol import (
     Rescue,
     Validate,
@@ -35,7 +36,9 @@ MAX_BACKOFF_SECONDS = 20.0
 
 
 class LLMError(Exception):
-    def __init__(self, kind: str, message: str, retryable: bool = False, retry_after: float | None = None) -> None:
+    def __init__(
+        self, kind: LLMErrorKind, message: str, retryable: bool = False, retry_after: float | None = None
+    ) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message

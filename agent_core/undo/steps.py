@@ -12,8 +12,9 @@ import logging
 import secrets
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
+from agent_core.contract.choices import UndoRefusal
 from agent_core.tools.base import CellPlacement, ToolContext, ToolEnvironment, ToolInputError
 from agent_core.undo import card, kernel_calls
 
@@ -26,7 +27,7 @@ NOTES_KEPT = 20  # undo notes waiting for a thread's next run
 class UndoRefused(Exception):
     """The step cannot be undone (any more); `kind` is the error kind, `status` the HTTP status."""
 
-    def __init__(self, message: str, kind: str = "not_undoable", status: int = 409) -> None:
+    def __init__(self, message: str, kind: UndoRefusal = "not_undoable", status: int = 409) -> None:
         super().__init__(message)
         self.message, self.kind, self.status = message, kind, status
 
@@ -183,7 +184,7 @@ async def undo_step(env: ToolEnvironment, thread_id: str, call_id: str) -> dict[
     except ToolInputError as exc:
         raise UndoRefused(f"The kernel could not undo the step: {exc}.", "kernel_unavailable") from None
     if not answer.get("ok"):
-        kind = str(answer.get("kind") or "not_undoable")
+        kind = _refusal(answer.get("kind"))
         if kind in ("already_undone", "kernel_restarted", "snapshot_store_changed"):
             record.undone = True
         raise UndoRefused(f"This step cannot be undone: {answer.get('problem')}.", kind)
@@ -197,6 +198,15 @@ async def undo_step(env: ToolEnvironment, thread_id: str, call_id: str) -> dict[
     }
     BOOK.note(thread_id, undo_note(call_id, result))
     return result
+
+
+def _refusal(kind: Any) -> UndoRefusal:
+    """The kernel's refusal as an UndoRefusal; one the contract does not list (a kernel of another
+    version, a cell's forgery) is plain not_undoable."""
+    for known in get_args(UndoRefusal.__value__):
+        if kind == known:
+            return known
+    return "not_undoable"
 
 
 def undo_note(call_id: str, result: dict[str, Any]) -> str:

@@ -19,7 +19,6 @@ import {
   reduceEvents
 } from '../model';
 import { CellwrightEvent } from '../contract.gen';
-import { KERNEL_UNRESPONSIVE } from '../tokens';
 import { ev, recording, resetSeq } from './helpers';
 
 function kinds(items: readonly ConversationItem[]): string[] {
@@ -328,12 +327,12 @@ test('kernel_unresponsive errors carry the kernel to restart', () => {
   resetSeq();
   const view = reduceEvents(EMPTY_VIEW, [
     ev('run_started', { mode: 'single', message: 'q' }),
-    ev('error', { kind: KERNEL_UNRESPONSIVE, message: 'Still busy.', retryable: false, kernel_id: 'k-42' }),
+    ev('error', { kind: 'kernel_unresponsive', message: 'Still busy.', retryable: false, kernel_id: 'k-42' }),
     ev('error', { kind: 'llm_error', message: 'Oops', retryable: true })
   ]);
   const errors = view.items.filter(i => i.kind === 'error');
   assert.deepEqual(
     errors.map(e => e.kind === 'error' && [e.errorKind, e.kernelId]),
-    [[KERNEL_UNRESPONSIVE, 'k-42'], ['llm_error', null]]
+    [['kernel_unresponsive', 'k-42'], ['llm_error', null]]
   );
 });

@@ -13,7 +13,7 @@ import {
   PanelModel,
   ROOT_AGENTS
 } from '../model';
-import { agentLabel, KERNEL_UNRESPONSIVE } from '../tokens';
+import { agentLabel } from '../tokens';
 import { RestartKernelButton } from './KernelRestart';
 import { Markdown } from './Markdown';
 import { UserMessageText } from './Mentions';
@@ -220,7 +220,7 @@ function Item(props: {
           <span className="cw-label">{`Error${item.errorKind ? ` (${item.errorKind})` : ''}: `}</span>
           <span className="cw-error-message">{item.message}</span>
           {item.retryable && <span className="cw-error-hint"> You can send the request again.</span>}
-          {item.errorKind === KERNEL_UNRESPONSIVE && item.kernelId && (
+          {item.errorKind === 'kernel_unresponsive' && item.kernelId && (
             <RestartKernelButton kernelId={item.kernelId} />
           )}
         </div>

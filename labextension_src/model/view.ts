@@ -9,6 +9,7 @@ import {
   Autonomy,
   CellStatus,
   CellwrightEvent,
+  EventErrorKind,
   Mode,
   NbOutput,
   NextItem,
@@ -135,7 +136,7 @@ export interface IErrorItem {
   kind: 'error';
   key: string;
   agent: string;
-  errorKind: string;
+  errorKind: EventErrorKind;
   message: string;
   retryable: boolean;
   /** kernel_unresponsive: the kernel the user may restart. */
