@@ -91,6 +91,7 @@ class CellwrightApp(ExtensionApp):
             parent=self,
         )
         self._open_lock = asyncio.Lock()
+        self._recovery: asyncio.Task[None] | None = None
         from .kernel_clients import KernelClients
 
         self.kernel_clients = KernelClients()
@@ -127,6 +128,8 @@ class CellwrightApp(ExtensionApp):
             from agent_core.knowledge.service import stop_all
 
             await stop_all()
+        if self._recovery is not None:  # recovery opens the checkpointer: let it finish, then close all
+            await asyncio.gather(self._recovery, return_exceptions=True)
         await self.run_manager.shutdown()
         if self._mcp is not None:  # the MCP servers this server started stop with it
             await self._mcp.shutdown()

@@ -89,8 +89,12 @@ class RunManager(LoggingConfigurable):
     async def shutdown(self) -> None:
         for thread_id in list(self._active):
             await self._stop_task(thread_id)
-        if self._runner is not None:
-            await self._runner.aclose()
+        # Under the lock: a runner still being opened (recovery at start) is closed once it is open,
+        # not left with its database connection behind.
+        async with self._runner_lock:
+            if self._runner is not None:
+                runner, self._runner = self._runner, None
+                await runner.aclose()
 
     # -- threads
 

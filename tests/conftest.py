@@ -13,7 +13,7 @@ import pytest
 from devtools.fake_llm import FakeLLM
 from devtools.sse import parse_sse
 
-pytest_plugins = ["pytest_jupyter.jupyter_server", "tests.postgres_fixtures"]
+pytest_plugins = ["pytest_jupyter.jupyter_server", "tests.postgres_fixtures", "tests.thread_leaks"]
 
 NOTEBOOK = "analysis.ipynb"
 

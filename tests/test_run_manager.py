@@ -4,6 +4,7 @@ real ThreadStore, checkpointer and the scripted model. The routes' tests cover t
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -16,6 +17,7 @@ from agent_core.storage.thread_store import ThreadStore
 from devtools.fake_llm import FakeLLM, text, tool_call
 from jupyter_ext.errors import BadRequest, Conflict
 from jupyter_ext.run_manager import RunManager, StreamItem
+from tests.thread_leaks import threads_that_block_exit
 from tests.tools_env import FolderEnv
 
 
@@ -106,3 +108,26 @@ async def test_live_only_events_reach_a_follower_in_order(tmp_path: Path, fake_l
         order = [(item.event or {}).get("type") for item in items if item.kind == "event"]
         assert order == ["token", "cell_output", "token"] and items[1].stored is False
         assert first["seq"] == 1
+
+
+def _sqlite_workers() -> set[threading.Thread]:
+    return {t for t in threads_that_block_exit() if "_connection_worker_thread" in t.name}
+
+
+def _still_running(workers: set[threading.Thread]) -> list[str]:
+    """The workers that do not end: a closed connection's thread ends right after the close's reply."""
+    for worker in workers:
+        worker.join(timeout=5)
+    return [worker.name for worker in workers if worker.is_alive()]
+
+
+async def test_a_shutdown_while_the_checkpointer_opens_closes_it(tmp_path: Path, fake_llm: FakeLLM) -> None:
+    """A server stopped while recovery opens the checkpointer: its aiosqlite thread (not a daemon)
+    must not outlive the server, or the process never exits (a CI run hung on this)."""
+    before = _sqlite_workers()
+    async with run_manager(tmp_path, fake_llm) as manager:
+        opening = asyncio.create_task(manager.runner())
+        await asyncio.sleep(0)  # the open has begun and holds the lock
+        await manager.shutdown()
+        await opening
+        assert _still_running(_sqlite_workers() - before) == [], "the shutdown closed the runner it waited for"

@@ -59,14 +59,20 @@ async def open_store(url: str, default_path: Path, database: Any = None) -> Agen
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     stack = AsyncExitStack()
-    conn = await stack.enter_async_context(aiosqlite.connect(str(path)))
-    await conn.execute("PRAGMA journal_mode=WAL")
-    # WAL + NORMAL: no fsync per commit (one per checkpoint of the WAL); survives a crash of the process.
-    await conn.execute("PRAGMA synchronous=NORMAL")
-    saver = AsyncSqliteSaver(conn)
-    await saver.setup()
-    ledger = SqliteToolLedger(conn)
-    await ledger.setup()
+    try:
+        conn = await stack.enter_async_context(aiosqlite.connect(str(path)))
+        await conn.execute("PRAGMA journal_mode=WAL")
+        # WAL + NORMAL: no fsync per commit (one per checkpoint of the WAL); survives a crash of the process.
+        await conn.execute("PRAGMA synchronous=NORMAL")
+        saver = AsyncSqliteSaver(conn)
+        await saver.setup()
+        ledger = SqliteToolLedger(conn)
+        await ledger.setup()
+    except BaseException:
+        # aiosqlite's worker thread is not a daemon: a connection left open by a failed or cancelled
+        # open (a server shut down while it recovers) keeps the process from ever exiting.
+        await stack.aclose()
+        raise
     return AgentStore(saver, ledger, "sqlite", stack)
 
 
