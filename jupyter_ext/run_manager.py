@@ -210,7 +210,7 @@ class RunManager(LoggingConfigurable):
                 result = await undo_step(env, thread_id, call_id)
             except UndoRefused as exc:
                 raise Conflict(exc.message, exc.kind) from None
-            emit = EventPump(self.threads, thread_id, record.last_run_id)
+            emit = EventPump(self.threads.events, thread_id, record.last_run_id)
             emit(make_event("step_undone", id=call_id, **result))
             await emit.drain()
             return result
@@ -248,25 +248,25 @@ class RunManager(LoggingConfigurable):
         """`follow`'s items, grouped by wake-up: what was ready at once, so a writer flushes once."""
         await self.thread(thread_id)
         if previews:
-            self.threads.reading_previews(thread_id, 1)
+            self.threads.events.reading_previews(thread_id, 1)
             try:
                 async for batch in self._follow(thread_id, after, True):
                     yield batch
             finally:
-                self.threads.reading_previews(thread_id, -1)
+                self.threads.events.reading_previews(thread_id, -1)
         else:
             async for batch in self._follow(thread_id, after, False):
                 yield batch
 
     async def _follow(self, thread_id: str, after: int, previews: bool) -> AsyncIterator[list[StreamItem]]:
-        threads = self.threads
-        live = threads.live_start(thread_id, after)
+        event_log = self.threads.events
+        live = event_log.live_start(thread_id, after)
         caught_up = False
         while True:
             elsewhere = await self._driven_elsewhere(thread_id)
             running = elsewhere or self.is_running(thread_id)
             batch: list[StreamItem] = []
-            for event in await threads.events_after(thread_id, after):
+            for event in await event_log.events_after(thread_id, after):
                 items, live = self._live_items(thread_id, live, event["seq"] - 1, previews)
                 batch += items
                 batch.append(StreamItem("event", event))
@@ -282,17 +282,17 @@ class RunManager(LoggingConfigurable):
                 )
             if batch:
                 yield batch
-            if not running and not self.is_running(thread_id) and not await threads.events_after(thread_id, after, 1):
+            if not running and not self.is_running(thread_id) and not await event_log.events_after(thread_id, after, 1):
                 return
             before, live_before = after, live
-            await threads.wait_for_events(
+            await event_log.wait_for_events(
                 thread_id,
                 after,
                 self.ping_interval,
                 still=lambda: elsewhere or self.is_running(thread_id),  # noqa: B023 (awaited in this turn)
                 live_start=live,
             )
-            idle = not await threads.events_after(thread_id, before, 1) and not threads.has_live_after(
+            idle = not await event_log.events_after(thread_id, before, 1) and not event_log.has_live_after(
                 thread_id, live_before
             )
             if (elsewhere or self.is_running(thread_id)) and idle:
@@ -303,7 +303,7 @@ class RunManager(LoggingConfigurable):
         sent here without a kernel of this server is refused (the call stays pending there), never
         run in some other kernel of this notebook."""
         serverapp = getattr(self.parent, "serverapp", None)
-        if chosen or not self.threads.notifies or serverapp is None:
+        if chosen or not self.threads.events.notifies or serverapp is None:
             return
         record = await self.thread(thread_id)
         if record.kernel_id and record.kernel_id not in serverapp.kernel_manager:
@@ -317,7 +317,7 @@ class RunManager(LoggingConfigurable):
         """Another server (or a kernel's %agent) runs the thread, and its appends wake our readers
         (a shared PostgreSQL): follow that run live too, until its lease goes."""
         return (
-            self.threads.notifies
+            self.threads.events.notifies
             and not self.is_running(thread_id)
             and await self.threads.leased_elsewhere(thread_id) is not None
         )
@@ -325,7 +325,7 @@ class RunManager(LoggingConfigurable):
     def _live_items(self, thread_id: str, start: int, upto_seq: int, previews: bool) -> tuple[list[StreamItem], int]:
         """Live-only events to send, and where this reader's position in the live log moves to
         (also past the token previews it did not ask for)."""
-        events, end = self.threads.live_events(thread_id, start, upto_seq)
+        events, end = self.threads.events.live_events(thread_id, start, upto_seq)
         return [
             StreamItem("event", event, stored=False) for event in events if previews or "stored_as" not in event
         ], end
@@ -371,7 +371,7 @@ class RunManager(LoggingConfigurable):
         finally:
             self._active.pop(run.thread_id, None)
             self._released.discard(run.thread_id)
-            self.threads.wake(run.thread_id)  # event streams close once the run is over
+            self.threads.events.wake(run.thread_id)  # event streams close once the run is over
             settle_soon(lambda: bool(self._active))
 
     async def _stop_task(self, thread_id: str) -> None:

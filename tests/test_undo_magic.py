@@ -31,7 +31,7 @@ def _events(data_dir: Path, title: str) -> list[dict[str, Any]]:
         await store.open()
         try:
             record = next(r for r in await store.list() if r.title == title)
-            return list(await store.events_after(record.thread_id, 0))
+            return list(await store.events.events_after(record.thread_id, 0))
         finally:
             await store.close()
 

@@ -360,7 +360,7 @@ class ThreadRunner:
         if not await self.threads.begin_run(thread_id, status="running", last_run_id=run_id):
             raise ThreadBusy(await self.threads.leased_elsewhere(thread_id) or "another process")
         renewing = asyncio.create_task(self._renew_lease(thread_id))
-        emit = EventPump(self.threads, thread_id, run_id, agent_for_mode(segment.mode).name, on_event)
+        emit = EventPump(self.threads.events, thread_id, run_id, agent_for_mode(segment.mode).name, on_event)
         context = run_context(
             thread_id,
             settings,
@@ -444,7 +444,7 @@ class ThreadRunner:
 
     async def stop_pending(self, thread_id: str, run_id: str) -> bool:
         """Stop a thread that waits for approval: the call is answered as stopped and never runs."""
-        emit = EventPump(self.threads, thread_id, run_id)
+        emit = EventPump(self.threads.events, thread_id, run_id)
         closed = await self.close_open_call(thread_id, emit)
         if closed:
             emit(make_event("run_finished", status="cancelled"))
