@@ -136,7 +136,9 @@ class RunManager(LoggingConfigurable):
             await self._stop_task(thread_id)
             await runner.delete_thread(thread_id)
             await forget_thread(
-                self._env_factory(record.notebook_path, record.kernel_id or None, self._settings()), thread_id
+                runner.undo,
+                self._env_factory(record.notebook_path, record.kernel_id or None, self._settings()),
+                thread_id,
             )
         self._thread_locks.pop(thread_id, None)
 
@@ -192,7 +194,7 @@ class RunManager(LoggingConfigurable):
         into the thread's log, and a note for the agent into its next run."""
         from agent_core.contract import make_event
         from agent_core.loop.event_pump import EventPump
-        from agent_core.undo.steps import BOOK, UndoRefused, undo_step
+        from agent_core.undo.steps import UndoRefused, undo_step
 
         record = await self.thread(thread_id)
         async with self._thread_locks[thread_id]:
@@ -201,13 +203,13 @@ class RunManager(LoggingConfigurable):
             )
             runner = await self.runner()
             # A sub-agent's steps are not in the thread's own messages, but their snapshots are known.
-            if not BOOK.knows(thread_id, call_id) and not _has_call(
+            if not runner.undo.knows(thread_id, call_id) and not _has_call(
                 (await runner.snapshot(thread_id)).values or {}, call_id
             ):
                 raise NotFound(f"Thread {thread_id!r} has no step {call_id[:200]!r}.", "step_not_found")
             env = self._env_factory(record.notebook_path, record.kernel_id or None, self._settings())
             try:
-                result = await undo_step(env, thread_id, call_id)
+                result = await undo_step(runner.undo, env, thread_id, call_id)
             except UndoRefused as exc:
                 raise Conflict(exc.message, exc.kind) from None
             emit = EventPump(self.threads.events, thread_id, record.last_run_id)
