@@ -72,7 +72,7 @@ async def test_decisions_and_stops_are_checked_against_the_thread(tmp_path: Path
         assert pending.value.kind == "approval_pending"
         await manager.cancel(record.thread_id)
         detail = await manager.thread_detail(record.thread_id)
-        assert detail["pending_approval"] is None and detail["status"] == "cancelled"
+        assert detail.pending_approval is None and detail.status == "cancelled"
 
 
 async def test_a_lease_held_elsewhere_refuses_start_stop_and_delete(tmp_path: Path, fake_llm: FakeLLM) -> None:
