@@ -1,4 +1,4 @@
-"""What the event log stores for a chatty run, through the real EventPump and ThreadStore (SQLite).
+"""What the event log stores for a chatty run, through the real EventPump and EventLog (SQLite).
 
 Two workloads, each stored twice in the same run: once one row per emitted event (the baseline:
 what the log kept before coalescing and caps), once through Cellwright's pump.
@@ -57,7 +57,7 @@ class OneRowPerEvent:
 
     def __call__(self, event: dict) -> None:
         self.pending.append(
-            asyncio.ensure_future(self.threads.append(self.thread_id, {**event, "run_id": "r", "agent": "main"}))
+            asyncio.ensure_future(self.threads.events.append(self.thread_id, {**event, "run_id": "r", "agent": "main"}))
         )
 
     async def drain(self) -> None:
@@ -68,7 +68,7 @@ async def store(path: Path, events: list[dict], gap: float, baseline: bool) -> t
     threads = ThreadStore(path)
     await threads.open()
     record = await threads.create("n.ipynb", "bench")
-    sink = OneRowPerEvent(threads, record.thread_id) if baseline else EventPump(threads, record.thread_id, "r")
+    sink = OneRowPerEvent(threads, record.thread_id) if baseline else EventPump(threads.events, record.thread_id, "r")
     for event in events:
         sink(event)
         if gap:

@@ -1,6 +1,6 @@
 """The event log on PostgreSQL (two servers, one database) versus SQLite (one server).
 
-1. Appends per second at the store: 50 threads appending at once, through the real ThreadStore
+1. Appends per second at the store: 50 threads appending at once, through the real EventLog
    (group commit, per-thread seq). SQLite: one process. PostgreSQL: two processes ("servers"),
    25 threads each, on one database.
 2. SSE delivery delay through real Jupyter servers: 50 runs streaming at once (one token per
@@ -51,7 +51,7 @@ async def _append(path: str, url: str, threads: int, events: int, ready: Any, go
 
     async def one(thread: str) -> None:
         for i in range(events):
-            await store.append(thread, {"type": "token", "text": f" w{i}"})
+            await store.events.append(thread, {"type": "token", "text": f" w{i}"})
 
     await asyncio.gather(*[one(t) for t in ids])
     elapsed = time.perf_counter() - started

@@ -146,7 +146,9 @@ class RunManager(LoggingConfigurable):
             await self._stop_task(thread_id)
             await runner.delete_thread(thread_id)
             await forget_thread(
-                self._env_factory(record.notebook_path, record.kernel_id or None, self._settings()), thread_id
+                runner.undo,
+                self._env_factory(record.notebook_path, record.kernel_id or None, self._settings()),
+                thread_id,
             )
         self._thread_locks.pop(thread_id, None)
 
@@ -203,7 +205,7 @@ class RunManager(LoggingConfigurable):
         from agent_core.contract import make_event
         from agent_core.contract.review import UndoResult
         from agent_core.loop.event_pump import EventPump
-        from agent_core.undo.steps import BOOK, UndoRefused, undo_step
+        from agent_core.undo.steps import UndoRefused, undo_step
 
         record = await self.thread(thread_id)
         async with self._thread_locks[thread_id]:
@@ -212,16 +214,16 @@ class RunManager(LoggingConfigurable):
             )
             runner = await self.runner()
             # A sub-agent's steps are not in the thread's own messages, but their snapshots are known.
-            if not BOOK.knows(thread_id, call_id) and not _has_call(
+            if not runner.undo.knows(thread_id, call_id) and not _has_call(
                 (await runner.snapshot(thread_id)).values or {}, call_id
             ):
                 raise NotFound(f"Thread {thread_id!r} has no step {call_id[:200]!r}.", "step_not_found")
             env = self._env_factory(record.notebook_path, record.kernel_id or None, self._settings())
             try:
-                result = await undo_step(env, thread_id, call_id)
+                result = await undo_step(runner.undo, env, thread_id, call_id)
             except UndoRefused as exc:
                 raise Conflict(exc.message, exc.kind) from None
-            emit = EventPump(self.threads, thread_id, record.last_run_id)
+            emit = EventPump(self.threads.events, thread_id, record.last_run_id)
             emit(make_event("step_undone", id=call_id, **result))
             await emit.drain()
             return UndoResult.model_validate(result)
@@ -259,25 +261,25 @@ class RunManager(LoggingConfigurable):
         """`follow`'s items, grouped by wake-up: what was ready at once, so a writer flushes once."""
         await self.thread(thread_id)
         if previews:
-            self.threads.reading_previews(thread_id, 1)
+            self.threads.events.reading_previews(thread_id, 1)
             try:
                 async for batch in self._follow(thread_id, after, True):
                     yield batch
             finally:
-                self.threads.reading_previews(thread_id, -1)
+                self.threads.events.reading_previews(thread_id, -1)
         else:
             async for batch in self._follow(thread_id, after, False):
                 yield batch
 
     async def _follow(self, thread_id: str, after: int, previews: bool) -> AsyncIterator[list[StreamItem]]:
-        threads = self.threads
-        live = threads.live_start(thread_id, after)
+        event_log = self.threads.events
+        live = event_log.live_start(thread_id, after)
         caught_up = False
         while True:
             elsewhere = await self._driven_elsewhere(thread_id)
             running = elsewhere or self.is_running(thread_id)
             batch: list[StreamItem] = []
-            for event in await threads.events_after(thread_id, after):
+            for event in await event_log.events_after(thread_id, after):
                 items, live = self._live_items(thread_id, live, event["seq"] - 1, previews)
                 batch += items
                 batch.append(StreamItem("event", event))
@@ -293,17 +295,17 @@ class RunManager(LoggingConfigurable):
                 )
             if batch:
                 yield batch
-            if not running and not self.is_running(thread_id) and not await threads.events_after(thread_id, after, 1):
+            if not running and not self.is_running(thread_id) and not await event_log.events_after(thread_id, after, 1):
                 return
             before, live_before = after, live
-            await threads.wait_for_events(
+            await event_log.wait_for_events(
                 thread_id,
                 after,
                 self.ping_interval,
                 still=lambda: elsewhere or self.is_running(thread_id),  # noqa: B023 (awaited in this turn)
                 live_start=live,
             )
-            idle = not await threads.events_after(thread_id, before, 1) and not threads.has_live_after(
+            idle = not await event_log.events_after(thread_id, before, 1) and not event_log.has_live_after(
                 thread_id, live_before
             )
             if (elsewhere or self.is_running(thread_id)) and idle:
@@ -314,7 +316,7 @@ class RunManager(LoggingConfigurable):
         sent here without a kernel of this server is refused (the call stays pending there), never
         run in some other kernel of this notebook."""
         serverapp = getattr(self.parent, "serverapp", None)
-        if chosen or not self.threads.notifies or serverapp is None:
+        if chosen or not self.threads.events.notifies or serverapp is None:
             return
         record = await self.thread(thread_id)
         if record.kernel_id and record.kernel_id not in serverapp.kernel_manager:
@@ -328,7 +330,7 @@ class RunManager(LoggingConfigurable):
         """Another server (or a kernel's %agent) runs the thread, and its appends wake our readers
         (a shared PostgreSQL): follow that run live too, until its lease goes."""
         return (
-            self.threads.notifies
+            self.threads.events.notifies
             and not self.is_running(thread_id)
             and await self.threads.leased_elsewhere(thread_id) is not None
         )
@@ -336,7 +338,7 @@ class RunManager(LoggingConfigurable):
     def _live_items(self, thread_id: str, start: int, upto_seq: int, previews: bool) -> tuple[list[StreamItem], int]:
         """Live-only events to send, and where this reader's position in the live log moves to
         (also past the token previews it did not ask for)."""
-        events, end = self.threads.live_events(thread_id, start, upto_seq)
+        events, end = self.threads.events.live_events(thread_id, start, upto_seq)
         return [
             StreamItem("event", event, stored=False) for event in events if previews or "stored_as" not in event
         ], end
@@ -382,7 +384,7 @@ class RunManager(LoggingConfigurable):
         finally:
             self._active.pop(run.thread_id, None)
             self._released.discard(run.thread_id)
-            self.threads.wake(run.thread_id)  # event streams close once the run is over
+            self.threads.events.wake(run.thread_id)  # event streams close once the run is over
             settle_soon(lambda: bool(self._active))
 
     async def _stop_task(self, thread_id: str) -> None:

@@ -203,7 +203,9 @@ def threads_of(data_dir: Path) -> list[Any]:
         await store.open()
         try:
             records = await store.list()
-            events = {r.thread_id: [e["type"] for e in await store.events_after(r.thread_id, 0)] for r in records}
+            events = {
+                r.thread_id: [e["type"] for e in await store.events.events_after(r.thread_id, 0)] for r in records
+            }
         finally:
             await store.close()
         return records, events

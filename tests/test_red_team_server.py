@@ -29,7 +29,7 @@ async def _wait_for(jp_serverapp: Any, thread: str, kind: str, timeout: float = 
     events: list[dict[str, Any]] = []
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        events = await threads.events_after(thread, 0)
+        events = await threads.events.events_after(thread, 0)
         if of_type(events, kind):
             return events
         await asyncio.sleep(0.05)

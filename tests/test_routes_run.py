@@ -124,7 +124,7 @@ async def test_cancel_during_long_cell_interrupts_kernel(
     await api.approve(thread, "slow")
     store = jp_serverapp.web_app.settings["cellwright"].threads
     for _ in range(100):  # wait until the cell prints, i.e. runs in the kernel (the stream stays open meanwhile)
-        if of_type(await store.events_after(thread, first[-1]["seq"]), "cell_output"):
+        if of_type(await store.events.events_after(thread, first[-1]["seq"]), "cell_output"):
             break
         await asyncio.sleep(0.1)
     code, _ = await api.call("POST", f"threads/{thread}/cancel", {})

@@ -99,11 +99,11 @@ async def test_a_lease_held_elsewhere_refuses_start_stop_and_delete(tmp_path: Pa
 async def test_live_only_events_reach_a_follower_in_order(tmp_path: Path, fake_llm: FakeLLM) -> None:
     async with run_manager(tmp_path, fake_llm) as manager:
         record = await manager.threads.create("n.ipynb", "t")
-        first = await manager.threads.append(record.thread_id, {"type": "token", "text": "a"})
-        manager.threads.publish_live(
+        first = await manager.threads.events.append(record.thread_id, {"type": "token", "text": "a"})
+        manager.threads.events.publish_live(
             record.thread_id, {"type": "cell_output", "id": "c", "output": {}, "live_only": True}
         )
-        await manager.threads.append(record.thread_id, {"type": "token", "text": "b"})
+        await manager.threads.events.append(record.thread_id, {"type": "token", "text": "b"})
         items = await followed(manager, record.thread_id, after=0)
         order = [(item.event or {}).get("type") for item in items if item.kind == "event"]
         assert order == ["token", "cell_output", "token"] and items[1].stored is False

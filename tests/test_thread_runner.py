@@ -71,7 +71,7 @@ async def _scenario(tmp_path: Path, fake_llm: FakeLLM, env: Any, value_of: Value
         with pytest.raises(NotPending):
             await runner.resume(thread, "c3", Decision(decision="approve"), environment, settings)
         assert await value_of("answer") == 42, "a stopped call never runs"
-        statuses = [e["status"] for e in await threads.events_after(thread, 0) if e["type"] == "run_finished"]
+        statuses = [e["status"] for e in await threads.events.events_after(thread, 0) if e["type"] == "run_finished"]
         assert statuses == [
             "awaiting_approval",
             "completed",

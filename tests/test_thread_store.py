@@ -24,17 +24,17 @@ async def test_two_writers_never_reuse_a_seq(tmp_path: Path, database_url: str) 
     await kernel.open()
     try:
         thread = (await server.create("nb.ipynb", "t")).thread_id
-        await server.append(thread, {"type": "run_started"})  # the server has now seen this thread
+        await server.events.append(thread, {"type": "run_started"})  # the server has now seen this thread
 
         async def write(store: ThreadStore, who: str) -> None:
             for i in range(25):
-                await store.append(thread, {"type": "token", "text": f"{who}{i}"})
+                await store.events.append(thread, {"type": "token", "text": f"{who}{i}"})
 
         await asyncio.gather(write(server, "s"), write(kernel, "k"))
-        events = await server.events_after(thread, 0)
+        events = await server.events.events_after(thread, 0)
         assert [e["seq"] for e in events] == list(range(1, 52))
         assert sum(e.get("text", "").startswith("k") for e in events) == 25
-        await server.wait_for_events(thread, 50, timeout=5)  # returns at once: seq 51 exists
+        await server.events.wait_for_events(thread, 50, timeout=5)  # returns at once: seq 51 exists
     finally:
         await server.close()
         await kernel.close()

@@ -165,7 +165,7 @@ async def test_stop_during_a_command_kills_it(
     await api.approve(thread, "slow")
     store = jp_serverapp.web_app.settings["cellwright"].threads
     for _ in range(100):
-        if of_type(await store.events_after(thread, first[-1]["seq"]), "cell_output"):
+        if of_type(await store.events.events_after(thread, first[-1]["seq"]), "cell_output"):
             break
         await asyncio.sleep(0.05)
     pid = int((jp_root_dir / "pid.txt").read_text())

@@ -31,7 +31,7 @@ def _events(data_dir: Path, title: str) -> list[dict[str, Any]]:
         await store.open()
         try:
             record = next(r for r in await store.list() if r.title == title)
-            return list(await store.events_after(record.thread_id, 0))
+            return list(await store.events.events_after(record.thread_id, 0))
         finally:
             await store.close()
 
@@ -62,8 +62,8 @@ def test_a_generator_the_magics_cell_advances_is_not_undoable(
         assert cards[call_id]["undoable"] is False and reason in cards[call_id]["not_undoable_reason"], cards[call_id]
     # The magic runs in this kernel: its step records say why no snapshot was kept, and none claims the generator.
     check = (
-        "import sys; from agent_core.undo.steps import BOOK\n"
-        "print({c: r.refused for (t, c), r in BOOK.steps.items() if c in ('g0', 'g1', 'g2')})\n"
+        "import sys; from agent_core.kernel_side.magic import _session\n"
+        "print({c: r.refused for (t, c), r in _session.undo.steps.items() if c in ('g0', 'g1', 'g2')})\n"
         "print(sorted(k for k in sys.modules['_cellwright_undo'].steps if k in ('g0', 'g1', 'g2')))"
     )
     refused, held = kernel.run(check).stdout.splitlines()

@@ -43,7 +43,7 @@ import os
 import re
 import sys
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +55,7 @@ from agent_core.errors import CellwrightError
 from agent_core.kernel_side.cell_console import DIM, RED, RESET, ApprovalPrompt, ApprovalUnavailable, Printer
 from agent_core.kernel_side.session import env_auto_approve, kernel_id, notebook_path, workspace_root
 from agent_core.kernel_side.shell_environment import MainThread, ShellEnvironment
+from agent_core.undo.book import UndoBook
 
 if TYPE_CHECKING:
     from agent_core.loop.thread_runner import ThreadRunner
@@ -76,6 +77,9 @@ class Session:
     kernel_id: str
     approve_all: bool  # from the config and the environment as they were then
     environ: dict[str, str]  # the environment as the kernel started: settings' env fallbacks come from it
+    # The kernel's undo records: each %agent call opens a ThreadRunner of its own, while the steps
+    # (and their snapshots in this kernel) outlive the call, as the kernel does.
+    undo: UndoBook = field(default_factory=UndoBook, compare=False, repr=False)
 
     @classmethod
     def detect(cls, shell: Any, configured_approve_all: bool) -> Session:
@@ -160,6 +164,7 @@ class AgentCall:
         self.agent_settings = settings.agent_settings()
         self.request = request
         self.new = new
+        self.undo = session.undo  # the kernel's, for this call's ThreadRunner
         self.main = MainThread()
         from agent_core.workspace import Workspace, default_denied
 
@@ -254,7 +259,11 @@ class AgentCall:
         try:
             await threads.open()
             runner = await ThreadRunner.open(
-                threads, self.settings.database_url, self.settings.checkpoints_path, mcp=mcp_manager
+                threads,
+                self.settings.database_url,
+                self.settings.checkpoints_path,
+                mcp=mcp_manager,
+                undo=self.undo,
             )
             try:
                 await self._converse(runner)

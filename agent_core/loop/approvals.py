@@ -12,10 +12,6 @@ from agent_core.tools.external import origin_fields
 
 log = logging.getLogger(__name__)
 
-# Approval requests this process made, by (ledger scope, call id): the node re-runs from its top on
-# resume, and interrupt() then ignores its value, so the card's diagnostics (a lint, maybe a kernel
-# round trip) need not be computed again while the approved cell waits. After a restart they are.
-_ASKED: dict[tuple[str, str], dict[str, Any]] = {}
 ASKED_KEPT = 256
 
 
@@ -41,17 +37,26 @@ async def approval_request(
     return request
 
 
-async def approval_request_once(
-    spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolContext, agent: str, task_id: str, scope: str
-) -> dict[str, Any]:
-    key = (scope, tool_ctx.call_id)
-    request = _ASKED.get(key)
-    if request is None or request["args"] != args:
-        request = await approval_request(spec, args, tool_ctx, agent, task_id)
-        if len(_ASKED) >= ASKED_KEPT:
-            del _ASKED[next(iter(_ASKED))]
-        _ASKED[key] = request
-    return request
+class ApprovalCards:
+    """The approval requests a thread driver (ThreadRunner.approvals) made, by (ledger scope, call
+    id): the node re-runs from its top on resume, and interrupt() then ignores its value, so the
+    card's diagnostics (a lint, maybe a kernel round trip) need not be computed again while the
+    approved cell waits. After a restart they are."""
+
+    def __init__(self) -> None:
+        self._asked: dict[tuple[str, str], dict[str, Any]] = {}
+
+    async def request_once(
+        self, spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolContext, agent: str, task_id: str, scope: str
+    ) -> dict[str, Any]:
+        key = (scope, tool_ctx.call_id)
+        request = self._asked.get(key)
+        if request is None or request["args"] != args:
+            request = await approval_request(spec, args, tool_ctx, agent, task_id)
+            if len(self._asked) >= ASKED_KEPT:
+                del self._asked[next(iter(self._asked))]
+            self._asked[key] = request
+        return request
 
 
 def decoded(resumed: Any) -> Decision:

@@ -16,7 +16,7 @@ from typing import Any
 
 from agent_core.contract import make_event
 from agent_core.redaction import redact_text
-from agent_core.storage.thread_store import ThreadStore
+from agent_core.storage.event_log import EventLog
 
 TOKEN_WINDOW_SECONDS = 0.05
 TOKEN_MAX_CHARS = 1024
@@ -172,13 +172,13 @@ class EventPump:
 
     def __init__(
         self,
-        threads: ThreadStore,
+        log: EventLog,
         thread_id: str,
         run_id: str,
         agent: str = "main",
         on_event: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
-        self._threads = threads
+        self._log = log
         self._thread_id = thread_id
         self._run_id = run_id
         self._agent = agent  # the run's top agent: "main", or "planner" in multi mode
@@ -191,7 +191,7 @@ class EventPump:
         self._last_token_write = float("-inf")  # loop time of the last token row
         self._window_open = False  # tokens that arrive now join the row being coalesced
         self._caps = OutputCaps()
-        threads.forget_live(thread_id)  # a new segment: the last one's live-only outputs are history
+        log.forget_live(thread_id)  # a new segment: the last one's live-only outputs are history
         self._task = asyncio.create_task(self._pump())
 
     def __call__(self, event: dict[str, Any]) -> None:
@@ -248,15 +248,15 @@ class EventPump:
                 event = {**event, "message": redact_text(event["message"])}
             for routed, stored in self._caps.route(event):
                 if stored:
-                    stamped = await self._threads.append(self._thread_id, routed)
+                    stamped = await self._log.append(self._thread_id, routed)
                     if self._on_event is not None:
                         self._on_event(stamped)
                 else:
-                    self._threads.publish_live(self._thread_id, routed)
+                    self._log.publish_live(self._thread_id, routed)
 
     def _preview(self, token: dict[str, Any], stored_as: int) -> None:
-        if self._threads.wants_previews(self._thread_id):
-            self._threads.publish_live(self._thread_id, {**token, "live_only": True, "stored_as": stored_as})
+        if self._log.wants_previews(self._thread_id):
+            self._log.publish_live(self._thread_id, {**token, "live_only": True, "stored_as": stored_as})
 
     async def _coalesced(self, first: dict[str, Any]) -> dict[str, Any]:
         """`first` and the tokens that follow it within the window (the first of a burst at once)."""
@@ -265,7 +265,7 @@ class EventPump:
         deadline = self._last_token_write + TOKEN_WINDOW_SECONDS
         # Readers that asked for previews get each delta now; the row stored at the deadline has
         # the next seq (this pump is the run's only writer) and carries the same text again.
-        stored_as = self._threads.last_stored(self._thread_id) + 1
+        stored_as = self._log.last_stored(self._thread_id) + 1
         self._window_open = deadline > loop.time()
         # One timer closes the window: a time-out on each wait inside it was a timer per token.
         window = loop.call_at(deadline, self._close_window) if self._window_open else None

@@ -26,7 +26,7 @@ from agent_core.contract import make_event
 from agent_core.llm.client import LLMError, ModelRequest, ModelTurn, complete
 from agent_core.loop import usage as token_usage
 from agent_core.loop.agents import AGENTS, AgentConfig, agent_for_mode
-from agent_core.loop.approvals import approval_request_once, decided_args, decided_context, decoded
+from agent_core.loop.approvals import ApprovalCards, decided_args, decided_context, decoded
 from agent_core.loop.autonomy import ToolPolicy, policy_of
 from agent_core.loop.history import compact
 from agent_core.loop.vision import IMAGES_KEY, with_image_parts
@@ -44,6 +44,7 @@ from agent_core.tools import (
 from agent_core.tools.base import Emit
 from agent_core.tools.external import ExternalToolSpec
 from agent_core.tools.gathering import EXTERNAL_TOOL_AGENTS, gone_tool_hint
+from agent_core.undo.book import UndoBook
 from agent_core.undo.rules import prompt_section as rules_prompt_section
 
 log = logging.getLogger(__name__)
@@ -131,6 +132,10 @@ class RunContext:
     summarized: bool = False  # the model node summarised older turns for this call
     # This run's MCP and notebook-defined tools (agent_core.tools.gathering), for the agents that act.
     extra_tools: dict[str, ToolSpec] = field(default_factory=dict)
+    # The thread driver's (ThreadRunner), shared by the run's sub-agents: the steps undo may restore
+    # and the approval cards already made. A context made without a driver has books of its own.
+    undo: UndoBook = field(default_factory=UndoBook)
+    approvals: ApprovalCards = field(default_factory=ApprovalCards)
 
     def __post_init__(self) -> None:
         if not self.tool_mode:
@@ -182,6 +187,8 @@ class RunContext:
             notebook_cells=self.notebook_cells,
             meter=self.meter,
             extra_tools=self.extra_tools,
+            undo=self.undo,
+            approvals=self.approvals,
         )
         # The switches carry the task's id too: the panel nests what lies between them under the call.
         self.emit(
@@ -209,6 +216,9 @@ def run_context(
     mode: str,
     notebook_cells: list[dict[str, Any]] | None = None,
     extra_tools: dict[str, ToolSpec] | None = None,
+    *,
+    undo: UndoBook,
+    approvals: ApprovalCards,
 ) -> RunContext:
     """The context of a run's top agent: the single agent, or the planner in multi mode."""
     agent = agent_for_mode(mode)
@@ -222,6 +232,8 @@ def run_context(
         agent,
         notebook_cells=notebook_cells,
         extra_tools=extra_tools or {},
+        undo=undo,
+        approvals=approvals,
     )
 
 
@@ -479,7 +491,9 @@ async def _run_tool(call: dict[str, Any], ctx: RunContext) -> ToolOutcome:
     if ctx.needs_approval(name):
         # The node re-runs from the top on resume; nothing above has side effects.
         decision = decoded(
-            interrupt(await approval_request_once(spec, args, tool_ctx, ctx.agent.name, ctx.task_id, ctx.ledger_scope))
+            interrupt(
+                await ctx.approvals.request_once(spec, args, tool_ctx, ctx.agent.name, ctx.task_id, ctx.ledger_scope)
+            )
         )
         tool_ctx = decided_context(decision, args, tool_ctx)
         args, rejected = decided_args(decision, args)

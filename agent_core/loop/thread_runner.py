@@ -22,13 +22,21 @@ from agent_core.loop.event_pump import EventPump
 from agent_core.storage.checkpoint import AgentStore, open_store
 from agent_core.storage.thread_store import ThreadRecord, ThreadStore
 from agent_core.storage.tool_ledger import INTERRUPTED, STOPPED
+from agent_core.undo.book import UndoBook
 
 if TYPE_CHECKING:  # the contract's route models and the tool registry load on a run's first use
     from agent_core.contract.routes import Decision, StartRun
     from agent_core.contract.shared import LiveCell
+    from agent_core.loop.approvals import ApprovalCards
     from agent_core.tools import ToolEnvironment
 
 log = logging.getLogger(__name__)
+
+
+def _approval_cards() -> ApprovalCards:
+    from agent_core.loop.approvals import ApprovalCards  # with the tool registry, which the graph loads anyway
+
+    return ApprovalCards()
 
 
 class _RecordUpdates(TypedDict, total=False):
@@ -105,15 +113,26 @@ class ThreadRunner:
     # Each thread's outside tools as its run's first segment found them: a segment an approval
     # resumes offers the same (asking the kernel again sat between Approve and the cell).
     _run_tools: dict[str, tuple[dict[str, Any], list[str]]] = field(default_factory=dict)
+    # What this process remembers of its threads' runs, handed to each run's tools (RunContext):
+    # the steps an undo may restore, with the notes it leaves for the next run ...
+    undo: UndoBook = field(default_factory=UndoBook)
+    # ... and the approval cards already made (a resumed node asks for its card again).
+    approvals: ApprovalCards = field(default_factory=lambda: _approval_cards())
 
     @classmethod
     async def open(
-        cls, threads: ThreadStore, checkpointer_url: str, default_path: Path, mcp: McpSource | None = None
+        cls,
+        threads: ThreadStore,
+        checkpointer_url: str,
+        default_path: Path,
+        mcp: McpSource | None = None,
+        undo: UndoBook | None = None,
     ) -> ThreadRunner:
+        """`undo`: a book that outlives this runner (the magic's, one per kernel), else one of its own."""
         from agent_core.loop.graph import build_graph
 
         store = await open_store(checkpointer_url, default_path, threads.database)
-        return cls(build_graph(store.saver), store, threads, mcp)
+        return cls(build_graph(store.saver), store, threads, mcp, undo=undo if undo is not None else UndoBook())
 
     async def aclose(self) -> None:
         from agent_core.llm.client import close_clients
@@ -300,7 +319,7 @@ class ThreadRunner:
                 fresh=True,
             ),
             run_context_notes(
-                request.message, env, settings, prior.get("kernel_identity"), pending_notes(record.thread_id)
+                request.message, env, settings, prior.get("kernel_identity"), pending_notes(self.undo, record.thread_id)
             ),
         )
         graph_input: dict[str, Any] = {
@@ -360,7 +379,7 @@ class ThreadRunner:
         if not await self.threads.begin_run(thread_id, status="running", last_run_id=run_id):
             raise ThreadBusy(await self.threads.leased_elsewhere(thread_id) or "another process")
         renewing = asyncio.create_task(self._renew_lease(thread_id))
-        emit = EventPump(self.threads, thread_id, run_id, agent_for_mode(segment.mode).name, on_event)
+        emit = EventPump(self.threads.events, thread_id, run_id, agent_for_mode(segment.mode).name, on_event)
         context = run_context(
             thread_id,
             settings,
@@ -371,6 +390,8 @@ class ThreadRunner:
             segment.mode,
             segment.notebook_cells,
             extra,
+            undo=self.undo,
+            approvals=self.approvals,
         )
         status = "completed"
         run_usage: dict[str, Any] | None = None
@@ -444,7 +465,7 @@ class ThreadRunner:
 
     async def stop_pending(self, thread_id: str, run_id: str) -> bool:
         """Stop a thread that waits for approval: the call is answered as stopped and never runs."""
-        emit = EventPump(self.threads, thread_id, run_id)
+        emit = EventPump(self.threads.events, thread_id, run_id)
         closed = await self.close_open_call(thread_id, emit)
         if closed:
             emit(make_event("run_finished", status="cancelled"))

@@ -3,25 +3,22 @@ says it assigns, mutates or deletes are copied in the kernel (kernel_calls.take)
 may create are noted as absent; this process remembers the step (its kernel, a token, what an undo
 leaves), and an undo restores the values, deletes the created names and leaves a note for the
 agent's next run. A restarted kernel, a second undo or a store a cell replaced is refused with the
-reason (UndoRefused). The records are in memory: a snapshot lives in a kernel, which does not
-outlive this process's kernels either."""
+reason (UndoRefused). The records are in memory, in the book of the run's driver (UndoBook,
+agent_core/undo/book.py: the run's RunContext carries it to the tools): a snapshot lives in a kernel,
+which does not outlive this process's kernels either."""
 
 from __future__ import annotations
 
 import logging
 import secrets
-from collections import OrderedDict
-from dataclasses import dataclass, field
 from typing import Any, get_args
 
 from agent_core.contract.choices import UndoRefusal
 from agent_core.tools.base import CellPlacement, ToolContext, ToolEnvironment, ToolInputError
 from agent_core.undo import card, kernel_calls
+from agent_core.undo.book import StepRecord, UndoBook
 
 log = logging.getLogger(__name__)
-
-STEPS_KEPT = 2000  # step records in this process (each is a few hundred bytes)
-NOTES_KEPT = 20  # undo notes waiting for a thread's next run
 
 
 class UndoRefused(Exception):
@@ -30,49 +27,6 @@ class UndoRefused(Exception):
     def __init__(self, message: str, kind: UndoRefusal = "not_undoable", status: int = 409) -> None:
         super().__init__(message)
         self.message, self.kind, self.status = message, kind, status
-
-
-@dataclass
-class StepRecord:
-    thread_id: str
-    call_id: str
-    token: str  # the kernel's snapshot must carry it: a cell cannot forge a snapshot for this step ("": none kept)
-    kernel: str | None  # the kernel process it was taken in (a restart loses it)
-    not_undone: list[str]
-    cell_id: str | None = None
-    edit: bool = False
-    undone: bool = False
-    refused: str | None = None  # no snapshot was kept: why (an undo says so, never that it restored anything)
-
-
-@dataclass
-class UndoBook:
-    """This process's step records and the notes for the next runs, both bounded."""
-
-    steps: OrderedDict[tuple[str, str], StepRecord] = field(default_factory=OrderedDict)
-    notes: dict[str, list[str]] = field(default_factory=dict)
-
-    def keep(self, record: StepRecord) -> None:
-        self.steps[(record.thread_id, record.call_id)] = record
-        while len(self.steps) > STEPS_KEPT:
-            self.steps.popitem(last=False)
-
-    def knows(self, thread_id: str, call_id: str) -> bool:
-        return (thread_id, call_id) in self.steps
-
-    def note(self, thread_id: str, text: str) -> None:
-        self.notes[thread_id] = [*self.notes.get(thread_id, []), text][-NOTES_KEPT:]
-
-    def take_notes(self, thread_id: str) -> list[str]:
-        return self.notes.pop(thread_id, [])
-
-    def forget_thread(self, thread_id: str) -> None:
-        for key in [key for key in self.steps if key[0] == thread_id]:
-            del self.steps[key]
-        self.notes.pop(thread_id, None)
-
-
-BOOK = UndoBook()
 
 
 def _provenance(ctx: ToolContext, undoable: bool, reason: str | None) -> dict[str, Any]:
@@ -103,18 +57,19 @@ async def before_cell(code: str, ctx: ToolContext, placement: CellPlacement) -> 
     from agent_core.impact.analysis import analyze_code
 
     thread_id = ctx.thread_id
+    book = ctx.run.undo if ctx.run is not None else None
     impact = analyze_code(code)
-    if not thread_id:
+    if not thread_id or book is None:  # a tool called outside a run (no driver keeps its step)
         undo = card.Undoability(False, "this step belongs to no thread")
     elif impact.parse_error or card.limit_bytes(ctx) <= 0:
         undo = await card.undoability(impact, ctx)  # says why, without asking the kernel
     else:
         try:
-            undo = await _snapshot(impact, thread_id, ctx, placement)
+            undo = await _snapshot(book, impact, thread_id, ctx, placement)
         except ToolInputError as exc:
             undo = card.Undoability(False, f"no snapshot could be taken: {exc}")
-    if thread_id and not undo.undoable:  # an undo of it is refused with this reason
-        BOOK.keep(
+    if thread_id and book is not None and not undo.undoable:  # an undo of it is refused with this reason
+        book.keep(
             StepRecord(
                 thread_id,
                 ctx.call_id,
@@ -129,7 +84,9 @@ async def before_cell(code: str, ctx: ToolContext, placement: CellPlacement) -> 
     return replace(placement, provenance=_provenance(ctx, undo.undoable, undo.reason))
 
 
-async def _snapshot(impact: Any, thread_id: str, ctx: ToolContext, placement: CellPlacement) -> card.Undoability:
+async def _snapshot(
+    book: UndoBook, impact: Any, thread_id: str, ctx: ToolContext, placement: CellPlacement
+) -> card.Undoability:
     names = sorted(set(impact.changed_names()) | set(impact.created_names()))
     check = list(impact.touched_names())  # the kernel keeps the iterators among them, refuses what cannot be saved
     # A cell that binds no name and calls nothing on one (`pass`, a plot) has nothing to keep: the kernel is not asked.
@@ -144,20 +101,20 @@ async def _snapshot(impact: Any, thread_id: str, ctx: ToolContext, placement: Ce
     if not answer.get("ok"):
         return card.Undoability(False, str(answer.get("problem") or "the snapshot failed"))
     outside = card.not_undone(impact)
-    BOOK.keep(
+    book.keep(
         StepRecord(
             thread_id, ctx.call_id, token, await ctx.env.kernel_identity(), outside, placement.cell_id, placement.edit
         )
     )
     for gone in answer.get("evicted", []):
-        BOOK.steps.pop((thread_id, str(gone)), None)
+        book.steps.pop((thread_id, str(gone)), None)
     reason = ("Undo restores the kernel's variables but not: " + "; ".join(outside)) if outside else None
     return card.Undoability(True, reason)
 
 
-async def undo_step(env: ToolEnvironment, thread_id: str, call_id: str) -> dict[str, Any]:
-    """Undo one step in the kernel; the answer of POST threads/{id}/undo/{call_id}."""
-    record = BOOK.steps.get((thread_id, call_id))
+async def undo_step(book: UndoBook, env: ToolEnvironment, thread_id: str, call_id: str) -> dict[str, Any]:
+    """Undo one step (as `book` recorded it) in the kernel; the answer of POST threads/{id}/undo/{call_id}."""
+    record = book.steps.get((thread_id, call_id))
     if record is None:
         raise UndoRefused(
             "No snapshot was kept for this step (it was not undoable, it ran before the server restarted, or it "
@@ -196,7 +153,7 @@ async def undo_step(env: ToolEnvironment, thread_id: str, call_id: str) -> dict[
         "cell_id": record.cell_id,
         "edit": record.edit,
     }
-    BOOK.note(thread_id, undo_note(call_id, result))
+    book.note(thread_id, undo_note(call_id, result))
     return result
 
 
@@ -223,16 +180,16 @@ def undo_note(call_id: str, result: dict[str, Any]) -> str:
     )
 
 
-def pending_notes(thread_id: str) -> list[dict[str, Any]]:
+def pending_notes(book: UndoBook, thread_id: str) -> list[dict[str, Any]]:
     """Context messages for the thread's next run: the steps the user undid since the last one."""
     from agent_core.loop.mentions import CONTEXT_KEY
 
-    return [{"role": "user", "content": text, CONTEXT_KEY: True} for text in BOOK.take_notes(thread_id)]
+    return [{"role": "user", "content": text, CONTEXT_KEY: True} for text in book.take_notes(thread_id)]
 
 
-async def forget_thread(env: ToolEnvironment | None, thread_id: str) -> None:
-    """The thread ended (deleted): drop its snapshots in the kernel and its records here."""
-    BOOK.forget_thread(thread_id)
+async def forget_thread(book: UndoBook, env: ToolEnvironment | None, thread_id: str) -> None:
+    """The thread ended (deleted): drop its snapshots in the kernel and its records in `book`."""
+    book.forget_thread(thread_id)
     if env is None:
         return
     try:
