@@ -167,7 +167,7 @@ class RunManager(LoggingConfigurable):
 
     async def start_run(self, thread_id: str, body: StartRun) -> str:
         """Start a run of `body` (its notebook_path already checked against the root)."""
-        from agent_core.llm.client import not_configured
+        from agent_core.llm.failures import not_configured
 
         settings = self._settings()
         if not settings.llm_configured:

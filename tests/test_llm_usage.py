@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from agent_core.config.agent_settings import AgentSettings
-from agent_core.llm import client as llm_module
-from agent_core.llm.client import LLMError, ModelRequest, ModelTurn, TokenUsage, complete, estimate_tokens
+from agent_core.llm import sdk_clients
+from agent_core.llm.client import ModelRequest, ModelTurn, TokenUsage, complete, estimate_tokens
+from agent_core.llm.failures import LLMError
 from devtools.fake_llm import FakeLLM, Reply, error, text, tool_call
 
 MESSAGES = [{"role": "system", "content": "You are Cellwright."}, {"role": "user", "content": "hi"}]
@@ -36,7 +37,7 @@ def turn_of(fake: FakeLLM, mode: str = "native") -> ModelTurn:
             request = ModelRequest([dict(m) for m in MESSAGES], TOOLS, mode)
             return await complete(settings_for(fake), request, lambda _: None, lambda *_: None)
         finally:
-            await llm_module.close_clients()
+            await sdk_clients.close_clients()
 
     return asyncio.run(call())
 

@@ -236,7 +236,7 @@ def test_approved_in_the_notebook(
     assert kernel.run("print(x)").stdout == "42\n"  # in the user's namespace
     # Nothing of the call is left in the kernel: no worker or database threads, no per-loop LLM client.
     left = kernel.run(
-        "import threading, agent_core.llm.client as L; print([t.name for t in threading.enumerate()], len(L._clients))"
+        "import threading, agent_core.llm.sdk_clients as L; print([t.name for t in threading.enumerate()], len(L._clients))"
     )
     assert "cellwright-agent" not in left.stdout and left.stdout.rstrip().endswith("0"), left.stdout
 

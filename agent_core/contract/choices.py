@@ -28,7 +28,7 @@ DiagnosticSeverity = TypeAliasType("DiagnosticSeverity", Literal["error", "warni
 # one that is not (agent_core.errors and LLMError type their `kind` with these), tests/test_contract.py
 # refuses one raised or emitted as a bare string, and the panel gets them as TypeScript unions.
 #
-# What a failed model call says (agent_core/llm/client.py LLMError): an `error` event of a run, and
+# What a failed model call says (agent_core/llm/failures.py LLMError): an `error` event of a run, and
 # the connection check's report.
 LLMErrorKind = TypeAliasType(
     "LLMErrorKind",

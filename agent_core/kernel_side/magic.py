@@ -131,7 +131,7 @@ class AgentMagics(Magics):
         for note in notes:
             print(f"{DIM}Cellwright: {note}{RESET}", file=sys.stderr)
         if not settings.agent_settings().llm_configured:
-            from agent_core.llm.client import not_configured
+            from agent_core.llm.failures import not_configured
 
             print(f"{RED}{not_configured().message}{RESET}", file=sys.stderr)
             return

@@ -57,7 +57,7 @@ class EmbeddingIndex:
             self._client = None
 
     async def _embed(self, settings: AgentSettings, texts: list[str]) -> list[list[float]]:
-        from agent_core.llm.client import new_client
+        from agent_core.llm.sdk_clients import new_client
 
         client = new_client(settings)
         try:

@@ -5,20 +5,17 @@ backoff, and SDK errors turned into messages that tell the user what to fix."""
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import ssl
 import sys
 import uuid
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
-from urllib.parse import urlsplit
 
 from agent_core import fast_json
-from agent_core.config.agent_settings import AgentSettings, endpoint_of
-from agent_core.contract.choices import LLMErrorKind
+from agent_core.config.agent_settings import AgentSettings
+from agent_core.llm.failures import LLMError, llm_error, not_configured, server_message, timed_out
 from agent_core.llm.prompt_protocol import (
     Rescue,
     Validate,
@@ -28,22 +25,10 @@ from agent_core.llm.prompt_protocol import (
     rescue_call,
     tools_section,
 )
+from agent_core.llm.sdk_clients import cached_client
 from agent_core.llm.stream import IdleDeadline, OversizedEvent, drain, sse_data
 
-# Local servers ignore the key, but the SDK refuses an empty one.
-PLACEHOLDER_KEY = "no-key-needed"
 MAX_BACKOFF_SECONDS = 20.0
-
-
-class LLMError(Exception):
-    def __init__(
-        self, kind: LLMErrorKind, message: str, retryable: bool = False, retry_after: float | None = None
-    ) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-        self.retryable = retryable
-        self.retry_after = retry_after
 
 
 @dataclass(frozen=True)
@@ -75,79 +60,6 @@ class ModelRequest:
     tools: list[dict[str, Any]]  # OpenAI tool schemas
     mode: str  # "native" or "prompt"
     validate: Validate | None = None  # checks a tool call found in the text before it is run
-
-
-# One client per event loop and endpoint: a client reused across event loops fails ("Event loop is
-# closed"), and making one costs ~30 ms (an SSL context), which the first token would wait for.
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, ...], Any]] = weakref.WeakKeyDictionary()
-
-
-def new_client(settings: AgentSettings) -> Any:
-    """An SDK client for the settings' endpoint with the settings' key, the key of that endpoint
-    (configuration.Cellwright.key_for). Without one, requests carry no Authorization header at all:
-    not the placeholder, nor the OPENAI_API_KEY the SDK would read. The caller closes it (or
-    `_client` keeps it)."""
-    import openai
-
-    timeout = openai.Timeout(settings.request_timeout, connect=settings.connect_timeout)
-    make = openai.AsyncOpenAI if settings.api_key else _keyless_client_class(openai)
-    return make(
-        api_key=settings.api_key or PLACEHOLDER_KEY,
-        base_url=settings.base_url or None,
-        timeout=timeout,
-        max_retries=0,  # retried here, visibly
-        http_client=_aiohttp_client(openai, timeout, settings.base_url or ""),
-    )
-
-
-@functools.cache
-def _keyless_client_class(openai: Any) -> Any:
-    class KeylessAsyncOpenAI(openai.AsyncOpenAI):
-        """Omits the Authorization header of every request (the SDK's explicit "no auth")."""
-
-        async def _prepare_options(self, options: Any) -> Any:
-            headers = options.headers if isinstance(options.headers, dict) else {}
-            options.headers = {"Authorization": openai.Omit(), **headers}
-            return await super()._prepare_options(options)
-
-    return KeylessAsyncOpenAI
-
-
-def _aiohttp_client(openai: Any, timeout: Any, base_url: str) -> Any:
-    """The SDK's own aiohttp transport (the `openai[aiohttp]` extra), or None for its httpx default.
-    aiohttp parses a streamed body in C: with a hundred threads streaming at once, reading the
-    model's bytes through httpx's Python stack was the server's largest cost (bench/many_threads.py)."""
-    if urlsplit(base_url).username is not None:  # aiohttp refuses URL credentials beside the key's header
-        return None
-    try:
-        import aiohttp  # noqa: F401
-    except ImportError:
-        return None
-    make = getattr(openai, "DefaultAioHttpClient", None)
-    # Its connection limits are the SDK's (1000 at once), not aiohttp's 100: more threads would queue.
-    return None if make is None else make(timeout=timeout)
-
-
-def _client(settings: AgentSettings) -> Any:
-    key = (settings.api_key, settings.base_url, settings.request_timeout, settings.connect_timeout)
-    per_loop = _clients.setdefault(asyncio.get_running_loop(), {})
-    if key not in per_loop:
-        per_loop[key] = new_client(settings)
-    return per_loop[key]
-
-
-async def close_clients() -> None:
-    """Close this event loop's clients: for a loop that ends (each `%agent` call has its own)."""
-    for client in _clients.pop(asyncio.get_running_loop(), {}).values():
-        await client.close()
-
-
-def not_configured() -> LLMError:
-    return LLMError(
-        "llm_not_configured",
-        "No model is configured. Set CELLWRIGHT_MODEL and OPENAI_BASE_URL (and OPENAI_API_KEY if the endpoint "
-        "needs one), or c.Cellwright.model / base_url / api_key, or PUT cellwright/api/config.",
-    )
 
 
 async def complete(
@@ -275,7 +187,7 @@ async def _stream(
         try:
             return await _read_stream(settings, {**body, "stream_options": {"include_usage": True}}, on_delta)
         except openai.APIStatusError as exc:
-            if exc.status_code not in (400, 422) or "stream_options" not in _server_message(exc):
+            if exc.status_code not in (400, 422) or "stream_options" not in server_message(exc):
                 raise
             _refuse_stream_options.add(endpoint)  # an older server: usage is estimated from now on
             return await _read_stream(settings, body, on_delta)
@@ -299,7 +211,7 @@ async def _read_stream(
     try:
         async with (
             idle.scope(),
-            _client(settings).chat.completions.with_streaming_response.create(
+            cached_client(settings).chat.completions.with_streaming_response.create(
                 **fields, extra_body=body, **idle.sdk_timeout(settings.connect_timeout)
             ) as response,
         ):
@@ -319,7 +231,7 @@ async def _read_stream(
                             on_delta(choice["delta"])
                     usage = chunk.get("usage") or usage  # the last chunk's (some servers send a running count)
             except transport.TimeoutException as exc:
-                if _timed_out(exc):
+                if timed_out(exc):
                     raise openai.APITimeoutError(request=request) from None
                 raise openai.APIConnectionError(request=request) from None
             except (transport.RequestError, ssl.SSLError):
@@ -378,7 +290,7 @@ async def plain_completion(settings: AgentSettings, messages: list[dict[str, Any
     if not settings.llm_configured:
         raise not_configured()
     try:
-        reply = await _client(settings).chat.completions.create(model=settings.model, messages=messages)
+        reply = await cached_client(settings).chat.completions.create(model=settings.model, messages=messages)
     except openai.OpenAIError as exc:
         raise llm_error(exc, settings, False) from None
     return (reply.choices[0].message.content or "").strip() if reply.choices else ""
@@ -422,100 +334,6 @@ def _calls_from_pairs(pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
         {"id": f"call_{uuid.uuid4().hex[:16]}", "type": "function", "function": {"name": name, "arguments": args}}
         for name, args in pairs
     ]
-
-
-def _retry_after(exc: Any) -> float | None:
-    response = getattr(exc, "response", None)
-    raw = response.headers.get("retry-after") if response is not None else None
-    try:
-        return float(raw) if raw is not None else None
-    except ValueError:
-        return None
-
-
-def llm_error(exc: Exception, settings: AgentSettings, sent_tools: bool) -> LLMError:
-    import openai
-
-    where = settings.base_url or "api.openai.com"
-    detail = _server_message(exc)
-    if isinstance(exc, openai.APITimeoutError) and _timed_out(exc):
-        return LLMError(
-            "llm_timeout", f"The LLM endpoint at {where} timed out (no data for {settings.request_timeout:g} s).", True
-        )
-    if isinstance(exc, openai.APIConnectionError):
-        return LLMError(
-            "llm_unreachable",
-            f"Cannot reach the LLM endpoint at {where}. Check that the server runs and that OPENAI_BASE_URL "
-            "(c.Cellwright.base_url) is right.",
-            True,
-        )
-    if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
-        if not settings.api_key:  # keys stay with their endpoint: another endpoint's key was not sent
-            return LLMError(
-                "llm_auth",
-                f"No key for this endpoint: {endpoint_of(settings.base_url)} needs an API key ({detail}) and none was "
-                "given for it. Type its key in the settings form (a key given for another endpoint is never sent here).",
-            )
-        return LLMError(
-            "llm_auth",
-            f"The LLM endpoint at {where} refused the API key ({detail}). Set OPENAI_API_KEY or c.Cellwright.api_key.",
-        )
-    if isinstance(exc, openai.NotFoundError):
-        return LLMError(
-            "llm_model_not_found",
-            f"The endpoint at {where} does not know the model {settings.model!r} ({detail}). "
-            "Set CELLWRIGHT_MODEL (c.Cellwright.model) to a model it serves.",
-        )
-    if isinstance(exc, openai.RateLimitError):
-        return LLMError(
-            "llm_rate_limited", f"The LLM endpoint is rate limiting requests ({detail}).", True, _retry_after(exc)
-        )
-    if isinstance(exc, openai.APIStatusError):
-        if exc.status_code in (400, 413, 415, 422) and _has_images(exc):
-            return LLMError("images_unsupported", f"The endpoint at {where} refused image input ({detail}).")
-        if sent_tools and exc.status_code in (400, 422, 500, 501) and "tool" in detail.lower():
-            return LLMError(
-                "tools_unsupported",
-                f'The endpoint at {where} rejected function calling ({detail}). Set tool_calling to "prompt" (or "auto").',
-            )
-        retryable = exc.status_code >= 500
-        return LLMError(
-            "llm_error", f"The LLM endpoint answered {exc.status_code}: {detail}", retryable, _retry_after(exc)
-        )
-    return LLMError("llm_error", f"The LLM request failed: {detail}")
-
-
-def _timed_out(exc: BaseException) -> bool:
-    """Whether a transport time-out was one: the aiohttp transport also reports a refused or
-    dropped connection as a connect time-out, with aiohttp's own error underneath."""
-    seen: BaseException | None = exc
-    for _ in range(8):  # a cause chain is short; a cyclic one ends here
-        if seen is None:
-            break
-        if type(seen).__module__.partition(".")[0] == "aiohttp":
-            return isinstance(seen, TimeoutError)
-        seen = seen.__cause__ or seen.__context__
-    return True
-
-
-def _has_images(exc: Any) -> bool:
-    """Whether the refused request carried image parts (then the refusal may be of them)."""
-    request = getattr(exc, "request", None)
-    try:
-        return b'"image_url"' in (request.content if request is not None else b"")
-    except Exception:
-        return False
-
-
-def _server_message(exc: Exception) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict) and inner.get("message"):
-            return str(inner["message"])[:300]
-        if isinstance(inner, str):
-            return inner[:300]
-    return str(exc)[:300]
 
 
 def estimate_tokens(messages: list[dict[str, Any]]) -> int:

@@ -8,7 +8,8 @@ import asyncio
 from typing import Any
 
 from agent_core.config.agent_settings import AgentSettings
-from agent_core.llm.client import LLMError, llm_error, new_client
+from agent_core.llm.failures import LLMError, llm_error
+from agent_core.llm.sdk_clients import new_client
 
 CHECK_SECONDS = 20.0
 MAX_MODELS = 500

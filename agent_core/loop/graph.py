@@ -23,7 +23,8 @@ from langgraph.types import interrupt
 
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.contract import make_event
-from agent_core.llm.client import LLMError, ModelRequest, ModelTurn, complete
+from agent_core.llm.client import ModelRequest, ModelTurn, complete
+from agent_core.llm.failures import LLMError
 from agent_core.loop import usage as token_usage
 from agent_core.loop.agents import AGENTS, AgentConfig, agent_for_mode
 from agent_core.loop.approvals import ApprovalCards, decided_args, decided_context, decoded

@@ -135,7 +135,7 @@ class ThreadRunner:
         return cls(build_graph(store.saver), store, threads, mcp, undo=undo if undo is not None else UndoBook())
 
     async def aclose(self) -> None:
-        from agent_core.llm.client import close_clients
+        from agent_core.llm.sdk_clients import close_clients
 
         await self.store.aclose()
         await close_clients()
@@ -371,7 +371,7 @@ class ThreadRunner:
         Returns the run_finished status; every event is in the thread's log when it returns. The
         thread is released (lease, then `on_released`) before `run_finished` is written: a client
         that acts on that event finds the thread free."""
-        from agent_core.llm.client import LLMError
+        from agent_core.llm.failures import LLMError
         from agent_core.loop.agents import agent_for_mode
         from agent_core.loop.graph import run_context
 
