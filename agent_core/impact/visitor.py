@@ -13,6 +13,17 @@ import ast
 from collections.abc import Callable
 
 from agent_core.impact import calls, magics
+from agent_core.impact.known_names import (
+    CODE_RUNNERS,
+    CONSUMERS,
+    IPYTHON_RUNNERS,
+    ITERATION_WRAPPERS,
+    KNOWN_MODULES,
+    MAX_MAGIC_DEPTH,
+    MUTATING_METHODS,
+    NAMESPACE_FUNCTIONS,
+    UNKNOWN_FUNCTIONS,
+)
 from agent_core.impact.scopes import (
     BUILTIN_NAMES,
     Scope,
@@ -23,142 +34,6 @@ from agent_core.impact.scopes import (
     root_of,
     stored_names,
 )
-
-MUTATING_METHODS = frozenset(
-    {
-        "append",
-        "extend",
-        "insert",
-        "remove",
-        "pop",
-        "clear",
-        "sort",
-        "reverse",
-        "update",
-        "setdefault",
-        "popitem",
-        "add",
-        "discard",
-        "intersection_update",
-        "difference_update",
-        "symmetric_difference_update",
-        "appendleft",
-        "extendleft",
-        "popleft",
-        "rotate",
-        "fill",
-        "resize",
-        "put",
-        "itemset",
-        "setflags",
-        "fit",
-        "partial_fit",
-        "fit_transform",
-        "fit_predict",
-        "fit_resample",
-        "set_params",
-        "load_state_dict",
-        "__setitem__",
-        "__delitem__",
-        "__iadd__",
-        "__setattr__",
-        "__delattr__",
-    }
-)
-NAMESPACE_FUNCTIONS = frozenset({"globals", "locals", "vars"})
-# Builtins that iterate over their arguments (they advance an iterator or a generator passed in).
-CONSUMERS = frozenset(
-    {
-        "list",
-        "tuple",
-        "set",
-        "frozenset",
-        "dict",
-        "sorted",
-        "sum",
-        "min",
-        "max",
-        "any",
-        "all",
-        "enumerate",
-        "zip",
-        "map",
-        "filter",
-        "reversed",
-    }
-)
-ITERATION_WRAPPERS = frozenset({"enumerate", "zip", "reversed", "iter", "filter", "sorted", "list", "tuple"})
-CODE_RUNNERS = frozenset({"exec", "eval", "compile", "execfile", "__import__", "breakpoint"})
-IPYTHON_RUNNERS = frozenset(
-    {
-        "run_cell",
-        "run_cell_async",
-        "run_code",
-        "ex",
-        "ev",
-        "push",
-        "del_var",
-        "safe_execfile",
-        "safe_run_module",
-        "run_line_magic",
-        "run_cell_magic",
-    }
-)
-UNKNOWN_FUNCTIONS = frozenset({"runpy.run_path", "runpy.run_module", "importlib.reload"})
-KNOWN_MODULES = frozenset(
-    {
-        "os",
-        "sys",
-        "shutil",
-        "subprocess",
-        "json",
-        "pickle",
-        "joblib",
-        "random",
-        "math",
-        "re",
-        "time",
-        "datetime",
-        "itertools",
-        "functools",
-        "collections",
-        "heapq",
-        "bisect",
-        "requests",
-        "httpx",
-        "socket",
-        "urllib",
-        "pathlib",
-        "glob",
-        "io",
-        "gzip",
-        "zipfile",
-        "tarfile",
-        "csv",
-        "sqlite3",
-        "logging",
-        "warnings",
-        "torch",
-        "tensorflow",
-        "sklearn",
-        "scipy",
-        "numpy",
-        "pandas",
-        "matplotlib",
-        "seaborn",
-        "np",
-        "pd",
-        "plt",
-        "sns",
-        "tf",
-        "webbrowser",
-        "asyncio",
-        "importlib",
-        "runpy",
-        "typing",
-    }
-)
-MAX_MAGIC_DEPTH = 3
 
 
 class ImpactVisitor(ast.NodeVisitor):
