@@ -21,7 +21,9 @@ from typing import Annotated, Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent_core.config.agent_settings import AgentSettings  # noqa: E402
-from agent_core.loop.graph import AgentState, RunContext, build_graph, call_model, call_tools, new_run_input  # noqa: E402
+from agent_core.loop.graph import build_graph, call_model, call_tools  # noqa: E402
+from agent_core.loop.run_context import RunContext  # noqa: E402
+from agent_core.loop.state import AgentState, new_run_input  # noqa: E402
 from agent_core.storage.checkpoint import open_store  # noqa: E402
 from agent_core.tools import CellRun  # noqa: E402
 from devtools.fake_llm import FakeLLM, text, tool_call  # noqa: E402

@@ -330,7 +330,7 @@ async def test_finding_13_the_lease_is_released_when_saving_the_end_fails(
 
 
 async def test_finding_14_reading_a_stuck_thread_starts_nothing(api: Api, fake_llm: FakeLLM, jp_serverapp: Any) -> None:
-    from agent_core.loop.graph import appended
+    from agent_core.loop.state import appended
 
     thread = await api.new_thread()
     graph = await (await _app(jp_serverapp)).run_manager.graph()

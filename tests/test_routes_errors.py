@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agent_core.loop.graph import appended
+from agent_core.loop.state import appended
 from devtools.fake_llm import FakeLLM, error, text, tool_call
 from tests.conftest import NOTEBOOK, Api, of_type
 

@@ -11,267 +11,41 @@ import asyncio
 import json
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from functools import cache
-from typing import Annotated, Any, TypedDict
+from typing import Any
 
-from langgraph.channels.delta import DeltaChannel
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from agent_core.config.agent_settings import AgentSettings
 from agent_core.contract import make_event
 from agent_core.llm.client import ModelRequest, ModelTurn, complete
 from agent_core.llm.failures import LLMError
 from agent_core.loop import usage as token_usage
-from agent_core.loop.agents import AGENTS, AgentConfig, agent_for_mode
-from agent_core.loop.approvals import ApprovalCards, decided_args, decided_context, decoded
-from agent_core.loop.autonomy import ToolPolicy, policy_of
+from agent_core.loop.agents import AGENTS
+from agent_core.loop.approvals import decided_args, decided_context, decoded
 from agent_core.loop.history import compact
+from agent_core.loop.run_context import RunContext
+from agent_core.loop.state import AgentState, AgentUpdate, appended, parse_args
 from agent_core.loop.vision import IMAGES_KEY, with_image_parts
 from agent_core.prompts import prompt_text
-from agent_core.storage.tool_ledger import STOPPED, ToolLedger
+from agent_core.storage.tool_ledger import STOPPED
 from agent_core.tools import (
-    TOOLS,
     ToolContext,
-    ToolEnvironment,
     ToolInputError,
     ToolOutcome,
     ToolSpec,
     skills_prompt_section,
 )
 from agent_core.tools.base import Emit
-from agent_core.tools.external import ExternalToolSpec
-from agent_core.tools.gathering import EXTERNAL_TOOL_AGENTS, gone_tool_hint
-from agent_core.undo.book import UndoBook
+from agent_core.tools.gathering import gone_tool_hint
 from agent_core.undo.rules import prompt_section as rules_prompt_section
 
 log = logging.getLogger(__name__)
 
 EMPTY_REPLY_RETRIES = 2
 SAME_FAILURE_LIMIT = 3
-
-
-class MessagesAppend(TypedDict):
-    """A node's write to `messages`: the messages to add (see appended)."""
-
-    append: list[dict[str, Any]]
-
-
-def appended(*messages: dict[str, Any]) -> MessagesAppend:
-    """A write to `messages`. Wrapped, because LangGraph turns bare message dicts written to a delta
-    channel into LangChain message objects, and the state holds OpenAI-format dicts."""
-    return {"append": list(messages)}
-
-
-def append_messages(current: list[dict[str, Any]], writes: Sequence[Any]) -> list[dict[str, Any]]:
-    merged = list(current)
-    for write in writes:
-        merged.extend(write["append"] if isinstance(write, dict) else write)
-    return merged
-
-
-class _StateMessages(TypedDict, total=False):
-    # A delta channel: each checkpoint stores the new messages, not the whole list again, so a long
-    # thread grows linearly on disk instead of with the square of its turns.
-    messages: Annotated[list[dict[str, Any]], DeltaChannel(append_messages, snapshot_frequency=1000)]
-
-
-class _StateFields(TypedDict, total=False):
-    """The state's fields but `messages`, which a node reads as a list and writes as MessagesAppend."""
-
-    todos: list[dict[str, str]]
-    model_calls: int  # per run: reset by each new user message
-    done: bool
-    deferred: list[str]  # calls cut from the last turn, to tell the model they did not run
-    failure: dict[str, Any]  # {"call": fingerprint, "count": n} of consecutive identical failures
-    summary: str
-    summary_upto: int  # messages before this index are covered by `summary`
-    mode: str  # "single" or "multi": which agent answers the user
-    vision_refused: bool  # the endpoint refused image parts: descriptions only, for the rest of the thread
-    autonomy: str  # "ask", "plan" or "agent": the tools this run offers (agent_core.loop.autonomy)
-    plan_approved: bool  # Plan mode: the user approved this run's plan, every tool is offered now
-    usage: dict[str, Any]  # the thread's token totals (agent_core.loop.usage)
-    run_usage: dict[str, Any]  # this run's, reset by each new user message
-    kernel_identity: str  # the kernel process the last cell ran in: a restart since then is told to the model
-    disabled_mcp_servers: list[str]  # MCP servers this thread does not use (agent_core.tools.gathering)
-    notebook_tools: list[str]  # the kernel's @tool functions at the last run's start: told when they are gone
-
-
-class AgentState(_StateMessages, _StateFields, total=False):
-    """The graph's state, as a node reads it (the channels: `messages` first, then the other fields)."""
-
-
-class AgentUpdate(_StateFields, total=False):
-    """What a node returns: the fields it changes, and the messages it adds."""
-
-    messages: MessagesAppend
-
-
-@dataclass
-class RunContext:
-    """What a run may touch; never checkpointed."""
-
-    thread_id: str
-    settings: AgentSettings
-    env: ToolEnvironment
-    ledger: ToolLedger
-    # Events go to this sink rather than LangGraph's stream writer: what a tool emits while its run
-    # is being cancelled (a cell's "aborted") would never reach the stream's consumer.
-    emit: Emit
-    notebook_path: str = ""
-    agent: AgentConfig = field(default_factory=lambda: AGENTS["main"])
-    ledger_scope: str = ""  # the ledger key space: the thread, or a sub-agent's task within it
-    tool_mode: str = ""  # "native" or "prompt" for this run; "auto" settles on the first refusal
-    task_id: str = ""  # a sub-agent's: the id of the `task` call that started it
-    # The live notebook's cells as the browser sent them with the run or the approval (None: use the saved file).
-    notebook_cells: list[dict[str, Any]] | None = None
-    meter: token_usage.UsageMeter = field(default_factory=token_usage.UsageMeter)
-    policy: ToolPolicy = field(default_factory=ToolPolicy)  # read from the state at the start of each node
-    summarized: bool = False  # the model node summarised older turns for this call
-    # This run's MCP and notebook-defined tools (agent_core.tools.gathering), for the agents that act.
-    extra_tools: dict[str, ToolSpec] = field(default_factory=dict)
-    # The thread driver's (ThreadRunner), shared by the run's sub-agents: the steps undo may restore
-    # and the approval cards already made. A context made without a driver has books of its own.
-    undo: UndoBook = field(default_factory=UndoBook)
-    approvals: ApprovalCards = field(default_factory=ApprovalCards)
-
-    def __post_init__(self) -> None:
-        if not self.tool_mode:
-            self.tool_mode = "prompt" if self.settings.tool_calling == "prompt" else "native"
-        self.ledger_scope = self.ledger_scope or self.thread_id
-        self.tools: dict[str, ToolSpec] = {name: TOOLS[name] for name in self.agent.tools}
-        if self.agent.name in EXTERNAL_TOOL_AGENTS:
-            self.tools.update({name: spec for name, spec in self.extra_tools.items() if name not in TOOLS})
-
-    @property
-    def max_model_calls(self) -> int:
-        return self.settings.max_model_calls or self.agent.max_model_calls
-
-    def needs_approval(self, name: str) -> bool:
-        if self.policy.asks_for_plan(name):
-            return True
-        spec = self.tools.get(name)
-        if isinstance(spec, ExternalToolSpec):  # the user's opt-in was settled when the tool was built
-            return not spec.auto_approvable
-        return bool(spec and spec.needs_approval and name not in self.settings.auto_approve)
-
-    def offered(self) -> dict[str, ToolSpec]:
-        return {name: spec for name, spec in self.tools.items() if self.policy.offers(name, spec)}
-
-    def begin_node(self, state: Mapping[str, Any]) -> None:
-        self.policy = policy_of(state)
-        if not self.agent.is_subagent:  # a sub-agent's calls add to its parent's totals
-            self.meter.load(state)
-
-    async def delegate(self, name: str, description: str, call_id: str) -> ToolOutcome:
-        """Run a sub-agent on a fresh context: only the description goes in, only its report comes
-        back. It runs as a subgraph of this node, so its approvals pause the whole thread and a resume
-        continues it where it stopped, without calling its model again."""
-        if name not in self.agent.may_call:
-            allowed = ", ".join(self.agent.may_call) or "none"
-            raise ToolInputError(f"{self.agent.label} may not call the agent {name!r}; it may call: {allowed}")
-        agent = AGENTS[name]
-        sub_ctx = RunContext(
-            self.thread_id,
-            self.settings,
-            self.env,
-            self.ledger,
-            _tagged(self.emit, name, call_id),
-            self.notebook_path,
-            agent,
-            ledger_scope=f"{self.ledger_scope}/{call_id}",
-            tool_mode=self.tool_mode,
-            task_id=call_id,
-            notebook_cells=self.notebook_cells,
-            meter=self.meter,
-            extra_tools=self.extra_tools,
-            undo=self.undo,
-            approvals=self.approvals,
-        )
-        # The switches carry the task's id too: the panel nests what lies between them under the call.
-        self.emit(
-            make_event("agent_switch", task_id=call_id, **{"from": self.agent.name, "to": name, "task": description})
-        )
-        sub_input = new_run_input(description, autonomy=self.policy.subagent_autonomy())
-        result = await _subagent_graph().ainvoke(sub_input, context=sub_ctx)
-        self.emit(
-            make_event("agent_switch", task_id=call_id, **{"from": name, "to": self.agent.name, "task": description})
-        )
-        report = (
-            next((m.get("content") for m in reversed(result["messages"]) if m.get("role") == "assistant"), "")
-            or "(no report)"
-        )
-        return ToolOutcome("ok", f"{agent.label} reports:\n{report}", summary=report)
-
-
-def run_context(
-    thread_id: str,
-    settings: AgentSettings,
-    env: ToolEnvironment,
-    ledger: ToolLedger,
-    emit: Emit,
-    notebook_path: str,
-    mode: str,
-    notebook_cells: list[dict[str, Any]] | None = None,
-    extra_tools: dict[str, ToolSpec] | None = None,
-    *,
-    undo: UndoBook,
-    approvals: ApprovalCards,
-) -> RunContext:
-    """The context of a run's top agent: the single agent, or the planner in multi mode."""
-    agent = agent_for_mode(mode)
-    return RunContext(
-        thread_id,
-        settings,
-        env,
-        ledger,
-        _tagged(emit, agent.name),
-        notebook_path,
-        agent,
-        notebook_cells=notebook_cells,
-        extra_tools=extra_tools or {},
-        undo=undo,
-        approvals=approvals,
-    )
-
-
-def _tagged(emit: Emit, agent: str, task_id: str = "") -> Emit:
-    if agent == "main":
-        return emit
-    tags = {"agent": agent, "task_id": task_id} if task_id else {"agent": agent}
-    return lambda event: emit({**tags, **event})  # an inner (sub-)agent's tags win
-
-
-def new_run_input(
-    message: str, mode: str = "single", context: list[dict[str, Any]] | None = None, autonomy: str = "agent"
-) -> AgentUpdate:
-    """A run's input: the user's message, after the context Cellwright attached to it (if any)."""
-    messages = [*(context or []), {"role": "user", "content": message}]
-    return {
-        "messages": appended(*messages),
-        "model_calls": 0,
-        "done": False,
-        "failure": {},
-        "mode": mode,
-        "autonomy": autonomy,
-        "plan_approved": False,
-        "run_usage": token_usage.zero(),
-    }
-
-
-def parse_args(raw: str | dict[str, Any] | None) -> tuple[dict[str, Any] | None, str | None]:
-    if isinstance(raw, dict):
-        return raw, None
-    try:
-        value = json.loads(raw or "{}")
-    except json.JSONDecodeError as exc:
-        return None, f"the arguments are not valid JSON ({exc.msg} at position {exc.pos}); send a JSON object"
-    if not isinstance(value, dict):
-        return None, "the arguments must be a JSON object"
-    return value, None
 
 
 def _finish(emit: Emit, answer: str, next_items: list[dict[str, str]] | None = None) -> AgentUpdate:
@@ -533,7 +307,7 @@ async def _run_unrecorded(spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolCo
 
 
 @cache
-def _subagent_graph() -> Any:
+def subagent_graph() -> Any:
     # No checkpointer of its own: invoked inside a node, it saves into the parent's, under its task.
     return build_graph(None)
 

@@ -305,7 +305,7 @@ class ThreadRunner:
         `run_started`, and its outside tools. The notebook's @tool functions and the run's context
         are both read from the kernel: asked at once, it answers one after the other with no round
         trip in between."""
-        from agent_core.loop.graph import new_run_input
+        from agent_core.loop.state import new_run_input
         from agent_core.tools.gathering import with_tool_notes
         from agent_core.undo.steps import pending_notes
 
@@ -373,7 +373,7 @@ class ThreadRunner:
         that acts on that event finds the thread free."""
         from agent_core.llm.failures import LLMError
         from agent_core.loop.agents import agent_for_mode
-        from agent_core.loop.graph import run_context
+        from agent_core.loop.run_context import run_context
 
         thread_id = record.thread_id
         if not await self.threads.begin_run(thread_id, status="running", last_run_id=run_id):
@@ -476,7 +476,7 @@ class ThreadRunner:
     async def close_open_call(self, thread_id: str, emit: Callable[[dict[str, Any]], None]) -> bool:
         """After a stop, answer the call the tools step was on (pending approval, or cut off while
         running) with its recorded outcome, so the thread is consistent and the call never runs again."""
-        from agent_core.loop.graph import appended
+        from agent_core.loop.state import appended
 
         snapshot = await self.graph.aget_state(self.config(thread_id))
         if snapshot.next != ("tools",):
@@ -581,7 +581,7 @@ def approval_event(payload: dict[str, Any]) -> dict[str, Any]:
 
 def view_message(message: dict[str, Any]) -> dict[str, Any]:
     """A state message as GET threads/{id} shows it."""
-    from agent_core.loop.graph import parse_args
+    from agent_core.loop.state import parse_args
 
     view: dict[str, Any] = {"role": message.get("role"), "content": message.get("content") or ""}
     if message.get("tool_calls"):

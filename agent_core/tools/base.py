@@ -16,7 +16,7 @@ from agent_core.tools.arguments import ToolArgs, llm_schema, validated
 from agent_core.workspace import Workspace
 
 if TYPE_CHECKING:  # the graph imports the tools: its RunContext is only named here
-    from agent_core.loop.graph import RunContext
+    from agent_core.loop.run_context import RunContext
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -86,7 +86,7 @@ class ToolEnvironment(Protocol):
 
 
 class ToolStateUpdate(TypedDict, total=False):
-    """The graph state fields a tool may set (agent_core.loop.graph.AgentState says what they mean)."""
+    """The graph state fields a tool may set (agent_core.loop.state.AgentState says what they mean)."""
 
     todos: list[dict[str, str]]
     kernel_identity: str

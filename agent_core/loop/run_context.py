@@ -1,0 +1,159 @@
+"""What a run may touch, never checkpointed: its settings, tool environment and ledger, its event
+sink, the agent it runs as and the tools that agent is offered, its approval policy and books."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_core.config.agent_settings import AgentSettings
+from agent_core.contract import make_event
+from agent_core.loop import usage as token_usage
+from agent_core.loop.agents import AGENTS, AgentConfig, agent_for_mode
+from agent_core.loop.approvals import ApprovalCards
+from agent_core.loop.autonomy import ToolPolicy, policy_of
+from agent_core.loop.state import new_run_input
+from agent_core.storage.tool_ledger import ToolLedger
+from agent_core.tools import TOOLS, ToolEnvironment, ToolInputError, ToolOutcome, ToolSpec
+from agent_core.tools.base import Emit
+from agent_core.tools.external import ExternalToolSpec
+from agent_core.tools.gathering import EXTERNAL_TOOL_AGENTS
+from agent_core.undo.book import UndoBook
+
+
+@dataclass
+class RunContext:
+    """What a run may touch; never checkpointed."""
+
+    thread_id: str
+    settings: AgentSettings
+    env: ToolEnvironment
+    ledger: ToolLedger
+    # Events go to this sink rather than LangGraph's stream writer: what a tool emits while its run
+    # is being cancelled (a cell's "aborted") would never reach the stream's consumer.
+    emit: Emit
+    notebook_path: str = ""
+    agent: AgentConfig = field(default_factory=lambda: AGENTS["main"])
+    ledger_scope: str = ""  # the ledger key space: the thread, or a sub-agent's task within it
+    tool_mode: str = ""  # "native" or "prompt" for this run; "auto" settles on the first refusal
+    task_id: str = ""  # a sub-agent's: the id of the `task` call that started it
+    # The live notebook's cells as the browser sent them with the run or the approval (None: use the saved file).
+    notebook_cells: list[dict[str, Any]] | None = None
+    meter: token_usage.UsageMeter = field(default_factory=token_usage.UsageMeter)
+    policy: ToolPolicy = field(default_factory=ToolPolicy)  # read from the state at the start of each node
+    summarized: bool = False  # the model node summarised older turns for this call
+    # This run's MCP and notebook-defined tools (agent_core.tools.gathering), for the agents that act.
+    extra_tools: dict[str, ToolSpec] = field(default_factory=dict)
+    # The thread driver's (ThreadRunner), shared by the run's sub-agents: the steps undo may restore
+    # and the approval cards already made. A context made without a driver has books of its own.
+    undo: UndoBook = field(default_factory=UndoBook)
+    approvals: ApprovalCards = field(default_factory=ApprovalCards)
+
+    def __post_init__(self) -> None:
+        if not self.tool_mode:
+            self.tool_mode = "prompt" if self.settings.tool_calling == "prompt" else "native"
+        self.ledger_scope = self.ledger_scope or self.thread_id
+        self.tools: dict[str, ToolSpec] = {name: TOOLS[name] for name in self.agent.tools}
+        if self.agent.name in EXTERNAL_TOOL_AGENTS:
+            self.tools.update({name: spec for name, spec in self.extra_tools.items() if name not in TOOLS})
+
+    @property
+    def max_model_calls(self) -> int:
+        return self.settings.max_model_calls or self.agent.max_model_calls
+
+    def needs_approval(self, name: str) -> bool:
+        if self.policy.asks_for_plan(name):
+            return True
+        spec = self.tools.get(name)
+        if isinstance(spec, ExternalToolSpec):  # the user's opt-in was settled when the tool was built
+            return not spec.auto_approvable
+        return bool(spec and spec.needs_approval and name not in self.settings.auto_approve)
+
+    def offered(self) -> dict[str, ToolSpec]:
+        return {name: spec for name, spec in self.tools.items() if self.policy.offers(name, spec)}
+
+    def begin_node(self, state: Mapping[str, Any]) -> None:
+        self.policy = policy_of(state)
+        if not self.agent.is_subagent:  # a sub-agent's calls add to its parent's totals
+            self.meter.load(state)
+
+    async def delegate(self, name: str, description: str, call_id: str) -> ToolOutcome:
+        """Run a sub-agent on a fresh context: only the description goes in, only its report comes
+        back. It runs as a subgraph of this node, so its approvals pause the whole thread and a resume
+        continues it where it stopped, without calling its model again."""
+        if name not in self.agent.may_call:
+            allowed = ", ".join(self.agent.may_call) or "none"
+            raise ToolInputError(f"{self.agent.label} may not call the agent {name!r}; it may call: {allowed}")
+        agent = AGENTS[name]
+        sub_ctx = RunContext(
+            self.thread_id,
+            self.settings,
+            self.env,
+            self.ledger,
+            _tagged(self.emit, name, call_id),
+            self.notebook_path,
+            agent,
+            ledger_scope=f"{self.ledger_scope}/{call_id}",
+            tool_mode=self.tool_mode,
+            task_id=call_id,
+            notebook_cells=self.notebook_cells,
+            meter=self.meter,
+            extra_tools=self.extra_tools,
+            undo=self.undo,
+            approvals=self.approvals,
+        )
+        # The switches carry the task's id too: the panel nests what lies between them under the call.
+        self.emit(
+            make_event("agent_switch", task_id=call_id, **{"from": self.agent.name, "to": name, "task": description})
+        )
+        sub_input = new_run_input(description, autonomy=self.policy.subagent_autonomy())
+        from agent_core.loop.graph import subagent_graph  # the graph's nodes take this context: imported at use
+
+        result = await subagent_graph().ainvoke(sub_input, context=sub_ctx)
+        self.emit(
+            make_event("agent_switch", task_id=call_id, **{"from": name, "to": self.agent.name, "task": description})
+        )
+        report = (
+            next((m.get("content") for m in reversed(result["messages"]) if m.get("role") == "assistant"), "")
+            or "(no report)"
+        )
+        return ToolOutcome("ok", f"{agent.label} reports:\n{report}", summary=report)
+
+
+def run_context(
+    thread_id: str,
+    settings: AgentSettings,
+    env: ToolEnvironment,
+    ledger: ToolLedger,
+    emit: Emit,
+    notebook_path: str,
+    mode: str,
+    notebook_cells: list[dict[str, Any]] | None = None,
+    extra_tools: dict[str, ToolSpec] | None = None,
+    *,
+    undo: UndoBook,
+    approvals: ApprovalCards,
+) -> RunContext:
+    """The context of a run's top agent: the single agent, or the planner in multi mode."""
+    agent = agent_for_mode(mode)
+    return RunContext(
+        thread_id,
+        settings,
+        env,
+        ledger,
+        _tagged(emit, agent.name),
+        notebook_path,
+        agent,
+        notebook_cells=notebook_cells,
+        extra_tools=extra_tools or {},
+        undo=undo,
+        approvals=approvals,
+    )
+
+
+def _tagged(emit: Emit, agent: str, task_id: str = "") -> Emit:
+    if agent == "main":
+        return emit
+    tags = {"agent": agent, "task_id": task_id} if task_id else {"agent": agent}
+    return lambda event: emit({**tags, **event})  # an inner (sub-)agent's tags win

@@ -1,0 +1,97 @@
+"""The graph's state: OpenAI-format messages in a delta channel, the run's counters and modes, and
+what a new run starts with."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Annotated, Any, TypedDict
+
+from langgraph.channels.delta import DeltaChannel
+
+from agent_core.loop import usage as token_usage
+
+
+class MessagesAppend(TypedDict):
+    """A node's write to `messages`: the messages to add (see appended)."""
+
+    append: list[dict[str, Any]]
+
+
+def appended(*messages: dict[str, Any]) -> MessagesAppend:
+    """A write to `messages`. Wrapped, because LangGraph turns bare message dicts written to a delta
+    channel into LangChain message objects, and the state holds OpenAI-format dicts."""
+    return {"append": list(messages)}
+
+
+def append_messages(current: list[dict[str, Any]], writes: Sequence[Any]) -> list[dict[str, Any]]:
+    merged = list(current)
+    for write in writes:
+        merged.extend(write["append"] if isinstance(write, dict) else write)
+    return merged
+
+
+class _StateMessages(TypedDict, total=False):
+    # A delta channel: each checkpoint stores the new messages, not the whole list again, so a long
+    # thread grows linearly on disk instead of with the square of its turns.
+    messages: Annotated[list[dict[str, Any]], DeltaChannel(append_messages, snapshot_frequency=1000)]
+
+
+class _StateFields(TypedDict, total=False):
+    """The state's fields but `messages`, which a node reads as a list and writes as MessagesAppend."""
+
+    todos: list[dict[str, str]]
+    model_calls: int  # per run: reset by each new user message
+    done: bool
+    deferred: list[str]  # calls cut from the last turn, to tell the model they did not run
+    failure: dict[str, Any]  # {"call": fingerprint, "count": n} of consecutive identical failures
+    summary: str
+    summary_upto: int  # messages before this index are covered by `summary`
+    mode: str  # "single" or "multi": which agent answers the user
+    vision_refused: bool  # the endpoint refused image parts: descriptions only, for the rest of the thread
+    autonomy: str  # "ask", "plan" or "agent": the tools this run offers (agent_core.loop.autonomy)
+    plan_approved: bool  # Plan mode: the user approved this run's plan, every tool is offered now
+    usage: dict[str, Any]  # the thread's token totals (agent_core.loop.usage)
+    run_usage: dict[str, Any]  # this run's, reset by each new user message
+    kernel_identity: str  # the kernel process the last cell ran in: a restart since then is told to the model
+    disabled_mcp_servers: list[str]  # MCP servers this thread does not use (agent_core.tools.gathering)
+    notebook_tools: list[str]  # the kernel's @tool functions at the last run's start: told when they are gone
+
+
+class AgentState(_StateMessages, _StateFields, total=False):
+    """The graph's state, as a node reads it (the channels: `messages` first, then the other fields)."""
+
+
+class AgentUpdate(_StateFields, total=False):
+    """What a node returns: the fields it changes, and the messages it adds."""
+
+    messages: MessagesAppend
+
+
+def new_run_input(
+    message: str, mode: str = "single", context: list[dict[str, Any]] | None = None, autonomy: str = "agent"
+) -> AgentUpdate:
+    """A run's input: the user's message, after the context Cellwright attached to it (if any)."""
+    messages = [*(context or []), {"role": "user", "content": message}]
+    return {
+        "messages": appended(*messages),
+        "model_calls": 0,
+        "done": False,
+        "failure": {},
+        "mode": mode,
+        "autonomy": autonomy,
+        "plan_approved": False,
+        "run_usage": token_usage.zero(),
+    }
+
+
+def parse_args(raw: str | dict[str, Any] | None) -> tuple[dict[str, Any] | None, str | None]:
+    if isinstance(raw, dict):
+        return raw, None
+    try:
+        value = json.loads(raw or "{}")
+    except json.JSONDecodeError as exc:
+        return None, f"the arguments are not valid JSON ({exc.msg} at position {exc.pos}); send a JSON object"
+    if not isinstance(value, dict):
+        return None, "the arguments must be a JSON object"
+    return value, None
