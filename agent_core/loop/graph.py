@@ -15,7 +15,9 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
@@ -307,7 +309,7 @@ async def _run_unrecorded(spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolCo
 
 
 @cache
-def subagent_graph() -> Any:
+def subagent_graph() -> AgentGraph:
     # No checkpointer of its own: invoked inside a node, it saves into the parent's, under its task.
     return build_graph(None)
 
@@ -386,7 +388,10 @@ def _after_tools(state: Mapping[str, Any]) -> str:
     return END if state.get("done") else "model"
 
 
-def build_graph(checkpointer: Any) -> Any:
+AgentGraph = CompiledStateGraph[AgentState, RunContext, AgentState, AgentState]
+
+
+def build_graph(checkpointer: BaseCheckpointSaver[Any] | None) -> AgentGraph:
     graph = StateGraph(AgentState, context_schema=RunContext)
     graph.add_node("model", call_model, input_schema=AgentState)
     graph.add_node("tools", call_tools, input_schema=AgentState)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.contract import make_event
@@ -13,7 +13,7 @@ from agent_core.loop import usage as token_usage
 from agent_core.loop.agents import AGENTS, AgentConfig, agent_for_mode
 from agent_core.loop.approvals import ApprovalCards
 from agent_core.loop.autonomy import ToolPolicy, policy_of
-from agent_core.loop.state import new_run_input
+from agent_core.loop.state import AgentState, new_run_input
 from agent_core.storage.tool_ledger import ToolLedger
 from agent_core.tools import TOOLS, ToolEnvironment, ToolInputError, ToolOutcome, ToolSpec
 from agent_core.tools.base import Emit
@@ -107,9 +107,11 @@ class RunContext:
         self.emit(
             make_event("agent_switch", task_id=call_id, **{"from": self.agent.name, "to": name, "task": description})
         )
-        sub_input = new_run_input(description, autonomy=self.policy.subagent_autonomy())
         from agent_core.loop.graph import subagent_graph  # the graph's nodes take this context: imported at use
 
+        # An input is an update of the state (its messages an append the channel's reducer applies),
+        # which LangGraph's typing does not tell apart from the state itself.
+        sub_input = cast("AgentState", new_run_input(description, autonomy=self.policy.subagent_autonomy()))
         result = await subagent_graph().ainvoke(sub_input, context=sub_ctx)
         self.emit(
             make_event("agent_switch", task_id=call_id, **{"from": name, "to": self.agent.name, "task": description})
@@ -130,7 +132,7 @@ def run_context(
     notebook_path: str,
     mode: str,
     notebook_cells: list[dict[str, Any]] | None = None,
-    extra_tools: dict[str, ToolSpec] | None = None,
+    extra_tools: Mapping[str, ToolSpec] | None = None,
     *,
     undo: UndoBook,
     approvals: ApprovalCards,
@@ -146,7 +148,7 @@ def run_context(
         notebook_path,
         agent,
         notebook_cells=notebook_cells,
-        extra_tools=extra_tools or {},
+        extra_tools=dict(extra_tools or {}),
         undo=undo,
         approvals=approvals,
     )

@@ -25,10 +25,17 @@ from agent_core.storage.tool_ledger import INTERRUPTED, STOPPED
 from agent_core.undo.book import UndoBook
 
 if TYPE_CHECKING:  # the contract's route models and the tool registry load on a run's first use
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.types import StateSnapshot
+
     from agent_core.contract.routes import Decision, StartRun
     from agent_core.contract.shared import LiveCell
     from agent_core.loop.approvals import ApprovalCards
+    from agent_core.loop.graph import AgentGraph
+    from agent_core.loop.state import AgentUpdate
+    from agent_core.mcp.manager import McpManager
     from agent_core.tools import ToolEnvironment
+    from agent_core.tools.external import ExternalToolSpec
 
 log = logging.getLogger(__name__)
 
@@ -83,10 +90,9 @@ class ThreadNotFound(NotFound):
     kind = "thread_not_found"
 
 
-ContextFactory = Callable[[EventPump], Any]  # builds the run's RunContext around its event sink
 EventSink = Callable[[dict[str, Any]], None]
 EnvironmentFor = Callable[[ThreadRecord], "ToolEnvironment"]  # where a thread's tools act (its notebook's kernel)
-McpSource = Callable[[], Any]  # the MCP manager (agent_core.mcp.manager), made on first use; None: no MCP
+McpSource = Callable[[], "McpManager"]  # the MCP servers' connections, made on first use
 RUN_TOOLS_KEPT = 256  # threads whose outside tools are remembered for their resumed segments
 
 
@@ -106,13 +112,13 @@ class ThreadRunner:
     """The one driver of a thread: `start` and `resume` check what was asked against the thread,
     and return the segment to drive; the graph with its persistence and the thread store are here."""
 
-    graph: Any
+    graph: AgentGraph
     store: AgentStore
     threads: ThreadStore
     mcp: McpSource | None = None
     # Each thread's outside tools as its run's first segment found them: a segment an approval
     # resumes offers the same (asking the kernel again sat between Approve and the cell).
-    _run_tools: dict[str, tuple[dict[str, Any], list[str]]] = field(default_factory=dict)
+    _run_tools: dict[str, tuple[dict[str, ExternalToolSpec], list[str]]] = field(default_factory=dict)
     # What this process remembers of its threads' runs, handed to each run's tools (RunContext):
     # the steps an undo may restore, with the notes it leaves for the next run ...
     undo: UndoBook = field(default_factory=UndoBook)
@@ -141,14 +147,14 @@ class ThreadRunner:
         await close_clients()
 
     @staticmethod
-    def config(thread_id: str) -> dict[str, Any]:
+    def config(thread_id: str) -> RunnableConfig:
         return {"configurable": {"thread_id": thread_id}}
 
-    async def snapshot(self, thread_id: str) -> Any:
+    async def snapshot(self, thread_id: str) -> StateSnapshot:
         return await self.graph.aget_state(self.config(thread_id), subgraphs=True)
 
     @staticmethod
-    def pending(snapshot: Any) -> dict[str, Any] | None:
+    def pending(snapshot: StateSnapshot) -> dict[str, Any] | None:
         """The approval the thread waits for, if any (also one raised inside a sub-agent)."""
         for interrupt in snapshot.interrupts:
             if isinstance(interrupt.value, dict) and "id" in interrupt.value:
@@ -156,17 +162,17 @@ class ThreadRunner:
         return None
 
     @staticmethod
-    def stuck(snapshot: Any) -> bool:
+    def stuck(snapshot: StateSnapshot) -> bool:
         """A crash between saving the model's step and raising its approval interrupt leaves a
         tools step with no interrupt: driving the thread again (input None) asks for approval."""
         return snapshot.next == ("tools",) and not snapshot.interrupts
 
     @staticmethod
-    def mode_of(snapshot: Any) -> str:
+    def mode_of(snapshot: StateSnapshot) -> str:
         return str((snapshot.values or {}).get("mode", "single"))
 
     @staticmethod
-    def autonomy_of(snapshot: Any) -> str:
+    def autonomy_of(snapshot: StateSnapshot) -> str:
         return str((snapshot.values or {}).get("autonomy", "agent"))
 
     # -- what can be asked of a thread
@@ -270,7 +276,9 @@ class ThreadRunner:
         if holder:
             raise ThreadBusy(holder, action)
 
-    async def recovered(self, record: ThreadRecord, environment: EnvironmentFor, settings: AgentSettings) -> Any:
+    async def recovered(
+        self, record: ThreadRecord, environment: EnvironmentFor, settings: AgentSettings
+    ) -> StateSnapshot:
         """The thread's snapshot, after driving it on (input None) if a crash left it between a saved
         step and its approval request, so that its approval shows again (read once: a hot path)."""
         snapshot = await self.snapshot(record.thread_id)
@@ -300,7 +308,7 @@ class ThreadRunner:
         env: ToolEnvironment,
         settings: AgentSettings,
         prior: dict[str, Any],
-    ) -> tuple[Any, list[dict[str, Any]], dict[str, Any]]:
+    ) -> tuple[AgentUpdate, list[dict[str, Any]], dict[str, ExternalToolSpec]]:
         """A new run's graph input (the message after its context and notes), the mentions for
         `run_started`, and its outside tools. The notebook's @tool functions and the run's context
         are both read from the kernel: asked at once, it answers one after the other with no round
@@ -332,7 +340,7 @@ class ThreadRunner:
 
     async def _outside_tools(
         self, thread_id: str, disabled: list[str], env: ToolEnvironment, settings: AgentSettings, fresh: bool
-    ) -> tuple[dict[str, Any], list[str]]:
+    ) -> tuple[dict[str, ExternalToolSpec], list[str]]:
         """This segment's MCP and notebook tools (and notes about them, for a new run): gathered at
         the start of each run, and for a resumed segment this process did not start the run of."""
         if not fresh and thread_id in self._run_tools:
@@ -346,7 +354,7 @@ class ThreadRunner:
 
     async def _gather(
         self, env: ToolEnvironment, settings: AgentSettings, disabled: list[str]
-    ) -> tuple[dict[str, Any], list[str]]:
+    ) -> tuple[dict[str, ExternalToolSpec], list[str]]:
         from agent_core.tools.gathering import gather_tools
 
         mcp = self.mcp() if self.mcp is not None and settings.mcp_servers else None
@@ -362,7 +370,7 @@ class ThreadRunner:
         segment: Segment,
         env: ToolEnvironment,
         settings: AgentSettings,
-        extra: dict[str, Any],
+        extra: dict[str, ExternalToolSpec],
         on_event: EventSink | None = None,
         on_released: Callable[[], None] | None = None,
         mentions: list[dict[str, Any]] | None = None,
