@@ -25,16 +25,16 @@ from .errors import BadRequest, CellwrightError, Conflict, Misconfigured, Unavai
 from .run_manager import RunManager, StreamItem
 
 if TYPE_CHECKING:
-    from agent_core.contract.routes import ModelT
+    from agent_core.contract.bodies import ModelT
     from agent_core.contract.shared import WireModel
 
 
-def contract_routes() -> ModuleType:
-    """agent_core.contract.routes, loaded by the first request: building its models would add tens of
+def contract_bodies() -> ModuleType:
+    """agent_core.contract.bodies, loaded by the first request: building its models would add tens of
     milliseconds to Jupyter's start-up."""
-    from agent_core.contract import routes
+    from agent_core.contract import bodies
 
-    return routes
+    return bodies
 
 
 MAX_SEQ = 2**62  # SQLite integers are 64-bit: a larger Last-Event-ID must not reach the query
@@ -54,15 +54,15 @@ class CellwrightHandler(APIHandler):
     async def prepare(self) -> None:  # type: ignore[override]  # tornado's, not JupyterHandler's login redirect
         await super().prepare()
         if (
-            len(self.request.body or b"") > contract_routes().MAX_BODY_BYTES
+            len(self.request.body or b"") > contract_bodies().MAX_BODY_BYTES
         ):  # before any work, even for a wrong route body
-            contract_routes().parse_json(self.request.body)
+            contract_bodies().parse_json(self.request.body)
         await self.app.ready()
 
     def body(self, model: type[ModelT]) -> ModelT:
         """The request body as `model`: JSON, bounded, every field type-checked."""
-        routes = contract_routes()
-        return routes.parse_body(model, routes.parse_json(self.request.body))
+        bodies = contract_bodies()
+        return bodies.parse_body(model, bodies.parse_json(self.request.body))
 
     @property
     def root_dir(self) -> Path:
@@ -129,7 +129,7 @@ class ConfigHandler(CellwrightHandler):
     @web.authenticated
     @authorized
     async def put(self) -> None:
-        self.app.apply_changes(contract_routes().parse_json(self.request.body))
+        self.app.apply_changes(contract_bodies().parse_json(self.request.body))
         self.write_json(self.app.public_config())
 
 
@@ -148,7 +148,7 @@ class ConfigTestHandler(CellwrightHandler):
     async def post(self) -> None:
         from agent_core.llm.connection_check import test_connection
 
-        form = self.body(contract_routes().ConnectionTest).model_dump(exclude_none=True)
+        form = self.body(contract_bodies().ConnectionTest).model_dump(exclude_none=True)
         self.write_json(
             await test_connection(self.app.configuration.trial_settings(form))
         )  # keys stay with their endpoint
@@ -163,7 +163,7 @@ class ThreadsHandler(CellwrightHandler):
     @web.authenticated
     @authorized
     async def post(self) -> None:
-        body = self.body(contract_routes().CreateThread)
+        body = self.body(contract_bodies().CreateThread)
         path = self._notebook_path(body.notebook_path) or ""
         record = await self.runs.threads.create(path, body.title.strip() or "New thread")
         self.set_header("Location", self.base_url.rstrip("/") + f"/cellwright/api/threads/{record.thread_id}")
@@ -188,7 +188,7 @@ class RunsHandler(CellwrightHandler):
     @web.authenticated
     @authorized
     async def post(self, thread_id: str) -> None:
-        body = self.body(contract_routes().StartRun)
+        body = self.body(contract_bodies().StartRun)
         if not body.message.strip():
             raise BadRequest('"message" must not be blank.', "bad_request")
         path = self._notebook_path(body.notebook_path)
@@ -200,7 +200,7 @@ class ApprovalHandler(CellwrightHandler):
     @web.authenticated
     @authorized
     async def post(self, thread_id: str, call_id: str) -> None:
-        run_id = await self.runs.decide(thread_id, call_id, self.body(contract_routes().Decision))
+        run_id = await self.runs.decide(thread_id, call_id, self.body(contract_bodies().Decision))
         self.write_json({"run_id": run_id}, 202)
 
 
@@ -303,7 +303,7 @@ class DiagnosticsHandler(ToolRouteHandler):
     async def post(self) -> None:
         from agent_core.tools.diagnostics import lint_code, lint_file
 
-        body = self.body(contract_routes().DiagnosticsRequest)
+        body = self.body(contract_bodies().DiagnosticsRequest)
         code, path, kernel_id = body.code, body.path, body.kernel_id
         if code is None and path is None:
             raise BadRequest(
@@ -334,7 +334,7 @@ class ResourcesHandler(ToolRouteHandler):
     async def post(self) -> None:
         from agent_core.tools.resources import check_resources
 
-        body = self.body(contract_routes().ResourcesRequest)
+        body = self.body(contract_bodies().ResourcesRequest)
         self.write_json(await check_resources(self.app.workspace, self.kernel_of(body), body.files, body.dataframes))
 
 
@@ -346,7 +346,7 @@ class VariablesHandler(ToolRouteHandler):
     async def post(self) -> None:
         from agent_core.kernel_probes.introspection import namespace_snapshot
 
-        env = self.kernel_of(self.body(contract_routes().VariablesRequest))
+        env = self.kernel_of(self.body(contract_bodies().VariablesRequest))
         if env is None:
             self.write_json({"variables": [], "note": "no kernel: send the notebook's kernel_id or notebook_path"})
             return
@@ -427,7 +427,7 @@ class NotebookToolsHandler(ToolRouteHandler):
         from agent_core.tools.gathering import TAKEN
         from agent_core.tools.notebook_functions import notebook_tools
 
-        env = self.kernel_of(self.body(contract_routes().VariablesRequest))
+        env = self.kernel_of(self.body(contract_bodies().VariablesRequest))
         if env is None:
             self.write_json({"tools": [], "notes": []})
             return

@@ -24,8 +24,9 @@ from .errors import BadRequest, Conflict, NotFound
 from .heap_settling import settle_soon
 
 if TYPE_CHECKING:  # the tool registry and the contract's models load on first use, not at server start
+    from agent_core.contract.answers import ThreadDetail, ThreadList
+    from agent_core.contract.bodies import Decision, StartRun
     from agent_core.contract.review import UndoResult
-    from agent_core.contract.routes import Decision, StartRun, ThreadDetail, ThreadList
     from agent_core.loop.thread_runner import PreparedRun, ThreadRunner
     from agent_core.tools import ToolEnvironment
 
@@ -108,7 +109,7 @@ class RunManager(LoggingConfigurable):
 
     async def thread_detail(self, thread_id: str) -> ThreadDetail:
         """The thread as it is: a read never drives a run (recovery is for start-up and POSTs)."""
-        from agent_core.contract.routes import ThreadDetail
+        from agent_core.contract.answers import ThreadDetail
         from agent_core.loop.mentions import CONTEXT_KEY
         from agent_core.loop.thread_runner import view_message
         from agent_core.loop.usage import public as public_usage
@@ -131,7 +132,7 @@ class RunManager(LoggingConfigurable):
         return ThreadDetail.model_validate(detail)
 
     async def list_threads(self) -> ThreadList:
-        from agent_core.contract.routes import ThreadList
+        from agent_core.contract.answers import ThreadList
 
         threads = [{**r.public(), "status": self._status(r, None)} for r in await self.threads.list()]
         return ThreadList.model_validate({"threads": threads})

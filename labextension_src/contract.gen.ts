@@ -626,11 +626,7 @@ export const EVENT_TYPES = [
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
-// ---------------------------------------------------------------- route bodies and answers
-
-export interface CancelAccepted {
-  status: 'cancelled';
-}
+// ---------------------------------------------------------------- route bodies
 
 /** PUT config: any of these; an unknown name is refused rather than silently dropped. */
 export interface ConfigUpdate {
@@ -646,20 +642,6 @@ export interface ConfigUpdate {
   mcp_servers?: Record<string, McpServerSetting> | null;
 }
 
-export interface ConnectionCheck {
-  name: 'reachable' | 'key' | 'model' | 'tools';
-  ok: boolean;
-  message: string;
-}
-
-export interface ConnectionReport {
-  /** Every check passed: the endpoint answers this model, with tool calling. */
-  ok: boolean;
-  /** In order; after the first failure the rest are not run. */
-  checks: ConnectionCheck[];
-  models: string[];
-}
-
 /**
  * POST config/test: the form's values, unsaved; what is absent is taken from the settings. The
  * endpoint tried gets the api_key sent with it, else its own saved key, never another endpoint's.
@@ -673,15 +655,6 @@ export interface ConnectionTest {
 export interface CreateThread {
   notebook_path?: string;
   title?: string;
-}
-
-export interface DataFrameSize {
-  bytes: number;
-  rows: number;
-  columns: number;
-  library: 'pandas' | 'polars';
-  deep?: boolean;
-  note?: string | null;
 }
 
 export interface Decision {
@@ -703,16 +676,94 @@ export interface Decision {
   notebook_cells?: LiveCell[] | null;
 }
 
-export interface DiagnosticsAnswer {
-  diagnostics: Diagnostic[];
-  /** Why the check is partial (e.g. no kernel to ask for names). */
-  note?: string | null;
-}
-
 export interface DiagnosticsRequest {
   code?: string | null;
   path?: string | null;
   kernel_id?: string | null;
+}
+
+/**
+ * One MCP server of the `mcp_servers` setting: `command` (+ `args`, `env`) or `url` (+ `headers`).
+ * In answers, env and header values are masked ("********"); sent back masked, they are kept.
+ */
+export interface McpServerSetting {
+  command?: string | null;
+  args?: string[] | null;
+  env?: Record<string, string> | null;
+  url?: string | null;
+  headers?: Record<string, string> | null;
+  start_timeout?: number | null;
+  call_timeout?: number | null;
+  disabled?: boolean | null;
+}
+
+export interface Price {
+  /** Per million prompt tokens. */
+  prompt: number;
+  /** Per million completion tokens. */
+  completion: number;
+}
+
+export interface ResourcesRequest {
+  files?: string[] | null;
+  dataframes?: string[] | null;
+  kernel_id?: string | null;
+  notebook_path?: string | null;
+}
+
+export interface StartRun {
+  message: string;
+  notebook_path?: string | null;
+  kernel_id?: string | null;
+  mode?: Mode;
+  autonomy?: Autonomy;
+  /**
+   * The notebook's cells as the browser has them (saved or not): what edit_cell diffs against and
+   * checks that its cell still exists. Without it, the saved notebook.
+   */
+  notebook_cells?: LiveCell[] | null;
+  /** MCP servers this thread does not use (kept with the thread until a run sends another list). */
+  disabled_mcp_servers?: string[] | null;
+}
+
+export interface VariablesRequest {
+  kernel_id?: string | null;
+  notebook_path?: string | null;
+}
+
+// ---------------------------------------------------------------- route answers
+
+export interface CancelAccepted {
+  status: 'cancelled';
+}
+
+export interface ConnectionCheck {
+  name: 'reachable' | 'key' | 'model' | 'tools';
+  ok: boolean;
+  message: string;
+}
+
+export interface ConnectionReport {
+  /** Every check passed: the endpoint answers this model, with tool calling. */
+  ok: boolean;
+  /** In order; after the first failure the rest are not run. */
+  checks: ConnectionCheck[];
+  models: string[];
+}
+
+export interface DataFrameSize {
+  bytes: number;
+  rows: number;
+  columns: number;
+  library: 'pandas' | 'polars';
+  deep?: boolean;
+  note?: string | null;
+}
+
+export interface DiagnosticsAnswer {
+  diagnostics: Diagnostic[];
+  /** Why the check is partial (e.g. no kernel to ask for names). */
+  note?: string | null;
 }
 
 export interface EntryError {
@@ -786,28 +837,6 @@ export interface KnowledgeStatus {
   embedding_model: string | null;
 }
 
-/**
- * One MCP server of the `mcp_servers` setting: `command` (+ `args`, `env`) or `url` (+ `headers`).
- * In answers, env and header values are masked ("********"); sent back masked, they are kept.
- */
-export interface McpServerSetting {
-  command?: string | null;
-  args?: string[] | null;
-  env?: Record<string, string> | null;
-  url?: string | null;
-  headers?: Record<string, string> | null;
-  start_timeout?: number | null;
-  call_timeout?: number | null;
-  disabled?: boolean | null;
-}
-
-/**
- * GET mcp/servers: the configured MCP servers, their status and tools; never env or header values.
- */
-export interface McpServers {
-  servers: McpServerStatus[];
-}
-
 export interface MessageToolCall {
   id: string;
   name: string;
@@ -820,23 +849,6 @@ export interface ModelList {
   models: string[];
   /** Why there is no list: type the model's name instead. */
   error?: string | null;
-}
-
-/**
- * POST notebook_tools: the functions the kernel registered with @tool, as the next run will offer
- * them.
- */
-export interface NotebookTools {
-  tools: NotebookToolInfo[];
-  /** Functions left out, and why. */
-  notes?: string[];
-}
-
-export interface Price {
-  /** Per million prompt tokens. */
-  prompt: number;
-  /** Per million completion tokens. */
-  completion: number;
 }
 
 /**
@@ -904,30 +916,8 @@ export interface Resources {
   kernel?: KernelUsage | EntryError | null;
 }
 
-export interface ResourcesRequest {
-  files?: string[] | null;
-  dataframes?: string[] | null;
-  kernel_id?: string | null;
-  notebook_path?: string | null;
-}
-
 export interface RunAccepted {
   run_id: string;
-}
-
-export interface StartRun {
-  message: string;
-  notebook_path?: string | null;
-  kernel_id?: string | null;
-  mode?: Mode;
-  autonomy?: Autonomy;
-  /**
-   * The notebook's cells as the browser has them (saved or not): what edit_cell diffs against and
-   * checks that its cell still exists. Without it, the saved notebook.
-   */
-  notebook_cells?: LiveCell[] | null;
-  /** MCP servers this thread does not use (kept with the thread until a run sends another list). */
-  disabled_mcp_servers?: string[] | null;
 }
 
 export interface SystemResources {
@@ -990,11 +980,6 @@ export interface Variables {
   variables: Variable[];
   /** Why the list is empty or short, e.g. "kernel busy: no snapshot". */
   note?: string | null;
-}
-
-export interface VariablesRequest {
-  kernel_id?: string | null;
-  notebook_path?: string | null;
 }
 
 // ---------------------------------------------------------------- tools
@@ -1096,6 +1081,13 @@ export interface McpServerStatus {
   tools?: McpToolInfo[];
 }
 
+/**
+ * GET mcp/servers: the configured MCP servers, their status and tools; never env or header values.
+ */
+export interface McpServers {
+  servers: McpServerStatus[];
+}
+
 export interface McpToolInfo {
   name: string;
   description: string;
@@ -1119,6 +1111,16 @@ export interface NotebookToolInfo {
   read_only: boolean;
   file?: string | null;
   line?: number | null;
+}
+
+/**
+ * POST notebook_tools: the functions the kernel registered with @tool, as the next run will offer
+ * them.
+ */
+export interface NotebookTools {
+  tools: NotebookToolInfo[];
+  /** Functions left out, and why. */
+  notes?: string[];
 }
 
 export interface ReadFileArgs {

@@ -9,7 +9,7 @@ import os
 import re
 from pathlib import Path
 
-from agent_core.contract.routes import Health
+from agent_core.contract.answers import Health
 from devtools.jupyter_process import REPO, JupyterProcess
 
 PASSWORD = "s3cret-pg-password"

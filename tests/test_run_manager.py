@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from agent_core.config.agent_settings import AgentSettings
-from agent_core.contract.routes import StartRun
+from agent_core.contract.bodies import StartRun
 from agent_core.storage.thread_store import ThreadStore
 from devtools.fake_llm import FakeLLM, text, tool_call
 from jupyter_ext.errors import BadRequest, Conflict
@@ -57,7 +57,7 @@ async def test_a_run_streams_its_backlog_then_caught_up_then_ends(tmp_path: Path
 
 async def test_decisions_and_stops_are_checked_against_the_thread(tmp_path: Path, fake_llm: FakeLLM) -> None:
     async with run_manager(tmp_path, fake_llm) as manager:
-        from agent_core.contract.routes import Decision
+        from agent_core.contract.bodies import Decision
 
         fake_llm.script(tool_call("write_file", {"path": "a.txt", "content": "x"}, id="w1"))
         record = await manager.threads.create("n.ipynb", "t")

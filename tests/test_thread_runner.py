@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from agent_core.config.agent_settings import AgentSettings
-from agent_core.contract.routes import Decision, StartRun
+from agent_core.contract.bodies import Decision, StartRun
 from agent_core.loop.thread_runner import BadDecision, NotPending, ThreadRunner
 from agent_core.storage.thread_store import ThreadStore
 from devtools.fake_llm import FakeLLM, text, tool_call

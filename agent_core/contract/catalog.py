@@ -9,8 +9,9 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter
 from pydantic.json_schema import JsonSchemaMode
 
+from agent_core.contract.answers import ErrorBody
 from agent_core.contract.events import CellwrightEvent, StreamEvent
-from agent_core.contract.routes import ROUTES, ErrorBody
+from agent_core.contract.routes import ROUTES
 
 
 def tool_args() -> dict[str, type[BaseModel]]:

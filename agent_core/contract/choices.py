@@ -75,7 +75,7 @@ RouteErrorKind = TypeAliasType(
         "misconfigured",
         "http_error",
         "internal",
-        # a body or a query the client must fix (contract/routes.py parse_json, parse_body, field_kinds)
+        # a body or a query the client must fix (contract/bodies.py parse_json, parse_body, field_kinds)
         "bad_json",
         "body_too_large",
         "missing_fields",

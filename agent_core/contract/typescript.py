@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from agent_core.contract import events, routes, shared
+from agent_core.contract import answers, bodies, events, shared
 from agent_core.contract.catalog import definitions, tool_args
 from agent_core.contract.routes import EVENT_STREAM, OPENAPI_DOCUMENT, ROUTES, Route
 
@@ -24,7 +24,8 @@ HEADER = """\
 SECTIONS = (
     ("enums and shared shapes", shared),
     ("events (GET threads/{id}/events)", events),
-    ("route bodies and answers", routes),
+    ("route bodies", bodies),
+    ("route answers", answers),
 )
 IDENTIFIER = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
 # Fields written first, in this order: the discriminator, then what every event carries.

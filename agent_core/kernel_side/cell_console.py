@@ -9,7 +9,7 @@ import re
 import sys
 from typing import Any
 
-from agent_core.contract.routes import Decision
+from agent_core.contract.bodies import Decision
 from agent_core.display_text import visible
 
 RED, DIM, RESET = "\x1b[31m", "\x1b[90m", "\x1b[0m"  # 90: grey, which JupyterLab renders (2 it ignores)

@@ -280,7 +280,7 @@ class AgentCall:
 
     async def _converse(self, runner: ThreadRunner) -> None:
         """Start the run, then resume it with each decision asked on the main thread, until it ends."""
-        from agent_core.contract.routes import StartRun
+        from agent_core.contract.bodies import StartRun
         from agent_core.loop.thread_runner import RunRefused
 
         record = await self._thread(runner.threads)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from agent_core.contract.routes import Decision
+from agent_core.contract.bodies import Decision
 from agent_core.tools import ToolContext, ToolOutcome, ToolSpec
 from agent_core.tools.external import origin_fields
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # the contract's route models and the tool registry load on a
     from langchain_core.runnables import RunnableConfig
     from langgraph.types import StateSnapshot
 
-    from agent_core.contract.routes import Decision, StartRun
+    from agent_core.contract.bodies import Decision, StartRun
     from agent_core.contract.shared import LiveCell
     from agent_core.loop.approvals import ApprovalCards
     from agent_core.loop.graph import AgentGraph
