@@ -111,7 +111,7 @@ class RunManager(LoggingConfigurable):
         """The thread as it is: a read never drives a run (recovery is for start-up and POSTs)."""
         from agent_core.contract.answers import ThreadDetail
         from agent_core.loop.mentions import CONTEXT_KEY
-        from agent_core.loop.thread_runner import view_message
+        from agent_core.loop.thread_view import autonomy_of, pending_approval, view_message
         from agent_core.loop.usage import public as public_usage
         from agent_core.loop.usage import zero as zero_usage
 
@@ -119,7 +119,7 @@ class RunManager(LoggingConfigurable):
         runner = await self.runner()
         snapshot = await runner.snapshot(thread_id)
         values = snapshot.values or {}
-        pending = runner.pending(snapshot)
+        pending = pending_approval(snapshot)
         detail = {
             **record.public(),
             "status": self._status(record, pending),
@@ -127,7 +127,7 @@ class RunManager(LoggingConfigurable):
             "todos": values.get("todos", []),
             "pending_approval": _public_pending(pending),
             "usage": public_usage(values.get("usage") or zero_usage()),
-            "autonomy": runner.autonomy_of(snapshot),
+            "autonomy": autonomy_of(snapshot),
         }
         return ThreadDetail.model_validate(detail)
 
@@ -370,7 +370,7 @@ class RunManager(LoggingConfigurable):
         return run.run_id
 
     async def _drive(self, run: PreparedRun) -> str:
-        from agent_core.loop.thread_runner import ThreadBusy
+        from agent_core.loop.refusals import ThreadBusy
 
         try:
             return await run.drive()

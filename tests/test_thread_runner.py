@@ -15,7 +15,9 @@ import pytest
 
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.contract.bodies import Decision, StartRun
-from agent_core.loop.thread_runner import BadDecision, NotPending, ThreadRunner
+from agent_core.loop.refusals import BadDecision, NotPending
+from agent_core.loop.thread_runner import ThreadRunner
+from agent_core.loop.thread_view import pending_approval
 from agent_core.storage.thread_store import ThreadStore
 from devtools.fake_llm import FakeLLM, text, tool_call
 from tests.conftest import NOTEBOOK
@@ -45,7 +47,7 @@ async def _scenario(tmp_path: Path, fake_llm: FakeLLM, env: Any, value_of: Value
         )
         run = await runner.start(thread, StartRun(message="set answer"), environment, settings, on_event=seen.append)
         assert await run.drive() == "awaiting_approval"
-        assert runner.pending(await runner.snapshot(thread))["id"] == "c1"
+        assert pending_approval(await runner.snapshot(thread))["id"] == "c1"
         with pytest.raises(NotPending):
             await runner.resume(thread, "c9", Decision(decision="approve"), environment, settings)
         with pytest.raises(BadDecision):
@@ -67,7 +69,7 @@ async def _scenario(tmp_path: Path, fake_llm: FakeLLM, env: Any, value_of: Value
         run = await runner.start(thread, StartRun(message="negate"), environment, settings)
         assert await run.drive() == "awaiting_approval"
         assert await runner.stop_pending(thread, run.run_id)
-        assert runner.pending(await runner.snapshot(thread)) is None
+        assert pending_approval(await runner.snapshot(thread)) is None
         with pytest.raises(NotPending):
             await runner.resume(thread, "c3", Decision(decision="approve"), environment, settings)
         assert await value_of("answer") == 42, "a stopped call never runs"

@@ -281,7 +281,8 @@ class AgentCall:
     async def _converse(self, runner: ThreadRunner) -> None:
         """Start the run, then resume it with each decision asked on the main thread, until it ends."""
         from agent_core.contract.bodies import StartRun
-        from agent_core.loop.thread_runner import RunRefused
+        from agent_core.loop.refusals import RunRefused
+        from agent_core.loop.thread_view import pending_approval
 
         record = await self._thread(runner.threads)
         thread_id = record.thread_id
@@ -289,7 +290,7 @@ class AgentCall:
         try:
             await runner.ensure_not_leased(thread_id, "ask here (or use %agent --new)")
             snapshot = await runner.recovered(record, environment, self.agent_settings)
-            if runner.pending(snapshot):
+            if pending_approval(snapshot):
                 await runner.stop_pending(thread_id, record.last_run_id)
                 self.main.post(
                     self.printer.note, "A call an earlier %agent left waiting for approval was stopped; it did not run."
@@ -300,7 +301,7 @@ class AgentCall:
             self.main.post(self.printer.error, exc.message)
             return
         while await run.drive() == "awaiting_approval":
-            pending = runner.pending(await runner.snapshot(thread_id))
+            pending = pending_approval(await runner.snapshot(thread_id))
             if pending is None:
                 return
             try:
@@ -318,7 +319,7 @@ class AgentCall:
 
     async def _thread(self, threads: ThreadStore) -> ThreadRecord:
         """The notebook's latest `%agent` thread, or a new one (--new, or none yet)."""
-        from agent_core.loop.thread_runner import title_from
+        from agent_core.loop.thread_view import title_from
 
         path = self.env.notebook_path
         mine = [

@@ -5,6 +5,7 @@ Without mentions, a short snapshot of the kernel's namespace goes in its place."
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -20,9 +21,11 @@ from agent_core.kernel_probes.introspection import (
 from agent_core.kernel_probes.probe import is_variable_name
 from agent_core.loop.output_digest import bounded
 from agent_core.loop.vision import IMAGES_KEY
-from agent_core.tools.base import ToolInputError
+from agent_core.tools.base import ToolEnvironment, ToolInputError
 from agent_core.tools.notebook_reader import cells_text, load_notebook
 from agent_core.workspace import WorkspaceError, relative_to_root, workspace_of
+
+log = logging.getLogger(__name__)
 
 MAX_MENTIONS = 10
 FILE_HEAD_BYTES = 6000
@@ -137,3 +140,40 @@ def for_the_model(message: dict[str, Any]) -> dict[str, Any]:
 
 
 __all__ = ["Mention", "parse_mentions", "resolve_mentions", "context_for", "for_the_model", "CONTEXT_KEY"]
+
+
+async def run_context_notes(
+    message: str,
+    env: ToolEnvironment,
+    settings: AgentSettings,
+    kernel_seen: str | None,
+    notes_before: list[dict[str, Any]],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    """The context messages a new run's message gets: `notes_before` (e.g. the steps the user
+    undid), what its @mentions (or the namespace snapshot) resolve to, and a note when the kernel
+    restarted since the thread's last cell (`kernel_seen`); the mentions for `run_started`; and the
+    state to keep (the kernel told about, said once). Never fails the run: context is a help."""
+    notes: list[dict[str, Any]] = list(notes_before)
+    mentions: list[Any] = []
+    kernel_now = None
+    try:
+        context, mentions = await context_for(message, env, settings)
+        notes += [context] if context is not None else []
+        kernel_now = await env.kernel_identity() if kernel_seen else None
+        notes += restart_note(kernel_seen, kernel_now)
+    except Exception:
+        log.exception("the context of a run could not be resolved")
+    told = {"kernel_identity": kernel_now} if kernel_now and notes else {}
+    return notes, [m.public() for m in mentions], told
+
+
+def restart_note(kernel_seen: str | None, kernel_now: str | None) -> list[dict[str, Any]]:
+    """A context message when the kernel that ran the thread's last cell is not the one running now
+    (the user restarted it, or the server came back with a new one): its variables are gone."""
+    if not kernel_seen or kernel_now is None or kernel_now == kernel_seen:
+        return []
+    text = (
+        "[The notebook's kernel restarted since your last cell ran: every variable, import and loaded dataset from "
+        "before is gone. Re-run the cells you need before you use them.]"
+    )
+    return [{"role": "user", "content": text, CONTEXT_KEY: True}]

@@ -17,8 +17,16 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.contract import make_event
-from agent_core.errors import BadRequest, Conflict, NotFound
 from agent_core.loop.event_pump import EventPump
+from agent_core.loop.refusals import (
+    ApprovalPending,
+    BadDecision,
+    BadRule,
+    NotPending,
+    ThreadBusy,
+    ThreadNotFound,
+)
+from agent_core.loop.thread_view import autonomy_of, mode_of, pending_approval, stuck, title_from
 from agent_core.storage.checkpoint import AgentStore, open_store
 from agent_core.storage.thread_store import ThreadRecord, ThreadStore
 from agent_core.storage.tool_ledger import INTERRUPTED, STOPPED
@@ -52,42 +60,6 @@ class _RecordUpdates(TypedDict, total=False):
     notebook_path: str
     kernel_id: str
     title: str
-
-
-class RunRefused(Conflict):
-    """The thread cannot do what was asked right now; `kind` is the error kind of API.md."""
-
-
-class ThreadBusy(RunRefused):
-    """Another process (the server, or a kernel's %agent) is driving this thread right now."""
-
-    kind = "run_active"
-
-    def __init__(self, holder: str, action: str = "start another run") -> None:
-        super().__init__(
-            f"{holder[:1].upper()}{holder[1:]} is running this thread right now: wait for it to finish "
-            f"(or interrupt that kernel) before you {action}."
-        )
-
-
-class ApprovalPending(RunRefused):
-    kind = "approval_pending"
-
-
-class NotPending(RunRefused):
-    kind = "not_pending"
-
-
-class BadDecision(BadRequest):
-    kind = "bad_args"
-
-
-class BadRule(BadRequest):
-    kind = "bad_rule"
-
-
-class ThreadNotFound(NotFound):
-    kind = "thread_not_found"
 
 
 EventSink = Callable[[dict[str, Any]], None]
@@ -153,28 +125,6 @@ class ThreadRunner:
     async def snapshot(self, thread_id: str) -> StateSnapshot:
         return await self.graph.aget_state(self.config(thread_id), subgraphs=True)
 
-    @staticmethod
-    def pending(snapshot: StateSnapshot) -> dict[str, Any] | None:
-        """The approval the thread waits for, if any (also one raised inside a sub-agent)."""
-        for interrupt in snapshot.interrupts:
-            if isinstance(interrupt.value, dict) and "id" in interrupt.value:
-                return {**interrupt.value, "interrupt_id": interrupt.id}
-        return None
-
-    @staticmethod
-    def stuck(snapshot: StateSnapshot) -> bool:
-        """A crash between saving the model's step and raising its approval interrupt leaves a
-        tools step with no interrupt: driving the thread again (input None) asks for approval."""
-        return snapshot.next == ("tools",) and not snapshot.interrupts
-
-    @staticmethod
-    def mode_of(snapshot: StateSnapshot) -> str:
-        return str((snapshot.values or {}).get("mode", "single"))
-
-    @staticmethod
-    def autonomy_of(snapshot: StateSnapshot) -> str:
-        return str((snapshot.values or {}).get("autonomy", "agent"))
-
     # -- what can be asked of a thread
 
     async def start(
@@ -191,7 +141,7 @@ class ThreadRunner:
         record = await self._record(thread_id)
         await self.ensure_not_leased(thread_id)
         snapshot = await self.recovered(record, environment, settings)
-        if self.pending(snapshot):
+        if pending_approval(snapshot):
             raise ApprovalPending(
                 "This thread is waiting for your approval of a tool call: approve or reject it (or press Stop) first."
             )
@@ -241,7 +191,7 @@ class ThreadRunner:
         record = await self._record(thread_id)
         await self.ensure_not_leased(thread_id, "decide on its pending call")
         snapshot = await self.recovered(record, environment, settings)
-        pending = self.pending(snapshot)
+        pending = pending_approval(snapshot)
         if pending is None or pending["id"] != call_id:
             now = f"the pending one is {pending['id']!r}" if pending else "nothing is pending"
             raise NotPending(f"Tool call {call_id[:200]!r} is not awaiting approval ({now}). Reload the thread.")
@@ -259,7 +209,7 @@ class ThreadRunner:
         resume: Command[str] = Command(
             resume={pending["interrupt_id"]: decision.model_dump(include={"decision", "args", "reason"})}
         )
-        segment = Segment(self.mode_of(snapshot), self.autonomy_of(snapshot), "", _cells(decision.notebook_cells))
+        segment = Segment(mode_of(snapshot), autonomy_of(snapshot), "", _cells(decision.notebook_cells))
         prior = snapshot.values or {}
         run_id = uuid.uuid4().hex
 
@@ -282,8 +232,8 @@ class ThreadRunner:
         """The thread's snapshot, after driving it on (input None) if a crash left it between a saved
         step and its approval request, so that its approval shows again (read once: a hot path)."""
         snapshot = await self.snapshot(record.thread_id)
-        if self.stuck(snapshot):
-            segment = Segment(self.mode_of(snapshot), self.autonomy_of(snapshot), "")
+        if stuck(snapshot):
+            segment = Segment(mode_of(snapshot), autonomy_of(snapshot), "")
             env = environment(record)
             disabled = (snapshot.values or {}).get("disabled_mcp_servers") or []
             extra, _ = await self._outside_tools(record.thread_id, disabled, env, settings, fresh=False)
@@ -313,6 +263,7 @@ class ThreadRunner:
         `run_started`, and its outside tools. The notebook's @tool functions and the run's context
         are both read from the kernel: asked at once, it answers one after the other with no round
         trip in between."""
+        from agent_core.loop.mentions import run_context_notes
         from agent_core.loop.state import new_run_input
         from agent_core.tools.gathering import with_tool_notes
         from agent_core.undo.steps import pending_notes
@@ -541,67 +492,6 @@ def _save_rule(root: Path, text: str) -> None:
         raise BadRule(f"The rule was not saved, and the call is still pending: {exc}") from None
 
 
-async def run_context_notes(
-    message: str,
-    env: ToolEnvironment,
-    settings: AgentSettings,
-    kernel_seen: str | None,
-    notes_before: list[dict[str, Any]],
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
-    """The context messages a new run's message gets: `notes_before` (e.g. the steps the user
-    undid), what its @mentions (or the namespace snapshot) resolve to, and a note when the kernel
-    restarted since the thread's last cell (`kernel_seen`); the mentions for `run_started`; and the
-    state to keep (the kernel told about, said once). Never fails the run: context is a help."""
-    from agent_core.loop.mentions import context_for
-
-    notes: list[dict[str, Any]] = list(notes_before)
-    mentions: list[Any] = []
-    kernel_now = None
-    try:
-        context, mentions = await context_for(message, env, settings)
-        notes += [context] if context is not None else []
-        kernel_now = await env.kernel_identity() if kernel_seen else None
-        notes += restart_note(kernel_seen, kernel_now)
-    except Exception:
-        log.exception("the context of a run could not be resolved")
-    told = {"kernel_identity": kernel_now} if kernel_now and notes else {}
-    return notes, [m.public() for m in mentions], told
-
-
-def restart_note(kernel_seen: str | None, kernel_now: str | None) -> list[dict[str, Any]]:
-    """A context message when the kernel that ran the thread's last cell is not the one running now
-    (the user restarted it, or the server came back with a new one): its variables are gone."""
-    from agent_core.loop.mentions import CONTEXT_KEY
-
-    if not kernel_seen or kernel_now is None or kernel_now == kernel_seen:
-        return []
-    text = (
-        "[The notebook's kernel restarted since your last cell ran: every variable, import and loaded dataset from "
-        "before is gone. Re-run the cells you need before you use them.]"
-    )
-    return [{"role": "user", "content": text, CONTEXT_KEY: True}]
-
-
 def approval_event(payload: dict[str, Any]) -> dict[str, Any]:
     fields = {k: v for k, v in payload.items() if k != "agent"}
     return {**make_event("approval_required", **fields), "agent": payload.get("agent", "main")}
-
-
-def view_message(message: dict[str, Any]) -> dict[str, Any]:
-    """A state message as GET threads/{id} shows it."""
-    from agent_core.loop.state import parse_args
-
-    view: dict[str, Any] = {"role": message.get("role"), "content": message.get("content") or ""}
-    if message.get("tool_calls"):
-        view["tool_calls"] = [
-            {"id": c["id"], "name": c["function"]["name"], "args": parse_args(c["function"]["arguments"])[0]}
-            for c in message["tool_calls"]
-        ]
-    if message.get("tool_call_id"):
-        view["tool_call_id"] = message["tool_call_id"]
-    return view
-
-
-def title_from(message: str) -> str:
-    line = " ".join(message.split())
-    return line if len(line) <= 60 else line[:57] + "..."

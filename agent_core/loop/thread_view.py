@@ -1,0 +1,51 @@
+"""A thread as people see it: its title, what its saved state says (the approval it waits for, its
+mode), and its messages as GET threads/{id} shows them."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from agent_core.loop.state import parse_args
+
+if TYPE_CHECKING:
+    from langgraph.types import StateSnapshot
+
+
+def view_message(message: dict[str, Any]) -> dict[str, Any]:
+    """A state message as GET threads/{id} shows it."""
+    view: dict[str, Any] = {"role": message.get("role"), "content": message.get("content") or ""}
+    if message.get("tool_calls"):
+        view["tool_calls"] = [
+            {"id": c["id"], "name": c["function"]["name"], "args": parse_args(c["function"]["arguments"])[0]}
+            for c in message["tool_calls"]
+        ]
+    if message.get("tool_call_id"):
+        view["tool_call_id"] = message["tool_call_id"]
+    return view
+
+
+def title_from(message: str) -> str:
+    line = " ".join(message.split())
+    return line if len(line) <= 60 else line[:57] + "..."
+
+
+def pending_approval(snapshot: StateSnapshot) -> dict[str, Any] | None:
+    """The approval the thread waits for, if any (also one raised inside a sub-agent)."""
+    for interrupt in snapshot.interrupts:
+        if isinstance(interrupt.value, dict) and "id" in interrupt.value:
+            return {**interrupt.value, "interrupt_id": interrupt.id}
+    return None
+
+
+def stuck(snapshot: StateSnapshot) -> bool:
+    """A crash between saving the model's step and raising its approval interrupt leaves a
+    tools step with no interrupt: driving the thread again (input None) asks for approval."""
+    return snapshot.next == ("tools",) and not snapshot.interrupts
+
+
+def mode_of(snapshot: StateSnapshot) -> str:
+    return str((snapshot.values or {}).get("mode", "single"))
+
+
+def autonomy_of(snapshot: StateSnapshot) -> str:
+    return str((snapshot.values or {}).get("autonomy", "agent"))
