@@ -291,7 +291,7 @@ def test_the_server_shuts_down_cleanly(
     alive), nothing in its log is a traceback or a 500, and the gateway's kernels are shut down."""
     llm.script(tool_call("run_cell", {"code": "print('last')"}, id="gw_last"), text("done"))
     thread = new_thread(server)
-    assert texts(approve(server, thread, run(server, thread, "one more"), "gw_last"), "gw_last") == "last\n"
+    approve(server, thread, run(server, thread, "one more"), "gw_last")  # its output is the first test's subject
     assert server.proc is not None
     response = server.request("POST", "api/shutdown")
     assert response.status_code == 200, response.text
