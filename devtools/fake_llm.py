@@ -367,6 +367,11 @@ class FakeLLM:
             self._script.extend(replies)
         return self
 
+    def clear(self) -> None:
+        """Drop the replies not consumed: a fake shared by several tests, one of which stopped midway."""
+        with self._lock:
+            self._script.clear()
+
     @property
     def pending(self) -> int:
         """Number of scripted replies not yet consumed."""

@@ -1,5 +1,6 @@
 """A real `jupyter server` / `jupyter lab` in a subprocess, for tests that restart it or drive it
-from a browser. Each instance gets its own config, data and runtime directories."""
+from a browser, and a real Jupyter Kernel Gateway for tests of remote kernels. Each instance gets
+its own config, data and runtime directories."""
 
 from __future__ import annotations
 
@@ -26,6 +27,45 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def isolated_env(base: Path, env: dict[str, str]) -> dict[str, str]:
+    """The process's environment: Jupyter's folders under `base`, and this working tree's code first."""
+    return {
+        **os.environ,
+        "JUPYTER_CONFIG_DIR": str(base / "config"),
+        "JUPYTER_DATA_DIR": str(base / "data"),
+        "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
+        "JUPYTER_PLATFORM_DIRS": "1",
+        # The working tree's code, also when an older Cellwright is pip-installed.
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")])),
+        **env,
+    }
+
+
+def wait_serving(proc: subprocess.Popen[bytes], url: str, log_path: Path, name: str, timeout: float) -> None:
+    """Poll `url` until it answers 200; RuntimeError with the log's tail if the process exits or never does."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{name} exited: {log_path.read_text()[-3000:]}")
+        try:
+            if httpx.get(url, headers={"Authorization": f"token {TOKEN}"}, timeout=5).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"{name} did not start: {log_path.read_text()[-3000:]}")
+
+
+def stop_process(proc: subprocess.Popen[bytes] | None) -> None:
+    if proc and proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 class JupyterProcess:
     def __init__(
         self,
@@ -38,16 +78,7 @@ class JupyterProcess:
         self.base = base
         self.root = base / "root"
         self.root.mkdir(parents=True, exist_ok=True)
-        self.env = {
-            **os.environ,
-            "JUPYTER_CONFIG_DIR": str(base / "config"),
-            "JUPYTER_DATA_DIR": str(base / "data"),
-            "JUPYTER_RUNTIME_DIR": str(base / "runtime"),
-            "JUPYTER_PLATFORM_DIRS": "1",
-            # The working tree's code, also when an older Cellwright is pip-installed.
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")])),
-            **env,
-        }
+        self.env = isolated_env(base, env)
         self.app = app
         self.extra_args = extra_args or []
         self.cellwright = cellwright
@@ -89,26 +120,11 @@ class JupyterProcess:
         ]
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(args, env=self.env, stdout=log, stderr=subprocess.STDOUT, cwd=self.root)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"jupyter {self.app} exited: {self.log_path.read_text()[-3000:]}")
-            try:
-                if self.get("api/status").status_code == 200:
-                    return self
-            except httpx.TransportError:
-                pass
-            time.sleep(0.2)
-        raise RuntimeError(f"jupyter {self.app} did not start: {self.log_path.read_text()[-3000:]}")
+        wait_serving(self.proc, f"{self.url}/api/status", self.log_path, f"jupyter {self.app}", timeout)
+        return self
 
     def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
 
     def request(self, method: str, path: str, body: Any = None, **kw: Any) -> httpx.Response:
         headers = {"Authorization": f"token {TOKEN}", **kw.pop("headers", {})}
@@ -136,3 +152,46 @@ class JupyterProcess:
         response = self.request("POST", "api/sessions", body)
         assert response.status_code == 201, response.text
         return response.json()["kernel"]["id"]
+
+
+class KernelGatewayProcess:
+    """A real Jupyter Kernel Gateway (`jupyter kernelgateway`, the websocket personality) on
+    127.0.0.1: a Jupyter server started with `--gateway-url=<url>` runs its kernels here."""
+
+    def __init__(self, base: Path, env: dict[str, str] | None = None) -> None:
+        base.mkdir(parents=True, exist_ok=True)
+        self.env = isolated_env(base, env or {})
+        self.log_path = base / "kernelgateway.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 60) -> KernelGatewayProcess:
+        self.port = free_port()
+        args = [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "kernelgateway",
+            "--KernelGatewayApp.ip=127.0.0.1",
+            f"--KernelGatewayApp.port={self.port}",
+            "--KernelGatewayApp.port_retries=0",
+            # GET /api/kernels: the Jupyter server lists the gateway's kernels to refresh its own
+            "--JupyterWebsocketPersonality.list_kernels=True",
+        ]
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(args, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+        wait_serving(self.proc, f"{self.url}/api", self.log_path, "jupyter kernelgateway", timeout)
+        return self
+
+    def kernels(self) -> list[dict[str, Any]]:
+        """The gateway's kernels, as it lists them itself."""
+        response = httpx.get(f"{self.url}/api/kernels", timeout=10)
+        response.raise_for_status()
+        return list(response.json())
+
+    def stop(self) -> None:
+        stop_process(self.proc)

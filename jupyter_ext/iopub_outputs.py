@@ -7,7 +7,10 @@ notebook model merges it."""
 from __future__ import annotations
 
 import queue
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .kernel_clients import KernelChannels
 
 OUTPUT_MSG_TYPES = frozenset({"stream", "display_data", "execute_result", "error"})
 BURST_MESSAGES = 1000  # read at most this many waiting messages before forwarding what they hold
@@ -41,7 +44,7 @@ def output_of(kind: str, content: dict[str, Any]) -> dict[str, Any]:
     return output
 
 
-async def waiting_messages(client: Any, limit: int = BURST_MESSAGES) -> list[dict[str, Any]]:
+async def waiting_messages(client: KernelChannels, limit: int = BURST_MESSAGES) -> list[dict[str, Any]]:
     """The iopub messages already received, without waiting for more."""
     found: list[dict[str, Any]] = []
     while len(found) < limit:
@@ -71,6 +74,12 @@ def outputs_of_burst(burst: list[dict[str, Any]], msg_id: str) -> tuple[list[dic
 
 def went_idle(msg: dict[str, Any]) -> bool:
     return msg["header"]["msg_type"] == "status" and msg["content"].get("execution_state") == "idle"
+
+
+def kernel_died(msg: dict[str, Any]) -> bool:
+    """The status jupyter_server sends on a kernel's websocket when the kernel's process died:
+    "restarting" (its manager restarted it) or "dead" (it could not). A kernel's own iopub never says so."""
+    return msg["header"]["msg_type"] == "status" and msg["content"].get("execution_state") in ("restarting", "dead")
 
 
 def _merged(outputs: list[dict[str, Any]], output: dict[str, Any]) -> bool:

@@ -1,18 +1,89 @@
-"""One connected jupyter-client per kernel, kept for the server's lifetime: starting channels and
-proving iopub connected (wait_for_ready waits for 0.2 s of iopub silence) cost ~200 ms per cell.
-Cells of all runs on one kernel take turns on its client (the kernel runs them one at a time anyway),
-and every reader filters messages by the msg_id of its own request, so replies never mix."""
+"""Kernel clients: how one is made and connected (local kernels over ZMQ, a Kernel Gateway's over
+its websocket), and one connected client per kernel kept for the server's lifetime: starting
+channels and proving iopub connected (wait_for_ready waits for 0.2 s of iopub silence) cost ~200 ms
+per cell. Cells of all runs on one kernel take turns on its client (the kernel runs them one at a
+time anyway), and every reader filters messages by the msg_id of its own request, so replies never mix."""
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+from jupyter_server.gateway.managers import GatewayKernelManager
+
+from .gateway_channels import GatewayChannels
+
+if TYPE_CHECKING:
+    from jupyter_client.asynchronous.client import AsyncKernelClient
+
+
+class KernelChannels(Protocol):
+    """What the executor asks of a connected client: jupyter-client's AsyncKernelClient for a local
+    kernel, GatewayChannels for a gateway's. get_*_msg raise queue.Empty after `timeout` seconds."""
+
+    def execute(
+        self,
+        code: str,
+        silent: bool = False,
+        store_history: bool = True,
+        user_expressions: dict[str, Any] | None = None,
+        allow_stdin: bool | None = None,
+    ) -> str: ...
+
+    def history(
+        self, raw: bool = True, output: bool = False, hist_access_type: str = "range", **kwargs: Any
+    ) -> str: ...
+
+    async def get_iopub_msg(self, timeout: float | None = None) -> dict[str, Any]: ...
+
+    async def get_shell_msg(self, timeout: float | None = None) -> dict[str, Any]: ...
+
+    async def wait_for_ready(self, timeout: float | None = None) -> None: ...
+
+    def stop_channels(self) -> None: ...
+
+
+def is_remote(manager: Any) -> bool:
+    """A kernel behind a Kernel Gateway (`jupyter server --gateway-url=...`): no local process, its
+    channels are one websocket, and its execution_state is what the gateway last answered."""
+    return isinstance(manager, GatewayKernelManager)
+
+
+async def connected_client(manager: Any, outputs: bool) -> KernelChannels:
+    """A client of its own with only the channels used here: shell, and iopub when the outputs
+    matter. No heartbeat, stdin or control: each is a socket (the heartbeat also a thread) per
+    client, and a server making a client per evaluation ran out of ZMQ sockets (1023 per context)."""
+    client: AsyncKernelClient | GatewayChannels = (
+        GatewayChannels(manager) if is_remote(manager) else _own_client(manager)
+    )
+    started = client.start_channels(shell=True, iopub=outputs, stdin=False, hb=False, control=False)
+    if inspect.isawaitable(started):  # a gateway's websocket connects asynchronously
+        await started
+    return client
+
+
+def _own_client(manager: Any) -> AsyncKernelClient:
+    """A client with a session of its own: clients made by `manager.client()` share its session,
+    hence one ZMQ identity, and the kernel's replies then go to whichever of them connected last
+    (a concurrent evaluation would swallow a cell's execute_reply). Its sockets live in the kernel
+    manager's ZMQ context (the server's, shared by its kernels; they close with linger 0): a
+    context of the client's own was made and destroyed per evaluation, ~0.8 ms and a term() that
+    blocked the event loop, twice at the start of every run with a kernel."""
+    from jupyter_client.session import Session
+
+    session = Session(key=manager.session.key, signature_scheme=manager.session.signature_scheme, username="cellwright")
+    context = getattr(manager, "context", None)
+    shared = {"context": context} if context is not None and not context.closed else {}
+    client: AsyncKernelClient = manager.client(session=session, **shared)
+    return client
 
 
 @dataclass
 class SharedClient:
-    client: Any
+    client: KernelChannels
+    manager: Any  # the kernel manager it was made for: a kernel started anew under the same id needs a new client
     connection: Any  # ports and keys the client was made for: a restart on new ports needs a new client
     turn: asyncio.Lock = field(default_factory=asyncio.Lock)
     # The kernel process the client last proved connected to: a restart starts a new provisioner,
@@ -20,13 +91,23 @@ class SharedClient:
     ready_for: Any = None
 
     def needs_ready(self, manager: Any) -> bool:
-        return self.ready_for is not process_of(manager)
+        # A gateway restarts its kernel out of our sight, under the same id and websocket: proven at
+        # every turn, which over the websocket is one kernel_info round trip, not a wait for silence.
+        return is_remote(manager) or self.ready_for is not process_of(manager)
 
     def mark_ready(self, manager: Any) -> None:
         self.ready_for = process_of(manager)
 
+    @property
+    def stale(self) -> bool:
+        """Its connection ended (a gateway's websocket closed): the next cell gets a new client."""
+        return isinstance(self.client, GatewayChannels) and self.client.closed
+
 
 def process_of(manager: Any) -> Any:
+    """The kernel's local process (or what stands for it); None for a gateway's kernel."""
+    if is_remote(manager):
+        return None
     provisioner = getattr(manager, "provisioner", None)  # kept across restarts; its process is not
     return getattr(provisioner, "process", None) or provisioner or getattr(manager, "kernel", None)
 
@@ -41,18 +122,23 @@ def _connection(manager: Any) -> Any:
 class KernelClients:
     def __init__(self) -> None:
         self._clients: dict[str, SharedClient] = {}
+        self._connecting = asyncio.Lock()  # two first cells on one kernel make one client, not two
 
-    def get(self, kernel_id: str, manager: Any, kernel_manager: Any) -> SharedClient:
-        self._forget_gone(kernel_manager)
-        shared = self._clients.get(kernel_id)
-        if shared is None or shared.client.parent is not manager or shared.connection != _connection(manager):
-            if shared is not None and not shared.turn.locked():
-                shared.client.stop_channels()
-            from .kernel_executor import connected_client
-
-            client = connected_client(manager, outputs=True)
-            shared = self._clients[kernel_id] = SharedClient(client, _connection(manager))
-        return shared
+    async def get(self, kernel_id: str, manager: Any, kernel_manager: Any) -> SharedClient:
+        async with self._connecting:
+            self._forget_gone(kernel_manager)
+            shared = self._clients.get(kernel_id)
+            if (
+                shared is None
+                or shared.manager is not manager
+                or shared.connection != _connection(manager)
+                or shared.stale
+            ):
+                if shared is not None and not shared.turn.locked():
+                    shared.client.stop_channels()
+                client = await connected_client(manager, outputs=True)
+                shared = self._clients[kernel_id] = SharedClient(client, manager, _connection(manager))
+            return shared
 
     def _forget_gone(self, kernel_manager: Any) -> None:
         for kernel_id in [k for k in self._clients if k not in kernel_manager]:
@@ -66,6 +152,7 @@ class KernelClients:
             shared.client.stop_channels()
 
     def close(self) -> None:
+        """At the server's shutdown: every kept client stops, so no connection (or a client's thread) outlives it."""
         for shared in self._clients.values():
             shared.client.stop_channels()
         self._clients.clear()

@@ -11,14 +11,14 @@ import queue
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from agent_core.contract import make_event
 from agent_core.tools import CellPlacement, CellRun, ToolInputError
 from agent_core.tools.base import Emit, cell_finished
 
-from .iopub_outputs import outputs_of_burst, waiting_messages, went_idle
-from .kernel_clients import process_of
+from .iopub_outputs import kernel_died, outputs_of_burst, waiting_messages, went_idle
+from .kernel_clients import KernelChannels, KernelClients, connected_client, is_remote, process_of
 
 POLL_SECONDS = 1.0
 BUSY_NOTICE_SECONDS = 0.3  # a kernel busy this long before our cell is running someone else's
@@ -26,6 +26,11 @@ BUSY_GRACE_SECONDS = 0.25  # for a kernel shown busy to turn idle: our own evalu
 INTERRUPT_GRACE_SECONDS = 1.5  # how long a cell may take to stop after an interrupt before the next
 MAX_INTERRUPTS = 3
 READY_SECONDS = 10.0
+KERNEL_DIED = "The kernel died while running this cell (out of memory?). Restart it and try again."
+KERNEL_RESTARTED = (
+    "The kernel died while running this cell (out of memory?) and was restarted: its variables are gone. "
+    "Re-run the cells you need, then try again."
+)
 
 
 class NoKernel(ToolInputError):
@@ -46,7 +51,7 @@ class KernelEnvironment:
     # and runtime folders); None falls back to the safe default for root_dir.
     workspace: Any = None
     # The server's kept kernel clients (kernel_clients.KernelClients); None: a client per cell.
-    clients: Any = None
+    clients: KernelClients | None = None
 
     async def resolve_kernel(self) -> str:
         if self.kernel_id and self.kernel_id in self.kernel_manager:
@@ -70,13 +75,13 @@ class KernelEnvironment:
         kernel_id = await self.resolve_kernel()
         manager = self.kernel_manager.get_kernel(kernel_id)
         if self.clients is None:
-            client = connected_client(manager, outputs=True)
+            client = await connected_client(manager, outputs=True)
             try:
                 await self._wait_for_turn(client, manager, kernel_id, call_id, code, emit, placement=placement)
                 return await self._execute(client, manager, kernel_id, call_id, code, emit, placement)
             finally:
                 client.stop_channels()
-        shared = self.clients.get(kernel_id, manager, self.kernel_manager)
+        shared = await self.clients.get(kernel_id, manager, self.kernel_manager)
         started, queued, turn_taken = time.monotonic(), shared.turn.locked(), False
         if queued:  # another run's cell is on this kernel
             emit(self._started(call_id, code, kernel_id, True, placement))
@@ -119,9 +124,9 @@ class KernelEnvironment:
         first. A busy kernel would answer only after its cell: ToolInputError instead of a wait."""
         kernel_id = await self.resolve_kernel()
         manager = self.kernel_manager.get_kernel(kernel_id)
-        if _busy(manager):
+        if await _busy(manager):
             raise ToolInputError("the kernel is busy running a cell")
-        client = connected_client(manager, outputs=False)
+        client = await connected_client(manager, outputs=False)
         try:
             msg_id = client.history(raw=True, output=False, hist_access_type="tail", n=n)
             reply = await self._reply(client, msg_id, timeout=3)
@@ -134,7 +139,7 @@ class KernelEnvironment:
         manager = self.kernel_manager.get_kernel(kernel_id)
         if not await manager.is_alive():
             raise NoKernel(f"the kernel of {self.notebook_path or kernel_id} is not running: restart it and try again")
-        client = connected_client(manager, outputs=False)
+        client = await connected_client(manager, outputs=False)
         try:
             # No wait_for_ready: it waits for 0.2 s of iopub silence, and only the shell reply matters here.
             # silent: no history, no execution count; user_expressions: evaluated, nothing assigned.
@@ -151,7 +156,7 @@ class KernelEnvironment:
 
     async def _wait_for_turn(
         self,
-        client: Any,
+        client: KernelChannels,
         manager: Any,
         kernel_id: str,
         call_id: str,
@@ -167,7 +172,7 @@ class KernelEnvironment:
         waiting = False
         try:
             while True:
-                while _busy(manager):
+                while await _busy(manager):
                     # A silent evaluation of ours (an undo snapshot, tool discovery) that just ended
                     # can still read as busy until the server sees its "idle": only a kernel busy
                     # for longer is another cell to wait for, and said so.
@@ -201,7 +206,7 @@ class KernelEnvironment:
 
     async def _execute(
         self,
-        client: Any,
+        client: KernelChannels,
         manager: Any,
         kernel_id: str,
         call_id: str,
@@ -241,7 +246,7 @@ class KernelEnvironment:
         emit(cell_finished(call_id, status, count, started))
         return CellRun(status, outputs, count, int((time.monotonic() - started) * 1000))
 
-    async def _interrupt_until_stopped(self, client: Any, kernel_id: str, msg_id: str) -> bool:
+    async def _interrupt_until_stopped(self, client: KernelChannels, kernel_id: str, msg_id: str) -> bool:
         """Interrupt until this cell's execution ends (the kernel went idle for it). A SIGINT can
         be lost under load (seen on CI), so one interrupt is not proof; a few, then give up."""
         for _ in range(MAX_INTERRUPTS):
@@ -252,13 +257,15 @@ class KernelEnvironment:
                     msg = await client.get_iopub_msg(timeout=remaining)
                 except queue.Empty:
                     break
+                except ConnectionError:  # a gateway's websocket closed: no "idle" can come any more
+                    return False
                 if msg.get("parent_header", {}).get("msg_id") == msg_id and went_idle(msg):
                     return True
         return False
 
     async def _collect(
         self,
-        client: Any,
+        client: KernelChannels,
         manager: Any,
         msg_id: str,
         call_id: str,
@@ -268,47 +275,60 @@ class KernelEnvironment:
     ) -> tuple[Any, int | None]:
         """Forward this cell's outputs until the kernel is idle again; then read its reply."""
         reply: dict[str, Any] | None = None
-        while True:
-            try:
-                msg = await client.get_iopub_msg(timeout=POLL_SECONDS)
-            except queue.Empty:
-                await self._check_alive(manager, call_id, outputs, emit, started)
-                # iopub is a broadcast: a kernel that prints faster than it is read overflows the
-                # socket's queue, and the dropped messages can include the "idle" that ends the
-                # cell (seen with 20 000 flushed lines). The reply on shell is never dropped: with
-                # it in and iopub quiet for a poll interval, the cell is over.
-                reply = reply or await self._reply_or_none(client, msg_id, timeout=0)
-                if reply is not None:
+        process = process_of(manager)
+        try:
+            while True:
+                try:
+                    msg = await client.get_iopub_msg(timeout=POLL_SECONDS)
+                except queue.Empty:
+                    await self._check_alive(manager, process, call_id, outputs, emit, started)
+                    # iopub is a broadcast: a kernel that prints faster than it is read overflows the
+                    # socket's queue, and the dropped messages can include the "idle" that ends the
+                    # cell (seen with 20 000 flushed lines). The reply on shell is never dropped: with
+                    # it in and iopub quiet for a poll interval, the cell is over.
+                    reply = reply or await self._reply_or_none(client, msg_id, timeout=0)
+                    if reply is not None:
+                        break
+                    continue
+                burst = [msg, *await waiting_messages(client)]
+                fresh, idle = outputs_of_burst(burst, msg_id)
+                for output in fresh:
+                    outputs.append(output)
+                    emit(make_event("cell_output", id=call_id, output=output))
+                if idle:
                     break
-                continue
-            fresh, idle = outputs_of_burst([msg, *await waiting_messages(client)], msg_id)
-            for output in fresh:
-                outputs.append(output)
-                emit(make_event("cell_output", id=call_id, output=output))
-            if idle:
-                break
-        reply = reply or await self._reply(client, msg_id)
+                # A gateway restarts a kernel that died at once and keeps calling it alive: the status
+                # its websocket sends then is the only sign that this cell's process is gone.
+                if any(kernel_died(m) for m in burst):
+                    self._gone(call_id, outputs, emit, "KernelDied", KERNEL_RESTARTED)
+            reply = reply or await self._reply(client, msg_id)
+        except ConnectionError as exc:  # a gateway's websocket closed: nothing more of this cell can come
+            self._gone(call_id, outputs, emit, "KernelConnectionLost", f"The connection to the kernel ended: {exc}.")
         status = "ok" if reply.get("status") == "ok" else ("aborted" if reply.get("status") == "aborted" else "error")
         return status, reply.get("execution_count")
 
     async def _check_alive(
-        self, manager: Any, call_id: str, outputs: list[dict[str, Any]], emit: Emit, started: float
+        self, manager: Any, process: Any, call_id: str, outputs: list[dict[str, Any]], emit: Emit, started: float
     ) -> None:
+        """End the cell if the kernel process that runs it is gone: dead, or already replaced by the
+        kernel manager's auto-restart (which can come between two polls: alive, but not this cell's)."""
         if not await manager.is_alive():
-            outputs.append(
-                _error_output(
-                    "KernelDied", "The kernel died while running this cell (out of memory?). Restart it and try again."
-                )
-            )
-            emit(make_event("cell_output", id=call_id, output=outputs[-1]))
-            raise _KernelGone()
+            self._gone(call_id, outputs, emit, "KernelDied", KERNEL_DIED)
+        if process is not None and process_of(manager) is not process:
+            self._gone(call_id, outputs, emit, "KernelDied", KERNEL_RESTARTED)
         if self.cell_timeout is not None and time.monotonic() - started > self.cell_timeout:
             raise asyncio.TimeoutError
 
-    async def _reply(self, client: Any, msg_id: str, timeout: float = 10) -> dict[str, Any]:
+    def _gone(self, call_id: str, outputs: list[dict[str, Any]], emit: Emit, name: str, message: str) -> NoReturn:
+        """End the cell: its kernel is gone, and the model and the user are told why."""
+        outputs.append(_error_output(name, message))
+        emit(make_event("cell_output", id=call_id, output=outputs[-1]))
+        raise _KernelGone()
+
+    async def _reply(self, client: KernelChannels, msg_id: str, timeout: float = 10) -> dict[str, Any]:
         return await self._reply_or_none(client, msg_id, timeout) or {"status": "error"}
 
-    async def _reply_or_none(self, client: Any, msg_id: str, timeout: float) -> dict[str, Any] | None:
+    async def _reply_or_none(self, client: KernelChannels, msg_id: str, timeout: float) -> dict[str, Any] | None:
         while True:
             try:
                 msg = await client.get_shell_msg(timeout=timeout)
@@ -361,40 +381,23 @@ class _KernelGone(Exception):
     pass
 
 
-def connected_client(manager: Any, outputs: bool) -> Any:
-    """A client of its own with only the channels used here: shell, and iopub when the outputs
-    matter. No heartbeat, stdin or control: each is a socket (the heartbeat also a thread) per
-    client, and a server making a client per evaluation ran out of ZMQ sockets (1023 per context)."""
-    client = _own_client(manager)
-    client.start_channels(shell=True, iopub=outputs, stdin=False, hb=False, control=False)
-    return client
-
-
-def _own_client(manager: Any) -> Any:
-    """A client with a session of its own: clients made by `manager.client()` share its session,
-    hence one ZMQ identity, and the kernel's replies then go to whichever of them connected last
-    (a concurrent evaluation would swallow a cell's execute_reply). Its sockets live in the kernel
-    manager's ZMQ context (the server's, shared by its kernels; they close with linger 0): a
-    context of the client's own was made and destroyed per evaluation, ~0.8 ms and a term() that
-    blocked the event loop, twice at the start of every run with a kernel."""
-    from jupyter_client.session import Session
-
-    session = Session(key=manager.session.key, signature_scheme=manager.session.signature_scheme, username="cellwright")
-    context = getattr(manager, "context", None)
-    shared = {"context": context} if context is not None and not context.closed else {}
-    return manager.client(session=session, **shared)
-
-
-def _busy(manager: Any) -> bool:
-    # jupyter_server's kernel managers track the state from iopub; other managers count as idle.
+async def _busy(manager: Any) -> bool:
+    """Whether the kernel runs a cell. jupyter_server's kernel managers track the state from iopub;
+    a gateway's knows only what the gateway last answered, so it is asked (one GET: the gateway
+    tracks its kernel's iopub itself); other managers count as idle."""
+    if is_remote(manager):
+        await manager.refresh_model()
     return getattr(manager, "execution_state", "idle") == "busy"
 
 
 async def _idle_within(manager: Any, seconds: float) -> bool:
     """Whether the kernel is idle now or turns idle within `seconds` (its state is a trait of
-    jupyter_server's kernel manager: observed, not polled)."""
-    if not _busy(manager):
+    jupyter_server's kernel manager: observed, not polled; a gateway's is asked twice)."""
+    if not await _busy(manager):
         return True
+    if is_remote(manager):  # no live state to observe: the gateway is asked again after the grace
+        await asyncio.sleep(seconds)
+        return not await _busy(manager)
     if not hasattr(manager, "observe"):
         return False
     idle: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -405,7 +408,7 @@ async def _idle_within(manager: Any, seconds: float) -> bool:
 
     manager.observe(changed, names="execution_state")
     try:
-        if not _busy(manager):  # it changed before we observed
+        if manager.execution_state != "busy":  # it changed before we observed
             return True
         await asyncio.wait_for(idle, seconds)
         return True

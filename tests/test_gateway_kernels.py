@@ -1,0 +1,303 @@
+"""Remote kernels (issue 22): a real Jupyter server started with `--gateway-url` runs its notebook
+kernels on a real Jupyter Kernel Gateway, and every kernel path of Cellwright works there: approved
+cells and edited cells with their outputs, Stop, a cell waiting for the user's, restart_kernel, a
+kernel dying mid-cell, @mentions, check_resource, undo, the kernel's history, and a clean shutdown.
+
+One gateway and one server serve the whole module (starting them is most of its time); each test
+makes its own thread and names its own variables."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+import websocket
+from jupyter_client.jsonutil import json_default
+from jupyter_client.session import Session
+
+from devtools.fake_llm import FakeLLM, text, tool_call
+from devtools.jupyter_process import TOKEN, JupyterProcess, KernelGatewayProcess
+from tests.conftest import of_type
+from tests.test_crash import read_until
+
+NOTEBOOK = "remote.ipynb"
+STOP_SECONDS = 5.0  # a Stop must end a cell on the gateway within this
+
+
+@pytest.fixture(scope="module")
+def llm() -> Iterator[FakeLLM]:
+    with FakeLLM() as fake:
+        yield fake
+
+
+@pytest.fixture(autouse=True)
+def fresh_script(llm: FakeLLM) -> None:
+    llm.clear()  # a test that failed midway leaves its unconsumed replies: not the next test's
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KernelGatewayProcess]:
+    started = KernelGatewayProcess(tmp_path_factory.mktemp("gateway")).start()
+    yield started
+    started.stop()
+
+
+@pytest.fixture(scope="module")
+def server(
+    tmp_path_factory: pytest.TempPathFactory, llm: FakeLLM, gateway: KernelGatewayProcess
+) -> Iterator[JupyterProcess]:
+    env = {"OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "sk-test", "CELLWRIGHT_MODEL": "fake-model"}
+    process = JupyterProcess(tmp_path_factory.mktemp("server"), env, extra_args=[f"--gateway-url={gateway.url}"])
+    yield process.start()
+    process.stop()
+
+
+@pytest.fixture(scope="module")
+def kernel(server: JupyterProcess, gateway: KernelGatewayProcess) -> str:
+    """The notebook's kernel, started as JupyterLab starts it (POST api/sessions): on the gateway."""
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell("print('old')", id="mine")]
+    nbformat.write(notebook, str(server.root / NOTEBOOK))
+    kernel_id = server.open_notebook(NOTEBOOK)
+    assert kernel_id in [k["id"] for k in gateway.kernels()], "the session's kernel is not the gateway's"
+    return kernel_id
+
+
+def new_thread(server: JupyterProcess) -> str:
+    response = server.request("POST", "cellwright/api/threads", {"notebook_path": NOTEBOOK})
+    assert response.status_code == 201, response.text
+    return str(response.json()["thread_id"])
+
+
+def run(server: JupyterProcess, thread: str, message: str, after: int = 0) -> list[dict[str, Any]]:
+    """Start a run; its events up to its run_finished (a pause for approval included)."""
+    response = server.request("POST", f"cellwright/api/threads/{thread}/runs", {"message": message})
+    assert response.status_code == 202, response.text
+    return server.events(thread, after)
+
+
+def approve(server: JupyterProcess, thread: str, events: list[dict[str, Any]], call_id: str) -> list[dict[str, Any]]:
+    """Approve the pending call `call_id` (the card the events end with); the events that follow."""
+    assert events[-1]["type"] == "run_finished" and events[-1]["status"] == "awaiting_approval", events[-3:]
+    assert of_type(events, "approval_required")[-1]["id"] == call_id
+    response = server.request("POST", f"cellwright/api/threads/{thread}/approvals/{call_id}", {"decision": "approve"})
+    assert response.status_code == 202, response.text
+    return server.events(thread, events[-1]["seq"])
+
+
+def tool_message(llm: FakeLLM, call_id: str) -> str:
+    """What the model was told of call `call_id`, in the newest request that carries it."""
+    for request in reversed(llm.requests):
+        for message in request["messages"]:
+            if message["role"] == "tool" and message.get("tool_call_id") == call_id:
+                return str(message["content"])
+    raise AssertionError(f"no request told the model the result of {call_id}")
+
+
+def texts(events: list[dict[str, Any]], call_id: str) -> str:
+    return "".join(e["output"].get("text", "") for e in of_type(events, "cell_output") if e["id"] == call_id)
+
+
+def wait_for(check: Callable[[], Any], what: str, timeout: float = 10) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if found := check():
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def gateway_state(gateway: KernelGatewayProcess, kernel_id: str) -> str:
+    return str(next(k for k in gateway.kernels() if k["id"] == kernel_id)["execution_state"])
+
+
+def test_approved_and_edited_cells_run_on_the_gateway_kernel_and_the_model_sees_their_outputs(
+    server: JupyterProcess, kernel: str, llm: FakeLLM
+) -> None:
+    llm.script(
+        tool_call("run_cell", {"code": "print(6*7)"}, id="gw_print"),
+        tool_call("edit_cell", {"cell_id": "mine", "source": "for i in range(3):\n    print('line', i)"}, id="gw_edit"),
+        tool_call("read_notebook", {}, id="gw_read"),
+        text("done"),
+    )
+    thread = new_thread(server)
+    first = run(server, thread, "what is six times seven?")
+    second = approve(server, thread, first, "gw_print")
+    started = of_type(second, "cell_started")[-1]
+    assert started["kernel_id"] == kernel and not started["waiting_for_kernel"]
+    assert texts(second, "gw_print") == "42\n"
+    assert of_type(second, "cell_finished")[0]["status"] == "ok"
+    assert "42" in tool_message(llm, "gw_print")
+
+    third = approve(server, thread, second, "gw_edit")
+    edited = of_type(third, "cell_started")[-1]
+    assert edited["cell_id"] == "mine" and edited["edit"] is True
+    assert texts(third, "gw_edit") == "line 0\nline 1\nline 2\n"
+    assert "line 2" in tool_message(llm, "gw_edit")
+    # read_notebook adds the kernel's input history: the gateway kernel's own record of what ran.
+    history = tool_message(llm, "gw_read")
+    assert "The kernel's last" in history and "print(6*7)" in history, history
+    assert third[-1]["status"] == "completed" and of_type(third, "final")[0]["answer"] == "done"
+
+    detail = server.get(f"cellwright/api/threads/{thread}").json()
+    assert any("42" in str(m.get("content")) for m in detail["messages"] if m["role"] == "tool"), detail["messages"]
+
+
+def test_stop_interrupts_a_long_cell_on_the_gateway_kernel(
+    server: JupyterProcess, gateway: KernelGatewayProcess, kernel: str, llm: FakeLLM
+) -> None:
+    llm.script(
+        tool_call("run_cell", {"code": "import time\nprint('sleeping', flush=True)\ntime.sleep(60)"}, id="gw_nap")
+    )
+    thread = new_thread(server)
+    first = run(server, thread, "sleep a minute")
+    response = server.request("POST", f"cellwright/api/threads/{thread}/approvals/gw_nap", {"decision": "approve"})
+    assert response.status_code == 202, response.text
+    seen: list[dict[str, Any]] = []
+    # The cell's first output streams while it runs: then it is surely sleeping in the kernel.
+    read_until(server, thread, first[-1]["seq"], lambda events: bool(of_type(events, "cell_output")), seen)
+    assert texts(seen, "gw_nap") == "sleeping\n"
+    assert gateway_state(gateway, kernel) == "busy"
+
+    stopped = time.monotonic()
+    assert server.request("POST", f"cellwright/api/threads/{thread}/cancel", {}).status_code == 202
+    after = server.events(thread, first[-1]["seq"])
+    assert time.monotonic() - stopped < STOP_SECONDS
+    assert of_type(after, "cell_finished")[-1]["status"] == "aborted"
+    assert after[-1]["type"] == "run_finished" and after[-1]["status"] == "cancelled"
+    assert not of_type(after, "error"), "the interrupt reached the kernel: no 'kernel unresponsive'"
+    wait_for(lambda: gateway_state(gateway, kernel) == "idle", "the gateway kernel to be idle", STOP_SECONDS)
+
+
+def test_a_cell_approved_while_the_user_runs_one_waits_for_it(
+    server: JupyterProcess, gateway: KernelGatewayProcess, kernel: str, llm: FakeLLM
+) -> None:
+    llm.script(tool_call("run_cell", {"code": "print(user_cell)"}, id="gw_after_user"), text("done"))
+    thread = new_thread(server)
+    first = run(server, thread, "print what my cell made")
+    # The user's cell, sent as JupyterLab sends it: over the server's kernel websocket, proxied to the gateway.
+    user = websocket.create_connection(
+        f"ws://127.0.0.1:{server.port}/api/kernels/{kernel}/channels?session_id=the-user",
+        header=[f"Authorization: token {TOKEN}"],
+        timeout=30,
+    )
+    try:
+        code = "import time\ntime.sleep(3)\nuser_cell = 'made by the user'"
+        content = {"code": code, "silent": False, "store_history": True, "user_expressions": {}, "allow_stdin": False}
+        message = Session(username="user").msg("execute_request", content)
+        user.send(json.dumps({**message, "channel": "shell"}, default=json_default))
+        wait_for(lambda: gateway_state(gateway, kernel) == "busy", "the user's cell to run")
+        second = approve(server, thread, first, "gw_after_user")
+    finally:
+        user.close()
+    waiting, running = of_type(second, "cell_started")
+    assert waiting["waiting_for_kernel"] is True and running["waiting_for_kernel"] is False
+    assert texts(second, "gw_after_user") == "made by the user\n"
+    assert second[-1]["status"] == "completed"
+
+
+def test_restart_kernel_restarts_the_gateway_kernel_and_cells_run_after_it(
+    server: JupyterProcess, gateway: KernelGatewayProcess, kernel: str, llm: FakeLLM
+) -> None:
+    llm.script(
+        tool_call("run_cell", {"code": "before_restart = 1"}, id="gw_set"),
+        tool_call("restart_kernel", {}, id="gw_restart"),
+        tool_call("run_cell", {"code": "print('before_restart' in globals())"}, id="gw_check"),
+        text("done"),
+    )
+    thread = new_thread(server)
+    events = run(server, thread, "restart the kernel")
+    for call_id in ("gw_set", "gw_restart", "gw_check"):
+        events += approve(server, thread, events, call_id)
+    restarted = next(r for r in of_type(events, "tool_result") if r["id"] == "gw_restart")
+    assert restarted["status"] == "ok" and "restarted" in tool_message(llm, "gw_restart"), restarted
+    assert texts(events, "gw_check") == "False\n"  # the variables went with the old process
+    assert kernel in [k["id"] for k in gateway.kernels()]  # the same kernel, restarted on the gateway
+
+
+def test_a_mentioned_dataframe_and_check_resource_read_the_gateway_kernel(
+    server: JupyterProcess, kernel: str, llm: FakeLLM
+) -> None:
+    llm.script(
+        tool_call("run_cell", {"code": "import pandas as pd\nsales = pd.DataFrame({'units': [3, 5, 8]})"}, id="gw_df"),
+        text("made"),
+        tool_call("check_resource", {"dataframes": ["sales"]}, id="gw_res"),
+        text("seen"),
+    )
+    thread = new_thread(server)
+    events = approve(server, thread, run(server, thread, "make a frame"), "gw_df")
+    mentioned = run(server, thread, "how much memory does @sales take?", events[-1]["seq"])
+    assert of_type(mentioned, "run_started")[0]["mentions"] == [{"name": "sales", "kind": "variable", "ok": True}]
+    context = next(
+        m["content"] for m in llm.requests[-2]["messages"] if m["role"] == "user" and "[Context" in m["content"]
+    )
+    assert "sales" in context and "pandas.DataFrame" in context and "units" in context, context
+    report = tool_message(llm, "gw_res")
+    assert "sales" in report and "3 rows" in report, report
+    # The kernel runs elsewhere: its usage is named unknown, not read from some local process.
+    assert "the kernel's process is not local (a remote or gateway kernel)" in report, report
+    usage = server.request("POST", "cellwright/api/resources", {"kernel_id": kernel}).json()
+    assert "not local" in usage["kernel"]["error"], usage
+
+
+def test_undo_restores_the_gateway_kernels_variables(server: JupyterProcess, kernel: str, llm: FakeLLM) -> None:
+    llm.script(
+        tool_call("run_cell", {"code": "import pandas as pd\nstock = pd.DataFrame({'n': [1, 2, 3]})"}, id="gw_stock"),
+        text("made"),
+        tool_call("run_cell", {"code": "stock['double'] = stock['n'] * 2\nscratch = 5"}, id="gw_change"),
+        text("changed"),
+    )
+    thread = new_thread(server)
+    events = approve(server, thread, run(server, thread, "make stock"), "gw_stock")
+    changing = run(server, thread, "add a column", events[-1]["seq"])
+    assert of_type(changing, "approval_required")[-1]["impact"]["undoable"] is True
+    approve(server, thread, changing, "gw_change")
+
+    response = server.request("POST", f"cellwright/api/threads/{thread}/undo/gw_change", {})
+    assert response.status_code == 200, response.text
+    assert "stock" in response.json()["restored"] and response.json()["removed"] == ["scratch"]
+    listed = server.request("POST", "cellwright/api/variables", {"kernel_id": kernel}).json()["variables"]
+    names = {v["name"]: v for v in listed}
+    assert names["stock"]["shape"] == [3, 1] and "scratch" not in names
+
+
+def test_a_kernel_that_dies_mid_cell_ends_the_cell_and_the_next_cell_runs(
+    server: JupyterProcess, kernel: str, llm: FakeLLM
+) -> None:
+    llm.script(
+        tool_call("run_cell", {"code": "import os\nprint('bye', flush=True)\nos._exit(1)"}, id="gw_exit"),
+        tool_call("run_cell", {"code": "print('back')"}, id="gw_back"),
+        text("done"),
+    )
+    thread = new_thread(server)
+    events = approve(server, thread, run(server, thread, "exit the kernel"), "gw_exit")
+    assert of_type(events, "cell_finished")[-1]["status"] == "error"
+    assert "died" in tool_message(llm, "gw_exit") and "restarted" in tool_message(llm, "gw_exit")
+    # The gateway restarted the kernel under its id: the next cell runs in the new process.
+    assert texts(approve(server, thread, events, "gw_back"), "gw_back") == "back\n"
+
+
+def test_the_server_shuts_down_cleanly(
+    server: JupyterProcess, gateway: KernelGatewayProcess, kernel: str, llm: FakeLLM
+) -> None:
+    """Last in the module: with a kept client on the gateway kernel (this test's own cell, so it
+    holds alone too), the shutdown answers 200, the process exits (no client's thread keeps it
+    alive), nothing in its log is a traceback or a 500, and the gateway's kernels are shut down."""
+    llm.script(tool_call("run_cell", {"code": "print('last')"}, id="gw_last"), text("done"))
+    thread = new_thread(server)
+    approve(server, thread, run(server, thread, "one more"), "gw_last")  # its output is the first test's subject
+    assert server.proc is not None
+    response = server.request("POST", "api/shutdown")
+    assert response.status_code == 200, response.text
+    assert server.proc.wait(30) == 0
+    log = server.log_path.read_text()
+    assert "Traceback" not in log and not re.search(r"\b5\d\d (GET|POST|PUT|DELETE)", log), log[-5000:]
+    assert "never awaited" not in log, log[-5000:]
+    assert gateway.kernels() == []
+    assert "Traceback" not in Path(gateway.log_path).read_text(), Path(gateway.log_path).read_text()[-5000:]
