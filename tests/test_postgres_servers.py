@@ -74,7 +74,7 @@ async def test_servers_starting_together_create_the_schema_once(tmp_path: Path, 
     from agent_core.storage.checkpoint import open_store
     from agent_core.storage.thread_store import ThreadStore
 
-    stores = [ThreadStore(tmp_path / "unused.sqlite", database_url=postgres_url) for _ in range(4)]
+    stores = [ThreadStore(tmp_path / "unused.sqlite", owner="alice", database_url=postgres_url) for _ in range(4)]
     await asyncio.gather(*(store.open() for store in stores))
     try:
         agents = await asyncio.gather(
@@ -83,7 +83,8 @@ async def test_servers_starting_together_create_the_schema_once(tmp_path: Path, 
         for agent in agents:
             await agent.aclose()
         with psycopg.connect(postgres_url) as conn:
-            assert conn.execute("SELECT version FROM cellwright.schema_version").fetchall() == [(1,)]
+            versions = conn.execute("SELECT version FROM cellwright.schema_version ORDER BY version").fetchall()
+            assert versions == [(1,), (2,)]
             tables = {
                 row[0]
                 for row in conn.execute(

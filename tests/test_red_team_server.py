@@ -283,7 +283,7 @@ async def test_finding_13_stop_and_delete_respect_another_process_lease(api: Api
 
     thread = await api.new_thread()
     app = await _app(jp_serverapp)
-    kernel_side = ThreadStore(app.threads._path, holder="a %agent call in kernel 1234")
+    kernel_side = ThreadStore(app.threads._path, owner=app.threads.owner, holder="a %agent call in kernel 1234")
     await kernel_side.open()
     try:
         assert await kernel_side.take_lease(thread)

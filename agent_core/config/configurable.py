@@ -7,6 +7,7 @@ config files with traitlets' own loader (`load_for_kernel`). Both then apply wha
 
 from __future__ import annotations
 
+import getpass
 import logging
 import os
 from collections.abc import Mapping
@@ -71,6 +72,17 @@ class Cellwright(LoggingConfigurable):
         help="Where threads and checkpoints are kept: '' for SQLite files in data_dir, a file path, 'memory', "
         "or postgresql://... for servers that share threads. Env: CELLWRIGHT_DATABASE_URL.",
     ).tag(config=True, env="CELLWRIGHT_DATABASE_URL")
+    database_pool_size = Int(
+        2,
+        help="Connections to a PostgreSQL database_url in each of a server's two pools (its threads and events; the "
+        "agent's checkpoints), besides the one that listens for other servers' writes: at most 2 x this + 1 per "
+        "server. Env: CELLWRIGHT_DATABASE_POOL_SIZE.",
+    ).tag(config=True, env="CELLWRIGHT_DATABASE_POOL_SIZE")
+    owner = Unicode(
+        help="The user whose threads this server (or %agent kernel) keeps and shows; it sees no other user's. "
+        "Default: JUPYTERHUB_USER under JupyterHub, else the operating system's user running Jupyter. "
+        "Env: CELLWRIGHT_OWNER.",
+    ).tag(config=True, env="CELLWRIGHT_OWNER")
     checkpointer_url = Unicode(
         help="The older name of database_url, read when database_url is not set. Env: CELLWRIGHT_CHECKPOINTER_URL.",
     ).tag(config=True)
@@ -173,6 +185,20 @@ class Cellwright(LoggingConfigurable):
             self.checkpointer_url or self._env("database_url") or self._environ.get("CELLWRIGHT_CHECKPOINTER_URL", "")
         )
 
+    @default("database_pool_size")
+    def _default_database_pool_size(self) -> int:
+        raw = self._env("database_pool_size")
+        try:
+            return int(raw) if raw else 2
+        except ValueError:
+            raise TraitError(f"database_pool_size must be a whole number of connections, not {raw!r}.") from None
+
+    @default("owner")
+    def _default_owner(self) -> str:
+        # Not the request's identity: on a plain server, each token-authenticated request without
+        # a login cookie is a new anonymous user. The user the server runs for is stable.
+        return self._env("owner") or self._environ.get("JUPYTERHUB_USER", "") or os_user()
+
     @default("data_dir")
     def _default_data_dir(self) -> str:
         from jupyter_core.paths import jupyter_data_dir
@@ -225,6 +251,21 @@ class Cellwright(LoggingConfigurable):
         if bad:
             raise TraitError(f"auto_approve_notebook_tools takes Python function names, not {bad}.")
         return list(proposal.value)
+
+    @validate("database_pool_size")
+    def _pool_size(self, proposal: Any) -> int:
+        if proposal.value < 1:
+            raise TraitError(
+                f"database_pool_size must be 1 or more (connections per pool), not {proposal.value}: a server with "
+                "no connection could not read a thread."
+            )
+        return int(proposal.value)
+
+    @validate("owner")
+    def _owner(self, proposal: Any) -> str:
+        if not proposal.value.strip():
+            raise TraitError("owner must name a user, not be empty: threads are kept per user.")
+        return str(proposal.value)
 
     @validate("command_timeout", "cell_timeout", "request_timeout", "connect_timeout", "response_timeout")
     def _positive_seconds(self, proposal: Any) -> float | None:
@@ -436,6 +477,15 @@ class Cellwright(LoggingConfigurable):
                 env = trait.metadata.get("env")
                 source = f" (from the environment variable {env})" if env and self._environ.get(env) else ""
                 raise SettingsError(f"Cellwright.{name}{source}: {exc}") from None
+
+
+def os_user() -> str:
+    """The operating system's name of the user running this process (its uid where it has none,
+    as in a container run with an arbitrary uid)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no name in the environment nor in the password database
+        return f"uid-{os.getuid()}"
 
 
 def load(**kwargs: Any) -> Cellwright:
