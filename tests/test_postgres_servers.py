@@ -23,14 +23,20 @@ pytestmark = pytest.mark.postgres
 APPEND_ONCE = "open('runs.txt', 'a').write('ran\\n')"  # the cell whose runs the tests count
 
 
-@pytest.fixture
-def server_env(fake_llm: FakeLLM, postgres_url: str) -> dict[str, str]:
+def postgres_server_env(llm: FakeLLM, url: str, **extra: str) -> dict[str, str]:
+    """A server's environment: the scripted model, the database `url`, and `extra` (an owner...)."""
     return {
-        "OPENAI_BASE_URL": fake_llm.base_url,
+        "OPENAI_BASE_URL": llm.base_url,
         "OPENAI_API_KEY": "sk-secret",
         "CELLWRIGHT_MODEL": "fake-model",
-        **database_env(postgres_url),
+        **database_env(url),
+        **extra,
     }
+
+
+@pytest.fixture
+def server_env(fake_llm: FakeLLM, postgres_url: str) -> dict[str, str]:
+    return postgres_server_env(fake_llm, postgres_url)
 
 
 def start(tmp_path: Path, name: str, env: dict[str, str], servers: list, root: Path | None = None) -> JupyterProcess:

@@ -74,9 +74,9 @@ class Cellwright(LoggingConfigurable):
     ).tag(config=True, env="CELLWRIGHT_DATABASE_URL")
     database_pool_size = Int(
         2,
-        help="Connections to a PostgreSQL database_url in each of a server's two pools (its threads and events; the "
-        "agent's checkpoints), besides the one that listens for other servers' writes: at most 2 x this + 1 per "
-        "server. Env: CELLWRIGHT_DATABASE_POOL_SIZE.",
+        help="Connections to a PostgreSQL database_url in a server's pool for threads and events. A server holds "
+        "this many at most, plus one for the agent's checkpoints and one that listens for the writes of its "
+        "owner's other servers. Env: CELLWRIGHT_DATABASE_POOL_SIZE.",
     ).tag(config=True, env="CELLWRIGHT_DATABASE_POOL_SIZE")
     owner = Unicode(
         help="The user whose threads this server (or %agent kernel) keeps and shows; it sees no other user's. "

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from psycopg.rows import DictRow
 
 CheckpointerKind = Literal["sqlite", "postgres", "memory"]
+CHECKPOINT_CONNECTIONS = 1  # a server's connections to a PostgreSQL checkpointer (see _open_postgres)
 
 
 @dataclass
@@ -91,14 +92,15 @@ async def _open_postgres(url: str, database: Database | None) -> AgentStore:
 
     if not isinstance(database, PostgresDatabase):
         raise RuntimeError("the Postgres checkpointer needs the thread store on the same database")
-    # A pool whose connections are checked before use: after the database restarts, the next run
-    # reconnects (a single connection would stay broken until Jupyter restarts). As large as the
-    # thread store's (database_pool_size): LangGraph's saver needs async connections, the store's
-    # pool holds blocking ones, so the two cannot share.
+    # A pool whose connection is checked before use: after the database restarts, the next run
+    # reconnects (a bare connection would stay broken until Jupyter restarts). One connection:
+    # LangGraph's saver runs every statement under one lock of its own (AsyncPostgresSaver.lock),
+    # so a second would never be used. Not the thread store's pool: the saver needs async
+    # connections, the store's pool holds blocking ones.
     pool: AsyncConnectionPool[AsyncConnection[DictRow]] = AsyncConnectionPool(  # rows as dicts: row_factory below
         url,
         min_size=1,
-        max_size=database.pool_size,
+        max_size=CHECKPOINT_CONNECTIONS,
         open=False,
         timeout=POOL_TIMEOUT,
         name="cellwright-checkpoints",

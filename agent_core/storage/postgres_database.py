@@ -10,7 +10,7 @@
 - A write's NOTIFY reaches the listener thread of the other servers of the same owner (one channel
   per owner: another user's server is never told of this user's threads), which wakes their readers.
 - Connections per process: `pool_size` in the pool, one for the listener (and, in a process that
-  runs the agent, `pool_size` more in the checkpointer's pool, agent_core/storage/checkpoint.py)."""
+  runs the agent, one for its checkpoints: agent_core/storage/checkpoint.py)."""
 
 from __future__ import annotations
 
@@ -106,7 +106,7 @@ class PostgresDatabase:
         self.where = redact_url(url)  # how errors and logs name the database
         self._process = process  # this process's notifications are not news to it
         self.owner = owner  # whose servers hear this one's writes
-        self.pool_size = pool_size  # also the checkpointer's (agent_core/storage/checkpoint.py)
+        self.pool_size = pool_size
         self._pool: Any = None
         self._executor: ThreadPoolExecutor | None = None
         self._listening: threading.Event | None = None  # set: the listener should stop
