@@ -318,7 +318,7 @@ async def test_finding_13_the_lease_is_released_when_saving_the_end_fails(
         if not app.run_manager.is_running(thread):
             break
         await asyncio.sleep(0.05)
-    other = type(app.threads)(app.threads._path)
+    other = type(app.threads)(app.threads._path, owner=app.threads.owner)
     await other.open()
     try:
         assert await other.leased_elsewhere(thread) is None, "the lease went with the failed run"
