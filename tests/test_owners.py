@@ -121,7 +121,10 @@ def test_another_owners_thread_is_not_found_on_every_thread_route(team: Team, al
 
 
 def test_the_owners_other_server_sees_and_follows_her_threads(team: Team, alices_thread: str, llm: FakeLLM) -> None:  # noqa: F811
-    assert alices_thread in listed(team.alice_again)
+    bobs = new_thread(team.bob)
+    # alice's two servers show the same threads: hers, and only hers.
+    assert alices_thread in listed(team.alice_again) and bobs not in listed(team.alice_again)
+    assert listed(team.alice_again) == listed(team.alice)
     assert team.alice_again.events(alices_thread) == team.alice.events(alices_thread)
     pending = team.alice_again.get(f"cellwright/api/threads/{alices_thread}").json()["pending_approval"]
     assert pending["id"] == PENDING_CALL
