@@ -294,3 +294,29 @@ async def test_a_sqlite_file_from_before_owners_is_its_users(tmp_path: Path) -> 
             assert [r.thread_id for r in await store.list()] == expected, user
         finally:
             await store.close()
+
+
+async def test_recovery_at_start_touches_only_the_owners_threads(tmp_path: Path, llm: FakeLLM) -> None:  # noqa: F811
+    """run_manager.recover re-drives the threads a crash left running: the server's owner's only,
+    also when another user's threads share the database (here one file, as a shared PostgreSQL)."""
+    from tests.test_run_manager import run_manager  # its threads are the user "tester"'s
+
+    async with run_manager(tmp_path, llm) as manager:
+        alice = ThreadStore(manager.threads._path, owner="alice")
+        await alice.open()
+        try:
+            alices = (await alice.create("a.ipynb", "a")).thread_id
+            await alice.update(alices, status="running")  # as a crash left it
+            mine = (await manager.threads.create("t.ipynb", "t")).thread_id
+            await manager.threads.update(mine, status="running")
+            runner = await manager.runner()
+            recovered: list[str] = []
+
+            async def note(record: Any, *_: Any) -> None:
+                recovered.append(record.thread_id)
+
+            runner.recovered = note  # type: ignore[method-assign]
+            await manager.recover()
+            assert recovered == [mine]
+        finally:
+            await alice.close()
