@@ -14,7 +14,8 @@ import pytest
 from traitlets.config import Config
 
 from agent_core.config.agent_settings import AgentSettings
-from agent_core.config.configurable import Cellwright, SettingsError, load, load_for_kernel
+from agent_core.config.configurable import Cellwright, SettingsError, load
+from agent_core.config.kernel_config import load_for_kernel
 from devtools.fake_llm import FakeLLM, text, tool_call
 from devtools.jupyter_process import JupyterProcess
 from tests.conftest import NOTEBOOK, Api, of_type

@@ -121,7 +121,8 @@ class AgentMagics(Magics):
             unknown = f"Unknown option {request.split()[0]}. " if options is None else ""
             print(f"{unknown}{USAGE}", file=sys.stderr)
             return
-        from agent_core.config.configurable import SettingsError, load_for_kernel
+        from agent_core.config.configurable import SettingsError
+        from agent_core.config.kernel_config import load_for_kernel
 
         try:
             settings, notes = load_for_kernel(environ=self.session.environ)
