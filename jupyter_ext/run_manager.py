@@ -100,6 +100,9 @@ class RunManager(LoggingConfigurable):
     # -- threads
 
     async def thread(self, thread_id: str) -> ThreadRecord:
+        """The thread, if it is this server's owner's: every thread route asks this first, so another
+        owner's thread gets the answer of one that does not exist (404, never 403: that would say
+        it exists)."""
         record = await self.threads.get(thread_id)
         if record is None:
             raise NotFound(
@@ -170,9 +173,9 @@ class RunManager(LoggingConfigurable):
         """Start a run of `body` (its notebook_path already checked against the root)."""
         from agent_core.llm.failures import not_configured
 
+        await self.thread(thread_id)  # another owner's thread is a 404, before a lease or a setting says more
         settings = self._settings()
         if not settings.llm_configured:
-            await self.thread(thread_id)  # an unknown thread is a 404 first
             raise BadRequest(not_configured().message, "llm_not_configured")
         async with self._thread_locks[thread_id]:
             await self._ensure_free(thread_id)
@@ -183,6 +186,7 @@ class RunManager(LoggingConfigurable):
             return self._launch(run)
 
     async def decide(self, thread_id: str, call_id: str, body: Decision) -> str:
+        await self.thread(thread_id)  # another owner's thread is a 404, before its lease says it runs
         settings = self._settings()
         async with self._thread_locks[thread_id]:
             await self._ensure_free(

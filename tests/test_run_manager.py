@@ -23,7 +23,7 @@ from tests.tools_env import FolderEnv
 
 @asynccontextmanager
 async def run_manager(tmp_path: Path, fake_llm: FakeLLM) -> AsyncIterator[RunManager]:
-    threads = ThreadStore(tmp_path / "threads.sqlite", holder="the test server")
+    threads = ThreadStore(tmp_path / "threads.sqlite", owner="tester", holder="the test server")
     await threads.open()
     settings = AgentSettings(model="fake", base_url=fake_llm.base_url, api_key="k", max_retries=0)
     runs = RunManager(threads, lambda: settings, lambda *_: FolderEnv(tmp_path), "", tmp_path / "checkpoints.sqlite")
@@ -80,7 +80,7 @@ async def test_decisions_and_stops_are_checked_against_the_thread(tmp_path: Path
 async def test_a_lease_held_elsewhere_refuses_start_stop_and_delete(tmp_path: Path, fake_llm: FakeLLM) -> None:
     async with run_manager(tmp_path, fake_llm) as manager:
         record = await manager.threads.create("n.ipynb", "t")
-        kernel = ThreadStore(tmp_path / "threads.sqlite", holder="a %agent call in kernel 7")
+        kernel = ThreadStore(tmp_path / "threads.sqlite", owner="tester", holder="a %agent call in kernel 7")
         await kernel.open()
         try:
             assert await kernel.take_lease(record.thread_id)
