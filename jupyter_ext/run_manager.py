@@ -33,6 +33,9 @@ if TYPE_CHECKING:  # the tool registry and the contract's models load on first u
 EnvFactory = Callable[[str, "str | None", AgentSettings], "ToolEnvironment"]
 
 
+RUN_FINISHED_GRACE = 5.0  # seconds a follower of a run elsewhere waits for its run_finished after its lease goes
+
+
 @dataclass(frozen=True)
 class StreamItem:
     """One thing for a reader of a thread's events: an event (stored, with a seq, or live only),
@@ -280,15 +283,18 @@ class RunManager(LoggingConfigurable):
         event_log = self.threads.events
         live = event_log.live_start(thread_id, after)
         caught_up = False
+        followed_elsewhere = False  # a run another process drives: it ends after the lease goes
+        last_type = ""  # of the last stored event sent
         while True:
             elsewhere = await self._driven_elsewhere(thread_id)
+            followed_elsewhere = followed_elsewhere or elsewhere
             running = elsewhere or self.is_running(thread_id)
             batch: list[StreamItem] = []
             for event in await event_log.events_after(thread_id, after):
                 items, live = self._live_items(thread_id, live, event["seq"] - 1, previews)
                 batch += items
                 batch.append(StreamItem("event", event))
-                after = event["seq"]
+                after, last_type = event["seq"], event["type"]
             items, live = self._live_items(thread_id, live, after, previews)
             batch += items
             if not caught_up:
@@ -301,6 +307,13 @@ class RunManager(LoggingConfigurable):
             if batch:
                 yield batch
             if not running and not self.is_running(thread_id) and not await event_log.events_after(thread_id, after, 1):
+                if followed_elsewhere and last_type != "run_finished":
+                    # The run's process releases its lease just before it writes run_finished (so a
+                    # client acting on that event finds the thread free): wait for it, once and
+                    # briefly (a process that died writes none).
+                    followed_elsewhere = False
+                    await event_log.wait_for_events(thread_id, after, RUN_FINISHED_GRACE)
+                    continue
                 return
             before, live_before = after, live
             await event_log.wait_for_events(
