@@ -66,6 +66,29 @@ def stop_process(proc: subprocess.Popen[bytes] | None) -> None:
             proc.wait()
 
 
+# No news feed and no update check: nothing pops up over the panel, nothing is fetched from outside.
+QUIET_LAB_ARGS = ["--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+
+
+def use_working_tree_panel(data_dir: Path) -> None:
+    """Lab loads the panel built in this working tree (npm run build), not an installed copy: the
+    server's own data directory (JUPYTER_DATA_DIR) comes first on Jupyter's path."""
+    built = REPO / "jupyter_ext" / "labextension"
+    link = data_dir / "labextensions" / "cellwright"
+    if (built / "package.json").exists() and not link.is_symlink():
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(built, target_is_directory=True)
+
+
+def quiet_lab_settings(config_dir: Path) -> None:
+    """No "receive Jupyter news?" toast over the panel: the user settings (in JUPYTER_CONFIG_DIR) answer it."""
+    settings = config_dir / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True, exist_ok=True)
+    (settings / "notification.jupyterlab-settings").write_text(
+        json.dumps({"fetchNews": "false", "checkForUpdates": False})
+    )
+
+
 class JupyterProcess:
     def __init__(
         self,
@@ -85,18 +108,8 @@ class JupyterProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
         if app == "lab":
-            self._use_working_tree_panel(base / "data")
+            use_working_tree_panel(base / "data")
         self.log_path = base / f"{app}.log"
-
-    @staticmethod
-    def _use_working_tree_panel(data_dir: Path) -> None:
-        """Lab loads the panel built in this working tree (npm run build:prod), not an installed copy:
-        the instance's own data directory comes first on Jupyter's path."""
-        built = REPO / "jupyter_ext" / "labextension"
-        link = data_dir / "labextensions" / "cellwright"
-        if (built / "package.json").exists() and not link.is_symlink():
-            link.parent.mkdir(parents=True, exist_ok=True)
-            link.symlink_to(built, target_is_directory=True)
 
     @property
     def url(self) -> str:
@@ -119,7 +132,11 @@ class JupyterProcess:
             *self.extra_args,
         ]
         log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(args, env=self.env, stdout=log, stderr=subprocess.STDOUT, cwd=self.root)
+        # No terminal on stdin, as under a service manager or JupyterHub: a SIGINT then ends the event
+        # loop at once (Jupyter asks "Shut down?" only on a terminal).
+        self.proc = subprocess.Popen(
+            args, env=self.env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=self.root
+        )
         wait_serving(self.proc, f"{self.url}/api/status", self.log_path, f"jupyter {self.app}", timeout)
         return self
 

@@ -17,7 +17,6 @@ from agent_core.storage.thread_store import ThreadStore
 from devtools.fake_llm import FakeLLM, text, tool_call
 from jupyter_ext.errors import BadRequest, Conflict
 from jupyter_ext.run_manager import RunManager, StreamItem
-from tests.thread_leaks import threads_that_block_exit
 from tests.tools_env import FolderEnv
 
 
@@ -113,7 +112,8 @@ async def test_live_only_events_reach_a_follower_in_order(tmp_path: Path, fake_l
 
 
 def _sqlite_workers() -> set[threading.Thread]:
-    return {t for t in threads_that_block_exit() if "_connection_worker_thread" in t.name}
+    """aiosqlite's connection threads (daemons since open_store makes them so: still an open file each)."""
+    return {t for t in threading.enumerate() if "_connection_worker_thread" in t.name}
 
 
 def _still_running(workers: set[threading.Thread]) -> list[str]:
@@ -124,8 +124,8 @@ def _still_running(workers: set[threading.Thread]) -> list[str]:
 
 
 async def test_a_shutdown_while_the_checkpointer_opens_closes_it(tmp_path: Path, fake_llm: FakeLLM) -> None:
-    """A server stopped while recovery opens the checkpointer: its aiosqlite thread (not a daemon)
-    must not outlive the server, or the process never exits (a CI run hung on this)."""
+    """A server stopped while recovery opens the checkpointer: its aiosqlite connection must not
+    outlive the server (its thread, before open_store made it a daemon, kept a CI run from ever ending)."""
     before = _sqlite_workers()
     async with run_manager(tmp_path, fake_llm) as manager:
         opening = asyncio.create_task(manager.runner())

@@ -4,13 +4,19 @@ its file watcher as background tasks on the server's loop, and search.
 Nothing starts at import. `start()` (the server calls it once it is up, a search calls it on
 first use) schedules the initial build and the watcher without waiting for them; `stop()` ends
 both (the server's shutdown). Watcher batches are debounced by watchfiles and indexed in a
-worker thread, so the loop never reads a file."""
+worker thread, so the loop never reads a file.
+
+The watcher waits for changes on a daemon thread of its own, not awatch's: awatch waits on one of
+anyio's worker threads, which Python waits for at exit, and when Jupyter's loop ends without the
+server's stop (a SIGINT with no terminal, how JupyterHub's LocalProcessSpawner stops a server) no
+one would stop it: the process could never exit."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
 import logging
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -43,7 +49,8 @@ class KnowledgeBase:
         self._qdrant_folder = folder / f"qdrant-{key}"
         self._embeddings: Any = None
         self._built = asyncio.Event()
-        self._stop = asyncio.Event()
+        self._watching = asyncio.Event()  # the watcher's watches are in place (or it could not start)
+        self._stop = threading.Event()  # read by the watcher's thread
         self._tasks: list[asyncio.Task[None]] = []
         self._databases_read: dict[str, str] = {}  # name -> the URL whose tables are indexed
         self._databases_lock = asyncio.Lock()
@@ -59,8 +66,6 @@ class KnowledgeBase:
         if self._tasks:
             return
         self.loop = asyncio.get_running_loop()
-        # The watcher first: its watches are in place (set up synchronously in its first step, before it
-        # awaits) before the build scans, so no change falls between the scan and the watch.
         self._tasks = [asyncio.create_task(self._watch()), asyncio.create_task(self._build())]
 
     async def stop(self) -> None:
@@ -75,6 +80,8 @@ class KnowledgeBase:
 
     async def _build(self) -> None:
         self.state.state = "building"
+        # The watches first, then the scan: no change falls between the scan and the watch.
+        await self._watching.wait()
         try:
             changed = await asyncio.to_thread(self.indexer.scan)
             await self._embed(changed)
@@ -91,30 +98,51 @@ class KnowledgeBase:
         return (kind_of(path) is not None or not Path(path).suffix) and not self.workspace.is_denied(path)
 
     async def _watch(self) -> None:
+        loop = asyncio.get_running_loop()
+        batches: asyncio.Queue[set[tuple[Any, str]] | BaseException | None] = asyncio.Queue()
+        flag = _WatchStop(self._stop, lambda: _post(loop, self._watching.set))
+        thread = threading.Thread(
+            target=self._watch_thread, args=(loop, batches, flag), name="cellwright-knowledge-watcher", daemon=True
+        )
         try:
-            from watchfiles import awatch
-
-            async for changes in awatch(
-                self.workspace.root,
-                stop_event=self._stop,
-                debounce=DEBOUNCE_MS,
-                step=50,
-                watch_filter=self._wanted,
-                recursive=True,
-                ignore_permission_denied=True,
-            ):
-                paths = sorted({Path(path) for _, path in changes})
+            thread.start()
+            while (batch := await batches.get()) is not None:
+                if isinstance(batch, BaseException):
+                    raise batch
+                paths = sorted({Path(path) for _, path in batch})
                 changed = await asyncio.to_thread(self.indexer.update, paths)
                 await self._embed(changed)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # no inotify watches left, a root that vanished: fall back to rescans
+            self._watching.set()
             self.state.error(
                 ".", f"the file watcher stopped ({type(exc).__name__}: {exc}); rescanning every {POLL_SECONDS:g} s"
             )
             while not self._stop.is_set():
                 await asyncio.sleep(POLL_SECONDS)
                 await self._embed(await asyncio.to_thread(self.indexer.scan))
+
+    def _watch_thread(self, loop: asyncio.AbstractEventLoop, batches: asyncio.Queue[Any], flag: _WatchStop) -> None:
+        """On the watcher's thread: watchfiles' batches, handed to the loop until `flag` is set."""
+        outcome: BaseException | None = None
+        try:
+            from watchfiles import watch
+
+            for batch in watch(
+                self.workspace.root,
+                stop_event=flag,
+                debounce=DEBOUNCE_MS,
+                step=50,
+                watch_filter=self._wanted,
+                recursive=True,
+                ignore_permission_denied=True,
+                raise_interrupt=False,
+            ):
+                _post(loop, batches.put_nowait, batch)
+        except BaseException as exc:
+            outcome = exc
+        _post(loop, batches.put_nowait, outcome)
 
     # -- embeddings (optional)
 
@@ -208,6 +236,29 @@ class KnowledgeBase:
         }
 
 
+class _WatchStop:
+    """The watcher's stop flag. watchfiles reads it on the watcher's thread at every step, from the
+    moment its watches are in place: the first read says so (`on_watching`)."""
+
+    def __init__(self, stop: threading.Event, on_watching: Callable[[], None]) -> None:
+        self._stop = stop
+        self._on_watching: Callable[[], None] | None = on_watching
+
+    def is_set(self) -> bool:
+        if self._on_watching is not None:
+            on_watching, self._on_watching = self._on_watching, None
+            on_watching()
+        return self._stop.is_set()
+
+
+def _post(loop: asyncio.AbstractEventLoop, callback: Callable[..., Any], *args: Any) -> None:
+    """`callback(*args)` on `loop`, from another thread; nothing once the loop is closed."""
+    try:
+        loop.call_soon_threadsafe(callback, *args)
+    except RuntimeError:  # the loop is closed: no one is waiting any more
+        pass
+
+
 _BASES: dict[tuple[str, str], KnowledgeBase] = {}
 
 
@@ -218,6 +269,7 @@ def knowledge_base(workspace: Workspace, data_dir: Path | str, settings: Callabl
     if (
         base is not None and base.loop is not None and base.loop.is_closed()
     ):  # its loop ended (a test's, a %agent call's)
+        base._stop.set()  # its watcher's thread ends too
         base.store.close()
         base = None
     if base is None or base.state.state == "stopped":

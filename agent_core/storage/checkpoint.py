@@ -61,7 +61,7 @@ async def open_store(url: str, default_path: Path, database: Database | None = N
 
     stack = AsyncExitStack()
     try:
-        conn = await stack.enter_async_context(aiosqlite.connect(str(path)))
+        conn = await stack.enter_async_context(_daemon_worker(aiosqlite.connect(str(path))))
         await conn.execute("PRAGMA journal_mode=WAL")
         # WAL + NORMAL: no fsync per commit (one per checkpoint of the WAL); survives a crash of the process.
         await conn.execute("PRAGMA synchronous=NORMAL")
@@ -75,6 +75,20 @@ async def open_store(url: str, default_path: Path, database: Database | None = N
         await stack.aclose()
         raise
     return AgentStore(saver, ledger, "sqlite", stack)
+
+
+def _daemon_worker(connection: Any) -> Any:
+    """`connection` (aiosqlite's, not started yet) with its worker thread made a daemon. aiosqlite's
+    is not one: when Jupyter's loop ends without the server's stop (a SIGINT with no terminal, how
+    JupyterHub's LocalProcessSpawner stops a server), an open connection would keep the process from
+    ever exiting. What was committed is in the file (WAL) whenever the process ends."""
+    import threading
+
+    # aiosqlite before 0.22: the connection is the thread; since then it holds one.
+    thread = connection if isinstance(connection, threading.Thread) else getattr(connection, "_thread", None)
+    if isinstance(thread, threading.Thread) and not thread.is_alive():
+        thread.daemon = True
+    return connection
 
 
 async def _open_postgres(url: str, database: Database | None) -> AgentStore:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from devtools.fake_llm import FakeLLM
-from devtools.jupyter_process import REPO, TOKEN, JupyterProcess
+from devtools.jupyter_process import QUIET_LAB_ARGS, REPO, TOKEN, JupyterProcess, quiet_lab_settings
 
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = REPO / ".output" / "ui"
@@ -36,22 +37,17 @@ def lab_config() -> dict[str, Any]:
 @pytest.fixture
 def lab(tmp_path: Path, fake_llm: FakeLLM, lab_config: dict[str, Any]) -> Iterator[JupyterProcess]:
     env = {"OPENAI_BASE_URL": fake_llm.base_url, "OPENAI_API_KEY": "sk-ui-secret", "CELLWRIGHT_MODEL": "fake-model"}
-    args = ["--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
-    # No "receive Jupyter news?" toast over the panel: the user settings answer it.
-    settings = tmp_path / "config" / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True)
-    (settings / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False})
-    )
+    quiet_lab_settings(tmp_path / "config")
     if lab_config:
         (tmp_path / "config" / "jupyter_server_config.json").write_text(json.dumps(lab_config))
-    server = JupyterProcess(tmp_path, env, app="lab", extra_args=args).start()
+    server = JupyterProcess(tmp_path, env, app="lab", extra_args=QUIET_LAB_ARGS).start()
     yield server
     server.stop()
 
 
-@pytest.fixture
-def page(lab: JupyterProcess) -> Iterator[Any]:
+@contextmanager
+def browser_page() -> Iterator[Any]:
+    """A page of Debian's chromium (Playwright); `page.errors` collects the page's uncaught errors."""
     from playwright.sync_api import sync_playwright
 
     SHOTS.mkdir(parents=True, exist_ok=True)
@@ -65,8 +61,17 @@ def page(lab: JupyterProcess) -> Iterator[Any]:
         browser.close()
 
 
-def open_new_notebook(page: Any, lab: JupyterProcess) -> None:
-    page.goto(f"{lab.url}/lab?reset&token={TOKEN}")
+@pytest.fixture
+def page(lab: JupyterProcess) -> Iterator[Any]:
+    with browser_page() as page:
+        yield page
+
+
+def open_new_notebook(page: Any, lab: JupyterProcess | str) -> None:
+    """A new notebook in a fresh workspace. `lab` is a server the test started (its token goes in the
+    URL) or the base URL of a server the browser is already logged in to (a hub's /user/<name>)."""
+    url = f"{lab.url}/lab?reset&token={TOKEN}" if isinstance(lab, JupyterProcess) else f"{lab.rstrip('/')}/lab?reset"
+    page.goto(url)
     page.wait_for_selector(".jp-Launcher", timeout=60_000)
     page.locator('.jp-LauncherCard[data-category="Notebook"]').first.click()
     page.wait_for_selector('.jp-Notebook-ExecutionIndicator[data-status="idle"]', timeout=60_000)
@@ -94,7 +99,7 @@ def open_panel_from_palette(page: Any) -> None:
     raise AssertionError("the command palette did not run Open Cellwright")
 
 
-def ask_until_card(page: Any, lab: JupyterProcess, message: str) -> Any:
+def ask_until_card(page: Any, lab: JupyterProcess | str, message: str) -> Any:
     """A new notebook, the panel opened, `message` sent: the approval card of the run's first risky
     call, once shown (a fresh server imports langgraph and openai on its first run)."""
     open_new_notebook(page, lab)
