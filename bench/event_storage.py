@@ -65,7 +65,7 @@ class OneRowPerEvent:
 
 
 async def store(path: Path, events: list[dict], gap: float, baseline: bool) -> tuple[int, int]:
-    threads = ThreadStore(path)
+    threads = ThreadStore(path, owner="bench")
     await threads.open()
     record = await threads.create("n.ipynb", "bench")
     sink = OneRowPerEvent(threads, record.thread_id) if baseline else EventPump(threads.events, record.thread_id, "r")

@@ -42,7 +42,7 @@ START_DELAY = 1.5  # the scripted model waits: every reader is connected before 
 async def _append(path: str, url: str, threads: int, events: int, ready: Any, go: Any) -> float:
     from agent_core.storage.thread_store import ThreadStore
 
-    store = ThreadStore(Path(path), database_url=url)
+    store = ThreadStore(Path(path), owner="bench", database_url=url)
     await store.open()
     ids = [(await store.create("b.ipynb", "t")).thread_id for _ in range(threads)]
     ready.set()

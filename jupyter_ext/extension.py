@@ -77,10 +77,13 @@ class CellwrightApp(ExtensionApp):
             allow_hidden=bool(getattr(serverapp.contents_manager, "allow_hidden", False)),
             denied=(Path(self.configuration.data_dir), Path(serverapp.runtime_dir), *default_denied()),
         )
+        # The user this server runs for owns the threads it makes, and it sees no one else's.
         self.threads = ThreadStore(
             self.configuration.threads_path,
+            owner=self.configuration.owner,
             holder=f"the Jupyter server (pid {os.getpid()})",
             database_url=self.configuration.database_url,
+            pool_size=self.configuration.database_pool_size,
         )
         self.run_manager = self.run_manager_class(
             self.threads,

@@ -32,6 +32,9 @@ if TYPE_CHECKING:  # the tool registry and the contract's models load on first u
 EnvFactory = Callable[[str, "str | None", AgentSettings], "ToolEnvironment"]
 
 
+RUN_FINISHED_GRACE = 5.0  # seconds a follower of a run elsewhere waits for its run_finished after its lease goes
+
+
 @dataclass(frozen=True)
 class StreamItem:
     """One thing for a reader of a thread's events: an event (stored, with a seq, or live only),
@@ -99,6 +102,9 @@ class RunManager(LoggingConfigurable):
     # -- threads
 
     async def thread(self, thread_id: str) -> ThreadRecord:
+        """The thread, if it is this server's owner's: every thread route asks this first, so another
+        owner's thread gets the answer of one that does not exist (404, never 403: that would say
+        it exists)."""
         record = await self.threads.get(thread_id)
         if record is None:
             raise NotFound(
@@ -169,9 +175,9 @@ class RunManager(LoggingConfigurable):
         """Start a run of `body` (its notebook_path already checked against the root)."""
         from agent_core.llm.failures import not_configured
 
+        await self.thread(thread_id)  # another owner's thread is a 404, before a lease or a setting says more
         settings = self._settings()
         if not settings.llm_configured:
-            await self.thread(thread_id)  # an unknown thread is a 404 first
             raise BadRequest(not_configured().message, "llm_not_configured")
         async with self._thread_locks[thread_id]:
             await self._ensure_free(thread_id)
@@ -182,6 +188,7 @@ class RunManager(LoggingConfigurable):
             return self._launch(run)
 
     async def decide(self, thread_id: str, call_id: str, body: Decision) -> str:
+        await self.thread(thread_id)  # another owner's thread is a 404, before its lease says it runs
         settings = self._settings()
         async with self._thread_locks[thread_id]:
             await self._ensure_free(
@@ -275,15 +282,18 @@ class RunManager(LoggingConfigurable):
         event_log = self.threads.events
         live = event_log.live_start(thread_id, after)
         caught_up = False
+        followed_elsewhere = False  # a run another process drives: it ends after the lease goes
+        last_type = ""  # of the last stored event sent
         while True:
             elsewhere = await self._driven_elsewhere(thread_id)
+            followed_elsewhere = followed_elsewhere or elsewhere
             running = elsewhere or self.is_running(thread_id)
             batch: list[StreamItem] = []
             for event in await event_log.events_after(thread_id, after):
                 items, live = self._live_items(thread_id, live, event["seq"] - 1, previews)
                 batch += items
                 batch.append(StreamItem("event", event))
-                after = event["seq"]
+                after, last_type = event["seq"], event["type"]
             items, live = self._live_items(thread_id, live, after, previews)
             batch += items
             if not caught_up:
@@ -296,6 +306,13 @@ class RunManager(LoggingConfigurable):
             if batch:
                 yield batch
             if not running and not self.is_running(thread_id) and not await event_log.events_after(thread_id, after, 1):
+                if followed_elsewhere and last_type != "run_finished":
+                    # The run's process releases its lease just before it writes run_finished (so a
+                    # client acting on that event finds the thread free): wait for it, once and
+                    # briefly (a process that died writes none).
+                    followed_elsewhere = False
+                    await event_log.wait_for_events(thread_id, after, RUN_FINISHED_GRACE)
+                    continue
                 return
             before, live_before = after, live
             await event_log.wait_for_events(

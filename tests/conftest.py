@@ -99,13 +99,23 @@ class Api:
         return await self.call("POST", f"threads/{thread_id}/approvals/{call_id}", {"decision": decision, **fields})
 
 
-@pytest.fixture
-def servers() -> Iterator[list[Any]]:
-    """Jupyter server processes a test starts (devtools.jupyter_process), stopped at its end."""
+def _stopped_at_end() -> Iterator[list[Any]]:
     started: list[Any] = []
     yield started
     for server in started:
         server.stop()
+
+
+@pytest.fixture
+def servers() -> Iterator[list[Any]]:
+    """Jupyter server processes a test starts (devtools.jupyter_process), stopped at its end."""
+    yield from _stopped_at_end()
+
+
+@pytest.fixture(scope="module")
+def module_servers() -> Iterator[list[Any]]:
+    """Jupyter server processes a module's tests share, stopped after its last test."""
+    yield from _stopped_at_end()
 
 
 @pytest.fixture

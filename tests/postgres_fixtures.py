@@ -43,12 +43,22 @@ def postgres_server() -> Iterator[postgres_cluster.PostgresCluster]:
     cluster.stop()
 
 
+def _fresh_database(cluster: postgres_cluster.PostgresCluster) -> Iterator[str]:
+    url = cluster.new_database()
+    yield url
+    cluster.drop_database(url)
+
+
 @pytest.fixture
 def postgres_url(postgres_server: postgres_cluster.PostgresCluster) -> Iterator[str]:
     """A fresh database on the session's cluster, dropped after the test."""
-    url = postgres_server.new_database()
-    yield url
-    postgres_server.drop_database(url)
+    yield from _fresh_database(postgres_server)
+
+
+@pytest.fixture(scope="module")
+def module_postgres_url(postgres_server: postgres_cluster.PostgresCluster) -> Iterator[str]:
+    """A fresh database for a whole module (servers shared by its tests), dropped after it."""
+    yield from _fresh_database(postgres_server)
 
 
 @pytest.fixture

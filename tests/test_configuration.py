@@ -14,7 +14,8 @@ import pytest
 from traitlets.config import Config
 
 from agent_core.config.agent_settings import AgentSettings
-from agent_core.config.configurable import Cellwright, SettingsError, load, load_for_kernel
+from agent_core.config.configurable import Cellwright, SettingsError, load
+from agent_core.config.kernel_config import load_for_kernel
 from devtools.fake_llm import FakeLLM, text, tool_call
 from devtools.jupyter_process import JupyterProcess
 from tests.conftest import NOTEBOOK, Api, of_type
@@ -117,6 +118,21 @@ def test_database_url_and_its_older_name(clean_env: pytest.MonkeyPatch) -> None:
     assert load(config=both).public()["checkpointer"] == "postgres"
 
 
+def test_the_owner_is_the_user_the_server_runs_for(clean_env: pytest.MonkeyPatch) -> None:
+    import getpass
+
+    clean_env.delenv("JUPYTERHUB_USER", raising=False)
+    assert load().owner == getpass.getuser()
+    clean_env.setenv("JUPYTERHUB_USER", "alice")  # as JupyterHub starts a single-user server
+    assert load().owner == "alice"
+    clean_env.setenv("CELLWRIGHT_OWNER", "team-a")
+    assert load().owner == "team-a"
+    assert load(config=Config({"Cellwright": {"owner": "bob"}})).owner == "bob"
+    assert load().database_pool_size == 2
+    clean_env.setenv("CELLWRIGHT_DATABASE_POOL_SIZE", "5")
+    assert load().database_pool_size == 5
+
+
 @pytest.mark.parametrize(
     ("config", "env", "expected"),
     [
@@ -126,6 +142,9 @@ def test_database_url_and_its_older_name(clean_env: pytest.MonkeyPatch) -> None:
         ({"max_retries": "x"}, {}, ["max_retries", "'x'"]),
         ({"cell_timeout": 0}, {}, ["cell_timeout", "more than 0 seconds"]),
         ({"max_model_calls": 0}, {}, ["max_model_calls"]),
+        ({"database_pool_size": 0}, {}, ["database_pool_size must be 1 or more", "not 0"]),
+        ({}, {"CELLWRIGHT_DATABASE_POOL_SIZE": "two"}, ["CELLWRIGHT_DATABASE_POOL_SIZE", "whole number", "'two'"]),
+        ({"owner": " "}, {}, ["owner must name a user"]),
     ],
 )
 def test_a_bad_value_is_refused_with_its_name_and_what_it_takes(

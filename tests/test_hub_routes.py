@@ -18,8 +18,6 @@ from tests.postgres_cluster import PostgresCluster
 
 pytestmark = pytest.mark.postgres
 
-OWNERS = "thread owners: branch owners"
-
 
 @pytest.fixture(scope="module")
 def shared_database(postgres_server: PostgresCluster) -> Iterator[str]:
@@ -136,7 +134,6 @@ def test_bobs_token_cannot_reach_alices_server(hub: Hub, tokens: dict[str, str],
     assert "private.ipynb" in paths and "planted.ipynb" not in paths
 
 
-@pytest.mark.xfail(strict=True, reason=OWNERS)
 def test_bobs_server_shows_none_of_alices_threads_on_the_shared_database(alice: Client, bob: Client) -> None:
     alices_thread = alice.new_thread("alice-only.ipynb")
     bobs_thread = bob.new_thread("bob-only.ipynb")

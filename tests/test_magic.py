@@ -20,6 +20,7 @@ import pytest
 from jupyter_client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 
+from agent_core.config.configurable import os_user
 from agent_core.kernel_side.session import notebook_path, workspace_root
 from agent_core.storage.thread_store import ThreadStore
 from devtools.fake_llm import FakeLLM, text, tool_call
@@ -162,7 +163,11 @@ def places(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def magic_env(llm: FakeLLM, places: dict[str, Path], **extra: str) -> dict[str, str]:
     """A notebook kernel's environment, with the fake LLM and Jupyter folders of the test's own (no
     jpserver file of a server running on this machine can become the magic's root)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("CELLWRIGHT_", "OPENAI_", "JPY_", "JUPYTER_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("CELLWRIGHT_", "OPENAI_", "JPY_", "JUPYTER_", "JUPYTERHUB_"))
+    }
     env.update(
         JUPYTER_DATA_DIR=str(places["data"]),
         JUPYTER_CONFIG_DIR=str(places["config"]),
@@ -199,7 +204,7 @@ def requests_after(llm: FakeLLM) -> Callable[[], list[dict[str, Any]]]:
 
 def threads_of(data_dir: Path) -> list[Any]:
     async def read() -> tuple[list[Any], dict[str, list[str]]]:
-        store = ThreadStore(data_dir / "cellwright" / "threads.sqlite")
+        store = ThreadStore(data_dir / "cellwright" / "threads.sqlite", owner=os_user())  # the kernel's user
         await store.open()
         try:
             records = await store.list()

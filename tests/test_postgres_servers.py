@@ -23,14 +23,20 @@ pytestmark = pytest.mark.postgres
 APPEND_ONCE = "open('runs.txt', 'a').write('ran\\n')"  # the cell whose runs the tests count
 
 
-@pytest.fixture
-def server_env(fake_llm: FakeLLM, postgres_url: str) -> dict[str, str]:
+def postgres_server_env(llm: FakeLLM, url: str, **extra: str) -> dict[str, str]:
+    """A server's environment: the scripted model, the database `url`, and `extra` (an owner...)."""
     return {
-        "OPENAI_BASE_URL": fake_llm.base_url,
+        "OPENAI_BASE_URL": llm.base_url,
         "OPENAI_API_KEY": "sk-secret",
         "CELLWRIGHT_MODEL": "fake-model",
-        **database_env(postgres_url),
+        **database_env(url),
+        **extra,
     }
+
+
+@pytest.fixture
+def server_env(fake_llm: FakeLLM, postgres_url: str) -> dict[str, str]:
+    return postgres_server_env(fake_llm, postgres_url)
 
 
 def start(tmp_path: Path, name: str, env: dict[str, str], servers: list, root: Path | None = None) -> JupyterProcess:
@@ -74,7 +80,7 @@ async def test_servers_starting_together_create_the_schema_once(tmp_path: Path, 
     from agent_core.storage.checkpoint import open_store
     from agent_core.storage.thread_store import ThreadStore
 
-    stores = [ThreadStore(tmp_path / "unused.sqlite", database_url=postgres_url) for _ in range(4)]
+    stores = [ThreadStore(tmp_path / "unused.sqlite", owner="alice", database_url=postgres_url) for _ in range(4)]
     await asyncio.gather(*(store.open() for store in stores))
     try:
         agents = await asyncio.gather(
@@ -83,7 +89,8 @@ async def test_servers_starting_together_create_the_schema_once(tmp_path: Path, 
         for agent in agents:
             await agent.aclose()
         with psycopg.connect(postgres_url) as conn:
-            assert conn.execute("SELECT version FROM cellwright.schema_version").fetchall() == [(1,)]
+            versions = conn.execute("SELECT version FROM cellwright.schema_version ORDER BY version").fetchall()
+            assert versions == [(1,), (2,)]
             tables = {
                 row[0]
                 for row in conn.execute(

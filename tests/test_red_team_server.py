@@ -283,7 +283,7 @@ async def test_finding_13_stop_and_delete_respect_another_process_lease(api: Api
 
     thread = await api.new_thread()
     app = await _app(jp_serverapp)
-    kernel_side = ThreadStore(app.threads._path, holder="a %agent call in kernel 1234")
+    kernel_side = ThreadStore(app.threads._path, owner=app.threads.owner, holder="a %agent call in kernel 1234")
     await kernel_side.open()
     try:
         assert await kernel_side.take_lease(thread)
@@ -318,7 +318,7 @@ async def test_finding_13_the_lease_is_released_when_saving_the_end_fails(
         if not app.run_manager.is_running(thread):
             break
         await asyncio.sleep(0.05)
-    other = type(app.threads)(app.threads._path)
+    other = type(app.threads)(app.threads._path, owner=app.threads.owner)
     await other.open()
     try:
         assert await other.leased_elsewhere(thread) is None, "the lease went with the failed run"

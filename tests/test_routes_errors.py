@@ -186,7 +186,9 @@ async def test_thread_run_by_a_kernel_is_busy_for_the_panel(api: Api, jp_servera
 
     thread = await api.new_thread()
     app = jp_serverapp.web_app.settings["cellwright"]
-    kernel_side = ThreadStore(app.threads._path, holder="a %agent call in a kernel")  # what the magic opens
+    kernel_side = ThreadStore(
+        app.threads._path, owner=app.threads.owner, holder="a %agent call in a kernel"
+    )  # what the magic opens
     await kernel_side.open()
     try:
         assert await kernel_side.take_lease(thread)

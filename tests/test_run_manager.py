@@ -17,13 +17,14 @@ from agent_core.storage.thread_store import ThreadStore
 from devtools.fake_llm import FakeLLM, text, tool_call
 from jupyter_ext.errors import BadRequest, Conflict
 from jupyter_ext.run_manager import RunManager, StreamItem
-from tests.thread_leaks import threads_that_block_exit
 from tests.tools_env import FolderEnv
 
 
 @asynccontextmanager
-async def run_manager(tmp_path: Path, fake_llm: FakeLLM) -> AsyncIterator[RunManager]:
-    threads = ThreadStore(tmp_path / "threads.sqlite", holder="the test server")
+async def run_manager(tmp_path: Path, fake_llm: FakeLLM, database_url: str = "") -> AsyncIterator[RunManager]:
+    threads = ThreadStore(
+        tmp_path / "threads.sqlite", owner="tester", holder="the test server", database_url=database_url
+    )
     await threads.open()
     settings = AgentSettings(model="fake", base_url=fake_llm.base_url, api_key="k", max_retries=0)
     runs = RunManager(threads, lambda: settings, lambda *_: FolderEnv(tmp_path), "", tmp_path / "checkpoints.sqlite")
@@ -80,7 +81,7 @@ async def test_decisions_and_stops_are_checked_against_the_thread(tmp_path: Path
 async def test_a_lease_held_elsewhere_refuses_start_stop_and_delete(tmp_path: Path, fake_llm: FakeLLM) -> None:
     async with run_manager(tmp_path, fake_llm) as manager:
         record = await manager.threads.create("n.ipynb", "t")
-        kernel = ThreadStore(tmp_path / "threads.sqlite", holder="a %agent call in kernel 7")
+        kernel = ThreadStore(tmp_path / "threads.sqlite", owner="tester", holder="a %agent call in kernel 7")
         await kernel.open()
         try:
             assert await kernel.take_lease(record.thread_id)
@@ -111,7 +112,8 @@ async def test_live_only_events_reach_a_follower_in_order(tmp_path: Path, fake_l
 
 
 def _sqlite_workers() -> set[threading.Thread]:
-    return {t for t in threads_that_block_exit() if "_connection_worker_thread" in t.name}
+    # Every one, daemon or not: the server makes them daemons, and still closes its connections.
+    return {t for t in threading.enumerate() if "_connection_worker_thread" in t.name}
 
 
 def _still_running(workers: set[threading.Thread]) -> list[str]:
@@ -131,3 +133,38 @@ async def test_a_shutdown_while_the_checkpointer_opens_closes_it(tmp_path: Path,
         await manager.shutdown()
         await opening
         assert _still_running(_sqlite_workers() - before) == [], "the shutdown closed the runner it waited for"
+
+
+@pytest.mark.postgres
+async def test_a_follower_of_a_run_elsewhere_gets_the_run_finished_written_after_the_lease_goes(
+    tmp_path: Path, fake_llm: FakeLLM, postgres_url: str
+) -> None:
+    """Another server drives the thread; it releases its lease, then writes run_finished (so a client
+    acting on that event finds the thread free). The follower here must not end in between."""
+    async with run_manager(tmp_path, fake_llm, postgres_url) as manager:
+        thread = (await manager.threads.create("n.ipynb", "t")).thread_id
+        other = ThreadStore(tmp_path / "unused", owner="tester", holder="another server", database_url=postgres_url)
+        await other.open()
+        try:
+            assert await other.take_lease(thread)
+            await other.events.append(thread, {"type": "run_started"})
+            seen: list[str] = []
+
+            async def read() -> None:
+                async for batch in manager.follow_batches(thread, 0):
+                    seen.extend(item.event["type"] for item in batch if item.event)
+
+            reading = asyncio.ensure_future(read())
+            # Until the follower waits for what comes next (white-box: the log's waiting readers).
+            deadline = asyncio.get_running_loop().time() + 10
+            while thread not in manager.threads.events._waiting:
+                assert not reading.done() and asyncio.get_running_loop().time() < deadline, seen
+                await asyncio.sleep(0.01)
+            assert seen == ["run_started", "caught_up"]
+            await other.release_lease(thread)
+            await asyncio.wait([reading], timeout=1.0)  # long enough for the release to reach the follower
+            await other.events.append(thread, {"type": "run_finished", "status": "completed"})
+            await asyncio.wait_for(reading, 10)
+            assert seen == ["run_started", "caught_up", "run_finished"]
+        finally:
+            await other.close()

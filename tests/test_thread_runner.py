@@ -25,7 +25,7 @@ ValueOf = Callable[[str], Awaitable[Any]]
 
 async def _scenario(tmp_path: Path, fake_llm: FakeLLM, env: Any, value_of: ValueOf) -> None:
     """Start, approve, reject with a reason, refuse bad decisions, stop a pending call."""
-    threads = ThreadStore(tmp_path / "threads.sqlite", holder="the test")
+    threads = ThreadStore(tmp_path / "threads.sqlite", owner="tester", holder="the test")
     await threads.open()
     runner = await ThreadRunner.open(threads, "", tmp_path / "checkpoints.sqlite")
     settings = AgentSettings(

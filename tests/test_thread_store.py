@@ -15,7 +15,7 @@ pytestmark = pytest.mark.also_postgres
 
 def two_stores(tmp_path: Path, database_url: str) -> tuple[ThreadStore, ThreadStore]:
     """Two processes' stores on one database (a server and a kernel, or two servers)."""
-    return tuple(ThreadStore(tmp_path / "threads.sqlite", database_url=database_url) for _ in range(2))  # type: ignore[return-value]
+    return tuple(ThreadStore(tmp_path / "threads.sqlite", owner="alice", database_url=database_url) for _ in range(2))  # type: ignore[return-value]
 
 
 async def test_two_writers_never_reuse_a_seq(tmp_path: Path, database_url: str) -> None:

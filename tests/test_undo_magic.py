@@ -7,6 +7,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from agent_core.config.configurable import os_user
 from agent_core.storage.thread_store import ThreadStore
 from devtools.fake_llm import FakeLLM, tool_call
 from tests.test_magic import Kernel, kernel, llm, places  # noqa: F401 (the magic's fixtures)
@@ -27,7 +28,7 @@ def _events(data_dir: Path, title: str) -> list[dict[str, Any]]:
     """The stored events of the magic's thread with this title (the newest one)."""
 
     async def read() -> list[dict[str, Any]]:
-        store = ThreadStore(data_dir / "cellwright" / "threads.sqlite")
+        store = ThreadStore(data_dir / "cellwright" / "threads.sqlite", owner=os_user())  # the kernel's user
         await store.open()
         try:
             record = next(r for r in await store.list() if r.title == title)

@@ -2,21 +2,21 @@
 
 The server extension holds one (`c.Cellwright.model = ...` in jupyter_server_config.py,
 `--Cellwright.model=...` on the command line); the `%agent` magic builds one from the same Jupyter
-config files with traitlets' own loader (`load_for_kernel`). Both then apply what PUT config saved
-(agent_core.config.saved_settings), and the agent gets an immutable AgentSettings snapshot of it."""
+config files with traitlets' own loader (agent_core.config.kernel_config). Both then apply what PUT
+config saved (agent_core.config.saved_settings), and the agent gets an immutable AgentSettings
+snapshot of it."""
 
 from __future__ import annotations
 
-import logging
+import getpass
 import os
 from collections.abc import Mapping
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, get_args
 
-from jupyter_core.application import JupyterApp
 from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, default, validate
-from traitlets.config import Config, LoggingConfigurable
+from traitlets.config import LoggingConfigurable
 
 from agent_core.config import saved_settings as settings_file
 from agent_core.config.agent_settings import AgentSettings, ToolCalling, Vision, endpoint_of
@@ -71,6 +71,17 @@ class Cellwright(LoggingConfigurable):
         help="Where threads and checkpoints are kept: '' for SQLite files in data_dir, a file path, 'memory', "
         "or postgresql://... for servers that share threads. Env: CELLWRIGHT_DATABASE_URL.",
     ).tag(config=True, env="CELLWRIGHT_DATABASE_URL")
+    database_pool_size = Int(
+        2,
+        help="Connections to a PostgreSQL database_url in a server's pool for threads and events. A server holds "
+        "this many at most, plus one for the agent's checkpoints and one that listens for the writes of its "
+        "owner's other servers. Env: CELLWRIGHT_DATABASE_POOL_SIZE.",
+    ).tag(config=True, env="CELLWRIGHT_DATABASE_POOL_SIZE")
+    owner = Unicode(
+        help="The user whose threads this server (or %agent kernel) keeps and shows; it sees no other user's. "
+        "Default: JUPYTERHUB_USER under JupyterHub, else the operating system's user running Jupyter. "
+        "Env: CELLWRIGHT_OWNER.",
+    ).tag(config=True, env="CELLWRIGHT_OWNER")
     checkpointer_url = Unicode(
         help="The older name of database_url, read when database_url is not set. Env: CELLWRIGHT_CHECKPOINTER_URL.",
     ).tag(config=True)
@@ -173,6 +184,20 @@ class Cellwright(LoggingConfigurable):
             self.checkpointer_url or self._env("database_url") or self._environ.get("CELLWRIGHT_CHECKPOINTER_URL", "")
         )
 
+    @default("database_pool_size")
+    def _default_database_pool_size(self) -> int:
+        raw = self._env("database_pool_size")
+        try:
+            return int(raw) if raw else 2
+        except ValueError:
+            raise TraitError(f"database_pool_size must be a whole number of connections, not {raw!r}.") from None
+
+    @default("owner")
+    def _default_owner(self) -> str:
+        # Not the request's identity: on a plain server, each token-authenticated request without
+        # a login cookie is a new anonymous user. The user the server runs for is stable.
+        return self._env("owner") or self._environ.get("JUPYTERHUB_USER", "") or os_user()
+
     @default("data_dir")
     def _default_data_dir(self) -> str:
         from jupyter_core.paths import jupyter_data_dir
@@ -225,6 +250,21 @@ class Cellwright(LoggingConfigurable):
         if bad:
             raise TraitError(f"auto_approve_notebook_tools takes Python function names, not {bad}.")
         return list(proposal.value)
+
+    @validate("database_pool_size")
+    def _pool_size(self, proposal: Any) -> int:
+        if proposal.value < 1:
+            raise TraitError(
+                f"database_pool_size must be 1 or more (connections per pool), not {proposal.value}: a server with "
+                "no connection could not read a thread."
+            )
+        return int(proposal.value)
+
+    @validate("owner")
+    def _owner(self, proposal: Any) -> str:
+        if not proposal.value.strip():
+            raise TraitError("owner must name a user, not be empty: threads are kept per user.")
+        return str(proposal.value)
 
     @validate("command_timeout", "cell_timeout", "request_timeout", "connect_timeout", "response_timeout")
     def _positive_seconds(self, proposal: Any) -> float | None:
@@ -438,6 +478,15 @@ class Cellwright(LoggingConfigurable):
                 raise SettingsError(f"Cellwright.{name}{source}: {exc}") from None
 
 
+def os_user() -> str:
+    """The operating system's name of the user running this process (its uid where it has none,
+    as in a container run with an arbitrary uid)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no name in the environment nor in the password database
+        return f"uid-{os.getuid()}"
+
+
 def load(**kwargs: Any) -> Cellwright:
     """A checked Cellwright from `kwargs` (parent= for the server's, config= for the kernel's) with
     what PUT config saved over it. Raises SettingsError for a value the config files set wrong."""
@@ -448,55 +497,3 @@ def load(**kwargs: Any) -> Cellwright:
     settings.check()
     settings.apply_saved()
     return settings
-
-
-class _ConfigFiles(JupyterApp):
-    """Reads Jupyter's config files as a Jupyter app does (config_file_paths, .py then .json, the
-    base jupyter_config first) and nothing else."""
-
-    def __init__(self, name: str, paths: list[str] | None, **kwargs: Any) -> None:
-        super().__init__(config_file_name=name, **kwargs)
-        self._paths = paths
-
-    @property
-    def config_file_paths(self) -> list[str]:
-        return list(self._paths) if self._paths is not None else super().config_file_paths
-
-
-def jupyter_config(config_paths: list[str] | None = None, log: logging.Logger | None = None) -> Config:
-    """The config a Jupyter server gives its `cellwright` extension: the extension's own
-    jupyter_cellwright_config under the server's jupyter_server_config (each over jupyter_config),
-    merged as ExtensionApp._link_jupyter_server_extension merges them. `config_paths`: Jupyter's
-    config path by default."""
-    merged = Config()
-    for name in ("jupyter_cellwright_config", "jupyter_server_config"):
-        files = _ConfigFiles(name, config_paths, **({"log": log} if log is not None else {}))
-        files.load_config_file()
-        merged.merge(files.config)
-    return merged
-
-
-class _Notes(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.notes: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        message = record.getMessage()
-        if record.exc_info and record.exc_info[1] is not None:  # a config file that could not be read
-            message += f": {type(record.exc_info[1]).__name__}: {record.exc_info[1]}"
-        self.notes.append(message)
-
-
-def load_for_kernel(
-    config_paths: list[str] | None = None, environ: Mapping[str, str] | None = None
-) -> tuple[Cellwright, list[str]]:
-    """The settings of a `%agent` call, as the server has them: the same config files, the same
-    environment defaults, then settings.json. Also the notes for the user (a config file that could
-    not be read, an unknown option, a saved value skipped). What a kernel cannot see: options given
-    on the server's command line."""
-    notes = _Notes()
-    log = logging.Logger("cellwright.configuration")  # not registered: the notes go to the user, not the kernel's log
-    log.addHandler(notes)
-    settings = load(config=jupyter_config(config_paths, log), log=log, environ=environ)
-    return settings, notes.notes

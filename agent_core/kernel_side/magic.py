@@ -121,7 +121,8 @@ class AgentMagics(Magics):
             unknown = f"Unknown option {request.split()[0]}. " if options is None else ""
             print(f"{unknown}{USAGE}", file=sys.stderr)
             return
-        from agent_core.config.configurable import SettingsError, load_for_kernel
+        from agent_core.config.configurable import SettingsError
+        from agent_core.config.kernel_config import load_for_kernel
 
         try:
             settings, notes = load_for_kernel(environ=self.session.environ)
@@ -240,10 +241,14 @@ class AgentCall:
         # Opened and closed within this call: the server uses the same files, and an open aiosqlite
         # connection would keep a thread alive in the kernel. MCP servers likewise start on this
         # call's first use of one and stop with it.
+        # The kernel's user (JUPYTERHUB_USER, else the OS user, as the kernel started) owns its
+        # threads: the same user's server shows them in the panel.
         threads = ThreadStore(
             self.settings.threads_path,
+            owner=self.settings.owner,
             holder=f"a %agent call in a kernel (pid {os.getpid()})",
             database_url=self.settings.database_url,
+            pool_size=self.settings.database_pool_size,
         )
         mcp: Any = None
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from agent_core.storage.database import is_postgres_url
+from agent_core.storage.database import Database, is_postgres_url
 from agent_core.storage.private_files import private_file
 from agent_core.storage.tool_ledger import DatabaseToolLedger, MemoryToolLedger, SqliteToolLedger, ToolLedger
 
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from psycopg.rows import DictRow
 
 CheckpointerKind = Literal["sqlite", "postgres", "memory"]
+CHECKPOINT_CONNECTIONS = 1  # a server's connections to a PostgreSQL checkpointer (see _open_postgres)
 
 
 @dataclass
@@ -44,7 +45,7 @@ def checkpointer_kind(url: str) -> CheckpointerKind:
     return "sqlite"
 
 
-async def open_store(url: str, default_path: Path, database: Any = None) -> AgentStore:
+async def open_store(url: str, default_path: Path, database: Database | None = None) -> AgentStore:
     """`url`: "" (SQLite at default_path), a file path or sqlite:///path, "memory", or postgresql://...
     (then `database`, the thread store's, also holds the tool ledger)."""
     kind = checkpointer_kind(url)
@@ -90,7 +91,7 @@ def _daemon_worker(connection: Any) -> Any:
     return connection
 
 
-async def _open_postgres(url: str, database: Any) -> AgentStore:
+async def _open_postgres(url: str, database: Database | None) -> AgentStore:
     try:
         from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
         from psycopg.rows import dict_row
@@ -101,27 +102,37 @@ async def _open_postgres(url: str, database: Any) -> AgentStore:
             "pip install 'cellwright[postgres]'"
         ) from exc
     from agent_core.storage.postgres_database import (
-        POOL_MAX,
         POOL_TIMEOUT,
         RECONNECT_SERIES,
+        PostgresDatabase,
+        application_name,
         connection_options,
         saver_setup,
     )
 
-    if database is None or getattr(database, "kind", "") != "postgres":
+    if not isinstance(database, PostgresDatabase):
         raise RuntimeError("the Postgres checkpointer needs the thread store on the same database")
-    # A pool whose connections are checked before use: after the database restarts, the next run
-    # reconnects (a single connection would stay broken until Jupyter restarts).
+    # A pool whose connection is checked before use: after the database restarts, the next run
+    # reconnects (a bare connection would stay broken until Jupyter restarts). One connection:
+    # LangGraph's saver runs every statement under one lock of its own (AsyncPostgresSaver.lock),
+    # so a second would never be used. Not the thread store's pool: the saver needs async
+    # connections, the store's pool holds blocking ones.
     pool: AsyncConnectionPool[AsyncConnection[DictRow]] = AsyncConnectionPool(  # rows as dicts: row_factory below
         url,
         min_size=1,
-        max_size=POOL_MAX,
+        max_size=CHECKPOINT_CONNECTIONS,
         open=False,
         timeout=POOL_TIMEOUT,
         name="cellwright-checkpoints",
         reconnect_timeout=RECONNECT_SERIES,
         check=AsyncConnectionPool.check_connection,
-        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row, "options": connection_options()},
+        kwargs={
+            "autocommit": True,
+            "prepare_threshold": 0,
+            "row_factory": dict_row,
+            "options": connection_options(),
+            "application_name": application_name("checkpoints", database.owner),
+        },
     )
     stack = AsyncExitStack()
     await pool.open(wait=True, timeout=POOL_TIMEOUT)

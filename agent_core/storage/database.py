@@ -27,11 +27,21 @@ SCHEMA = (
     " last_run_id TEXT NOT NULL DEFAULT '', kernel_id TEXT NOT NULL DEFAULT '')",
     "CREATE TABLE IF NOT EXISTS events ("
     " thread_id TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL, PRIMARY KEY (thread_id, seq))",
-    # Which process drives a thread right now: servers and kernels (%agent) share the store.
+    # Which process drives a thread right now (its `owner` is that process, not the thread's user):
+    # servers and kernels (%agent) share the store.
     "CREATE TABLE IF NOT EXISTS leases (thread_id TEXT PRIMARY KEY, owner TEXT NOT NULL, until REAL NOT NULL)",
 )
-# Who holds a lease, in words, so a refused Stop can say who runs the thread (added after the first release).
-MIGRATIONS = ("ALTER TABLE leases ADD COLUMN holder TEXT NOT NULL DEFAULT ''",)
+# Columns added after the first release, each with the statements that add it. SQLite runs those
+# whose column a file lacks (SqliteDatabase.open); PostgreSQL runs them as numbered schema versions
+# (postgres_database.VERSIONS).
+# Who holds a lease, in words, so a refused Stop can say who runs the thread.
+LEASE_HOLDER = ("ALTER TABLE leases ADD COLUMN holder TEXT NOT NULL DEFAULT ''",)
+# Whose thread it is: the user the server (or kernel) runs for. A store sees only its owner's
+# threads; a thread stored before owners existed has none (NULL) until it is given one.
+THREAD_OWNER = (
+    "ALTER TABLE threads ADD COLUMN owner TEXT",
+    "CREATE INDEX IF NOT EXISTS threads_by_owner ON threads (owner, updated_at)",
+)
 
 
 class DatabaseUnavailable(RuntimeError):
@@ -103,15 +113,16 @@ def missing_postgres_extra(url: str) -> str | None:
     )
 
 
-def open_database(url: str, sqlite_path: Path, owner: str) -> Database:
+def open_database(url: str, sqlite_path: Path, process: str, owner: str, pool_size: int = 2) -> Database:
     """The store's database for the `database_url` setting: Postgres for a postgresql:// URL,
     else the SQLite file at `sqlite_path` (also for 'memory' and file URLs: those name the
-    checkpointer's storage, and threads have always been in their own file)."""
+    checkpointer's storage, and threads have always been in their own file). `process` names this
+    process's writes; `owner` is the user whose threads the store holds."""
     if is_postgres_url(url):
         from agent_core.storage.postgres_database import PostgresDatabase
 
-        return PostgresDatabase(url, owner)
-    return SqliteDatabase(sqlite_path)
+        return PostgresDatabase(url, process, owner, pool_size)
+    return SqliteDatabase(sqlite_path, owner)
 
 
 class SqliteDatabase:
@@ -122,8 +133,9 @@ class SqliteDatabase:
     kind = "sqlite"
     notifies = False
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, owner: str) -> None:
         self.path = path
+        self._owner = owner  # a file from before owners existed is this user's: its threads become theirs
         self._conn: sqlite3.Connection | None = None
         self._executor: ThreadPoolExecutor | None = None
 
@@ -141,12 +153,7 @@ class SqliteDatabase:
             conn.execute("PRAGMA journal_mode=WAL")
             # WAL + NORMAL: no fsync per commit (one per checkpoint of the WAL); survives a crash of the process.
             conn.execute("PRAGMA synchronous=NORMAL")
-            for statement in SCHEMA:
-                conn.execute(statement)
-            lease_columns = {row[1] for row in conn.execute("PRAGMA table_info(leases)")}
-            if "holder" not in lease_columns:
-                for statement in MIGRATIONS:
-                    conn.execute(statement)
+            _migrate_sqlite(conn, self._owner)
             return conn
 
         self._conn = await asyncio.get_running_loop().run_in_executor(self._executor, connect)
@@ -185,3 +192,29 @@ class SqliteDatabase:
 
     def notify(self, conn: Connection, thread_ids: set[str]) -> None:
         pass
+
+
+def _migrate_sqlite(conn: sqlite3.Connection, owner: str) -> None:
+    """Create the tables, and add the columns a file from an earlier release lacks, in one write
+    transaction: the server and a kernel opening the file together do not both add a column. The
+    threads of a file from before owners existed are `owner`'s: the file is one user's (it sits in
+    their Jupyter data directory)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        for statement in SCHEMA:
+            conn.execute(statement)
+        if "holder" not in _columns(conn, "leases"):
+            for statement in LEASE_HOLDER:
+                conn.execute(statement)
+        if "owner" not in _columns(conn, "threads"):
+            for statement in THREAD_OWNER:
+                conn.execute(statement)
+            conn.execute("UPDATE threads SET owner = ? WHERE owner IS NULL", (owner,))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}

@@ -7,12 +7,16 @@
   or nothing, so nothing is half-written). Every statement has a time limit.
 - Appenders to one thread queue on a per-thread advisory lock held until commit: seqs stay
   gap-free and ordered when two servers append.
-- A write's NOTIFY reaches the other servers' listener thread, which wakes their readers."""
+- A write's NOTIFY reaches the listener thread of the other servers of the same owner (one channel
+  per owner: another user's server is never told of this user's threads), which wakes their readers.
+- Connections per process: `pool_size` in the pool, one for the listener (and, in a process that
+  runs the agent, one for its checkpoints: agent_core/storage/checkpoint.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 import logging
 import threading
 from collections.abc import Callable
@@ -20,14 +24,20 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from agent_core.redaction import redact_url
-from agent_core.storage.database import MIGRATIONS, SCHEMA, Connection, DatabaseUnavailable, Notified
+from agent_core.storage.database import (
+    LEASE_HOLDER,
+    SCHEMA,
+    THREAD_OWNER,
+    Connection,
+    DatabaseUnavailable,
+    Notified,
+)
 
 log = logging.getLogger(__name__)
 
 SCHEMA_NAME = "cellwright"
-CHANNEL = "cellwright_events"
+CHANNEL_PREFIX = "cellwright_events_"  # + a hash of the owner: each user's servers notify each other only
 MIGRATION_LOCK = 0x63656C6C  # "cell": the advisory lock key that serializes schema migrations
-POOL_MAX = 4  # connections per process (the executor has as many threads)
 POOL_TIMEOUT = 10.0  # seconds to wait for a connection before a call fails
 # A pool retries a lost connection with a doubling delay: after a long outage its next attempt
 # could be minutes away. Giving a series up after a few seconds lets the next request start a
@@ -46,11 +56,15 @@ def _pg_types(sql: str) -> str:
 VERSIONS: dict[int, tuple[str, ...]] = {
     1: (
         *(_pg_types(statement) for statement in SCHEMA),
-        *MIGRATIONS,
+        *LEASE_HOLDER,
         # The at-most-once ledger of tool calls (in SQLite it sits in the checkpoint file).
         "CREATE TABLE IF NOT EXISTS tool_runs (thread_id TEXT NOT NULL, call_id TEXT NOT NULL, outcome TEXT,"
         " PRIMARY KEY (thread_id, call_id))",
     ),
+    # Threads get an owner. Those stored before stay without one (hidden from every server) until an
+    # operator gives them one (README, "Deploying for a team"): in a shared database nothing says
+    # whose they were, and the first server to start must not take them all.
+    2: THREAD_OWNER,
 }
 
 
@@ -72,14 +86,27 @@ def connection_options() -> str:
     return f"-c statement_timeout={STATEMENT_TIMEOUT_MS} -c search_path={SCHEMA_NAME},public"
 
 
+def application_name(role: str, owner: str) -> str:
+    """How pg_stat_activity names a connection: which of a server's pools, and whose server
+    (PostgreSQL keeps 63 bytes of it)."""
+    return f"cellwright {role} {owner}".encode()[:63].decode(errors="ignore")
+
+
+def channel(owner: str) -> str:
+    """The NOTIFY channel of `owner`'s servers: an identifier of a fixed size, whatever the name."""
+    return CHANNEL_PREFIX + hashlib.sha256(owner.encode()).hexdigest()[:32]
+
+
 class PostgresDatabase:
     kind = "postgres"
     notifies = True
 
-    def __init__(self, url: str, owner: str) -> None:
+    def __init__(self, url: str, process: str, owner: str, pool_size: int) -> None:
         self._url = url
         self.where = redact_url(url)  # how errors and logs name the database
-        self._owner = owner  # this process's notifications are not news to it
+        self._process = process  # this process's notifications are not news to it
+        self.owner = owner  # whose servers hear this one's writes
+        self.pool_size = pool_size
         self._pool: Any = None
         self._executor: ThreadPoolExecutor | None = None
         self._listening: threading.Event | None = None  # set: the listener should stop
@@ -95,17 +122,23 @@ class PostgresDatabase:
             raise RuntimeError(
                 "database_url is a PostgreSQL URL but psycopg is not installed: pip install 'cellwright[postgres]'"
             ) from exc
-        self._executor = ThreadPoolExecutor(POOL_MAX, thread_name_prefix="cellwright-pg")
+        # As many threads as connections: a call never waits for a thread while a connection is free.
+        self._executor = ThreadPoolExecutor(self.pool_size, thread_name_prefix="cellwright-pg")
         pool = ConnectionPool(
             self._url,
             min_size=1,
-            max_size=POOL_MAX,
+            max_size=self.pool_size,
             open=False,
             timeout=POOL_TIMEOUT,
             name="cellwright",
             reconnect_timeout=RECONNECT_SERIES,
             check=ConnectionPool.check_connection,
-            kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT, "options": connection_options()},
+            kwargs={
+                "autocommit": True,
+                "connect_timeout": CONNECT_TIMEOUT,
+                "options": connection_options(),
+                "application_name": application_name("threads", self.owner),
+            },
         )
         loop = asyncio.get_running_loop()
 
@@ -176,8 +209,8 @@ class PostgresDatabase:
         )
 
     def notify(self, conn: Connection, thread_ids: set[str]) -> None:
-        payloads = [f"{self._owner}:{thread_id}" for thread_id in sorted(thread_ids)]
-        conn.execute("SELECT pg_notify(?, p) FROM unnest(?::text[]) AS p", (CHANNEL, payloads))
+        payloads = [f"{self._process}:{thread_id}" for thread_id in sorted(thread_ids)]
+        conn.execute("SELECT pg_notify(?, p) FROM unnest(?::text[]) AS p", (channel(self.owner), payloads))
 
     def _listen(self, loop: asyncio.AbstractEventLoop, notified: Notified, stop: threading.Event) -> None:
         """The listener thread: one connection of its own, reconnected after the database restarts
@@ -187,15 +220,20 @@ class PostgresDatabase:
         delay, first = 0.2, True
         while not stop.is_set():
             try:
-                with psycopg.connect(self._url, autocommit=True, connect_timeout=CONNECT_TIMEOUT) as conn:
-                    conn.execute(f"LISTEN {CHANNEL}")
+                with psycopg.connect(
+                    self._url,
+                    autocommit=True,
+                    connect_timeout=CONNECT_TIMEOUT,
+                    application_name=application_name("listen", self.owner),
+                ) as conn:
+                    conn.execute(f"LISTEN {channel(self.owner)}")
                     if not first:
                         loop.call_soon_threadsafe(notified, None)
                     first, delay = False, 0.2
                     while not stop.is_set():
                         for note in conn.notifies(timeout=0.5):
-                            owner, _, thread_id = note.payload.partition(":")
-                            if owner != self._owner:
+                            process, _, thread_id = note.payload.partition(":")
+                            if process != self._process:
                                 loop.call_soon_threadsafe(notified, thread_id)
             except RuntimeError:  # the loop closed under us: the server is stopping
                 return
@@ -258,7 +296,9 @@ async def saver_setup(saver: Any, url: str) -> None:
 
     loop = asyncio.get_running_loop()
     deadline = loop.time() + LOCK_WAIT
-    async with await psycopg.AsyncConnection.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT) as conn:
+    async with await psycopg.AsyncConnection.connect(
+        url, autocommit=True, connect_timeout=CONNECT_TIMEOUT, application_name="cellwright setup"
+    ) as conn:
         while not _first(await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (MIGRATION_LOCK,))).fetchone()):
             if loop.time() > deadline:
                 raise TimeoutError("another server has been setting up the checkpoint tables for too long")

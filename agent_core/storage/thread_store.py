@@ -1,7 +1,11 @@
 """Threads (their records) and the leases that say which process drives one, in SQLite or
 PostgreSQL (agent_core/storage/database.py). A thread's events are its EventLog's
 (agent_core/storage/event_log.py), `ThreadStore.events`, over the same database: the store opens
-and closes it for both."""
+and closes it for both.
+
+A store belongs to one owner, the user its server (or kernel) runs for: it creates threads as
+theirs, and finds, lists, updates and deletes only theirs. Another owner's thread is, to it, a
+thread that does not exist: every route that looks a thread up answers 404 for it."""
 
 from __future__ import annotations
 
@@ -14,6 +18,9 @@ from typing import Any
 
 from agent_core.storage.database import Connection, open_database
 from agent_core.storage.event_log import EventLog, max_seq_in
+
+# The columns of a ThreadRecord, in its order (the owner is the store's: not in the record).
+RECORD_COLUMNS = "thread_id, title, notebook_path, created_at, updated_at, status, last_run_id, kernel_id"
 
 ThreadStatus = str  # "idle" | "running" | "awaiting_approval" | "completed" | "cancelled" | "failed"
 
@@ -41,10 +48,19 @@ class ThreadStore:
     """Every database call is one function run on the database's own thread(s): one hop per read or
     write transaction, not one per statement, fetch and commit (each hop wakes the event loop)."""
 
-    def __init__(self, path: Path, holder: str = "another process", database_url: str = "") -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        owner: str,
+        holder: str = "another process",
+        database_url: str = "",
+        pool_size: int = 2,
+    ) -> None:
         self._path = path
-        self.owner = uuid.uuid4().hex  # this process's name on the leases it holds
-        self.database = open_database(database_url, path, self.owner)
+        self.owner = owner  # the user whose threads these are (c.Cellwright.owner)
+        self.process = uuid.uuid4().hex  # this process's name on the leases it holds
+        self.database = open_database(database_url, path, self.process, owner, pool_size)
         self.holder = holder  # ... and how a refusal names it to the user
         # The threads' events, over the same database: the log keeps a leased thread's recent
         # events in memory, so leases and deletes below tell it (leased, released, deleted).
@@ -75,29 +91,36 @@ class ThreadStore:
         record = ThreadRecord(uuid.uuid4().hex, title, notebook_path, now, now, "idle")
         await self._write(
             lambda conn: conn.execute(
-                "INSERT INTO threads VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (record.thread_id, record.title, record.notebook_path, now, now, record.status, "", ""),
+                f"INSERT INTO threads ({RECORD_COLUMNS}, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (record.thread_id, record.title, record.notebook_path, now, now, record.status, "", "", self.owner),
             )
         )
         return record
 
     async def get(self, thread_id: str) -> ThreadRecord | None:
-        rows = await self._rows("SELECT * FROM threads WHERE thread_id = ?", (thread_id,))
+        """The owner's thread `thread_id`; None when there is none, or it is another owner's."""
+        rows = await self._rows(
+            f"SELECT {RECORD_COLUMNS} FROM threads WHERE thread_id = ? AND owner = ?", (thread_id, self.owner)
+        )
         return ThreadRecord(*rows[0]) if rows else None
 
     async def list(self) -> list[ThreadRecord]:
-        return [ThreadRecord(*row) for row in await self._rows("SELECT * FROM threads ORDER BY updated_at DESC", ())]
+        """The owner's threads, newest first."""
+        rows = await self._rows(
+            f"SELECT {RECORD_COLUMNS} FROM threads WHERE owner = ? ORDER BY updated_at DESC", (self.owner,)
+        )
+        return [ThreadRecord(*row) for row in rows]
 
-    @staticmethod
-    def _update_sql(thread_id: str, fields: dict[str, str]) -> tuple[str, tuple[Any, ...]]:
+    def _update_sql(self, thread_id: str, fields: dict[str, str]) -> tuple[str, tuple[Any, ...]]:
         allowed = {"title", "notebook_path", "status", "last_run_id", "kernel_id"}
         if not fields.keys() <= allowed:
             raise ValueError(f"cannot update {sorted(fields.keys() - allowed)}")
         assignments = ", ".join(f"{name} = ?" for name in fields)
-        return f"UPDATE threads SET {assignments}, updated_at = ? WHERE thread_id = ?", (
+        return f"UPDATE threads SET {assignments}, updated_at = ? WHERE thread_id = ? AND owner = ?", (
             *fields.values(),
             time.time(),
             thread_id,
+            self.owner,
         )
 
     async def update(self, thread_id: str, **fields: str) -> None:
@@ -106,9 +129,10 @@ class ThreadStore:
 
     async def delete(self, thread_id: str) -> None:
         def delete(conn: Connection) -> None:
-            conn.execute("DELETE FROM threads WHERE thread_id = ?", (thread_id,))
-            conn.execute("DELETE FROM events WHERE thread_id = ?", (thread_id,))
-            self.database.notify(conn, {thread_id})
+            deleted = conn.execute("DELETE FROM threads WHERE thread_id = ? AND owner = ?", (thread_id, self.owner))
+            if deleted.rowcount:  # never another owner's events
+                conn.execute("DELETE FROM events WHERE thread_id = ?", (thread_id,))
+                self.database.notify(conn, {thread_id})
 
         await self._write(delete)
         self.events.deleted(thread_id)
@@ -120,7 +144,7 @@ class ThreadStore:
             "INSERT INTO leases (thread_id, owner, until, holder) VALUES (?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE"
             " SET owner = excluded.owner, until = excluded.until, holder = excluded.holder"
             " WHERE leases.owner = excluded.owner OR leases.until < ?",
-            (thread_id, self.owner, now + LEASE_SECONDS, self.holder, now),
+            (thread_id, self.process, now + LEASE_SECONDS, self.holder, now),
         )
         if cursor.rowcount != 1:
             return None
@@ -147,7 +171,7 @@ class ThreadStore:
         self.events.released(thread_id)
 
         def release(conn: Connection) -> None:
-            conn.execute("DELETE FROM leases WHERE thread_id = ? AND owner = ?", (thread_id, self.owner))
+            conn.execute("DELETE FROM leases WHERE thread_id = ? AND owner = ?", (thread_id, self.process))
             self.database.notify(conn, {thread_id})  # readers elsewhere follow a run until its lease goes
 
         await self._write(release)
@@ -156,6 +180,6 @@ class ThreadStore:
         """Who else drives `thread_id` right now (in words), or None."""
         rows = await self._rows(
             "SELECT holder FROM leases WHERE thread_id = ? AND owner != ? AND until >= ?",
-            (thread_id, self.owner, time.time()),
+            (thread_id, self.process, time.time()),
         )
         return None if not rows else (rows[0][0] or "another process")
