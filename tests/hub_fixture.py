@@ -29,6 +29,7 @@ USERS = ("alice", "bob")
 PASSWORD = "hub-test-password"  # DummyAuthenticator's one password, for every allowed user
 PROXY = REPO / "node_modules" / ".bin" / "configurable-http-proxy"
 CONFIG = Path(__file__).with_name("jupyterhub_config.py")
+STOP_TIMEOUT = 30  # seconds for the hub to stop with its servers and proxy
 
 
 def unavailable() -> str | None:
@@ -148,11 +149,15 @@ class Hub:
             spawned = psutil.Process(self.proc.pid).children(recursive=True)
         except psutil.NoSuchProcess:
             pass
+        stuck = False
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(30)
+                # The hub sends each server SIGINT, SIGTERM 10 s later, then SIGKILL: a few seconds
+                # when they stop as they should.
+                self.proc.wait(STOP_TIMEOUT)
             except subprocess.TimeoutExpired:
+                stuck = True
                 self.proc.kill()
                 self.proc.wait()
         for child in spawned:
@@ -163,6 +168,8 @@ class Hub:
         _, alive = psutil.wait_procs(spawned, timeout=10)
         for child in alive:
             child.kill()
+        if stuck:
+            raise RuntimeError(f"the hub had not stopped its servers {STOP_TIMEOUT} s after SIGTERM:\n{self.log()}")
 
     def _answers(self, path: str) -> bool:
         try:
@@ -198,15 +205,15 @@ def hub_llm() -> Iterator[FakeLLM]:
         yield llm
 
 
-def running_hub(base: Path, server_env: dict[str, str]) -> Iterator[Hub]:
-    """A started hub with every user's server running; stopped at the end."""
+def running_hub(base: Path, server_env: dict[str, str], servers: tuple[str, ...] = USERS) -> Iterator[Hub]:
+    """A started hub with the servers of `servers` running; stopped at the end."""
     reason = unavailable()
     if reason:
         pytest.skip(reason)
     hub = Hub(base, server_env)
     try:
         hub.start()
-        hub.start_servers(*hub.users)
+        hub.start_servers(*servers)
         yield hub
     finally:
         hub.stop()

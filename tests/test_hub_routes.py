@@ -18,6 +18,7 @@ from tests.postgres_cluster import PostgresCluster
 
 pytestmark = pytest.mark.postgres
 
+
 @pytest.fixture(scope="module")
 def shared_database(postgres_server: PostgresCluster) -> Iterator[str]:
     """The one database both users' servers keep their threads in."""
