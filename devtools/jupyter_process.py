@@ -175,9 +175,10 @@ class KernelGatewayProcess:
     """A real Jupyter Kernel Gateway (`jupyter kernelgateway`, the websocket personality) on
     127.0.0.1: a Jupyter server started with `--gateway-url=<url>` runs its kernels here."""
 
-    def __init__(self, base: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, base: Path, env: dict[str, str] | None = None, extra_args: list[str] | None = None) -> None:
         base.mkdir(parents=True, exist_ok=True)
         self.env = isolated_env(base, env or {})
+        self.extra_args = extra_args or []
         self.log_path = base / "kernelgateway.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
@@ -198,6 +199,7 @@ class KernelGatewayProcess:
             "--KernelGatewayApp.port_retries=0",
             # GET /api/kernels: the Jupyter server lists the gateway's kernels to refresh its own
             "--JupyterWebsocketPersonality.list_kernels=True",
+            *self.extra_args,
         ]
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(args, env=self.env, stdout=log, stderr=subprocess.STDOUT)

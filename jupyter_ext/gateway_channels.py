@@ -27,6 +27,8 @@ from tornado.escape import url_escape
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 
+from .iopub_outputs import kernel_died
+
 # Kept per channel, the oldest dropped first: iopub is a broadcast of every client's cells, and a
 # kept client reads it only while one of ours runs. ZMQ's high-water mark bounds a local client too.
 QUEUE_LIMIT = 10_000
@@ -44,9 +46,12 @@ class GatewayChannels:
         assert manager.kernel_id is not None, "a gateway kernel manager without a kernel"
         self.kernel_id: str = manager.kernel_id
         self.session = Session(username="cellwright")
+        self._channels: tuple[str, ...] = ()
         self._queues: dict[str, asyncio.Queue[dict[str, Any]]] = {}
         self._ws: WebSocketClientConnection | None = None
         self._reader: asyncio.Task[None] | None = None
+        self._process_replaced = False
+        self._unproven = False  # its last wait_for_ready went unanswered
 
     async def start_channels(
         self, shell: bool = True, iopub: bool = True, stdin: bool = False, hb: bool = False, control: bool = False
@@ -54,7 +59,12 @@ class GatewayChannels:
         """Connect; only shell and iopub are read (messages of the channels not asked for are dropped)."""
         if stdin or hb or control:
             raise ValueError("only the shell and iopub channels of a gateway kernel are offered here")
-        self._queues = {name: asyncio.Queue() for name, wanted in (("shell", shell), ("iopub", iopub)) if wanted}
+        self._channels = tuple(name for name, wanted in (("shell", shell), ("iopub", iopub)) if wanted)
+        await self._connect()
+
+    async def _connect(self) -> None:
+        self._queues = {name: asyncio.Queue() for name in self._channels}
+        self._process_replaced = self._unproven = False
         gateway = GatewayClient.instance()
         url = url_path_join(gateway.ws_url or "", gateway.kernels_endpoint, url_escape(self.kernel_id), "channels")
         # The gateway's own TLS, token and timeouts, as jupyter_server's websocket proxy uses them.
@@ -67,18 +77,34 @@ class GatewayChannels:
         except asyncio.CancelledError:
             connecting.add_done_callback(_close_when_open)
             raise
-        self._reader = asyncio.create_task(self._read(self._ws))
+        self._reader = asyncio.create_task(self._read(self._ws, self._queues))
+
+    async def _reconnect(self) -> None:
+        """A new websocket, under a new session id: the gateway would replay the old session's
+        buffered messages (the "restarting" among them) into a connection that resumes it."""
+        self.stop_channels()
+        self.session = Session(username="cellwright")
+        await self._connect()
 
     @property
     def closed(self) -> bool:
-        """The websocket ended (the gateway closed it, or stop_channels): a kept client is replaced."""
+        """The websocket ended (the gateway closed it, or stop_channels)."""
         return self._reader is None or self._reader.done()
 
-    async def _read(self, ws: WebSocketClientConnection) -> None:
+    @property
+    def stale(self) -> bool:
+        """Closed, or the kernel's process died under it ("restarting": the gateway restarted it,
+        maybe on new ports, which the gateway's end of this connection may no longer reach)."""
+        return self.closed or self._process_replaced
+
+    async def _read(self, ws: WebSocketClientConnection, queues: dict[str, asyncio.Queue[dict[str, Any]]]) -> None:
+        """Route one connection's messages to its own queues (a reconnection gets new ones)."""
         while (frame := await ws.read_message()) is not None:
             # A message with binary buffers comes as a binary frame (jupyter_server's legacy protocol).
             msg = deserialize_binary_message(frame) if isinstance(frame, bytes) else json.loads(frame)
-            channel = self._queues.get(msg.get("channel"))
+            if kernel_died(msg) and queues is self._queues:
+                self._process_replaced = True
+            channel = queues.get(msg.get("channel"))
             if channel is None:
                 continue
             if channel.qsize() >= QUEUE_LIMIT:
@@ -133,23 +159,35 @@ class GatewayChannels:
             raise queue.Empty from None
 
     async def wait_for_ready(self, timeout: float | None = None) -> None:
-        """A kernel_info round trip: its reply on shell proves the kernel answers, and its "idle" on
-        iopub that iopub reaches this client (after a restart the gateway's iopub reconnects to the
-        new process by itself). RuntimeError when either does not come within `timeout` seconds."""
-        msg_id = self._send("kernel_info_request", {})
+        """A kernel_info round trip: its reply on shell proves the kernel answers (a kernel running a
+        cell answers after it), and its "idle" on iopub that iopub reaches this client (a restart
+        asked for keeps the websocket: the gateway's streams reconnect to the new process).
+        RuntimeError when either does not come within `timeout` seconds.
+
+        A connection that went stale, or whose last round trip went unanswered, is made anew first:
+        the gateway sets up a connection opened while it restarts a dead kernel for the old process
+        (it skips its own check while it still takes the kernel for busy), and such a connection never
+        reaches the new one. Waiting for a user's long cell thus reconnects once per call."""
+        if self.stale or self._unproven:
+            await self._reconnect()
+        asked = self._send("kernel_info_request", {})
         deadline = None if timeout is None else time.monotonic() + timeout
-        for channel in self._queues:
-            while True:
-                try:
-                    msg = await self._get(
-                        channel, None if deadline is None else max(deadline - time.monotonic(), 0.001)
-                    )
-                except queue.Empty:
-                    raise RuntimeError(f"the gateway kernel did not answer within {timeout} s") from None
-                if msg.get("parent_header", {}).get("msg_id") != msg_id:
-                    continue
-                if channel == "shell" or msg["content"].get("execution_state") == "idle":
-                    break
+        self._unproven = True
+        for channel in self._channels:
+            await self._answer(channel, asked, deadline)
+        self._unproven = False
+
+    async def _answer(self, channel: str, asked: str, deadline: float | None) -> None:
+        """Until request `asked` is answered on `channel` (its "idle", on iopub); RuntimeError at the deadline."""
+        while True:
+            try:
+                msg = await self._get(channel, None if deadline is None else max(deadline - time.monotonic(), 0.001))
+            except queue.Empty:
+                raise RuntimeError("the gateway kernel did not answer in time") from None
+            if msg.get("parent_header", {}).get("msg_id") == asked and (
+                channel == "shell" or msg["content"].get("execution_state") == "idle"
+            ):
+                return
 
     def stop_channels(self) -> None:
         if self._reader is not None:

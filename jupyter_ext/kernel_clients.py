@@ -100,8 +100,8 @@ class SharedClient:
 
     @property
     def stale(self) -> bool:
-        """Its connection ended (a gateway's websocket closed): the next cell gets a new client."""
-        return isinstance(self.client, GatewayChannels) and self.client.closed
+        """A gateway's websocket that closed or outlived its kernel's process: the next cell gets a new client."""
+        return isinstance(self.client, GatewayChannels) and self.client.stale
 
 
 def process_of(manager: Any) -> Any:

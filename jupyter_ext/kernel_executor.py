@@ -170,9 +170,13 @@ class KernelEnvironment:
         other cell alone, as this one has not been sent."""
         started = time.monotonic()
         waiting = False
+        # A gateway's execution_state can stay "busy" for good once it restarted a kernel that died
+        # (seen: its watch of the kernel's iopub is not renewed). So for a gateway kernel, busy is a
+        # kernel_info request not answered at once: the kernel answers it after the cell it runs.
+        remote = is_remote(manager)
         try:
             while True:
-                while await _busy(manager):
+                while not remote and await _busy(manager):
                     # A silent evaluation of ours (an undo snapshot, tool discovery) that just ended
                     # can still read as busy until the server sees its "idle": only a kernel busy
                     # for longer is another cell to wait for, and said so.
@@ -192,13 +196,23 @@ class KernelEnvironment:
                 try:
                     # Checks that iopub is connected, so no output of the cell is missed; answered
                     # at once by an idle kernel, so it only fails when a user's cell started meanwhile.
-                    await client.wait_for_ready(timeout=READY_SECONDS)
+                    await client.wait_for_ready(
+                        timeout=BUSY_NOTICE_SECONDS if remote and not waiting else READY_SECONDS
+                    )
                     return
                 except RuntimeError:
                     if not await manager.is_alive():
                         raise NoKernel(
                             f"the kernel of {self.notebook_path or kernel_id} is not running: restart it and try again"
                         ) from None
+                    if remote and not waiting:
+                        waiting = True
+                        emit(self._started(call_id, code, kernel_id, True, placement))
+                except ConnectionError as exc:  # a gateway's websocket could not be made anew
+                    raise NoKernel(
+                        f"the connection to the kernel of {self.notebook_path or kernel_id} was lost ({exc}): the "
+                        "cell did not run; run it again"
+                    ) from None
         except (asyncio.CancelledError, NoKernel):
             if waiting:
                 emit(cell_finished(call_id, "aborted", None, started))
@@ -383,21 +397,33 @@ class _KernelGone(Exception):
 
 async def _busy(manager: Any) -> bool:
     """Whether the kernel runs a cell. jupyter_server's kernel managers track the state from iopub;
-    a gateway's knows only what the gateway last answered, so it is asked (one GET: the gateway
-    tracks its kernel's iopub itself); other managers count as idle."""
+    a gateway's state can stay "busy" for good (see _wait_for_turn), so its kernel is asked instead;
+    other managers count as idle."""
     if is_remote(manager):
-        await manager.refresh_model()
+        return not await _answers_within(manager, BUSY_GRACE_SECONDS)
     return getattr(manager, "execution_state", "idle") == "busy"
+
+
+async def _answers_within(manager: Any, seconds: float) -> bool:
+    """Whether a gateway kernel answers a kernel_info request within `seconds`: one that runs a
+    cell answers after it (its shell takes one request at a time). A websocket of its own: a few ms."""
+    client = await connected_client(manager, outputs=False)
+    try:
+        await client.wait_for_ready(timeout=seconds)
+        return True
+    except RuntimeError:
+        return False
+    finally:
+        client.stop_channels()
 
 
 async def _idle_within(manager: Any, seconds: float) -> bool:
     """Whether the kernel is idle now or turns idle within `seconds` (its state is a trait of
-    jupyter_server's kernel manager: observed, not polled; a gateway's is asked twice)."""
+    jupyter_server's kernel manager: observed, not polled; a gateway kernel is asked)."""
+    if is_remote(manager):
+        return await _answers_within(manager, seconds)
     if not await _busy(manager):
         return True
-    if is_remote(manager):  # no live state to observe: the gateway is asked again after the grace
-        await asyncio.sleep(seconds)
-        return not await _busy(manager)
     if not hasattr(manager, "observe"):
         return False
     idle: asyncio.Future[None] = asyncio.get_running_loop().create_future()

@@ -43,7 +43,10 @@ def fresh_script(llm: FakeLLM) -> None:
 
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KernelGatewayProcess]:
-    started = KernelGatewayProcess(tmp_path_factory.mktemp("gateway")).start()
+    # A kernel that dies is restarted on new ports (as one that dies within its first 10 s always is):
+    # the harder case, where the websockets open on the old process no longer reach the new one.
+    restart_on_new_ports = ["--KernelRestarter.stable_start_time=3600"]
+    started = KernelGatewayProcess(tmp_path_factory.mktemp("gateway"), extra_args=restart_on_new_ports).start()
     yield started
     started.stop()
 
