@@ -201,6 +201,7 @@ class CellwrightApp(ExtensionApp):
             "version": __version__,
             **{name: config[name] for name in ("model", "tool_calling", "checkpointer")},
             "llm_configured": self.configuration.agent_settings().llm_configured,
+            "shared_document": False,
             **({"problems": self.problems} if self.problems else {}),
         }
 

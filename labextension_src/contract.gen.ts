@@ -800,6 +800,11 @@ export interface Health {
   tool_calling: ToolCalling;
   checkpointer: CheckpointerKind;
   llm_configured: boolean;
+  /**
+   * Whether the server writes the agent's cells into the notebook's shared document
+   * (jupyter-collaboration is on): the panel then only decorates them and never inserts cells.
+   */
+  shared_document?: boolean;
   /** Absent when there is none. */
   problems?: Problem[];
 }

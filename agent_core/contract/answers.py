@@ -42,6 +42,11 @@ class Health(WireModel):
     tool_calling: ToolCalling
     checkpointer: CheckpointerKind
     llm_configured: bool
+    shared_document: bool = Field(
+        default=False,
+        description="Whether the server writes the agent's cells into the notebook's shared document "
+        "(jupyter-collaboration is on): the panel then only decorates them and never inserts cells.",
+    )
     problems: list[Problem] = Field(default_factory=list, description="Absent when there is none.")
 
 
