@@ -96,8 +96,10 @@ class CellwrightApp(ExtensionApp):
         self._open_lock = asyncio.Lock()
         self._recovery: asyncio.Task[None] | None = None
         from .kernel_clients import KernelClients
+        from .kernel_evaluations import KernelEvaluations
 
         self.kernel_clients = KernelClients()
+        self.kernel_evaluations = KernelEvaluations()
         self._mcp: Any = None
         self.run_manager.mcp = self.mcp_manager
         self.settings["cellwright"] = self
@@ -137,6 +139,7 @@ class CellwrightApp(ExtensionApp):
         if self._mcp is not None:  # the MCP servers this server started stop with it
             await self._mcp.shutdown()
         self.kernel_clients.close()
+        self.kernel_evaluations.close()
         await self.threads.close()
 
     # -- what the handlers and the run manager ask for
@@ -164,6 +167,7 @@ class CellwrightApp(ExtensionApp):
             cell_timeout,
             workspace=self.workspace,
             clients=self.kernel_clients,
+            evaluations=self.kernel_evaluations,
         )
 
     def mcp_manager(self) -> Any:

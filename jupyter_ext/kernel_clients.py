@@ -120,7 +120,10 @@ def _connection(manager: Any) -> Any:
 
 
 class KernelClients:
-    def __init__(self) -> None:
+    """Kept clients, one per kernel: with iopub for cells (`outputs`), shell only for evaluations."""
+
+    def __init__(self, outputs: bool = True) -> None:
+        self._outputs = outputs
         self._clients: dict[str, SharedClient] = {}
         self._connecting = asyncio.Lock()  # two first cells on one kernel make one client, not two
 
@@ -136,7 +139,7 @@ class KernelClients:
             ):
                 if shared is not None and not shared.turn.locked():
                     shared.client.stop_channels()
-                client = await connected_client(manager, outputs=True)
+                client = await connected_client(manager, outputs=self._outputs)
                 shared = self._clients[kernel_id] = SharedClient(client, manager, _connection(manager))
             return shared
 

@@ -19,6 +19,7 @@ from agent_core.tools.base import Emit, cell_finished
 
 from .iopub_outputs import kernel_died, outputs_of_burst, waiting_messages, went_idle
 from .kernel_clients import KernelChannels, KernelClients, connected_client, is_remote, process_of
+from .kernel_evaluations import KernelEvaluations, evaluate_once, shell_reply
 
 POLL_SECONDS = 1.0
 BUSY_NOTICE_SECONDS = 0.3  # a kernel busy this long before our cell is running someone else's
@@ -52,6 +53,8 @@ class KernelEnvironment:
     workspace: Any = None
     # The server's kept kernel clients (kernel_clients.KernelClients); None: a client per cell.
     clients: KernelClients | None = None
+    # The server's kept evaluation clients; None: a client per evaluation.
+    evaluations: KernelEvaluations | None = None
 
     async def resolve_kernel(self) -> str:
         if self.kernel_id and self.kernel_id in self.kernel_manager:
@@ -117,6 +120,8 @@ class KernelEnvironment:
             kernel_id = await self.resolve_kernel()
         except NoKernel:
             return False
+        if self.evaluations is not None and self.evaluations.evaluating(kernel_id):
+            return False  # busy with our evaluation, which answers at once: this one queues behind it
         return not await _idle_within(self.kernel_manager.get_kernel(kernel_id), BUSY_GRACE_SECONDS)
 
     async def kernel_history(self, n: int) -> list[tuple[int, str]]:
@@ -139,17 +144,12 @@ class KernelEnvironment:
         manager = self.kernel_manager.get_kernel(kernel_id)
         if not await manager.is_alive():
             raise NoKernel(f"the kernel of {self.notebook_path or kernel_id} is not running: restart it and try again")
-        client = await connected_client(manager, outputs=False)
-        try:
-            # No wait_for_ready: it waits for 0.2 s of iopub silence, and only the shell reply matters here.
-            # silent: no history, no execution count; user_expressions: evaluated, nothing assigned.
-            msg_id = client.execute("", silent=True, store_history=False, user_expressions={"value": expression})
-            reply = await self._reply(client, msg_id, timeout=30)
-        finally:
-            client.stop_channels()
-        if "user_expressions" not in reply:
+        if self.evaluations is None:
+            value = await evaluate_once(manager, expression)
+        else:
+            value = await self.evaluations.evaluate(kernel_id, manager, self.kernel_manager, expression)
+        if not value:
             raise ToolInputError("the kernel did not answer within 30 s: it may be busy running a cell")
-        value = reply["user_expressions"].get("value", {})
         if value.get("status") != "ok":
             raise ToolInputError(f"the kernel could not evaluate it: {value.get('ename')}: {value.get('evalue')}")
         return json.loads(ast.literal_eval(value["data"]["text/plain"]))
@@ -343,13 +343,7 @@ class KernelEnvironment:
         return await self._reply_or_none(client, msg_id, timeout) or {"status": "error"}
 
     async def _reply_or_none(self, client: KernelChannels, msg_id: str, timeout: float) -> dict[str, Any] | None:
-        while True:
-            try:
-                msg = await client.get_shell_msg(timeout=timeout)
-            except queue.Empty:
-                return None
-            if msg.get("parent_header", {}).get("msg_id") == msg_id:
-                return msg["content"]
+        return await shell_reply(client, msg_id, timeout)
 
     def _started(
         self, call_id: str, code: str, kernel_id: str, waiting_for_kernel: bool, placement: CellPlacement | None

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
+from jupyter_ext.kernel_evaluations import KernelEvaluations
 from jupyter_ext.kernel_executor import KernelEnvironment
 from tests.conftest import NOTEBOOK
 
@@ -52,3 +54,38 @@ async def test_dead_kernel_ends_the_cell_with_a_clear_error(jp_serverapp: Any, n
     assert cell.status == "error"
     assert any("died" in str(o.get("evalue", "")) for o in cell.outputs)
     assert events[-1]["type"] == "cell_finished" and events[-1]["status"] == "error"
+
+
+# Counts the execute_requests the kernel handles from now on (the kernel's own dispatch table).
+COUNT_EXECUTE_REQUESTS = """
+def _cellwright_count():
+    import inspect
+    kernel = get_ipython().kernel
+    handle = kernel.shell_handlers["execute_request"]
+    kernel.cellwright_requests = 0
+
+    async def counting(*args):
+        kernel.cellwright_requests += 1
+        result = handle(*args)
+        return await result if inspect.isawaitable(result) else result
+
+    kernel.shell_handlers["execute_request"] = counting
+_cellwright_count()
+del _cellwright_count
+"""
+REQUESTS = "__import__('json').dumps(get_ipython().kernel.cellwright_requests)"
+
+
+async def test_evaluations_asked_together_travel_in_one_request(jp_serverapp: Any, notebook_kernel: str) -> None:
+    """A run's start asks for its context and its @tool functions at once: one execute_request, on a kept client."""
+    env = _env(jp_serverapp)
+    cell = await env.run_cell("setup", COUNT_EXECUTE_REQUESTS, lambda event: None)
+    assert cell.status == "ok", cell.outputs
+    env.evaluations = KernelEvaluations()
+    try:
+        together = await asyncio.gather(*(env.evaluate_json(f"__import__('json').dumps({n})") for n in range(3)))
+        assert together == [0, 1, 2]
+        assert await env.evaluate_json(REQUESTS) == 2  # the three above, then this one
+        assert await env.evaluate_json(REQUESTS) == 3  # one after the other: one each
+    finally:
+        env.evaluations.close()

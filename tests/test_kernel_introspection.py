@@ -80,3 +80,27 @@ async def test_busy_kernel_gives_no_snapshot_at_once(jp_serverapp: Any, notebook
         assert snapshot.note == BUSY_NOTE and time.monotonic() - started < 0.5
     finally:
         await running
+
+
+PROBE_MODULES = (
+    "__import__('json').dumps(sorted(m for m in __import__('sys').modules if m.startswith('_cellwright_probe_')))"
+)
+
+
+async def test_a_probe_is_compiled_once_and_sees_libraries_imported_later(
+    jp_serverapp: Any, notebook_kernel: str
+) -> None:
+    """The probe stays loaded in the kernel (compiling it took longer than running it), yet a
+    library the user imports after the first probe is known to the next."""
+    env = kernel_env(jp_serverapp)
+    await run_in_kernel(jp_serverapp, "seen_first = 1.5")  # a plain value: the probe learns the plain types
+    assert not await env.evaluate_json("__import__('json').dumps('pandas' in __import__('sys').modules)")
+    await namespace_snapshot(env)
+    await run_in_kernel(
+        jp_serverapp,
+        "import pandas as pd\nwhen_df = pd.DataFrame({'when': pd.Series([pd.Timestamp('2024-03-01')], dtype=object)})",
+    )
+    await namespace_snapshot(env)
+    assert len(await env.evaluate_json(PROBE_MODULES)) == 1
+    summary = (await variable_summaries(env, ["when_df"]))["when_df"]
+    assert "2024-03-01" in str(summary.get("head")), summary

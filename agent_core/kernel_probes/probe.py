@@ -1,8 +1,8 @@
 """What every in-kernel probe shares: how it is sent (one expression, its inputs as JSON data), and
 the helpers that read an object's class without running the user's code.
 
-A probe is Python source exec'd into a fresh dict inside the kernel, so it defines nothing in the
-user's namespace; its entry function gets the namespace dict and a JSON payload. It must run none
+A probe is Python source exec'd into a private module inside the kernel, so it defines nothing in
+the user's namespace; its entry function gets the namespace dict and a JSON payload. It must run none
 of the user's code: names are looked up in the namespace dict (no attribute chain, no property);
 an object's class is read with type() and compared by identity with a library's own classes, found
 in sys.modules only (a library the user did not import is never imported); class names are read
@@ -10,6 +10,7 @@ through type's own descriptors (a metaclass could answer attribute reads itself)
 
 from __future__ import annotations
 
+import hashlib
 import json
 import keyword
 from typing import Any
@@ -42,26 +43,27 @@ def _library(name):
     return module if type(module) is types.ModuleType else None
 
 
-_PLAIN = None
+_PLAIN = {}
 
 
 def _plain_types():
-    """ids of the classes whose methods (__sizeof__, __repr__) are the interpreter's or pandas' own C code."""
-    global _PLAIN
-    if _PLAIN is None:
+    """ids of the classes whose methods (__sizeof__, __repr__) are the interpreter's or pandas' own C code.
+    Kept per set of loaded libraries: this module stays loaded, and the user may import pandas later."""
+    pd, np = _library("pandas"), _library("numpy")
+    key = (id(pd), id(np))
+    if key not in _PLAIN:
         import datetime
         import decimal
 
         kinds = [str, bytes, int, float, bool, complex, type(None), datetime.datetime, datetime.date,
                  datetime.time, datetime.timedelta, decimal.Decimal]
-        pd = _library("pandas")
         if pd is not None:
             kinds += [type(pd.NA), type(pd.NaT), pd.Timestamp, pd.Timedelta]
-        np = _library("numpy")
         if np is not None:
             kinds += [np.float64, np.float32, np.int64, np.int32, np.bool_, np.datetime64, np.str_]
-        _PLAIN = frozenset(map(id, kinds))  # ids: hashing a class could run its metaclass's __hash__
-    return _PLAIN
+        _PLAIN.clear()
+        _PLAIN[key] = frozenset(map(id, kinds))  # ids: hashing a class could run its metaclass's __hash__
+    return _PLAIN[key]
 
 
 def _all_plain(values):
@@ -78,8 +80,31 @@ def probe_expression(source: str, entry: str, payload: Any) -> str:
     """One expression, evaluated in the kernel with the user's namespace as globals, that runs
     `entry(namespace, payload_json)` of `source` (after HELPERS). It looks up no global name (a
     user's variable called exec or globals would be found first); the payload travels as JSON data
-    inside a string literal, never as code."""
+    inside a string literal, never as code.
+
+    The source is compiled once per kernel: into a private module in sys.modules named for its
+    hash (compiling a probe took longer than running it, at the start of every run). It still
+    travels with each expression, so a restarted kernel, or another version of Cellwright, loads
+    its own."""
+    code = HELPERS + source
+    name = "_cellwright_probe_" + hashlib.sha256(code.encode()).hexdigest()[:16]
+    load = (
+        "(lambda m: (b['exec']("
+        + repr(code)
+        + ", m.__dict__), b['__import__']('sys').modules.__setitem__("
+        + repr(name)
+        + ", m), m)[2])(b['__import__']('types').ModuleType("
+        + repr(name)
+        + "))"
+    )
     return (
-        "(lambda f, scope: (f.__builtins__['exec'](" + repr(HELPERS + source) + ", scope), "
-        "scope[" + repr(entry) + "](f.__globals__, " + repr(json.dumps(payload)) + "))[1])((lambda: None), {})"
+        "(lambda f, b: (b['__import__']('sys').modules.get("
+        + repr(name)
+        + ") or "
+        + load
+        + ").__dict__["
+        + repr(entry)
+        + "](f.__globals__, "
+        + repr(json.dumps(payload))
+        + "))((lambda: None), (lambda: None).__builtins__)"
     )

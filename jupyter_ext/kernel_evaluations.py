@@ -1,0 +1,106 @@
+"""Expressions evaluated in a kernel for the probes (namespace snapshot, @tool discovery and calls,
+undo snapshots, resource checks), on one kept shell-only client per kernel.
+
+An execute_request has a fixed cost in the kernel (a few ms: IPython runs an empty cell around the
+user_expressions), and a new client costs its connection. A run's start asks for two evaluations
+at once (its context and its @tool functions): those asked for in the same turn of the event loop
+travel in one execute_request, one user_expression each, on the kept client."""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+from dataclasses import dataclass, field
+from typing import Any
+
+from .kernel_clients import KernelChannels, KernelClients, connected_client
+
+EVALUATION_TIMEOUT = 30.0  # the callers' own limits are shorter; this one only bounds a lost reply
+
+Expressions = dict[str, str]  # user_expressions: key -> expression
+Results = dict[str, dict[str, Any]]  # key -> {"status": "ok", "data": ...} or {"status": "error", "ename", "evalue"}
+
+
+async def evaluate(client: KernelChannels, expressions: Expressions, timeout: float = EVALUATION_TIMEOUT) -> Results:
+    """One silent execute_request evaluating `expressions` (no history, no execution count, nothing
+    assigned); {} when the kernel does not answer within `timeout`. No wait_for_ready: it waits for
+    0.2 s of iopub silence, and only the shell reply matters here."""
+    msg_id = client.execute("", silent=True, store_history=False, user_expressions=expressions)
+    reply = await shell_reply(client, msg_id, timeout)
+    results = (reply or {}).get("user_expressions")
+    return results if isinstance(results, dict) else {}
+
+
+async def shell_reply(client: KernelChannels, msg_id: str, timeout: float) -> dict[str, Any] | None:
+    """The content of the shell reply to `msg_id`; replies to earlier requests whose callers gave up are skipped."""
+    while True:
+        try:
+            msg = await client.get_shell_msg(timeout=timeout)
+        except queue.Empty:
+            return None
+        if msg.get("parent_header", {}).get("msg_id") == msg_id:
+            content: dict[str, Any] = msg["content"]
+            return content
+
+
+@dataclass
+class _Batch:
+    expressions: Expressions = field(default_factory=dict)
+    results: asyncio.Future[Results] | None = None
+
+
+class KernelEvaluations:
+    """The server's evaluation clients, one per kernel, and the batch each is gathering."""
+
+    def __init__(self) -> None:
+        self._clients = KernelClients(outputs=False)
+        self._gathering: dict[str, _Batch] = {}
+        self._in_flight: dict[str, int] = {}
+
+    async def evaluate(self, kernel_id: str, manager: Any, kernel_manager: Any, expression: str) -> dict[str, Any]:
+        """The kernel's user_expressions entry for `expression`; {} when it did not answer."""
+        batch = self._gathering.get(kernel_id)
+        if batch is None:
+            batch = self._gathering[kernel_id] = _Batch()
+            batch.results = asyncio.ensure_future(self._send(kernel_id, manager, kernel_manager, batch))
+        key = f"e{len(batch.expressions)}"
+        batch.expressions[key] = expression
+        assert batch.results is not None
+        # shielded: a caller that gives up (its own time limit) leaves the batch to the others
+        results = await asyncio.shield(batch.results)
+        return results.get(key) or {}
+
+    def evaluating(self, kernel_id: str) -> bool:
+        """Whether an evaluation of ours is on that kernel now: the kernel shows busy with it, not with a cell."""
+        return self._in_flight.get(kernel_id, 0) > 0
+
+    async def _send(self, kernel_id: str, manager: Any, kernel_manager: Any, batch: _Batch) -> Results:
+        self._in_flight[kernel_id] = self._in_flight.get(kernel_id, 0) + 1
+        try:
+            try:
+                await asyncio.sleep(0)  # the evaluations asked for in this turn of the loop join the batch
+            finally:
+                if self._gathering.get(kernel_id) is batch:
+                    del self._gathering[kernel_id]
+            shared = await self._clients.get(kernel_id, manager, kernel_manager)
+            try:
+                async with shared.turn:  # one request at a time per client: its replies are read in order
+                    return await evaluate(shared.client, batch.expressions)
+            finally:
+                self._clients.done(kernel_id, shared)
+        finally:
+            self._in_flight[kernel_id] -= 1
+            if not self._in_flight[kernel_id]:
+                del self._in_flight[kernel_id]
+
+    def close(self) -> None:
+        self._clients.close()
+
+
+async def evaluate_once(manager: Any, expression: str) -> dict[str, Any]:
+    """Without kept clients (a KernelEnvironment made outside the server): a client for this evaluation only."""
+    client = await connected_client(manager, outputs=False)
+    try:
+        return (await evaluate(client, {"value": expression})).get("value") or {}
+    finally:
+        client.stop_channels()
