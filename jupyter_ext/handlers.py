@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 from contextlib import aclosing
 from pathlib import Path
@@ -42,6 +43,7 @@ MAX_SEQ = 2**62  # SQLite integers are 64-bit: a larger Last-Event-ID must not r
 
 class CellwrightHandler(APIHandler):
     auth_resource = "cellwright"
+    route: str  # its path in the route table, agent_core.contract.routes.ROUTES
 
     @property
     def app(self) -> Any:
@@ -77,13 +79,15 @@ class CellwrightHandler(APIHandler):
         return relative
 
     def write_json(self, data: WireModel | dict[str, Any], status: int = 200) -> None:
-        """A route's answer: a contract model (the fields it was given, as JSON), or a plain object.
-        (No isinstance on the model class: pydantic loads with the first request, not at start.)"""
-        if not isinstance(data, dict):
-            data = data.model_dump(mode="json", exclude_unset=True)
+        """A route's answer, as the route table's answer model for this method and status: a dict is
+        read as that model (a field the contract does not name is a bug, caught here, not shipped)."""
+        if isinstance(data, dict):
+            from agent_core.contract.routes import answer_model
+
+            data = answer_model(self.route, self.request.method or "", status).model_validate_json(json.dumps(data))
         self.set_status(status)
         self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps(data))
+        self.finish(data.model_dump_json(exclude_unset=True))
 
     def write_error(self, status_code: int, **kwargs: Any) -> None:
         exc = kwargs.get("exc_info", (None, None, None))[1]
@@ -108,6 +112,8 @@ class CellwrightHandler(APIHandler):
 
 
 class HealthHandler(CellwrightHandler):
+    route = "health"
+
     async def prepare(self) -> None:  # type: ignore[override]  # as CellwrightHandler's
         try:
             await super().prepare()
@@ -121,6 +127,8 @@ class HealthHandler(CellwrightHandler):
 
 
 class ConfigHandler(CellwrightHandler):
+    route = "config"
+
     @web.authenticated
     @authorized
     async def get(self) -> None:
@@ -134,6 +142,8 @@ class ConfigHandler(CellwrightHandler):
 
 
 class ConfigModelsHandler(CellwrightHandler):
+    route = "config/models"
+
     @web.authenticated
     @authorized
     async def get(self) -> None:
@@ -143,6 +153,8 @@ class ConfigModelsHandler(CellwrightHandler):
 
 
 class ConfigTestHandler(CellwrightHandler):
+    route = "config/test"
+
     @web.authenticated
     @authorized
     async def post(self) -> None:
@@ -155,6 +167,8 @@ class ConfigTestHandler(CellwrightHandler):
 
 
 class ThreadsHandler(CellwrightHandler):
+    route = "threads"
+
     @web.authenticated
     @authorized
     async def get(self) -> None:
@@ -171,6 +185,8 @@ class ThreadsHandler(CellwrightHandler):
 
 
 class ThreadHandler(CellwrightHandler):
+    route = "threads/{thread_id}"
+
     @web.authenticated
     @authorized
     async def get(self, thread_id: str) -> None:
@@ -185,6 +201,8 @@ class ThreadHandler(CellwrightHandler):
 
 
 class RunsHandler(CellwrightHandler):
+    route = "threads/{thread_id}/runs"
+
     @web.authenticated
     @authorized
     async def post(self, thread_id: str) -> None:
@@ -197,10 +215,12 @@ class RunsHandler(CellwrightHandler):
 
 
 class ApprovalHandler(CellwrightHandler):
+    route = "threads/{thread_id}/approvals/{tool_call_id}"
+
     @web.authenticated
     @authorized
-    async def post(self, thread_id: str, call_id: str) -> None:
-        run_id = await self.runs.decide(thread_id, call_id, self.body(contract_bodies().Decision))
+    async def post(self, thread_id: str, tool_call_id: str) -> None:
+        run_id = await self.runs.decide(thread_id, tool_call_id, self.body(contract_bodies().Decision))
         self.write_json({"run_id": run_id}, 202)
 
 
@@ -208,13 +228,17 @@ class UndoHandler(CellwrightHandler):
     """POST threads/{id}/undo/{tool_call_id}: undo one step in the kernel. A run is undone by undoing
     its steps newest first."""
 
+    route = "threads/{thread_id}/undo/{tool_call_id}"
+
     @web.authenticated
     @authorized
-    async def post(self, thread_id: str, call_id: str) -> None:
-        self.write_json(await self.runs.undo(thread_id, call_id))
+    async def post(self, thread_id: str, tool_call_id: str) -> None:
+        self.write_json(await self.runs.undo(thread_id, tool_call_id))
 
 
 class CancelHandler(CellwrightHandler):
+    route = "threads/{thread_id}/cancel"
+
     @web.authenticated
     @authorized
     async def post(self, thread_id: str) -> None:
@@ -224,6 +248,8 @@ class CancelHandler(CellwrightHandler):
 
 class EventsHandler(CellwrightHandler):
     """Server-Sent Events: replay after `Last-Event-ID`/`after`, then follow the active run."""
+
+    route = "threads/{thread_id}/events"
 
     @web.authenticated
     @authorized
@@ -270,6 +296,8 @@ class EventsHandler(CellwrightHandler):
 class OpenAPIHandler(CellwrightHandler):
     """GET openapi.json: the OpenAPI 3.1 document of these routes, written from the contract's models."""
 
+    route = "openapi.json"
+
     @web.authenticated
     @authorized
     async def get(self) -> None:
@@ -297,6 +325,8 @@ class DiagnosticsHandler(ToolRouteHandler):
     columns). `path` is the notebook (or .py file) the code belongs to: a notebook's kernel is asked
     which names it defines, so they are not reported as undefined. Without code, `path` names a .py
     file to check."""
+
+    route = "diagnostics"
 
     @web.authenticated
     @authorized
@@ -329,6 +359,8 @@ class DiagnosticsHandler(ToolRouteHandler):
 class ResourcesHandler(ToolRouteHandler):
     """POST resources: {"files"?, "dataframes"?, "kernel_id"?} -> {"files", "dataframes", "system"}."""
 
+    route = "resources"
+
     @web.authenticated
     @authorized
     async def post(self) -> None:
@@ -340,6 +372,8 @@ class ResourcesHandler(ToolRouteHandler):
 
 class VariablesHandler(ToolRouteHandler):
     """POST variables: {"kernel_id"?, "notebook_path"?} -> {"variables": [{"name", "type", "shape"?}], "note"?}."""
+
+    route = "variables"
 
     @web.authenticated
     @authorized
@@ -364,6 +398,8 @@ class VariablesHandler(ToolRouteHandler):
 
 class KnowledgeStatusHandler(CellwrightHandler):
     """GET knowledge/status: the workspace index's files, chunks, last update and errors."""
+
+    route = "knowledge/status"
 
     @web.authenticated
     @authorized
@@ -412,6 +448,8 @@ def _as_domain_error(e: BaseException) -> BaseException:
 class McpServersHandler(CellwrightHandler):
     """GET mcp/servers: status and tools of the configured MCP servers; never env or header values."""
 
+    route = "mcp/servers"
+
     @web.authenticated
     @authorized
     async def get(self) -> None:
@@ -420,6 +458,8 @@ class McpServersHandler(CellwrightHandler):
 
 class NotebookToolsHandler(ToolRouteHandler):
     """POST notebook_tools: {"kernel_id"?, "notebook_path"?} -> {"tools": [...], "notes": [...]}."""
+
+    route = "notebook_tools"
 
     @web.authenticated
     @authorized
@@ -445,26 +485,37 @@ class NotebookToolsHandler(ToolRouteHandler):
         self.write_json({"tools": tools, "notes": notes})
 
 
-default_handlers = [
-    (r"/cellwright/api/health", HealthHandler),
-    (r"/cellwright/api/config", ConfigHandler),
-    (r"/cellwright/api/config/models", ConfigModelsHandler),
-    (r"/cellwright/api/config/test", ConfigTestHandler),
-    (r"/cellwright/api/threads", ThreadsHandler),
-    (r"/cellwright/api/threads/(?P<thread_id>[\w-]+)", ThreadHandler),
-    (r"/cellwright/api/threads/(?P<thread_id>[\w-]+)/runs", RunsHandler),
-    (r"/cellwright/api/threads/(?P<thread_id>[\w-]+)/approvals/(?P<call_id>[^/]+)", ApprovalHandler),
-    (r"/cellwright/api/threads/(?P<thread_id>[\w-]+)/undo/(?P<call_id>[^/]{1,200})", UndoHandler),
-    (r"/cellwright/api/threads/(?P<thread_id>[\w-]+)/cancel", CancelHandler),
-    (r"/cellwright/api/threads/(?P<thread_id>[\w-]+)/events", EventsHandler),
-    (r"/cellwright/api/diagnostics", DiagnosticsHandler),
-    (r"/cellwright/api/resources", ResourcesHandler),
-    (r"/cellwright/api/variables", VariablesHandler),
-    (r"/cellwright/api/mcp/servers", McpServersHandler),
-    (r"/cellwright/api/notebook_tools", NotebookToolsHandler),
-    (r"/cellwright/api/knowledge/status", KnowledgeStatusHandler),
-    (r"/cellwright/api/openapi\.json", OpenAPIHandler),
-]
+HANDLERS: tuple[type[CellwrightHandler], ...] = (
+    HealthHandler,
+    ConfigHandler,
+    ConfigModelsHandler,
+    ConfigTestHandler,
+    ThreadsHandler,
+    ThreadHandler,
+    RunsHandler,
+    ApprovalHandler,
+    UndoHandler,
+    CancelHandler,
+    EventsHandler,
+    DiagnosticsHandler,
+    ResourcesHandler,
+    VariablesHandler,
+    McpServersHandler,
+    NotebookToolsHandler,
+    KnowledgeStatusHandler,
+    OpenAPIHandler,
+)
+# What a path parameter of the route table may be: an id, or a tool call id of bounded length.
+PATH_PARAMETERS = {"thread_id": r"[\w-]+", "tool_call_id": r"[^/]{1,200}"}
+
+
+def url_pattern(route: str) -> str:
+    """The tornado pattern of a route of the table (agent_core.contract.routes), its parameters named."""
+    pattern = re.sub(r"\{(\w+)\}", lambda m: f"(?P<{m[1]}>{PATH_PARAMETERS[m[1]]})", route.replace(".", r"\."))
+    return "/cellwright/api/" + pattern
+
+
+default_handlers = [(url_pattern(handler.route), handler) for handler in HANDLERS]
 
 
 def _root_relative(path: str | None) -> str | None:

@@ -34,6 +34,7 @@ from agent_core.contract.bodies import (
 )
 from agent_core.contract.outside_tools import McpServers, NotebookTools
 from agent_core.contract.review import UndoResult
+from agent_core.contract.shared import WireModel
 
 # Paths are under cellwright/api/.
 
@@ -176,3 +177,12 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route("get", "openapi.json", "This document.", {200: OPENAPI_DOCUMENT}),
 )
+
+
+def answer_model(path: str, method: str, status: int) -> type[WireModel]:
+    """The model a route answers with, for a status it answers with a body."""
+    route = next(r for r in ROUTES if r.path == path and r.method == method.lower())
+    model = route.answers[status]
+    if not (isinstance(model, type) and issubclass(model, WireModel)):
+        raise LookupError(f"{method} {path} answers {status} without a contract model")
+    return model
