@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from jupyter_server.serverapp import ServerApp
 
     from .kernel_executor import KernelEnvironment
+    from .mcp_endpoint import McpEndpoint
 
 
 class CellwrightApp(ExtensionApp):
@@ -101,13 +102,16 @@ class CellwrightApp(ExtensionApp):
         self.kernel_clients = KernelClients()
         self.kernel_evaluations = KernelEvaluations()
         self._mcp: Any = None
+        self._mcp_endpoint: McpEndpoint | None = None
         self.run_manager.mcp = self.mcp_manager
         self.settings["cellwright"] = self
 
     def initialize_handlers(self) -> None:
         from .handlers import default_handlers
+        from .mcp_handler import McpHandler
 
         self.handlers.extend(default_handlers)
+        self.handlers.append((r"/cellwright/mcp", McpHandler))
 
     async def ready(self) -> None:
         """Open the thread store once, on the server's loop (handlers await this first). With a
@@ -135,6 +139,8 @@ class CellwrightApp(ExtensionApp):
             await stop_all()
         if self._recovery is not None:  # recovery opens the checkpointer: let it finish, then close all
             await asyncio.gather(self._recovery, return_exceptions=True)
+        if self._mcp_endpoint is not None:  # its sessions end before the runs they wait on
+            await self._mcp_endpoint.close()
         await self.run_manager.shutdown()
         if self._mcp is not None:  # the MCP servers this server started stop with it
             await self._mcp.shutdown()
@@ -178,6 +184,25 @@ class CellwrightApp(ExtensionApp):
 
             self._mcp = McpManager(lambda: parse_servers(self.configuration.mcp_servers))
         return self._mcp
+
+    def mcp_endpoint(self) -> McpEndpoint:
+        """Cellwright's own MCP server for outside agents, made on its first request (c.Cellwright.serve_mcp)."""
+        if self._mcp_endpoint is None:
+            from .mcp_endpoint import ClientRules, McpEndpoint
+
+            def rules(client: str) -> ClientRules:
+                given = self.configuration.client_rules(client)
+                auto = given.get("auto_approve")
+                return ClientRules(given.get("autonomy", "agent"), tuple(auto) if auto is not None else None)
+
+            self._mcp_endpoint = McpEndpoint(
+                self.run_manager,
+                lambda: self.workspace,
+                self.configuration.agent_settings,
+                rules,
+                lambda: self.configuration.mcp_approval_wait,
+            )
+        return self._mcp_endpoint
 
     def knowledge(self) -> Any:
         """The workspace's knowledge base, started (in the background) on first use; None when indexing is off."""

@@ -1,114 +1,31 @@
-"""Thin HTTP handlers for cellwright/api/ (API.md). Each calls the extension's managers; domain
-errors become JSON error bodies in one place (`write_error`)."""
+"""The REST routes of cellwright/api/ (API.md, the route table agent_core.contract.routes): thread,
+run, approval, undo, event-stream and settings handlers here, the tool routes in tool_handlers;
+each calls the extension's managers."""
 
 from __future__ import annotations
 
-import asyncio
-import json
 import re
-import sys
 from contextlib import aclosing
-from pathlib import Path
-from types import ModuleType
-from typing import TYPE_CHECKING, Any
 
 from jupyter_server.auth.decorator import authorized
-from jupyter_server.base.handlers import APIHandler
 from tornado import web
 from tornado.iostream import StreamClosedError
 
 from agent_core import fast_json
-from agent_core.contract.choices import RouteErrorKind
-from agent_core.storage.database import DatabaseUnavailable
-from agent_core.workspace import WorkspaceError
 
-from .errors import BadRequest, CellwrightError, Conflict, Misconfigured, Unavailable, status_of
-from .run_manager import RunManager, StreamItem
-
-if TYPE_CHECKING:
-    from agent_core.contract.bodies import ModelT
-    from agent_core.contract.shared import WireModel
-
-
-def contract_bodies() -> ModuleType:
-    """agent_core.contract.bodies, loaded by the first request: building its models would add tens of
-    milliseconds to Jupyter's start-up."""
-    from agent_core.contract import bodies
-
-    return bodies
-
+from .errors import BadRequest, Misconfigured
+from .handler_base import CellwrightHandler, contract_bodies
+from .run_manager import StreamItem
+from .tool_handlers import (
+    DiagnosticsHandler,
+    KnowledgeStatusHandler,
+    McpServersHandler,
+    NotebookToolsHandler,
+    ResourcesHandler,
+    VariablesHandler,
+)
 
 MAX_SEQ = 2**62  # SQLite integers are 64-bit: a larger Last-Event-ID must not reach the query
-
-
-class CellwrightHandler(APIHandler):
-    auth_resource = "cellwright"
-    route: str  # its path in the route table, agent_core.contract.routes.ROUTES
-
-    @property
-    def app(self) -> Any:
-        return self.settings["cellwright"]
-
-    @property
-    def runs(self) -> RunManager:
-        return self.app.run_manager
-
-    async def prepare(self) -> None:  # type: ignore[override]  # tornado's, not JupyterHandler's login redirect
-        await super().prepare()
-        if (
-            len(self.request.body or b"") > contract_bodies().MAX_BODY_BYTES
-        ):  # before any work, even for a wrong route body
-            contract_bodies().parse_json(self.request.body)
-        await self.app.ready()
-
-    def body(self, model: type[ModelT]) -> ModelT:
-        """The request body as `model`: JSON, bounded, every field type-checked."""
-        bodies = contract_bodies()
-        return bodies.parse_body(model, bodies.parse_json(self.request.body))
-
-    @property
-    def root_dir(self) -> Path:
-        return Path(self.app.serverapp.root_dir)
-
-    def _notebook_path(self, path: str | None) -> str | None:
-        """A notebook path from a body, relative to the root; 400 path_outside_root when it leaves it
-        (by `..`, an absolute path or a symlink)."""
-        relative = _root_relative(path)
-        if relative:
-            self.app.workspace.resolve(relative)
-        return relative
-
-    def write_json(self, data: WireModel | dict[str, Any], status: int = 200) -> None:
-        """A route's answer, as the route table's answer model for this method and status: a dict is
-        read as that model (a field the contract does not name is a bug, caught here, not shipped)."""
-        if isinstance(data, dict):
-            from agent_core.contract.routes import answer_model
-
-            data = answer_model(self.route, self.request.method or "", status).model_validate_json(json.dumps(data))
-        self.set_status(status)
-        self.set_header("Content-Type", "application/json")
-        self.finish(data.model_dump_json(exclude_unset=True))
-
-    def write_error(self, status_code: int, **kwargs: Any) -> None:
-        exc = kwargs.get("exc_info", (None, None, None))[1]
-        kind: RouteErrorKind
-        if isinstance(exc, web.HTTPError):
-            kind, message = "http_error", exc.log_message or exc.reason or "request failed"
-        elif status_code >= 500:
-            kind, message = "internal", "Cellwright hit an internal error; the server log has the details."
-        else:
-            kind, message = "bad_request", "bad request"
-        self.set_header("Content-Type", "application/json")
-        self.finish(json.dumps({"error": kind, "message": message}))
-
-    def _handle_request_exception(self, e: BaseException) -> None:  # noqa: N802 (tornado's name)
-        e = _as_domain_error(e)
-        if isinstance(e, CellwrightError):
-            self.set_status(status_of(e))
-            self.set_header("Content-Type", "application/json")
-            self.finish(json.dumps({"error": e.kind, "message": e.message}))
-            return
-        super()._handle_request_exception(e)
 
 
 class HealthHandler(CellwrightHandler):
@@ -307,184 +224,6 @@ class OpenAPIHandler(CellwrightHandler):
         self.finish(openapi_json())
 
 
-class ToolRouteHandler(CellwrightHandler):
-    """Routes that call the agent's tools directly (the same functions the agent uses)."""
-
-    def environment(self, notebook_path: str, kernel_id: str | None) -> Any:
-        return self.app.kernel_environment(notebook_path, kernel_id)
-
-    def kernel_of(self, body: Any) -> Any:
-        """The environment of the kernel a body names (`kernel_id` and/or `notebook_path`), or None
-        when it names none."""
-        kernel_id, notebook = body.kernel_id, self._notebook_path(body.notebook_path)
-        return self.environment(notebook or "", kernel_id) if (kernel_id or notebook) else None
-
-
-class DiagnosticsHandler(ToolRouteHandler):
-    """POST diagnostics: {"code", "path"?, "kernel_id"?} -> {"diagnostics": [...]} (1-based lines and
-    columns). `path` is the notebook (or .py file) the code belongs to: a notebook's kernel is asked
-    which names it defines, so they are not reported as undefined. Without code, `path` names a .py
-    file to check."""
-
-    route = "diagnostics"
-
-    @web.authenticated
-    @authorized
-    async def post(self) -> None:
-        from agent_core.tools.diagnostics import lint_code, lint_file
-
-        body = self.body(contract_bodies().DiagnosticsRequest)
-        code, path, kernel_id = body.code, body.path, body.kernel_id
-        if code is None and path is None:
-            raise BadRequest(
-                'Send "code" (the cell\'s Python code), optionally with "path" and "kernel_id".', "missing_fields"
-            )
-        workspace = self.app.workspace
-        if code is None:
-            result = await lint_file(workspace, path)
-        else:
-            target = workspace.resolve(path) if path else None
-            if target is not None and target.suffix == ".py":
-                result = await lint_code(code, workspace.root, cell=False, path=target)
-            else:
-                notebook = target.relative_to(workspace.root).as_posix() if target is not None else ""
-                env = self.environment(notebook, kernel_id) if (notebook or kernel_id) else None
-                result = await lint_code(code, workspace.root, env=env)
-        answer: dict[str, Any] = {"diagnostics": result.diagnostics}
-        if result.note:
-            answer["note"] = result.note
-        self.write_json(answer)
-
-
-class ResourcesHandler(ToolRouteHandler):
-    """POST resources: {"files"?, "dataframes"?, "kernel_id"?} -> {"files", "dataframes", "system"}."""
-
-    route = "resources"
-
-    @web.authenticated
-    @authorized
-    async def post(self) -> None:
-        from agent_core.tools.resources import check_resources
-
-        body = self.body(contract_bodies().ResourcesRequest)
-        self.write_json(await check_resources(self.app.workspace, self.kernel_of(body), body.files, body.dataframes))
-
-
-class VariablesHandler(ToolRouteHandler):
-    """POST variables: {"kernel_id"?, "notebook_path"?} -> {"variables": [{"name", "type", "shape"?}], "note"?}."""
-
-    route = "variables"
-
-    @web.authenticated
-    @authorized
-    async def post(self) -> None:
-        from agent_core.kernel_probes.introspection import namespace_snapshot
-
-        env = self.kernel_of(self.body(contract_bodies().VariablesRequest))
-        if env is None:
-            self.write_json({"variables": [], "note": "no kernel: send the notebook's kernel_id or notebook_path"})
-            return
-        snapshot = await namespace_snapshot(env, limit=200)
-        variables = [
-            {
-                "name": v["name"],
-                "type": v["type"],
-                **({"shape": v["shape"]} if isinstance(v.get("shape"), list) else {}),
-            }
-            for v in snapshot.variables
-        ]
-        self.write_json({"variables": variables, **({"note": snapshot.note} if snapshot.note else {})})
-
-
-class KnowledgeStatusHandler(CellwrightHandler):
-    """GET knowledge/status: the workspace index's files, chunks, last update and errors."""
-
-    route = "knowledge/status"
-
-    @web.authenticated
-    @authorized
-    async def get(self) -> None:
-        base = self.app.knowledge()
-        if base is None:
-            off = {
-                "state": "off",
-                "files": 0,
-                "chunks": 0,
-                "tables": 0,
-                "last_update": None,
-                "skipped": 0,
-                "errors": [],
-            }
-            self.write_json({**off, "embedding_model": None})
-            return
-        self.write_json(await asyncio.to_thread(base.status))
-
-
-def _as_domain_error(e: BaseException) -> BaseException:
-    """Errors of the agent's tools and of body parsing, as the routes answer them."""
-    if isinstance(e, WorkspaceError):  # worded for the model; a route's answer is a sentence
-        return BadRequest(e.message[:1].upper() + e.message[1:] + ".", e.kind)
-    if isinstance(e, DatabaseUnavailable):
-        return Unavailable(str(e), "database_unavailable")
-    if "psycopg" in sys.modules:  # the checkpointer's connections to a shared database
-        from agent_core.storage.postgres_database import unavailable
-
-        if unavailable(e):
-            return Unavailable(
-                f"The database cannot be reached ({type(e).__name__}): try again once it is back.",
-                "database_unavailable",
-            )
-    from agent_core.tools import ToolInputError  # loaded by then: only a tool raises it
-
-    if isinstance(e, ToolInputError):
-        from agent_core.tools.diagnostics import DiagnosticsUnavailable
-
-        if isinstance(e, DiagnosticsUnavailable):  # pylsp is being restarted: the request may be retried
-            return Conflict(str(e), "diagnostics_unavailable")
-        return BadRequest(str(e), "bad_request")
-    return e
-
-
-class McpServersHandler(CellwrightHandler):
-    """GET mcp/servers: status and tools of the configured MCP servers; never env or header values."""
-
-    route = "mcp/servers"
-
-    @web.authenticated
-    @authorized
-    async def get(self) -> None:
-        self.write_json({"servers": self.app.mcp_manager().servers()})
-
-
-class NotebookToolsHandler(ToolRouteHandler):
-    """POST notebook_tools: {"kernel_id"?, "notebook_path"?} -> {"tools": [...], "notes": [...]}."""
-
-    route = "notebook_tools"
-
-    @web.authenticated
-    @authorized
-    async def post(self) -> None:
-        from agent_core.tools.gathering import TAKEN
-        from agent_core.tools.notebook_functions import notebook_tools
-
-        env = self.kernel_of(self.body(contract_bodies().VariablesRequest))
-        if env is None:
-            self.write_json({"tools": [], "notes": []})
-            return
-        specs, notes = await notebook_tools(env, TAKEN, self.app.configuration.agent_settings())
-        tools = [
-            {
-                "name": name,
-                "description": spec.description,
-                "read_only": bool(spec.origin.get("read_only_hint")),
-                "file": spec.origin.get("file"),
-                "line": spec.origin.get("line"),
-            }
-            for name, spec in specs.items()
-        ]
-        self.write_json({"tools": tools, "notes": notes})
-
-
 HANDLERS: tuple[type[CellwrightHandler], ...] = (
     HealthHandler,
     ConfigHandler,
@@ -505,6 +244,8 @@ HANDLERS: tuple[type[CellwrightHandler], ...] = (
     KnowledgeStatusHandler,
     OpenAPIHandler,
 )
+
+
 # What a path parameter of the route table may be: an id, or a tool call id of bounded length.
 PATH_PARAMETERS = {"thread_id": r"[\w-]+", "tool_call_id": r"[^/]{1,200}"}
 
@@ -516,15 +257,3 @@ def url_pattern(route: str) -> str:
 
 
 default_handlers = [(url_pattern(handler.route), handler) for handler in HANDLERS]
-
-
-def _root_relative(path: str | None) -> str | None:
-    """Notebook paths are relative to the server root; refuse ones that climb out of it."""
-    if path is None:
-        return None
-    parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
-    if path.startswith("/") or ".." in parts:
-        raise BadRequest(
-            f"The path {path!r} is outside the server root; send a path relative to it.", "path_outside_root"
-        )
-    return "/".join(parts)

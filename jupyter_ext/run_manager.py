@@ -26,8 +26,10 @@ from .heap_settling import settle_soon
 if TYPE_CHECKING:  # the tool registry and the contract's models load on first use, not at server start
     from agent_core.contract.answers import ThreadDetail, ThreadList
     from agent_core.contract.bodies import Decision, StartRun
+    from agent_core.contract.outside_tools import OutsideCall
     from agent_core.contract.review import UndoResult
-    from agent_core.loop.thread_runner import PreparedRun, ThreadRunner
+    from agent_core.loop.segments import PreparedRun
+    from agent_core.loop.thread_runner import ThreadRunner
     from agent_core.tools import ToolEnvironment
 
 EnvFactory = Callable[[str, "str | None", AgentSettings], "ToolEnvironment"]
@@ -206,6 +208,29 @@ class RunManager(LoggingConfigurable):
                 on_released=self._on_released(thread_id),
             )
             return self._launch(run)
+
+    async def outside_call(self, thread_id: str, call: OutsideCall, settings: AgentSettings) -> int:
+        """Start the run that is one outside agent's tool call (jupyter_ext.mcp_endpoint); returns the
+        seq its events follow. Refused as a new run is: another run active, an approval pending."""
+        await self.thread(thread_id)
+        async with self._thread_locks[thread_id]:
+            await self._ensure_free(thread_id)
+            runner = await self.runner()
+            after = await self.threads.events.last_seq(thread_id)
+            run = await runner.outside_call(
+                thread_id, call, self._environment(settings), settings, on_released=self._on_released(thread_id)
+            )
+            self._launch(run)
+            return after
+
+    async def tool_result(self, thread_id: str, call_id: str) -> str | None:
+        """What the tools node answered to call `call_id` (as the model would read it), if it has."""
+        snapshot = await (await self.runner()).snapshot(thread_id)
+        for message in reversed((snapshot.values or {}).get("messages") or []):
+            if message.get("role") == "tool" and message.get("tool_call_id") == call_id:
+                content = message.get("content")
+                return content if isinstance(content, str) else str(content)
+        return None
 
     async def undo(self, thread_id: str, call_id: str) -> UndoResult:
         """Undo one step (agent_core.undo.steps) while no run is active; its `step_undone` event goes

@@ -20,6 +20,7 @@ from traitlets.config import LoggingConfigurable
 
 from agent_core.config import saved_settings as settings_file
 from agent_core.config.agent_settings import AgentSettings, ToolCalling, Vision, endpoint_of
+from agent_core.config.mcp_endpoint_settings import McpEndpointSettings
 
 _AGENT = AgentSettings()  # the defaults of the settings the agent reads live there, with their types
 
@@ -28,7 +29,7 @@ class SettingsError(ValueError):
     """A setting given a value it cannot take; the message names the setting and what it accepts."""
 
 
-class Cellwright(LoggingConfigurable):
+class Cellwright(LoggingConfigurable, McpEndpointSettings):
     """Cellwright's settings. Tagged `runtime=True`: PUT config may change it at run time (saved in
     <data_dir>/settings.json, which wins over the config files). Tagged `env=...`: the environment
     variable that fills it in when no config sets it."""

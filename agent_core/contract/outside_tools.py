@@ -3,11 +3,11 @@ setting as it is sent and shown, the MCP servers' status, and the kernel's @tool
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
-from agent_core.contract.shared import WireModel
+from agent_core.contract.shared import Autonomy, WireModel
 
 
 class McpServerSetting(WireModel):
@@ -72,3 +72,14 @@ class NotebookTools(WireModel):
 
     tools: list[NotebookToolInfo]
     notes: list[str] = Field(default_factory=list, description="Functions left out, and why.")
+
+
+class OutsideCall(WireModel):
+    """A tool call an outside agent (an MCP client of Cellwright's MCP endpoint) asks of a thread: it
+    goes through the same policy, approval, ledger and undo as the model's calls."""
+
+    tool_call_id: str = Field(min_length=1, max_length=200)
+    name: str = Field(min_length=1, max_length=200)
+    arguments: dict[str, Any]
+    client: str = Field(min_length=1, max_length=200, description='Who asks, e.g. "Claude Code" (clientInfo).')
+    autonomy: Autonomy = "agent"

@@ -137,6 +137,9 @@ async def call_model(state: AgentState, runtime: Runtime[RunContext]) -> AgentUp
 
 
 async def _call_model(state: AgentState, ctx: RunContext) -> AgentUpdate:
+    outside = state.get("outside_call")
+    if outside is not None:
+        return _outside_turn(ctx, outside, _call_ids(state.get("messages", [])))
     calls = state.get("model_calls", 0)
     if calls >= ctx.max_model_calls:
         answer = f"I stopped after {ctx.max_model_calls} model calls, the limit for one run. The work so far is in the notebook."
@@ -212,6 +215,14 @@ def _is_image_message(message: dict[str, Any]) -> bool:
 
 def _call_ids(messages: list[dict[str, Any]]) -> set[str]:
     return {call["id"] for m in messages for call in m.get("tool_calls") or []}
+
+
+def _outside_turn(ctx: RunContext, call: dict[str, Any], used_ids: set[str]) -> AgentUpdate:
+    """An outside agent's run: its call is the turn (shown and approved as the model's are); once
+    its result is in, the run ends there, and the outside agent reads the result."""
+    if call["id"] in used_ids:
+        return {"done": True}
+    return _model_reply(ctx, ModelTurn(tool_calls=[call]), used_ids)
 
 
 def _model_reply(ctx: RunContext, turn: ModelTurn, used_ids: set[str]) -> AgentUpdate:

@@ -49,6 +49,9 @@ class RunContext:
     # and the approval cards already made. A context made without a driver has books of its own.
     undo: UndoBook = field(default_factory=UndoBook)
     approvals: ApprovalCards = field(default_factory=ApprovalCards)
+    # Who asks for the calls: "" for the model, else an outside agent ("Claude Code via MCP"), named
+    # in a cell's provenance where the model would be.
+    driver: str = ""
 
     def __post_init__(self) -> None:
         if not self.tool_mode:
@@ -136,6 +139,7 @@ def run_context(
     *,
     undo: UndoBook,
     approvals: ApprovalCards,
+    driver: str = "",
 ) -> RunContext:
     """The context of a run's top agent: the single agent, or the planner in multi mode."""
     agent = agent_for_mode(mode)
@@ -151,6 +155,7 @@ def run_context(
         extra_tools=dict(extra_tools or {}),
         undo=undo,
         approvals=approvals,
+        driver=driver,
     )
 
 

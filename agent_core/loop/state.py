@@ -56,6 +56,10 @@ class _StateFields(TypedDict, total=False):
     kernel_identity: str  # the kernel process the last cell ran in: a restart since then is told to the model
     disabled_mcp_servers: list[str]  # MCP servers this thread does not use (agent_core.tools.gathering)
     notebook_tools: list[str]  # the kernel's @tool functions at the last run's start: told when they are gone
+    # The call an outside agent (an MCP client) asked for: it stands for the model's turn of this run
+    # (agent_core.loop.graph), and the run ends with its result. None: Cellwright's model answers.
+    outside_call: dict[str, Any] | None
+    outside_client: str  # who asked for it ("Claude Code via MCP"): named where a cell names its model
 
 
 class AgentState(_StateMessages, _StateFields, total=False):
@@ -82,6 +86,24 @@ def new_run_input(
         "autonomy": autonomy,
         "plan_approved": False,
         "run_usage": token_usage.zero(),
+        "outside_call": None,
+        "outside_client": "",
+    }
+
+
+def outside_call_input(call_id: str, name: str, arguments: dict[str, Any], autonomy: str, client: str) -> AgentUpdate:
+    """A run that is one tool call of an outside agent: no user message, no model call; the call goes
+    through the tools node as the model's would (policy, approval, ledger, undo), then the run ends."""
+    call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+    return {
+        "model_calls": 0,
+        "done": False,
+        "failure": {},
+        "autonomy": autonomy,
+        "plan_approved": False,
+        "run_usage": token_usage.zero(),
+        "outside_call": call,
+        "outside_client": client,
     }
 
 

@@ -10,7 +10,7 @@ import asyncio
 import dataclasses
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
@@ -26,7 +26,8 @@ from agent_core.loop.refusals import (
     ThreadBusy,
     ThreadNotFound,
 )
-from agent_core.loop.thread_view import autonomy_of, mode_of, pending_approval, stuck, title_from
+from agent_core.loop.segments import PreparedRun, Segment, approval_event, browser_cells
+from agent_core.loop.thread_view import autonomy_of, driver_of, mode_of, pending_approval, stuck, title_from
 from agent_core.storage.checkpoint import AgentStore, open_store
 from agent_core.storage.thread_store import ThreadRecord, ThreadStore
 from agent_core.storage.tool_ledger import INTERRUPTED, STOPPED
@@ -37,7 +38,7 @@ if TYPE_CHECKING:  # the contract's route models and the tool registry load on a
     from langgraph.types import StateSnapshot
 
     from agent_core.contract.bodies import Decision, StartRun
-    from agent_core.contract.shared import LiveCell
+    from agent_core.contract.outside_tools import OutsideCall
     from agent_core.loop.approvals import ApprovalCards
     from agent_core.loop.graph import AgentGraph
     from agent_core.loop.state import AgentUpdate
@@ -66,17 +67,6 @@ EventSink = Callable[[dict[str, Any]], None]
 EnvironmentFor = Callable[[ThreadRecord], "ToolEnvironment"]  # where a thread's tools act (its notebook's kernel)
 McpSource = Callable[[], "McpManager"]  # the MCP servers' connections, made on first use
 RUN_TOOLS_KEPT = 256  # threads whose outside tools are remembered for their resumed segments
-
-
-@dataclass
-class PreparedRun:
-    """A run segment the runner has accepted (checked under the caller's lock): `run_id` is known at
-    once, `drive()` does the work (gathering its tools and context first) and returns the
-    `run_finished` status. The server awaits `drive()` in a task of its own; the magic in place."""
-
-    thread_id: str
-    run_id: str
-    drive: Callable[[], Awaitable[str]]
 
 
 @dataclass
@@ -155,7 +145,7 @@ class ThreadRunner:
         if updates:
             await self.threads.update(thread_id, **updates)
             record = dataclasses.replace(record, **updates)  # what was just written: no second read
-        segment = Segment(request.mode, request.autonomy, request.message, _cells(request.notebook_cells))
+        segment = Segment(request.mode, request.autonomy, request.message, browser_cells(request.notebook_cells))
         prior = snapshot.values or {}
         env = environment(record)
         run_id = uuid.uuid4().hex
@@ -205,11 +195,18 @@ class ThreadRunner:
             record = dataclasses.replace(record, kernel_id=decision.kernel_id)
         env = environment(record)
         if decision.decision == "reject" and decision.save_rule and decision.save_rule.strip():
-            _save_rule(env.root_dir, decision.save_rule)
+            from agent_core.undo.rules import save_rule
+
+            try:
+                save_rule(env.root_dir, decision.save_rule)
+            except ValueError as exc:
+                raise BadRule(f"The rule was not saved, and the call is still pending: {exc}") from None
         resume: Command[str] = Command(
             resume={pending["interrupt_id"]: decision.model_dump(include={"decision", "args", "reason"})}
         )
-        segment = Segment(mode_of(snapshot), autonomy_of(snapshot), "", _cells(decision.notebook_cells))
+        segment = Segment(
+            mode_of(snapshot), autonomy_of(snapshot), "", browser_cells(decision.notebook_cells), driver_of(snapshot)
+        )
         prior = snapshot.values or {}
         run_id = uuid.uuid4().hex
 
@@ -218,6 +215,38 @@ class ThreadRunner:
                 thread_id, prior.get("disabled_mcp_servers") or [], env, settings, fresh=False
             )
             return await self._segment(record, run_id, resume, segment, env, settings, extra, on_event, on_released)
+
+        return PreparedRun(thread_id, run_id, drive)
+
+    async def outside_call(
+        self,
+        thread_id: str,
+        call: OutsideCall,
+        environment: EnvironmentFor,
+        settings: AgentSettings,
+        on_released: Callable[[], None] | None = None,
+    ) -> PreparedRun:
+        """A run that is one tool call of an outside agent (agent_core.loop.state.outside_call_input):
+        refused, as a new run is, while another process drives the thread or an approval is pending."""
+        from agent_core.loop.state import outside_call_input
+
+        record = await self._record(thread_id)
+        await self.ensure_not_leased(thread_id)
+        snapshot = await self.recovered(record, environment, settings)
+        pending = pending_approval(snapshot)
+        if pending is not None:
+            raise ApprovalPending(
+                f"This thread is waiting for the user's approval of {pending['name']} ({pending['id']}): "
+                "the next call waits until the user decides."
+            )
+        driver = f"{call.client} via MCP"
+        segment = Segment(mode_of(snapshot), call.autonomy, f"{driver}: {call.name}", driver=driver)
+        graph_input = outside_call_input(call.tool_call_id, call.name, call.arguments, call.autonomy, driver)
+        env = environment(record)
+        run_id = uuid.uuid4().hex
+
+        async def drive() -> str:
+            return await self._segment(record, run_id, graph_input, segment, env, settings, {}, None, on_released)
 
         return PreparedRun(thread_id, run_id, drive)
 
@@ -351,6 +380,7 @@ class ThreadRunner:
             extra,
             undo=self.undo,
             approvals=self.approvals,
+            driver=segment.driver,
         )
         status = "completed"
         run_usage: dict[str, Any] | None = None
@@ -467,31 +497,3 @@ class ThreadRunner:
     async def delete_thread(self, thread_id: str) -> None:
         await self.store.delete_thread(thread_id)
         await self.threads.delete(thread_id)
-
-
-@dataclass(frozen=True)
-class Segment:
-    """What a run segment starts with, beside its thread and graph input."""
-
-    mode: str
-    autonomy: str
-    message: str  # the user's message; "" for a segment an approval resumed
-    notebook_cells: list[dict[str, Any]] | None = None  # as the browser sent them
-
-
-def _cells(cells: list[LiveCell] | None) -> list[dict[str, Any]] | None:
-    return None if cells is None else [cell.model_dump() for cell in cells]
-
-
-def _save_rule(root: Path, text: str) -> None:
-    from agent_core.undo.rules import save_rule
-
-    try:
-        save_rule(root, text)
-    except ValueError as exc:
-        raise BadRule(f"The rule was not saved, and the call is still pending: {exc}") from None
-
-
-def approval_event(payload: dict[str, Any]) -> dict[str, Any]:
-    fields = {k: v for k, v in payload.items() if k != "agent"}
-    return {**make_event("approval_required", **fields), "agent": payload.get("agent", "main")}

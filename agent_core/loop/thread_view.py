@@ -49,3 +49,9 @@ def mode_of(snapshot: StateSnapshot) -> str:
 
 def autonomy_of(snapshot: StateSnapshot) -> str:
     return str((snapshot.values or {}).get("autonomy", "agent"))
+
+
+def driver_of(snapshot: StateSnapshot) -> str:
+    """Who drives the thread's current run: an outside agent's name, or "" for the model."""
+    values = snapshot.values or {}
+    return str(values.get("outside_client") or "") if values.get("outside_call") else ""

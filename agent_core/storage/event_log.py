@@ -313,6 +313,10 @@ class EventLog:
             if not future.done():
                 future.set_result(None)
 
+    async def last_seq(self, thread_id: str) -> int:
+        """The thread's last stored seq, whichever process stored it (0 if none)."""
+        return await self._max_seq(thread_id)
+
     async def _max_seq(self, thread_id: str) -> int:
         if thread_id in self._recent:
             return self._last_seq[thread_id]

@@ -37,7 +37,7 @@ def _provenance(ctx: ToolContext, undoable: bool, reason: str | None) -> dict[st
     provenance: dict[str, Any] = {
         "thread_id": str(getattr(run, "thread_id", "") or ""),
         "tool_call_id": ctx.call_id,
-        "model": ctx.settings.model,
+        "model": getattr(run, "driver", "") or ctx.settings.model,
         "agent": agent,
         "decision": decision,
         "undoable": undoable,

@@ -1,0 +1,166 @@
+"""Routes that call the agent's tools directly (the same functions the agent uses): diagnostics,
+resources, variables, the notebook's @tool functions, the MCP servers' status, the knowledge index."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from .errors import BadRequest
+from .handler_base import CellwrightHandler, contract_bodies
+
+
+class ToolRouteHandler(CellwrightHandler):
+    """Routes that call the agent's tools directly (the same functions the agent uses)."""
+
+    def environment(self, notebook_path: str, kernel_id: str | None) -> Any:
+        return self.app.kernel_environment(notebook_path, kernel_id)
+
+    def kernel_of(self, body: Any) -> Any:
+        """The environment of the kernel a body names (`kernel_id` and/or `notebook_path`), or None
+        when it names none."""
+        kernel_id, notebook = body.kernel_id, self._notebook_path(body.notebook_path)
+        return self.environment(notebook or "", kernel_id) if (kernel_id or notebook) else None
+
+
+class DiagnosticsHandler(ToolRouteHandler):
+    """POST diagnostics: {"code", "path"?, "kernel_id"?} -> {"diagnostics": [...]} (1-based lines and
+    columns). `path` is the notebook (or .py file) the code belongs to: a notebook's kernel is asked
+    which names it defines, so they are not reported as undefined. Without code, `path` names a .py
+    file to check."""
+
+    route = "diagnostics"
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        from agent_core.tools.diagnostics import lint_code, lint_file
+
+        body = self.body(contract_bodies().DiagnosticsRequest)
+        code, path, kernel_id = body.code, body.path, body.kernel_id
+        if code is None and path is None:
+            raise BadRequest(
+                'Send "code" (the cell\'s Python code), optionally with "path" and "kernel_id".', "missing_fields"
+            )
+        workspace = self.app.workspace
+        if code is None:
+            result = await lint_file(workspace, path)
+        else:
+            target = workspace.resolve(path) if path else None
+            if target is not None and target.suffix == ".py":
+                result = await lint_code(code, workspace.root, cell=False, path=target)
+            else:
+                notebook = target.relative_to(workspace.root).as_posix() if target is not None else ""
+                env = self.environment(notebook, kernel_id) if (notebook or kernel_id) else None
+                result = await lint_code(code, workspace.root, env=env)
+        answer: dict[str, Any] = {"diagnostics": result.diagnostics}
+        if result.note:
+            answer["note"] = result.note
+        self.write_json(answer)
+
+
+class ResourcesHandler(ToolRouteHandler):
+    """POST resources: {"files"?, "dataframes"?, "kernel_id"?} -> {"files", "dataframes", "system"}."""
+
+    route = "resources"
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        from agent_core.tools.resources import check_resources
+
+        body = self.body(contract_bodies().ResourcesRequest)
+        self.write_json(await check_resources(self.app.workspace, self.kernel_of(body), body.files, body.dataframes))
+
+
+class VariablesHandler(ToolRouteHandler):
+    """POST variables: {"kernel_id"?, "notebook_path"?} -> {"variables": [{"name", "type", "shape"?}], "note"?}."""
+
+    route = "variables"
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        from agent_core.kernel_probes.introspection import namespace_snapshot
+
+        env = self.kernel_of(self.body(contract_bodies().VariablesRequest))
+        if env is None:
+            self.write_json({"variables": [], "note": "no kernel: send the notebook's kernel_id or notebook_path"})
+            return
+        snapshot = await namespace_snapshot(env, limit=200)
+        variables = [
+            {
+                "name": v["name"],
+                "type": v["type"],
+                **({"shape": v["shape"]} if isinstance(v.get("shape"), list) else {}),
+            }
+            for v in snapshot.variables
+        ]
+        self.write_json({"variables": variables, **({"note": snapshot.note} if snapshot.note else {})})
+
+
+class KnowledgeStatusHandler(CellwrightHandler):
+    """GET knowledge/status: the workspace index's files, chunks, last update and errors."""
+
+    route = "knowledge/status"
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        base = self.app.knowledge()
+        if base is None:
+            off = {
+                "state": "off",
+                "files": 0,
+                "chunks": 0,
+                "tables": 0,
+                "last_update": None,
+                "skipped": 0,
+                "errors": [],
+            }
+            self.write_json({**off, "embedding_model": None})
+            return
+        self.write_json(await asyncio.to_thread(base.status))
+
+
+class McpServersHandler(CellwrightHandler):
+    """GET mcp/servers: status and tools of the configured MCP servers; never env or header values."""
+
+    route = "mcp/servers"
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.write_json({"servers": self.app.mcp_manager().servers()})
+
+
+class NotebookToolsHandler(ToolRouteHandler):
+    """POST notebook_tools: {"kernel_id"?, "notebook_path"?} -> {"tools": [...], "notes": [...]}."""
+
+    route = "notebook_tools"
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        from agent_core.tools.gathering import TAKEN
+        from agent_core.tools.notebook_functions import notebook_tools
+
+        env = self.kernel_of(self.body(contract_bodies().VariablesRequest))
+        if env is None:
+            self.write_json({"tools": [], "notes": []})
+            return
+        specs, notes = await notebook_tools(env, TAKEN, self.app.configuration.agent_settings())
+        tools = [
+            {
+                "name": name,
+                "description": spec.description,
+                "read_only": bool(spec.origin.get("read_only_hint")),
+                "file": spec.origin.get("file"),
+                "line": spec.origin.get("line"),
+            }
+            for name, spec in specs.items()
+        ]
+        self.write_json({"tools": tools, "notes": notes})

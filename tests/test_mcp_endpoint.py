@@ -1,0 +1,171 @@
+"""Cellwright's MCP endpoint (cellwright/mcp) driven by the official mcp SDK's client over Streamable
+HTTP, against the real server and kernel: an outside agent's risky calls wait for the user's
+decision, made through the same approval route the panel uses."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import mcp_types as types
+import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from agent_core.tools import TOOLS
+from jupyter_ext.mcp_endpoint import CATALOG, with_notebook_path
+from tests.conftest import NOTEBOOK, Api, of_type
+
+
+@pytest.fixture
+def cellwright_config(cellwright_config: dict[str, Any]) -> dict[str, Any]:
+    return {**cellwright_config, "mcp_clients": {"Reader": {"autonomy": "ask"}}, "mcp_approval_wait": 30.0}
+
+
+@pytest.fixture
+def mcp_url(jp_serverapp: Any, jp_http_port: int, jp_base_url: str) -> str:
+    return f"http://localhost:{jp_http_port}{jp_base_url}cellwright/mcp"
+
+
+@pytest.fixture
+def token(jp_serverapp: Any) -> str:
+    return str(jp_serverapp.identity_provider.token)
+
+
+@asynccontextmanager
+async def connected(url: str, token: str, client: str = "Claude Code") -> AsyncIterator[ClientSession]:
+    async with create_mcp_http_client(headers={"Authorization": f"token {token}"}) as http:
+        async with streamable_http_client(url, http_client=http) as (read, write):
+            info = types.Implementation(name=client, version="1.0")
+            async with ClientSession(read, write, client_info=info) as session:
+                await session.initialize()
+                yield session
+
+
+def text_of(result: Any) -> str:
+    return "".join(part.text for part in result.content if isinstance(part, types.TextContent))
+
+
+async def client_thread(api: Api, title: str) -> str:
+    _, threads = await api.call("GET", "threads", expect=200)
+    return next(t["thread_id"] for t in threads["threads"] if t["title"] == title)
+
+
+async def pending_card(api: Api, thread: str, after: int) -> dict[str, Any]:
+    """The approval card of the client's next call, as the panel gets it from the stream."""
+    events = await api.until_finished(thread, after)
+    assert events[-1]["status"] == "awaiting_approval", events
+    return {**of_type(events, "approval_required")[-1], "seq": events[-1]["seq"]}
+
+
+async def test_an_outside_agent_works_in_the_notebook_through_approvals(
+    api: Api, mcp_url: str, token: str, notebook_kernel: str
+) -> None:
+    async with connected(mcp_url, token) as session:
+        listed = {tool.name: tool for tool in (await session.list_tools()).tools}
+        assert set(CATALOG) <= set(listed)
+        assert listed["run_cell"].input_schema == with_notebook_path(TOOLS["run_cell"].parameters)
+        assert not {"final_answer", "write_todos", "task"} & set(listed)
+
+        read = await session.call_tool("read_notebook", {"notebook_path": NOTEBOOK})
+        assert not read.is_error, text_of(read)
+        thread = await client_thread(api, "Claude Code via MCP")  # made by the client's first call
+        seen = (await api.events(thread))[-1]["seq"]
+
+        call = asyncio.create_task(session.call_tool("run_cell", {"code": "print(6 * 7)", "notebook_path": NOTEBOOK}))
+        card = await pending_card(api, thread, seen)
+        assert card["name"] == "run_cell" and card["args"]["code"] == "print(6 * 7)"
+        assert not call.done()  # it waits for the user
+        code, _ = await api.approve(thread, card["id"])
+        assert code == 202
+        result = await asyncio.wait_for(call, 60)
+        assert not result.is_error and "42" in text_of(result)
+
+        seen = (await api.events(thread))[-1]["seq"]
+        call = asyncio.create_task(session.call_tool("run_cell", {"code": "import os", "notebook_path": NOTEBOOK}))
+        card = await pending_card(api, thread, seen)
+        code, _ = await api.approve(thread, card["id"], "reject", reason="use pathlib instead")
+        assert code == 202
+        rejected = await asyncio.wait_for(call, 60)
+        assert "use pathlib instead" in text_of(rejected)
+
+    events = await api.events(thread)
+    started = [e for e in of_type(events, "cell_started") if not e.get("waiting_for_kernel")]
+    assert len(started) == 1 and started[0]["provenance"]["model"] == "Claude Code via MCP"
+    assert [e["status"] for e in of_type(events, "tool_result") if e["name"] == "run_cell"] == ["ok", "rejected"]
+
+
+async def test_without_a_token_nothing_runs(api: Api, mcp_url: str) -> None:
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}},
+    }
+    async with httpx.AsyncClient() as http:
+        response = await http.post(
+            mcp_url, content=json.dumps(initialize), headers={"Accept": "application/json, text/event-stream"}
+        )
+    assert response.status_code in (401, 403)
+    _, threads = await api.call("GET", "threads", expect=200)
+    assert threads["threads"] == []
+
+
+async def test_an_ask_mode_client_is_offered_and_runs_only_reads(
+    api: Api, mcp_url: str, token: str, notebook_kernel: str
+) -> None:
+    async with connected(mcp_url, token, client="Reader") as session:
+        listed = {tool.name for tool in (await session.list_tools()).tools}
+        assert "read_notebook" in listed and not {"run_cell", "write_file", "execute_command"} & listed
+        forced = await session.call_tool("run_cell", {"code": "x = 1", "notebook_path": NOTEBOOK})
+        assert forced.is_error and "Ask mode" in text_of(forced)
+    events = await api.events(await client_thread(api, "Reader via MCP"))
+    assert not of_type(events, "approval_required") and not of_type(events, "cell_started")
+
+
+async def test_a_client_cannot_leave_the_root(api: Api, mcp_url: str, token: str) -> None:
+    async with connected(mcp_url, token) as session:
+        for path in ("../outside.ipynb", "/etc/passwd.ipynb", ".hidden/n.ipynb"):
+            result = await session.call_tool("read_notebook", {"notebook_path": path})
+            assert result.is_error, path
+        missing = await session.call_tool("read_notebook", {})
+        assert missing.is_error and "notebook_path" in text_of(missing)
+    _, threads = await api.call("GET", "threads", expect=200)
+    assert threads["threads"] == []
+
+
+async def test_the_stdio_bridge_does_the_same_round_trip(
+    api: Api, jp_serverapp: Any, jp_http_port: int, jp_base_url: str, token: str, notebook_kernel: str
+) -> None:
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    url = f"http://localhost:{jp_http_port}{jp_base_url}"
+    env = {**os.environ, "JUPYTER_TOKEN": token, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "jupyter_ext.mcp_stdio_bridge", "mcp", "--url", url], env=env
+    )
+    async with stdio_client(params) as (read, write):
+        info = types.Implementation(name="Codex", version="0.1")
+        async with ClientSession(read, write, client_info=info) as session:
+            await session.initialize()
+            assert "run_cell" in {tool.name for tool in (await session.list_tools()).tools}
+            call = asyncio.create_task(
+                session.call_tool("run_cell", {"code": "print(2 ** 5)", "notebook_path": NOTEBOOK})
+            )
+            thread = None
+            while thread is None:  # the bridge's call creates the client's thread
+                _, threads = await api.call("GET", "threads", expect=200)
+                found = [t for t in threads["threads"] if t["title"] == "Codex via MCP"]
+                thread = found[0]["thread_id"] if found else await asyncio.sleep(0.05)
+            card = await pending_card(api, thread, 0)
+            await api.approve(thread, card["id"])
+            result = await asyncio.wait_for(call, 60)
+    assert not result.is_error and "32" in text_of(result)
