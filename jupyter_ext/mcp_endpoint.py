@@ -236,6 +236,7 @@ class McpEndpoint:
         started = loop.time()
         deadline = started + self._approval_wait()
         problem = ""
+        result: types.CallToolResult | None = None
         while True:
             for event in await events.events_after(thread_id, after):
                 after = event["seq"]
@@ -246,16 +247,20 @@ class McpEndpoint:
                     )
                 elif kind == "tool_result" and same:
                     text = await self._runs.tool_result(thread_id, call_id)
-                    return types.CallToolResult(
+                    result = types.CallToolResult(
                         content=[types.TextContent(type="text", text=text or event.get("summary") or event["status"])],
                         is_error=event["status"] not in ("ok", "completed"),
                     )
                 elif kind == "error":
                     problem = str(event.get("message", ""))
+                elif kind == "run_finished" and result is not None:
+                    # Answered once the run has ended: the agent's next call, sent the moment it
+                    # reads this answer, finds the thread free.
+                    return result
                 elif kind == "run_finished" and event.get("status") in ("failed", "cancelled"):
                     why = problem or ("The user stopped it." if event["status"] == "cancelled" else "The run failed.")
                     return _error(f"The call did not run: {why}")
-            if loop.time() >= deadline:
+            if loop.time() >= deadline and result is None:
                 self._waiting[call_id] = _Waiting(thread_id, after)
                 return types.CallToolResult(
                     content=[

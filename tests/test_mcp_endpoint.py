@@ -88,6 +88,9 @@ async def test_an_outside_agent_works_in_the_notebook_through_approvals(
         assert code == 202
         result = await asyncio.wait_for(call, 60)
         assert not result.is_error and "42" in text_of(result)
+        # An agent's next call, sent the moment it reads the answer, finds the thread free.
+        again = await session.call_tool("read_notebook", {"notebook_path": NOTEBOOK})
+        assert not again.is_error, text_of(again)
 
         seen = (await api.events(thread))[-1]["seq"]
         call = asyncio.create_task(session.call_tool("run_cell", {"code": "import os", "notebook_path": NOTEBOOK}))
