@@ -98,6 +98,9 @@ class CellwrightApp(ExtensionApp):
         from .kernel_clients import KernelClients
 
         self.kernel_clients = KernelClients()
+        from .kernel_restarts import KernelRestarts
+
+        self.kernel_restarts = KernelRestarts(getattr(self.serverapp, "event_logger", None))
         self._mcp: Any = None
         self.run_manager.mcp = self.mcp_manager
         self.settings["cellwright"] = self
@@ -164,6 +167,7 @@ class CellwrightApp(ExtensionApp):
             cell_timeout,
             workspace=self.workspace,
             clients=self.kernel_clients,
+            restarts=self.kernel_restarts,
         )
 
     def mcp_manager(self) -> Any:
