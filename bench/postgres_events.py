@@ -9,7 +9,7 @@
    PostgreSQL: two servers each drive half the runs, and each thread is read on the OTHER server
    (every event crosses servers: NOTIFY, then a read). Prints p50/p95 and the ratios.
 
-Needs Debian's postgresql (the throwaway cluster of tests/postgres_cluster.py).
+Needs Debian's postgresql (the throwaway cluster of devtools/postgres_cluster.py).
 
     python bench/postgres_events.py [threads] [events_per_thread] [tokens] [pace_ms]
 """
@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.many_threads import _record_sends, delays_from, pct, tokens_of  # noqa: E402
 from devtools.fake_llm import FakeLLM, text  # noqa: E402
 from devtools.jupyter_process import TOKEN, JupyterProcess  # noqa: E402
-from tests.postgres_cluster import PostgresCluster, unavailable  # noqa: E402
+from devtools.postgres_cluster import PostgresCluster, unavailable  # noqa: E402
 
 START_DELAY = 1.5  # the scripted model waits: every reader is connected before tokens flow
 

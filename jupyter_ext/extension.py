@@ -101,6 +101,9 @@ class CellwrightApp(ExtensionApp):
 
         self.kernel_clients = KernelClients()
         self.kernel_evaluations = KernelEvaluations()
+        from .kernel_restarts import KernelRestarts
+
+        self.kernel_restarts = KernelRestarts(getattr(self.serverapp, "event_logger", None))
         self._mcp: Any = None
         self._mcp_endpoint: McpEndpoint | None = None
         self.run_manager.mcp = self.mcp_manager
@@ -174,6 +177,7 @@ class CellwrightApp(ExtensionApp):
             workspace=self.workspace,
             clients=self.kernel_clients,
             evaluations=self.kernel_evaluations,
+            restarts=self.kernel_restarts,
         )
 
     def mcp_manager(self) -> Any:

@@ -20,6 +20,7 @@ from agent_core.tools.base import Emit, cell_finished
 from .iopub_outputs import kernel_died, outputs_of_burst, waiting_messages, went_idle
 from .kernel_clients import KernelChannels, KernelClients, connected_client, is_remote, process_of
 from .kernel_evaluations import KernelEvaluations, evaluate_once, shell_reply
+from .kernel_restarts import KernelRestarts
 
 POLL_SECONDS = 1.0
 BUSY_NOTICE_SECONDS = 0.3  # a kernel busy this long before our cell is running someone else's
@@ -55,6 +56,8 @@ class KernelEnvironment:
     clients: KernelClients | None = None
     # The server's kept evaluation clients; None: a client per evaluation.
     evaluations: KernelEvaluations | None = None
+    # Restarts made through the server (kernel_restarts.KernelRestarts): a gateway kernel's identity.
+    restarts: KernelRestarts | None = None
 
     async def resolve_kernel(self) -> str:
         if self.kernel_id and self.kernel_id in self.kernel_manager:
@@ -368,7 +371,10 @@ class KernelEnvironment:
             return None
         process = process_of(self.kernel_manager.get_kernel(kernel_id))
         pid = getattr(process, "pid", None)
-        return f"{kernel_id}:{pid}" if pid is not None else kernel_id
+        if pid is not None:
+            return f"{kernel_id}:{pid}"
+        # A gateway's kernel keeps its id across a restart: the restarts seen stand in for its process.
+        return f"{kernel_id}:restart{self.restarts.count(kernel_id)}" if self.restarts is not None else kernel_id
 
     async def kernel_pid(self) -> int | None:
         """The pid of the kernel's local process (None for a kernel that runs elsewhere); NoKernel without one."""
@@ -382,6 +388,8 @@ class KernelEnvironment:
             await self.kernel_manager.restart_kernel(kernel_id)
         except Exception as exc:  # a kernel that will not come back: the model and the user are told
             raise ToolInputError(f"the kernel could not be restarted: {type(exc).__name__}: {exc}") from None
+        if self.restarts is not None:
+            await self.restarts.settled()  # the tool's kernel_identity, asked next, is the new kernel's
         return "The kernel restarted: every variable, import and loaded dataset is gone. Re-run the cells you need."
 
 

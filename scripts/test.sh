@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
-# postgresql: the binaries for the throwaway cluster of the Postgres tests (tests/postgres_cluster.py
+# postgresql: the binaries for the throwaway cluster of the Postgres tests (devtools/postgres_cluster.py
 # runs initdb/pg_ctl itself; the package's own service is not used).
 if ! command -v chromium >/dev/null || ! command -v rg >/dev/null || ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
   as_root apt-get update -qq

@@ -13,7 +13,12 @@ import pytest
 from devtools.fake_llm import FakeLLM
 from devtools.sse import parse_sse
 
-pytest_plugins = ["pytest_jupyter.jupyter_server", "tests.postgres_fixtures", "tests.thread_leaks"]
+pytest_plugins = [
+    "pytest_jupyter.jupyter_server",
+    "tests.postgres_fixtures",
+    "tests.kernel_backends",
+    "tests.thread_leaks",
+]
 
 NOTEBOOK = "analysis.ipynb"
 
@@ -38,8 +43,12 @@ def cellwright_config(fake_llm: FakeLLM, tmp_path: Any, database_url: str) -> di
 
 
 @pytest.fixture
-def jp_server_config(cellwright_config: dict[str, Any]) -> dict[str, Any]:
-    return {"ServerApp": {"jpserver_extensions": {"cellwright": True}}, "Cellwright": cellwright_config}
+def jp_server_config(cellwright_config: dict[str, Any], kernel_server_config: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "ServerApp": {"jpserver_extensions": {"cellwright": True}},
+        "Cellwright": cellwright_config,
+        **kernel_server_config,  # tests/kernel_backends.py: the kernels on a Kernel Gateway, or local
+    }
 
 
 class Api:
@@ -138,3 +147,18 @@ def notebook_kernel(jp_serverapp: Any, jp_root_dir: Any, jp_asyncio_loop: Any) -
 
 def of_type(events: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     return [e for e in events if e["type"] == kind]
+
+
+async def execute_reply(serverapp: Any, kernel_id: str, code: str, timeout: float = 10) -> dict[str, Any]:
+    """Run `code` in the kernel on a client of its own (local or gateway: the server's own way of
+    connecting, jupyter_ext.kernel_clients); the execute_reply."""
+    from jupyter_ext.kernel_clients import connected_client
+
+    client = await connected_client(serverapp.kernel_manager.get_kernel(kernel_id), outputs=False)
+    try:
+        msg_id = client.execute(code)
+        while (reply := await client.get_shell_msg(timeout=timeout))["parent_header"].get("msg_id") != msg_id:
+            pass
+        return reply
+    finally:
+        client.stop_channels()

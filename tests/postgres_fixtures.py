@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests import postgres_cluster
+from devtools import postgres_cluster
 
 DATABASES = ("sqlite", "postgres")
 

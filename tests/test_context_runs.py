@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+import pytest
 
 from devtools.fake_llm import FakeLLM, text, tool_call
 from tests.conftest import NOTEBOOK, Api, of_type
@@ -22,6 +23,7 @@ def context_of(request: dict[str, Any]) -> str:
     return contexts[0]
 
 
+@pytest.mark.also_gateway
 async def test_mentions_reach_the_model_as_data(
     api: Api, fake_llm: FakeLLM, jp_serverapp: Any, jp_root_dir: Path, notebook_kernel: str
 ) -> None:
@@ -56,6 +58,7 @@ async def test_mentions_reach_the_model_as_data(
     assert [m["content"] for m in detail["messages"] if m["role"] == "user"] == [message]
 
 
+@pytest.mark.also_gateway
 async def test_snapshot_without_mentions_and_the_variables_route(
     api: Api, fake_llm: FakeLLM, jp_serverapp: Any, notebook_kernel: str
 ) -> None:

@@ -8,7 +8,6 @@ makes its own thread and names its own variables."""
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -17,10 +16,8 @@ from typing import Any
 
 import nbformat
 import pytest
-import websocket
-from jupyter_client.jsonutil import json_default
-from jupyter_client.session import Session
 
+from devtools import kernel_websocket
 from devtools.fake_llm import FakeLLM, text, tool_call
 from devtools.jupyter_process import TOKEN, JupyterProcess, KernelGatewayProcess
 from tests.conftest import of_type
@@ -185,16 +182,9 @@ def test_a_cell_approved_while_the_user_runs_one_waits_for_it(
     thread = new_thread(server)
     first = run(server, thread, "print what my cell made")
     # The user's cell, sent as JupyterLab sends it: over the server's kernel websocket, proxied to the gateway.
-    user = websocket.create_connection(
-        f"ws://127.0.0.1:{server.port}/api/kernels/{kernel}/channels?session_id=the-user",
-        header=[f"Authorization: token {TOKEN}"],
-        timeout=30,
-    )
+    user = kernel_websocket.connect(server.url, kernel, TOKEN)
     try:
-        code = "import time\ntime.sleep(3)\nuser_cell = 'made by the user'"
-        content = {"code": code, "silent": False, "store_history": True, "user_expressions": {}, "allow_stdin": False}
-        message = Session(username="user").msg("execute_request", content)
-        user.send(json.dumps({**message, "channel": "shell"}, default=json_default))
+        kernel_websocket.send_execute(user, "import time\ntime.sleep(3)\nuser_cell = 'made by the user'")
         wait_for(lambda: gateway_state(gateway, kernel) == "busy", "the user's cell to run")
         second = approve(server, thread, first, "gw_after_user")
     finally:

@@ -11,10 +11,10 @@ import httpx
 import pytest
 
 from devtools.fake_llm import FakeLLM, tool_call
+from devtools.postgres_cluster import PostgresCluster
 from devtools.sse import parse_sse
 from tests.conftest import of_type
 from tests.hub_fixture import Hub, hub_llm, hub_server_env, running_hub  # noqa: F401 (hub_llm: a fixture)
-from tests.postgres_cluster import PostgresCluster
 
 pytestmark = pytest.mark.postgres
 

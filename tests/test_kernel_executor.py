@@ -1,10 +1,12 @@
-"""The kernel executor against a real ipykernel."""
+"""The kernel executor against a real ipykernel (the `also_gateway` tests also on a Kernel Gateway's)."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from jupyter_ext.kernel_evaluations import KernelEvaluations
 from jupyter_ext.kernel_executor import KernelEnvironment
@@ -17,6 +19,7 @@ def _env(jp_serverapp: Any, kernel_id: str | None = None, notebook: str = NOTEBO
     )
 
 
+@pytest.mark.also_gateway
 async def test_evaluate_json_leaves_no_trace(jp_serverapp: Any, notebook_kernel: str) -> None:
     env = _env(jp_serverapp)
     events: list[dict[str, Any]] = []
@@ -30,6 +33,7 @@ async def test_evaluate_json_leaves_no_trace(jp_serverapp: Any, notebook_kernel:
     assert count == 2  # only the one real cell counted
 
 
+@pytest.mark.also_gateway
 async def test_cell_outputs_errors_and_images(jp_serverapp: Any, notebook_kernel: str) -> None:
     env = _env(jp_serverapp)
     events: list[dict[str, Any]] = []

@@ -56,6 +56,7 @@ def tool_messages(fake_llm: FakeLLM) -> list[str]:
     return [m["content"] for m in fake_llm.requests[-1]["messages"] if m["role"] == "tool"]
 
 
+@pytest.mark.also_gateway
 async def test_notebook_tool_runs_in_the_kernel_after_approval(
     api: Api, fake_llm: FakeLLM, jp_serverapp: Any, notebook_kernel: str
 ) -> None:
@@ -97,6 +98,7 @@ async def test_notebook_tool_runs_in_the_kernel_after_approval(
     assert (code, data["error"]) == (400, "path_outside_root")
 
 
+@pytest.mark.also_gateway
 async def test_opt_in_errors_bad_arguments_and_restart(
     api: Api, fake_llm: FakeLLM, jp_serverapp: Any, notebook_kernel: str
 ) -> None:

@@ -14,8 +14,8 @@ import pytest
 
 from devtools.fake_llm import FakeLLM, text, tool_call
 from devtools.jupyter_process import JupyterProcess
+from devtools.postgres_cluster import PASSWORD, PostgresCluster
 from tests.conftest import of_type
-from tests.postgres_cluster import PASSWORD, PostgresCluster
 from tests.postgres_fixtures import database_env
 from tests.test_crash import kill_9, read_until
 

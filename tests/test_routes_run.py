@@ -7,11 +7,12 @@ from typing import Any
 import pytest
 
 from devtools.fake_llm import FakeLLM, text, tool_call
-from tests.conftest import Api, of_type
+from tests.conftest import Api, execute_reply, of_type
 
 pytestmark = pytest.mark.also_postgres  # every store in SQLite, then in PostgreSQL
 
 
+@pytest.mark.also_gateway
 async def test_approve_runs_cell_in_kernel_and_finishes(api: Api, fake_llm: FakeLLM, notebook_kernel: str) -> None:
     fake_llm.script(
         tool_call("write_todos", {"todos": [{"content": "Compute", "status": "in_progress"}]}),
@@ -50,6 +51,7 @@ async def _until_approval(api: Api, thread: str, after: int = 0) -> tuple[dict[s
     return of_type(events, "approval_required")[0], events
 
 
+@pytest.mark.also_gateway
 async def test_edit_runs_the_edited_code(api: Api, fake_llm: FakeLLM, notebook_kernel: str) -> None:
     fake_llm.script(tool_call("run_cell", {"code": "print('original')"}, id="c1"), text("ok"))
     thread = await api.new_thread()
@@ -78,6 +80,7 @@ async def test_reject_tells_the_model_the_reason(api: Api, fake_llm: FakeLLM, no
     assert events[-1]["status"] == "completed"
 
 
+@pytest.mark.also_gateway
 async def test_double_approval_runs_the_tool_once(api: Api, fake_llm: FakeLLM, notebook_kernel: str) -> None:
     import asyncio
 
@@ -110,6 +113,7 @@ async def test_replay_from_last_event_id(api: Api, fake_llm: FakeLLM, notebook_k
     assert await api.events(thread, after=0) == everything
 
 
+@pytest.mark.also_gateway
 async def test_cancel_during_long_cell_interrupts_kernel(
     api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_serverapp: Any
 ) -> None:
@@ -134,16 +138,11 @@ async def test_cancel_during_long_cell_interrupts_kernel(
     assert of_type(events, "cell_finished")[0]["status"] == "aborted"
     assert events[-1]["status"] == "cancelled"
     # The kernel was interrupted, not left sleeping: it answers right away.
-    client = jp_serverapp.kernel_manager.get_kernel(notebook_kernel).client()
-    client.start_channels()
-    try:
-        for _ in range(10):  # ipykernel aborts requests that arrive right after an interrupt
-            reply = await client.execute_interactive("print('alive')", timeout=10)
-            if reply["content"]["status"] == "ok":
-                break
-            await asyncio.sleep(0.3)
-    finally:
-        client.stop_channels()
+    for _ in range(10):  # ipykernel aborts requests that arrive right after an interrupt
+        reply = await execute_reply(jp_serverapp, notebook_kernel, "print('alive')")
+        if reply["content"]["status"] == "ok":
+            break
+        await asyncio.sleep(0.3)
     assert reply["content"]["status"] == "ok"
     # The thread stays usable, and the cancelled call is never run again.
     fake_llm.script(text("ready again"))

@@ -82,6 +82,7 @@ async def test_diagnostics_route_errors_and_files(api: Api, jp_root_dir: Path) -
     assert (code, data["error"]) == (400, "bad_json")
 
 
+@pytest.mark.also_gateway
 async def test_resources_route(api: Api, jp_serverapp: Any, jp_root_dir: Path, notebook_kernel: str) -> None:
     pytest.importorskip("pandas")
     (jp_root_dir / "data.csv").write_text("a,b\n" + "1,x\n" * 1000)
@@ -197,6 +198,7 @@ async def test_run_edit_file_shows_the_diff_before_writing(api: Api, fake_llm: F
     assert "2 replacements applied" in tool_messages(fake_llm)[0]
 
 
+@pytest.mark.also_gateway
 async def test_run_check_resource_and_cell_card_use_the_notebooks_kernel(
     api: Api, fake_llm: FakeLLM, jp_serverapp: Any, notebook_kernel: str
 ) -> None:

@@ -41,6 +41,7 @@ async def _setup_df(api: Api, fake_llm: FakeLLM, thread: str) -> None:
     await _run_approved(api, thread, "load", ["setup"])
 
 
+@pytest.mark.also_gateway
 async def test_undo_restores_a_frame_changed_in_place_and_removes_created_names(
     api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_serverapp: Any
 ) -> None:
@@ -104,6 +105,7 @@ async def test_a_2_gb_array_is_not_undoable_before_approval(
     assert refused["error"] == "no_snapshot"
 
 
+@pytest.mark.also_gateway
 async def test_undo_after_a_kernel_restart_is_refused_with_the_reason(
     api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_serverapp: Any
 ) -> None:
@@ -112,7 +114,7 @@ async def test_undo_after_a_kernel_restart_is_refused_with_the_reason(
     await _run_approved(api, thread, "set x", ["setx"])
     await jp_serverapp.kernel_manager.restart_kernel(notebook_kernel)
     code, refused = await api.call("POST", f"threads/{thread}/undo/setx", {}, expect=409)
-    assert refused["error"] == "kernel_restarted" and "restarted" in refused["message"]
+    assert refused["error"] == "kernel_restarted" and "restarted" in refused["message"], refused
 
 
 async def test_a_rejection_saved_as_a_rule_reaches_the_next_run_and_warns_on_a_later_card(
@@ -247,6 +249,7 @@ async def test_the_card_measures_without_running_the_users_code(
     assert await _kernel(jp_serverapp, notebook_kernel, "globals().get('touched')") is None
 
 
+@pytest.mark.also_gateway
 async def test_undoing_a_run_newest_first_brings_the_kernel_back_to_before_it(
     api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_serverapp: Any
 ) -> None:

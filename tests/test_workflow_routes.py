@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+import pytest
 
 from devtools.fake_llm import FakeLLM, text, tool_call
 from tests.conftest import NOTEBOOK, Api, of_type
@@ -28,6 +29,7 @@ def _tool_messages(request: dict[str, Any]) -> list[str]:
     return [m["content"] for m in request["messages"] if m["role"] == "tool"]
 
 
+@pytest.mark.also_gateway
 async def test_edit_cell_diffs_the_live_cell_and_reruns_it_in_place(
     api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_root_dir: Path
 ) -> None:
@@ -176,6 +178,7 @@ async def test_prices_give_a_cost(api: Api, fake_llm: FakeLLM) -> None:
     assert "prices" in bad["message"]
 
 
+@pytest.mark.also_gateway
 async def test_restart_kernel_tool_and_a_restart_by_the_user_are_told_to_the_model(
     api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_serverapp: Any
 ) -> None:

@@ -1,4 +1,4 @@
-"""A throwaway PostgreSQL cluster for the tests: Debian's binaries (scripts/test.sh installs the
+"""A throwaway PostgreSQL cluster for the tests and benches: Debian's binaries (scripts/test.sh installs the
 `postgresql` package), initdb in a temporary folder, a free port on 127.0.0.1, stopped at the end.
 As root the cluster runs as the `postgres` user (the server refuses to run as root)."""
 
@@ -52,7 +52,9 @@ def _has_user(name: str) -> bool:
 
 
 class PostgresCluster:
-    def __init__(self) -> None:
+    def __init__(self, max_connections: int = 300) -> None:
+        # 300 by default: the suite's servers never wait for a slot; a bench sets PostgreSQL's default of 100.
+        self.max_connections = max_connections
         bin_dir = binaries()
         assert bin_dir is not None
         self._bin = bin_dir
@@ -72,7 +74,7 @@ class PostgresCluster:
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120)
 
     def _options(self) -> str:
-        return f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c max_connections=300 -c fsync=off"
+        return f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c max_connections={self.max_connections} -c fsync=off"
 
     def start(self) -> PostgresCluster:
         self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync")
