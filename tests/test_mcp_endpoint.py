@@ -80,9 +80,10 @@ async def test_an_outside_agent_works_in_the_notebook_through_approvals(
         thread = await client_thread(api, "Claude Code via MCP")  # made by the client's first call
         seen = (await api.events(thread))[-1]["seq"]
 
-        call = asyncio.create_task(session.call_tool("run_cell", {"code": "print(6 * 7)", "notebook_path": NOTEBOOK}))
+        code = "answer = 6 * 7\nprint(answer)"
+        call = asyncio.create_task(session.call_tool("run_cell", {"code": code, "notebook_path": NOTEBOOK}))
         card = await pending_card(api, thread, seen)
-        assert card["name"] == "run_cell" and card["args"]["code"] == "print(6 * 7)"
+        assert card["name"] == "run_cell" and card["args"]["code"] == code
         assert not call.done()  # it waits for the user
         code, _ = await api.approve(thread, card["id"])
         assert code == 202
@@ -104,6 +105,10 @@ async def test_an_outside_agent_works_in_the_notebook_through_approvals(
     started = [e for e in of_type(events, "cell_started") if not e.get("waiting_for_kernel")]
     assert len(started) == 1 and started[0]["provenance"]["model"] == "Claude Code via MCP"
     assert [e["status"] for e in of_type(events, "tool_result") if e["name"] == "run_cell"] == ["ok", "rejected"]
+    # The client's cell is undone as our own agent's are: its variable goes.
+    await api.call("POST", f"threads/{thread}/undo/{started[0]['id']}", {}, expect=200)
+    _, listed = await api.call("POST", "variables", {"notebook_path": NOTEBOOK}, expect=200)
+    assert "answer" not in {v["name"] for v in listed["variables"]}
 
 
 async def test_without_a_token_nothing_runs(api: Api, mcp_url: str) -> None:
