@@ -64,10 +64,12 @@ def main(rounds: int) -> None:
         client = httpx.Client(base_url=server.url, headers={"Authorization": f"token {TOKEN}"}, timeout=30)
         try:
             through_server(llm, client)  # warm: first use opens the checkpointer and imports langgraph
-            served = [through_server(llm, client) for _ in range(rounds)]
             kernel = server.open_notebook("k.ipynb")
             through_server(llm, client, "k.ipynb", kernel)
-            with_kernel = [through_server(llm, client, "k.ipynb", kernel) for _ in range(rounds)]
+            served, with_kernel = [], []
+            for _ in range(rounds):  # interleaved: both see the same load on the machine
+                served.append(through_server(llm, client))
+                with_kernel.append(through_server(llm, client, "k.ipynb", kernel))
         finally:
             client.close()
             server.stop()
