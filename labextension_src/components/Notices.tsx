@@ -2,16 +2,25 @@ import * as React from 'react';
 
 import { PanelModel } from '../model';
 
-/** Health notices and dismissable error banners. */
+/** Health notices, threads waiting for a decision elsewhere, and dismissable error banners. */
 export function Notices(props: { model: PanelModel }): JSX.Element | null {
   const { model } = props;
   const notices = model.notices;
   const errors = model.errors;
-  if (!notices.length && !errors.length) {
+  const waiting = model.waitingThreads;
+  if (!notices.length && !errors.length && !waiting.length) {
     return null;
   }
   return (
     <div className="cw-notices">
+      {waiting.map(thread => (
+        <div key={thread.thread_id} className="cw-notice cw-waiting" data-testid="cw-waiting" role="status">
+          <span className="cw-waiting-text">{thread.title} is waiting for your approval.</span>
+          <button type="button" className="cw-button cw-button-small" onClick={() => void model.reviewWaiting(thread)}>
+            Review
+          </button>
+        </div>
+      ))}
       {notices.map((text, i) => (
         <div key={`n${i}`} className="cw-notice" data-testid="cw-notice" role="note">
           {text}

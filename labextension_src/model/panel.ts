@@ -30,6 +30,7 @@ import { ServerSetup } from './serverSetup';
 import { ThreadModel } from './thread';
 import { ThreadHistory } from './threadHistory';
 import { EMPTY_VIEW, isActive, IThreadView } from './view';
+import { awaitingHere, WaitingThreads } from './waitingThreads';
 
 export interface ILiveEvent {
   thread: ThreadModel;
@@ -69,6 +70,13 @@ export class PanelModel implements IDisposable {
     };
     this._setup = new ServerSetup({ ...owner, settings: this.settings });
     this._history = new ThreadHistory(owner);
+    this._waiting = new WaitingThreads({
+      api: options.api,
+      onChanged: () => {
+        this._followWaiting();
+        this._changed.emit();
+      }
+    });
     this._mode = options.mode ?? 'single';
     this._autoScroll = options.autoScroll ?? true;
   }
@@ -260,12 +268,30 @@ export class PanelModel implements IDisposable {
       return;
     }
     this._bound = true;
+    if (binding) {
+      this._waiting.start();
+    }
     const remembered = binding ? this._lastThreads.recall(binding.path) : null;
     if (remembered) {
       void this.openThread(remembered, { notebookPath: binding?.path ?? null });
     } else {
       this._setActive(null);
     }
+  }
+
+  /**
+   * Threads of the bound notebook waiting for the user's decision whose card
+   * is not on show (an outside agent's call, a run started elsewhere).
+   */
+  get waitingThreads(): Thread[] {
+    const shown = this.thread?.pendingApproval ? this.thread.threadId : null;
+    return awaitingHere(this._waiting.threads, this._notebook?.path ?? null).filter(t => t.thread_id !== shown);
+  }
+
+  /** Show a waiting thread with its card (its stream read again: the run started elsewhere). */
+  async reviewWaiting(thread: Thread): Promise<void> {
+    await this.openThread(thread.thread_id, { title: thread.title, notebookPath: thread.notebook_path });
+    this.thread?.connect();
   }
 
   /** The bound notebook was renamed: keep its thread. */
@@ -399,12 +425,21 @@ export class PanelModel implements IDisposable {
       return;
     }
     this._isDisposed = true;
+    this._waiting.dispose();
     this.settings.dispose();
     this._threads.dispose();
     Signal.clearData(this);
   }
 
   // ------------------------------------------------------------ private
+
+  /** The thread on show waits for a decision its view does not have yet: read its stream again. */
+  private _followWaiting(): void {
+    const active = this.thread;
+    if (active && !active.pendingApproval && this.waitingThreads.some(t => t.thread_id === active.threadId)) {
+      active.connect();
+    }
+  }
 
   /** A thread's error: a thread gone from the server is no longer the notebook's last. */
   private _threadError(thread: ThreadModel, error: unknown): void {
@@ -427,6 +462,7 @@ export class PanelModel implements IDisposable {
   private _notebook: INotebookBinding | null = null;
   private _bound = false;
   private _history: ThreadHistory;
+  private _waiting: WaitingThreads;
   private _errors = new ErrorBanner();
   private _setup: ServerSetup;
   private _mode: Mode;
