@@ -177,3 +177,23 @@ async def test_the_stdio_bridge_does_the_same_round_trip(
             await api.approve(thread, card["id"])
             result = await asyncio.wait_for(call, 60)
     assert not result.is_error and "32" in text_of(result)
+
+
+async def test_a_long_decision_answers_still_waiting_then_the_edited_result(
+    api: Api, jp_serverapp: Any, mcp_url: str, token: str, notebook_kernel: str
+) -> None:
+    jp_serverapp.web_app.settings["cellwright"].configuration.mcp_approval_wait = 0.5
+    async with connected(mcp_url, token) as session:
+        await session.call_tool("read_notebook", {"notebook_path": NOTEBOOK})
+        thread = await client_thread(api, "Claude Code via MCP")
+        seen = (await api.events(thread))[-1]["seq"]
+        first = await session.call_tool("run_cell", {"code": "print('proposed')", "notebook_path": NOTEBOOK})
+        assert not first.is_error and "Still waiting" in text_of(first)
+        card = await pending_card(api, thread, seen)
+        assert card["id"] in text_of(first)  # the id to wait on again
+        code, _ = await api.approve(thread, card["id"], "edit", args={"code": "print('edited by the user')"})
+        assert code == 202
+        outcome = await session.call_tool("wait_for_decision", {"tool_call_id": card["id"]})
+        assert not outcome.is_error and "edited by the user" in text_of(outcome)
+        unknown = await session.call_tool("wait_for_decision", {"tool_call_id": card["id"]})
+        assert unknown.is_error  # answered once
