@@ -111,6 +111,14 @@ class ThreadStore:
         )
         return [ThreadRecord(*row) for row in rows]
 
+    async def for_notebook(self, notebook_path: str) -> list[ThreadRecord]:
+        """The owner's threads of `notebook_path`, oldest first (the order their cells ran in)."""
+        rows = await self._rows(
+            f"SELECT {RECORD_COLUMNS} FROM threads WHERE owner = ? AND notebook_path = ? ORDER BY created_at",
+            (self.owner, notebook_path),
+        )
+        return [ThreadRecord(*row) for row in rows]
+
     def _update_sql(self, thread_id: str, fields: dict[str, str]) -> tuple[str, tuple[Any, ...]]:
         allowed = {"title", "notebook_path", "status", "last_run_id", "kernel_id"}
         if not fields.keys() <= allowed:
