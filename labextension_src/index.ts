@@ -135,6 +135,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const bind = (notebook: NotebookPanel | null): void => {
       bound?.context.pathChanged.disconnect(onRenamed);
       bound = notebook;
+      if (notebook) {
+        reconcileWhenLoaded(notebook); // a second window's notebook catches up when the user comes back to it
+      }
       notebook?.context.pathChanged.connect(onRenamed);
       resolver.path = notebook?.context.path ?? '';
       model.setNotebook(
