@@ -166,3 +166,45 @@ test('without a shared document the reconcile asks for every page of the noteboo
   assert.deepEqual(asked, [{ notebook_path: 'n.ipynb', offset: 0 }, { notebook_path: 'n.ipynb', offset: 200 }]);
   assert.equal(bridge.sharedDocument, false);
 });
+
+/** A small seeded generator (mulberry32): the same schedules on every run. */
+function random(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+test('200 seeded notebooks: a plan never re-adds, never reorders, edits a cell at most once', () => {
+  for (let seed = 1; seed <= 200; seed++) {
+    const next = random(seed);
+    const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)];
+    const agent: AgentCell[] = Array.from({ length: 1 + Math.floor(next() * 12) }, (_, i) =>
+      next() < 0.25
+        ? cell(`e${i}`, { edit: true, cell_id: pick(['u0', 'u1', 'cw-a0', 'gone']), undone: next() < 0.2 })
+        : cell(`a${i}`, { undone: next() < 0.15 })
+    );
+    const notebook: INotebookState = {
+      cells: [
+        { id: 'u0', toolCallId: null },
+        { id: 'u1', toolCallId: null },
+        ...agent.filter(() => next() < 0.3).map(c => ({ id: c.cell_id, toolCallId: c.tool_call_id }))
+      ],
+      placed: agent.filter(() => next() < 0.3).map(c => c.tool_call_id)
+    };
+    const present = new Set(notebook.cells.map(c => c.toolCallId));
+    const plan = planReconcile(notebook, agent, false);
+    const inserted = plan.insert.map(c => c.tool_call_id);
+    for (const id of [...inserted, ...plan.edit.map(c => c.tool_call_id)]) {
+      assert.ok(!present.has(id) && !notebook.placed.includes(id), `seed ${seed}: ${id} was there or deleted`);
+    }
+    assert.deepEqual(inserted, agent.filter(c => inserted.includes(c.tool_call_id)).map(c => c.tool_call_id));
+    assert.ok(plan.insert.every(c => !c.edit && !c.undone), `seed ${seed}: an edit or undone step inserted`);
+    const edited = plan.edit.map(c => c.cell_id);
+    assert.equal(new Set(edited).size, edited.length, `seed ${seed}: a cell edited twice`);
+    assert.ok(edited.every(id => notebook.cells.some(c => c.id === id)), `seed ${seed}: an edit of a missing cell`);
+    assert.deepEqual(planReconcile(notebook, agent, true), { insert: [], edit: [] });
+  }
+});
