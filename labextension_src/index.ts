@@ -92,6 +92,12 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const reconcileWhenLoaded = (notebook: NotebookPanel): void => void reconciler.reconcile(notebook);
     tracker.widgetAdded.connect((_, notebook) => reconcileWhenLoaded(notebook));
     tracker.forEach(reconcileWhenLoaded);
+    // A page that comes back into view (another window or tab ran the agent meanwhile) catches up.
+    document.addEventListener('visibilitychange', () => {
+      if (document.visibilityState === 'visible' && tracker.currentWidget) {
+        reconcileWhenLoaded(tracker.currentWidget);
+      }
+    });
     model.caughtUp.connect((_, thread) => {
       const notebook = tracker.find(candidate => candidate.context.path === thread.notebookPath);
       if (notebook) {
