@@ -97,3 +97,22 @@ async def test_bad_paths_and_bodies_are_refused(api: Api) -> None:
     for body_ in ({}, {"notebook_path": ""}, {"notebook_path": "."}, {"notebook_path": NOTEBOOK, "limit": 0}):
         code, body = await api.call("POST", "agent_cells", body_)
         assert code == 400 and body["message"], (body_, body)
+
+
+async def test_a_stored_cell_that_no_longer_fits_the_contract_is_left_out_not_a_500(
+    api: Api, jp_serverapp: Any
+) -> None:
+    """Events an older release stored: a provenance without today's fields, an output of no known type."""
+    assert await _cells(api) == []  # the server's first request opens its store
+    store = jp_serverapp.web_app.settings["cellwright"].run_manager.threads
+    record = await store.create(NOTEBOOK, "old")
+    stamps = {"thread_id": record.thread_id, "run_id": "r", "agent": "main"}
+    base = {"type": "cell_started", "code": "x = 1", "notebook_path": NOTEBOOK, "kernel_id": None, **stamps}
+    await store.events.append(
+        record.thread_id, {**base, "id": "old", "cell_id": "cw-old", "provenance": {"model": "m"}}
+    )
+    await store.events.append(record.thread_id, {**base, "id": "odd", "cell_id": "cw-odd"})
+    odd_output = {"type": "cell_output", "id": "odd", "output": {"output_type": "hologram"}, **stamps}
+    await store.events.append(record.thread_id, odd_output)
+    cells = await _cells(api)
+    assert [c["tool_call_id"] for c in cells] == ["old"] and "provenance" not in cells[0]

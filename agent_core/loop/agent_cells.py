@@ -9,12 +9,17 @@ cell, not as cells of the notebook, and are left out."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import Any
+
+from pydantic import ValidationError
 
 from agent_core.contract.notebook_cells import AgentCell, AgentCells, AgentCellsRequest
 from agent_core.storage.thread_store import ThreadStore
 from agent_core.tools.notebook import new_cell_id
+
+log = logging.getLogger(__name__)
 
 EVENT_PAGE = 1000
 MAX_CELLS = 5000  # a notebook with more agent cells is not one a browser reconciles at once
@@ -103,5 +108,18 @@ async def agent_cells(store: ThreadStore, request: AgentCellsRequest) -> AgentCe
         cells.extend(fold.result())
     cells = cells[:MAX_CELLS]
     end = request.offset + request.limit
-    page = [AgentCell.model_validate(cell) for cell in cells[request.offset : end]]
+    page = [found for cell in cells[request.offset : end] if (found := _valid(cell)) is not None]
     return AgentCells(cells=page, next_offset=end if end < len(cells) else None)
+
+
+def _valid(cell: dict[str, Any]) -> AgentCell | None:
+    """The cell as the contract has it. An event stored by an older release may not fit today's
+    models: its provenance is left out, and a cell that still does not fit is skipped (logged), rather
+    than failing the notebook's every other cell."""
+    for attempt in (cell, {k: v for k, v in cell.items() if k != "provenance"}):
+        try:
+            return AgentCell.model_validate(attempt)
+        except ValidationError:
+            continue
+    log.warning("agent_cells: a stored cell of tool call %s does not fit the contract; left out", cell["tool_call_id"])
+    return None
