@@ -210,6 +210,25 @@ class EventsHandler(CellwrightHandler):
             raise BadRequest(f"'after' / Last-Event-ID must be an integer sequence number, not {raw[:40]!r}.") from None
 
 
+class AgentCellsHandler(CellwrightHandler):
+    """POST agent_cells: {"notebook_path", "offset"?, "limit"?} -> {"cells", "next_offset"}: the agent
+    cells of the notebook, from this owner's threads only (agent_core/loop/agent_cells.py)."""
+
+    route = "agent_cells"
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        from agent_core.contract.notebook_cells import AgentCellsRequest
+        from agent_core.loop.agent_cells import agent_cells
+
+        body = self.body(AgentCellsRequest)
+        path = self._notebook_path(body.notebook_path)
+        if not path:
+            raise BadRequest('"notebook_path" must name a notebook, relative to the server root.', "bad_request")
+        self.write_json(await agent_cells(self.runs.threads, body.model_copy(update={"notebook_path": path})))
+
+
 class OpenAPIHandler(CellwrightHandler):
     """GET openapi.json: the OpenAPI 3.1 document of these routes, written from the contract's models."""
 
@@ -242,6 +261,7 @@ HANDLERS: tuple[type[CellwrightHandler], ...] = (
     McpServersHandler,
     NotebookToolsHandler,
     KnowledgeStatusHandler,
+    AgentCellsHandler,
     OpenAPIHandler,
 )
 

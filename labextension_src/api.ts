@@ -8,6 +8,8 @@ import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
 import {
+  AgentCells,
+  AgentCellsRequest,
   ConfigUpdate,
   ConnectionReport,
   ConnectionTest,
@@ -220,6 +222,11 @@ export class CellwrightAPI {
   /** The kernel's @tool functions, as the next run will offer them (nothing runs in the kernel). */
   notebookTools(body: VariablesRequest): Promise<NotebookTools> {
     return this.request<NotebookTools>('notebook_tools', jsonInit('POST', body));
+  }
+
+  /** A page of the agent cells of a notebook, in the order they ran (what a reconcile inserts). */
+  agentCells(body: AgentCellsRequest): Promise<AgentCells> {
+    return this.request<AgentCells>('agent_cells', jsonInit('POST', body));
   }
 
   getThread(threadId: string): Promise<ThreadDetail> {

@@ -33,7 +33,14 @@ export function provenanceOf(cell: Cell): ICellProvenance | null {
 }
 
 function badgeTitle(p: ICellProvenance): string {
-  const how = p.decision === 'edited' ? 'edited by you, then approved' : p.decision === 'auto_approved' ? 'auto-approved' : 'approved by you';
+  const how =
+    p.decision === 'edited'
+      ? 'edited by you, then approved'
+      : p.decision === 'auto_approved'
+        ? 'auto-approved'
+        : p.decision
+          ? 'approved by you'
+          : 'added without approval (Markdown)';
   return `Written by Cellwright (${p.agent ?? 'agent'}, ${p.model ?? 'model'}), ${how}. Click to open the thread at this step.`;
 }
 

@@ -994,6 +994,49 @@ export interface AddMarkdownArgs {
   content: string;
 }
 
+/**
+ * One notebook change the agent made: a code cell it ran, a Markdown cell it added, or (`edit`) the
+ * new source of an existing cell. The panel writes `cellwright` metadata from the stamps and
+ * `provenance`, as for a live cell.
+ */
+export interface AgentCell {
+  /** The last event of this cell folded in: live outputs up to it are already here. */
+  seq: number;
+  thread_id: string;
+  run_id: string;
+  tool_call_id: string;
+  cell_type: 'code' | 'markdown';
+  /** The nbformat id: the new cell's, or with `edit` the cell whose source changed. */
+  cell_id: string;
+  /** edit_cell: `source` replaces the source of cell `cell_id`. */
+  edit?: boolean;
+  /** Markdown cells: the model's text as written; the panel makes it inert. */
+  source: string;
+  /** What the server stored of the cell's outputs. */
+  outputs?: NbOutput[];
+  execution_count?: number | null;
+  /** The cell has finished (false: it still runs, or its run stopped). */
+  finished: boolean;
+  /** The user undid the step: the panel does not insert it. */
+  undone?: boolean;
+  provenance?: Provenance | null;
+}
+
+/** The agent cells of a notebook, in the order they ran (threads by creation, then by event). */
+export interface AgentCells {
+  cells: AgentCell[];
+  /** Ask again with this offset for the rest; null on the last page. */
+  next_offset: number | null;
+}
+
+export interface AgentCellsRequest {
+  /** Relative to the server root. */
+  notebook_path: string;
+  /** Skip this many cells: `next_offset` of the previous page. */
+  offset?: number;
+  limit?: number;
+}
+
 export interface CheckResourceArgs {
   /** Files or folders to size. */
   files?: string[] | null;
@@ -1286,6 +1329,7 @@ export interface Routes {
   'POST variables': { body: VariablesRequest; answer: Variables };
   'GET mcp/servers': { body: null; answer: McpServers };
   'POST notebook_tools': { body: VariablesRequest; answer: NotebookTools };
+  'POST agent_cells': { body: AgentCellsRequest; answer: AgentCells };
   'GET knowledge/status': { body: null; answer: KnowledgeStatus };
   'GET openapi.json': { body: null; answer: Record<string, unknown> };
 }

@@ -7,7 +7,7 @@ import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-import { ICommandPalette } from '@jupyterlab/apputils';
+import { ICommandPalette, Notification } from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry, RenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
@@ -21,6 +21,8 @@ import { fixMessage, hasError } from './fixCell';
 import { restartKernelById } from './kernels';
 import { PanelModel } from './model';
 import { NotebookBridge } from './notebook';
+import { NotebookReconciler } from './notebookReconcile';
+import { onShowCell, revealCell } from './showCell';
 import { CellBadges, revealStep } from './cellBadges';
 import { onStepUndone, undoSteps, undoSummary } from './model/undo';
 import { Autonomy, Mode } from './contract.gen';
@@ -83,6 +85,39 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const bridge = new NotebookBridge(tracker);
     model.liveEvent.connect((_, live) => bridge.handle(live));
     onStepUndone(({ id }) => bridge.stepUndone(id, model.thread?.notebookPath ?? null));
+    // ... and what a notebook missed while no page had it open, when it is bound or a thread catches up.
+    const reconciler = new NotebookReconciler(bridge, model.api, message =>
+      Notification.info(message, { autoClose: 10_000 })
+    );
+    const reconcileWhenLoaded = (notebook: NotebookPanel): void => void reconciler.reconcile(notebook);
+    tracker.widgetAdded.connect((_, notebook) => reconcileWhenLoaded(notebook));
+    tracker.forEach(reconcileWhenLoaded);
+    // A page that comes back into view (another window or tab ran the agent meanwhile) catches up.
+    document.addEventListener('visibilitychange', () => {
+      if (document.visibilityState === 'visible' && tracker.currentWidget) {
+        reconcileWhenLoaded(tracker.currentWidget);
+      }
+    });
+    model.caughtUp.connect((_, thread) => {
+      const notebook = tracker.find(candidate => candidate.context.path === thread.notebookPath);
+      if (notebook) {
+        reconcileWhenLoaded(notebook);
+      }
+    });
+    app.commands.addCommand(CommandIDs.showCell, {
+      label: 'Show Cellwright Cell in Notebook',
+      caption: 'Select the cell an agent step wrote and scroll to it',
+      execute: async args => {
+        const toolCallId = String(args.toolCallId ?? '');
+        const path = String(args.path ?? model.thread?.notebookPath ?? '');
+        if (!toolCallId || !path || !(await revealCell(app, tracker, path, toolCallId))) {
+          Notification.warning('That cell is not in the notebook: it was deleted, undone, or not added yet.', {
+            autoClose: 5_000
+          });
+        }
+      }
+    });
+    onShowCell(toolCallId => void app.commands.execute(CommandIDs.showCell, { toolCallId }));
     const badges = new CellBadges(tracker, {
       open: provenance => {
         void model.openThread(provenance.thread_id);
@@ -106,6 +141,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const bind = (notebook: NotebookPanel | null): void => {
       bound?.context.pathChanged.disconnect(onRenamed);
       bound = notebook;
+      if (notebook) {
+        reconcileWhenLoaded(notebook); // a second window's notebook catches up when the user comes back to it
+      }
       notebook?.context.pathChanged.connect(onRenamed);
       resolver.path = notebook?.context.path ?? '';
       model.setNotebook(

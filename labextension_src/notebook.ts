@@ -9,10 +9,17 @@
  * outputs, and the outputs that follow go into that same cell.
  *
  * The server already ran the code in the kernel: nothing is executed here.
- * Only live events reach this bridge (see ThreadModel: a replayed backlog
- * never does). Each inserted cell carries `metadata.cellwright.tool_call_id`,
- * which is how its outputs find it again and how a second insertion of the
- * same tool call is avoided (after a reconnect or a page reload mid-run).
+ * Only live events reach `handle` (see ThreadModel: a replayed backlog never
+ * does); what a notebook missed while nobody had it open is added by
+ * `reconcile` (notebookReconcile.ts) when the notebook is bound. Both write
+ * the same shape (`AgentCell`, model/agentCells.ts). Each inserted cell
+ * carries `metadata.cellwright.tool_call_id`, which is how its outputs find
+ * it again and how a second insertion of the same tool call is avoided; the
+ * notebook's own metadata lists every tool call placed in it, so a cell the
+ * user deleted is never inserted again.
+ *
+ * With `sharedDocument` (jupyter-collaboration: the server writes the cells
+ * into the shared document) the bridge writes nothing.
  *
  * A cell that outgrows the server's stored cap keeps everything here: the
  * outputs beyond the cap come live only, and the overflow summary stored at
@@ -23,12 +30,18 @@
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import type { PartialJSONObject } from '@lumino/coreutils';
 
-import { CellStartedEvent } from './contract.gen';
+import { AgentCell } from './contract.gen';
 import { inertMarkdownSource } from './inertMarkdown';
 import { ILiveEvent } from './model';
-import { ICellProvenance, provenanceMetadata } from './model/review';
-
-const METADATA_KEY = 'cellwright';
+import {
+  agentCellMetadata,
+  agentCellOfMarkdown,
+  agentCellOfStarted,
+  METADATA_KEY,
+  placedIds,
+  withPlaced
+} from './model/agentCells';
+import { ICellProvenance } from './model/review';
 
 /** A new notebook: one code cell, empty. */
 function isBlankNotebook(cells: readonly ICellLike[]): boolean {
@@ -58,19 +71,29 @@ interface ICodeCellLike extends ICellLike {
 export class NotebookBridge {
   constructor(private _tracker: INotebookTracker) {}
 
+  /**
+   * The server writes agent cells into the shared document itself
+   * (`GET health` says `shared_document`): the bridge then never inserts,
+   * edits or removes a cell.
+   */
+  sharedDocument = false;
+
   /** Handle one live event of a thread. Never throws. */
   handle({ thread, event }: ILiveEvent): void {
+    if (this.sharedDocument) {
+      return;
+    }
     try {
       switch (event.type) {
         case 'cell_started': {
           // Sent twice when the cell waits for the kernel: the second only updates it.
           const panel = this._find(event.notebook_path ?? thread.notebookPath);
           const cellId = typeof event.cell_id === 'string' && event.cell_id ? event.cell_id : null;
-          if (panel && !this._findCell(panel, event.id)) {
+          if (panel && !this._findCell(panel, event.id) && !this.placed(panel).includes(event.id)) {
             if (event.edit && cellId) {
-              this._edit(panel, cellId, event.code ?? '', event.id, event);
+              this.edit(panel, agentCellOfStarted(event));
             } else {
-              this._insert(panel, 'code', event.code ?? '', event.id, cellId, provenanceMetadata(event));
+              this.insert(panel, [agentCellOfStarted(event)]);
             }
           }
           const cell = panel ? (this._findCell(panel, event.id) as ICodeCellLike | null) : null;
@@ -84,6 +107,8 @@ export class NotebookBridge {
             this._liveOnly.add(event.id);
           } else if (event.overflow_summary && this._liveOnly.has(event.id)) {
             break; // this cell already has every output the summary stands for
+          } else if (typeof event.seq === 'number' && event.seq <= (this._through.get(event.id) ?? -1)) {
+            break; // a reconcile inserted the cell with the stored outputs up to that seq
           }
           const cell = this._codeCell(event.id, thread.notebookPath);
           cell?.outputs.add(event.output);
@@ -102,12 +127,10 @@ export class NotebookBridge {
           break;
         }
         case 'tool_call': {
-          if (event.name === 'add_markdown') {
-            const panel = this._find(thread.notebookPath);
-            const content = event.args?.content;
-            if (panel && typeof content === 'string' && !this._findCell(panel, event.id)) {
-              this._insert(panel, 'markdown', inertMarkdownSource(content), event.id);
-            }
+          const cell = event.name === 'add_markdown' ? agentCellOfMarkdown(event) : null;
+          const panel = cell ? this._find(thread.notebookPath) : null;
+          if (cell && panel && !this._findCell(panel, event.id) && !this.placed(panel).includes(event.id)) {
+            this.insert(panel, [cell]);
           }
           break;
         }
@@ -127,7 +150,8 @@ export class NotebookBridge {
     return this._tracker.find(panel => panel.context.path === path) ?? null;
   }
 
-  private _cells(panel: NotebookPanel): ICellLike[] {
+  /** The notebook's cells, in order. */
+  cells(panel: NotebookPanel): ICellLike[] {
     const model = panel.content.model;
     if (!model) {
       return [];
@@ -139,12 +163,17 @@ export class NotebookBridge {
     return cells;
   }
 
+  /** The tool call ids ever placed in this notebook (its metadata `cellwright.placed`). */
+  placed(panel: NotebookPanel): string[] {
+    return placedIds(panel.content.model?.getMetadata(METADATA_KEY));
+  }
+
   private _findCell(panel: NotebookPanel, toolCallId: string): ICellLike | null {
     const cache = this._cache.get(toolCallId);
-    if (cache && this._cells(panel).includes(cache)) {
+    if (cache && this.cells(panel).includes(cache)) {
       return cache;
     }
-    for (const cell of this._cells(panel)) {
+    for (const cell of this.cells(panel)) {
       const meta = cell.getMetadata(METADATA_KEY);
       if (meta && meta.tool_call_id === toolCallId) {
         this._cache.set(toolCallId, cell);
@@ -176,68 +205,102 @@ export class NotebookBridge {
   }
 
   /**
-   * Add the agent's cell at the end, with the nbformat id the server gave it
-   * (when it did). A notebook whose only cell is an empty code cell (a new
-   * notebook) gets the agent's cell in its place.
+   * Add agent cells at the end, in order, with the nbformat ids the server
+   * gave them (when no cell has that id yet), their outputs and counts, and
+   * note them as placed. A notebook whose only cell is an empty code cell (a
+   * new notebook) gets them in its place. User cells are never touched.
+   * `stored`: the cells come from the server's record (a reconcile), whose
+   * outputs go up to each cell's `seq`.
    */
-  private _insert(
-    panel: NotebookPanel,
-    cellType: 'code' | 'markdown',
-    source: string,
-    toolCallId: string,
-    cellId: string | null = null,
-    provenance: ICellProvenance | null = null
-  ): void {
+  insert(panel: NotebookPanel, cells: readonly AgentCell[], stored = false): void {
     const model = panel.content.model;
-    if (!model) {
+    if (!model || !cells.length) {
       return;
     }
+    const ids = new Set(this.cells(panel).map(cell => cell.id));
+    const json = cells.map(cell => {
+      const id = cell.cell_id && !ids.has(cell.cell_id) ? cell.cell_id : null;
+      if (id) {
+        ids.add(id);
+      }
+      const metadata = { [METADATA_KEY]: agentCellMetadata(cell) as unknown as PartialJSONObject };
+      const common = { metadata, ...(id ? { id } : {}) };
+      if (cell.cell_type === 'markdown') {
+        return { cell_type: 'markdown', source: inertMarkdownSource(cell.source), ...common };
+      }
+      if (stored) {
+        this._through.set(cell.tool_call_id, cell.seq);
+      }
+      const outputs = (cell.outputs ?? []) as unknown as PartialJSONObject[];
+      return { cell_type: 'code', source: cell.source, outputs, execution_count: cell.execution_count ?? null, ...common };
+    });
     const shared = model.sharedModel;
-    const cell = {
-      cell_type: cellType,
-      source,
-      metadata: { [METADATA_KEY]: (provenance ?? { tool_call_id: toolCallId }) as unknown as PartialJSONObject },
-      ...(cellId && !this._cellById(panel, cellId) ? { id: cellId } : {})
-    };
-    if (isBlankNotebook(this._cells(panel))) {
-      shared.transact(() => {
-        shared.insertCell(1, cell);
+    const blank = isBlankNotebook(this.cells(panel));
+    shared.transact(() => {
+      shared.insertCells(model.cells.length, json as any);
+      if (blank) {
         shared.deleteCell(0);
-      });
-    } else {
-      shared.insertCell(model.cells.length, cell);
-    }
+      }
+      this._markPlaced(panel, cells);
+    });
     this._trim();
   }
 
-  /** edit_cell: the cell with nbformat id `cellId` gets the new source and loses its outputs. */
-  private _edit(
-    panel: NotebookPanel,
-    cellId: string,
-    source: string,
-    toolCallId: string,
-    event: CellStartedEvent
-  ): void {
-    const cell = this._cellById(panel, cellId);
-    if (!cell) {
-      console.warn(`Cellwright: edit_cell: no cell ${cellId} in ${panel.context.path}`);
+  /** edit_cell: the cell with nbformat id `cell.cell_id` gets the new source and outputs, once. */
+  edit(panel: NotebookPanel, cell: AgentCell, stored = false): void {
+    const target = this._cellById(panel, cell.cell_id);
+    if (!target) {
+      console.warn(`Cellwright: edit_cell: no cell ${cell.cell_id} in ${panel.context.path}`);
       return;
     }
-    const previous = cell.sharedModel.getSource();
-    cell.sharedModel.setSource(source);
-    if (cell.type === 'code') {
-      const code = cell as ICodeCellLike;
+    const previous = target.sharedModel.getSource();
+    target.sharedModel.setSource(cell.source);
+    if (target.type === 'code') {
+      const code = target as ICodeCellLike;
       code.outputs.clear();
-      code.executionCount = null;
+      for (const output of cell.outputs ?? []) {
+        code.outputs.add(output);
+      }
+      code.executionCount = cell.execution_count ?? null;
+      if (stored) {
+        this._through.set(cell.tool_call_id, cell.seq);
+      }
     }
-    const meta = cell.getMetadata(METADATA_KEY);
-    cell.setMetadata(METADATA_KEY, {
+    const meta = target.getMetadata(METADATA_KEY);
+    target.setMetadata(METADATA_KEY, {
       ...(meta && typeof meta === 'object' ? meta : {}),
-      ...provenanceMetadata(event, previous),
-      tool_call_id: toolCallId
+      ...agentCellMetadata(cell, previous)
     });
-    this._cache.set(toolCallId, cell);
+    this._markPlaced(panel, [cell]);
+    this._cache.set(cell.tool_call_id, target);
     this._trim();
+  }
+
+  /**
+   * Cells this page wrote from an earlier reconcile (a reload mid-run) whose
+   * stored outputs have grown since, while the stream was still replaying
+   * (not live): their outputs and count as stored now.
+   */
+  refresh(panel: NotebookPanel, cells: readonly AgentCell[]): void {
+    for (const cell of cells) {
+      const through = this._through.get(cell.tool_call_id);
+      const target = through !== undefined && through < cell.seq ? this._findCell(panel, cell.tool_call_id) : null;
+      if (target && target.type === 'code' && !cell.edit) {
+        const code = target as ICodeCellLike;
+        code.outputs.clear();
+        (cell.outputs ?? []).forEach(output => code.outputs.add(output));
+        code.executionCount = cell.execution_count ?? null;
+        this._through.set(cell.tool_call_id, cell.seq);
+      }
+    }
+  }
+
+  private _markPlaced(panel: NotebookPanel, cells: readonly AgentCell[]): void {
+    const model = panel.content.model;
+    const meta = model?.getMetadata(METADATA_KEY);
+    const rest = meta && typeof meta === 'object' && !Array.isArray(meta) ? meta : {};
+    const placed = withPlaced(placedIds(meta), cells.map(cell => cell.tool_call_id));
+    model?.setMetadata(METADATA_KEY, { ...rest, placed });
   }
 
   /**
@@ -247,6 +310,9 @@ export class NotebookBridge {
    */
   /** A step undone from this page (model/undo.ts): its cell, at once. */
   stepUndone(toolCallId: string, notebookPath: string | null): void {
+    if (this.sharedDocument) {
+      return;
+    }
     try {
       this._undo(toolCallId, notebookPath);
     } catch (error) {
@@ -273,7 +339,7 @@ export class NotebookBridge {
         const { previous_source: _previous, ...rest } = meta;
         cell.setMetadata(METADATA_KEY, { ...rest, undone: true });
       } else {
-        const index = this._cells(panel).indexOf(cell);
+        const index = this.cells(panel).indexOf(cell);
         if (index >= 0) {
           model.sharedModel.deleteCell(index);
         }
@@ -284,12 +350,15 @@ export class NotebookBridge {
   }
 
   private _cellById(panel: NotebookPanel, cellId: string): ICellLike | null {
-    return this._cells(panel).find(cell => cell.id === cellId) ?? null;
+    return this.cells(panel).find(cell => cell.id === cellId) ?? null;
   }
 
   private _trim(): void {
     if (this._cache.size > 500) {
       this._cache.clear();
+    }
+    if (this._through.size > 500) {
+      this._through.clear();
     }
     if (this._liveOnly.size > 500) {
       this._liveOnly.clear();
@@ -297,6 +366,8 @@ export class NotebookBridge {
   }
 
   private _cache = new Map<string, ICellLike>();
+  /** Tool call -> the last seq of the outputs a reconcile (or edit) already wrote into its cell. */
+  private _through = new Map<string, number>();
   /** Tool calls whose cell received live-only outputs on this page. */
   private _liveOnly = new Set<string>();
 }

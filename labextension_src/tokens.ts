@@ -30,6 +30,7 @@ export namespace CommandIDs {
   export const askAboutCell = 'cellwright:ask-about-cell';
   export const fixCell = 'cellwright:fix-cell';
   export const settings = 'cellwright:settings';
+  export const showCell = 'cellwright:show-cell';
 }
 
 /** The modes the panel's switch offers, in its order. */

@@ -32,6 +32,7 @@ from agent_core.contract.bodies import (
     StartRun,
     VariablesRequest,
 )
+from agent_core.contract.notebook_cells import AgentCells, AgentCellsRequest
 from agent_core.contract.outside_tools import McpServers, NotebookTools
 from agent_core.contract.review import UndoResult
 from agent_core.contract.shared import WireModel
@@ -170,6 +171,15 @@ ROUTES: tuple[Route, ...] = (
         "The kernel's @tool functions (silent: nothing runs in the kernel).",
         {200: NotebookTools},
         VariablesRequest,
+        BODY_ERRORS,
+    ),
+    Route(
+        "post",
+        "agent_cells",
+        "The agent cells of a notebook (of this server's owner's threads), in the order they ran, with their stored "
+        "outputs: what a panel inserts into a notebook that lacks them. Paginated by `offset`; nothing is written.",
+        {200: AgentCells},
+        AgentCellsRequest,
         BODY_ERRORS,
     ),
     Route(

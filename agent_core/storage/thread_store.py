@@ -104,6 +104,14 @@ class ThreadStore:
         )
         return ThreadRecord(*rows[0]) if rows else None
 
+    async def for_notebook(self, notebook_path: str) -> list[ThreadRecord]:
+        """The owner's threads of `notebook_path`, oldest first (the order their cells ran in)."""
+        rows = await self._rows(
+            f"SELECT {RECORD_COLUMNS} FROM threads WHERE owner = ? AND notebook_path = ? ORDER BY created_at",
+            (self.owner, notebook_path),
+        )
+        return [ThreadRecord(*row) for row in rows]
+
     async def list(self) -> list[ThreadRecord]:
         """The owner's threads, newest first."""
         rows = await self._rows(

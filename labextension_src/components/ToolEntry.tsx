@@ -6,6 +6,7 @@ import { agentLabel } from '../tokens';
 import { visibleString } from '../visibleControls';
 import { CommandOutput } from './CommandOutput';
 import { CellOutputs } from './CellOutputs';
+import { hasNotebookCell, showCell } from '../showCell';
 import { VisibleText } from './VisibleText';
 
 /** "Result: <summary>", under a tool entry or a sub-agent's task. */
@@ -150,6 +151,18 @@ export function ToolEntry(props: {
           {item.summary && <ToolResultLine className="cw-tool-result" summary={item.summary} />}
         </div>
       </details>
+      {hasNotebookCell(item) && (
+        <button
+          type="button"
+          className="cw-show-cell jp-mod-styled"
+          data-testid="cw-show-in-notebook"
+          data-tool-call-id={item.id}
+          title="Select this cell in the notebook and scroll to it"
+          onClick={() => showCell(item.id)}
+        >
+          Show in notebook
+        </button>
+      )}
       {item.outputs.length > 0 && !isCell && (
         <CommandOutput
           outputs={item.outputs}

@@ -17,6 +17,8 @@ export namespace OpenThreads {
     onActiveChanged(): void;
     /** A live event of any thread held. */
     onLiveEvent(thread: ThreadModel, event: CellwrightEvent): void;
+    /** A thread's replayed backlog is over (the notebook bridge reconciles its notebook then). */
+    onCaughtUp?(thread: ThreadModel): void;
     /** An error worth showing, from any thread held. */
     onError(thread: ThreadModel, error: unknown): void;
   }
@@ -110,6 +112,7 @@ export class OpenThreads implements IDisposable {
       }
     });
     thread.liveEvent.connect((_, event) => this._options.onLiveEvent(thread, event));
+    thread.caughtUp.connect(() => this._options.onCaughtUp?.(thread));
     thread.errorRaised.connect((_, error) => this._options.onError(thread, error));
     thread.streamEnded.connect(() => this._release(thread));
     return thread;

@@ -59,6 +59,7 @@ export class PanelModel implements IDisposable {
       api: options.api,
       onActiveChanged: () => this._changed.emit(),
       onLiveEvent: (thread, event) => this._liveEvent.emit({ thread, event }),
+      onCaughtUp: thread => this._caughtUp.emit(thread),
       onError: (thread, error) => this._threadError(thread, error)
     });
     this.settings = new SettingsModel(options.api);
@@ -98,6 +99,11 @@ export class PanelModel implements IDisposable {
   /** Live (not replayed) events of every open thread, for the notebook bridge. */
   get liveEvent(): ISignal<this, ILiveEvent> {
     return this._liveEvent;
+  }
+
+  /** A thread's replayed backlog is over, for the notebook bridge's reconcile. */
+  get caughtUp(): ISignal<this, ThreadModel> {
+    return this._caughtUp;
   }
 
   /** Emitted when the user picks a mode in the panel (to persist it). */
@@ -472,5 +478,6 @@ export class PanelModel implements IDisposable {
   private _isDisposed = false;
   private _changed = new Signal<this, void>(this);
   private _liveEvent = new Signal<this, ILiveEvent>(this);
+  private _caughtUp = new Signal<this, ThreadModel>(this);
   private _modeChanged = new Signal<this, Mode>(this);
 }

@@ -66,7 +66,10 @@ export interface ICellProvenance {
 }
 
 /** What the notebook keeps of a `cell_started`: the event's stamps and its provenance. */
-export function provenanceMetadata(event: CellStartedEvent, previousSource: string | null = null): ICellProvenance {
+export function provenanceMetadata(
+  event: Pick<CellStartedEvent, 'thread_id' | 'run_id' | 'id' | 'provenance'>,
+  previousSource: string | null = null
+): ICellProvenance {
   const p = event.provenance;
   const meta: ICellProvenance = { thread_id: event.thread_id, run_id: event.run_id, tool_call_id: event.id };
   if (p) {

@@ -60,6 +60,11 @@ export class ThreadModel implements IDisposable {
     return this._liveEvent;
   }
 
+  /** Emitted when a replayed backlog is over: what came before is stored, what follows is live. */
+  get caughtUp(): ISignal<this, void> {
+    return this._caughtUp;
+  }
+
   /** Emitted once when the event stream ends (run over, error, stop). */
   get streamEnded(): ISignal<this, void> {
     return this._streamEnded;
@@ -229,6 +234,7 @@ export class ThreadModel implements IDisposable {
     if (this._catchingUp) {
       this._catchingUp = false;
       this._emitChanged(false);
+      this._caughtUp.emit();
     }
   }
 
@@ -276,6 +282,7 @@ export class ThreadModel implements IDisposable {
   private _isDisposed = false;
   private _changed = new Signal<this, void>(this);
   private _liveEvent = new Signal<this, CellwrightEvent>(this);
+  private _caughtUp = new Signal<this, void>(this);
   private _streamEnded = new Signal<this, void>(this);
   private _errorRaised = new Signal<this, unknown>(this);
 }

@@ -1,0 +1,125 @@
+"""The agent cells of a notebook, derived from the stored events of the owner's threads of that
+notebook: what the panel reconciles into a notebook that lacks them (issue 23, POST agent_cells).
+
+A cell is folded from the events the live bridge (labextension_src/notebook.ts) writes from:
+`cell_started` (with the nbformat id the server gave it; `edit` for edit_cell), `cell_output` (the
+stored ones: live-only outputs never reach the log), `cell_finished`, `tool_call add_markdown`, and
+`step_undone`. Cells without an nbformat id are the %agent magic's: they live in the magic's own
+cell, not as cells of the notebook, and are left out."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import ValidationError
+
+from agent_core.contract.notebook_cells import AgentCell, AgentCells, AgentCellsRequest
+from agent_core.storage.thread_store import ThreadStore
+from agent_core.tools.notebook import new_cell_id
+
+log = logging.getLogger(__name__)
+
+EVENT_PAGE = 1000
+MAX_CELLS = 5000  # a notebook with more agent cells is not one a browser reconciles at once
+
+
+class _Fold:
+    """The cells of one thread, in the order their first event came."""
+
+    def __init__(self, thread_id: str, notebook_path: str) -> None:
+        self.thread_id = thread_id  # a thread of this notebook: add_markdown, which names none, is its
+        self.notebook_path = notebook_path
+        self.cells: dict[str, dict[str, Any]] = {}
+        self.undone: set[str] = set()
+
+    def add(self, event: dict[str, Any]) -> None:
+        kind, call_id = event.get("type"), event.get("id")
+        if not isinstance(call_id, str):
+            return
+        cell = self.cells.get(call_id)
+        if kind == "cell_started":
+            path = event.get("notebook_path") or ""
+            if cell is None and event.get("cell_id") and path in (self.notebook_path, ""):
+                self.cells[call_id] = self._started(event)
+            elif cell is not None:  # the second cell_started of a cell that waited for the kernel
+                cell["seq"] = event["seq"]
+        elif kind == "tool_call" and event.get("name") == "add_markdown" and cell is None:
+            content = (event.get("args") or {}).get("content")
+            if isinstance(content, str):
+                self.cells[call_id] = {
+                    **self._stamps(event),
+                    "cell_type": "markdown",
+                    "cell_id": new_cell_id(call_id),
+                    "source": content,
+                    "finished": True,
+                }
+        elif kind == "cell_output" and cell is not None:
+            cell["outputs"].append(event["output"])
+            cell["seq"] = event["seq"]
+        elif kind == "cell_finished" and cell is not None:
+            cell.update(execution_count=event.get("execution_count"), finished=True, seq=event["seq"])
+        elif kind == "step_undone":
+            self.undone.add(call_id)
+
+    def _stamps(self, event: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "tool_call_id": event["id"],
+            "thread_id": self.thread_id,
+            "run_id": event["run_id"],
+            "seq": event["seq"],
+        }
+
+    def _started(self, event: dict[str, Any]) -> dict[str, Any]:
+        cell: dict[str, Any] = {
+            **self._stamps(event),
+            "cell_type": "code",
+            "cell_id": event["cell_id"],
+            "edit": bool(event.get("edit")),
+            "source": event.get("code") or "",
+            "outputs": [],
+            "finished": False,
+        }
+        if event.get("provenance"):
+            cell["provenance"] = event["provenance"]
+        return cell
+
+    def result(self) -> Iterable[dict[str, Any]]:
+        for call_id, cell in self.cells.items():
+            yield {**cell, "undone": call_id in self.undone}
+
+
+async def agent_cells(store: ThreadStore, request: AgentCellsRequest) -> AgentCells:
+    """A page of the agent cells of `request.notebook_path` (already confined to the root), from the
+    store's owner's threads only: another owner's thread is not read."""
+    path = request.notebook_path
+    cells: list[dict[str, Any]] = []
+    for record in await store.for_notebook(path):
+        fold = _Fold(record.thread_id, path)
+        after = 0
+        while len(cells) + len(fold.cells) < MAX_CELLS:
+            events = await store.events.events_after(record.thread_id, after, EVENT_PAGE)
+            for event in events:
+                fold.add(event)
+            if len(events) < EVENT_PAGE:
+                break
+            after = events[-1]["seq"]
+        cells.extend(fold.result())
+    cells = cells[:MAX_CELLS]
+    end = request.offset + request.limit
+    page = [found for cell in cells[request.offset : end] if (found := _valid(cell)) is not None]
+    return AgentCells(cells=page, next_offset=end if end < len(cells) else None)
+
+
+def _valid(cell: dict[str, Any]) -> AgentCell | None:
+    """The cell as the contract has it. An event stored by an older release may not fit today's
+    models: its provenance is left out, and a cell that still does not fit is skipped (logged), rather
+    than failing the notebook's every other cell."""
+    for attempt in (cell, {k: v for k, v in cell.items() if k != "provenance"}):
+        try:
+            return AgentCell.model_validate(attempt)
+        except ValidationError:
+            continue
+    log.warning("agent_cells: a stored cell of tool call %s does not fit the contract; left out", cell["tool_call_id"])
+    return None
