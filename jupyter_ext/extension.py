@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from jupyter_server.serverapp import ServerApp
 
     from .kernel_executor import KernelEnvironment
+    from .shared_notebook import SharedNotebookWriter
 
 
 class CellwrightApp(ExtensionApp):
@@ -100,6 +101,7 @@ class CellwrightApp(ExtensionApp):
         self.kernel_clients = KernelClients()
         self._mcp: Any = None
         self.run_manager.mcp = self.mcp_manager
+        self.shared_cells: SharedNotebookWriter | None = None  # with jupyter-collaboration, from ready() on
         self.settings["cellwright"] = self
 
     def initialize_handlers(self) -> None:
@@ -115,8 +117,28 @@ class CellwrightApp(ExtensionApp):
         async with self._open_lock:
             if not self.threads.is_open:
                 await self.threads.open()
+                self._write_shared_documents()
                 self._recovery = asyncio.create_task(self._recover())
                 self.knowledge()  # the index builds in the background: nothing here waits for it
+
+    def _write_shared_documents(self) -> None:
+        """With jupyter-collaboration loaded (and not disabled), the agent's cells go into the notebooks'
+        shared documents from this server (jupyter_ext/shared_notebook.py); the panel then only decorates."""
+        from .shared_notebook import SharedNotebookWriter, collaboration_documents
+
+        documents = collaboration_documents(self._server())
+        if documents is None:
+            return
+
+        async def notebook_of(thread_id: str) -> str | None:
+            record = await self.threads.get(thread_id)
+            return record.notebook_path if record is not None else None
+
+        self.shared_cells = SharedNotebookWriter(documents, notebook_of)
+        self.threads.events.observe(self.shared_cells)
+        self.log.info(
+            "Cellwright writes the agent's cells into the notebooks' shared documents (jupyter-collaboration)"
+        )
 
     async def _recover(self) -> None:
         try:
@@ -134,6 +156,8 @@ class CellwrightApp(ExtensionApp):
         if self._recovery is not None:  # recovery opens the checkpointer: let it finish, then close all
             await asyncio.gather(self._recovery, return_exceptions=True)
         await self.run_manager.shutdown()
+        if self.shared_cells is not None:
+            await self.shared_cells.close()
         if self._mcp is not None:  # the MCP servers this server started stop with it
             await self._mcp.shutdown()
         self.kernel_clients.close()
@@ -201,7 +225,7 @@ class CellwrightApp(ExtensionApp):
             "version": __version__,
             **{name: config[name] for name in ("model", "tool_calling", "checkpointer")},
             "llm_configured": self.configuration.agent_settings().llm_configured,
-            "shared_document": False,
+            "shared_document": self.shared_cells is not None,
             **({"problems": self.problems} if self.problems else {}),
         }
 
