@@ -173,7 +173,10 @@ class User:
         self.made = 0
 
     def _index(self, cell_id: str) -> int:
-        return next(i for i in range(self.peer.notebook.cell_number) if self.peer.notebook.ycells[i]["id"] == cell_id)
+        for index in range(self.peer.notebook.cell_number):
+            if self.peer.notebook.ycells[index]["id"] == cell_id:
+                return index
+        raise AssertionError(f"the user's cell {cell_id} disappeared: {self.peer.notebook.get()['cells']}")
 
     def act(self, times: int) -> None:
         for _ in range(times):
