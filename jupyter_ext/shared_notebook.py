@@ -73,9 +73,22 @@ def collaboration_documents(serverapp: Any) -> SharedDocuments | None:
     with `disable_rtc`), else None."""
     apps = getattr(serverapp.extension_manager, "extension_apps", {}).get(COLLABORATION_EXTENSION) or ()
     for app in apps:
-        if hasattr(app, "get_document") and not getattr(app, "disable_rtc", False):
-            return app
+        if not _documents_api(app) or getattr(app, "disable_rtc", False):
+            continue
+        return app
     return None
+
+
+def _documents_api(app: Any) -> bool:
+    """Whether `get_document` gives the live document and opens a room (jupyter_server_ydoc >= 3.0):
+    with an older one the server writes nothing and says so, and the panel writes the cells as before."""
+    import inspect
+
+    try:
+        parameters = inspect.signature(app.get_document).parameters
+    except (AttributeError, TypeError, ValueError):
+        return False
+    return "copy" in parameters and "create" in parameters
 
 
 class SharedNotebookWriter:

@@ -162,6 +162,50 @@ def test_agent_cells_reach_a_second_peer_once_and_the_saved_file(rtc_server: Jup
     assert "sk-secret" not in rtc_server.log_path.read_text()
 
 
+def test_a_notebook_nobody_has_open_gets_the_cells_and_undo_takes_one_back(
+    rtc_server: JupyterProcess, llm: FakeLLM
+) -> None:
+    """No room yet: the server opens the document itself (never the file), replaces the blank cell of
+    a new notebook as the panel does, and the collaboration extension saves. Undo removes the cell."""
+    llm.script(
+        tool_call("run_cell", {"code": "kept = 1"}, id="call_kept"),
+        tool_call("run_cell", {"code": "undone = 2"}, id="call_undone"),
+        text("Done."),
+    )
+    path = "nobody.ipynb"
+    kernel = rtc_server.open_notebook(path)  # a new notebook: one empty code cell
+
+    async def scenario() -> None:
+        api = Api(rtc_server)
+        try:
+            thread = (await api.post("threads", {"notebook_path": path})).json()["thread_id"]
+            await api.post(f"threads/{thread}/runs", {"message": "go", "kernel_id": kernel})
+            await api.events(thread)
+            await api.approve(thread, "call_kept")
+            await api.events(thread)
+            await api.approve(thread, "call_undone")
+            assert of_type(await api.events(thread), "final")
+
+            peer = await NotebookPeer.join(rtc_server, path)  # opens it after the run
+            try:
+                await peer.wait_for(lambda nb: finished(agent_cells(nb), "call_undone"), "the last cell")
+                cells = peer.notebook.get()["cells"]
+                assert [c["source"] for c in cells] == ["kept = 1", "undone = 2"]  # the blank cell gave way
+                saved = await saved_as_peer_sees(peer, rtc_server, path)
+                assert [c["source"] for c in saved] == ["kept = 1", "undone = 2"]
+
+                await api.post(f"threads/{thread}/undo/call_undone", {})
+                await peer.wait_for(lambda nb: "call_undone" not in agent_cells(nb), "the undone cell go")
+                saved = await saved_as_peer_sees(peer, rtc_server, path)
+                assert [c["source"] for c in saved] == ["kept = 1"]
+            finally:
+                await peer.close()
+        finally:
+            await api.client.aclose()
+
+    asyncio.run(scenario())
+
+
 class User:
     """A user at the peer: random edits, inserts and deletes of their own cells, remembered, so the
     end can be checked against what they did."""
