@@ -51,11 +51,11 @@ def collaboration_server(
     base: Path, env: dict[str, str], app: str = "server", args: tuple[str, ...] = ()
 ) -> JupyterProcess:
     """A Jupyter server (or lab) with jupyter-collaboration on, not started yet."""
-    lab_dir = Path(sysconfig.get_paths()["data"]) / "share" / "jupyter" / "lab"  # this environment's JupyterLab
+    shared = Path(sysconfig.get_paths()["data"]) / "share" / "jupyter"  # this environment's JupyterLab and panel
     (base / "data").mkdir(parents=True, exist_ok=True)  # the file id database goes there
     return JupyterProcess(
         base,
-        {"JUPYTERLAB_DIR": str(lab_dir), **env},
+        {"JUPYTERLAB_DIR": str(shared / "lab"), "JUPYTER_PATH": str(shared), **env},
         app=app,
         extra_args=[
             # Its session file and update store stay out of the notebooks' folder.
