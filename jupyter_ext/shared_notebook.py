@@ -38,19 +38,36 @@ KEPT = 2000  # tool calls remembered per kind: far more than the cells of one ru
 
 
 class Memory:
-    """What the writer remembers of the cells it wrote, beyond what the document says."""
+    """What the writer remembers of the cells it wrote, beyond what the document says. Keyed by thread
+    and tool call: some models number their calls (call_0, call_1, ...) in every thread."""
 
     def __init__(self) -> None:
-        self.live_only: deque[str] = deque(maxlen=KEPT)  # got live-only outputs (as the bridge's _liveOnly)
-        self._written: dict[str, None] = {}  # inserted once: never again, even after the user deleted it
+        self.live_only: deque[tuple[str, str]] = deque(maxlen=KEPT)  # got live-only outputs (the bridge's _liveOnly)
+        self._written: dict[tuple[str, str], None] = {}  # inserted once: never again, even after the user deleted it
+        self._where: dict[tuple[str, str], int] = {}  # the index a call's cell had: checked, then rescanned if moved
 
-    def written(self, call_id: str) -> bool:
-        return call_id in self._written
+    def written(self, key: tuple[str, str]) -> bool:
+        return key in self._written
 
-    def wrote(self, call_id: str) -> None:
-        self._written[call_id] = None
+    def wrote(self, key: tuple[str, str]) -> None:
+        self._written[key] = None
         if len(self._written) > KEPT:
             del self._written[next(iter(self._written))]
+
+    def locate(self, notebook: YNotebook, key: tuple[str, str]) -> int | None:
+        """The index of the agent's cell for `key`: where it was last time if it is still there (each
+        output of a cell would otherwise read every cell's metadata), else found by scanning."""
+        hint = self._where.get(key)
+        if hint is not None and hint < len(notebook.ycells) and _belongs(notebook.ycells[hint], key):
+            return hint
+        index = next((i for i, ycell in enumerate(notebook.ycells) if _belongs(ycell, key)), None)
+        if index is None:
+            self._where.pop(key, None)
+        else:
+            self._where[key] = index
+            if len(self._where) > KEPT:
+                del self._where[next(iter(self._where))]
+        return index
 
 
 class SharedDocuments(Protocol):
@@ -178,38 +195,39 @@ class SharedNotebookWriter:
 def write_event(notebook: YNotebook, event: dict[str, Any], memory: Memory) -> None:
     """What NotebookBridge.handle does for `event`, done to the shared document."""
     kind, call_id = event["type"], str(event.get("id") or "")
+    key = (str(event.get("thread_id") or ""), call_id)
     if kind == "cell_started":
         cell_id = event.get("cell_id") if isinstance(event.get("cell_id"), str) and event.get("cell_id") else None
-        if find_agent_cell(notebook, call_id) is None and not memory.written(call_id):
-            memory.wrote(call_id)  # the second cell_started of a cell that waited must not bring it back
+        if memory.locate(notebook, key) is None and not memory.written(key):
+            memory.wrote(key)  # the second cell_started of a cell that waited must not bring it back
             if event.get("edit") and cell_id:
                 _edit(notebook, cell_id, str(event.get("code") or ""), call_id, event)
             else:
                 cell = {"cell_type": "code", "source": str(event.get("code") or ""), "outputs": []}
                 _insert(notebook, cell, provenance_metadata(event), cell_id)
-        index = find_agent_cell(notebook, call_id)
-        if index is not None and notebook.ycells[index].get("cell_type") == "code":
-            notebook.ycells[index]["execution_state"] = "running"  # "[*]", as JupyterLab shows it
+        code = _code_cell(notebook, key, memory)
+        if code is not None:
+            code["execution_state"] = "running"  # "[*]", as JupyterLab shows it
     elif kind == "cell_output":
         if event.get("live_only"):
-            memory.live_only.append(call_id)
-        elif event.get("overflow_summary") and call_id in memory.live_only:
+            memory.live_only.append(key)
+        elif event.get("overflow_summary") and key in memory.live_only:
             return  # this cell already has every output the summary stands for
-        code = _code_cell(notebook, call_id)
+        code = _code_cell(notebook, key, memory)
         if code is not None and isinstance(event.get("output"), dict):
             _add_output(code, event["output"])
     elif kind == "cell_finished":
-        code = _code_cell(notebook, call_id)
+        code = _code_cell(notebook, key, memory)
         if code is not None:
             count = event.get("execution_count")
             code["execution_count"] = float(count) if isinstance(count, int) else None
             code["execution_state"] = "idle"
     elif kind == "step_undone":
-        _undo(notebook, call_id)
+        _undo(notebook, memory.locate(notebook, key))
     elif kind == "tool_call":
         content = (event.get("args") or {}).get("content")
-        if isinstance(content, str) and find_agent_cell(notebook, call_id) is None and not memory.written(call_id):
-            memory.wrote(call_id)
+        if isinstance(content, str) and memory.locate(notebook, key) is None and not memory.written(key):
+            memory.wrote(key)
             from .inert_markdown import inert_markdown_source
 
             cell = {"cell_type": "markdown", "source": inert_markdown_source(content)}
@@ -242,21 +260,18 @@ def agent_metadata(ycell: Map) -> dict[str, Any] | None:
     return meta if isinstance(meta, dict) else None
 
 
-def find_agent_cell(notebook: YNotebook, call_id: str) -> int | None:
-    """The index of the cell the agent wrote for tool call `call_id`."""
-    for index, ycell in enumerate(notebook.ycells):
-        meta = agent_metadata(ycell)
-        if meta is not None and meta.get("tool_call_id") == call_id:
-            return index
-    return None
+def _belongs(ycell: Map, key: tuple[str, str]) -> bool:
+    """Whether the agent wrote `ycell` for (thread, tool call) `key` (a markdown cell names no thread)."""
+    meta = agent_metadata(ycell)
+    return meta is not None and meta.get("tool_call_id") == key[1] and meta.get("thread_id") in (None, key[0])
 
 
 def _cell_index_by_id(notebook: YNotebook, cell_id: str) -> int | None:
     return next((i for i, ycell in enumerate(notebook.ycells) if ycell.get("id") == cell_id), None)
 
 
-def _code_cell(notebook: YNotebook, call_id: str) -> Map | None:
-    index = find_agent_cell(notebook, call_id)
+def _code_cell(notebook: YNotebook, key: tuple[str, str], memory: Memory) -> Map | None:
+    index = memory.locate(notebook, key)
     if index is None:
         return None
     ycell = notebook.ycells[index]
@@ -332,18 +347,17 @@ def _add_output(code: Map, output: dict[str, Any]) -> None:
             isinstance(last, Map)
             and last.get("output_type") == "stream"
             and last.get("name") == output.get("name")
-            and isinstance(last.get("text"), Text)
+            and isinstance(joined := last.get("text"), Text)
         ):
-            last["text"] += text
+            joined.insert(len(joined), text)  # not `last["text"] += text`: setting the map's own Text again empties it
             return
         output["text"] = Text(text)
     outputs.append(Map(output))
 
 
-def _undo(notebook: YNotebook, call_id: str) -> None:
-    """The user undid a step: its cell goes (run_cell), or an edited cell gets its source from before
-    the edit back (edit_cell). Once only: the metadata then says it was undone."""
-    index = find_agent_cell(notebook, call_id)
+def _undo(notebook: YNotebook, index: int | None) -> None:
+    """The user undid a step: its cell (at `index`) goes (run_cell), or an edited cell gets its source
+    from before the edit back (edit_cell). Once only: the metadata then says it was undone."""
     if index is None:
         return
     ycell = notebook.ycells[index]
