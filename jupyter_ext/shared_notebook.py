@@ -117,7 +117,7 @@ class SharedNotebookWriter:
         self._queue: deque[tuple[str, dict[str, Any]]] = deque()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._paths: dict[str, str] = {}  # tool call -> notebook, from its cell_started
+        self._paths: dict[tuple[str, str], str] = {}  # (thread, tool call) -> notebook, from its cell_started
         self._applied: dict[str, int] = {}  # thread -> last stored seq applied
         self._memory = Memory()
         self.idle = asyncio.Event()  # set while nothing is queued (tests and benches wait on it)
@@ -170,10 +170,12 @@ class SharedNotebookWriter:
         if event["type"] == "cell_started":
             path = event.get("notebook_path") or await self._notebook_of(thread_id)
             if path:
-                self._paths[call_id] = path
+                self._paths[(thread_id, call_id)] = path
+                if len(self._paths) > KEPT:
+                    del self._paths[next(iter(self._paths))]
             return path
         if event["type"] in ("cell_output", "cell_finished"):
-            return self._paths.get(call_id)  # a cell started by another process is not ours to finish
+            return self._paths.get((thread_id, call_id))  # a cell started by another process is not ours to finish
         return await self._notebook_of(thread_id)
 
     async def _document(self, path: str) -> YNotebook | None:
@@ -224,7 +226,7 @@ def write_event(notebook: YNotebook, event: dict[str, Any], memory: Memory) -> N
             code["execution_state"] = "idle"
     elif kind == "step_undone":
         _undo(notebook, memory.locate(notebook, key))
-    elif kind == "tool_call":
+    elif kind == "tool_call" and event.get("name") == "add_markdown":
         content = (event.get("args") or {}).get("content")
         if isinstance(content, str) and memory.locate(notebook, key) is None and not memory.written(key):
             memory.wrote(key)
