@@ -134,7 +134,17 @@ class CellwrightApp(ExtensionApp):
             record = await self.threads.get(thread_id)
             return record.notebook_path if record is not None else None
 
-        self.shared_cells = SharedNotebookWriter(documents, notebook_of)
+        contents = self._server().contents_manager
+
+        async def exists(path: str) -> bool:
+            from jupyter_core.utils import ensure_async
+
+            try:
+                return bool(await ensure_async(contents.file_exists(path)))
+            except Exception:  # e.g. a path outside the root: not a notebook to write into
+                return False
+
+        self.shared_cells = SharedNotebookWriter(documents, notebook_of, exists)
         self.threads.events.observe(self.shared_cells)
         self.log.info(
             "Cellwright writes the agent's cells into the notebooks' shared documents (jupyter-collaboration)"

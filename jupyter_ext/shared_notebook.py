@@ -111,9 +111,15 @@ def _documents_api(app: Any) -> bool:
 class SharedNotebookWriter:
     """An EventLog observer: events are queued as they come and applied in order by one task."""
 
-    def __init__(self, documents: SharedDocuments, notebook_of: Callable[[str], Awaitable[str | None]]) -> None:
+    def __init__(
+        self,
+        documents: SharedDocuments,
+        notebook_of: Callable[[str], Awaitable[str | None]],
+        exists: Callable[[str], Awaitable[bool]],
+    ) -> None:
         self._documents = documents
         self._notebook_of = notebook_of  # a thread's notebook path (add_markdown, step_undone)
+        self._exists = exists  # whether that notebook is a file: a room is never made for one that is not
         self._queue: deque[tuple[str, dict[str, Any]]] = deque()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -179,6 +185,8 @@ class SharedNotebookWriter:
         return await self._notebook_of(thread_id)
 
     async def _document(self, path: str) -> YNotebook | None:
+        if not path.endswith(".ipynb") or not await self._exists(path):
+            return None  # a thread without a notebook (or one deleted since): the events are all there is
         try:
             document = await self._documents.get_document(
                 path=path, content_type="notebook", file_format="json", copy=False, create=True

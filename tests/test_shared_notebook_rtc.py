@@ -209,6 +209,26 @@ def test_a_notebook_nobody_has_open_gets_the_cells_and_undo_takes_one_back(
     asyncio.run(scenario())
 
 
+def test_a_thread_whose_notebook_is_gone_writes_nowhere(rtc_server: JupyterProcess, llm: FakeLLM) -> None:
+    """The notebook was deleted (or never saved): the cell runs, its events are all there is; no room,
+    no file, no error."""
+    llm.script(tool_call("run_cell", {"code": "print('ran')"}, id="call_gone"), text("Done."))
+    kernel = rtc_server.open_notebook("other.ipynb")
+    thread = rtc_server.request("POST", "cellwright/api/threads", {"notebook_path": "gone.ipynb"}).json()["thread_id"]
+    body = {"message": "go", "kernel_id": kernel}
+    assert rtc_server.request("POST", f"cellwright/api/threads/{thread}/runs", body).status_code == 202
+    rtc_server.events(thread)
+    approve = {"decision": "approve", "kernel_id": kernel}
+    assert (
+        rtc_server.request("POST", f"cellwright/api/threads/{thread}/approvals/call_gone", approve).status_code == 202
+    )
+    events = rtc_server.events(thread)
+    assert of_type(events, "cell_output")[0]["output"]["text"] == "ran\n"
+    assert not (rtc_server.root / "gone.ipynb").exists()
+    log = rtc_server.log_path.read_text()
+    assert "shared notebook" not in log and "shared document of gone.ipynb" not in log
+
+
 class User:
     """A user at the peer: random edits, inserts and deletes of their own cells, remembered, so the
     end can be checked against what they did."""
