@@ -41,6 +41,12 @@ def rtc_server(tmp_path_factory: pytest.TempPathFactory, llm: FakeLLM, module_se
     return server.start()
 
 
+@pytest.fixture(scope="module")
+def kernel(rtc_server: JupyterProcess) -> str:
+    """One kernel for the schedules' notebooks (runs name it): twenty would not fit beside the other tests."""
+    return rtc_server.open_notebook("kernel.ipynb")
+
+
 def user_notebook(server: JupyterProcess, path: str, sources: list[str]) -> None:
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell(source, id=f"user-{i}") for i, source in enumerate(sources)]
@@ -280,7 +286,9 @@ class User:
 
 
 @pytest.mark.parametrize("seed", range(SCHEDULES))
-def test_user_edits_against_agent_cells_lose_nothing(rtc_server: JupyterProcess, llm: FakeLLM, seed: int) -> None:
+def test_user_edits_against_agent_cells_lose_nothing(
+    rtc_server: JupyterProcess, llm: FakeLLM, kernel: str, seed: int
+) -> None:
     """A seeded random schedule: the user's changes land between (and while) the agent's cells are
     inserted, edited and given outputs. At the end, every user change is there, every cell the user
     did not delete is there once, and every agent cell is there exactly once, in the saved file too."""
@@ -296,7 +304,6 @@ def test_user_edits_against_agent_cells_lose_nothing(rtc_server: JupyterProcess,
         peer = await NotebookPeer.join(rtc_server, path)
         user = User(peer, rng, seed)
         try:
-            kernel = await asyncio.to_thread(rtc_server.open_notebook, path)
             llm.script(
                 tool_call("run_cell", {"code": f"a1 = {seed}\nprint('a1', a1)"}, id=calls[0]),
                 tool_call("add_markdown", {"content": f"Step {seed}"}, id=calls[1]),
@@ -364,14 +371,5 @@ def test_user_edits_against_agent_cells_lose_nothing(rtc_server: JupyterProcess,
         finally:
             await peer.close()
             await api.client.aclose()
-            await api_delete_sessions(rtc_server, path)
 
     asyncio.run(scenario())
-
-
-async def api_delete_sessions(server: JupyterProcess, path: str) -> None:
-    """The schedule's kernel goes with its session: twenty would not fit beside the other helpers."""
-    async with httpx.AsyncClient(base_url=server.url, headers={"Authorization": f"token {TOKEN}"}) as client:
-        for session in (await client.get("api/sessions")).json():
-            if session["path"] == path:
-                await client.delete(f"api/sessions/{session['id']}")
