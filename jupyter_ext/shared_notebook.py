@@ -90,15 +90,20 @@ def collaboration_documents(serverapp: Any) -> SharedDocuments | None:
     with `disable_rtc`), else None."""
     apps = getattr(serverapp.extension_manager, "extension_apps", {}).get(COLLABORATION_EXTENSION) or ()
     for app in apps:
-        if not _documents_api(app) or getattr(app, "disable_rtc", False):
+        if getattr(app, "disable_rtc", False):
+            continue
+        if not _documents_api(app):
+            log.warning(
+                "Cellwright: this jupyter-collaboration cannot give the server a notebook's live document "
+                "(jupyter_server_ydoc 3.0 or later can): the panel writes the agent's cells, as without it"
+            )
             continue
         return app
     return None
 
 
 def _documents_api(app: Any) -> bool:
-    """Whether `get_document` gives the live document and opens a room (jupyter_server_ydoc >= 3.0):
-    with an older one the server writes nothing and says so, and the panel writes the cells as before."""
+    """Whether `get_document` gives the live document and opens a room (jupyter_server_ydoc >= 3.0)."""
     import inspect
 
     try:
@@ -126,15 +131,12 @@ class SharedNotebookWriter:
         self._paths: dict[tuple[str, str], str] = {}  # (thread, tool call) -> notebook, from its cell_started
         self._applied: dict[str, int] = {}  # thread -> last stored seq applied
         self._memory = Memory()
-        self.idle = asyncio.Event()  # set while nothing is queued (tests and benches wait on it)
-        self.idle.set()
 
     def __call__(self, thread_id: str, event: dict[str, Any]) -> None:
         kind = event.get("type")
         if kind not in HANDLED or (kind == "tool_call" and event.get("name") != "add_markdown"):
             return
         self._queue.append((thread_id, event))
-        self.idle.clear()
         self._wake.set()
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._work())
@@ -152,7 +154,6 @@ class SharedNotebookWriter:
                     await self._apply(thread_id, event)
                 except Exception:  # one bad event must not stop the cells after it
                     log.exception("Cellwright could not write a %s event into the shared notebook", event.get("type"))
-            self.idle.set()
             self._wake.clear()
             await self._wake.wait()
 
