@@ -198,6 +198,7 @@ class CellwrightApp(ExtensionApp):
             cell_timeout,
             workspace=self.workspace,
             clients=self.kernel_clients,
+            shared=self.shared_cells.cells if self.shared_cells is not None else None,
         )
 
     def mcp_manager(self) -> Any:

@@ -185,6 +185,20 @@ class SharedNotebookWriter:
             return self._paths.get((thread_id, call_id))  # a cell started by another process is not ours to finish
         return await self._notebook_of(thread_id)
 
+    async def cells(self, path: str) -> list[dict[str, Any]] | None:
+        """The cells of `path`'s shared document if someone (or this writer) has it open, else None (the
+        saved file is then current). Read from a copy: YNotebook.get renumbers duplicate ids in place."""
+        if not path.endswith(".ipynb"):
+            return None
+        try:
+            document = await self._documents.get_document(
+                path=path, content_type="notebook", file_format="json", copy=True, create=False
+            )
+        except Exception as exc:
+            log.warning("Cellwright cannot read the shared document of %s: %s", path, exc)
+            return None
+        return list(document.get()["cells"]) if document is not None and hasattr(document, "get") else None
+
     async def _document(self, path: str) -> YNotebook | None:
         if not path.endswith(".ipynb") or not await self._exists(path):
             return None  # a thread without a notebook (or one deleted since): the events are all there is

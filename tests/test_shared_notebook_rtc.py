@@ -16,6 +16,7 @@ import httpx
 import nbformat
 import pytest
 
+from agent_core.tools.notebook import new_cell_id
 from devtools.collaboration import NotebookPeer, collaboration_server
 from devtools.fake_llm import FakeLLM, text, tool_call
 from devtools.jupyter_process import TOKEN, JupyterProcess
@@ -233,6 +234,42 @@ def test_a_thread_whose_notebook_is_gone_writes_nowhere(rtc_server: JupyterProce
     assert not (rtc_server.root / "gone.ipynb").exists()
     log = rtc_server.log_path.read_text()
     assert "shared notebook" not in log and "shared document of gone.ipynb" not in log
+
+
+def test_the_agent_fixes_its_own_cell_before_the_file_is_saved(rtc_server: JupyterProcess, llm: FakeLLM) -> None:
+    """edit_cell right after its run_cell, nothing sent by a browser: the cell is in the shared
+    document, not yet in the saved file (the room saves a second later), and edit_cell finds it there."""
+    failing = new_cell_id("call_fail")
+    llm.script(
+        tool_call("run_cell", {"code": "1 / 0"}, id="call_fail"),
+        tool_call("edit_cell", {"cell_id": failing, "source": "1 / 1"}, id="call_fix"),
+        text("Fixed."),
+    )
+    path = "fix.ipynb"
+    user_notebook(rtc_server, path, ["first = 1"])
+    kernel = rtc_server.open_notebook(path)
+
+    async def scenario() -> None:
+        api = Api(rtc_server)
+        peer = await NotebookPeer.join(rtc_server, path)
+        try:
+            thread = (await api.post("threads", {"notebook_path": path})).json()["thread_id"]
+            await api.post(f"threads/{thread}/runs", {"message": "go", "kernel_id": kernel})
+            await api.events(thread)
+            await api.approve(thread, "call_fail")
+            waiting = await api.events(thread)
+            assert [e["id"] for e in of_type(waiting, "approval_required")][-1] == "call_fix", waiting[-4:]
+            await api.approve(thread, "call_fix")
+            assert of_type(await api.events(thread), "final")
+            await peer.wait_for(lambda nb: finished(agent_cells(nb), "call_fix"), "the fixed cell")
+            cells = peer.notebook.get()["cells"]
+            assert [c["source"] for c in cells] == ["first = 1", "1 / 1"] and cells[1]["id"] == failing
+            assert cells[1]["outputs"][0]["data"]["text/plain"] == "1.0"
+        finally:
+            await peer.close()
+            await api.client.aclose()
+
+    asyncio.run(scenario())
 
 
 class User:
