@@ -23,8 +23,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from devtools.collaboration import NotebookPeer, collaboration_server  # noqa: E402
 from devtools.fake_llm import FakeLLM, text, tool_call  # noqa: E402
-from devtools.jupyter_process import TOKEN  # noqa: E402
+from devtools.jupyter_process import TOKEN, JupyterProcess  # noqa: E402
 from jupyter_ext.shared_notebook import agent_metadata  # noqa: E402
+
+PER_RUN = 20
 
 
 def finished_at(peer: NotebookPeer, seen: dict[str, float]) -> None:
@@ -37,9 +39,9 @@ def finished_at(peer: NotebookPeer, seen: dict[str, float]) -> None:
             seen[meta["tool_call_id"]] = time.perf_counter()
 
 
-async def agent_cells(server, peer: NotebookPeer, cells: int, llm: FakeLLM) -> list[float]:
-    """One run of `cells` auto-approved cells; per cell, peer-visible time minus cell_finished's arrival."""
-    llm.script(*(tool_call("run_cell", {"code": f"x{n} = {n}"}, id=f"c{n}") for n in range(cells)), text("done"))
+async def agent_cells(server: JupyterProcess, peer: NotebookPeer, cells: int, llm: FakeLLM) -> list[float]:
+    """Runs of auto-approved cells (at most PER_RUN each: a run's model calls are capped); per cell,
+    the time it finished in the peer's copy minus the arrival of its cell_finished on the stream."""
     seen: dict[str, float] = {}
     loop = asyncio.get_running_loop()
     # Read after the update's transaction, not inside its callback (the document is not readable there).
@@ -48,15 +50,19 @@ async def agent_cells(server, peer: NotebookPeer, cells: int, llm: FakeLLM) -> l
     async with httpx.AsyncClient(base_url=server.url, headers={"Authorization": f"token {TOKEN}"}, timeout=600) as api:
         changed = await api.put("cellwright/api/config", json={"auto_approve": ["run_cell"]})  # no approval round trips
         assert changed.status_code == 200, changed.text
-        created = await api.post("cellwright/api/threads", json={"notebook_path": "bench.ipynb"})
-        assert created.status_code == 201, (created.status_code, created.text)
-        thread = created.json()["thread_id"]
-        await api.post(f"cellwright/api/threads/{thread}/runs", json={"message": "go"})
-        async with api.stream("GET", f"cellwright/api/threads/{thread}/events") as response:
-            async for line in response.aiter_lines():
-                if line.startswith("data: ") and '"cell_finished"' in line:
-                    arrived[json.loads(line[6:])["id"]] = time.perf_counter()
-    await peer.wait_for(lambda _nb: len(seen) == cells, "every cell finish")
+        for first in range(0, cells, PER_RUN):
+            batch = range(first, min(cells, first + PER_RUN))
+            llm.script(*(tool_call("run_cell", {"code": f"x{n} = {n}"}, id=f"c{n}") for n in batch), text("done"))
+            created = await api.post("cellwright/api/threads", json={"notebook_path": "bench.ipynb"})
+            assert created.status_code == 201, (created.status_code, created.text)
+            thread = created.json()["thread_id"]
+            await api.post(f"cellwright/api/threads/{thread}/runs", json={"message": "go"})
+            async with api.stream("GET", f"cellwright/api/threads/{thread}/events") as response:
+                async for line in response.aiter_lines():
+                    if line.startswith("data: ") and '"cell_finished"' in line:
+                        arrived[json.loads(line[6:])["id"]] = time.perf_counter()
+    assert len(arrived) == cells, f"{len(arrived)} of {cells} cells finished"
+    await peer.wait_for(lambda _nb: arrived.keys() <= seen.keys(), "every cell finish")
     return [seen[call] - arrived[call] for call in arrived]
 
 

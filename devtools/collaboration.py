@@ -140,7 +140,7 @@ class NotebookPeer:
             self._changed.clear()
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise TimeoutError(f"the peer never saw {what}: {self.notebook.get()}")
+                raise TimeoutError(f"the peer never saw {what}: {str(self.notebook.get())[:3000]}")
             try:
                 await asyncio.wait_for(self._changed.wait(), remaining)
             except asyncio.TimeoutError:
