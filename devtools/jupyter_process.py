@@ -21,6 +21,9 @@ TOKEN = "cellwright-test-token"
 REPO = Path(__file__).resolve().parent.parent
 
 
+APP_MODULES = {"server": "jupyter_server", "lab": "jupyterlab"}
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -97,8 +100,12 @@ class JupyterProcess:
         app: str = "server",
         extra_args: list[str] | None = None,
         cellwright: bool = True,
+        python: str = sys.executable,
+        extensions: dict[str, bool] | None = None,
     ) -> None:
         self.base = base
+        self.python = python  # another environment's, e.g. devtools.collaboration's venv
+        self.extensions = extensions or {}  # server extensions enabled besides Cellwright
         self.root = base / "root"
         self.root.mkdir(parents=True, exist_ok=True)
         self.env = isolated_env(base, env)
@@ -117,18 +124,20 @@ class JupyterProcess:
 
     def start(self, timeout: float = 60) -> JupyterProcess:
         self.port = free_port()
+        # `jupyter <app>` runs the app's script found on PATH, whose Python is this one's: another
+        # environment's Python runs the app's module itself.
+        app = ["jupyter", self.app] if self.python == sys.executable else [APP_MODULES[self.app]]
         args = [
-            sys.executable,
+            self.python,
             "-m",
-            "jupyter",
-            self.app,
+            *app,
             "--no-browser",
             "--allow-root",
             f"--port={self.port}",
             "--ServerApp.ip=127.0.0.1",
             f"--IdentityProvider.token={TOKEN}",
             f"--ServerApp.root_dir={self.root}",
-            f"--ServerApp.jpserver_extensions={{'cellwright': {self.cellwright}}}",
+            f"--ServerApp.jpserver_extensions={ {'cellwright': self.cellwright, **self.extensions} }",
             *self.extra_args,
         ]
         log = open(self.log_path, "ab")

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from .kernel_executor import KernelEnvironment
     from .mcp_endpoint import McpEndpoint
+    from .shared_notebook import SharedNotebookWriter
 
 
 class CellwrightApp(ExtensionApp):
@@ -107,6 +108,7 @@ class CellwrightApp(ExtensionApp):
         self._mcp: Any = None
         self._mcp_endpoint: McpEndpoint | None = None
         self.run_manager.mcp = self.mcp_manager
+        self.shared_cells: SharedNotebookWriter | None = None  # with jupyter-collaboration, from ready() on
         self.settings["cellwright"] = self
 
     def initialize_handlers(self) -> None:
@@ -124,8 +126,38 @@ class CellwrightApp(ExtensionApp):
         async with self._open_lock:
             if not self.threads.is_open:
                 await self.threads.open()
+                self._write_shared_documents()
                 self._recovery = asyncio.create_task(self._recover())
                 self.knowledge()  # the index builds in the background: nothing here waits for it
+
+    def _write_shared_documents(self) -> None:
+        """With jupyter-collaboration loaded (and not disabled), the agent's cells go into the notebooks'
+        shared documents from this server (jupyter_ext/shared_notebook.py); the panel then only decorates."""
+        from .shared_notebook import SharedNotebookWriter, collaboration_documents
+
+        documents = collaboration_documents(self._server())
+        if documents is None:
+            return
+
+        async def notebook_of(thread_id: str) -> str | None:
+            record = await self.threads.get(thread_id)
+            return record.notebook_path if record is not None else None
+
+        contents = self._server().contents_manager
+
+        async def exists(path: str) -> bool:
+            from jupyter_core.utils import ensure_async
+
+            try:
+                return bool(await ensure_async(contents.file_exists(path)))
+            except Exception:  # e.g. a path outside the root: not a notebook to write into
+                return False
+
+        self.shared_cells = SharedNotebookWriter(documents, notebook_of, exists)
+        self.threads.events.observe(self.shared_cells)
+        self.log.info(
+            "Cellwright writes the agent's cells into the notebooks' shared documents (jupyter-collaboration)"
+        )
 
     async def _recover(self) -> None:
         try:
@@ -145,6 +177,8 @@ class CellwrightApp(ExtensionApp):
         if self._mcp_endpoint is not None:  # its sessions end before the runs they wait on
             await self._mcp_endpoint.close()
         await self.run_manager.shutdown()
+        if self.shared_cells is not None:
+            await self.shared_cells.close()
         if self._mcp is not None:  # the MCP servers this server started stop with it
             await self._mcp.shutdown()
         self.kernel_clients.close()
@@ -178,6 +212,7 @@ class CellwrightApp(ExtensionApp):
             clients=self.kernel_clients,
             evaluations=self.kernel_evaluations,
             restarts=self.kernel_restarts,
+            shared=self.shared_cells.cells if self.shared_cells is not None else None,
         )
 
     def mcp_manager(self) -> Any:
@@ -234,7 +269,7 @@ class CellwrightApp(ExtensionApp):
             "version": __version__,
             **{name: config[name] for name in ("model", "tool_calling", "checkpointer")},
             "llm_configured": self.configuration.agent_settings().llm_configured,
-            "shared_document": False,
+            "shared_document": self.shared_cells is not None,
             **({"problems": self.problems} if self.problems else {}),
         }
 

@@ -9,6 +9,7 @@ import asyncio
 import json
 import queue
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -58,6 +59,14 @@ class KernelEnvironment:
     evaluations: KernelEvaluations | None = None
     # Restarts made through the server (kernel_restarts.KernelRestarts): a gateway kernel's identity.
     restarts: KernelRestarts | None = None
+    # Under jupyter-collaboration: a notebook's cells from its shared document (shared_notebook.py).
+    shared: Callable[[str], Awaitable[list[dict[str, Any]] | None]] | None = None
+
+    async def shared_cells(self) -> list[dict[str, Any]] | None:
+        """agent_core's HasSharedNotebook: what edit_cell checks and diffs against."""
+        if self.shared is None or not self.notebook_path:
+            return None
+        return await self.shared(self.notebook_path)
 
     async def resolve_kernel(self) -> str:
         if self.kernel_id and self.kernel_id in self.kernel_manager:

@@ -253,6 +253,7 @@ def test_the_server_and_the_magic_read_the_same_settings(
     import agent_core
 
     assert health["version"] == agent_core.__version__ and health["model"] == "put-model"
+    assert health["shared_document"] is False  # no jupyter-collaboration: the panel writes the cells
 
 
 def test_a_bad_config_value_keeps_the_extension_from_loading_and_says_why(

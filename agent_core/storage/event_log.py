@@ -9,6 +9,7 @@ client that reconnects with the last seq it saw gets every later event once, in 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,6 +21,9 @@ from agent_core.storage.database import Connection, Database
 LIVE_EVENTS_KEPT = 2000  # per thread: live-only events a slow reader may still catch up on
 TICK_SECONDS = 1.0  # how often waiting readers look again without being woken (other processes on SQLite)
 RECENT_EVENTS_KEPT, RECENT_BYTES_KEPT = 4096, 4 * 1024 * 1024  # per leased thread: events its readers get from memory
+
+EventObserver = Callable[[str, dict[str, Any]], None]
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -79,6 +83,21 @@ class EventLog:
         self._appending = False  # a task is writing them
         self._ticking: set[asyncio.Future[object]] = set()  # every waiting reader's future, for the next tick
         self._tick: asyncio.TimerHandle | None = None
+        self._observers: list[EventObserver] = []
+
+    def observe(self, observer: EventObserver) -> None:
+        """Call `observer(thread_id, event)` with every event this process stores or streams live
+        (token previews aside), in the order readers get them: e.g. the writer of agent cells into
+        a shared notebook document. Called synchronously; it must not block, and what it raises is
+        not the appender's problem."""
+        self._observers.append(observer)
+
+    def _tell_observers(self, thread_id: str, event: dict[str, Any]) -> None:
+        for observer in self._observers:
+            try:
+                observer(thread_id, event)
+            except Exception:  # an observer's bug must not fail an append every reader waits for
+                logger.exception("An event observer failed on a %s event", event.get("type"))
 
     @property
     def notifies(self) -> bool:
@@ -183,6 +202,7 @@ class EventLog:
             recent.add(stamped, len(data))
         self._last_seq[thread_id] = seq
         self.wake(thread_id)
+        self._tell_observers(thread_id, stamped)
         return stamped
 
     def wants_previews(self, thread_id: str) -> bool:
@@ -206,6 +226,8 @@ class EventLog:
         log.entries.append((log.next_index, anchor, {**event, "thread_id": thread_id}))
         log.next_index += 1
         self.wake(thread_id)
+        if "stored_as" not in event:  # a token preview: its stored row comes too
+            self._tell_observers(thread_id, {**event, "thread_id": thread_id})
 
     def live_start(self, thread_id: str, after: int) -> int:
         """Where a reader that starts after stored seq `after` begins in the live log."""

@@ -131,6 +131,15 @@ class HasKernelHistory(Protocol):
         ...
 
 
+@runtime_checkable
+class HasSharedNotebook(Protocol):
+    async def shared_cells(self) -> list[dict[str, Any]] | None:
+        """The notebook's cells as its shared document holds them now (real-time collaboration, where
+        the server writes the agent's cells): what every browser shows, fresher than the saved file
+        and than the cells a browser sent. None when the notebook has no shared document."""
+        ...
+
+
 @dataclass(frozen=True)
 class ToolContext:
     call_id: str

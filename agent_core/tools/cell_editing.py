@@ -12,7 +12,14 @@ from pydantic import Field
 
 from agent_core.loop.output_digest import bounded
 from agent_core.tools.arguments import ToolArgs
-from agent_core.tools.base import CellPlacement, ToolContext, ToolInputError, ToolOutcome, ToolSpec
+from agent_core.tools.base import (
+    CellPlacement,
+    HasSharedNotebook,
+    ToolContext,
+    ToolInputError,
+    ToolOutcome,
+    ToolSpec,
+)
 from agent_core.tools.notebook import RunCellArgs, before_cell, cell_outcome, cell_preview
 from agent_core.tools.notebook_reader import load_notebook
 from agent_core.tools.writes import MAX_DIFF_CHARS, unified_diff
@@ -32,8 +39,13 @@ def _source(cell: dict[str, Any]) -> str:
 
 
 async def notebook_cells(ctx: ToolContext) -> list[dict[str, Any]]:
-    """The notebook's cells: as the browser sent them with this run or approval (a source it left
-    out taken from the saved file), else as saved."""
+    """The notebook's cells: as its shared document holds them (under real-time collaboration), else
+    as the browser sent them with this run or approval (a source it left out taken from the saved
+    file), else as saved."""
+    if isinstance(ctx.env, HasSharedNotebook):
+        shared = await ctx.env.shared_cells()
+        if shared is not None:
+            return shared
     live = ctx.notebook_cells
     if live is None:
         return await saved_cells(ctx)
