@@ -24,7 +24,7 @@ import pytest
 from agent_core.contract.routes import ROUTES, Route
 from agent_core.storage.thread_store import ThreadStore
 from devtools.fake_llm import FakeLLM, text, tool_call
-from devtools.jupyter_process import JupyterProcess
+from devtools.jupyter_process import TOKEN, JupyterProcess
 from tests.test_magic import Kernel, llm, magic_env, magic_kernel, places  # noqa: F401 (the magic's fixtures)
 from tests.test_postgres_servers import follow, postgres_server_env, start
 
@@ -320,3 +320,26 @@ async def test_recovery_at_start_touches_only_the_owners_threads(tmp_path: Path,
             assert recovered == [mine]
         finally:
             await alice.close()
+
+
+def test_an_outside_agent_works_in_its_owners_threads_only(team: Team) -> None:
+    """The same MCP client on alice's and on bob's server, the same notebook path: two threads, each
+    listed by its owner's servers only."""
+    from tests.test_mcp_endpoint import connected, text_of
+
+    async def read(server: JupyterProcess) -> None:
+        async with connected(f"{server.url}/cellwright/mcp", TOKEN) as session:
+            result = await session.call_tool("read_notebook", {"notebook_path": "mcp-owners.ipynb"})
+            assert "mcp-owners.ipynb" in text_of(result) or result.is_error  # no such file: said, not crashed
+
+    for server in (team.alice, team.bob):
+        asyncio.run(read(server))
+
+    def mcp_threads(server: JupyterProcess) -> list[str]:
+        threads = server.get("cellwright/api/threads").json()["threads"]
+        return [t["thread_id"] for t in threads if t["title"] == "Claude Code via MCP"]
+
+    alices, bobs = mcp_threads(team.alice), mcp_threads(team.bob)
+    assert len(alices) == 1 and len(bobs) == 1 and alices != bobs
+    assert mcp_threads(team.alice_again) == alices  # her other server shares hers
+    assert team.bob.get(f"cellwright/api/threads/{alices[0]}").status_code == 404
