@@ -4,15 +4,14 @@ step ("try again from here")."""
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field, model_validator
 
 from agent_core.contract.answers import ThreadMessage
 from agent_core.contract.bodies import MAX_ID_CHARS, Body
+from agent_core.contract.choices import RewindChoice
+from agent_core.contract.review import NotReversible, RewindResult, RewindStep, RewindUndone
 from agent_core.contract.shared import WireModel
 
-RewindChoice = Literal["revert", "keep"]
 MAX_USER_MESSAGE = 100_000
 
 
@@ -38,44 +37,6 @@ class ForkRequest(Body):
     from_: str = Field(alias="from", min_length=1, max_length=MAX_ID_CHARS, description="A tool call id.")
 
 
-class NotReversible(WireModel):
-    tool_call_id: str
-    why: str
-
-
-class RewindStep(WireModel):
-    """One later step, as the rewind card lists it (newest first)."""
-
-    tool_call_id: str
-    name: str = Field(description="The tool it called.")
-    restores: list[str] = Field(description="What going back restores for this step, one line each.")
-    cannot: list[str] = Field(description="What stays as it is (shell, network, installs, a lost snapshot...).")
-
-
-class RewindResult(WireModel):
-    """POST threads/{id}/rewind (with dry_run: what would happen); also the `rewound` event's fields."""
-
-    dry_run: bool
-    steps: list[RewindStep] = Field(description="The steps gone back over, newest first.")
-    restored: list[str] = Field(description="Kernel variables set back.")
-    removed: list[str] = Field(description="Kernel variables the steps created, deleted again.")
-    cells_removed: list[str] = Field(
-        description="Tool call ids whose notebook cells the panel removes (notebook: revert)."
-    )
-    files_reverted: list[str] = Field(description="Paths put back as they were before the steps (files: revert).")
-    not_reversible: list[NotReversible]
-    branch: str = Field(description="The thread's branch after the rewind (empty on a dry run).")
-    previous_branch: str = Field(description="The branch gone back from: still readable (GET branches).")
-
-
-class RewindUndone(WireModel):
-    """POST threads/{id}/rewind/undo: the branch the rewind left is the thread's again."""
-
-    branch: str
-    files_restored: list[str] = Field(description="Files put back as they were just before the rewind.")
-    not_restored: list[str] = Field(description="What the undo cannot bring back, e.g. the kernel's variables.")
-
-
 class Branch(WireModel):
     branch: str = Field(description="The id of the branch's newest checkpoint.")
     current: bool = Field(description="The branch the thread continues on.")
@@ -98,3 +59,6 @@ class BranchDetail(WireModel):
 class Forked(WireModel):
     thread_id: str
     forked_from: str = Field(description="<thread id>:<tool call id> the new thread continues from.")
+
+
+__all__ = ["NotReversible", "RewindResult", "RewindStep", "RewindUndone", "RewindChoice"]
