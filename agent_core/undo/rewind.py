@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from agent_core.tools.base import ToolEnvironment
 
 KERNEL_NOT_REDONE = (
-    "kernel variables: the rewind restored them from the steps' snapshots, which are used up; run those cells "
-    "again to redo them"
+    "kernel variables are not redone: the rewind set them back from the steps' snapshots, which are used up; run "
+    "those cells again to redo them"
 )
 
 

@@ -51,6 +51,7 @@ class LaterStep:
     name: str
     status: str | None  # the ledger's outcome status; None: unknown
     preimage: dict[str, Any] | None
+    answered: bool = True  # it has a tool message (a call still pending approval has none)
 
 
 @dataclass
@@ -76,7 +77,7 @@ def later_steps(messages: list[dict[str, Any]], statuses: dict[str, str | None])
             call_id = str(call.get("id"))
             result = results.get(call_id) or {}
             name = str((call.get("function") or {}).get("name", ""))
-            steps.append(LaterStep(call_id, name, statuses.get(call_id), result.get(PREIMAGE_KEY)))
+            steps.append(LaterStep(call_id, name, statuses.get(call_id), result.get(PREIMAGE_KEY), call_id in results))
     return steps[::-1]
 
 
@@ -98,7 +99,7 @@ def plan(steps: list[LaterStep], here: Situation) -> list[Planned]:
 
 def _plan_step(step: LaterStep, here: Situation) -> Planned:
     planned = Planned(step.call_id, step.name)
-    if step.status == "rejected":  # rejected, or stopped before it ran: nothing of it happened
+    if step.status == "rejected" or not step.answered:  # rejected, stopped or pending: nothing of it happened
         return planned
     if step.name in KERNEL_STEPS:
         _kernel(planned, here)
