@@ -440,6 +440,8 @@ export interface RewindResult {
 /** POST threads/{id}/rewind/undo: the branch the rewind left is the thread's again. */
 export interface RewindUndone {
   branch: string;
+  /** The branch the undone rewind had made (its `rewound` event's `branch`). */
+  undid: string;
   /** Files put back as they were just before the rewind. */
   files_restored: string[];
   /** What the undo cannot bring back, e.g. the kernel's variables. */
@@ -458,6 +460,8 @@ export interface RewindUndoneEvent {
   /** Set on every event of a sub-agent: the id of the `task` call that started it. */
   task_id?: string | null;
   branch: string;
+  /** The branch the undone rewind had made (its `rewound` event's `branch`). */
+  undid: string;
   /** Files put back as they were just before the rewind. */
   files_restored: string[];
   /** What the undo cannot bring back, e.g. the kernel's variables. */

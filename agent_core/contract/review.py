@@ -117,5 +117,6 @@ class RewindUndone(WireModel):
     """POST threads/{id}/rewind/undo: the branch the rewind left is the thread's again."""
 
     branch: str
+    undid: str = Field(description="The branch the undone rewind had made (its `rewound` event's `branch`).")
     files_restored: list[str] = Field(description="Files put back as they were just before the rewind.")
     not_restored: list[str] = Field(description="What the undo cannot bring back, e.g. the kernel's variables.")

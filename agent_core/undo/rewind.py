@@ -165,7 +165,9 @@ async def undo_rewind(runner: ThreadRunner, thread_id: str, env: ToolEnvironment
         "[The user undid going back: the conversation continues from its latest step again, but kernel variables the "
         "rewind restored were not redone; check them before relying on them.]",
     )
-    return RewindUndone(branch=branch, files_restored=restored, not_restored=not_restored)
+    return RewindUndone(
+        branch=branch, undid=branches.checkpoint_id(head), files_restored=restored, not_restored=not_restored
+    )
 
 
 def _put_back(path: Path, before: FileBefore) -> str | None:
