@@ -49,6 +49,7 @@ async def _next_request(api: Api, fake_llm: FakeLLM, thread: str) -> dict[str, A
     return fake_llm.requests[-1]
 
 
+@pytest.mark.also_postgres  # checkpoint metadata and history as the PostgreSQL saver keeps them
 async def test_rewind_with_revert_restores_kernel_files_cells_and_conversation(
     api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_serverapp: Any, jp_root_dir: Path
 ) -> None:
