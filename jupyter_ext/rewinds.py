@@ -103,5 +103,5 @@ async def fork(runs: RunManager, thread_id: str, request: ForkRequest) -> Forked
     if record.kernel_id:
         await runs.threads.update(new.thread_id, kernel_id=record.kernel_id)
     origin = f"{thread_id}:{request.from_}"
-    await tree.copy_into(runner.graph, point.snapshot, new.thread_id, **{tree.FORKED_FROM: origin})
+    await tree.copy_into(runner.graph, point.snapshot, new.thread_id, origin)
     return Forked(thread_id=new.thread_id, forked_from=origin)

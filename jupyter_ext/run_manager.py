@@ -136,6 +136,7 @@ class RunManager(LoggingConfigurable):
             "pending_approval": _public_pending(pending),
             "usage": public_usage(values.get("usage") or zero_usage()),
             "autonomy": autonomy_of(snapshot),
+            "forked_from": values.get("forked_from"),
         }
         return ThreadDetail.model_validate(detail)
 

@@ -1048,6 +1048,8 @@ export interface ThreadDetail {
   usage: Usage;
   /** Of the thread's last run. */
   autonomy: Autonomy;
+  /** "<thread id>:<tool call id>" when the thread was forked from that step (POST fork). */
+  forked_from?: string | null;
 }
 
 export interface ThreadList {

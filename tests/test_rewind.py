@@ -88,6 +88,11 @@ async def test_rewind_with_revert_restores_kernel_files_cells_and_conversation(
     # Something ran after the rewind: it cannot be undone any more.
     code, refused = await api.call("POST", f"threads/{thread}/rewind/undo", {}, expect=409)
     assert "not a rewind" in refused["message"]
+    # Back to before the user's second message: that exchange goes, the steps before it stay.
+    _, back = await api.call("POST", f"threads/{thread}/rewind", {"user_message": 1}, expect=200)
+    assert back["steps"] == [] and back["not_reversible"] == []
+    _, detail = await api.call("GET", f"threads/{thread}", expect=200)
+    assert [m["content"] for m in detail["messages"] if m["role"] == "user"] == ["do the five things"]
 
 
 async def test_rewind_with_keep_takes_back_only_kernel_and_conversation(
@@ -148,6 +153,7 @@ async def test_try_again_forks_a_new_thread_and_leaves_the_original(
     assert forked["forked_from"] == f"{thread}:f2" and forked["thread_id"] != thread
     _, again = await api.call("GET", f"threads/{forked['thread_id']}", expect=200)
     assert [c["id"] for m in again["messages"] for c in m.get("tool_calls") or []] == ["f1"]
+    assert again["forked_from"] == f"{thread}:f2" and before.get("forked_from") is None
     assert (await api.call("GET", f"threads/{thread}", expect=200))[1]["messages"] == before["messages"]
     request = await _next_request(api, fake_llm, forked["thread_id"])
     assert _calls_sent(request) == ["f1"]

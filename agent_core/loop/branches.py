@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from agent_core.loop.graph import AgentGraph
 
 REWOUND_FROM = "cellwright_rewound_from"  # checkpoint metadata of a rewind's head: the head it left
-FORKED_FROM = "cellwright_forked_from"  # of a forked thread's first checkpoint: "<thread>:<tool call>"
 MAX_CHECKPOINTS = 5000  # of one thread read to find branches (each holds its messages' delta only)
 
 
@@ -103,12 +102,12 @@ async def fork(graph: AgentGraph, thread_id: str, at: str, **metadata: str) -> s
     return str(config["configurable"]["checkpoint_id"])
 
 
-async def copy_into(graph: AgentGraph, snapshot: StateSnapshot, thread_id: str, **metadata: str) -> None:
-    """A new thread's first state: `snapshot`'s values, finished."""
+async def copy_into(graph: AgentGraph, snapshot: StateSnapshot, thread_id: str, forked_from: str) -> None:
+    """A new thread's first state: `snapshot`'s values, finished, saying where it came from."""
     values = dict(snapshot.values or {})
     messages = values.pop("messages", [])
-    update = {**values, "messages": appended(*messages), "done": True}
-    await graph.aupdate_state(_config(thread_id, **metadata), update, as_node="tools")
+    update = {**values, "messages": appended(*messages), "done": True, "forked_from": forked_from}
+    await graph.aupdate_state(_config(thread_id), update, as_node="tools")
 
 
 def _common_prefix(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> int:
