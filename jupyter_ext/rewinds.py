@@ -73,8 +73,7 @@ async def branch(runs: RunManager, thread_id: str, branch_id: str) -> BranchDeta
     """A branch's conversation as GET threads/{id} shows messages ("show the earlier attempt")."""
     from agent_core.contract.rewind import BranchDetail
     from agent_core.loop import branches as tree
-    from agent_core.loop.mentions import CONTEXT_KEY
-    from agent_core.loop.thread_view import view_message
+    from agent_core.loop.thread_view import visible_messages
 
     await runs.thread(thread_id)
     snapshot = await tree.read_branch((await runs.runner()).graph, thread_id, branch_id[:MAX_BRANCH_ID])
@@ -83,7 +82,7 @@ async def branch(runs: RunManager, thread_id: str, branch_id: str) -> BranchDeta
             f"Thread {thread_id!r} has no branch {branch_id[:MAX_BRANCH_ID]!r}: list them with GET branches.",
             "not_found",
         )
-    messages = [view_message(m) for m in tree.messages_of(snapshot) if not m.get(CONTEXT_KEY)]
+    messages = visible_messages(tree.messages_of(snapshot))
     return BranchDetail.model_validate({"branch": branch_id, "messages": messages})
 
 

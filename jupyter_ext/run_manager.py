@@ -118,8 +118,7 @@ class RunManager(LoggingConfigurable):
     async def thread_detail(self, thread_id: str) -> ThreadDetail:
         """The thread as it is: a read never drives a run (recovery is for start-up and POSTs)."""
         from agent_core.contract.answers import ThreadDetail
-        from agent_core.loop.mentions import CONTEXT_KEY
-        from agent_core.loop.thread_view import autonomy_of, pending_approval, view_message
+        from agent_core.loop.thread_view import autonomy_of, pending_approval, visible_messages
         from agent_core.loop.usage import public as public_usage
         from agent_core.loop.usage import zero as zero_usage
 
@@ -131,7 +130,7 @@ class RunManager(LoggingConfigurable):
         detail = {
             **record.public(),
             "status": self._status(record, pending),
-            "messages": [view_message(m) for m in values.get("messages", []) if not m.get(CONTEXT_KEY)],
+            "messages": visible_messages(values.get("messages", [])),
             "todos": values.get("todos", []),
             "pending_approval": _public_pending(pending),
             "usage": public_usage(values.get("usage") or zero_usage()),

@@ -158,6 +158,14 @@ async def test_try_again_forks_a_new_thread_and_leaves_the_original(
     request = await _next_request(api, fake_llm, forked["thread_id"])
     assert _calls_sent(request) == ["f1"]
 
+    # Back to before the thread's first message: an empty conversation, and nothing re-driven.
+    _, back = await api.call("POST", f"threads/{thread}/rewind", {"user_message": 0}, expect=200)
+    assert [s["tool_call_id"] for s in back["steps"]] == ["f2", "f1"]
+    _, empty = await api.call("GET", f"threads/{thread}", expect=200)
+    assert empty["messages"] == [] and empty["status"] != "running"
+    request = await _next_request(api, fake_llm, thread)
+    assert [m["content"] for m in request["messages"] if m["role"] == "user" and m["content"] == "go"] == []
+
 
 async def test_rewind_refuses_what_it_cannot_do(api: Api, fake_llm: FakeLLM, notebook_kernel: str) -> None:
     fake_llm.script(tool_call("run_cell", {"code": "z = 1"}, id="p1"), text("ok"))

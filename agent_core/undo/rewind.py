@@ -14,7 +14,7 @@ from agent_core.contract.rewind import NotReversible, RewindRequest, RewindResul
 from agent_core.loop import branches
 from agent_core.undo.book import FileBefore, RewindRecord
 from agent_core.undo.preimages import current, digest, revert
-from agent_core.undo.rewind_plan import LaterStep, Planned, Situation, later_steps, plan
+from agent_core.undo.rewind_plan import Planned, Situation, later_steps, plan
 from agent_core.undo.steps import UndoRefused, undo_step
 from agent_core.workspace import workspace_of
 
@@ -32,11 +32,12 @@ class RewindRefused(Exception):
     """Nothing to undo, or the thread moved on since the rewind (409)."""
 
 
-async def _statuses(runner: ThreadRunner, thread_id: str, later: list[LaterStep]) -> dict[str, str | None]:
+async def _statuses(runner: ThreadRunner, thread_id: str, call_ids: list[str]) -> dict[str, str | None]:
+    """What the ledger recorded of each call: "rejected" ones never ran, so nothing of them goes back."""
     found = {}
-    for step in later:
-        outcome = await runner.store.ledger.lookup(thread_id, step.call_id)
-        found[step.call_id] = outcome.status if outcome is not None else None
+    for call_id in call_ids:
+        outcome = await runner.store.ledger.lookup(thread_id, call_id)
+        found[call_id] = outcome.status if outcome is not None else None
     return found
 
 
@@ -44,8 +45,7 @@ async def rewind(runner: ThreadRunner, thread_id: str, env: ToolEnvironment, req
     """Raises branches.NoSuchStep when the current branch has no such step."""
     point = await branches.fork_point(runner.graph, thread_id, request.to, request.user_message)
     head = await runner.snapshot(thread_id)
-    steps = later_steps(point.later, {})
-    steps = later_steps(point.later, await _statuses(runner, thread_id, steps))
+    steps = later_steps(point.later, await _statuses(runner, thread_id, branches.call_ids(point.later)))
     here = Situation(
         thread_id,
         runner.undo,
@@ -152,10 +152,13 @@ async def undo_rewind(runner: ThreadRunner, thread_id: str, env: ToolEnvironment
     restored, not_restored = [], []
     for before in record.files if record is not None and mine else []:
         problem = await asyncio.to_thread(_put_back, workspace_of(env).root / before.path, before)
-        (not_restored.append(f"{before.path}: {problem}") if problem else restored.append(before.path))
+        if problem:
+            not_restored.append(f"{before.path}: {problem}")
+        else:
+            restored.append(before.path)
     if not mine:
         not_restored.append(
-            "files: this server did not make the rewind (or restarted since): they stay as it left them"
+            "files the rewind put back (if any) stay as it left them: this server did not make it, or restarted since"
         )
     if record is None or record.kernel_steps:
         not_restored.append(KERNEL_NOT_REDONE)
