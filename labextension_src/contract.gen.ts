@@ -426,7 +426,10 @@ export interface RewindResult {
   restored: string[];
   /** Kernel variables the steps created, deleted again. */
   removed: string[];
-  /** Tool call ids whose notebook cells the panel removes (notebook: revert). */
+  /**
+   * Tool call ids whose notebook cells the panel removes, or gives their source from before back
+   * (edit_cell), as for an undone step (notebook: revert).
+   */
   cells_removed: string[];
   /** Paths put back as they were before the steps (files: revert). */
   files_reverted: string[];
@@ -489,7 +492,10 @@ export interface RewoundEvent {
   restored: string[];
   /** Kernel variables the steps created, deleted again. */
   removed: string[];
-  /** Tool call ids whose notebook cells the panel removes (notebook: revert). */
+  /**
+   * Tool call ids whose notebook cells the panel removes, or gives their source from before back
+   * (edit_cell), as for an undone step (notebook: revert).
+   */
   cells_removed: string[];
   /** Paths put back as they were before the steps (files: revert). */
   files_reverted: string[];

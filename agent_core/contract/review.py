@@ -105,7 +105,8 @@ class RewindResult(WireModel):
     restored: list[str] = Field(description="Kernel variables set back.")
     removed: list[str] = Field(description="Kernel variables the steps created, deleted again.")
     cells_removed: list[str] = Field(
-        description="Tool call ids whose notebook cells the panel removes (notebook: revert)."
+        description="Tool call ids whose notebook cells the panel removes, or gives their source from before back "
+        "(edit_cell), as for an undone step (notebook: revert)."
     )
     files_reverted: list[str] = Field(description="Paths put back as they were before the steps (files: revert).")
     not_reversible: list[NotReversible]

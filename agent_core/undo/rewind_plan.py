@@ -76,7 +76,7 @@ def later_steps(messages: list[dict[str, Any]], statuses: dict[str, str | None])
         for call in message.get("tool_calls") or []:
             call_id = str(call.get("id"))
             result = results.get(call_id) or {}
-            name = str((call.get("function") or {}).get("name", ""))
+            name = str((call.get("function") or {}).get("name", ""))[:200]  # the model's text: bounded
             steps.append(LaterStep(call_id, name, statuses.get(call_id), result.get(PREIMAGE_KEY), call_id in results))
     return steps[::-1]
 
@@ -110,7 +110,9 @@ def _plan_step(step: LaterStep, here: Situation) -> Planned:
         else:
             planned.restores.append("its notebook cell stays (notebook: keep)")
     elif step.name == "edit_cell" and here.notebook == "revert":
-        planned.cannot.append("its edit of an existing cell stays: undo that cell's edit from the notebook")
+        # The panel gives an edited cell its source back as the one-step undo does (notebook.ts).
+        planned.restores.append("the cell it edited gets its source from before back")
+        planned.remove_cell = True
     if step.name in FILE_STEPS:
         _file(planned, step, here)
     elif step.name in OUTSIDE:
