@@ -6,7 +6,7 @@ their ratios and the kernel's peak resident memory (VmHWM, reset before each mea
 above what the kernel held before it), from one run.
 The snapshot budget is raised so that all 10 steps keep theirs (the default, 256 MB, keeps the last 2).
 
-    python bench/rewind.py [steps]
+    python bench/rewind.py [steps] [long thread steps]
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ LOAD = (
 )
 STEP = "df['c{n}'] = df['c{n}'] * 2 + {n}"
 NOTEBOOK = "bench.ipynb"
+LONG = int(sys.argv[2]) if len(sys.argv) > 2 else 150  # steps of the thread whose history a preview reads
 
 
 def _kernel_process(server: JupyterProcess) -> psutil.Process:
@@ -94,12 +95,32 @@ def rewind(server: JupyterProcess, thread: str, pid: int, to: str) -> tuple[floa
     return seconds, max(0, _peak(pid) - before), answer.json()
 
 
+def long_thread(server: JupyterProcess, llm: FakeLLM, steps: int) -> tuple[float, float]:
+    """Milliseconds of a rewind's preview back to the first of `steps` Markdown steps, and of GET
+    branches: both read the thread's whole checkpoint history."""
+    llm.script(*(tool_call("add_markdown", {"content": f"note {n}"}, id=f"m{n}") for n in range(steps)), text("ok"))
+    thread = server.request("POST", "cellwright/api/threads", {"notebook_path": NOTEBOOK}).json()["thread_id"]
+    server.request("POST", f"cellwright/api/threads/{thread}/runs", {"message": "notes"})
+    assert server.events(thread)[-1]["status"] == "completed"
+    started = time.perf_counter()
+    answer = server.request("POST", f"cellwright/api/threads/{thread}/rewind", {"to": "m0", "dry_run": True})
+    preview = time.perf_counter() - started
+    assert answer.status_code == 200 and len(answer.json()["steps"]) == steps, answer.text
+    started = time.perf_counter()
+    assert server.get(f"cellwright/api/threads/{thread}/branches").status_code == 200
+    return preview * 1000, (time.perf_counter() - started) * 1000
+
+
 def main() -> None:
     steps = int(sys.argv[1]) if len(sys.argv) > 1 else 10
     cap = (steps + 2) * 110  # MB: every step's 100 MB snapshot kept
     with tempfile.TemporaryDirectory() as tmp, FakeLLM() as llm:
         env = {"OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "", "CELLWRIGHT_MODEL": "fake-model"}
-        args = ["--Cellwright.auto_approve=run_cell", f"--Cellwright.undo_snapshot_limit_mb={cap}"]
+        args = [
+            "--Cellwright.auto_approve=run_cell",
+            f"--Cellwright.undo_snapshot_limit_mb={cap}",
+            f"--Cellwright.max_model_calls={LONG + 10}",
+        ]
         server = JupyterProcess(Path(tmp), env, extra_args=args).start()
         try:
             server.open_notebook(NOTEBOOK)
@@ -109,6 +130,7 @@ def main() -> None:
             one, one_peak, one_answer = rewind(server, thread, pid, f"s{steps}")
             all_, all_peak, all_answer = rewind(server, thread, pid, "s1")
             after = _rss(pid)
+            preview_ms, branches_ms = long_thread(server, llm, LONG)
         finally:
             server.stop()
     gone = [a for a in (one_answer, all_answer) if a["not_reversible"]]
@@ -127,6 +149,7 @@ def main() -> None:
         f"the load: {top_all * 1000:.0f} ms, peak {top_all_peak / MB:.0f} MB | time ratio {all_ / top_all:.2f}"
     )
     print(f"kernel RSS after the rewinds: {after / MB:.0f} MB (snapshots used up are released)")
+    print(f"a thread of {LONG} steps: rewind preview {preview_ms:.0f} ms, GET branches {branches_ms:.0f} ms")
 
 
 if __name__ == "__main__":

@@ -66,7 +66,7 @@ async def branches(runs: RunManager, thread_id: str) -> BranchList:
 
     await runs.thread(thread_id)
     runner = await runs.runner()
-    return BranchList.model_validate({"branches": tree.branches(await tree.history(runner.graph, thread_id))})
+    return BranchList.model_validate({"branches": await tree.branches(runner.graph, thread_id)})
 
 
 async def branch(runs: RunManager, thread_id: str, branch_id: str) -> BranchDetail:

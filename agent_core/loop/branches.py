@@ -17,7 +17,8 @@ if TYPE_CHECKING:
     from agent_core.loop.graph import AgentGraph
 
 REWOUND_FROM = "cellwright_rewound_from"  # checkpoint metadata of a rewind's head: the head it left
-MAX_CHECKPOINTS = 5000  # of one thread read to find branches (each holds its messages' delta only)
+MAX_CHECKPOINTS = 20_000  # of one thread read to find branches (their ids and parents only)
+MAX_BRANCHES = 50  # listed, newest first
 
 
 class NoSuchStep(LookupError):
@@ -45,21 +46,25 @@ def messages_of(snapshot: StateSnapshot) -> list[dict[str, Any]]:
     return list((snapshot.values or {}).get("messages") or [])
 
 
-async def history(graph: AgentGraph, thread_id: str) -> list[StateSnapshot]:
-    """Every checkpoint of the thread's top graph, newest first."""
-    return [s async for s in graph.aget_state_history(_config(thread_id), limit=MAX_CHECKPOINTS)]
-
-
-def lineage(snapshots: list[StateSnapshot]) -> list[StateSnapshot]:
-    """The current branch: the newest checkpoint and its ancestors, newest first."""
-    by_id = {checkpoint_id(s): s for s in snapshots}
-    chain: list[StateSnapshot] = []
-    node = snapshots[0] if snapshots else None
-    while node is not None:
+async def _ancestry(graph: AgentGraph, thread_id: str) -> tuple[list[str], dict[str, str | None]]:
+    """The current branch's checkpoint ids (the newest checkpoint and its ancestors, newest first), and
+    every checkpoint's parent. Read from the saver's tuples: no state is rebuilt (a state's messages
+    are rebuilt from their deltas, so rebuilding every checkpoint's would cost the square of its length)."""
+    assert graph.checkpointer is not None and not isinstance(graph.checkpointer, bool)
+    parents: dict[str, str | None] = {}
+    async for saved in graph.checkpointer.alist(_config(thread_id), limit=MAX_CHECKPOINTS):  # newest first
+        parent = saved.parent_config["configurable"].get("checkpoint_id") if saved.parent_config else None
+        parents[str(saved.config["configurable"]["checkpoint_id"])] = str(parent) if parent else None
+    chain: list[str] = []
+    node = next(iter(parents), None)
+    while node is not None and node in parents:
         chain.append(node)
-        parent = node.parent_config
-        node = by_id.get(str(parent["configurable"]["checkpoint_id"])) if parent else None
-    return chain
+        node = parents[node]
+    return chain, parents
+
+
+async def state_at(graph: AgentGraph, thread_id: str, checkpoint: str) -> StateSnapshot:
+    return await graph.aget_state(_config(thread_id, checkpoint))
 
 
 def step_index(messages: list[dict[str, Any]], call_id: str | None, user_message: int | None) -> int:
@@ -83,16 +88,31 @@ def step_index(messages: list[dict[str, Any]], call_id: str | None, user_message
 
 async def fork_point(graph: AgentGraph, thread_id: str, call_id: str | None, user_message: int | None) -> ForkPoint:
     """The newest checkpoint of the current branch from before the step (durability "sync" saves
-    one after every node, so the conversation just before any model turn or user message is one)."""
-    chain = lineage(await history(graph, thread_id))
+    one after every node, so the conversation just before any model turn or user message is one).
+    Messages only grow along a branch: a binary search rebuilds a handful of states, not all."""
+    chain, _ = await _ancestry(graph, thread_id)
     if not chain:
         raise NoSuchStep("this thread has no conversation yet")
-    messages = messages_of(chain[0])
+    states: dict[int, StateSnapshot] = {}
+
+    async def count(index: int) -> int:
+        if index not in states:
+            states[index] = await state_at(graph, thread_id, chain[index])
+        return len(messages_of(states[index]))
+
+    await count(0)
+    messages = messages_of(states[0])
     cut = step_index(messages, call_id, user_message)
-    for snapshot in chain:
-        if len(messages_of(snapshot)) <= cut:
-            return ForkPoint(snapshot, messages[len(messages_of(snapshot)) :])
-    raise NoSuchStep("no saved state from before that step is left")
+    low, high = 0, len(chain) - 1
+    if await count(high) > cut:
+        raise NoSuchStep("no saved state from before that step is left")
+    while low < high:  # the first (newest) index whose conversation ends before the cut
+        middle = (low + high) // 2
+        if await count(middle) <= cut:
+            high = middle
+        else:
+            low = middle + 1
+    return ForkPoint(states[low], messages[await count(low) :])
 
 
 async def fork(graph: AgentGraph, thread_id: str, at: str, **metadata: str) -> str:
@@ -121,23 +141,27 @@ def call_ids(messages: list[dict[str, Any]]) -> list[str]:
     return [str(c.get("id")) for m in messages for c in m.get("tool_calls") or []]
 
 
-def branches(snapshots: list[StateSnapshot]) -> list[dict[str, Any]]:
-    """The leaves of the checkpoint tree: the current branch first, then the others newest first."""
-    if not snapshots:
+async def branches(graph: AgentGraph, thread_id: str) -> list[dict[str, Any]]:
+    """The leaves of the checkpoint tree (at most MAX_BRANCHES): the current branch first, then the
+    others newest first."""
+    chain, parents = await _ancestry(graph, thread_id)
+    if not chain:
         return []
-    parents = {str(s.parent_config["configurable"]["checkpoint_id"]) for s in snapshots if s.parent_config}
-    current = messages_of(snapshots[0])
+    inner = {parent for parent in parents.values() if parent}
+    leaves = [checkpoint for checkpoint in parents if checkpoint not in inner][:MAX_BRANCHES]
+    current = messages_of(await state_at(graph, thread_id, chain[0]))
     found = []
-    for leaf in (s for s in snapshots if checkpoint_id(s) not in parents):
-        messages = messages_of(leaf)
-        is_current = checkpoint_id(leaf) == checkpoint_id(snapshots[0])
-        own = call_ids(messages[_common_prefix(messages, current) :]) if not is_current else call_ids(messages)
+    for leaf in leaves:
+        snapshot = await state_at(graph, thread_id, leaf)
+        messages = messages_of(snapshot)
+        is_current = leaf == chain[0]
+        own = call_ids(messages if is_current else messages[_common_prefix(messages, current) :])
         found.append(
             {
-                "branch": checkpoint_id(leaf),
+                "branch": leaf,
                 "current": is_current,
                 "from_tool_call_id": own[0] if own else None,
-                "created_at": str(leaf.created_at or ""),
+                "created_at": str(snapshot.created_at or ""),
                 "steps": len(call_ids(messages)),
             }
         )
