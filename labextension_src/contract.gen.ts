@@ -433,6 +433,8 @@ export interface RewindResult {
   cells_removed: string[];
   /** Paths put back as they were before the steps (files: revert). */
   files_reverted: string[];
+  /** dry_run with files: revert: what going back changes in each file. */
+  file_diffs?: FileDiff[];
   not_reversible: NotReversible[];
   /** The thread's branch after the rewind (empty on a dry run). */
   branch: string;
@@ -499,6 +501,8 @@ export interface RewoundEvent {
   cells_removed: string[];
   /** Paths put back as they were before the steps (files: revert). */
   files_reverted: string[];
+  /** dry_run with files: revert: what going back changes in each file. */
+  file_diffs?: FileDiff[];
   not_reversible: NotReversible[];
   /** The thread's branch after the rewind (empty on a dry run). */
   branch: string;
@@ -1158,6 +1162,12 @@ export interface ExecuteCommandArgs {
   timeout?: number | null;
   /** Folder to run in, relative to the workspace root. */
   cwd?: string | null;
+}
+
+export interface FileDiff {
+  path: string;
+  /** Unified diff from the file as it is now to the file as going back leaves it. */
+  diff: string;
 }
 
 export interface FinalAnswerArgs {

@@ -57,6 +57,8 @@ async def test_rewind_with_revert_restores_kernel_files_cells_and_conversation(
     _, preview = await api.call("POST", f"threads/{thread}/rewind", {"to": "s2", "dry_run": True}, expect=200)
     assert [s["tool_call_id"] for s in preview["steps"]] == ["s5", "s4", "s3", "s2"]
     assert preview["not_reversible"] == [] and preview["branch"] == ""
+    diffs = {d["path"]: d["diff"] for d in preview["file_diffs"]}
+    assert "-a final\n+a draft\n" in diffs["notes.txt"] and "-written by the agent\n" in diffs["out.txt"], diffs
     assert await _kernel(jp_serverapp, notebook_kernel, KERNEL_NOW) == [[10, 20, 30], [8, 10, 12], True]  # unchanged
     assert (jp_root_dir / "out.txt").exists()
 

@@ -97,6 +97,11 @@ class RewindStep(WireModel):
     cannot: list[str] = Field(description="What stays as it is (shell, network, installs, a lost snapshot...).")
 
 
+class FileDiff(WireModel):
+    path: str
+    diff: str = Field(description="Unified diff from the file as it is now to the file as going back leaves it.")
+
+
 class RewindResult(WireModel):
     """POST threads/{id}/rewind (with dry_run: what would happen); also the `rewound` event's fields."""
 
@@ -109,6 +114,9 @@ class RewindResult(WireModel):
         "(edit_cell), as for an undone step (notebook: revert)."
     )
     files_reverted: list[str] = Field(description="Paths put back as they were before the steps (files: revert).")
+    file_diffs: list[FileDiff] = Field(
+        default_factory=list, description="dry_run with files: revert: what going back changes in each file."
+    )
     not_reversible: list[NotReversible]
     branch: str = Field(description="The thread's branch after the rewind (empty on a dry run).")
     previous_branch: str = Field(description="The branch gone back from: still readable (GET branches).")

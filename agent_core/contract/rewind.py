@@ -9,7 +9,7 @@ from pydantic import Field, model_validator
 from agent_core.contract.answers import ThreadMessage
 from agent_core.contract.bodies import MAX_ID_CHARS, Body
 from agent_core.contract.choices import RewindChoice
-from agent_core.contract.review import NotReversible, RewindResult, RewindStep, RewindUndone
+from agent_core.contract.review import FileDiff, NotReversible, RewindResult, RewindStep, RewindUndone
 from agent_core.contract.shared import WireModel
 
 MAX_USER_MESSAGE = 100_000
@@ -61,4 +61,4 @@ class Forked(WireModel):
     forked_from: str = Field(description="<thread id>:<tool call id> the new thread continues from.")
 
 
-__all__ = ["NotReversible", "RewindResult", "RewindStep", "RewindUndone", "RewindChoice"]
+__all__ = ["FileDiff", "NotReversible", "RewindResult", "RewindStep", "RewindUndone", "RewindChoice"]

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from agent_core.contract.rewind import NotReversible, RewindRequest, RewindResult, RewindUndone
+from agent_core.contract.rewind import FileDiff, NotReversible, RewindRequest, RewindResult, RewindUndone
 from agent_core.loop import branches
 from agent_core.undo.book import FileBefore, RewindRecord
 from agent_core.undo.preimages import current, digest, revert
@@ -57,7 +57,9 @@ async def rewind(runner: ThreadRunner, thread_id: str, env: ToolEnvironment, req
     planned = plan(steps, here)
     previous = branches.checkpoint_id(head)
     if request.dry_run:
-        return _result(planned, True, "", previous, [], [], [p.preimage["path"] for p in planned if p.preimage])
+        result = _result(planned, True, "", previous, [], [], [p.preimage["path"] for p in planned if p.preimage])
+        result.file_diffs = await asyncio.to_thread(_file_diffs, workspace_of(env).root, planned)
+        return result
     restored, removed, reverted, befores, kernel_steps = [], [], [], [], []
     failures: list[NotReversible] = []
     for step in planned:  # newest first: each step's state is the one the next older step left
@@ -115,6 +117,27 @@ def _result(
         branch=branch,
         previous_branch=previous,
     )
+
+
+MAX_DIFFS = 20
+
+
+def _file_diffs(root: Path, planned: list[Planned]) -> list[FileDiff]:
+    """Per file, from its content now to the oldest pre-image in the range (what it goes back to)."""
+    from agent_core.loop.output_digest import bounded
+    from agent_core.tools.writes import MAX_DIFF_CHARS, unified_diff
+
+    target: dict[str, dict[str, Any]] = {}
+    for step in planned:  # newest first: the oldest pre-image of a file is the last one seen
+        if step.preimage is not None:
+            target[str(step.preimage["path"])] = step.preimage
+    diffs = []
+    for path, image in list(target.items())[:MAX_DIFFS]:
+        now = current(root / path)
+        text = now.decode("utf-8", errors="replace") if now is not None else ""
+        diff = unified_diff(text, str(image.get("content", "")), path)
+        diffs.append(FileDiff(path=path, diff=bounded(diff, MAX_DIFF_CHARS)))
+    return diffs
 
 
 def _note(planned: list[Planned], failures: list[NotReversible], request: RewindRequest) -> str:

@@ -87,6 +87,14 @@ export function RewindControls(props: { model: PanelModel; item: IToolItem }): J
               </li>
             ))}
           </ul>
+          {preview.file_diffs?.map(file => (
+            <details key={file.path} className="cw-rewind-diff">
+              <summary>{`What going back does to ${file.path}`}</summary>
+              <pre className="cw-code" data-testid="cw-rewind-diff">
+                <VisibleText text={file.diff} code />
+              </pre>
+            </details>
+          ))}
           <label>
             <input type="checkbox" data-testid="cw-rewind-notebook" checked={notebook === 'revert'} disabled={busy}
               onChange={e => void show(e.target.checked ? 'revert' : 'keep', files)} />
