@@ -140,6 +140,18 @@ async def test_a_shell_step_is_named_not_reversible_and_a_rewind_can_be_undone(
     await api.call("POST", f"threads/{thread}/rewind/undo", {}, expect=409)  # once
 
 
+async def test_a_file_you_changed_since_the_step_is_left_as_you_made_it(
+    api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_root_dir: Path
+) -> None:
+    fake_llm.script(tool_call("write_file", {"path": "mine.txt", "content": "agent\n"}, id="x1"), text("ok"))
+    thread = await api.new_thread()
+    await _run_approved(api, thread, "write", ["x1"])
+    (jp_root_dir / "mine.txt").write_text("agent\nand my own line\n")
+    _, done = await api.call("POST", f"threads/{thread}/rewind", {"to": "x1"}, expect=200)
+    assert done["files_reverted"] == [] and "changed since the step" in done["not_reversible"][0]["why"], done
+    assert (jp_root_dir / "mine.txt").read_text() == "agent\nand my own line\n"
+
+
 async def test_try_again_forks_a_new_thread_and_leaves_the_original(
     api: Api, fake_llm: FakeLLM, notebook_kernel: str
 ) -> None:

@@ -40,7 +40,9 @@ NO_SNAPSHOT = (
     "kernel variables: no snapshot of this step is known here (it was not undoable, it ran before the server "
     "restarted, or it was dropped to save memory)"
 )
-KERNEL_RESTARTED = "kernel variables: the kernel restarted since this step ran, and its snapshot went with it"
+KERNEL_RESTARTED = (
+    "kernel variables: the kernel restarted (or is not running) since this step ran, and its snapshot went with it"
+)
 
 
 @dataclass(frozen=True)
