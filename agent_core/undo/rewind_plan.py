@@ -149,7 +149,10 @@ def _file(planned: Planned, step: LaterStep, here: Situation) -> None:
     if image is None:
         if step.status not in (None, "ok"):
             return  # the write failed: nothing was written
-        planned.cannot.append("its file: no copy from before the step was kept (written before rewind existed)")
+        planned.cannot.append(
+            "its file: no copy from before the step was kept (it ran before Cellwright kept them, or its result was "
+            "replayed after a crash)"
+        )
         return
     path = str(image.get("path"))
     if here.files == "keep":
