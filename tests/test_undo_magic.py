@@ -73,6 +73,8 @@ def test_a_generator_the_magics_cell_advances_is_not_undoable(
 
 def test_agent_rewind_takes_back_the_kernel_and_the_conversation(kernel: Kernel, llm: FakeLLM) -> None:  # noqa: F811
     kernel.run("v = [1, 2]")
+    # No such step yet (or, alone in the module, no %agent conversation at all): refused, nothing runs.
+    assert "go back" in kernel.run("%agent --rewind k1").stderr
     llm.script(
         tool_call("run_cell", {"code": "v.append(3)"}, id="k1"),
         tool_call("run_cell", {"code": "w = len(v)"}, id="k2"),

@@ -296,6 +296,9 @@ class AgentCall:
         from agent_core.loop.thread_view import pending_approval
 
         record = await self._thread(runner.threads)
+        if record is None:
+            self.main.post(self.printer.error, "This notebook has no %agent conversation to go back in.")
+            return
         thread_id = record.thread_id
         environment = lambda _record: self.env  # noqa: E731 (the cells run in this kernel, whatever the record says)
         try:
@@ -350,16 +353,21 @@ class AgentCall:
         parts += [f"not reversible: {n.tool_call_id}: {n.why}" for n in done.not_reversible]
         self.main.post(self.printer.note, "; ".join(parts) + ". The next %agent continues from there.")
 
-    async def _thread(self, threads: ThreadStore) -> ThreadRecord:
-        """The notebook's latest `%agent` thread, or a new one (--new, or none yet)."""
+    async def _thread(self, threads: ThreadStore) -> ThreadRecord | None:
+        """The notebook's latest `%agent` thread, or a new one (--new, or none yet); --rewind: None
+        rather than a new one."""
         from agent_core.loop.thread_view import title_from
 
         path = self.env.notebook_path
         mine = [
             r for r in await threads.list() if r.notebook_path == path and r.title.startswith(TITLE_PREFIX)
         ]  # newest first
+        if self.rewind_to is not None and not mine:
+            return None
         record = (
-            mine[0] if mine and not self.new else await threads.create(path, TITLE_PREFIX + title_from(self.request))
+            mine[0]
+            if mine and (not self.new or self.rewind_to is not None)
+            else await threads.create(path, TITLE_PREFIX + title_from(self.request))
         )
         if self.env.kernel_id and record.kernel_id != self.env.kernel_id:
             await threads.update(
