@@ -15,6 +15,7 @@ from agent_core import fast_json
 
 from .errors import BadRequest, Misconfigured
 from .handler_base import CellwrightHandler, contract_bodies
+from .rewind_handlers import REWIND_HANDLERS
 from .run_manager import StreamItem
 from .tool_handlers import (
     DiagnosticsHandler,
@@ -253,6 +254,7 @@ HANDLERS: tuple[type[CellwrightHandler], ...] = (
     RunsHandler,
     ApprovalHandler,
     UndoHandler,
+    *REWIND_HANDLERS,
     CancelHandler,
     EventsHandler,
     DiagnosticsHandler,
@@ -267,7 +269,7 @@ HANDLERS: tuple[type[CellwrightHandler], ...] = (
 
 
 # What a path parameter of the route table may be: an id, or a tool call id of bounded length.
-PATH_PARAMETERS = {"thread_id": r"[\w-]+", "tool_call_id": r"[^/]{1,200}"}
+PATH_PARAMETERS = {"thread_id": r"[\w-]+", "tool_call_id": r"[^/]{1,200}", "branch": r"[\w-]{1,64}"}
 
 
 def url_pattern(route: str) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from contextlib import aclosing
+from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -118,8 +118,7 @@ class RunManager(LoggingConfigurable):
     async def thread_detail(self, thread_id: str) -> ThreadDetail:
         """The thread as it is: a read never drives a run (recovery is for start-up and POSTs)."""
         from agent_core.contract.answers import ThreadDetail
-        from agent_core.loop.mentions import CONTEXT_KEY
-        from agent_core.loop.thread_view import autonomy_of, pending_approval, view_message
+        from agent_core.loop.thread_view import autonomy_of, pending_approval, visible_messages
         from agent_core.loop.usage import public as public_usage
         from agent_core.loop.usage import zero as zero_usage
 
@@ -131,11 +130,12 @@ class RunManager(LoggingConfigurable):
         detail = {
             **record.public(),
             "status": self._status(record, pending),
-            "messages": [view_message(m) for m in values.get("messages", []) if not m.get(CONTEXT_KEY)],
+            "messages": visible_messages(values.get("messages", [])),
             "todos": values.get("todos", []),
             "pending_approval": _public_pending(pending),
             "usage": public_usage(values.get("usage") or zero_usage()),
             "autonomy": autonomy_of(snapshot),
+            "forked_from": values.get("forked_from"),
         }
         return ThreadDetail.model_validate(detail)
 
@@ -237,29 +237,41 @@ class RunManager(LoggingConfigurable):
         into the thread's log, and a note for the agent into its next run."""
         from agent_core.contract import make_event
         from agent_core.contract.review import UndoResult
-        from agent_core.loop.event_pump import EventPump
         from agent_core.undo.steps import UndoRefused, undo_step
 
-        record = await self.thread(thread_id)
-        async with self._thread_locks[thread_id]:
-            await self._ensure_free(
-                thread_id, "A run of this thread is active: undo its steps once it has finished or stopped."
-            )
-            runner = await self.runner()
+        busy = "A run of this thread is active: undo its steps once it has finished or stopped."
+        async with self.idle_thread(thread_id, busy) as (record, runner):
             # A sub-agent's steps are not in the thread's own messages, but their snapshots are known.
             if not runner.undo.knows(thread_id, call_id) and not _has_call(
                 (await runner.snapshot(thread_id)).values or {}, call_id
             ):
                 raise NotFound(f"Thread {thread_id!r} has no step {call_id[:200]!r}.", "step_not_found")
-            env = self._env_factory(record.notebook_path, record.kernel_id or None, self._settings())
             try:
-                result = await undo_step(runner.undo, env, thread_id, call_id)
+                result = await undo_step(runner.undo, self.environment_of(record), thread_id, call_id)
             except UndoRefused as exc:
                 raise Conflict(exc.message, exc.kind) from None
-            emit = EventPump(self.threads.events, thread_id, record.last_run_id)
-            emit(make_event("step_undone", id=call_id, **result))
-            await emit.drain()
+            await self.log_event(record, make_event("step_undone", id=call_id, **result))
             return UndoResult.model_validate(result)
+
+    @asynccontextmanager
+    async def idle_thread(self, thread_id: str, busy: str) -> AsyncIterator[tuple[ThreadRecord, ThreadRunner]]:
+        """The owner's thread with its lock held and no run active (`busy`: the refusal otherwise), for
+        a change between runs (undo, rewind)."""
+        record = await self.thread(thread_id)
+        async with self._thread_locks[thread_id]:
+            await self._ensure_free(thread_id, busy)
+            yield record, await self.runner()
+
+    def environment_of(self, record: ThreadRecord) -> ToolEnvironment:
+        return self._env_factory(record.notebook_path, record.kernel_id or None, self._settings())
+
+    async def log_event(self, record: ThreadRecord, event: dict[str, Any]) -> None:
+        """An event between runs, into the thread's log (under its last run's id)."""
+        from agent_core.loop.event_pump import EventPump
+
+        emit = EventPump(self.threads.events, record.thread_id, record.last_run_id)
+        emit(event)
+        await emit.drain()
 
     async def cancel(self, thread_id: str) -> None:
         record = await self.thread(thread_id)

@@ -26,6 +26,10 @@ import {
   Thread,
   ThreadDetail,
   ThreadList,
+  BranchList,
+  RewindRequest,
+  RewindResult,
+  RewindUndone,
   UndoResult,
   VariablesRequest
 } from './contract.gen';
@@ -266,6 +270,20 @@ export class CellwrightAPI {
       `threads/${enc(threadId)}/undo/${enc(toolCallId)}`,
       jsonInit('POST', {})
     );
+  }
+
+  /** Go back to just before a step (`dry_run`: only the preview of what would go back). */
+  rewind(threadId: string, body: RewindRequest): Promise<RewindResult> {
+    return this.request<RewindResult>(`threads/${enc(threadId)}/rewind`, jsonInit('POST', body));
+  }
+
+  /** Undo the last rewind while nothing ran after it. */
+  undoRewind(threadId: string): Promise<RewindUndone> {
+    return this.request<RewindUndone>(`threads/${enc(threadId)}/rewind/undo`, jsonInit('POST', {}));
+  }
+
+  branches(threadId: string): Promise<BranchList> {
+    return this.request<BranchList>(`threads/${enc(threadId)}/branches`, { method: 'GET' });
   }
 
   cancel(threadId: string): Promise<void> {

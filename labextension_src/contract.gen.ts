@@ -324,7 +324,9 @@ export type CellwrightEvent =
   | ErrorEvent
   | UsageEvent
   | RunFinishedEvent
-  | StepUndoneEvent;
+  | StepUndoneEvent
+  | RewoundEvent
+  | RewindUndoneEvent;
 
 export interface ErrorEvent {
   type: 'error';
@@ -411,6 +413,101 @@ export interface Provenance {
   /** A snapshot of the variables the cell changes was kept: POST undo can restore them. */
   undoable: boolean;
   not_undoable_reason?: string | null;
+}
+
+/**
+ * POST threads/{id}/rewind (with dry_run: what would happen); also the `rewound` event's fields.
+ */
+export interface RewindResult {
+  dry_run: boolean;
+  /** The steps gone back over, newest first. */
+  steps: RewindStep[];
+  /** Kernel variables set back. */
+  restored: string[];
+  /** Kernel variables the steps created, deleted again. */
+  removed: string[];
+  /**
+   * Tool call ids whose notebook cells the panel removes, or gives their source from before back
+   * (edit_cell), as for an undone step (notebook: revert).
+   */
+  cells_removed: string[];
+  /** Paths put back as they were before the steps (files: revert). */
+  files_reverted: string[];
+  /** dry_run with files: revert: what going back changes in each file. */
+  file_diffs?: FileDiff[];
+  not_reversible: NotReversible[];
+  /** The thread's branch after the rewind (empty on a dry run). */
+  branch: string;
+  /** The branch gone back from: still readable (GET branches). */
+  previous_branch: string;
+}
+
+/** POST threads/{id}/rewind/undo: the branch the rewind left is the thread's again. */
+export interface RewindUndone {
+  branch: string;
+  /** The branch the undone rewind had made (its `rewound` event's `branch`). */
+  undid: string;
+  /** Files put back as they were just before the rewind. */
+  files_restored: string[];
+  /** What the undo cannot bring back, e.g. the kernel's variables. */
+  not_restored: string[];
+}
+
+/** The last rewind was undone: the thread continues on the branch it had left. */
+export interface RewindUndoneEvent {
+  type: 'rewind_undone';
+  /** Per-thread counter, strictly increasing by one, never reused; the SSE `id:`. */
+  seq: number;
+  thread_id: string;
+  run_id: string;
+  /** "main" in single mode; "planner" or the sub-agent's name in multi mode. */
+  agent: string;
+  /** Set on every event of a sub-agent: the id of the `task` call that started it. */
+  task_id?: string | null;
+  branch: string;
+  /** The branch the undone rewind had made (its `rewound` event's `branch`). */
+  undid: string;
+  /** Files put back as they were just before the rewind. */
+  files_restored: string[];
+  /** What the undo cannot bring back, e.g. the kernel's variables. */
+  not_restored: string[];
+}
+
+/**
+ * The user went back to an earlier step (POST threads/{id}/rewind): the panel removes the cells of
+ * `cells_removed` (tool call ids) and shows the branch.
+ */
+export interface RewoundEvent {
+  type: 'rewound';
+  /** Per-thread counter, strictly increasing by one, never reused; the SSE `id:`. */
+  seq: number;
+  thread_id: string;
+  run_id: string;
+  /** "main" in single mode; "planner" or the sub-agent's name in multi mode. */
+  agent: string;
+  /** Set on every event of a sub-agent: the id of the `task` call that started it. */
+  task_id?: string | null;
+  dry_run: boolean;
+  /** The steps gone back over, newest first. */
+  steps: RewindStep[];
+  /** Kernel variables set back. */
+  restored: string[];
+  /** Kernel variables the steps created, deleted again. */
+  removed: string[];
+  /**
+   * Tool call ids whose notebook cells the panel removes, or gives their source from before back
+   * (edit_cell), as for an undone step (notebook: revert).
+   */
+  cells_removed: string[];
+  /** Paths put back as they were before the steps (files: revert). */
+  files_reverted: string[];
+  /** dry_run with files: revert: what going back changes in each file. */
+  file_diffs?: FileDiff[];
+  not_reversible: NotReversible[];
+  /** The thread's branch after the rewind (empty on a dry run). */
+  branch: string;
+  /** The branch gone back from: still readable (GET branches). */
+  previous_branch: string;
 }
 
 export interface RunFinishedEvent {
@@ -623,6 +720,8 @@ export const EVENT_TYPES = [
   'usage',
   'run_finished',
   'step_undone',
+  'rewound',
+  'rewind_undone',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
@@ -959,6 +1058,8 @@ export interface ThreadDetail {
   usage: Usage;
   /** Of the thread's last run. */
   autonomy: Autonomy;
+  /** "<thread id>:<tool call id>" when the thread was forked from that step (POST fork). */
+  forked_from?: string | null;
 }
 
 export interface ThreadList {
@@ -1037,6 +1138,29 @@ export interface AgentCellsRequest {
   limit?: number;
 }
 
+export interface Branch {
+  /** The id of the branch's newest checkpoint. */
+  branch: string;
+  /** The branch the thread continues on. */
+  current: boolean;
+  /** The first step of this branch after it parted from the current one (None: no step). */
+  from_tool_call_id: string | null;
+  /** When its newest checkpoint was written (ISO 8601). */
+  created_at: string;
+  /** Tool calls on this branch. */
+  steps: number;
+}
+
+export interface BranchDetail {
+  branch: string;
+  messages: ThreadMessage[];
+}
+
+export interface BranchList {
+  /** The current branch first, then the others newest first. */
+  branches: Branch[];
+}
+
 export interface CheckResourceArgs {
   /** Files or folders to size. */
   files?: string[] | null;
@@ -1083,11 +1207,28 @@ export interface ExecuteCommandArgs {
   cwd?: string | null;
 }
 
+export interface FileDiff {
+  path: string;
+  /** Unified diff from the file as it is now to the file as going back leaves it. */
+  diff: string;
+}
+
 export interface FinalAnswerArgs {
   /** The final answer, in Markdown. */
   answer: string;
   /** 2-4 suggested next steps. */
   next_items?: NextItemArg[] | null;
+}
+
+export interface ForkRequest {
+  /** A tool call id. */
+  from: string;
+}
+
+export interface Forked {
+  thread_id: string;
+  /** <thread id>:<tool call id> the new thread continues from. */
+  forked_from: string;
 }
 
 export interface ImpactItem {
@@ -1150,6 +1291,11 @@ export interface NextItemArg {
   prompt: string;
 }
 
+export interface NotReversible {
+  tool_call_id: string;
+  why: string;
+}
+
 export interface NotebookToolInfo {
   name: string;
   description: string;
@@ -1190,6 +1336,34 @@ export interface ReadNotebookArgs {
 }
 
 export interface RestartKernelArgs {
+}
+
+export type RewindChoice = 'revert' | 'keep';
+
+/**
+ * Go back to just before step `to` (a tool call id) or before the user's message number
+ * `user_message` (0-based, as GET threads/{id} lists the user's messages): that step and every
+ * later one are undone. `dry_run`: only say what would be restored and what cannot be.
+ */
+export interface RewindRequest {
+  to?: string | null;
+  user_message?: number | null;
+  /** revert: remove the agent's later cells. */
+  notebook?: RewindChoice;
+  /** revert: put the later written/edited files back. */
+  files?: RewindChoice;
+  dry_run?: boolean;
+}
+
+/** One later step, as the rewind card lists it (newest first). */
+export interface RewindStep {
+  tool_call_id: string;
+  /** The tool it called. */
+  name: string;
+  /** What going back restores for this step, one line each. */
+  restores: string[];
+  /** What stays as it is (shell, network, installs, a lost snapshot...). */
+  cannot: string[];
 }
 
 export interface RunCellArgs {
@@ -1323,6 +1497,11 @@ export interface Routes {
   'GET threads/{thread_id}/events': { body: null; answer: StreamEvent };
   'POST threads/{thread_id}/approvals/{tool_call_id}': { body: Decision; answer: RunAccepted };
   'POST threads/{thread_id}/undo/{tool_call_id}': { body: null; answer: UndoResult };
+  'POST threads/{thread_id}/rewind': { body: RewindRequest; answer: RewindResult };
+  'POST threads/{thread_id}/rewind/undo': { body: null; answer: RewindUndone };
+  'GET threads/{thread_id}/branches': { body: null; answer: BranchList };
+  'GET threads/{thread_id}/branches/{branch}': { body: null; answer: BranchDetail };
+  'POST threads/{thread_id}/fork': { body: ForkRequest; answer: Forked };
   'POST threads/{thread_id}/cancel': { body: null; answer: CancelAccepted };
   'POST diagnostics': { body: DiagnosticsRequest; answer: DiagnosticsAnswer };
   'POST resources': { body: ResourcesRequest; answer: Resources };

@@ -126,6 +126,11 @@ export class NotebookBridge {
           this._undo(event.id, thread.notebookPath);
           break;
         }
+        case 'rewound': {
+          // The agent's cells of the steps gone back over ("revert notebook edits"), as an undo removes one.
+          event.cells_removed.forEach(id => this._undo(id, thread.notebookPath));
+          break;
+        }
         case 'tool_call': {
           const cell = event.name === 'add_markdown' ? agentCellOfMarkdown(event) : null;
           const panel = cell ? this._find(thread.notebookPath) : null;

@@ -81,7 +81,12 @@ def listed(server: JupyterProcess) -> list[str]:
 
 # A valid body for each route body model: a route is refused for its thread, not for its body. A new
 # route with a body fails here until its body is added.
-VALID_BODIES: dict[str, dict[str, Any]] = {"StartRun": {"message": "hi"}, "Decision": {"decision": "approve"}}
+VALID_BODIES: dict[str, dict[str, Any]] = {
+    "StartRun": {"message": "hi"},
+    "Decision": {"decision": "approve"},
+    "RewindRequest": {"to": PENDING_CALL},
+    "ForkRequest": {"from": PENDING_CALL},
+}
 
 
 def thread_routes() -> list[Route]:
@@ -95,7 +100,7 @@ def ask(server: JupyterProcess, route: Route, thread_id: str) -> tuple[int, Any]
     if route.body is not None:
         assert route.body.__name__ in VALID_BODIES, f"add a valid {route.body.__name__} to VALID_BODIES"
         body = VALID_BODIES[route.body.__name__]
-    path = route.path.format(thread_id=thread_id, tool_call_id=PENDING_CALL)
+    path = route.path.format(thread_id=thread_id, tool_call_id=PENDING_CALL, branch="b" * 32)
     response = server.request(route.method.upper(), f"cellwright/api/{path}", body, timeout=30)
     is_json = "json" in response.headers.get("Content-Type", "")
     return response.status_code, response.json() if is_json else response.text[:200]

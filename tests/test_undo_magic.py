@@ -69,3 +69,24 @@ def test_a_generator_the_magics_cell_advances_is_not_undoable(
     )
     refused, held = kernel.run(check).stdout.splitlines()
     assert refused == str({"g0": None, "g1": reason, "g2": reason}) and held == "['g0']"
+
+
+def test_agent_rewind_takes_back_the_kernel_and_the_conversation(kernel: Kernel, llm: FakeLLM) -> None:  # noqa: F811
+    kernel.run("v = [1, 2]")
+    # No such step yet (or, alone in the module, no %agent conversation at all): refused, nothing runs.
+    assert "go back" in kernel.run("%agent --rewind k1").stderr
+    llm.script(
+        tool_call("run_cell", {"code": "v.append(3)"}, id="k1"),
+        tool_call("run_cell", {"code": "w = len(v)"}, id="k2"),
+        tool_call("execute_command", {"command": "echo hi"}, id="k3"),
+        tool_call("final_answer", {"answer": "Done."}),
+    )
+    assert kernel.run("%agent --new --yes change v").answers == ["Done."]
+    out = kernel.run("%agent --rewind k1")
+    assert "Went back over 4 step(s)" in out.stdout and "deleted w" in out.stdout, out  # final_answer is one
+    assert "not reversible: k3: a shell command" in out.stdout, out
+    assert kernel.run("print(v, 'w' in globals())").stdout == "[1, 2] False\n"
+    llm.script(tool_call("final_answer", {"answer": "From there."}))
+    assert kernel.run("%agent and now?").answers == ["From there."]
+    sent = [c["id"] for m in llm.requests[-1]["messages"] for c in m.get("tool_calls") or []]
+    assert sent == [], sent  # the conversation went back to before k1

@@ -136,6 +136,9 @@ class ThreadDetail(Thread):
     pending_approval: ApprovalRequest | None
     usage: Usage = Field(description="Summed over the thread's model calls.")
     autonomy: Autonomy = Field(description="Of the thread's last run.")
+    forked_from: str | None = Field(
+        default=None, description='"<thread id>:<tool call id>" when the thread was forked from that step (POST fork).'
+    )
 
 
 class RunAccepted(WireModel):

@@ -50,6 +50,7 @@ EventErrorKind = TypeAliasType(
 )
 # Why POST threads/{id}/undo/{call_id} refuses (agent_core/undo/steps.py UndoRefused); the last four
 # are the kernel's own answers (kernel_side/snapshots.py).
+RewindChoice = TypeAliasType("RewindChoice", Literal["revert", "keep"])  # a rewind's notebook / files
 UndoRefusal = TypeAliasType(
     "UndoRefusal",
     Literal[

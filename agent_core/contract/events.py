@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import Field, TypeAdapter
 from typing_extensions import TypeAliasType
 
-from agent_core.contract.review import Impact, Provenance, UndoResult
+from agent_core.contract.review import Impact, Provenance, RewindResult, RewindUndone, UndoResult
 from agent_core.contract.shared import (
     Autonomy,
     CellStatus,
@@ -234,6 +234,19 @@ class StepUndoneEvent(EventBase, UndoResult):
     id: str = Field(description="The tool call that was undone.")
 
 
+class RewoundEvent(EventBase, RewindResult):
+    """The user went back to an earlier step (POST threads/{id}/rewind): the panel removes the cells
+    of `cells_removed` (tool call ids) and shows the branch."""
+
+    type: Literal["rewound"]
+
+
+class RewindUndoneEvent(EventBase, RewindUndone):
+    """The last rewind was undone: the thread continues on the branch it had left."""
+
+    type: Literal["rewind_undone"]
+
+
 class CaughtUpEvent(WireModel):
     """Sent once after the replayed backlog, before live events; not stored, no `id:` line."""
 
@@ -258,6 +271,8 @@ THREAD_EVENTS: tuple[type[EventBase], ...] = (
     UsageEvent,
     RunFinishedEvent,
     StepUndoneEvent,
+    RewoundEvent,
+    RewindUndoneEvent,
 )
 _EVENT_MODELS: tuple[type[WireModel], ...] = (*THREAD_EVENTS, CaughtUpEvent)
 MODEL_OF_TYPE: dict[str, type[WireModel]] = {
@@ -280,6 +295,8 @@ EventType = Literal[
     "usage",
     "run_finished",
     "step_undone",
+    "rewound",
+    "rewind_undone",
     "caught_up",
 ]
 
@@ -301,7 +318,9 @@ CellwrightEvent = TypeAliasType(
         | ErrorEvent
         | UsageEvent
         | RunFinishedEvent
-        | StepUndoneEvent,
+        | StepUndoneEvent
+        | RewoundEvent
+        | RewindUndoneEvent,
         Field(discriminator="type"),
     ],
 )

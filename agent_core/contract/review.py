@@ -1,6 +1,6 @@
 """The shapes of review and undo (issue 12): what the approval card says a cell will touch
 (`impact`), where a notebook cell the agent wrote came from (`provenance` on cell_started, written
-into the cell's nbformat metadata under `cellwright`), and what undoing a step did."""
+into the cell's nbformat metadata under `cellwright`), what undoing a step did, and what a rewind did."""
 
 from __future__ import annotations
 
@@ -78,3 +78,54 @@ class UndoResult(WireModel):
     edit: bool = Field(
         default=False, description="The step edited an existing cell (edit_cell) rather than adding one."
     )
+
+
+# -- rewind (issue 25): agent_core/contract/rewind.py has its bodies and branches
+
+
+class NotReversible(WireModel):
+    tool_call_id: str
+    why: str
+
+
+class RewindStep(WireModel):
+    """One later step, as the rewind card lists it (newest first)."""
+
+    tool_call_id: str
+    name: str = Field(description="The tool it called.")
+    restores: list[str] = Field(description="What going back restores for this step, one line each.")
+    cannot: list[str] = Field(description="What stays as it is (shell, network, installs, a lost snapshot...).")
+
+
+class FileDiff(WireModel):
+    path: str
+    diff: str = Field(description="Unified diff from the file as it is now to the file as going back leaves it.")
+
+
+class RewindResult(WireModel):
+    """POST threads/{id}/rewind (with dry_run: what would happen); also the `rewound` event's fields."""
+
+    dry_run: bool
+    steps: list[RewindStep] = Field(description="The steps gone back over, newest first.")
+    restored: list[str] = Field(description="Kernel variables set back.")
+    removed: list[str] = Field(description="Kernel variables the steps created, deleted again.")
+    cells_removed: list[str] = Field(
+        description="Tool call ids whose notebook cells the panel removes, or gives their source from before back "
+        "(edit_cell), as for an undone step (notebook: revert)."
+    )
+    files_reverted: list[str] = Field(description="Paths put back as they were before the steps (files: revert).")
+    file_diffs: list[FileDiff] = Field(
+        default_factory=list, description="dry_run with files: revert: what going back changes in each file."
+    )
+    not_reversible: list[NotReversible]
+    branch: str = Field(description="The thread's branch after the rewind (empty on a dry run).")
+    previous_branch: str = Field(description="The branch gone back from: still readable (GET branches).")
+
+
+class RewindUndone(WireModel):
+    """POST threads/{id}/rewind/undo: the branch the rewind left is the thread's again."""
+
+    branch: str
+    undid: str = Field(description="The branch the undone rewind had made (its `rewound` event's `branch`).")
+    files_restored: list[str] = Field(description="Files put back as they were just before the rewind.")
+    not_restored: list[str] = Field(description="What the undo cannot bring back, e.g. the kernel's variables.")

@@ -34,7 +34,8 @@ from agent_core.contract.bodies import (
 )
 from agent_core.contract.notebook_cells import AgentCells, AgentCellsRequest
 from agent_core.contract.outside_tools import McpServers, NotebookTools
-from agent_core.contract.review import UndoResult
+from agent_core.contract.review import RewindResult, RewindUndone, UndoResult
+from agent_core.contract.rewind import BranchDetail, BranchList, Forked, ForkRequest, RewindRequest
 from agent_core.contract.shared import WireModel
 
 # Paths are under cellwright/api/.
@@ -127,6 +128,47 @@ ROUTES: tuple[Route, ...] = (
         "more). To undo a run, undo its steps newest first.",
         {200: UndoResult},
         errors=(404, 409),
+    ),
+    Route(
+        "post",
+        "threads/{thread_id}/rewind",
+        "Go back to just before a step (a tool call, or the user's message number n): every later step undone newest "
+        "first (kernel variables from their undo snapshots; the agent's cells and file writes reverted or kept, as "
+        "chosen), the conversation continuing from there on a new branch. dry_run: only what would be restored and "
+        "what cannot be, per step. 404 for an unknown step; 409 while a run is active or an approval is pending.",
+        {200: RewindResult},
+        RewindRequest,
+        (*BODY_ERRORS, 404, 409),
+    ),
+    Route(
+        "post",
+        "threads/{thread_id}/rewind/undo",
+        "Undo the last rewind while nothing ran after it: its branch becomes the thread's again (files too, if this "
+        "server made it); kernel variables are not redone.",
+        {200: RewindUndone},
+        errors=(404, 409),
+    ),
+    Route(
+        "get",
+        "threads/{thread_id}/branches",
+        "The thread's branches: the current one first, then those that rewinds left, newest first.",
+        {200: BranchList},
+        errors=(404,),
+    ),
+    Route(
+        "get",
+        "threads/{thread_id}/branches/{branch}",
+        "A branch's conversation (the earlier attempt a rewind left).",
+        {200: BranchDetail},
+        errors=(404,),
+    ),
+    Route(
+        "post",
+        "threads/{thread_id}/fork",
+        "Try again from here: a new thread continuing from just before a step; nothing is undone.",
+        {201: Forked},
+        ForkRequest,
+        (*BODY_ERRORS, 404),
     ),
     Route(
         "post",

@@ -63,8 +63,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-USAGE = "Usage: %agent [--new] [--yes] <request>   (or %%agent [--new] [--yes] with the request as the cell body)"
-OPTIONS = ("--new", "--yes")
+USAGE = (
+    "Usage: %agent [--new] [--yes] <request>   (or %%agent [--new] [--yes] with the request as the cell body); "
+    "%agent --rewind <tool call id> goes back to just before that step"
+)
+OPTIONS = ("--new", "--yes", "--rewind")
 TITLE_PREFIX = "%agent: "
 
 
@@ -140,7 +143,9 @@ class AgentMagics(Magics):
         # The agent's cells run inside this cell, as part of it: they take no history line or
         # execution count of their own (a second entry under this cell's number clashed in
         # IPython's history database).
-        AgentCall(self.shell, settings, self.session, request, new="--new" in options, approve_all=approve_all).run()
+        call = AgentCall(self.shell, settings, self.session, request, new="--new" in options, approve_all=approve_all)
+        call.rewind_to = request.strip() if "--rewind" in options else None
+        call.run()
 
 
 def _parse(text: str) -> tuple[set[str] | None, str]:
@@ -186,6 +191,7 @@ class AgentCall:
         self._task: asyncio.Task[Any] | None = None
         self._stop_requested = False
         self._failure: BaseException | None = None
+        self.rewind_to: str | None = None  # %agent --rewind <tool call id>: go back, ask nothing
 
     # -- the main thread
 
@@ -290,6 +296,9 @@ class AgentCall:
         from agent_core.loop.thread_view import pending_approval
 
         record = await self._thread(runner.threads)
+        if record is None:
+            self.main.post(self.printer.error, "This notebook has no %agent conversation to go back in.")
+            return
         thread_id = record.thread_id
         environment = lambda _record: self.env  # noqa: E731 (the cells run in this kernel, whatever the record says)
         try:
@@ -300,6 +309,9 @@ class AgentCall:
                 self.main.post(
                     self.printer.note, "A call an earlier %agent left waiting for approval was stopped; it did not run."
                 )
+            if self.rewind_to is not None:
+                await self._rewind(runner, thread_id, self.rewind_to)
+                return
             request = StartRun(message=self.request, notebook_path=record.notebook_path)
             run = await runner.start(thread_id, request, environment, self.agent_settings, on_event=self._show)
         except RunRefused as exc:
@@ -322,16 +334,40 @@ class AgentCall:
                 self.main.post(self.printer.error, str(exc))
                 return
 
-    async def _thread(self, threads: ThreadStore) -> ThreadRecord:
-        """The notebook's latest `%agent` thread, or a new one (--new, or none yet)."""
+    async def _rewind(self, runner: ThreadRunner, thread_id: str, call_id: str) -> None:
+        """Go back to just before step `call_id` of the notebook's %agent thread (agent_core.undo.rewind):
+        kernel variables, files and conversation; the magic's cells are the user's own, so they stay."""
+        from agent_core.contract.rewind import RewindRequest
+        from agent_core.loop.branches import NoSuchStep
+        from agent_core.undo.rewind import rewind
+
+        try:
+            done = await rewind(runner, thread_id, self.env, RewindRequest(to=call_id[:200], notebook="keep"))
+        except NoSuchStep as exc:
+            self.main.post(self.printer.error, f"Cannot go back: {exc}.")
+            return
+        parts = [f"Went back over {len(done.steps)} step(s)"]
+        parts += [f"restored {', '.join(done.restored)}"] if done.restored else []
+        parts += [f"deleted {', '.join(done.removed)}"] if done.removed else []
+        parts += [f"files put back: {', '.join(done.files_reverted)}"] if done.files_reverted else []
+        parts += [f"not reversible: {n.tool_call_id}: {n.why}" for n in done.not_reversible]
+        self.main.post(self.printer.note, "; ".join(parts) + ". The next %agent continues from there.")
+
+    async def _thread(self, threads: ThreadStore) -> ThreadRecord | None:
+        """The notebook's latest `%agent` thread, or a new one (--new, or none yet); --rewind: None
+        rather than a new one."""
         from agent_core.loop.thread_view import title_from
 
         path = self.env.notebook_path
         mine = [
             r for r in await threads.list() if r.notebook_path == path and r.title.startswith(TITLE_PREFIX)
         ]  # newest first
+        if self.rewind_to is not None and not mine:
+            return None
         record = (
-            mine[0] if mine and not self.new else await threads.create(path, TITLE_PREFIX + title_from(self.request))
+            mine[0]
+            if mine and (not self.new or self.rewind_to is not None)
+            else await threads.create(path, TITLE_PREFIX + title_from(self.request))
         )
         if self.env.kernel_id and record.kernel_id != self.env.kernel_id:
             await threads.update(

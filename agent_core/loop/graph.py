@@ -42,6 +42,7 @@ from agent_core.tools import (
 )
 from agent_core.tools.base import Emit
 from agent_core.tools.gathering import gone_tool_hint
+from agent_core.undo.preimages import PREIMAGE_KEY
 from agent_core.undo.rules import prompt_section as rules_prompt_section
 
 log = logging.getLogger(__name__)
@@ -365,6 +366,8 @@ async def _call_tools(state: AgentState, ctx: RunContext) -> AgentUpdate:
     messages = [{"role": "tool", "tool_call_id": call["id"], "content": content}]
     if outcome.images:
         messages[0][IMAGES_KEY] = list(outcome.images)
+    if outcome.preimage:  # for a rewind (agent_core.undo.preimages); never sent to the model
+        messages[0][PREIMAGE_KEY] = outcome.preimage
     update: AgentUpdate = {"deferred": [], **({"plan_approved": True} if plan_approved else {})}
     update.update(outcome.state)
     update["done"] = outcome.ends_run

@@ -23,6 +23,7 @@ from agent_core.loop.output_digest import bounded
 from agent_core.loop.vision import IMAGES_KEY
 from agent_core.tools.base import ToolEnvironment, ToolInputError
 from agent_core.tools.notebook_reader import cells_text, load_notebook
+from agent_core.undo.preimages import PREIMAGE_KEY
 from agent_core.workspace import WorkspaceError, relative_to_root, workspace_of
 
 log = logging.getLogger(__name__)
@@ -134,8 +135,8 @@ async def context_for(message: str, env: Any, settings: AgentSettings) -> tuple[
 
 def for_the_model(message: dict[str, Any]) -> dict[str, Any]:
     """The message as an endpoint accepts it: the context mark is Cellwright's, not OpenAI's."""
-    if CONTEXT_KEY in message or IMAGES_KEY in message:
-        return {k: v for k, v in message.items() if k not in (CONTEXT_KEY, IMAGES_KEY)}
+    if CONTEXT_KEY in message or IMAGES_KEY in message or PREIMAGE_KEY in message:
+        return {k: v for k, v in message.items() if k not in (CONTEXT_KEY, IMAGES_KEY, PREIMAGE_KEY)}
     return message
 
 

@@ -60,6 +60,7 @@ class _StateFields(TypedDict, total=False):
     # (agent_core.loop.graph), and the run ends with its result. None: Cellwright's model answers.
     outside_call: dict[str, Any] | None
     outside_client: str  # who asked for it ("Claude Code via MCP"): named where a cell names its model
+    forked_from: str  # "<thread id>:<tool call id>" a forked thread continues from (agent_core.loop.branches)
 
 
 class AgentState(_StateMessages, _StateFields, total=False):

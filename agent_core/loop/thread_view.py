@@ -24,6 +24,13 @@ def view_message(message: dict[str, Any]) -> dict[str, Any]:
     return view
 
 
+def visible_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A conversation as GET threads/{id} shows it: without the context Cellwright attached."""
+    from agent_core.loop.mentions import CONTEXT_KEY
+
+    return [view_message(m) for m in messages if not m.get(CONTEXT_KEY)]
+
+
 def title_from(message: str) -> str:
     line = " ".join(message.split())
     return line if len(line) <= 60 else line[:57] + "..."

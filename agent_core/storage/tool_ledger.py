@@ -38,7 +38,11 @@ def _dump(outcome: ToolOutcome) -> str:
     # Only read back when a step is re-run before its result was checkpointed (a crash, a stop): a
     # bounded copy is enough there, and a full one would double the thread's storage.
     recorded = replace(
-        outcome, content=bounded(outcome.content, RECORDED_CHARS), summary=outcome.display_summary, images=()
+        outcome,
+        content=bounded(outcome.content, RECORDED_CHARS),
+        summary=outcome.display_summary,
+        images=(),
+        preimage=None,
     )
     return json.dumps(asdict(recorded))
 

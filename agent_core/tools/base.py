@@ -100,6 +100,7 @@ class ToolOutcome:
     state: ToolStateUpdate = field(default_factory=ToolStateUpdate)  # graph state updates (e.g. todos)
     ends_run: bool = False
     images: tuple[dict[str, str], ...] = ()  # {"mime", "data" (base64)}: for vision models (agent_core.loop.vision)
+    preimage: dict[str, Any] | None = None  # a written file as it was before (agent_core.undo.preimages)
 
     @property
     def display_summary(self) -> str:

@@ -18,6 +18,7 @@ from agent_core.loop.output_digest import bounded
 from agent_core.tools.arguments import ToolArgs, argument_error
 from agent_core.tools.base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
 from agent_core.tools.files import MAX_READ_BYTES, PATH_HELP, SNIFF_BYTES, confined, existing_file, is_binary
+from agent_core.undo.preimages import capture
 from agent_core.workspace import Workspace, human_size, relative_to_root, workspace_of
 
 MAX_WRITE_BYTES = 5 * 1024 * 1024
@@ -110,10 +111,11 @@ def write_atomic(path: Path, data: bytes) -> None:
 async def write_file(args: WriteFileArgs, ctx: ToolContext) -> ToolOutcome:
     path, rel, exists = _check_write(workspace_of(ctx.env), args)
     data = utf8(args.content)
+    preimage = await asyncio.to_thread(capture, path, rel, data)
     await asyncio.to_thread(write_atomic, path, data)
     lines = args.content.count("\n") + (0 if args.content.endswith("\n") or not args.content else 1)
     verb = "Replaced" if exists else "Created"
-    return ToolOutcome("ok", f"{verb} {rel} ({lines} lines, {human_size(len(data))}).")
+    return ToolOutcome("ok", f"{verb} {rel} ({lines} lines, {human_size(len(data))}).", preimage=preimage)
 
 
 async def write_file_preview(args: WriteFileArgs, ctx: ToolContext) -> dict[str, Any]:
@@ -223,6 +225,7 @@ def _planned_edit(workspace: Workspace, args: EditFileArgs) -> tuple[Path, str, 
 async def edit_file(args: EditFileArgs, ctx: ToolContext) -> ToolOutcome:
     path, rel, before, after, crlf = await asyncio.to_thread(_planned_edit, workspace_of(ctx.env), args)
     data = utf8(after.replace("\n", "\r\n") if crlf else after)
+    preimage = await asyncio.to_thread(capture, path, rel, data)
     await asyncio.to_thread(write_atomic, path, data)
     diff = unified_diff(before, after, rel)
     count = len(args.edits)
@@ -230,6 +233,7 @@ async def edit_file(args: EditFileArgs, ctx: ToolContext) -> ToolOutcome:
         "ok",
         f"Edited {rel}: {count} replacement{'s' if count != 1 else ''} applied.\n{bounded(diff, MAX_DIFF_TO_MODEL)}",
         summary=f"Edited {rel} ({count} replacement{'s' if count != 1 else ''})",
+        preimage=preimage,
     )
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 STEPS_KEPT = 2000  # step records in this process (each is a few hundred bytes)
 NOTES_KEPT = 20  # undo notes waiting for a thread's next run
+REWINDS_KEPT = 100  # threads whose last rewind can put its files back when undone
 
 
 @dataclass
@@ -25,12 +26,31 @@ class StepRecord:
     refused: str | None = None  # no snapshot was kept: why (an undo says so, never that it restored anything)
 
 
+@dataclass(frozen=True)
+class FileBefore:
+    """A file as a rewind found it (None: absent) and the digest of what the rewind left there."""
+
+    path: str
+    data: bytes | None
+    left: str | None
+
+
+@dataclass
+class RewindRecord:
+    """A thread's last rewind (agent_core/undo/rewind.py), so undoing it can put its files back too."""
+
+    branch: str  # the head the rewind made: the undo applies while it is still the head
+    files: list[FileBefore]
+    kernel_steps: list[str]  # the steps whose kernel variables it restored (they cannot be redone)
+
+
 @dataclass
 class UndoBook:
     """This process's step records and the notes for the next runs, both bounded."""
 
     steps: OrderedDict[tuple[str, str], StepRecord] = field(default_factory=OrderedDict)
     notes: dict[str, list[str]] = field(default_factory=dict)
+    rewinds: dict[str, RewindRecord] = field(default_factory=dict)
 
     def keep(self, record: StepRecord) -> None:
         self.steps[(record.thread_id, record.call_id)] = record
@@ -46,7 +66,14 @@ class UndoBook:
     def take_notes(self, thread_id: str) -> list[str]:
         return self.notes.pop(thread_id, [])
 
+    def rewound(self, thread_id: str, record: RewindRecord) -> None:
+        self.rewinds.pop(thread_id, None)
+        self.rewinds[thread_id] = record
+        while len(self.rewinds) > REWINDS_KEPT:
+            del self.rewinds[next(iter(self.rewinds))]
+
     def forget_thread(self, thread_id: str) -> None:
         for key in [key for key in self.steps if key[0] == thread_id]:
             del self.steps[key]
         self.notes.pop(thread_id, None)
+        self.rewinds.pop(thread_id, None)

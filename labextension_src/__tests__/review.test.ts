@@ -74,3 +74,23 @@ test('a cell keeps the event\'s stamps and provenance; an edit its previous sour
     edited_from: 'x = 2', previous_source: 'old'
   });
 });
+
+test('a rewind marks the steps it went back over, and undoing it unmarks only those', () => {
+  resetSeq();
+  const view = reduceEvents(EMPTY_VIEW, [
+    ev('run_started', { mode: 'single', message: 'go' }), cell('a', true), cell('b', true), cell('c', true)
+  ]);
+  const rewound = (branch: string, ids: string[]): ReturnType<typeof ev> =>
+    ev('rewound', {
+      dry_run: false, steps: ids.map(id => ({ tool_call_id: id, name: 'run_cell', restores: [], cannot: [] })),
+      restored: [], removed: [], cells_removed: ids, files_reverted: [], not_reversible: [], branch,
+      previous_branch: 'p'
+    });
+  const first = reduceEvents(view, [rewound('b1', ['c'])]);
+  const second = reduceEvents(first, [rewound('b2', ['b'])]);
+  assert.deepEqual(allTools(second.items).map(t => t.rewoundBy), [undefined, 'b2', 'b1']);
+  const undone = reduceEvents(second, [
+    ev('rewind_undone', { branch: 'b3', undid: 'b2', files_restored: [], not_restored: [] })
+  ]);
+  assert.deepEqual(allTools(undone.items).map(t => t.rewoundBy), [undefined, undefined, 'b1']);
+});

@@ -20,6 +20,7 @@ import { UserMessageText } from './Mentions';
 import { TodoList } from './TodoList';
 import { UsageFigures } from './Usage';
 import { STATUS_ICON, ToolEntry, ToolResultLine } from './ToolEntry';
+import { RewindControls } from './RewindControls';
 import { UndoButtons } from './UndoButtons';
 
 /** The agent's name, when it is not the one its container already names. */
@@ -182,7 +183,8 @@ function Item(props: {
             rendermime={rendermime}
             showAgent={!ROOT_AGENTS.has(item.agent) && item.agent !== container}
           />
-          {item.undo && <UndoButtons model={model} item={item} />}
+          {item.undo && !item.rewoundBy && <UndoButtons model={model} item={item} />}
+          {!container && <RewindControls model={model} item={item} />}
         </>
       );
     case 'subtask':

@@ -289,6 +289,16 @@ function foldStored(view: IThreadView, event: CellwrightEvent): IThreadView {
     case 'step_undone':
       draft.items = updateTool(draft.items, event.id, tool => ({ undo: undoneState(tool, event.run_id) }));
       break;
+    case 'rewound':
+      for (const step of event.steps) {
+        draft.items = updateTool(draft.items, step.tool_call_id, () => ({ rewoundBy: event.branch }));
+      }
+      break;
+    case 'rewind_undone':
+      draft.items = draft.items.map(item =>
+        item.kind === 'tool' && item.rewoundBy === event.undid ? { ...item, rewoundBy: undefined } : item
+      );
+      break;
     case 'cell_output': {
       // A cell's output, or the live output of another tool (execute_command).
       draft.items = updateTool(draft.items, event.id, item => ({

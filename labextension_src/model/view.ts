@@ -86,6 +86,8 @@ export interface IToolItem {
   stopped: boolean;
   /** A cell's undo state (from `cell_started.provenance`, then `step_undone`); null for other steps. */
   undo?: IUndoState | null;
+  /** The branch of the rewind that went back over this step (it stays readable there); unset: not rewound. */
+  rewoundBy?: string;
 }
 
 export interface IUndoState {

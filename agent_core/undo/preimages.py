@@ -1,0 +1,63 @@
+"""Pre-images of the files the agent writes (write_file, edit_file), so a rewind can put them back
+(issue 25). Kept on the step's tool message in the thread's state (PREIMAGE_KEY, never sent to the
+model): it lives as long as the conversation that made it, survives a restart and is deleted with
+the thread. Bounded: a file over MAX_PREIMAGE_BYTES, or not UTF-8 text, is not kept (a rewind then
+names it as not reversible)."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+PREIMAGE_KEY = "preimage"  # on a tool message: {"path", "existed", "content"?, "why"?, "after"}
+MAX_PREIMAGE_BYTES = 1024 * 1024
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def capture(path: Path, rel: str, after: bytes) -> dict[str, Any]:
+    """What `path` holds before the write of `after` (read just before it)."""
+    image: dict[str, Any] = {"path": rel, "existed": path.exists(), "after": digest(after)}
+    if not image["existed"]:
+        return image
+    size = path.stat().st_size
+    if size > MAX_PREIMAGE_BYTES:
+        image["why"] = f"the file was {size} bytes before the step, more than the {MAX_PREIMAGE_BYTES} kept"
+        return image
+    try:
+        image["content"] = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        image["why"] = "the file was not UTF-8 text before the step"
+    return image
+
+
+def check(image: dict[str, Any]) -> str | None:
+    """Why `image` cannot put its file back (None: it can)."""
+    if image.get("existed") and "content" not in image:
+        return f"{image.get('path')}: no copy from before the step was kept ({image.get('why', 'unknown')})"
+    return None
+
+
+def current(path: Path) -> bytes | None:
+    return path.read_bytes() if path.is_file() else None
+
+
+def revert(path: Path, image: dict[str, Any]) -> str | None:
+    """Put `path` back as it was before the step; the reason when it is not (then it is untouched).
+    A file changed since the step (by the user, or a command) is left alone: no edit is lost."""
+    from agent_core.tools.writes import write_atomic
+
+    problem = check(image)
+    if problem:
+        return problem
+    now = current(path)
+    if now is None or digest(now) != image.get("after"):
+        return f"{image.get('path')}: changed since the step (not by the agent's later steps), so left as it is"
+    if image.get("existed"):
+        write_atomic(path, str(image["content"]).encode("utf-8"))
+    else:
+        path.unlink()
+    return None

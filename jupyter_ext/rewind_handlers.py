@@ -1,0 +1,74 @@
+"""The routes of rewind (issue 25): go back to a step (or preview it with dry_run), undo that, list
+and read a thread's branches, and fork a new thread from a step; the work is jupyter_ext.rewinds."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from . import rewinds
+from .handler_base import CellwrightHandler
+
+
+def _rewind_bodies() -> ModuleType:  # the contract models load on first use
+    from agent_core.contract import rewind
+
+    return rewind
+
+
+class RewindHandler(CellwrightHandler):
+    route = "threads/{thread_id}/rewind"
+
+    @web.authenticated
+    @authorized
+    async def post(self, thread_id: str) -> None:
+        self.write_json(await rewinds.rewind(self.runs, thread_id, self.body(_rewind_bodies().RewindRequest)))
+
+
+class RewindUndoHandler(CellwrightHandler):
+    route = "threads/{thread_id}/rewind/undo"
+
+    @web.authenticated
+    @authorized
+    async def post(self, thread_id: str) -> None:
+        self.write_json(await rewinds.undo_rewind(self.runs, thread_id))
+
+
+class BranchesHandler(CellwrightHandler):
+    route = "threads/{thread_id}/branches"
+
+    @web.authenticated
+    @authorized
+    async def get(self, thread_id: str) -> None:
+        self.write_json(await rewinds.branches(self.runs, thread_id))
+
+
+class BranchHandler(CellwrightHandler):
+    route = "threads/{thread_id}/branches/{branch}"
+
+    @web.authenticated
+    @authorized
+    async def get(self, thread_id: str, branch: str) -> None:
+        self.write_json(await rewinds.branch(self.runs, thread_id, branch))
+
+
+class ForkHandler(CellwrightHandler):
+    route = "threads/{thread_id}/fork"
+
+    @web.authenticated
+    @authorized
+    async def post(self, thread_id: str) -> None:
+        forked = await rewinds.fork(self.runs, thread_id, self.body(_rewind_bodies().ForkRequest))
+        self.set_header("Location", self.base_url.rstrip("/") + f"/cellwright/api/threads/{forked.thread_id}")
+        self.write_json(forked, 201)
+
+
+REWIND_HANDLERS: tuple[type[CellwrightHandler], ...] = (
+    RewindHandler,
+    RewindUndoHandler,
+    BranchesHandler,
+    BranchHandler,
+    ForkHandler,
+)
