@@ -271,7 +271,11 @@ class McpEndpoint:
                         )
                     ]
                 )
-            await events.wait_for_events(thread_id, after, min(PROGRESS_SECONDS, max(0.0, deadline - loop.time())))
+            # Never a zero wait: events read from memory do not yield, and a loop that never yields
+            # would starve the run it waits for (seen: a result in, its run_finished never written).
+            # With the result in, the run's end is waited for whatever the deadline.
+            wait = PROGRESS_SECONDS if result is not None else min(PROGRESS_SECONDS, deadline - loop.time())
+            await events.wait_for_events(thread_id, after, max(wait, 0.01))
             await ctx.session.report_progress(loop.time() - started, message="Waiting for the user's decision.")
 
 
