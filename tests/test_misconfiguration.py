@@ -108,8 +108,8 @@ def test_enabled_under_both_names_it_loads_once_and_says_to_drop_the_old_one(tmp
 
 
 def test_enabled_under_both_names_on_the_command_line(tmp_path: Path, servers: list) -> None:
-    # JupyterProcess writes --ServerApp.jpserver_extensions={'cellwright': <this>}: both names at once.
-    server = JupyterProcess(tmp_path, ENV, cellwright="True, 'jupyter_ext': True").start()  # type: ignore[arg-type]
+    # --ServerApp.jpserver_extensions={'cellwright': True, 'jupyter_ext': True}: both names at once.
+    server = JupyterProcess(tmp_path, ENV, extensions={"jupyter_ext": True}).start()
     servers.append(server)
     assert server.get("cellwright/api/threads").status_code == 200
     log = _stop_cleanly(server)
