@@ -165,15 +165,14 @@ async def test_the_stdio_bridge_does_the_same_round_trip(
         async with ClientSession(read, write, client_info=info) as session:
             await session.initialize()
             assert "run_cell" in {tool.name for tool in (await session.list_tools()).tools}
+            read = await session.call_tool("read_notebook", {"notebook_path": NOTEBOOK})
+            assert not read.is_error, text_of(read)
+            thread = await client_thread(api, "Codex via MCP")  # named for the stdio client, not the bridge
+            seen = (await api.events(thread))[-1]["seq"]
             call = asyncio.create_task(
                 session.call_tool("run_cell", {"code": "print(2 ** 5)", "notebook_path": NOTEBOOK})
             )
-            thread = None
-            while thread is None:  # the bridge's call creates the client's thread
-                _, threads = await api.call("GET", "threads", expect=200)
-                found = [t for t in threads["threads"] if t["title"] == "Codex via MCP"]
-                thread = found[0]["thread_id"] if found else await asyncio.sleep(0.05)
-            card = await pending_card(api, thread, 0)
+            card = await pending_card(api, thread, seen)
             await api.approve(thread, card["id"])
             result = await asyncio.wait_for(call, 60)
     assert not result.is_error and "32" in text_of(result)
