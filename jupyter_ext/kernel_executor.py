@@ -363,6 +363,8 @@ class KernelEnvironment:
         where: dict[str, Any] = {"cell_id": placement.cell_id, "edit": placement.edit} if placement else {}
         if placement is not None and placement.provenance:
             where["provenance"] = placement.provenance
+        if placement is not None and placement.previous_source is not None:
+            where["previous_source"] = placement.previous_source
         return make_event(
             "cell_started",
             id=call_id,

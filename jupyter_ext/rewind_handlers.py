@@ -1,5 +1,6 @@
 """The routes of rewind (issue 25): go back to a step (or preview it with dry_run), undo that, list
-and read a thread's branches, and fork a new thread from a step; the work is jupyter_ext.rewinds."""
+and read a thread's branches, fork a new thread from a step, and the diff of a range of steps; the
+work is jupyter_ext.rewinds."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from tornado import web
 
 from . import rewinds
 from .handler_base import CellwrightHandler
+
+MAX_ID_CHARS = 200  # a tool call id, as the contract bounds it in bodies
 
 
 def _rewind_bodies() -> ModuleType:  # the contract models load on first use
@@ -65,10 +68,25 @@ class ForkHandler(CellwrightHandler):
         self.write_json(forked, 201)
 
 
+class DiffHandler(CellwrightHandler):
+    route = "threads/{thread_id}/diff"
+
+    @web.authenticated
+    @authorized
+    async def get(self, thread_id: str) -> None:
+        start, end = (self._step_argument(name) for name in ("from", "to"))
+        self.write_json(await rewinds.diff(self.runs, thread_id, start, end))
+
+    def _step_argument(self, name: str) -> str | None:
+        value = self.get_query_argument(name, None)
+        return value[:MAX_ID_CHARS] if value else None
+
+
 REWIND_HANDLERS: tuple[type[CellwrightHandler], ...] = (
     RewindHandler,
     RewindUndoHandler,
     BranchesHandler,
     BranchHandler,
     ForkHandler,
+    DiffHandler,
 )

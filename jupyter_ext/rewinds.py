@@ -17,6 +17,7 @@ if TYPE_CHECKING:
         RewindRequest,
         RewindResult,
         RewindUndone,
+        ThreadDiff,
     )
 
     from .run_manager import RunManager
@@ -104,3 +105,23 @@ async def fork(runs: RunManager, thread_id: str, request: ForkRequest) -> Forked
     origin = f"{thread_id}:{request.from_}"
     await tree.copy_into(runner.graph, point.snapshot, new.thread_id, origin)
     return Forked(thread_id=new.thread_id, forked_from=origin)
+
+
+MAX_DIFF_EVENTS = 100_000  # of one thread read for its cells
+
+
+async def diff(runs: RunManager, thread_id: str, start: str | None, end: str | None) -> ThreadDiff:
+    """Per cell and per file, what the steps `start`..`end` (inclusive) of the current branch changed."""
+    from agent_core.loop import branches as tree
+    from agent_core.undo.step_diff import thread_diff
+    from agent_core.workspace import workspace_of
+
+    record = await runs.thread(thread_id)
+    runner = await runs.runner()
+    messages = tree.messages_of(await runner.snapshot(thread_id))
+    events = await runs.threads.events.events_after(thread_id, 0, MAX_DIFF_EVENTS)
+    workspace = workspace_of(runs.environment_of(record))
+    try:
+        return thread_diff(messages, events, thread_id, record.notebook_path or "", workspace, start, end)
+    except tree.NoSuchStep as exc:
+        raise NotFound(f"No diff: {exc}.", "step_not_found") from None

@@ -300,6 +300,8 @@ export interface CellStartedEvent {
   cell_id?: string | null;
   /** edit_cell: replace the source and outputs of cell `cell_id`. */
   edit?: boolean;
+  /** With `edit`: the cell's source before the edit (absent when it was longer than the bound). */
+  previous_source?: string | null;
   /**
    * The kernel is busy with another cell and this one waits; a second cell_started with false
    * follows when it starts.
@@ -1161,6 +1163,32 @@ export interface BranchList {
   branches: Branch[];
 }
 
+/**
+ * One notebook cell the steps of the range added or edited: as it was before the range's first step
+ * on it, and as the range's last step on it left it.
+ */
+export interface CellChange {
+  cell_id: string;
+  cell_type: 'code' | 'markdown';
+  /** The range's steps on this cell, oldest first. */
+  tool_call_ids: string[];
+  /**
+   * None: the cell did not exist before (or, with before_known false, its source was not recorded).
+   */
+  before: CellState | null;
+  /** False: an edit of a cell whose earlier source no event recorded. */
+  before_known: boolean;
+  after: CellState;
+  /** Unified diff of the source, before to after. */
+  diff: string;
+}
+
+export interface CellState {
+  source: string;
+  /** As the server stored them. */
+  outputs?: NbOutput[];
+}
+
 export interface CheckResourceArgs {
   /** Files or folders to size. */
   files?: string[] | null;
@@ -1205,6 +1233,33 @@ export interface ExecuteCommandArgs {
   timeout?: number | null;
   /** Folder to run in, relative to the workspace root. */
   cwd?: string | null;
+}
+
+/**
+ * One file the range's steps wrote or edited: before the range's first step on it, and after its
+ * last one (the file as the next agent step found it, else as it is now).
+ */
+export interface FileChange {
+  path: string;
+  /** The range's steps on this file, oldest first. */
+  tool_call_ids: string[];
+  /** None: the file did not exist, or (before_known false) was not kept. */
+  before: string | null;
+  before_known: boolean;
+  /** Why the content before is not known. */
+  why_unknown?: string | null;
+  /** None: the file does not exist (any more), or is not UTF-8 text. */
+  after: string | null;
+  /** True: no later agent step touched the file; `after` is it as it is now. */
+  after_is_now: boolean;
+  /**
+   * after_is_now and the file differs from what the range's last step wrote (changed by someone
+   * else).
+   */
+  changed_since: boolean;
+  /** before or after was cut to the size a diff answer carries. */
+  truncated: boolean;
+  diff: string;
 }
 
 export interface FileDiff {
@@ -1410,6 +1465,19 @@ export interface TaskArgs {
   description: string;
 }
 
+/**
+ * GET threads/{id}/diff: what the agent changed in the notebook and the files over a range of
+ * steps.
+ */
+export interface ThreadDiff {
+  from_tool_call_id: string;
+  to_tool_call_id: string;
+  /** The tool calls of the range on the thread's current branch, oldest first. */
+  steps: string[];
+  cells: CellChange[];
+  files: FileChange[];
+}
+
 export interface TodoItem {
   content: string;
   status: TodoStatus;
@@ -1502,6 +1570,7 @@ export interface Routes {
   'GET threads/{thread_id}/branches': { body: null; answer: BranchList };
   'GET threads/{thread_id}/branches/{branch}': { body: null; answer: BranchDetail };
   'POST threads/{thread_id}/fork': { body: ForkRequest; answer: Forked };
+  'GET threads/{thread_id}/diff': { body: null; answer: ThreadDiff };
   'POST threads/{thread_id}/cancel': { body: null; answer: CancelAccepted };
   'POST diagnostics': { body: DiagnosticsRequest; answer: DiagnosticsAnswer };
   'POST resources': { body: ResourcesRequest; answer: Resources };

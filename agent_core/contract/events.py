@@ -25,6 +25,8 @@ from agent_core.contract.shared import (
     WireModel,
 )
 
+MAX_PREVIOUS_SOURCE = 100_000  # characters of an edited cell's old source kept on its cell_started
+
 
 class EventBase(WireModel):
     """Fields every stored event carries; the event log stamps `seq` and `thread_id`, the run's
@@ -136,6 +138,11 @@ class CellStartedEvent(EventBase):
         "the existing cell whose source `code` replaces.",
     )
     edit: bool = Field(default=False, description="edit_cell: replace the source and outputs of cell `cell_id`.")
+    previous_source: str | None = Field(
+        default=None,
+        max_length=MAX_PREVIOUS_SOURCE,
+        description="With `edit`: the cell's source before the edit (absent when it was longer than the bound).",
+    )
     waiting_for_kernel: bool = Field(
         default=False,
         description="The kernel is busy with another cell and this one waits; a second cell_started "

@@ -35,7 +35,7 @@ from agent_core.contract.bodies import (
 from agent_core.contract.notebook_cells import AgentCells, AgentCellsRequest
 from agent_core.contract.outside_tools import McpServers, NotebookTools
 from agent_core.contract.review import RewindResult, RewindUndone, UndoResult
-from agent_core.contract.rewind import BranchDetail, BranchList, Forked, ForkRequest, RewindRequest
+from agent_core.contract.rewind import BranchDetail, BranchList, Forked, ForkRequest, RewindRequest, ThreadDiff
 from agent_core.contract.shared import WireModel
 
 # Paths are under cellwright/api/.
@@ -169,6 +169,18 @@ ROUTES: tuple[Route, ...] = (
         {201: Forked},
         ForkRequest,
         (*BODY_ERRORS, 404),
+    ),
+    Route(
+        "get",
+        "threads/{thread_id}/diff",
+        "What the agent changed over a range of steps of the current branch, per notebook cell and per file: before "
+        "the range's first step on it, after its last. 404 for an unknown step; 400 when `from` comes after `to`.",
+        {200: ThreadDiff},
+        errors=(400, 404),
+        params=(
+            Param("from", "query", "The range's first step (a tool call id); default: the thread's first."),
+            Param("to", "query", "The range's last step (a tool call id); default: the thread's last."),
+        ),
     ),
     Route(
         "post",

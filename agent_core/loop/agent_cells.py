@@ -25,7 +25,7 @@ EVENT_PAGE = 1000
 MAX_CELLS = 5000  # a notebook with more agent cells is not one a browser reconciles at once
 
 
-class _Fold:
+class CellFold:
     """The cells of one thread, in the order their first event came."""
 
     def __init__(self, thread_id: str, notebook_path: str) -> None:
@@ -96,7 +96,7 @@ async def agent_cells(store: ThreadStore, request: AgentCellsRequest) -> AgentCe
     path = request.notebook_path
     cells: list[dict[str, Any]] = []
     for record in await store.for_notebook(path):
-        fold = _Fold(record.thread_id, path)
+        fold = CellFold(record.thread_id, path)
         after = 0
         while len(cells) + len(fold.cells) < MAX_CELLS:
             events = await store.events.events_after(record.thread_id, after, EVENT_PAGE)

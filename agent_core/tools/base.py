@@ -47,6 +47,7 @@ class CellPlacement:
     cell_id: str
     edit: bool = False
     provenance: dict[str, Any] | None = None  # contract.review.Provenance: the panel keeps it in the cell's metadata
+    previous_source: str | None = None  # edit: the cell's source before the edit (GET threads/{id}/diff shows it)
 
 
 class ToolEnvironment(Protocol):

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import Field
 
+from agent_core.contract.events import MAX_PREVIOUS_SOURCE
 from agent_core.loop.output_digest import bounded
 from agent_core.tools.arguments import ToolArgs
 from agent_core.tools.base import (
@@ -87,8 +88,10 @@ async def edit_cell(args: EditCellArgs, ctx: ToolContext) -> ToolOutcome:
         raise ToolInputError("edit_cell needs a non-empty source")
     if not ctx.env.edits_cells:
         raise ToolInputError("cells can be edited from the Cellwright panel only; here use run_cell")
-    await target_cell(args.cell_id, ctx)
-    placement = await before_cell(args.source, ctx, CellPlacement(args.cell_id, edit=True))
+    _, cell = await target_cell(args.cell_id, ctx)
+    previous = _source(cell)
+    kept = previous if len(previous) <= MAX_PREVIOUS_SOURCE else None
+    placement = await before_cell(args.source, ctx, CellPlacement(args.cell_id, edit=True, previous_source=kept))
     return await cell_outcome(await ctx.env.run_cell(ctx.call_id, args.source, ctx.emit, placement), placement, ctx)
 
 
