@@ -30,6 +30,7 @@ import {
   RewindRequest,
   RewindResult,
   RewindUndone,
+  ThreadDiff,
   UndoResult,
   VariablesRequest
 } from './contract.gen';
@@ -280,6 +281,12 @@ export class CellwrightAPI {
   /** Undo the last rewind while nothing ran after it. */
   undoRewind(threadId: string): Promise<RewindUndone> {
     return this.request<RewindUndone>(`threads/${enc(threadId)}/rewind/undo`, jsonInit('POST', {}));
+  }
+
+  /** Per cell and per file, what the steps `from`..`to` (default: to the thread's last) changed. */
+  diff(threadId: string, from: string, to?: string): Promise<ThreadDiff> {
+    const query = new URLSearchParams({ from, ...(to ? { to } : {}) });
+    return this.request<ThreadDiff>(`threads/${enc(threadId)}/diff?${query}`, { method: 'GET' });
   }
 
   branches(threadId: string): Promise<BranchList> {

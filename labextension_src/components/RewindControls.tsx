@@ -2,8 +2,9 @@ import * as React from 'react';
 import { useState } from 'react';
 
 import { errorMessage } from '../api';
-import { RewindChoice, RewindResult } from '../contract.gen';
+import { RewindChoice, RewindResult, ThreadDiff } from '../contract.gen';
 import { IToolItem, PanelModel } from '../model';
+import { StepChanges } from './StepChanges';
 import { VisibleText } from './VisibleText';
 
 /**
@@ -15,6 +16,7 @@ import { VisibleText } from './VisibleText';
 export function RewindControls(props: { model: PanelModel; item: IToolItem }): JSX.Element | null {
   const { model, item } = props;
   const [preview, setPreview] = useState<RewindResult | null>(null);
+  const [changes, setChanges] = useState<ThreadDiff | null>(null);
   const [notebook, setNotebook] = useState<RewindChoice>('revert');
   const [files, setFiles] = useState<RewindChoice>('revert');
   const [busy, setBusy] = useState(false);
@@ -40,6 +42,7 @@ export function RewindControls(props: { model: PanelModel; item: IToolItem }): J
       setNotebook(n);
       setFiles(f);
       setPreview(await model.api.rewind(threadId, { to: item.id, notebook: n, files: f, dry_run: true }));
+      setChanges(await model.api.diff(threadId, item.id).catch(() => null)); // the card stands without it
     });
   const confirm = (): Promise<void> =>
     act(async () => {
@@ -95,6 +98,12 @@ export function RewindControls(props: { model: PanelModel; item: IToolItem }): J
               </pre>
             </details>
           ))}
+          {changes && (
+            <details className="cw-rewind-diff">
+              <summary>What the agent changed from this step on</summary>
+              <StepChanges diff={changes} />
+            </details>
+          )}
           <label>
             <input type="checkbox" data-testid="cw-rewind-notebook" checked={notebook === 'revert'} disabled={busy}
               onChange={e => void show(e.target.checked ? 'revert' : 'keep', files)} />

@@ -43,6 +43,12 @@ def test_rewind_from_the_panel_removes_the_later_cells_and_keeps_the_branch(
     card = page.get_by_role("region", name="Rewind")
     expect(card.get_by_test_id("cw-rewind-step")).to_have_count(4)
     expect(card.get_by_test_id("cw-rewind-cannot").filter(has_text="shell command")).to_have_count(1)
+    # What the agent changed from r2 on (GET diff): its three cells, each a diff from nothing.
+    changed = card.get_by_test_id("cw-step-change-cell")
+    expect(changed).to_have_count(3)
+    card.get_by_text("What the agent changed from this step on").click()
+    changed.first.locator("summary").click()
+    expect(changed.first).to_contain_text("+gone_two = 2")
     page.screenshot(path=str(SHOTS / "25-rewind-card.png"))
     card.get_by_test_id("cw-rewind-confirm").click()
 
