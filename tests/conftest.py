@@ -79,7 +79,7 @@ class Api:
         return data["run_id"]
 
     async def events(
-        self, thread_id: str, after: int = 0, headers: dict[str, str] | None = None
+        self, thread_id: str, after: int = 0, headers: dict[str, str] | None = None, timeout: float = 60
     ) -> list[dict[str, Any]]:
         """Read the event stream until the server closes it (end of the active run)."""
         code, text = await self.call(
@@ -87,16 +87,17 @@ class Api:
             f"threads/{thread_id}/events",
             params={"after": after} if not headers else None,
             headers=headers or {},
-            request_timeout=60,
+            request_timeout=timeout,
         )
         assert code == 200, text
         return parse_sse(text)
 
-    async def until_finished(self, thread_id: str, after: int = 0) -> list[dict[str, Any]]:
-        """Events after `after` up to and including the next run_finished."""
+    async def until_finished(self, thread_id: str, after: int = 0, timeout: float = 60) -> list[dict[str, Any]]:
+        """Events after `after` up to and including the next run_finished (`timeout`: per read of
+        the stream, which stays open while the run is active)."""
         collected: list[dict[str, Any]] = []
         for _ in range(50):
-            batch = await self.events(thread_id, after)
+            batch = await self.events(thread_id, after, timeout=timeout)
             collected += batch
             if any(e["type"] == "run_finished" for e in collected):
                 return collected
