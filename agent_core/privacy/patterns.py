@@ -1,0 +1,153 @@
+"""Values that look like secrets or personal data, found in text and replaced before a request leaves
+(data_policy `redact`, and under `schema_only` too). Every built-in pattern has bounded quantifiers
+and no nested repetition, so its work is linear in the text; an operator's patterns run on pieces of
+at most PIECE_CHARS characters, so even a badly written one cannot make a long text slow."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+PIECE_CHARS = 4096  # an operator pattern sees at most this much text at a time
+
+Check = Callable[[str], bool]
+
+
+def luhn_valid(number: str) -> bool:
+    """The Luhn checksum of a card number's digits (separators ignored)."""
+    digits = [int(c) for c in number if c.isdigit()]
+    if not 13 <= len(digits) <= 19:
+        return False
+    total = 0
+    for index, digit in enumerate(reversed(digits)):
+        if index % 2:
+            digit *= 2
+            if digit > 9:
+                digit -= 9
+        total += digit
+    return total % 10 == 0
+
+
+def iban_valid(iban: str) -> bool:
+    """ISO 13616's mod-97 check of an IBAN (spaces ignored)."""
+    compact = iban.replace(" ", "").upper()
+    if not 15 <= len(compact) <= 34 or not compact[:2].isalpha() or not compact[2:4].isdigit():
+        return False
+    rearranged = compact[4:] + compact[:4]
+    digits = "".join(str(int(c, 36)) for c in rearranged)
+    return int(digits) % 97 == 1
+
+
+def _always(_: str) -> bool:
+    return True
+
+
+def _enough_digits(value: str) -> bool:
+    return sum(c.isdigit() for c in value) >= 8  # "+1 2 3" in code is not a phone number
+
+
+@dataclass(frozen=True)
+class Pattern:
+    name: str  # what the replacement says was there: [REDACTED:<name>]
+    regex: re.Pattern[str]
+    check: Check = _always  # a match is replaced only when this holds (checksums)
+    group: int = 0  # the part of the match that is the value (the rest stays)
+
+
+BUILT_IN: tuple[Pattern, ...] = (
+    # Passwords in URLs: scheme://user:password@host keeps the user, drops the password.
+    Pattern("password", re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]{0,20}://[^\s/:@]{1,256}:([^\s/@]{1,256})@"), group=1),
+    Pattern(
+        "token",
+        re.compile(
+            r"\b(?:sk-(?:proj-|ant-)?[A-Za-z0-9_-]{16,200}"  # OpenAI, Anthropic
+            r"|gh[pousr]_[A-Za-z0-9]{30,100}|github_pat_[A-Za-z0-9_]{30,200}"  # GitHub
+            r"|xox[abposr]-[A-Za-z0-9-]{10,200}"  # Slack
+            r"|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35}"  # AWS access key id, Google API key
+            r"|hf_[A-Za-z0-9]{30,100}|glpat-[A-Za-z0-9_-]{20,100}"  # Hugging Face, GitLab
+            r"|eyJ[A-Za-z0-9_-]{8,2000}\.eyJ[A-Za-z0-9_-]{8,4000}\.[A-Za-z0-9_-]{8,2000})"  # JWT
+        ),
+    ),
+    Pattern("token", re.compile(r"(?i)\bbearer\s+([A-Za-z0-9._~+/-]{16,2000}=*)"), group=1),
+    # key = "literal" (a quoted value of a secret-named setting; code reading os.environ is left alone)
+    Pattern(
+        "secret",
+        re.compile(
+            r"(?i)\b[\w-]{0,40}(?:api[_-]?key|secret|token|passw(?:or)?d|pwd)[\w-]{0,40}[\"']?\s{0,3}[:=]\s{0,3}"
+            r"[\"']([^\"'\s]{8,500})[\"']"
+        ),
+        group=1,
+    ),
+    Pattern(
+        "email",
+        re.compile(r"\b[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63}){0,8}\.[A-Za-z]{2,24}\b"),
+    ),
+    # Card numbers: 13-19 digits, single spaces or dashes between them, with a valid Luhn checksum.
+    Pattern("card", re.compile(r"(?<![\w-])\d(?:[ -]?\d){12,18}(?![\w-])"), check=luhn_valid),
+    Pattern("iban", re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b"), check=iban_valid),
+    # Phone numbers: international (+CC ...) or grouped like (555) 123-4567 / 555-123-4567; separators
+    # required, so a plain integer in data is not taken for one.
+    Pattern("phone", re.compile(r"(?<![\w+])\+\d{1,3}(?:[ .-]?\(?\d{1,4}\)?){2,5}(?![\w-])"), check=_enough_digits),
+    Pattern("phone", re.compile(r"(?<![\w-])(?:\(\d{3}\) ?|\d{3}[ .-])\d{3}[ .-]\d{4}(?![\w-])")),
+)
+
+
+def compile_patterns(sources: Iterable[str]) -> tuple[Pattern, ...]:
+    """The operator's `redaction_patterns`; raises ValueError naming the first that does not compile."""
+    compiled = []
+    for index, source in enumerate(sources):
+        try:
+            compiled.append(Pattern("custom", re.compile(source)))
+        except re.error as exc:
+            raise ValueError(
+                f"redaction_patterns[{index}] ({source!r}) is not a valid regular expression: {exc}"
+            ) from None
+    return tuple(compiled)
+
+
+@dataclass
+class Redactor:
+    """Replaces what the patterns find and counts the replacements (over its lifetime: one request)."""
+
+    custom: tuple[Pattern, ...] = ()
+    count: int = 0
+    kinds: dict[str, int] = field(default_factory=dict)
+
+    def text(self, text: str) -> str:
+        if not text:
+            return text
+        for pattern in BUILT_IN:
+            text = pattern.regex.sub(lambda m, p=pattern: self._replace(m, p), text)  # type: ignore[misc]
+        for pattern in self.custom:
+            text = "".join(
+                pattern.regex.sub(lambda m, p=pattern: self._replace(m, p), piece)  # type: ignore[misc]
+                for piece in _pieces(text)
+            )
+        return text
+
+    def _replace(self, match: re.Match[str], pattern: Pattern) -> str:
+        whole = match.group(0)
+        value = match.group(pattern.group) if pattern.group else whole
+        if value is None or not pattern.check(value):
+            return whole
+        self.count += 1
+        self.kinds[pattern.name] = self.kinds.get(pattern.name, 0) + 1
+        token = f"[REDACTED:{pattern.name}]"
+        if not pattern.group:
+            return token
+        start, end = match.span(pattern.group)
+        offset = match.start()
+        return whole[: start - offset] + token + whole[end - offset :]
+
+
+def _pieces(text: str) -> Iterable[str]:
+    """`text` in pieces of at most PIECE_CHARS, cut at line ends where it can be."""
+    start = 0
+    while start < len(text):
+        end = min(len(text), start + PIECE_CHARS)
+        if end < len(text):
+            newline = text.rfind("\n", start, end)
+            end = newline + 1 if newline > start else end
+        yield text[start:end]
+        start = end
