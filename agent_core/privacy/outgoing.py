@@ -202,7 +202,7 @@ def _context_sources(text: str) -> list[Source]:
             continue
         name, _, rest = line[1:].partition(": ")
         kind = "file" if rest.startswith("file ") else "notebook" if rest.startswith("notebook ") else "variable"
-        if rest.startswith(("DataFrame", "polars DataFrame")):
+        if rest.split(",", 1)[0].endswith("DataFrame"):  # pandas.DataFrame, polars.DataFrame
             kind = "dataframe"
         found.append({"kind": kind, "name": name[:NAME_CHARS]})
     return found

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 PIECE_CHARS = 4096  # an operator pattern sees at most this much text at a time
 
@@ -94,16 +95,49 @@ BUILT_IN: tuple[Pattern, ...] = (
 
 
 def compile_patterns(sources: Iterable[str]) -> tuple[Pattern, ...]:
-    """The operator's `redaction_patterns`; raises ValueError naming the first that does not compile."""
+    """The operator's `redaction_patterns`; raises ValueError naming the first that does not compile,
+    or that nests one unbounded repetition in another (like `(a+)+`: exponential time on a near miss,
+    which no cut of the text bounds)."""
     compiled = []
     for index, source in enumerate(sources):
+        where = f"redaction_patterns[{index}] ({source!r})"
         try:
-            compiled.append(Pattern("custom", re.compile(source)))
+            regex = re.compile(source)
         except re.error as exc:
+            raise ValueError(f"{where} is not a valid regular expression: {exc}") from None
+        if _nested_repetition(source):
             raise ValueError(
-                f"redaction_patterns[{index}] ({source!r}) is not a valid regular expression: {exc}"
-            ) from None
+                f"{where} repeats a group that itself repeats without bound, which can take exponential time "
+                "on some texts: rewrite it without the nesting (e.g. (ab)+, not (a+b?)+)."
+            )
+        compiled.append(Pattern("custom", regex))
     return tuple(compiled)
+
+
+def _nested_repetition(source: str) -> bool:
+    """Whether an unbounded repetition sits inside another repetition (the cause of catastrophic backtracking)."""
+    import re._constants as sre  # the parser of `re` itself: the tree it will run
+    import re._parser as parser
+
+    repeats = (sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", sre.MAX_REPEAT))
+
+    def walk(items: Any, inside_repeat: bool) -> bool:
+        for op, av in items:
+            if op in repeats:
+                _, high, body = av
+                if (high == sre.MAXREPEAT or high > 100) and inside_repeat:
+                    return True
+                if walk(body, inside_repeat or high > 1):
+                    return True
+            elif op == sre.SUBPATTERN and walk(av[-1], inside_repeat):
+                return True
+            elif op == sre.BRANCH and any(walk(branch, inside_repeat) for branch in av[1]):
+                return True
+            elif op in (sre.ASSERT, sre.ASSERT_NOT) and walk(av[1], inside_repeat):
+                return True
+        return False
+
+    return walk(parser.parse(source).data, False)
 
 
 @dataclass
