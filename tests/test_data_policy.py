@@ -191,3 +191,32 @@ async def test_the_record_is_what_the_model_received(api: Api, fake_llm: FakeLLM
     _, light = await api.call("GET", f"threads/{thread}/requests", params={"text": "0"}, expect=200)
     assert all("messages" not in r and "body" not in r for r in light["requests"])
     assert [r["sha256"] for r in light["requests"]] == [r["sha256"] for r in recorded]
+
+
+async def test_older_records_are_compacted_to_sizes_and_hashes(tmp_path: Path, monkeypatch: Any) -> None:
+    import hashlib
+
+    from agent_core.storage import request_log
+    from agent_core.storage.thread_store import ThreadStore
+
+    monkeypatch.setattr(request_log, "KEEP_BODIES", 3)
+    store = ThreadStore(tmp_path / "threads.sqlite", owner="me")
+    await store.open()
+    try:
+        thread = (await store.create("n.ipynb", "t")).thread_id
+        other = (await store.create("n.ipynb", "u")).thread_id
+        bodies = [json.dumps({"messages": [{"role": "user", "content": "é" * n}]}).encode() for n in range(5)]
+        for body in bodies:
+            await store.requests.add(thread, "main", "", "turn", body, 0, [])
+        await store.requests.add(other, "main", "", "turn", b'{"messages": []}', 0, [])
+        recorded = [r.public() for r in await store.requests.list(thread)]
+        assert [r["seq"] for r in recorded] == [1, 2, 3, 4, 5]
+        assert [r["kept"] for r in recorded] == [False, False, True, True, True]
+        assert [r["sha256"] for r in recorded] == [hashlib.sha256(b).hexdigest() for b in bodies]
+        assert [r["bytes"] for r in recorded] == [len(b) for b in bodies]
+        assert "messages" not in recorded[0] and recorded[4]["body"].encode() == bodies[4]
+        assert [r.seq for r in await store.requests.list(other)] == [1]  # each thread counts its own
+        await store.delete(thread)
+        assert await store.requests.list(thread) == [] and len(await store.requests.list(other)) == 1
+    finally:
+        await store.close()

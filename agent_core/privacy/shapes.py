@@ -33,10 +33,12 @@ SAFE_TOOLS = frozenset(
         "restart_kernel",
     )
 )
-ERROR_LINE = re.compile(r"^([A-Za-z_][\w.]{0,100}(?:Error|Exception|Warning|Exit|Interrupt))\b(?::\s?(.{0,300}))?")
+ERROR_LINE = re.compile(
+    r"^[ \t]*([A-Za-z_][\w.]{0,100}(?:Error|Exception|Warning|Exit|Interrupt))\b(?::[ \t]?([^\n]{0,300}))?", re.M
+)
 QUOTED = re.compile(r"'[^'\n]{0,300}'|\"[^\"\n]{0,300}\"")
 NUMBER = re.compile(r"\b\d[\d.,_]{0,40}\b")
-FRAME_FOOTER = re.compile(r"^\[\d+ rows x \d+ columns\]$")
+FRAME_FOOTER = re.compile(r"^[ \t]*(\[\d+ rows x \d+ columns\])[ \t]*$", re.M)
 CELL_FACTS = re.compile(r"^\[(?:cell_id [\w-]{1,80}(?:, )?)?(?:execution_count \d{1,10})?\]$")
 WITHHELD = "withheld: data_policy is schema_only"
 
@@ -48,15 +50,10 @@ def masked_message(text: str) -> str:
 
 def shape(text: str, what: str = "output") -> str:
     """`text` as its size, with the names and masked messages of any errors in it."""
-    lines = text.splitlines()
-    out = [f"[{what}: {len(lines)} lines, {len(text)} characters; values {WITHHELD}]"]
-    errors = []
-    for line in lines:
-        match = ERROR_LINE.match(line.strip())
-        if match:
-            errors.append(match.group(1) + (f": {masked_message(match.group(2))}" if match.group(2) else ""))
-        elif FRAME_FOOTER.match(line.strip()):
-            out.append(line.strip())
+    lines = text.count("\n") + 1 if text else 0
+    out = [f"[{what}: {lines} lines, {len(text)} characters; values {WITHHELD}]"]
+    out += [m.group(1) for m in FRAME_FOOTER.finditer(text)][-5:]  # a DataFrame print's shape
+    errors = [m.group(1) + (f": {masked_message(m.group(2))}" if m.group(2) else "") for m in ERROR_LINE.finditer(text)]
     out += [f"error {e}" for e in dict.fromkeys(errors)][-5:]
     return "\n".join(out)
 
