@@ -54,6 +54,12 @@ def prepare(
     return Outgoing(out, [_tool_schema(t, redactor) for t in tools], redactor.count, sources)
 
 
+def redacted_texts(texts: list[str], patterns: tuple[str, ...] = ()) -> list[str]:
+    """Texts that leave outside a chat request (embeddings of documents), redacted."""
+    redactor = Redactor(_custom(patterns))
+    return [redactor.text(text) for text in texts]
+
+
 def _calls(messages: list[dict[str, Any]]) -> dict[str, tuple[str, dict[str, Any]]]:
     """Each tool call's name and (parsed) arguments, by call id."""
     found: dict[str, tuple[str, dict[str, Any]]] = {}
