@@ -22,13 +22,21 @@ class RequestsHandler(CellwrightHandler):
         text = self.get_query_argument("text", "1")
         if text not in ("0", "1"):
             raise BadRequest(f"'text' must be 0 or 1, not {text[:20]!r}.")
+        seq = self._seq()
         await self.runs.thread(thread_id)  # another owner's thread is a 404
         recorded = await self.runs.threads.requests.list(thread_id)
-        items = [r.public() for r in recorded]
-        if text == "0":
-            items = [{k: v for k, v in item.items() if k not in ("messages", "tools", "body")} for item in items]
-        policy = await self.runs.thread_data_policy(thread_id)
-        self.write_json(ModelRequests.model_validate({"requests": items, "summary": _summary(items, policy)}))
+        items = [r.public(with_text=text == "1" and seq in (None, r.seq)) for r in recorded]
+        summary = _summary(items, await self.runs.thread_data_policy(thread_id))  # of the whole thread
+        shown = [item for item in items if seq in (None, item["seq"])]
+        self.write_json(ModelRequests.model_validate({"requests": shown, "summary": summary}))
+
+    def _seq(self) -> int | None:
+        raw = self.get_query_argument("seq", None)
+        if raw is None:
+            return None
+        if not raw.isdigit() or len(raw) > 12:
+            raise BadRequest(f"'seq' must be a request's sequence number, not {raw[:20]!r}.")
+        return int(raw)
 
 
 def _summary(items: list[dict[str, Any]], policy: str) -> dict[str, Any]:

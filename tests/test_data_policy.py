@@ -191,6 +191,11 @@ async def test_the_record_is_what_the_model_received(api: Api, fake_llm: FakeLLM
     _, light = await api.call("GET", f"threads/{thread}/requests", params={"text": "0"}, expect=200)
     assert all("messages" not in r and "body" not in r for r in light["requests"])
     assert [r["sha256"] for r in light["requests"]] == [r["sha256"] for r in recorded]
+    _, one = await api.call("GET", f"threads/{thread}/requests", params={"seq": "5"}, expect=200)
+    assert [r["seq"] for r in one["requests"]] == [5] and one["requests"][0]["body"].encode() == received[4]
+    assert one["summary"] == answer["summary"] and one["summary"]["requests"] == len(received)
+    code, _ = await api.call("GET", f"threads/{thread}/requests", params={"seq": "-1"})
+    assert code == 400
 
 
 async def test_older_records_are_compacted_to_sizes_and_hashes(tmp_path: Path, monkeypatch: Any) -> None:

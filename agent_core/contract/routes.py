@@ -156,7 +156,10 @@ ROUTES: tuple[Route, ...] = (
         "with its sources and redaction count, and a summary.",
         {200: ModelRequests},
         errors=(400, 404),
-        params=(Param("text", "query", "0: leave out messages, tools and body (sizes and sources only)."),),
+        params=(
+            Param("text", "query", "0: leave out messages, tools and body (sizes and sources only)."),
+            Param("seq", "query", "Only this request (the summary is still the whole thread's)."),
+        ),
     ),
     Route(
         "get",

@@ -92,8 +92,8 @@ class RecordedRequest:
     sha256: str
     body: str | None  # packed(); None once compacted
 
-    def public(self) -> dict[str, Any]:
-        """The route's item: the body's messages and tools while it is kept."""
+    def public(self, with_text: bool = True) -> dict[str, Any]:
+        """The route's item: the body, its messages and tools while it is kept (and `with_text`)."""
         item: dict[str, Any] = {
             "seq": self.seq,
             "agent": self.agent,
@@ -107,7 +107,7 @@ class RecordedRequest:
         }
         if self.task_id:
             item["task_id"] = self.task_id
-        if self.body is not None:
+        if self.body is not None and with_text:
             raw = unpacked(self.body)
             sent = json.loads(raw)
             item["messages"] = sent.get("messages", [])
