@@ -108,6 +108,10 @@ def test_schema_only_shapes_of_tool_results() -> None:
     assert "To work with the full result" in shaped
     assert "Ann" not in shapes.tool_result("mcp__crm__find", {}, "Ann, ann@x.org")
     assert shapes.tool_result("write_todos", {}, "Todos updated.") == "Todos updated."
+    failed = shapes.tool_result("sql_query", {}, "sql_query failed: the database refused: no row 'Ann' (code 42)")
+    assert failed == "sql_query failed: the database refused: no row '…' (code #)"
+    rejected = "The user rejected this call. Reason: not the email column. Do not run it again unchanged."
+    assert shapes.tool_result("run_cell", {}, rejected) == rejected
 
 
 def test_prepare_leaves_the_state_alone_and_names_sources() -> None:

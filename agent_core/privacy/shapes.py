@@ -128,10 +128,18 @@ TRANSFORMS: dict[str, Transform] = {
 }
 
 
+# Results Cellwright wrote, not the tool: the user's decisions and stops (agent_core.loop.approvals,
+# storage.tool_ledger), which the model needs as they are.
+OWN_RESULTS = ("The user rejected this call.", "The user stopped the run", "Not run: the run was stopped.")
+
+
 def tool_result(name: str, args: dict[str, Any], text: str) -> str:
     """What a tool's result may say under schema_only."""
-    if name in SAFE_TOOLS:
+    if name in SAFE_TOOLS or text.startswith(OWN_RESULTS):
         return text
+    failed = f"{name} failed: "
+    if text.startswith(failed):  # the tool's error (agent_core.loop.graph): its words stay, its values not
+        return failed + masked_message(text[len(failed) :])[:2000]
     transform = TRANSFORMS.get(name)
     if transform is not None:
         return transform(text, args)
