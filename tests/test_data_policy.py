@@ -145,6 +145,7 @@ async def test_a_run_cannot_widen_the_servers_policy(api: Api, fake_llm: FakeLLM
     assert code == 400
 
 
+@pytest.mark.also_postgres
 async def test_the_record_is_what_the_model_received(api: Api, fake_llm: FakeLLM, jp_serverapp: Any) -> None:
     """A planner, a sub-agent and a summary: every request recorded byte for byte, tagged."""
     configuration(jp_serverapp).data_policy = "redact"
