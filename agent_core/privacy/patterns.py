@@ -136,8 +136,12 @@ def compile_patterns(sources: Iterable[str]) -> tuple[Pattern, ...]:
 
 def _nested_repetition(source: str) -> bool:
     """Whether an unbounded repetition sits inside another repetition (the cause of catastrophic backtracking)."""
-    import re._constants as sre  # the parser of `re` itself: the tree it will run
-    import re._parser as parser
+    try:  # the parser of `re` itself: the tree it will run (sre_parse before Python 3.11)
+        import re._constants as sre
+        import re._parser as parser
+    except ImportError:  # pragma: no cover - Python 3.10
+        import sre_constants as sre
+        import sre_parse as parser
 
     repeats = (sre.MAX_REPEAT, sre.MIN_REPEAT, getattr(sre, "POSSESSIVE_REPEAT", sre.MAX_REPEAT))
 
