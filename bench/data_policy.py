@@ -24,8 +24,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agent_core.privacy.outgoing import prepare  # noqa: E402
-from agent_core.privacy.patterns import forget_searched  # noqa: E402
+from agent_core.privacy.outgoing import forget, prepare  # noqa: E402
 from agent_core.storage.request_log import KEEP_BODIES  # noqa: E402
 from agent_core.storage.thread_store import ThreadStore  # noqa: E402
 
@@ -109,7 +108,7 @@ def main() -> None:
     for policy in ("full", "redact", "schema_only"):
 
         def cold(p: str = policy) -> None:
-            forget_searched()  # every text searched as if it had never been sent
+            forget()  # every text searched as if it had never been sent
             prepare(messages, [], p)  # type: ignore[arg-type]
 
         cost = median_ms(cold, rounds)
@@ -123,7 +122,7 @@ def main() -> None:
     for policy in ("redact", "schema_only"):
         times: list[float] = []
         for _ in range(rounds):
-            forget_searched()
+            forget()
             prepare(messages, [], policy)  # type: ignore[arg-type]  # the previous turn
             start = time.perf_counter()
             prepare(grown, [], policy)  # type: ignore[arg-type]

@@ -12,7 +12,7 @@ from typing import Any
 
 from agent_core.contract.choices import DataPolicy
 from agent_core.privacy import shapes
-from agent_core.privacy.patterns import Pattern, Redactor, compile_patterns
+from agent_core.privacy.patterns import Pattern, Redactor, compile_patterns, forget_searched
 
 WIDTH: dict[str, int] = {"full": 0, "redact": 1, "schema_only": 2}  # how much of the data may leave, inverted
 Source = dict[str, str]  # {"kind", "name"}
@@ -52,6 +52,12 @@ def prepare(
     redactor = Redactor(_custom(patterns))
     out = [_message(m, calls, policy, redactor) for m in messages]
     return Outgoing(out, [_tool_schema(t, redactor) for t in tools], redactor.count, sources)
+
+
+def forget() -> None:
+    """Forget the texts already searched and shaped (a benchmark's cold start)."""
+    forget_searched()
+    shapes.forget_shaped()
 
 
 def redacted_texts(texts: list[str], patterns: tuple[str, ...] = ()) -> list[str]:

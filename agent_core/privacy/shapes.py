@@ -5,8 +5,10 @@ not know is reduced to its size."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -134,7 +136,14 @@ OWN_RESULTS = ("The user rejected this call.", "The user stopped the run", "Not 
 
 
 def tool_result(name: str, args: dict[str, Any], text: str) -> str:
-    """What a tool's result may say under schema_only."""
+    """What a tool's result may say under schema_only (each result shaped once: a history is sent
+    again with every turn)."""
+    return _tool_result(name, json.dumps(args, sort_keys=True, default=str), text)
+
+
+@lru_cache(maxsize=512)  # a result is at most ~8 KB (output_digest.MAX_CHARS and the tools' caps)
+def _tool_result(name: str, args_json: str, text: str) -> str:
+    args: dict[str, Any] = json.loads(args_json)
     if name in SAFE_TOOLS or text.startswith(OWN_RESULTS):
         return text
     failed = f"{name} failed: "
@@ -144,6 +153,10 @@ def tool_result(name: str, args: dict[str, Any], text: str) -> str:
     if transform is not None:
         return transform(text, args)
     return shape(text, f"{name} result")
+
+
+def forget_shaped() -> None:
+    _tool_result.cache_clear()
 
 
 NAMESPACE_LINE = re.compile(r"^(?:The user's kernel namespace: .*|- [\w.]{1,200}: .*|\(.*\))$")
