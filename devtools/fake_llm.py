@@ -135,7 +135,7 @@ class _Handler(BaseHTTPRequestHandler):
             message = "Unrecognized request argument supplied: stream_options"
             self._send_json(400, error_body(message, "invalid_request_error"))
             return
-        reply = self.fake._next_reply(body, {k.lower(): v for k, v in self.headers.items()})
+        reply = self.fake._next_reply(body, {k.lower(): v for k, v in self.headers.items()}, raw)
         try:
             self._respond(body, reply)
         except _Stopped:
@@ -217,6 +217,7 @@ class FakeLLM:
         self._lock = threading.Condition()
         self._script: deque[ScriptItem] = deque()
         self._requests: list[dict] = []
+        self._raw: list[bytes] = []  # the same requests' bodies, byte for byte as received
         self._headers: list[dict[str, str]] = []
         self.embedding_requests = 0  # /v1/embeddings calls (answered by fake_embeddings, not the script)
         self._stop = threading.Event()
@@ -297,6 +298,12 @@ class FakeLLM:
             return list(self._requests)
 
     @property
+    def raw_requests(self) -> list[bytes]:
+        """The chat-completion request bodies byte for byte as they arrived, in order (a copy)."""
+        with self._lock:
+            return list(self._raw)
+
+    @property
     def request_headers(self) -> list[dict[str, str]]:
         """Headers of each chat-completion request (lower-cased names), in order."""
         with self._lock:
@@ -311,9 +318,10 @@ class FakeLLM:
 
     # -- internals ---------------------------------------------------------------
 
-    def _next_reply(self, body: dict, headers: dict[str, str]) -> Reply:
+    def _next_reply(self, body: dict, headers: dict[str, str], raw: bytes = b"") -> Reply:
         with self._lock:
             self._requests.append(body)
+            self._raw.append(raw)
             self._headers.append(headers)
             number = len(self._requests)
             item = self._script.popleft() if self._script else None

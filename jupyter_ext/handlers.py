@@ -15,6 +15,7 @@ from agent_core import fast_json
 
 from .errors import BadRequest, Misconfigured
 from .handler_base import CellwrightHandler, contract_bodies
+from .request_handlers import RequestsHandler
 from .rewind_handlers import REWIND_HANDLERS
 from .run_manager import StreamItem
 from .tool_handlers import (
@@ -255,6 +256,7 @@ HANDLERS: tuple[type[CellwrightHandler], ...] = (
     ApprovalHandler,
     UndoHandler,
     *REWIND_HANDLERS,
+    RequestsHandler,
     CancelHandler,
     EventsHandler,
     DiagnosticsHandler,

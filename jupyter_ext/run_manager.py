@@ -139,6 +139,13 @@ class RunManager(LoggingConfigurable):
         }
         return ThreadDetail.model_validate(detail)
 
+    async def thread_data_policy(self, thread_id: str) -> str:
+        """The thread's data policy now: the server's, or the narrower one a run of it asked for."""
+        from agent_core.privacy.thread_policy import narrowed
+
+        values = (await (await self.runner()).snapshot(thread_id)).values or {}
+        return narrowed(self._settings(), values.get("data_policy")).data_policy
+
     async def list_threads(self) -> ThreadList:
         from agent_core.contract.answers import ThreadList
 

@@ -12,6 +12,8 @@ export type CellStatus = 'ok' | 'error' | 'aborted';
 
 export type CheckpointerKind = 'sqlite' | 'postgres' | 'memory';
 
+export type DataPolicy = 'full' | 'redact' | 'schema_only';
+
 /** A linter finding; lines and columns count from 1. */
 export interface Diagnostic {
   line: number;
@@ -79,6 +81,8 @@ export interface NextItem {
   prompt: string;
 }
 
+export type RequestKind = 'turn' | 'summary' | 'completion';
+
 export type RouteErrorKind =
   | UndoRefusal
   | 'bad_request'
@@ -96,6 +100,7 @@ export type RouteErrorKind =
   | 'bad_decision'
   | 'bad_args'
   | 'bad_rule'
+  | 'policy_wider'
   | 'bad_path'
   | 'path_outside_root'
   | 'hidden_path'
@@ -825,6 +830,11 @@ export interface StartRun {
   notebook_cells?: LiveCell[] | null;
   /** MCP servers this thread does not use (kept with the thread until a run sends another list). */
   disabled_mcp_servers?: string[] | null;
+  /**
+   * Narrow the server's data_policy for this thread (kept for its later runs); a wider one is
+   * refused (400 policy_wider).
+   */
+  data_policy?: DataPolicy | null;
 }
 
 export interface VariablesRequest {
@@ -1339,6 +1349,38 @@ export interface McpToolInfo {
   read_only_hint?: boolean | null;
 }
 
+export interface ModelRequestRecord {
+  /** Per thread, from 1, in the order the requests went out. */
+  seq: number;
+  /** The agent that asked: main, planner, or a sub-agent's name. */
+  agent: string;
+  /** A sub-agent's: the id of the task call that started it. */
+  task_id?: string | null;
+  kind: RequestKind;
+  /** The request body's size as sent. */
+  bytes: number;
+  /** Values replaced before it left (data_policy redact or schema_only). */
+  redactions: number;
+  /** Where the parts of its messages came from. */
+  sources: RequestSource[];
+  /** Of the body as sent: still there once the body is compacted away. */
+  sha256: string;
+  created_at: number;
+  /** False once compacted: only the newest 200 requests of a thread keep their text. */
+  kept: boolean;
+  /** As sent, while kept. */
+  messages?: Record<string, unknown>[] | null;
+  /** As sent, while kept (absent: none sent). */
+  tools?: Record<string, unknown>[] | null;
+  /** The request body byte for byte (UTF-8), while kept. */
+  body?: string | null;
+}
+
+export interface ModelRequests {
+  requests: ModelRequestRecord[];
+  summary: RequestsSummary;
+}
+
 export interface NextItemArg {
   /** A few words, shown on the suggestion. */
   title: string;
@@ -1388,6 +1430,27 @@ export interface ReadNotebookArgs {
   start?: number | null;
   /** Cell index to stop before. Default: start + 30. */
   end?: number | null;
+}
+
+export interface RequestSource {
+  /**
+   * file, notebook, dataframe, variable, variables (the namespace snapshot), cell_output,
+   * sql_result, mcp_result, command_output, search_result, agent_report, listing, image or
+   * tool_result.
+   */
+  kind: string;
+  /** Which one: a path, a variable, the cell's description, a database, a tool. */
+  name: string;
+}
+
+export interface RequestsSummary {
+  requests: number;
+  bytes: number;
+  redactions: number;
+  /** Per source kind, how many different ones reached the model. */
+  sources: Record<string, number>;
+  /** The thread's policy now: the server's, or narrower. */
+  data_policy: DataPolicy;
 }
 
 export interface RestartKernelArgs {
@@ -1567,6 +1630,7 @@ export interface Routes {
   'POST threads/{thread_id}/undo/{tool_call_id}': { body: null; answer: UndoResult };
   'POST threads/{thread_id}/rewind': { body: RewindRequest; answer: RewindResult };
   'POST threads/{thread_id}/rewind/undo': { body: null; answer: RewindUndone };
+  'GET threads/{thread_id}/requests': { body: null; answer: ModelRequests };
   'GET threads/{thread_id}/branches': { body: null; answer: BranchList };
   'GET threads/{thread_id}/branches/{branch}': { body: null; answer: BranchDetail };
   'POST threads/{thread_id}/fork': { body: ForkRequest; answer: Forked };

@@ -90,14 +90,14 @@ async def test_servers_starting_together_create_the_schema_once(tmp_path: Path, 
             await agent.aclose()
         with psycopg.connect(postgres_url) as conn:
             versions = conn.execute("SELECT version FROM cellwright.schema_version ORDER BY version").fetchall()
-            assert versions == [(1,), (2,)]
+            assert versions == [(1,), (2,), (3,)]
             tables = {
                 row[0]
                 for row in conn.execute(
                     "SELECT table_name FROM information_schema.tables WHERE table_schema = 'cellwright'"
                 )
             }
-        assert {"threads", "events", "leases", "tool_runs", "checkpoints"} <= tables
+        assert {"threads", "events", "leases", "tool_runs", "checkpoints", "model_requests"} <= tables
     finally:
         await asyncio.gather(*(store.close() for store in stores))
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from urllib.parse import urlsplit
 
-from agent_core.contract.choices import ToolCalling, Vision  # auto: native, falling back to prompt
+from agent_core.contract.choices import DataPolicy, ToolCalling, Vision  # auto: native, falling back to prompt
 
 DEFAULT_ENDPOINT = "https://api.openai.com"  # where the SDK goes without a base_url
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -64,6 +64,11 @@ class AgentSettings:
     # name -> SQLAlchemy URL for sql_query; the URLs may hold credentials: never shown, logged or sent
     databases: Mapping[str, str] = field(default_factory=dict, repr=False)
     sql_allow_writes: bool = False  # statements other than SELECT/WITH are refused unless this is on
+    data_policy: DataPolicy = "full"  # what of the data may reach the model (agent_core.privacy); a run may narrow it
+    redaction_patterns: tuple[str, ...] = ()  # the operator's extra regexes, replaced before a request leaves
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "redaction_patterns", tuple(self.redaction_patterns))  # the trait's list
 
     @property
     def llm_configured(self) -> bool:

@@ -3,8 +3,7 @@
 The server extension holds one (`c.Cellwright.model = ...` in jupyter_server_config.py,
 `--Cellwright.model=...` on the command line); the `%agent` magic builds one from the same Jupyter
 config files with traitlets' own loader (agent_core.config.kernel_config). Both then apply what PUT
-config saved (agent_core.config.saved_settings), and the agent gets an immutable AgentSettings
-snapshot of it."""
+config saved (agent_core.config.saved_settings); the agent gets an immutable AgentSettings snapshot."""
 
 from __future__ import annotations
 
@@ -20,6 +19,7 @@ from traitlets.config import LoggingConfigurable
 
 from agent_core.config import saved_settings as settings_file
 from agent_core.config.agent_settings import AgentSettings, ToolCalling, Vision, endpoint_of
+from agent_core.config.data_policy_settings import DataPolicySettings
 from agent_core.config.mcp_endpoint_settings import McpEndpointSettings
 
 _AGENT = AgentSettings()  # the defaults of the settings the agent reads live there, with their types
@@ -29,7 +29,7 @@ class SettingsError(ValueError):
     """A setting given a value it cannot take; the message names the setting and what it accepts."""
 
 
-class Cellwright(LoggingConfigurable, McpEndpointSettings):
+class Cellwright(LoggingConfigurable, McpEndpointSettings, DataPolicySettings):
     """Cellwright's settings. Tagged `runtime=True`: PUT config may change it at run time (saved in
     <data_dir>/settings.json, which wins over the config files). Tagged `env=...`: the environment
     variable that fills it in when no config sets it."""

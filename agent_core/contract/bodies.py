@@ -13,6 +13,7 @@ from agent_core.contract.outside_tools import McpServerSetting
 from agent_core.contract.shared import (
     ApprovalDecision,
     Autonomy,
+    DataPolicy,
     LiveCell,
     Mode,
     RouteErrorKind,
@@ -67,6 +68,11 @@ class StartRun(Body):
         default=None,
         max_length=64,
         description="MCP servers this thread does not use (kept with the thread until a run sends another list).",
+    )
+    data_policy: DataPolicy | None = Field(
+        default=None,
+        description="Narrow the server's data_policy for this thread (kept for its later runs); a wider one is "
+        "refused (400 policy_wider).",
     )
     field_kinds: ClassVar[dict[str, RouteErrorKind]] = {"mode": "bad_mode", "autonomy": "bad_autonomy"}
 

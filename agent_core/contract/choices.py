@@ -18,6 +18,9 @@ ThreadStatus = TypeAliasType(
     "ThreadStatus", Literal["idle", "running", "completed", "awaiting_approval", "cancelled", "failed"]
 )
 Vision = TypeAliasType("Vision", Literal["auto", "on", "off"])
+# What of the user's data may reach the model (agent_core/privacy), widest first.
+DataPolicy = TypeAliasType("DataPolicy", Literal["full", "redact", "schema_only"])
+RequestKind = TypeAliasType("RequestKind", Literal["turn", "summary", "completion"])  # a recorded model request
 CellStatus = TypeAliasType("CellStatus", Literal["ok", "error", "aborted"])
 ToolStatus = TypeAliasType("ToolStatus", Literal["ok", "error", "rejected"])
 TodoStatus = TypeAliasType("TodoStatus", Literal["pending", "in_progress", "completed"])
@@ -85,6 +88,7 @@ RouteErrorKind = TypeAliasType(
         "bad_decision",
         "bad_args",
         "bad_rule",
+        "policy_wider",  # a run asked for a wider data_policy than the server's
         # paths (agent_core/workspace.py)
         "bad_path",
         "path_outside_root",

@@ -32,6 +32,7 @@ from agent_core.contract.bodies import (
     StartRun,
     VariablesRequest,
 )
+from agent_core.contract.model_requests import ModelRequests
 from agent_core.contract.notebook_cells import AgentCells, AgentCellsRequest
 from agent_core.contract.outside_tools import McpServers, NotebookTools
 from agent_core.contract.review import RewindResult, RewindUndone, UndoResult
@@ -147,6 +148,18 @@ ROUTES: tuple[Route, ...] = (
         "server made it); kernel variables are not redone.",
         {200: RewindUndone},
         errors=(404, 409),
+    ),
+    Route(
+        "get",
+        "threads/{thread_id}/requests",
+        "What reached the model: every request of the thread's agents as it was sent (byte for byte while kept), "
+        "with its sources and redaction count, and a summary.",
+        {200: ModelRequests},
+        errors=(400, 404),
+        params=(
+            Param("text", "query", "0: leave out messages, tools and body (sizes and sources only)."),
+            Param("seq", "query", "Only this request (the summary is still the whole thread's)."),
+        ),
     ),
     Route(
         "get",

@@ -59,6 +59,10 @@ class EmbeddingIndex:
     async def _embed(self, settings: AgentSettings, texts: list[str]) -> list[list[float]]:
         from agent_core.llm.sdk_clients import new_client
 
+        if settings.data_policy != "full":  # the documents' text leaves for the endpoint too
+            from agent_core.privacy.outgoing import redacted_texts
+
+            texts = redacted_texts(texts, settings.redaction_patterns)
         client = new_client(settings)
         try:
             vectors: list[list[float]] = []

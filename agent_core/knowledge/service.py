@@ -147,8 +147,9 @@ class KnowledgeBase:
     # -- embeddings (optional)
 
     def _embedding_index(self) -> Any:
-        model = self.settings().embedding_model
-        if not model:
+        settings = self.settings()
+        model = settings.embedding_model
+        if not model or settings.data_policy == "schema_only":  # embeddings send the text: BM25 only
             return None
         if self._embeddings is None or self._embeddings.model != model:
             from agent_core.knowledge.embeddings import EmbeddingIndex

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import ssl
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from agent_core import fast_json
 from agent_core.config.agent_settings import AgentSettings
@@ -27,8 +28,32 @@ from agent_core.llm.prompt_protocol import (
 )
 from agent_core.llm.sdk_clients import cached_client
 from agent_core.llm.stream import IdleDeadline, OversizedEvent, drain, sse_data
+from agent_core.privacy.outgoing import Outgoing, Source, prepare
 
 MAX_BACKOFF_SECONDS = 20.0
+log = logging.getLogger(__name__)
+
+
+class RequestAudit(Protocol):
+    """Where a thread's model requests are recorded as they went out (agent_core.storage.request_log)."""
+
+    async def sent(self, kind: str, body: bytes, redactions: int, sources: list[Source]) -> None: ...
+
+
+Sent = Callable[[Any], Awaitable[None]]  # called with the SDK's http request once it has gone out
+
+
+def _recorder(audit: RequestAudit | None, kind: str, outgoing: Outgoing) -> Sent | None:
+    if audit is None:
+        return None
+
+    async def sent(http_request: Any) -> None:
+        try:
+            await audit.sent(kind, bytes(http_request.content), outgoing.redactions, outgoing.sources)
+        except Exception:  # the request went out: a failed record is logged, the run goes on
+            log.exception("a model request could not be recorded")
+
+    return sent
 
 
 @dataclass(frozen=True)
@@ -60,6 +85,7 @@ class ModelRequest:
     tools: list[dict[str, Any]]  # OpenAI tool schemas
     mode: str  # "native" or "prompt"
     validate: Validate | None = None  # checks a tool call found in the text before it is run
+    audit: RequestAudit | None = None  # records each request as it went out
 
 
 async def complete(
@@ -68,9 +94,13 @@ async def complete(
     on_token: Callable[[str], None],
     on_retry: Callable[[LLMError, float, int], None],
 ) -> ModelTurn:
-    """One model turn, retried on transient failures (only while nothing has streamed yet)."""
+    """One model turn, retried on transient failures (only while nothing has streamed yet). The
+    messages and tools leave as the data policy allows (agent_core.privacy.outgoing), every time."""
     if not settings.llm_configured:
         raise not_configured()
+    outgoing = prepare(request.messages, request.tools, settings.data_policy, settings.redaction_patterns)
+    request = replace(request, messages=outgoing.messages, tools=outgoing.tools)
+    sent = _recorder(request.audit, "turn", outgoing)
     streamed = False
 
     def forward(text: str) -> None:
@@ -80,7 +110,7 @@ async def complete(
 
     for attempt in range(1, settings.max_retries + 2):
         try:
-            return await asyncio.wait_for(_complete_once(settings, request, forward), settings.response_timeout)
+            return await asyncio.wait_for(_complete_once(settings, request, forward, sent), settings.response_timeout)
         except asyncio.TimeoutError:
             error = LLMError(
                 "llm_timeout", f"The model's reply took longer than {settings.response_timeout:g} s.", True
@@ -95,17 +125,19 @@ async def complete(
     raise AssertionError("unreachable")
 
 
-async def _complete_once(settings: AgentSettings, request: ModelRequest, on_token: Callable[[str], None]) -> ModelTurn:
+async def _complete_once(
+    settings: AgentSettings, request: ModelRequest, on_token: Callable[[str], None], sent: Sent | None
+) -> ModelTurn:
     from agent_core.loop.mentions import for_the_model
 
     request = replace(request, messages=[for_the_model(m) for m in request.messages])
     if request.mode == "prompt":
-        return await _complete_prompt(settings, request, on_token)
-    return await _complete_native(settings, request, on_token)
+        return await _complete_prompt(settings, request, on_token, sent)
+    return await _complete_native(settings, request, on_token, sent)
 
 
 async def _complete_native(
-    settings: AgentSettings, request: ModelRequest, on_token: Callable[[str], None]
+    settings: AgentSettings, request: ModelRequest, on_token: Callable[[str], None], sent: Sent | None
 ) -> ModelTurn:
     turn = ModelTurn()
     calls: dict[int, dict[str, Any]] = {}
@@ -119,7 +151,7 @@ async def _complete_native(
             _merge_tool_delta(calls, tool_delta)
 
     messages = _wire_messages(request.messages)
-    reported = await _stream(settings, messages, request.tools, on_delta)
+    reported = await _stream(settings, messages, request.tools, on_delta, sent)
     turn.tool_calls = _finish_calls(calls)
     turn.usage = _usage(reported, messages, turn)  # of what the model wrote, before any rescue below
     if not turn.tool_calls:  # a tool call written in the text is still a tool call
@@ -137,7 +169,7 @@ async def _complete_native(
 
 
 async def _complete_prompt(
-    settings: AgentSettings, request: ModelRequest, on_token: Callable[[str], None]
+    settings: AgentSettings, request: ModelRequest, on_token: Callable[[str], None], sent: Sent | None
 ) -> ModelTurn:
     system, *rest = request.messages
     messages = [
@@ -153,7 +185,7 @@ async def _complete_prompt(
             turn.content += content
             visible.feed(content)
 
-    reported = await _stream(settings, messages, None, on_delta)
+    reported = await _stream(settings, messages, None, on_delta, sent)
     visible.close()
     turn.usage = _usage(reported, messages, turn)
     parsed = parse_reply(turn.content)
@@ -173,6 +205,7 @@ async def _stream(
     messages: list[dict[str, Any]],
     tools: list[dict[str, Any]] | None,
     on_delta: Callable[[Delta], None],
+    sent: Sent | None = None,
 ) -> dict[str, Any] | None:
     """Stream one completion into `on_delta`; the usage object the endpoint reported, if any."""
     import openai
@@ -183,20 +216,20 @@ async def _stream(
     endpoint = settings.base_url or ""
     try:
         if endpoint in _refuse_stream_options:
-            return await _read_stream(settings, body, on_delta)
+            return await _read_stream(settings, body, on_delta, sent)
         try:
-            return await _read_stream(settings, {**body, "stream_options": {"include_usage": True}}, on_delta)
+            return await _read_stream(settings, {**body, "stream_options": {"include_usage": True}}, on_delta, sent)
         except openai.APIStatusError as exc:
             if exc.status_code not in (400, 422) or "stream_options" not in server_message(exc):
                 raise
             _refuse_stream_options.add(endpoint)  # an older server: usage is estimated from now on
-            return await _read_stream(settings, body, on_delta)
+            return await _read_stream(settings, body, on_delta, sent)
     except openai.OpenAIError as exc:
         raise llm_error(exc, settings, bool(tools)) from None
 
 
 async def _read_stream(
-    settings: AgentSettings, body: dict[str, Any], on_delta: Callable[[Delta], None]
+    settings: AgentSettings, body: dict[str, Any], on_delta: Callable[[Delta], None], sent: Sent | None
 ) -> dict[str, Any] | None:
     """The SDK sends the request (auth, status errors) and the SSE lines are parsed here: its
     per-chunk pydantic models cost more than the rest of a token's way to the browser."""
@@ -216,6 +249,8 @@ async def _read_stream(
             ) as response,
         ):
             request = response.http_request
+            if sent is not None:
+                await sent(request)
             transport = sys.modules[
                 type(response.http_response).__module__.partition(".")[0]
             ]  # httpx or httpx2, by SDK version
@@ -238,6 +273,10 @@ async def _read_stream(
                 raise openai.APIConnectionError(request=request) from None
             except OversizedEvent as exc:
                 raise openai.APIError(str(exc), request, body=None) from None
+    except openai.APIStatusError as exc:  # the endpoint received it, and refused
+        if sent is not None:
+            await sent(exc.response.request)
+        raise
     except TimeoutError:
         if not idle.expired:
             raise
@@ -283,14 +322,47 @@ def _usage(reported: dict[str, Any] | None, messages: list[dict[str, Any]], turn
     return TokenUsage(estimate_tokens(messages), len(written) // 4, None, True)
 
 
-async def plain_completion(settings: AgentSettings, messages: list[dict[str, Any]]) -> str:
-    """A non-streamed completion without tools (used to summarise old turns)."""
+async def plain_completion(
+    settings: AgentSettings, messages: list[dict[str, Any]], audit: RequestAudit | None = None
+) -> str:
+    """A non-streamed completion without tools, its messages as the data policy allows."""
+    from agent_core.loop.mentions import for_the_model
+
+    outgoing = prepare(messages, [], settings.data_policy, settings.redaction_patterns)
+    wire = [for_the_model(m) for m in outgoing.messages]
+    return await _plain(settings, wire, _recorder(audit, "completion", outgoing))
+
+
+async def summary_completion(
+    settings: AgentSettings,
+    instruction: str,
+    conversation: list[dict[str, Any]],
+    transcript: Callable[[list[dict[str, Any]]], str],
+    audit: RequestAudit | None = None,
+) -> str:
+    """A summary of `conversation`: the data policy applies to its messages (tool results by their
+    tool) before `transcript` turns them into the one text the model reads."""
+    outgoing = prepare(conversation, [], settings.data_policy, settings.redaction_patterns)
+    messages = [{"role": "system", "content": instruction}, {"role": "user", "content": transcript(outgoing.messages)}]
+    return await _plain(settings, messages, _recorder(audit, "summary", outgoing))
+
+
+async def _plain(settings: AgentSettings, messages: list[dict[str, Any]], sent: Sent | None) -> str:
     import openai
 
     if not settings.llm_configured:
         raise not_configured()
     try:
-        reply = await cached_client(settings).chat.completions.create(model=settings.model, messages=messages)
+        raw = await cached_client(settings).chat.completions.with_raw_response.create(
+            model=settings.model, messages=messages
+        )
+        if sent is not None:
+            await sent(raw.http_request)
+        reply = raw.parse()
+    except openai.APIStatusError as exc:
+        if sent is not None:
+            await sent(exc.response.request)
+        raise llm_error(exc, settings, False) from None
     except openai.OpenAIError as exc:
         raise llm_error(exc, settings, False) from None
     return (reply.choices[0].message.content or "").strip() if reply.choices else ""

@@ -101,13 +101,16 @@ async def _ask(ctx: RunContext, messages: list[dict[str, Any]]) -> ModelTurn:
         return spec.check_args(args) if spec else f"there is no tool {name!r}; the tools are {sorted(offered)}"
 
     try:
-        turn = await complete(ctx.settings, ModelRequest(messages, tools, ctx.tool_mode, validate), on_token, on_retry)
+        request = ModelRequest(messages, tools, ctx.tool_mode, validate, ctx.audit)
+        turn = await complete(ctx.settings, request, on_token, on_retry)
     except LLMError as exc:
         if exc.kind != "tools_unsupported" or ctx.settings.tool_calling != "auto" or ctx.tool_mode == "prompt":
             raise
         log.info("endpoint refused function calling; switching to prompt mode: %s", exc.message)
         ctx.tool_mode = "prompt"
-        turn = await complete(ctx.settings, ModelRequest(messages, tools, "prompt", validate), on_token, on_retry)
+        turn = await complete(
+            ctx.settings, ModelRequest(messages, tools, "prompt", validate, ctx.audit), on_token, on_retry
+        )
     _count(ctx, turn, messages)
     return turn
 
@@ -156,6 +159,7 @@ async def _call_model(state: AgentState, ctx: RunContext) -> AgentUpdate:
         state.get("summary", ""),
         state.get("summary_upto", 0),
         _system_prompt(ctx),
+        ctx.audit,
     )
     ctx.summarized = "summary" in summarized
     update: AgentUpdate = {**summarized}
@@ -204,6 +208,7 @@ async def _with_images(
         or (vision == "auto" and state.get("vision_refused"))
         or ctx.settings.max_images <= 0
         or ctx.tool_mode == "prompt"
+        or ctx.settings.data_policy == "schema_only"  # images are data (the adapter would withhold them anyway)
     ):
         return messages, bool(state.get("vision_refused"))
     return with_image_parts(messages, ctx.settings.max_images)[0], False

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, TypedDict
 
 from agent_core.config.agent_settings import AgentSettings
-from agent_core.llm.client import estimate_tokens, plain_completion
+from agent_core.llm.client import RequestAudit, estimate_tokens, summary_completion
 
 
 class SummaryUpdate(TypedDict, total=False):
@@ -50,7 +50,12 @@ def summary_cut(messages: list[dict[str, Any]], keep_tokens: int, start: int) ->
 
 
 async def compact(
-    settings: AgentSettings, messages: list[dict[str, Any]], summary: str, summary_upto: int, system: dict[str, Any]
+    settings: AgentSettings,
+    messages: list[dict[str, Any]],
+    summary: str,
+    summary_upto: int,
+    system: dict[str, Any],
+    audit: RequestAudit | None = None,
 ) -> tuple[list[dict[str, Any]], SummaryUpdate]:
     """The messages to send, and a state update when older turns had to be summarised."""
     visible = _with_summary(system, summary, with_tool_results(messages[summary_upto:]))
@@ -61,10 +66,7 @@ async def compact(
         return visible, {}  # the last turn alone is over budget: nothing older to fold away
     older = with_tool_results(messages[summary_upto:cut])
     previous = [{"role": "user", "content": f"Earlier summary:\n{summary}"}] if summary else []
-    transcript = "\n\n".join(f"{m['role']}: {m.get('content') or ''}{_calls_text(m)}" for m in previous + older)
-    new_summary = await plain_completion(
-        settings, [{"role": "system", "content": SUMMARY_PROMPT}, {"role": "user", "content": transcript}]
-    )
+    new_summary = await summary_completion(settings, SUMMARY_PROMPT, previous + older, _transcript, audit)
     update: SummaryUpdate = {"summary": new_summary, "summary_upto": cut}
     return _with_summary(system, new_summary, with_tool_results(messages[cut:])), update
 
@@ -74,6 +76,10 @@ def _with_summary(system: dict[str, Any], summary: str, messages: list[dict[str,
         return [system, *messages]
     note = {"role": "user", "content": f"(Summary of the earlier conversation)\n{summary}"}
     return [system, note, *messages]
+
+
+def _transcript(messages: list[dict[str, Any]]) -> str:
+    return "\n\n".join(f"{m['role']}: {m.get('content') or ''}{_calls_text(m)}" for m in messages)
 
 
 def _calls_text(message: dict[str, Any]) -> str:

@@ -60,7 +60,7 @@ def parse_mentions(message: str) -> list[str]:
     return names[:MAX_MENTIONS]
 
 
-def _file_text(env: Any, name: str) -> tuple[bool, str]:
+def _file_text(env: Any, name: str, contents: bool = True) -> tuple[bool, str]:
     workspace = workspace_of(env)
     try:
         path = workspace.resolve(name)
@@ -71,6 +71,8 @@ def _file_text(env: Any, name: str) -> tuple[bool, str]:
         return False, f"@{name}: {rel} is a folder; mention a file in it"
     if not path.is_file():
         return False, f"@{name}: there is no file {rel}"
+    if not contents:  # data_policy schema_only: the file's size, not its head (agent_core.privacy)
+        return True, f"@{name}: file {rel} ({path.stat().st_size} bytes); contents not sent (data_policy schema_only)"
     if path.suffix == ".ipynb":
         try:
             return (
@@ -99,7 +101,8 @@ def _exists_in_workspace(env: Any, name: str) -> bool:
         return False
 
 
-async def resolve_mentions(names: list[str], env: Any) -> list[Mention]:
+async def resolve_mentions(names: list[str], env: Any, values: bool = True) -> list[Mention]:
+    """`values` False (schema_only): names, types, shapes and columns only, no rows, reprs or file heads."""
     variables = [n for n in names if is_variable_name(n)]
     summaries = await variable_summaries(env, variables) if variables else {}
     resolved = []
@@ -107,9 +110,10 @@ async def resolve_mentions(names: list[str], env: Any) -> list[Mention]:
         entry = summaries.get(name)
         missing = entry is not None and "no variable named" in str(entry.get("error", ""))
         if entry is not None and not (missing and await asyncio.to_thread(_exists_in_workspace, env, name)):
-            resolved.append(Mention(name, "variable", "error" not in entry, format_summary(name, entry)))
+            shown = entry if values else {k: v for k, v in entry.items() if k not in ("head", "repr", "min", "max")}
+            resolved.append(Mention(name, "variable", "error" not in entry, format_summary(name, shown)))
         else:
-            ok, text = await asyncio.to_thread(_file_text, env, name)
+            ok, text = await asyncio.to_thread(_file_text, env, name, values)
             resolved.append(Mention(name, "file", ok, text))
     return resolved
 
@@ -119,7 +123,7 @@ async def context_for(message: str, env: Any, settings: AgentSettings) -> tuple[
     and the mentions it resolved."""
     names = parse_mentions(message)
     if names:
-        mentions = await resolve_mentions(names, env)
+        mentions = await resolve_mentions(names, env, settings.data_policy != "schema_only")
         body = "\n\n".join(m.text for m in mentions)
     else:
         mentions = []

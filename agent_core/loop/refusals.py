@@ -38,5 +38,11 @@ class BadRule(BadRequest):
     kind = "bad_rule"
 
 
+class PolicyWider(BadRequest):
+    """A run asked for a wider data_policy than the server's (agent_core.privacy)."""
+
+    kind = "policy_wider"
+
+
 class ThreadNotFound(NotFound):
     kind = "thread_not_found"

@@ -14,6 +14,8 @@ from agent_core.loop.agents import AGENTS, AgentConfig, agent_for_mode
 from agent_core.loop.approvals import ApprovalCards
 from agent_core.loop.autonomy import ToolPolicy, policy_of
 from agent_core.loop.state import AgentState, new_run_input
+from agent_core.privacy.thread_policy import narrowed
+from agent_core.storage.request_log import RequestLog, ThreadAudit
 from agent_core.storage.tool_ledger import ToolLedger
 from agent_core.tools import TOOLS, ToolEnvironment, ToolInputError, ToolOutcome, ToolSpec
 from agent_core.tools.base import Emit
@@ -52,6 +54,7 @@ class RunContext:
     # Who asks for the calls: "" for the model, else an outside agent ("Claude Code via MCP"), named
     # in a cell's provenance where the model would be.
     driver: str = ""
+    requests: RequestLog | None = None  # the thread's record of model requests (None: not recorded)
 
     def __post_init__(self) -> None:
         if not self.tool_mode:
@@ -60,6 +63,13 @@ class RunContext:
         self.tools: dict[str, ToolSpec] = {name: TOOLS[name] for name in self.agent.tools}
         if self.agent.name in EXTERNAL_TOOL_AGENTS:
             self.tools.update({name: spec for name, spec in self.extra_tools.items() if name not in TOOLS})
+
+    @property
+    def audit(self) -> ThreadAudit | None:
+        """Where this agent's model requests are recorded, tagged with its name and task."""
+        if self.requests is None:
+            return None
+        return ThreadAudit(self.requests, self.thread_id, self.agent.name, self.task_id)
 
     @property
     def max_model_calls(self) -> int:
@@ -78,6 +88,7 @@ class RunContext:
 
     def begin_node(self, state: Mapping[str, Any]) -> None:
         self.policy = policy_of(state)
+        self.settings = narrowed(self.settings, state.get("data_policy"))  # every request of the thread's runs
         if not self.agent.is_subagent:  # a sub-agent's calls add to its parent's totals
             self.meter.load(state)
 
@@ -105,6 +116,7 @@ class RunContext:
             extra_tools=self.extra_tools,
             undo=self.undo,
             approvals=self.approvals,
+            requests=self.requests,
         )
         # The switches carry the task's id too: the panel nests what lies between them under the call.
         self.emit(
@@ -140,6 +152,7 @@ def run_context(
     undo: UndoBook,
     approvals: ApprovalCards,
     driver: str = "",
+    requests: RequestLog | None = None,
 ) -> RunContext:
     """The context of a run's top agent: the single agent, or the planner in multi mode."""
     agent = agent_for_mode(mode)
@@ -156,6 +169,7 @@ def run_context(
         undo=undo,
         approvals=approvals,
         driver=driver,
+        requests=requests,
     )
 
 

@@ -61,6 +61,7 @@ class _StateFields(TypedDict, total=False):
     outside_call: dict[str, Any] | None
     outside_client: str  # who asked for it ("Claude Code via MCP"): named where a cell names its model
     forked_from: str  # "<thread id>:<tool call id>" a forked thread continues from (agent_core.loop.branches)
+    data_policy: str  # the narrower data policy a run asked for, kept for the thread's later runs (agent_core.privacy)
 
 
 class AgentState(_StateMessages, _StateFields, total=False):
@@ -74,11 +75,18 @@ class AgentUpdate(_StateFields, total=False):
 
 
 def new_run_input(
-    message: str, mode: str = "single", context: list[dict[str, Any]] | None = None, autonomy: str = "agent"
+    message: str,
+    mode: str = "single",
+    context: list[dict[str, Any]] | None = None,
+    autonomy: str = "agent",
+    data_policy: str | None = None,
 ) -> AgentUpdate:
-    """A run's input: the user's message, after the context Cellwright attached to it (if any)."""
+    """A run's input: the user's message, after the context Cellwright attached to it (if any); a
+    narrower data policy it asked for is kept in the state for the thread's later runs."""
     messages = [*(context or []), {"role": "user", "content": message}]
+    kept: AgentUpdate = {"data_policy": data_policy} if data_policy else {}
     return {
+        **kept,
         "messages": appended(*messages),
         "model_calls": 0,
         "done": False,

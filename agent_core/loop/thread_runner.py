@@ -1,8 +1,7 @@
-"""The one driver of a thread, for the server and the in-kernel `%agent` magic alike: start,
-resume with a decision, stop, recover after a crash, and the lease that lets one process drive a
-thread at a time. Events go into the thread's log, approvals come out of interrupts, and a stop
-leaves the thread consistent. Who owns the asyncio task (the server's RunManager, or the magic's
-worker thread) and how a refusal is shown (HTTP status, or a line in the cell) is the caller's."""
+"""The one driver of a thread, for the server and the in-kernel `%agent` magic alike: start, resume
+with a decision, stop, recover after a crash, and the lease that lets one process drive a thread at
+a time. Events go into the thread's log, approvals come out of interrupts, a stop leaves the thread
+consistent. Who owns the task (RunManager, or the magic's worker) and shows refusals is the caller's."""
 
 from __future__ import annotations
 
@@ -28,6 +27,7 @@ from agent_core.loop.refusals import (
 )
 from agent_core.loop.segments import PreparedRun, Segment, approval_event, browser_cells
 from agent_core.loop.thread_view import autonomy_of, driver_of, mode_of, pending_approval, stuck, title_from
+from agent_core.privacy.thread_policy import run_settings
 from agent_core.storage.checkpoint import AgentStore, open_store
 from agent_core.storage.thread_store import ThreadRecord, ThreadStore
 from agent_core.storage.tool_ledger import INTERRUPTED, STOPPED
@@ -71,8 +71,7 @@ RUN_TOOLS_KEPT = 256  # threads whose outside tools are remembered for their res
 
 @dataclass
 class ThreadRunner:
-    """The one driver of a thread: `start` and `resume` check what was asked against the thread,
-    and return the segment to drive; the graph with its persistence and the thread store are here."""
+    """The one driver of a thread: `start` and `resume` check what was asked and return the segment."""
 
     graph: AgentGraph
     store: AgentStore
@@ -126,8 +125,8 @@ class ThreadRunner:
         on_event: EventSink | None = None,
         on_released: Callable[[], None] | None = None,
     ) -> PreparedRun:
-        """A new run of `request` (its notebook_path already checked against the root): refused while
-        another process drives the thread or an approval is pending."""
+        """A new run of `request` (notebook_path checked): refused while another process drives the
+        thread or an approval is pending, or for a data_policy wider than the server's."""
         record = await self._record(thread_id)
         await self.ensure_not_leased(thread_id)
         snapshot = await self.recovered(record, environment, settings)
@@ -147,6 +146,7 @@ class ThreadRunner:
             record = dataclasses.replace(record, **updates)  # what was just written: no second read
         segment = Segment(request.mode, request.autonomy, request.message, browser_cells(request.notebook_cells))
         prior = snapshot.values or {}
+        settings = run_settings(settings, request.data_policy, prior.get("data_policy"))  # or PolicyWider
         env = environment(record)
         run_id = uuid.uuid4().hex
 
@@ -311,7 +311,7 @@ class ThreadRunner:
             ),
         )
         graph_input: dict[str, Any] = {
-            **new_run_input(request.message, request.mode, context, request.autonomy),
+            **new_run_input(request.message, request.mode, context, request.autonomy, request.data_policy),
             **told,
         }
         if disabled is not None:  # kept with the thread (in its state) until another list comes
@@ -381,6 +381,7 @@ class ThreadRunner:
             undo=self.undo,
             approvals=self.approvals,
             driver=segment.driver,
+            requests=self.threads.requests,
         )
         status = "completed"
         run_usage: dict[str, Any] | None = None
@@ -494,6 +495,6 @@ class ThreadRunner:
         )
         return True
 
-    async def delete_thread(self, thread_id: str) -> None:
+    async def delete_thread(self, thread_id: str) -> None:  # its record of model requests goes with it
         await self.store.delete_thread(thread_id)
         await self.threads.delete(thread_id)

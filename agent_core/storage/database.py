@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from agent_core.redaction import redact_url
 from agent_core.storage.private_files import private_file
+from agent_core.storage.request_log import MODEL_REQUESTS
 
 # The tables of the thread store and the tool ledger, in SQLite's words; the Postgres dialect
 # widens the types (REAL is 4 bytes there: a timestamp would lose minutes).
@@ -206,6 +207,8 @@ def _migrate_sqlite(conn: sqlite3.Connection, owner: str) -> None:
         if "holder" not in _columns(conn, "leases"):
             for statement in LEASE_HOLDER:
                 conn.execute(statement)
+        for statement in MODEL_REQUESTS:  # a table of its own: created if missing
+            conn.execute(statement)
         if "owner" not in _columns(conn, "threads"):
             for statement in THREAD_OWNER:
                 conn.execute(statement)

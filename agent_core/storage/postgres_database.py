@@ -26,6 +26,7 @@ from typing import Any
 from agent_core.redaction import redact_url
 from agent_core.storage.database import (
     LEASE_HOLDER,
+    MODEL_REQUESTS,
     SCHEMA,
     THREAD_OWNER,
     Connection,
@@ -65,6 +66,7 @@ VERSIONS: dict[int, tuple[str, ...]] = {
     # operator gives them one (README, "Deploying for a team"): in a shared database nothing says
     # whose they were, and the first server to start must not take them all.
     2: THREAD_OWNER,
+    3: tuple(_pg_types(statement) for statement in MODEL_REQUESTS),  # the record of model requests
 }
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from agent_core.storage.database import Connection, open_database
 from agent_core.storage.event_log import EventLog, max_seq_in
+from agent_core.storage.request_log import RequestLog
 
 # The columns of a ThreadRecord, in its order (the owner is the store's: not in the record).
 RECORD_COLUMNS = "thread_id, title, notebook_path, created_at, updated_at, status, last_run_id, kernel_id"
@@ -65,6 +66,7 @@ class ThreadStore:
         # The threads' events, over the same database: the log keeps a leased thread's recent
         # events in memory, so leases and deletes below tell it (leased, released, deleted).
         self.events = EventLog(self.database)
+        self.requests = RequestLog(self.database)  # what reached the model, per thread
 
     @property
     def is_open(self) -> bool:
@@ -140,6 +142,7 @@ class ThreadStore:
             deleted = conn.execute("DELETE FROM threads WHERE thread_id = ? AND owner = ?", (thread_id, self.owner))
             if deleted.rowcount:  # never another owner's events
                 conn.execute("DELETE FROM events WHERE thread_id = ?", (thread_id,))
+                RequestLog.delete_in(conn, thread_id)
                 self.database.notify(conn, {thread_id})
 
         await self._write(delete)

@@ -11,6 +11,7 @@ import { KernelUsageView } from './KernelUsage';
 import { KnowledgeStatusView } from './KnowledgeStatus';
 import { useSignal } from './hooks';
 import { Notices } from './Notices';
+import { SentRequests } from './SentRequests';
 import { SettingsForm } from './SettingsForm';
 import { ToolsSection } from './ToolsSection';
 import { UsageFooter } from './Usage';
@@ -46,6 +47,7 @@ export function ChatView(props: {
           <StatusLine model={model} />
           <KernelUsageView model={model} />
           <UsageFooter usage={model.view.usage} />
+          <SentRequests api={model.api} threadId={model.thread?.threadId ?? null} version={model.view.status} />
           <Composer model={model} inputRef={props.inputRef} />
         </>
       )}

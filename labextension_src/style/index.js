@@ -3,3 +3,4 @@ import './context.css';
 import './workflow.css';
 import './review.css';
 import './knowledge.css';
+import './sent.css';

@@ -1,0 +1,1 @@
+"""What leaves for the model: the data policies (full, schema_only, redact), enforced where requests leave."""

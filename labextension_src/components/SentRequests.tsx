@@ -1,0 +1,125 @@
+import * as React from 'react';
+import { useEffect, useState } from 'react';
+
+import { CellwrightAPI, errorMessage } from '../api';
+import { ModelRequestRecord, ModelRequests } from '../contract.gen';
+import {
+  fetchSent,
+  fetchSentText,
+  newSources,
+  requestLine,
+  sentText,
+  sourcesText,
+  sourceText,
+  totalsText
+} from '../model/sentRequests';
+
+/** One request: its line, what it added, and its full text on demand. */
+function SentRequest(props: {
+  api: CellwrightAPI;
+  threadId: string;
+  records: ModelRequestRecord[];
+  index: number;
+}): JSX.Element {
+  const { api, threadId, records, index } = props;
+  const record = records[index];
+  const [text, setText] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const added = newSources(records, index);
+  const toggle = (): void => {
+    if (text !== null) {
+      setText(null);
+      return;
+    }
+    fetchSentText(api, threadId, record.seq).then(
+      full => setText(full ? sentText(full) : 'This request is no longer recorded.'),
+      reason => setError(errorMessage(reason))
+    );
+  };
+  return (
+    <li className="cw-sent-request" data-testid="cw-sent-request">
+      <span className="cw-sent-request-line">{requestLine(record)}</span>
+      {added.length > 0 && (
+        <span className="cw-sent-request-sources"> · new: {added.map(sourceText).join('; ')}</span>
+      )}{' '}
+      <button className="cw-link-button" onClick={toggle} data-testid="cw-sent-request-text-toggle">
+        {text === null ? 'Show text' : 'Hide text'}
+      </button>
+      {error && <span className="cw-sent-error"> {error}</span>}
+      {text !== null && (
+        <pre className="cw-sent-request-text" data-testid="cw-sent-request-text">
+          {text}
+        </pre>
+      )}
+    </li>
+  );
+}
+
+/**
+ * "What was sent": the thread's summary of the data that reached the model
+ * and, opened, each model request with its size, redactions, the sources it
+ * added, and its full text on demand. Loaded when opened and when a run ends
+ * (`version` changes), never while folded.
+ */
+export function SentRequests(props: {
+  api: CellwrightAPI;
+  threadId: string | null;
+  version: string;
+}): JSX.Element | null {
+  const { api, threadId, version } = props;
+  const [open, setOpen] = useState(false);
+  const [sent, setSent] = useState<ModelRequests | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    setSent(null);
+    setError(null);
+    if (!open || !threadId) {
+      return;
+    }
+    let alive = true;
+    fetchSent(api, threadId).then(
+      answer => alive && setSent(answer),
+      reason => alive && setError(errorMessage(reason))
+    );
+    return () => {
+      alive = false;
+    };
+  }, [api, threadId, open, version]);
+  if (!threadId) {
+    return null;
+  }
+  return (
+    <div className="cw-sent" data-testid="cw-sent">
+      <button
+        className="cw-link-button cw-sent-toggle"
+        onClick={() => setOpen(!open)}
+        aria-expanded={open}
+        data-testid="cw-sent-toggle"
+      >
+        {open ? '▾' : '▸'} What was sent to the model
+      </button>
+      {open && error && <div className="cw-sent-error">{error}</div>}
+      {open && sent && (
+        <>
+          <div className="cw-sent-summary" data-testid="cw-sent-summary">
+            {sourcesText(sent.summary)}
+          </div>
+          <div className="cw-sent-totals" data-testid="cw-sent-totals">
+            {totalsText(sent.summary)}
+          </div>
+          <ol className="cw-sent-requests">
+            {sent.requests.map((record, index) => (
+              <SentRequest
+                key={record.seq}
+                api={api}
+                threadId={threadId}
+                records={sent.requests}
+                index={index}
+              />
+            ))}
+          </ol>
+        </>
+      )}
+    </div>
+  );
+}
