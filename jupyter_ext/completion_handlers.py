@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
@@ -76,7 +76,7 @@ class CompletionsHandler(CellwrightHandler):
         if not self._gone():
             self.finish()
 
-    async def _relay(self, chunks: AsyncIterator[dict[str, Any]]) -> None:
+    async def _relay(self, chunks: AsyncGenerator[dict[str, Any], None]) -> None:
         async with aclosing(chunks) as lines:
             first = await anext(lines)  # a refusal (no model configured) is still an error answer here
             self.set_header("Content-Type", "application/x-ndjson")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -66,7 +66,7 @@ class CompletionService:
         cells_above: list[str] | None = None,
         env: ToolEnvironment | None = None,
         kernel_key: str = "",
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> AsyncGenerator[dict[str, Any], None]:
         """CompletionChunk dicts: deltas, then one done or error. Raises Conflict before the first one
         when no model is configured. Closing the iterator closes the endpoint's request."""
         endpoint = self._endpoint()
@@ -91,7 +91,7 @@ class CompletionService:
         prefix: str,
         suffix: str,
         language: str,
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> AsyncGenerator[dict[str, Any], None]:
         outcome = Outcome(fim=bool(fim_known(endpoint)))
         boundary: Boundary | None = None
         sent, raw, finished = "", "", False

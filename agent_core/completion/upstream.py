@@ -5,7 +5,7 @@ iteration early (a boundary reached, a cancelled request) closes the endpoint's 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,7 +50,9 @@ def _settings(endpoint: CompletionEndpoint) -> AgentSettings:
     )
 
 
-async def pieces(endpoint: CompletionEndpoint, context: CompletionContext, outcome: Outcome) -> AsyncIterator[str]:
+async def pieces(
+    endpoint: CompletionEndpoint, context: CompletionContext, outcome: Outcome
+) -> AsyncGenerator[str, None]:
     """The suggestion's text as the endpoint streams it. Raises LLMError saying what to fix."""
     import openai
 
@@ -75,7 +77,7 @@ async def pieces(endpoint: CompletionEndpoint, context: CompletionContext, outco
 
 async def _stream(
     settings: AgentSettings, context: CompletionContext, fim: bool, outcome: Outcome
-) -> AsyncIterator[str]:
+) -> AsyncGenerator[str, None]:
     import openai
 
     body: dict[str, Any] = {"model": settings.model, "stream": True, "temperature": 0}
@@ -90,7 +92,10 @@ async def _stream(
     outcome.fim = fim
     resource = cached_client(settings).completions if fim else cached_client(settings).chat.completions
     fields: dict[str, Any] = {"model": settings.model, "stream": True}
-    fields.update({"prompt": ""} if fim else {"messages": []})
+    if fim:
+        fields["prompt"] = ""
+    else:
+        fields["messages"] = []
     try:
         request = resource.with_streaming_response.create(**fields, extra_body=body)
         async with request as response:
