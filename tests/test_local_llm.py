@@ -120,8 +120,9 @@ async def test_a_real_small_model_completes_or_explains(api: Api, mode: str) -> 
 
 
 async def test_a_real_small_model_completes_a_prefix_through_the_route(api: Api, mode: str) -> None:
-    """Inline completion through POST completions: llama.cpp's /v1/completions takes `suffix`, so the
-    route asks by fill-in-the-middle; whatever the tiny model writes comes back cut and checked."""
+    """Inline completion through POST completions: llama.cpp has /v1/completions, so the route asks
+    there (at the end of the text, as a plain continuation); the tiny model's reply comes back cut at
+    the end of the block and checked to parse."""
     if mode != "native":
         pytest.skip("one server is enough: completion does not depend on the tool-calling mode")
     response = await api._fetch(
@@ -136,7 +137,7 @@ async def test_a_real_small_model_completes_a_prefix_through_the_route(api: Api,
     done = chunks[-1]
     assert done["type"] == "done", chunks
     assert done["fim"] is True  # llama.cpp has /v1/completions with suffix
-    assert "".join(c["text"] for c in chunks if c["type"] == "delta").startswith(done["text"]) or done.get("dropped")
+    assert done["text"].strip() and not done.get("dropped"), done  # e.g. " + b", cut before the model rambles on
     _, usage = await api.call("GET", "completions/usage", expect=200)
     assert usage["requests"] == 1 and usage["completion_tokens"] > 0
     print("completion:", repr(done["text"]), done.get("dropped"))

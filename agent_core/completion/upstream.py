@@ -82,7 +82,9 @@ async def _stream(
 
     body: dict[str, Any] = {"model": settings.model, "stream": True, "temperature": 0}
     if fim:
-        body["prompt"], body["suffix"] = context.fim()
+        body["prompt"], suffix = context.fim()
+        if suffix.strip():  # at the end of the text, a plain continuation: models without FIM tokens do it well too
+            body["suffix"] = suffix
         body["max_tokens"] = FIM_MAX_TOKENS
     else:
         body["messages"] = context.chat()
