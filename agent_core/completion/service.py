@@ -21,7 +21,6 @@ from agent_core.errors import Conflict
 from agent_core.llm.failures import LLMError, not_configured
 from agent_core.tools.base import ToolEnvironment
 
-CACHE_SECONDS = 60.0
 CACHE_ENTRIES = 256
 
 
@@ -50,11 +49,10 @@ class _Cached:
 class CompletionService:
     """Completions for one server: `endpoint` gives the completion settings in effect (read per request)."""
 
-    def __init__(self, endpoint: Callable[[], CompletionEndpoint], cache: bool = True) -> None:
+    def __init__(self, endpoint: Callable[[], CompletionEndpoint]) -> None:
         self._endpoint = endpoint
         self.names = KernelNames()
         self.usage = CompletionCounters()
-        self.cache_enabled = cache
         self._cache: OrderedDict[tuple[str, ...], list[_Cached]] = OrderedDict()
 
     async def complete(
@@ -75,7 +73,7 @@ class CompletionService:
         names = format_names(await self.names.names(kernel_key, env), NAMES_CHARS) if env is not None else ""
         context = CompletionContext.bounded(path, language, prefix, suffix, cells_above or [], names)
         key = (endpoint.model, endpoint.base_url, endpoint.fim, *context.key())
-        hit = self._lookup(key, prefix, suffix)
+        hit = self._lookup(key, prefix, suffix, endpoint.cache_seconds)
         if hit is not None:
             self.usage.cached += 1
             yield {"type": "done", "text": hit, "cached": True}
@@ -119,7 +117,8 @@ class CompletionService:
         if language == "python" and not fits_python(prefix, text, suffix):
             self.usage.dropped += 1
             text, dropped = "", "the suggestion does not parse as Python with the code around it"
-        self._store(key, prefix, suffix, text)
+        if endpoint.cache_seconds > 0:
+            self._store(key, prefix, suffix, text)
         yield {"type": "done", "text": text, "fim": outcome.fim, **({"dropped": dropped} if dropped else {})}
 
     def _count(self, outcome: Outcome, context: CompletionContext, raw: str, finished: bool) -> None:
@@ -140,14 +139,12 @@ class CompletionService:
 
     # -- the cache
 
-    def _lookup(self, key: tuple[str, ...], prefix: str, suffix: str) -> str | None:
+    def _lookup(self, key: tuple[str, ...], prefix: str, suffix: str, seconds: float) -> str | None:
         """A cached suggestion for this prefix: the same one, or one the user has typed the start of
-        (its rest). None when there is none, or it is older than CACHE_SECONDS."""
-        if not self.cache_enabled:
-            return None
+        (its rest). None when there is none, or it is older than `seconds`."""
         now = time.monotonic()
         for entry in reversed(self._cache.get(key, ())):
-            if now - entry.at > CACHE_SECONDS or entry.suffix != suffix:
+            if now - entry.at > seconds or entry.suffix != suffix:
                 continue
             if entry.prefix == prefix:
                 return entry.text
@@ -157,8 +154,6 @@ class CompletionService:
         return None
 
     def _store(self, key: tuple[str, ...], prefix: str, suffix: str, text: str) -> None:
-        if not self.cache_enabled:
-            return
         entries = self._cache.setdefault(key, [])
         self._cache.move_to_end(key)
         entries.append(_Cached(prefix, suffix, text, time.monotonic()))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from traitlets import Bool, Enum, HasTraits, Unicode
+from traitlets import Bool, Enum, Float, HasTraits, Unicode
 
 FIM_CHOICES = ("auto", "on", "off")
 
@@ -20,6 +20,7 @@ class CompletionEndpoint:
     fim: str  # auto | on | off
     connect_timeout: float
     request_timeout: float
+    cache_seconds: float = 60.0
 
 
 class CompletionSettings(HasTraits):
@@ -41,6 +42,12 @@ class CompletionSettings(HasTraits):
         help="Fill-in-the-middle through /v1/completions with `suffix`: auto (tried once per endpoint and model, "
         "remembered; a chat prompt asking for the middle where it is refused), on (always), off (chat only).",
     ).tag(config=True)
+    completion_cache_seconds = Float(
+        60.0,
+        min=0.0,
+        help="Seconds a suggestion is kept for the same prefix and suffix (and for a prefix typed ahead into it); "
+        "0 turns the cache off.",
+    ).tag(config=True)
 
     def key_for(self, base_url: str) -> str:  # Cellwright's: the key of that endpoint only
         raise NotImplementedError
@@ -51,4 +58,6 @@ class CompletionSettings(HasTraits):
         model = self.completion_model or str(getattr(self, "model", ""))
         base_url = self.completion_base_url or str(getattr(self, "base_url", ""))
         connect = min(float(getattr(self, "connect_timeout", 10.0)), 5.0)
-        return CompletionEndpoint(model, base_url, self.key_for(base_url), self.completion_fim, connect, 30.0)
+        return CompletionEndpoint(
+            model, base_url, self.key_for(base_url), self.completion_fim, connect, 30.0, self.completion_cache_seconds
+        )
