@@ -10,6 +10,7 @@ import json
 import time
 from typing import Any
 
+import httpx
 import pytest
 
 from devtools.fake_llm import FakeLLM, text
@@ -40,6 +41,7 @@ async def test_fim_request_shape_then_the_cache(api: Api, fake_llm: FakeLLM) -> 
     request = fake_llm.requests[0]
     assert request["prompt"].endswith("price = 2\nqty = 3\n") and request["suffix"] == "\nprint(total)\n"
     assert request["stream"] is True and "messages" not in request
+    assert fake_llm.request_headers[0]["authorization"] == "Bearer sk-test-secret-key"  # its own endpoint's key
     assert "".join(c["text"] for c in answer if c["type"] == "delta").startswith("total = price * qty")
     assert answer[-1] == {"type": "done", "text": "total = price * qty", "fim": True}
 
@@ -114,6 +116,16 @@ async def test_a_boundary_ends_it_and_what_does_not_parse_is_dropped(api: Api, f
     broken = await complete(api, prefix="df.", suffix="\n")
     assert block[-1]["text"] == "return x + 1"
     assert broken[-1]["text"] == "" and "does not parse" in broken[-1]["dropped"]
+
+
+async def test_no_token_no_completion(api: Api, fake_llm: FakeLLM, jp_http_port: int, jp_base_url: str) -> None:
+    """(`api` starts the server listening on jp_http_port.)"""
+    base = f"http://127.0.0.1:{jp_http_port}{jp_base_url}cellwright/api/"
+    async with httpx.AsyncClient(base_url=base) as stranger:
+        refused = await stranger.post("completions", json={"path": "work.py", "prefix": "x = "})
+        usage = await stranger.get("completions/usage")
+    assert refused.status_code == 403 and usage.status_code == 403
+    assert not fake_llm.requests
 
 
 async def test_turned_off_it_says_so(api: Api, fake_llm: FakeLLM, jp_serverapp: Any) -> None:

@@ -22,6 +22,7 @@ from agent_core.llm.failures import LLMError, not_configured
 from agent_core.tools.base import ToolEnvironment
 
 CACHE_ENTRIES = 256
+MAX_REPLY_CHARS = 20_000  # an endpoint that ignores max_tokens is not read on
 
 
 @dataclass
@@ -103,7 +104,7 @@ class CompletionService:
                         # deltas only ever append: text the boundary takes back is settled by `done`
                         yield {"type": "delta", "text": boundary.text[len(sent) :]}
                         sent = boundary.text
-                    if boundary.done:
+                    if boundary.done or len(raw) > MAX_REPLY_CHARS:
                         self.usage.cancelled += 1  # closed here: the rest of the reply is not needed
                         break
             finished = True
