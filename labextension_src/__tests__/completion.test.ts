@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import {
   cellsAbove,
   ChunkReader,
+  completionUsageText,
   InFlight,
   MAX_CELL_CHARS,
   MAX_CELLS_ABOVE,
@@ -90,4 +91,17 @@ test('wait: true after the pause, false as soon as the signal aborts', async () 
   controller.abort();
   assert.equal(await pending, false);
   assert.equal(await wait(1, controller.signal), false);
+});
+
+test('completionUsageText: nothing before the first completion, then requests, cache and tokens', () => {
+  const none = { requests: 0, cached: 0, cancelled: 0, dropped: 0, prompt_tokens: 0, completion_tokens: 0, estimated: false };
+  assert.equal(completionUsageText(none), null);
+  assert.equal(
+    completionUsageText({ ...none, requests: 12, cached: 5, prompt_tokens: 3400, completion_tokens: 210 }),
+    'Inline completion: 12 requests (5 more from the cache) · 3,400 prompt · 210 completion tokens'
+  );
+  assert.equal(
+    completionUsageText({ ...none, requests: 1, prompt_tokens: 40, completion_tokens: 2, estimated: true }),
+    'Inline completion: 1 request · ≈ 40 prompt · 2 completion tokens'
+  );
 });

@@ -4,7 +4,12 @@
  * make, the cells above a cell (bounded), the debounce, and one request in
  * flight per editor (starting one aborts the one before).
  */
-import type { CompletionChunk } from '../contract.gen';
+import { Signal } from '@lumino/signaling';
+
+import type { CompletionChunk, CompletionUsage } from '../contract.gen';
+
+/** Fired when a completion request ends (the footer's completion usage then reads the server's counters). */
+export const completionEnded = new Signal<object, void>({});
 
 /** Milliseconds of typing pause before a request is sent. */
 export const DEBOUNCE_MS = 150;
@@ -131,4 +136,20 @@ export class InFlight {
     }
     this.controllers.clear();
   }
+}
+
+const NUMBER = new Intl.NumberFormat('en-US');
+
+/**
+ * "Inline completion: 12 requests (5 from the cache) · 3,400 prompt · 210 completion tokens",
+ * apart from the thread's usage (completions belong to no thread); null before the first one.
+ */
+export function completionUsageText(usage: CompletionUsage): string | null {
+  if (usage.requests === 0 && usage.cached === 0) {
+    return null;
+  }
+  const requests = `${NUMBER.format(usage.requests)} request${usage.requests === 1 ? '' : 's'}`;
+  const cached = usage.cached ? ` (${NUMBER.format(usage.cached)} more from the cache)` : '';
+  const tokens = `${NUMBER.format(usage.prompt_tokens)} prompt · ${NUMBER.format(usage.completion_tokens)} completion tokens`;
+  return `Inline completion: ${requests}${cached} · ${usage.estimated ? '≈ ' : ''}${tokens}`;
 }

@@ -19,7 +19,16 @@ import type { Widget } from '@lumino/widgets';
 
 import type { CompletionRequest } from '../contract.gen';
 import { API_NAMESPACE } from '../tokens';
-import { cellsAbove, ChunkReader, DEBOUNCE_MS, InFlight, OFF_BACKOFF_MS, Suggestion, wait } from './lines';
+import {
+  cellsAbove,
+  ChunkReader,
+  completionEnded,
+  DEBOUNCE_MS,
+  InFlight,
+  OFF_BACKOFF_MS,
+  Suggestion,
+  wait
+} from './lines';
 
 const AUTOMATIC = 1; // InlineCompletionTriggerKind.Automatic (a const enum value, not imported at run time)
 
@@ -63,7 +72,13 @@ export class CellwrightInlineProvider implements IInlineCompletionProvider {
       return none;
     }
     const controller = this.inFlight.start(target.key);
-    const finish = (): void => this.inFlight.finish(target.key, controller);
+    let sent = false;
+    const finish = (): void => {
+      this.inFlight.finish(target.key, controller);
+      if (sent) {
+        completionEnded.emit();
+      }
+    };
     if (context.triggerKind === AUTOMATIC && !(await wait(DEBOUNCE_MS, controller.signal))) {
       return none; // typed again meanwhile
     }
@@ -73,6 +88,7 @@ export class CellwrightInlineProvider implements IInlineCompletionProvider {
       suffix: request.text.slice(request.offset)
     };
     let response: Response;
+    sent = true;
     try {
       response = await ServerConnection.makeRequest(
         URLExt.join(this.serverSettings.baseUrl, API_NAMESPACE, 'completions'),

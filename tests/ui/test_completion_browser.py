@@ -1,6 +1,6 @@
 """Inline completion in the real browser: typing in a code cell shows Cellwright's ghost text, Tab
 accepts it, and typing on while a suggestion still streams closes that request (the scripted model
-sees its connection closed) and asks again."""
+sees its connection closed) and asks again; the panel's footer counts the completions."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from devtools.fake_llm import FakeLLM, Reply, text
 from devtools.jupyter_process import JupyterProcess
-from tests.ui.conftest import SHOTS, open_new_notebook
+from tests.ui.conftest import SHOTS, open_new_notebook, open_panel_from_palette
 
 
 def test_ghost_text_tab_accepts_and_typing_on_cancels(page: Any, lab: JupyterProcess, fake_llm: FakeLLM) -> None:
@@ -47,4 +47,6 @@ def test_ghost_text_tab_accepts_and_typing_on_cancels(page: Any, lab: JupyterPro
     expect(ghost).to_contain_text("ubtotal", timeout=30_000)
     assert fake_llm.requests[-1]["prompt"].endswith("total = value + s")
     assert len(fake_llm.closed) == 1  # the one request that was still streaming
+    open_panel_from_palette(page)  # the footer counts completions apart from any thread
+    expect(page.get_by_test_id("cw-completion-usage")).to_contain_text("Inline completion: ", timeout=10_000)
     assert not page.errors, page.errors  # type: ignore[attr-defined]
