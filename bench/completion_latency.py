@@ -5,8 +5,8 @@ and tokens per 100 typed characters, with and without the server's cache.
 Latency: POST completions (a fresh prefix each round, so no cache) -> its first `delta` line,
 versus the openai SDK's own /v1/completions stream -> its first text chunk, interleaved. The panel
 waits DEBOUNCE_MS of quiet before it asks; that wait is printed apart (it is a choice, not a cost).
-Measured for a Python file and for a notebook with its kernel running (the kernel's names are read,
-cached for a few seconds).
+Measured for a Python file and for a notebook with its kernel running (the kernel's names are read
+once, then again only when the notebook's execution count changes, as the panel sends it).
 
 Cost: a typist types TYPED (a few lines of pandas) character by character and pauses after every
 word (each pause asks, as the panel does after its debounce); the scripted model suggests the rest
@@ -90,7 +90,7 @@ def latency(base_url: str, model: str, rounds: int, llm: FakeLLM | None) -> None
             for i in range(rounds):  # interleaved: all three see the same load on the machine
                 raw.append(direct(sdk, model, f"value_{i} = pr"))
                 file.append(routed(http, {"path": "work.py", "prefix": f"value_{i} = pr"}))
-                body = {"path": "k.ipynb", "kernel_id": kernel, "prefix": f"total_{i} = pr"}
+                body = {"path": "k.ipynb", "kernel_id": kernel, "execution_count": 1, "prefix": f"total_{i} = pr"}
                 notebook.append(routed(http, body))
         finally:
             http.close()

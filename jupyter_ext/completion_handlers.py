@@ -63,6 +63,7 @@ class CompletionsHandler(CellwrightHandler):
             body.cells_above,
             env,
             body.kernel_id or f"notebook:{notebook}",
+            body.execution_count,
         )
         # The stream runs in a task of its own: a client that hangs up cancels it (on_connection_close),
         # which closes the endpoint's response on its way out, instead of waiting for the next write to fail.

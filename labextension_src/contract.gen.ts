@@ -1127,6 +1127,11 @@ export interface CompletionRequest {
   /** The notebook's kernel; else the kernel of its session. */
   kernel_id?: string | null;
   /**
+   * The notebook's latest execution count: the kernel's names are read again when it changes
+   * (without it, at most every few seconds).
+   */
+  execution_count?: number | null;
+  /**
    * The code cells above the cursor's cell as the browser has them, nearest first (bounded here,
    * and cut to the prompt's budget by the server).
    */

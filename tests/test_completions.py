@@ -85,6 +85,7 @@ async def test_the_kernels_columns_reach_the_prompt_never_its_values(
         api,
         path=NOTEBOOK,
         kernel_id=notebook_kernel,
+        execution_count=3,
         prefix="df.",
         cells_above=["x = 1", "import pandas as pd"],
     )
@@ -94,6 +95,14 @@ async def test_the_kernels_columns_reach_the_prompt_never_its_values(
     assert "api_token: str" in prompt and "pd: module" in prompt
     assert "hunter2" not in prompt and "sk-value-never-sent" not in prompt
     assert prompt.index("import pandas as pd") < prompt.index("x = 1") < prompt.index("df.")  # notebook order
+
+    # The names are read again when a cell ran (the panel sends the notebook's execution count), not on every key.
+    assert (await execute_reply(jp_serverapp, notebook_kernel, "later = [1, 2]"))["content"]["status"] == "ok"
+    fake_llm.script(text("append(3)"), text("append(4)"))
+    same = {"path": NOTEBOOK, "kernel_id": notebook_kernel, "execution_count": 3}
+    await complete(api, **same, prefix="x.")
+    await complete(api, **{**same, "execution_count": 4}, prefix="later.")
+    assert "later: list" not in fake_llm.requests[1]["prompt"] and "later: list (2)" in fake_llm.requests[2]["prompt"]
 
 
 async def test_hidden_files_and_paths_outside_the_root_never_reach_the_model(

@@ -17,7 +17,8 @@ NAMES_LIMIT = 60
 COLUMNS_LIMIT = 60
 BUDGET = 0.2  # seconds the probe may take in the kernel
 TIMEOUT = 1.0  # the whole round trip: a completion does not wait longer for its names
-FRESH_SECONDS = 3.0  # a cached answer this young is used as is
+FRESH_SECONDS = 3.0  # a cached answer this young is used as is, when the client sends no execution count
+SAME_COUNT_SECONDS = 60.0  # with the same execution count (no cell ran since), an answer this young
 STALE_SECONDS = 120.0  # an older one still stands in while the kernel is busy
 
 # After the snapshot probe (its helpers: _facts, _libs, _trusted_dtypes, _safe_repr, _is_code):
@@ -81,6 +82,12 @@ def names_expression() -> str:
 class _Entry:
     names: list[dict[str, Any]]
     at: float
+    count: int | None  # the notebook's execution count the client sent with the request that read it
+
+    def fresh(self, now: float, count: int | None) -> bool:
+        if count is not None and self.count is not None:
+            return count == self.count and now - self.at < SAME_COUNT_SECONDS  # a cell ran: read again
+        return now - self.at < FRESH_SECONDS
 
 
 @dataclass
@@ -90,12 +97,13 @@ class KernelNames:
     _cache: dict[str, _Entry] = field(default_factory=dict)
     _pending: dict[str, asyncio.Task[list[dict[str, Any]] | None]] = field(default_factory=dict)
 
-    async def names(self, key: str, env: ToolEnvironment | None) -> list[dict[str, Any]]:
-        """The kernel's names (empty without a kernel or an answer). A fresh cached answer is used as
-        is; concurrent requests share one probe; a busy kernel gets its last answer, not a question."""
+    async def names(self, key: str, env: ToolEnvironment | None, count: int | None = None) -> list[dict[str, Any]]:
+        """The kernel's names (empty without a kernel or an answer). A fresh cached answer (no cell ran
+        since: the same execution `count`) is used as is; concurrent requests share one probe; a busy
+        kernel gets its last answer, not a question."""
         now = time.monotonic()
         entry = self._cache.get(key)
-        if entry is not None and now - entry.at < FRESH_SECONDS:
+        if entry is not None and entry.fresh(now, count):
             return entry.names
         if env is None:
             return []
@@ -106,7 +114,7 @@ class KernelNames:
             task.add_done_callback(lambda _: self._pending.pop(key, None))
         answer = await asyncio.shield(task)  # a cancelled completion leaves the probe to finish for the next
         if answer is not None:
-            self._cache[key] = _Entry(answer, time.monotonic())
+            self._cache[key] = _Entry(answer, time.monotonic(), count)
             if len(self._cache) > 64:
                 self._cache.pop(next(iter(self._cache)))
             return answer

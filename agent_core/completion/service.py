@@ -65,13 +65,16 @@ class CompletionService:
         cells_above: list[str] | None = None,
         env: ToolEnvironment | None = None,
         kernel_key: str = "",
+        execution_count: int | None = None,
     ) -> AsyncGenerator[dict[str, Any], None]:
         """CompletionChunk dicts: deltas, then one done or error. Raises Conflict before the first one
         when no model is configured. Closing the iterator closes the endpoint's request."""
         endpoint = self._endpoint()
         if not endpoint.model or not (endpoint.base_url or endpoint.api_key):
             raise Conflict(not_configured().message, "llm_not_configured")
-        names = format_names(await self.names.names(kernel_key, env), NAMES_CHARS) if env is not None else ""
+        names = ""
+        if env is not None:
+            names = format_names(await self.names.names(kernel_key, env, execution_count), NAMES_CHARS)
         context = CompletionContext.bounded(path, language, prefix, suffix, cells_above or [], names)
         key = (endpoint.model, endpoint.base_url, endpoint.fim, *context.key())
         hit = self._lookup(key, prefix, suffix, endpoint.cache_seconds)

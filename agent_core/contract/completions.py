@@ -26,6 +26,12 @@ class CompletionRequest(Body):
     kernel_id: str | None = Field(
         default=None, max_length=MAX_ID_CHARS, description="The notebook's kernel; else the kernel of its session."
     )
+    execution_count: int | None = Field(
+        default=None,
+        ge=0,
+        description="The notebook's latest execution count: the kernel's names are read again when it changes "
+        "(without it, at most every few seconds).",
+    )
     cells_above: list[str] | None = Field(
         default=None,
         max_length=MAX_CELLS_ABOVE,

@@ -181,12 +181,15 @@ function describe(widget: Widget, mimeType: string | undefined): ITarget | null 
       return null;
     }
     const cells = notebook.widgets.map(c => ({ type: c.model.type, source: c.model.sharedModel.getSource() }));
+    // The latest execution count: a new one tells the server a cell ran, so it reads the kernel's names again.
+    const counts = notebook.widgets.map(c => (c.model as unknown as { executionCount?: number | null }).executionCount ?? 0);
     return {
       key: widget.id,
       body: {
         path: widget.context.path,
         cell_id: cell.model.id,
         kernel_id: widget.sessionContext.session?.kernel?.id ?? null,
+        execution_count: Math.max(0, ...counts),
         language: python ? 'python' : (mimeType ?? null),
         cells_above: cellsAbove(cells, notebook.activeCellIndex)
       }
