@@ -137,6 +137,20 @@ async def test_no_token_no_completion(api: Api, fake_llm: FakeLLM, jp_http_port:
     assert not fake_llm.requests
 
 
+async def test_an_unreachable_endpoint_and_no_model_are_said_plainly(
+    api: Api, fake_llm: FakeLLM, jp_serverapp: Any
+) -> None:
+    from devtools.jupyter_process import free_port
+
+    settings(jp_serverapp).completion_base_url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens
+    answer = await complete(api, prefix="x = ")
+    assert answer == [answer[-1]] and answer[-1]["type"] == "error" and answer[-1]["kind"] == "llm_unreachable"
+    assert "Cannot reach" in answer[-1]["message"]
+    settings(jp_serverapp).model = ""
+    code, body = await api.call("POST", "completions", {"path": "work.py", "prefix": "x = "})
+    assert code == 409 and body["error"] == "llm_not_configured"
+
+
 async def test_turned_off_it_says_so(api: Api, fake_llm: FakeLLM, jp_serverapp: Any) -> None:
     settings(jp_serverapp).inline_completion = False
     code, body = await api.call("POST", "completions", {"path": "work.py", "prefix": "x = "})

@@ -33,7 +33,7 @@ class Outcome:
 
     fim: bool = False
     usage: dict[str, Any] | None = None
-    requested: bool = False  # a request reached the endpoint
+    requested: bool = False  # a request was sent to the endpoint
 
 
 def fim_known(endpoint: CompletionEndpoint) -> bool | None:
@@ -100,8 +100,8 @@ async def _stream(
         fields["messages"] = []
     try:
         request = resource.with_streaming_response.create(**fields, extra_body=body)
+        outcome.requested = True  # counted when sent: a keystroke often aborts it before the first byte
         async with request as response:
-            outcome.requested = True
             if fim:
                 _fim_works[(settings.base_url, settings.model)] = True
             async for data in sse_data(response.http_response.aiter_bytes()):
