@@ -1,14 +1,16 @@
 """A scripted fake OpenAI-compatible chat-completions server (standard library only).
 
 Each POST /v1/chat/completions consumes the next scripted reply; the test then
-inspects ``llm.requests`` to see what the client sent.
+inspects ``llm.requests`` to see what the client sent. POST /v1/completions (the legacy
+endpoint, fill-in-the-middle with ``suffix``) consumes the same script, unless the fake is made
+with ``completions=False`` (then it answers 404, as a chat-only endpoint does); while it streams,
+the server watches its connection and notes in ``closed`` when the client hung up.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-import re
 import socket
 import sys
 import threading
@@ -18,6 +20,8 @@ from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from devtools.fake_llm_completions import LegacyCompletions, split_words
+from devtools.fake_llm_completions import Stopped as _Stopped
 from devtools.fake_llm_script import Reply, ScriptItem, error, error_body, text, tool_call
 
 MODEL_ID = "fake-model"
@@ -25,10 +29,6 @@ EXHAUSTED_MESSAGE = "fake LLM script exhausted"
 
 # The script's vocabulary, for the tests that import it from here with the server.
 __all__ = ["EXHAUSTED_MESSAGE", "MODEL_ID", "FakeLLM", "Reply", "error", "text", "tool_call"]
-
-
-class _Stopped(Exception):
-    """The server is stopping; abandon the response."""
 
 
 class _Server(ThreadingHTTPServer):
@@ -67,7 +67,7 @@ class _Server(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(LegacyCompletions, BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True
     server: _Server
@@ -123,6 +123,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.fake.embedding_requests += 1
             self._send_json(*embeddings_answer(json.loads(raw or b"{}")))
             return
+        if self.path.rstrip("/") == "/v1/completions" and self.fake.completions:
+            self._legacy_completion(raw)
+            return
+        if self.path.rstrip("/") == "/v1/completions":
+            self.fake.refused_completions += 1
         if self.path.rstrip("/") != "/v1/chat/completions":
             self._send_json(404, error_body(f"unknown path {self.path}", "invalid_request_error"))
             return
@@ -187,10 +192,6 @@ class _Handler(BaseHTTPRequestHandler):
         self._write_chunk(b"")  # end of chunked body
 
 
-def _split_words(s: str) -> list[str]:
-    return re.findall(r"\s*\S+|\s+$", s) or [s]
-
-
 def _split_n(s: str, n: int) -> list[str]:
     if n <= 1 or len(s) <= 1:
         return [s]
@@ -207,8 +208,17 @@ def _split_n(s: str, n: int) -> list[str]:
 class FakeLLM:
     """A fake OpenAI chat-completions server on 127.0.0.1 (a free port), scripted per test."""
 
-    def __init__(self, host: str = "127.0.0.1", *, usage: bool = True, reject_stream_options: bool = False) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        *,
+        usage: bool = True,
+        reject_stream_options: bool = False,
+        completions: bool = True,
+    ) -> None:
         self._host = host
+        # Serve POST /v1/completions (fill-in-the-middle with `suffix`); False plays a chat-only endpoint (404).
+        self.completions = completions
         # Token usage in a last chunk when the request asks for it (stream_options.include_usage);
         # False plays a server that never reports usage.
         self.usage = usage
@@ -219,7 +229,10 @@ class FakeLLM:
         self._requests: list[dict] = []
         self._raw: list[bytes] = []  # the same requests' bodies, byte for byte as received
         self._headers: list[dict[str, str]] = []
+        self._paths: list[str] = []
+        self._closed: list[float] = []  # time.monotonic() of each client hang-up seen mid-stream (/v1/completions)
         self.embedding_requests = 0  # /v1/embeddings calls (answered by fake_embeddings, not the script)
+        self.refused_completions = 0  # POST /v1/completions answered 404 (made with completions=False)
         self._stop = threading.Event()
         self._ids = itertools.count(1)  # completion ids
         self._call_ids = itertools.count(1)  # automatic tool-call ids
@@ -309,6 +322,30 @@ class FakeLLM:
         with self._lock:
             return list(self._headers)
 
+    @property
+    def paths(self) -> list[str]:
+        """The endpoint path of each request in ``requests`` ("/v1/chat/completions" or "/v1/completions")."""
+        with self._lock:
+            return list(self._paths)
+
+    @property
+    def closed(self) -> list[float]:
+        """time.monotonic() of each client hang-up the server saw while streaming /v1/completions."""
+        with self._lock:
+            return list(self._closed)
+
+    def wait_for_close(self, n: int = 1, timeout: float = 10) -> list[float]:
+        """Block until the server saw at least n hang-ups mid-stream; raise TimeoutError otherwise."""
+        with self._lock:
+            if not self._lock.wait_for(lambda: len(self._closed) >= n, timeout):
+                raise TimeoutError(f"fake LLM: expected {n} closed streams, saw {len(self._closed)} in {timeout}s")
+            return list(self._closed)
+
+    def _note_closed(self) -> None:
+        with self._lock:
+            self._closed.append(time.monotonic())
+            self._lock.notify_all()
+
     def wait_for_requests(self, n: int, timeout: float = 10) -> list[dict]:
         """Block until at least n requests arrived; raise TimeoutError otherwise."""
         with self._lock:
@@ -318,11 +355,14 @@ class FakeLLM:
 
     # -- internals ---------------------------------------------------------------
 
-    def _next_reply(self, body: dict, headers: dict[str, str], raw: bytes = b"") -> Reply:
+    def _next_reply(
+        self, body: dict, headers: dict[str, str], raw: bytes = b"", path: str = "/v1/chat/completions"
+    ) -> Reply:
         with self._lock:
             self._requests.append(body)
             self._raw.append(raw)
             self._headers.append(headers)
+            self._paths.append(path)
             number = len(self._requests)
             item = self._script.popleft() if self._script else None
             self._lock.notify_all()
@@ -403,9 +443,9 @@ class FakeLLM:
 
         out = [chunk({"role": "assistant", "content": ""})]
         if reply.reasoning:
-            out += [chunk({"reasoning_content": p}) for p in _split_words(reply.reasoning)]
+            out += [chunk({"reasoning_content": p}) for p in split_words(reply.reasoning)]
         if reply.content:
-            pieces = reply.content if isinstance(reply.content, list) else _split_words(reply.content)
+            pieces = reply.content if isinstance(reply.content, list) else split_words(reply.content)
             out += [chunk({"content": p}) for p in pieces]
         calls = self._tool_calls(reply)
         for i, (name, args, cid) in enumerate(calls):

@@ -13,6 +13,7 @@ from tornado.iostream import StreamClosedError
 
 from agent_core import fast_json
 
+from .completion_handlers import COMPLETION_HANDLERS
 from .errors import BadRequest, Misconfigured
 from .handler_base import CellwrightHandler, contract_bodies
 from .request_handlers import RequestsHandler
@@ -266,6 +267,7 @@ HANDLERS: tuple[type[CellwrightHandler], ...] = (
     NotebookToolsHandler,
     KnowledgeStatusHandler,
     AgentCellsHandler,
+    *COMPLETION_HANDLERS,
     OpenAPIHandler,
 )
 

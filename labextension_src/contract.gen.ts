@@ -113,7 +113,8 @@ export type RouteErrorKind =
   | 'kernel_elsewhere'
   | 'llm_not_configured'
   | 'database_unavailable'
-  | 'diagnostics_unavailable';
+  | 'diagnostics_unavailable'
+  | 'completion_off';
 
 export type RunStatus = 'completed' | 'awaiting_approval' | 'cancelled' | 'failed';
 
@@ -1100,6 +1101,73 @@ export interface Variables {
   note?: string | null;
 }
 
+// ---------------------------------------------------------------- inline completion (POST completions)
+
+/**
+ * One line of the streamed answer: `delta` pieces of the suggestion, then one `done` (or `error`).
+ */
+export interface CompletionChunk {
+  type: 'delta' | 'done' | 'error';
+  /**
+   * delta: the next piece; done: the whole suggestion as kept (empty when dropped: the panel clears
+   * what the deltas showed).
+   */
+  text?: string;
+  /** done: why the suggestion was dropped (it did not parse). */
+  dropped?: string | null;
+  /** done: served from the server's short cache, no request made. */
+  cached?: boolean;
+  /** done: asked by fill-in-the-middle (false: a chat prompt). */
+  fim?: boolean | null;
+  /** error: what failed (e.g. llm_unreachable). */
+  kind?: string | null;
+  /** error: what went wrong and what to do. */
+  message?: string | null;
+}
+
+export interface CompletionRequest {
+  /** The notebook or file, relative to the root. */
+  path: string;
+  /** The code cell typed in. */
+  cell_id?: string | null;
+  /** The text before the cursor (the cell's or file's). */
+  prefix: string;
+  /** The text after the cursor. */
+  suffix?: string;
+  /** Default "python". */
+  language?: string | null;
+  /** The notebook's kernel; else the kernel of its session. */
+  kernel_id?: string | null;
+  /**
+   * The notebook's latest execution count: the kernel's names are read again when it changes
+   * (without it, at most every few seconds).
+   */
+  execution_count?: number | null;
+  /**
+   * The code cells above the cursor's cell as the browser has them, nearest first (bounded here,
+   * and cut to the prompt's budget by the server).
+   */
+  cells_above?: string[] | null;
+}
+
+/**
+ * Completions of this server since it started (no thread owns them): requests, tokens, the cache.
+ */
+export interface CompletionUsage {
+  /** Requests sent to the endpoint. */
+  requests: number;
+  /** Completions answered from the cache, without a request. */
+  cached: number;
+  /** Requests closed before their end (a new keystroke, or a boundary reached). */
+  cancelled: number;
+  /** Suggestions dropped because they did not parse with the suffix. */
+  dropped: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  /** Some figures are estimates (4 characters a token): the endpoint sent none. */
+  estimated: boolean;
+}
+
 // ---------------------------------------------------------------- tools
 
 export interface AddMarkdownArgs {
@@ -1612,7 +1680,8 @@ export interface ToolArgs {
 
 /**
  * Each route under cellwright/api/: its JSON body (null: none) and its answer (null: 204, no body;
- * the events route answers text/event-stream, one StreamEvent per `data:`). Errors are ErrorBody.
+ * the events route answers text/event-stream, one StreamEvent per `data:`; completions answers JSON
+ * lines, one CompletionChunk a line). Errors are ErrorBody.
  */
 export interface Routes {
   'GET health': { body: null; answer: Health };
@@ -1643,5 +1712,7 @@ export interface Routes {
   'POST notebook_tools': { body: VariablesRequest; answer: NotebookTools };
   'POST agent_cells': { body: AgentCellsRequest; answer: AgentCells };
   'GET knowledge/status': { body: null; answer: KnowledgeStatus };
+  'POST completions': { body: CompletionRequest; answer: CompletionChunk };
+  'GET completions/usage': { body: null; answer: CompletionUsage };
   'GET openapi.json': { body: null; answer: Record<string, unknown> };
 }

@@ -8,11 +8,13 @@ import {
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
 import { ICommandPalette, Notification } from '@jupyterlab/apputils';
+import { ICompletionProviderManager } from '@jupyterlab/completer';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry, RenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 
 import { CellwrightAPI } from './api';
+import { CellwrightInlineProvider } from './completion/provider';
 import type { Cell } from '@jupyterlab/cells';
 
 import { cellOutputs, cellUnderMenu, snapshotOf, targetCell } from './cellCommand';
@@ -46,15 +48,19 @@ const plugin: JupyterFrontEndPlugin<void> = {
   description: 'Cellwright: an AI agent that works in the live notebook, in a side panel.',
   autoStart: true,
   requires: [INotebookTracker, IRenderMimeRegistry],
-  optional: [ICommandPalette, ISettingRegistry, ILayoutRestorer],
+  optional: [ICommandPalette, ISettingRegistry, ILayoutRestorer, ICompletionProviderManager],
   activate: (
     app: JupyterFrontEnd,
     tracker: INotebookTracker,
     rendermime: IRenderMimeRegistry,
     palette: ICommandPalette | null,
     settingRegistry: ISettingRegistry | null,
-    restorer: ILayoutRestorer | null
+    restorer: ILayoutRestorer | null,
+    completionManager: ICompletionProviderManager | null
   ): void => {
+    // Ghost text in code cells and Python files (JupyterLab's inline completer; Tab accepts).
+    const inlineProvider = new CellwrightInlineProvider(app.serviceManager.serverSettings);
+    completionManager?.registerInlineProvider(inlineProvider);
     const model = new PanelModel({
       api: new CellwrightAPI(app.serviceManager.serverSettings),
       version: FRONTEND_VERSION,
@@ -296,6 +302,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
               ((settings.get('kernelMemoryWarningMB').composite as number) ?? 4096) * 1024 ** 2;
             model.defaultAutonomy = (settings.get('autonomy').composite as Autonomy) ?? 'agent';
             badges.enabled = (settings.get('provenanceBadges').composite as boolean) ?? true;
+            inlineProvider.enabled = (settings.get('inlineCompletion').composite as boolean) ?? true;
           };
           apply();
           settings.changed.connect(apply);

@@ -5,6 +5,7 @@ must still complete or end with a clear message, in both tool-calling modes, and
 from __future__ import annotations
 
 import importlib.util
+import json
 import subprocess
 import sys
 import time
@@ -126,3 +127,27 @@ async def test_a_real_small_model_completes_or_explains(api: Api, mode: str) -> 
     else:
         assert of_type(events, "approval_required")
     print(mode, [e["type"] for e in events], (of_type(events, "final") or of_type(events, "error") or [{}])[-1])
+
+
+async def test_a_real_small_model_completes_a_prefix_through_the_route(api: Api, mode: str) -> None:
+    """Inline completion through POST completions: llama.cpp has /v1/completions, so the route asks
+    there (at the end of the text, as a plain continuation); the tiny model's reply comes back cut at
+    the end of the block and checked to parse."""
+    if mode != "native":
+        pytest.skip("one server is enough: completion does not depend on the tool-calling mode")
+    response = await api._fetch(
+        "cellwright",
+        "api",
+        "completions",
+        method="POST",
+        body=json.dumps({"path": "add.py", "prefix": "def add(a, b):\n    return a", "suffix": "\n"}),
+        request_timeout=120,
+    )
+    chunks = [json.loads(line) for line in response.body.decode().splitlines() if line.strip()]
+    done = chunks[-1]
+    assert done["type"] == "done", chunks
+    assert done["fim"] is True  # llama.cpp has /v1/completions with suffix
+    assert done["text"].strip() and not done.get("dropped"), done  # e.g. " + b", cut before the model rambles on
+    _, usage = await api.call("GET", "completions/usage", expect=200)
+    assert usage["requests"] == 1 and usage["completion_tokens"] > 0
+    print("completion:", repr(done["text"]), done.get("dropped"))

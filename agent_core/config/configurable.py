@@ -19,6 +19,7 @@ from traitlets.config import LoggingConfigurable
 
 from agent_core.config import saved_settings as settings_file
 from agent_core.config.agent_settings import AgentSettings, ToolCalling, Vision, endpoint_of
+from agent_core.config.completion_settings import CompletionSettings
 from agent_core.config.data_policy_settings import DataPolicySettings
 from agent_core.config.mcp_endpoint_settings import McpEndpointSettings
 
@@ -29,7 +30,7 @@ class SettingsError(ValueError):
     """A setting given a value it cannot take; the message names the setting and what it accepts."""
 
 
-class Cellwright(LoggingConfigurable, McpEndpointSettings, DataPolicySettings):
+class Cellwright(LoggingConfigurable, McpEndpointSettings, DataPolicySettings, CompletionSettings):
     """Cellwright's settings. Tagged `runtime=True`: PUT config may change it at run time (saved in
     <data_dir>/settings.json, which wins over the config files). Tagged `env=...`: the environment
     variable that fills it in when no config sets it."""
@@ -456,9 +457,8 @@ class Cellwright(LoggingConfigurable, McpEndpointSettings, DataPolicySettings):
         (a hand-edited file, a tool since renamed) is skipped with a warning: the config still holds."""
         editable = self.runtime_names()
         saved = settings_file.read(self.settings_path)
-        self._saved_keys = self._read_saved_keys(
-            saved
-        )  # before base_url changes: an older key may take the configured one
+        # before base_url changes: an older key may take the configured one
+        self._saved_keys = self._read_saved_keys(saved)
         for name, value in saved.items():
             if name not in editable or name == "api_key":
                 continue

@@ -11,7 +11,7 @@ from pydantic.json_schema import JsonSchemaMode
 
 from agent_core.contract.answers import ErrorBody
 from agent_core.contract.events import CellwrightEvent, StreamEvent
-from agent_core.contract.routes import ROUTES
+from agent_core.contract.routes import ROUTES, Lines
 
 
 def tool_args() -> dict[str, type[BaseModel]]:
@@ -26,6 +26,7 @@ def _named_types() -> list[Any]:
     for route in ROUTES:
         types += [route.body] if route.body is not None else []
         types += [answer for answer in route.answers.values() if isinstance(answer, type)]
+        types += [answer.model for answer in route.answers.values() if isinstance(answer, Lines)]
     types += list(tool_args().values())
     return list(dict.fromkeys(types))
 

@@ -105,5 +105,7 @@ RouteErrorKind = TypeAliasType(
         # what the server needs is down, or busy
         "database_unavailable",
         "diagnostics_unavailable",
+        # inline completion (agent_core/completion): turned off by c.Cellwright.inline_completion
+        "completion_off",
     ],
 )

@@ -10,7 +10,7 @@ from http import HTTPStatus
 from typing import Any
 
 from agent_core.contract.catalog import definitions, ref
-from agent_core.contract.routes import EVENT_STREAM, OPENAPI_DOCUMENT, ROUTES, Route
+from agent_core.contract.routes import EVENT_STREAM, NDJSON, OPENAPI_DOCUMENT, ROUTES, Lines, Route
 
 # The version of this document (OpenAPI's info.version), not of the package: it changes when the
 # contract does, and a release that leaves the contract alone leaves the document alone.
@@ -101,6 +101,11 @@ def _answer(status: int, answer: Any) -> dict[str, Any]:
             "description": "Server-Sent Events: `id: <seq>` (stored events only), `event: <type>` and `data:` one "
             "StreamEvent as JSON; a `: ping` comment at least every 15 s.",
             "content": {EVENT_STREAM: {"schema": ref("StreamEvent", REFS)}},
+        }
+    if isinstance(answer, Lines):
+        return {
+            "description": f"JSON lines: one {answer.model.__name__} a line, written as they come.",
+            "content": {NDJSON: {"schema": ref(answer.model.__name__, REFS)}},
         }
     if answer == OPENAPI_DOCUMENT:
         return {"description": "This document.", "content": {"application/json": {"schema": {"type": "object"}}}}

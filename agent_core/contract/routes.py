@@ -32,6 +32,7 @@ from agent_core.contract.bodies import (
     StartRun,
     VariablesRequest,
 )
+from agent_core.contract.completions import CompletionChunk, CompletionRequest, CompletionUsage
 from agent_core.contract.model_requests import ModelRequests
 from agent_core.contract.notebook_cells import AgentCells, AgentCellsRequest
 from agent_core.contract.outside_tools import McpServers, NotebookTools
@@ -54,12 +55,20 @@ class Route:
     method: Literal["get", "post", "put", "delete"]
     path: str
     summary: str
-    answers: dict[int, Any]  # status -> answer model; None for no body; EVENT_STREAM; OPENAPI_DOCUMENT
+    answers: dict[int, Any]  # status -> answer model; None for no body; EVENT_STREAM; OPENAPI_DOCUMENT; Lines
     body: type[Body] | None = None
     errors: tuple[int, ...] = ()  # statuses answered with ErrorBody
     params: tuple[Param, ...] = ()
 
 
+@dataclass(frozen=True)
+class Lines:
+    """A streamed answer of JSON lines (application/x-ndjson), one `model` a line."""
+
+    model: type[WireModel]
+
+
+NDJSON = "application/x-ndjson"
 EVENT_STREAM = "text/event-stream"
 OPENAPI_DOCUMENT = "openapi"
 BODY_ERRORS = (400, 413)
@@ -251,6 +260,19 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route(
         "get", "knowledge/status", "The workspace index: files, chunks, last update, errors.", {200: KnowledgeStatus}
+    ),
+    Route(
+        "post",
+        "completions",
+        "Inline completion at a cursor: the suggestion streamed as JSON lines (delta pieces, then done), from the "
+        "completion model (fill-in-the-middle where the endpoint has it), with the cells above and the kernel's names "
+        "and types (never values). Closing the request closes the endpoint's. 409 completion_off when turned off.",
+        {200: Lines(CompletionChunk)},
+        CompletionRequest,
+        (*BODY_ERRORS, 409),
+    ),
+    Route(
+        "get", "completions/usage", "This server's inline completions: requests, tokens, cache.", {200: CompletionUsage}
     ),
     Route("get", "openapi.json", "This document.", {200: OPENAPI_DOCUMENT}),
 )

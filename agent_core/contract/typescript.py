@@ -11,9 +11,9 @@ import json
 import re
 from typing import Any
 
-from agent_core.contract import answers, bodies, events, shared
+from agent_core.contract import answers, bodies, completions, events, shared
 from agent_core.contract.catalog import definitions, tool_args
-from agent_core.contract.routes import EVENT_STREAM, OPENAPI_DOCUMENT, ROUTES, Route
+from agent_core.contract.routes import EVENT_STREAM, OPENAPI_DOCUMENT, ROUTES, Lines, Route
 
 REFS = "#/$defs/{model}"
 HEADER = """\
@@ -26,6 +26,7 @@ SECTIONS = (
     ("events (GET threads/{id}/events)", events),
     ("route bodies", bodies),
     ("route answers", answers),
+    ("inline completion (POST completions)", completions),
 )
 IDENTIFIER = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
 # Fields written first, in this order: the discriminator, then what every event carries.
@@ -176,6 +177,8 @@ def _route_types(route: Route) -> tuple[str, str]:
         return body, "StreamEvent"
     if answer == OPENAPI_DOCUMENT:
         return body, "Record<string, unknown>"
+    if isinstance(answer, Lines):
+        return body, answer.model.__name__
     return body, answer.__name__ if isinstance(answer, type) else "null"
 
 
@@ -186,6 +189,7 @@ def _routes() -> str:
         lines.append(f"  '{route.method.upper()} {route.path}': {{ body: {body}; answer: {answer} }};")
     doc = (
         "/**\n * Each route under cellwright/api/: its JSON body (null: none) and its answer (null: 204, no body;\n"
-        " * the events route answers text/event-stream, one StreamEvent per `data:`). Errors are ErrorBody.\n */\n"
+        " * the events route answers text/event-stream, one StreamEvent per `data:`; completions answers JSON\n"
+        " * lines, one CompletionChunk a line). Errors are ErrorBody.\n */\n"
     )
     return doc + "export interface Routes {\n" + "\n".join(lines) + "\n}"

@@ -5,6 +5,7 @@ import { useState } from 'react';
 import { PanelModel } from '../model';
 import { ApprovalCard } from './ApprovalCard';
 import { Composer } from './Composer';
+import { CompletionUsageLine } from './CompletionUsage';
 import { Conversation } from './Conversation';
 import { Header, StatusLine } from './Header';
 import { KernelUsageView } from './KernelUsage';
@@ -48,6 +49,7 @@ export function ChatView(props: {
           <KernelUsageView model={model} />
           <UsageFooter usage={model.view.usage} />
           <SentRequests api={model.api} threadId={model.thread?.threadId ?? null} version={model.view.status} />
+          <CompletionUsageLine api={model.api} />
           <Composer model={model} inputRef={props.inputRef} />
         </>
       )}
