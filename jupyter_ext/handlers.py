@@ -24,6 +24,7 @@ from .tool_handlers import (
     NotebookToolsHandler,
     ResourcesHandler,
     VariablesHandler,
+    VerifyHandler,
 )
 
 MAX_SEQ = 2**62  # SQLite integers are 64-bit: a larger Last-Event-ID must not reach the query
@@ -264,6 +265,7 @@ HANDLERS: tuple[type[CellwrightHandler], ...] = (
     NotebookToolsHandler,
     KnowledgeStatusHandler,
     AgentCellsHandler,
+    VerifyHandler,
     OpenAPIHandler,
 )
 
