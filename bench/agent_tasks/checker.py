@@ -50,4 +50,6 @@ def same_data(expected: Any, given: Any, tolerance: float) -> bool:
 def wrong_answers(expected: dict[str, str], answer: str, tolerance: float) -> list[str]:
     """The names whose value is missing from `answer` or not the expected one."""
     given = answers_in(answer)
-    return [name for name, value in expected.items() if name not in given or not same_value(value, given[name], tolerance)]
+    return [
+        name for name, value in expected.items() if name not in given or not same_value(value, given[name], tolerance)
+    ]

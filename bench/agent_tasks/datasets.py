@@ -42,7 +42,9 @@ def _messy(sales: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
     messy.loc[rng.choice(messy.index, 30, replace=False), "unit_price"] = np.nan
     messy.loc[rng.choice(messy.index, 20, replace=False), "date"] = None
     odd = rng.choice(messy.index, 60, replace=False)
-    messy.loc[odd, "region"] = [f" {r.lower()} " if i % 2 else r.upper() for i, r in enumerate(messy.loc[odd, "region"])]
+    messy.loc[odd, "region"] = [
+        f" {r.lower()} " if i % 2 else r.upper() for i, r in enumerate(messy.loc[odd, "region"])
+    ]
     duplicates = messy.loc[rng.choice(messy.index, 25, replace=False)]
     return pd.concat([messy, duplicates]).sample(frac=1.0, random_state=SEED).reset_index(drop=True)
 
@@ -55,7 +57,12 @@ def _sensors(rng: np.random.Generator) -> pd.DataFrame:
         temperature = np.round(base + rng.normal(0, 0.8, len(hours)), 2)
         humidity = np.round(rng.uniform(30, 70, len(hours)), 1)
         frame = pd.DataFrame(
-            {"timestamp": hours.strftime("%Y-%m-%d %H:%M"), "sensor": sensor, "temperature": temperature, "humidity": humidity}
+            {
+                "timestamp": hours.strftime("%Y-%m-%d %H:%M"),
+                "sensor": sensor,
+                "temperature": temperature,
+                "humidity": humidity,
+            }
         )
         frame.loc[rng.choice(frame.index, 12, replace=False), "temperature"] = np.nan
         frames.append(frame)
@@ -64,7 +71,9 @@ def _sensors(rng: np.random.Generator) -> pd.DataFrame:
 
 def _employees(rng: np.random.Generator) -> pd.DataFrame:
     n = 150
-    departments = rng.choice(["Engineering", "Sales", "Support", "Finance", "Legal"], n, p=[0.4, 0.25, 0.15, 0.12, 0.08])
+    departments = rng.choice(
+        ["Engineering", "Sales", "Support", "Finance", "Legal"], n, p=[0.4, 0.25, 0.15, 0.12, 0.08]
+    )
     base = {"Engineering": 85000, "Sales": 60000, "Support": 45000, "Finance": 70000, "Legal": 90000}
     age = rng.integers(22, 64, n)
     salary = np.array([base[d] for d in departments]) + (age - 22) * 900 + rng.normal(0, 6000, n)
@@ -116,7 +125,9 @@ def _measurements(rng: np.random.Generator) -> pd.DataFrame:
     n = 300
     group = rng.choice(["control", "treated"], n)
     value = np.round(rng.normal(10, 2, n) + (group == "treated") * 1.5, 3)
-    return pd.DataFrame({"id": np.arange(n), "group": group, "value": value, "weight": np.round(rng.uniform(0.5, 2, n), 2)})
+    return pd.DataFrame(
+        {"id": np.arange(n), "group": group, "value": value, "weight": np.round(rng.uniform(0.5, 2, n), 2)}
+    )
 
 
 def generate(root: Path) -> list[str]:

@@ -1,0 +1,120 @@
+"""Scripted models for the benchmark: the fake OpenAI-compatible server (devtools/fake_llm.py)
+answering every request from a policy instead of a script, in a process of its own (as
+devtools/model_process.py runs it), so the runner's reads never slow its stream.
+
+- reference: proposes the task's reference code as run_cell, then answers with final_answer holding
+  the `@name[value]` lines the cell printed (found in the tool result it was sent).
+- wrong: answers at once with final_answer, every expected value changed (the checkers must fail it).
+
+The task is recognised by its question, which the runner's message contains. Native tool calls when
+the request offers tools; otherwise the prompt protocol's `Action:` / `Final Answer:` text."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+from multiprocessing.connection import Connection
+from typing import Any
+
+from bench.agent_tasks.checker import ANSWER
+from bench.agent_tasks.tasks import Task
+from devtools.fake_llm import FakeLLM
+from devtools.fake_llm_script import Reply, text, tool_call
+
+POLICIES = ("reference", "wrong")
+
+
+def changed(value: str) -> str:
+    """A wrong value near the right one: a number moved well outside any tolerance, a name altered,
+    a list with one item more."""
+    if "," in value:
+        return ", ".join([*(changed(v.strip()) for v in value.split(",")), "0"])
+    try:
+        return f"{float(value) * 1.5 + 3:g}"
+    except ValueError:
+        return f"not_{value}"
+
+
+class PolicyLLM(FakeLLM):
+    """A FakeLLM whose every reply comes from `policy` (what it was told of the tasks)."""
+
+    def __init__(self, policy: str, tasks: list[Task], expected: dict[str, dict[str, str]]) -> None:
+        super().__init__()
+        if policy not in POLICIES:
+            raise ValueError(f"unknown policy {policy!r}: one of {POLICIES}")
+        self.policy = policy
+        self.tasks = tasks
+        self.expected = expected
+
+    def _next_reply(self, body: dict, headers: dict[str, str]) -> Reply:
+        with self._lock:
+            self._requests.append({"n": len(self._requests)})  # counted, not kept: a run is long
+        try:
+            return self.reply(body)
+        except Exception as exc:  # a policy bug shows as the model's error, not a hang
+            return text(f"policy error: {exc!r}")
+
+    def _task(self, messages: list[dict[str, Any]]) -> Task | None:
+        asked = " ".join(str(m.get("content") or "") for m in messages if m.get("role") == "user")
+        return next((t for t in self.tasks if t.question in asked), None)
+
+    def reply(self, body: dict[str, Any]) -> Reply:
+        messages = body.get("messages") or []
+        native = bool(body.get("tools"))
+        task = self._task(messages)
+        if task is None:
+            return self._final("I cannot tell which task this is.", native)
+        if self.policy == "wrong":
+            answers = " ".join(f"@{n}[{changed(v)}]" for n, v in self.expected[task.id].items())
+            return self._final(f"The answer: {answers}", native)
+        results = [
+            m for m in messages if m.get("role") == "tool" or str(m.get("content", "")).startswith("Observation:")
+        ]
+        if not results:
+            return self._call("run_cell", {"code": task.code, "description": f"Solve {task.id}"}, native)
+        printed = " ".join(f"@{n}[{v}]" for n, v in ANSWER.findall(str(results[-1].get("content") or "")))
+        return self._final(f"The answer: {printed or '(the cell printed no answer)'}", native)
+
+    @staticmethod
+    def _call(name: str, args: dict[str, Any], native: bool) -> Reply:
+        if native:
+            return tool_call(name, args)
+        return text(f"Action: {name}\nAction Input: {json.dumps(args)}")
+
+    def _final(self, answer: str, native: bool) -> Reply:
+        if native:
+            return self._call("final_answer", {"answer": answer}, native)
+        return text(f"Final Answer: {answer}")
+
+
+def _serve(control: Connection, policy: str, tasks: list[Task], expected: dict[str, dict[str, str]]) -> None:
+    with PolicyLLM(policy, tasks, expected) as llm:
+        control.send(llm.base_url)
+        while control.recv() is not None:  # asked how many requests came
+            control.send(len(llm._requests))
+
+
+class PolicyProcess:
+    """The scripted model's process: `base_url` to point a server at, `requests()` it answered."""
+
+    def __init__(self, policy: str, tasks: list[Task], expected: dict[str, dict[str, str]]) -> None:
+        context = multiprocessing.get_context("fork")
+        self._control, child = context.Pipe()
+        self._process = context.Process(target=_serve, args=(child, policy, tasks, expected), daemon=True)
+        self._process.start()
+        self.base_url: str = self._control.recv()
+
+    def requests(self) -> int:
+        self._control.send(True)
+        return int(self._control.recv())
+
+    def close(self) -> None:
+        if self._process.is_alive():
+            self._control.send(None)
+            self._process.join(10)
+
+    def __enter__(self) -> PolicyProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
