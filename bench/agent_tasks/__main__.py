@@ -32,6 +32,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--policy", choices=APPROVAL_POLICIES, default="approve-all", help="How approvals are answered")
     parser.add_argument("--limit", type=float, default=300.0, help="Seconds per task before it is stopped")
     parser.add_argument("--jobs", type=int, default=1, help="Tasks run at once (default 1: undisturbed timings)")
+    parser.add_argument("--max-model-calls", type=int, default=0, help="Cap per run (default: the server's, 30)")
     parser.add_argument("--no-verify", action="store_true", help="Do not re-run each notebook in a shadow kernel")
     parser.add_argument("--out", help="Write the report (JSON) here")
     parser.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"), help="Compare two reports")
@@ -63,9 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="cellwright-bench-answers-") as scratch:
         expected = prepare(Path(scratch), tasks)  # the same seeded data the server's root gets
     answers = {task_id: found.answers for task_id, found in expected.items()}
-    policy = PolicyProcess(args.scripted, tasks, answers) if args.scripted else None
+    policy = PolicyProcess(tasks, answers) if args.scripted else None
     base_url = policy.base_url if policy else args.base_url
-    model = "fake-model" if policy else args.model
+    model = args.scripted if policy else args.model  # the scripted model plays the policy its name names
     settings = Settings(
         base_url,
         model,
@@ -84,8 +85,6 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if policy is not None:
             policy.close()
-    if args.scripted:
-        report["settings"]["scripted"] = args.scripted
     print(table(report))
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=1))

@@ -6,6 +6,9 @@ devtools/model_process.py runs it), so the runner's reads never slow its stream.
   the `@name[value]` lines the cell printed (found in the tool result it was sent).
 - wrong: answers at once with final_answer, every expected value changed (the checkers must fail it).
 
+The model name of the request chooses the policy ("reference" or "wrong"), so one server switches
+between them with PUT config {"model"}.
+
 The task is recognised by its question, which the runner's message contains. Native tool calls when
 the request offers tools; otherwise the prompt protocol's `Action:` / `Final Answer:` text."""
 
@@ -36,13 +39,10 @@ def changed(value: str) -> str:
 
 
 class PolicyLLM(FakeLLM):
-    """A FakeLLM whose every reply comes from `policy` (what it was told of the tasks)."""
+    """A FakeLLM whose every reply comes from the policy the request's model names."""
 
-    def __init__(self, policy: str, tasks: list[Task], expected: dict[str, dict[str, str]]) -> None:
+    def __init__(self, tasks: list[Task], expected: dict[str, dict[str, str]]) -> None:
         super().__init__()
-        if policy not in POLICIES:
-            raise ValueError(f"unknown policy {policy!r}: one of {POLICIES}")
-        self.policy = policy
         self.tasks = tasks
         self.expected = expected
 
@@ -62,9 +62,10 @@ class PolicyLLM(FakeLLM):
         messages = body.get("messages") or []
         native = bool(body.get("tools"))
         task = self._task(messages)
-        if task is None:
-            return self._final("I cannot tell which task this is.", native)
-        if self.policy == "wrong":
+        policy = body.get("model")
+        if task is None or policy not in POLICIES:
+            return self._final(f"I cannot tell which task this is, or model {policy!r} is no policy.", native)
+        if policy == "wrong":
             answers = " ".join(f"@{n}[{changed(v)}]" for n, v in self.expected[task.id].items())
             return self._final(f"The answer: {answers}", native)
         results = [
@@ -87,8 +88,8 @@ class PolicyLLM(FakeLLM):
         return text(f"Final Answer: {answer}")
 
 
-def _serve(control: Connection, policy: str, tasks: list[Task], expected: dict[str, dict[str, str]]) -> None:
-    with PolicyLLM(policy, tasks, expected) as llm:
+def _serve(control: Connection, tasks: list[Task], expected: dict[str, dict[str, str]]) -> None:
+    with PolicyLLM(tasks, expected) as llm:
         control.send(llm.base_url)
         while control.recv() is not None:  # asked how many requests came
             control.send(len(llm._requests))
@@ -97,10 +98,10 @@ def _serve(control: Connection, policy: str, tasks: list[Task], expected: dict[s
 class PolicyProcess:
     """The scripted model's process: `base_url` to point a server at, `requests()` it answered."""
 
-    def __init__(self, policy: str, tasks: list[Task], expected: dict[str, dict[str, str]]) -> None:
+    def __init__(self, tasks: list[Task], expected: dict[str, dict[str, str]]) -> None:
         context = multiprocessing.get_context("fork")
         self._control, child = context.Pipe()
-        self._process = context.Process(target=_serve, args=(child, policy, tasks, expected), daemon=True)
+        self._process = context.Process(target=_serve, args=(child, tasks, expected), daemon=True)
         self._process.start()
         self.base_url: str = self._control.recv()
 

@@ -33,6 +33,7 @@ class Settings:
     limit_s: float = 300.0  # per task
     verify: bool = True
     jobs: int = 1  # tasks run at once (their times then include waiting for each other)
+    max_model_calls: int = 0  # per run; 0 keeps the server's default
 
 
 @contextmanager
@@ -40,7 +41,8 @@ def cellwright_server(settings: Settings, api_key: str = "", base: Path | None =
     """A real Jupyter server with Cellwright, configured for `settings`, stopped on leaving."""
     with tempfile.TemporaryDirectory(prefix="cellwright-bench-") as tmp:
         env = {"OPENAI_BASE_URL": settings.base_url, "OPENAI_API_KEY": api_key, "CELLWRIGHT_MODEL": settings.model}
-        server = JupyterProcess(base or Path(tmp), env)
+        args = [f"--Cellwright.max_model_calls={settings.max_model_calls}"] if settings.max_model_calls else []
+        server = JupyterProcess(base or Path(tmp), env, extra_args=args)
         try:
             server.start()
             yield server
@@ -66,7 +68,11 @@ def run_benchmark(
     expected = expected or prepare(root, tasks)
     setup = Server(url, TOKEN)
     try:
-        setup.call("PUT", "cellwright/api/config", {"tool_calling": settings.tool_calling, "auto_approve": []})
+        setup.call(
+            "PUT",
+            "cellwright/api/config",
+            {"model": settings.model, "tool_calling": settings.tool_calling, "auto_approve": []},
+        )
     finally:
         setup.close()
     local = threading.local()  # a connection pool per worker thread: httpx clients are not shared across threads
