@@ -189,13 +189,15 @@ class VerifyHandler(ToolRouteHandler):
             notebook = await asyncio.to_thread(load_notebook, self.app.workspace.root / path)
         except ToolInputError as exc:
             raise BadRequest(f"{exc} (save the notebook first)", "bad_request") from None
-        recorded: dict[str, list[dict[str, Any]]] = {}
+        recorded: dict[tuple[str, str], list[dict[str, Any]]] = {}
         offset: int | None = 0
         while offset is not None:  # the outputs the owner's threads stored for their cells of this notebook
             page = await agent_cells(self.runs.threads, AgentCellsRequest(notebook_path=path, offset=offset))
             for cell in page.cells:
                 if cell.finished and not cell.edit:
-                    recorded[cell.tool_call_id] = [o.model_dump(exclude_none=True) for o in cell.outputs]
+                    recorded[(cell.thread_id, cell.tool_call_id)] = [
+                        o.model_dump(exclude_none=True) for o in cell.outputs
+                    ]
             offset = page.next_offset
         try:
             result = await verify_notebook(notebook, path, self.environment(path, None), recorded)

@@ -119,3 +119,28 @@ async def test_the_agent_verifies_its_notebook_after_approval(
     told = [m["content"] for m in fake_llm.requests[-1]["messages"] if m["role"] == "tool"][0]
     assert "analysis.ipynb fails at cell 1" in told and "NameError" in told and "undefined_name" in told
     assert of_type(events, "tool_result")[0]["status"] == "error" and events[-1]["status"] == "completed"
+
+
+async def test_agent_cells_are_compared_with_what_their_thread_recorded(
+    api: Api, fake_llm: FakeLLM, jp_root_dir: Any, notebook_kernel: str
+) -> None:
+    fake_llm.script(tool_call("run_cell", {"code": "print(6 * 7)"}, id="r1"), text("done"))
+    thread = await api.new_thread()
+    await api.run(thread, "compute")
+    events = await api.until_finished(thread)
+    await api.approve(thread, "r1")
+    await api.until_finished(thread, events[-1]["seq"])
+    _, listed = await api.call("POST", "agent_cells", {"notebook_path": NOTEBOOK}, expect=200)
+    stored = listed["cells"][0]
+    assert stored["outputs"][0]["text"] == "42\n"
+    # The saved notebook's copy of the outputs was changed by hand: the thread's record is what counts.
+    cell = agent_cell(stored["source"], stored["tool_call_id"], 1, [stdout("41\n")])
+    cell.metadata["cellwright"]["thread_id"] = thread
+    save(jp_root_dir, NOTEBOOK, [cell])
+    code, found = await api.call("POST", "verify", {"path": NOTEBOOK})
+    assert code == 200 and found["status"] == "verified" and found["cells"][0]["status"] == "same", found
+    # Another thread's call of the same id is not this cell's record.
+    cell.metadata["cellwright"]["thread_id"] = "another-thread"
+    save(jp_root_dir, NOTEBOOK, [cell])
+    code, found = await api.call("POST", "verify", {"path": NOTEBOOK})
+    assert found["status"] == "differs" and "'stream:stdout: 41'" in found["cells"][0]["detail"], found

@@ -21,10 +21,12 @@ def _source(cell: dict[str, Any]) -> str:
     return "".join(source) if isinstance(source, list) else str(source)
 
 
-def _tool_call(cell: dict[str, Any]) -> str | None:
+def _provenance(cell: dict[str, Any]) -> tuple[str, str] | None:
+    """(thread id, tool call id) of an agent cell, from its `cellwright` metadata; None for the user's."""
     meta = (cell.get("metadata") or {}).get("cellwright")
-    call = meta.get("tool_call_id") if isinstance(meta, dict) else None
-    return call if isinstance(call, str) else None
+    if not isinstance(meta, dict) or not isinstance(meta.get("tool_call_id"), str):
+        return None
+    return str(meta.get("thread_id") or ""), meta["tool_call_id"]
 
 
 def _error_text(outputs: list[dict[str, Any]]) -> str:
@@ -44,12 +46,13 @@ async def verify_notebook(
     notebook: dict[str, Any],
     path: str,
     env: HasShadowKernel,
-    recorded: Mapping[str, list[dict[str, Any]]] | None = None,
+    recorded: Mapping[tuple[str, str], list[dict[str, Any]]] | None = None,
     time_limit: float = VERIFY_SECONDS,
 ) -> VerifyResult:
     """Run every code cell of `notebook` (the saved file of `path`, root-relative) in order in a
     shadow kernel, stopping at the first that fails. An agent cell's outputs are compared with
-    `recorded` (tool call id -> outputs, from its thread's stored events), else with the outputs
+    `recorded` ((thread id, tool call id) -> outputs, from the thread's stored events; some models
+    number their calls call_0, call_1... in every thread), else with the outputs
     saved in the notebook, which the panel wrote from those events."""
     started = time.monotonic()
     indexed = [(i, c) for i, c in enumerate(notebook.get("cells") or []) if isinstance(c, dict)]
@@ -63,7 +66,8 @@ async def verify_notebook(
     failed = False
     async with env.shadow_kernel(path, kernel_name_of(notebook)) as shadow:
         for number, ((index, cell), source) in enumerate(zip(code_cells, sources, strict=True), start=1):
-            call_id = _tool_call(cell)
+            provenance = _provenance(cell)
+            call_id = provenance[1] if provenance else None
             found = VerifiedCell(index=index, number=number, cell_id=cell.get("id"), tool_call_id=call_id, status="ran")
             if failed:
                 cells.append(found.model_copy(update={"status": "not_run"}))
@@ -77,8 +81,8 @@ async def verify_notebook(
             detail = ""
             if run.status != "ok":
                 status, detail, failed = "fails", _error_text(run.outputs), True
-            elif call_id is not None:
-                before = (recorded or {}).get(call_id, cell.get("outputs") or [])
+            elif provenance is not None:
+                before = (recorded or {}).get(provenance, cell.get("outputs") or [])
                 detail = difference(before, run.outputs)
                 status = "differs" if detail else "same"
             cells.append(found.model_copy(update={"status": status, "detail": detail}))

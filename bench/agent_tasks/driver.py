@@ -23,6 +23,7 @@ from devtools.kernel_websocket import connect
 APPROVAL_POLICIES = ("approve-all", "reject-first-shell")
 SHELL_REASON = "Please do not use shell commands here: do it in Python in the notebook instead."
 API = "cellwright/api"
+KEPT = "notebooks"  # each task's notebook as the task left it
 
 
 @dataclass
@@ -114,16 +115,17 @@ def _blank_notebook() -> dict[str, Any]:
     }
 
 
-def write_agent_cells(server: Server, path: str) -> int:
-    """What the panel does on binding a notebook: its agent cells (POST agent_cells) written into it,
-    in order, with their outputs and provenance. The number of code cells written."""
+def write_agent_cells(server: Server, path: str, thread_id: str) -> dict[str, Any]:
+    """What the panel does on binding a notebook: the agent cells of the thread (POST agent_cells
+    lists every thread of the notebook's) written into it, in order, with their outputs and
+    provenance. The notebook as saved."""
     notebook = server.call("GET", f"api/contents/{path}")["content"]
     cells: list[dict[str, Any]] = notebook["cells"]
     offset: int | None = 0
     while offset is not None:
         page = server.call("POST", f"{API}/agent_cells", {"notebook_path": path, "offset": offset})
         for cell in page["cells"]:
-            if cell.get("undone"):
+            if cell.get("undone") or cell["thread_id"] != thread_id:
                 continue
             meta = {"cellwright": {k: cell[k] for k in ("thread_id", "run_id", "tool_call_id")}}
             if cell.get("edit"):
@@ -145,7 +147,7 @@ def write_agent_cells(server: Server, path: str) -> int:
         offset = page["next_offset"]
     notebook["cells"] = cells
     server.call("PUT", f"api/contents/{path}", {"type": "notebook", "format": "json", "content": notebook})
-    return sum(1 for c in cells if c["cell_type"] == "code")
+    return dict(notebook)
 
 
 def _decide(
@@ -213,15 +215,20 @@ def run_task(
     server: Server,
     task: Task,
     expected: Expected,
+    path: str,
     mode: str = "single",
     policy: str = "approve-all",
     limit_s: float = 300.0,
     verify: bool = True,
 ) -> TaskResult:
-    """Run `task` in a notebook of its own and check its answer; never raises for the task's failure."""
+    """Run `task` in the notebook `path` (made anew, with a kernel of its own) and check its answer;
+    the notebook it leaves is kept as notebooks/<task id>.ipynb. Never raises for the task's failure.
+
+    A worker runs its tasks in one notebook path, so the system prompt (which names the notebook)
+    is the same from task to task: an endpoint's prefix cache then serves it (llama.cpp's server
+    re-evaluated a 3,900-token prompt for every task otherwise)."""
     began = time.monotonic()
     result = TaskResult(task.id, task.level)
-    path = f"{task.id}.ipynb"
     session_id = None
     try:
         server.call("PUT", f"api/contents/{path}", {"type": "notebook", "format": "json", "content": _blank_notebook()})
@@ -237,7 +244,10 @@ def run_task(
             if not same_data(expected.figure, drawn, task.tolerance):
                 result.wrong.append("figure")
         result.correct = not result.wrong and result.status == "completed"
-        if write_agent_cells(server, path) and verify:
+        notebook = write_agent_cells(server, path, thread_id)
+        kept = {"type": "notebook", "format": "json", "content": notebook}
+        server.call("PUT", f"api/contents/{KEPT}/{task.id}.ipynb", kept)
+        if verify and any(c["cell_type"] == "code" for c in notebook["cells"]):
             checked = time.monotonic()
             found = server.call("POST", f"{API}/verify", {"path": path})
             result.verify_s = round(time.monotonic() - checked, 3)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.agent_tasks.datasets import generate
-from bench.agent_tasks.driver import Server, TaskResult, run_task
+from bench.agent_tasks.driver import KEPT, Server, TaskResult, run_task
 from bench.agent_tasks.expected import Expected, expected_answers
 from bench.agent_tasks.report import summary
 from bench.agent_tasks.tasks import Task
@@ -73,6 +73,7 @@ def run_benchmark(
             "cellwright/api/config",
             {"model": settings.model, "tool_calling": settings.tool_calling, "auto_approve": []},
         )
+        setup.call("PUT", f"api/contents/{KEPT}", {"type": "directory"})
     finally:
         setup.close()
     local = threading.local()  # a connection pool per worker thread: httpx clients are not shared across threads
@@ -81,9 +82,17 @@ def run_benchmark(
     def one(task: Task) -> dict[str, Any]:
         if not hasattr(local, "server"):
             local.server = Server(url, TOKEN)
+            local.path = f"bench-{len(servers)}.ipynb"  # the worker's notebook (driver.run_task says why one)
             servers.append(local.server)
         result = run_task(
-            local.server, task, expected[task.id], settings.mode, settings.policy, settings.limit_s, settings.verify
+            local.server,
+            task,
+            expected[task.id],
+            local.path,
+            settings.mode,
+            settings.policy,
+            settings.limit_s,
+            settings.verify,
         )
         if on_result is not None:
             on_result(result)
