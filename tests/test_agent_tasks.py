@@ -97,3 +97,17 @@ def test_compare_puts_two_reports_side_by_side(tmp_path: Path, capsys: pytest.Ca
     out = capsys.readouterr().out
     assert "A: m1" in out and "B: m2" in out and "tasks whose result differs: 2" in out
     assert "t1" in out and "t2" in out and "  t0 " not in out
+
+
+@pytest.mark.timeout(120)
+def test_the_reject_first_shell_policy_rejects_each_tasks_first_shell_command(bench: dict[str, Any]) -> None:
+    chosen = Settings(
+        bench["policy"].base_url, "shell-first", policy="reject-first-shell", tasks="sales_rows,sql_customers"
+    )
+    tasks = [t for t in bench["tasks"] if t.id in ("sql_customers", "sales_rows")]
+    report = run_benchmark(bench["server"].url, bench["server"].root, tasks, chosen, bench["expected"])
+    # In each task the model's shell command was rejected with the reason, and it carried on in the notebook.
+    assert [(r["approvals_asked"], r["approvals_rejected"], r["correct"]) for r in report["results"]] == [
+        (2, 1, True),
+        (2, 1, True),
+    ], report["results"]

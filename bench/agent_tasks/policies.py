@@ -5,6 +5,8 @@ devtools/model_process.py runs it), so the runner's reads never slow its stream.
 - reference: proposes the task's reference code as run_cell, then answers with final_answer holding
   the `@name[value]` lines the cell printed (found in the tool result it was sent).
 - wrong: answers at once with final_answer, every expected value changed (the checkers must fail it).
+- shell-first: as reference, but first lists the data folder with execute_command (for the
+  reject-first-shell approval policy: rejected, it carries on in the notebook).
 
 The model name of the request chooses the policy ("reference" or "wrong"), so one server switches
 between them with PUT config {"model"}.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import re
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -24,7 +27,8 @@ from bench.agent_tasks.tasks import Task
 from devtools.fake_llm import FakeLLM
 from devtools.fake_llm_script import Reply, text, tool_call
 
-POLICIES = ("reference", "wrong")
+POLICIES = ("reference", "wrong", "shell-first")
+ACTION = re.compile(r"Action:\s*`?(\w+)")
 
 
 def changed(value: str) -> str:
@@ -36,6 +40,17 @@ def changed(value: str) -> str:
         return f"{float(value) * 1.5 + 3:g}"
     except ValueError:
         return f"not_{value}"
+
+
+def _called(messages: list[dict[str, Any]]) -> list[str]:
+    """The tools the model called so far: native tool calls, or the prompt protocol's `Action:` lines."""
+    names = []
+    for message in messages:
+        if message.get("role") != "assistant":
+            continue
+        names += [call["function"]["name"] for call in message.get("tool_calls") or []]
+        names += ACTION.findall(str(message.get("content") or ""))
+    return names
 
 
 class PolicyLLM(FakeLLM):
@@ -68,11 +83,14 @@ class PolicyLLM(FakeLLM):
         if policy == "wrong":
             answers = " ".join(f"@{n}[{changed(v)}]" for n, v in self.expected[task.id].items())
             return self._final(f"The answer: {answers}", native)
+        called = _called(messages)
+        if policy == "shell-first" and not called:
+            return self._call("execute_command", {"command": "ls data"}, native)
+        if "run_cell" not in called:
+            return self._call("run_cell", {"code": task.code, "description": f"Solve {task.id}"}, native)
         results = [
             m for m in messages if m.get("role") == "tool" or str(m.get("content", "")).startswith("Observation:")
         ]
-        if not results:
-            return self._call("run_cell", {"code": task.code, "description": f"Solve {task.id}"}, native)
         printed = " ".join(f"@{n}[{v}]" for n, v in ANSWER.findall(str(results[-1].get("content") or "")))
         return self._final(f"The answer: {printed or '(the cell printed no answer)'}", native)
 
