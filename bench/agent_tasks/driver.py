@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import json
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -64,22 +65,24 @@ class Server:
             raise RuntimeError(f"{method} {path}: {response.status_code} {response.text[:500]}")
         return response.json() if response.content and "json" in response.headers.get("content-type", "") else None
 
-    def events(self, thread_id: str, after: int, limit_s: float) -> Any:
-        """The thread's events after `after` as they come, until the server closes the stream."""
-        timeout = httpx.Timeout(limit_s, connect=30)
+    def events(self, thread_id: str, after: int, deadline: float) -> Iterator[tuple[bool, dict[str, Any] | None]]:
+        """The thread's events after `after` as they come, until the server closes the stream: (stored,
+        event); a ping gives (False, None), so a reader can give up at `deadline` (time.monotonic())."""
+        timeout = httpx.Timeout(max(1.0, deadline - time.monotonic()) + 20, connect=30)  # pings come every 15 s
         with self.http.stream(
             "GET", f"{API}/threads/{thread_id}/events", params={"after": after}, timeout=timeout
         ) as r:
             fields: dict[str, str] = {}
             for line in r.iter_lines():
                 if line.startswith(":"):
+                    yield False, None
                     continue
                 if line:
                     key, _, value = line.partition(": ")
                     fields[key] = value
                     continue
                 if "data" in fields:
-                    yield json.loads(fields["data"])
+                    yield "id" in fields, json.loads(fields["data"])  # live-only events have no id
                 fields = {}
 
     def close(self) -> None:
@@ -178,15 +181,19 @@ def _drive(
         {"message": task.prompt(), "notebook_path": path, "kernel_id": kernel_id, "mode": mode},
     )
     after = 0
+    deadline = started + limit_s
     while True:
         pending: dict[str, Any] | None = None
-        remaining = limit_s - (time.monotonic() - started)
-        if remaining <= 0:
+        if time.monotonic() >= deadline:
             server.call("POST", f"{API}/threads/{thread_id}/cancel", expect=(202, 409))
             result.status = "timeout"
             break
-        for event in server.events(thread_id, after, remaining):
-            after = max(after, event.get("seq") or 0) if event.get("type") != "caught_up" else after
+        for stored, event in server.events(thread_id, after, deadline):
+            if time.monotonic() >= deadline:
+                break
+            if event is None:
+                continue
+            after = max(after, event["seq"]) if stored else after
             kind = event.get("type")
             if kind in ("token", "tool_call") and result.first_token_s is None:
                 result.first_token_s = round(time.monotonic() - started, 3)
@@ -208,6 +215,7 @@ def _drive(
             continue
         if result.status:
             break
+        time.sleep(0.2)  # the stream closed before the run's end (a server restart?): reconnect, not at once
     result.wall_s = round(time.monotonic() - started, 3)
 
 
