@@ -17,7 +17,7 @@ from bench.agent_tasks.driver import APPROVAL_POLICIES, TaskResult
 from bench.agent_tasks.policies import POLICIES, PolicyProcess
 from bench.agent_tasks.report import compare, table
 from bench.agent_tasks.runner import Settings, cellwright_server, prepare, run_benchmark
-from bench.agent_tasks.tasks import all_tasks, select
+from bench.agent_tasks.tasks import all_tasks, missing_packages, select
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -57,6 +57,8 @@ def main(argv: list[str] | None = None) -> int:
         a, b = (json.loads(Path(p).read_text()) for p in args.compare)
         print(compare(a, b))
         return 0
+    if missing := missing_packages():
+        print(f"left out: the tasks that need {', '.join(missing)} (pip install it to run them)", file=sys.stderr)
     tasks = select(all_tasks(), args.tasks)
     if not tasks:
         print(f"no task matches {args.tasks!r}", file=sys.stderr)

@@ -19,6 +19,10 @@ def has_parquet() -> bool:
     return importlib.util.find_spec("pyarrow") is not None
 
 
+def has_matplotlib() -> bool:
+    return importlib.util.find_spec("matplotlib") is not None
+
+
 def _sales(rng: np.random.Generator) -> pd.DataFrame:
     n = 600
     dates = pd.Timestamp("2024-01-01") + pd.to_timedelta(rng.integers(0, 366, n), unit="D")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import yaml
 
-from bench.agent_tasks.datasets import FOLDER, has_parquet
+from bench.agent_tasks.datasets import FOLDER, has_matplotlib, has_parquet
 
 PRELUDE = "import pandas as pd\nimport numpy as np\n"
 ANSWER = re.compile(r"@(\w+)\[([^\[\]]*)\]")
@@ -75,10 +75,17 @@ def _table() -> dict[str, list[Task]]:
     return {key: [_task(entry) for entry in entries] for key, entries in data.items()}
 
 
+def missing_packages() -> list[str]:
+    """What this machine lacks for some tasks (pip install "cellwright[bench]"): those tasks are left out."""
+    return [name for name, found in (("pyarrow", has_parquet()), ("matplotlib", has_matplotlib())) if not found]
+
+
 def all_tasks() -> list[Task]:
-    """Every task this machine can run: the parquet ones only where pyarrow is installed."""
+    """Every task this machine can run: the parquet ones where pyarrow is installed, the plot ones
+    where matplotlib is."""
     table = _table()
     tasks = table["tasks"] + (table["parquet_tasks"] if has_parquet() else [])
+    tasks = [t for t in tasks if not t.figure or has_matplotlib()]
     if len({t.id for t in tasks}) != len(tasks):
         raise ValueError("tasks.yaml: two tasks share an id")
     return tasks
