@@ -96,6 +96,7 @@ async def test_verify_refuses_what_is_not_a_notebook_in_the_root(api: Api, jp_ro
     (jp_root_dir / "notes.txt").write_text("hi")
     for body, kind in [
         ({"path": "../outside.ipynb"}, "path_outside_root"),
+        ({"path": ".hidden/secret.ipynb"}, "hidden_path"),
         ({"path": "notes.txt"}, "bad_request"),
         ({"path": "missing.ipynb"}, "bad_request"),
         ({}, "bad_request"),
