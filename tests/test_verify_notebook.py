@@ -145,3 +145,20 @@ async def test_agent_cells_are_compared_with_what_their_thread_recorded(
     save(jp_root_dir, NOTEBOOK, [cell])
     code, found = await api.call("POST", "verify", {"path": NOTEBOOK})
     assert found["status"] == "differs" and "'stream:stdout: 41'" in found["cells"][0]["detail"], found
+
+
+def test_outputs_compare_as_the_user_reads_them() -> None:
+    from agent_core.verify.outputs import difference
+
+    def lines(numbers: range) -> dict[str, Any]:
+        return stdout("".join(f"{i}\n" for i in numbers))
+
+    assert difference([stdout("a "), stdout("b\n")], [stdout("a b")]) == ""  # streams merged, trailing space
+    assert difference([result("<A at 0x7f00aa11bb22>", 1)], [result("<A at 0x55d0cc33dd44>", 2)]) == ""
+    assert difference([stdout("took 1.52 s\n")], [stdout("took 0.98 s\n")]) == ""
+    assert "re-run gave" in difference([stdout("1\n")], [stdout("2\n")])
+    assert "(nothing)" in difference([stdout("1\n")], [])
+    # A long output the server kept as head, omitted-lines note and tail matches the whole re-run output.
+    kept = [lines(range(100)), stdout("[... 880 lines omitted ...]\n"), lines(range(980, 1000))]
+    assert difference(kept, [lines(range(1000))]) == ""
+    assert difference(kept, [lines(range(999))]) != ""

@@ -11,6 +11,7 @@ from typing import Any
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{4,}")
 _TIMING = re.compile(r"\b\d+(?:\.\d+)?\s?(?:ns|µs|us|ms|s|sec|secs|seconds|min)\b")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_OMITTED = re.compile(r"\[\.\.\. \d+ lines omitted \.\.\.\]")  # agent_core.loop.event_pump's overflow summary
 DETAIL_CHARS = 300
 
 
@@ -45,10 +46,22 @@ def comparable(outputs: Iterable[dict[str, Any]]) -> list[str]:
     return [f"{name}: {normalised(text)}" for name, text in parts if name == "error" or normalised(text)]
 
 
+def _cut_matches(before: list[str], after: list[str]) -> bool:
+    """A long output the server stored as head, "[... N lines omitted ...]" and tail: the re-run's
+    text matches when it starts with that head and ends with that tail."""
+    recorded, rerun = "\n".join(before), "\n".join(after)
+    cut = _OMITTED.search(recorded)
+    if cut is None:
+        return False
+    head, tail = recorded[: cut.start()].strip(), recorded[cut.end() :].strip()
+    tail = tail.removeprefix("stream:stdout: ").strip()  # the tail is stored as an output of its own
+    return rerun.startswith(head) and rerun.endswith(tail)
+
+
 def difference(recorded: Iterable[dict[str, Any]], rerun: Iterable[dict[str, Any]]) -> str:
     """'' when the outputs match; else the first that differs, shortened."""
     before, after = comparable(recorded), comparable(rerun)
-    if before == after:
+    if before == after or _cut_matches(before, after):
         return ""
     for index in range(max(len(before), len(after))):
         old = before[index] if index < len(before) else "(nothing)"
