@@ -111,3 +111,17 @@ def test_the_reject_first_shell_policy_rejects_each_tasks_first_shell_command(be
         (2, 1, True),
         (2, 1, True),
     ], report["results"]
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize(("mode", "tool_calling"), [("multi", "native"), ("single", "prompt")])
+def test_the_runner_drives_multi_agent_mode_and_prompt_tool_calling(
+    bench: dict[str, Any], mode: str, tool_calling: str
+) -> None:
+    chosen = Settings(bench["policy"].base_url, "reference", mode=mode, tool_calling=tool_calling)
+    tasks = [t for t in bench["tasks"] if t.id in ("sales_rows", "sql_paid_orders", "plot_dept_salary")]
+    report = run_benchmark(bench["server"].url, bench["server"].root, tasks, chosen, bench["expected"])
+    assert report["summary"]["correct"] == 3 and report["settings"]["mode"] == mode, report["results"]
+    # Multi: the planner delegates, the developer runs the cell and reports, the planner answers.
+    assert {r["model_calls"] for r in report["results"]} == ({4} if mode == "multi" else {2})
+    assert {r["reruns"] for r in report["results"]} == {"verified"}

@@ -39,8 +39,6 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if not args.compare and not args.scripted and not (args.base_url and args.model):
         parser.error("give --base-url and --model (or --scripted reference|wrong, or --compare A.json B.json)")
-    if args.scripted and args.mode != "single":
-        parser.error("the scripted models play the single agent only (--mode single)")
     return args
 
 

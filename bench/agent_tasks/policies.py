@@ -8,8 +8,9 @@ devtools/model_process.py runs it), so the runner's reads never slow its stream.
 - shell-first: as reference, but first lists the data folder with execute_command (for the
   reject-first-shell approval policy: rejected, it carries on in the notebook).
 
-The model name of the request chooses the policy ("reference" or "wrong"), so one server switches
-between them with PUT config {"model"}.
+In multi-agent mode the planner delegates the whole task to python_developer, which plays the policy
+and reports in text; the planner answers from that report. The model name of the request chooses
+the policy, so one server switches between them with PUT config {"model"}.
 
 The task is recognised by its question, which the runner's message contains. Native tool calls when
 the request offers tools; otherwise the prompt protocol's `Action:` / `Final Answer:` text."""
@@ -40,6 +41,13 @@ def changed(value: str) -> str:
         return f"{float(value) * 1.5 + 3:g}"
     except ValueError:
         return f"not_{value}"
+
+
+def _printed(messages: list[dict[str, Any]]) -> str:
+    """The `@name[value]` lines of the last tool result (a cell's output, a sub-agent's report)."""
+    results = [m for m in messages if m.get("role") == "tool" or str(m.get("content", "")).startswith("Observation:")]
+    found = ANSWER.findall(str(results[-1].get("content") or "")) if results else []
+    return " ".join(f"@{n}[{v}]" for n, v in found) or "(no answer was printed)"
 
 
 def _called(messages: list[dict[str, Any]]) -> list[str]:
@@ -76,6 +84,7 @@ class PolicyLLM(FakeLLM):
     def reply(self, body: dict[str, Any]) -> Reply:
         messages = body.get("messages") or []
         native = bool(body.get("tools"))
+        offered = {tool["function"]["name"] for tool in body.get("tools") or []}
         task = self._task(messages)
         policy = body.get("model")
         if task is None or policy not in POLICIES:
@@ -84,15 +93,20 @@ class PolicyLLM(FakeLLM):
             answers = " ".join(f"@{n}[{changed(v)}]" for n, v in self.expected[task.id].items())
             return self._final(f"The answer: {answers}", native)
         called = _called(messages)
+        if "task" in offered and "task" not in called:  # the planner (multi-agent mode) delegates the task
+            asked = next(
+                str(m.get("content"))
+                for m in messages
+                if m.get("role") == "user" and task.question in str(m.get("content"))
+            )
+            return self._call("task", {"agent": "python_developer", "description": asked}, native)
+        if "task" in offered:  # the developer's report came back
+            return self._final(f"The answer: {_printed(messages)}", native)
         if policy == "shell-first" and not called:
             return self._call("execute_command", {"command": "ls data"}, native)
         if "run_cell" not in called:
             return self._call("run_cell", {"code": task.code, "description": f"Solve {task.id}"}, native)
-        results = [
-            m for m in messages if m.get("role") == "tool" or str(m.get("content", "")).startswith("Observation:")
-        ]
-        printed = " ".join(f"@{n}[{v}]" for n, v in ANSWER.findall(str(results[-1].get("content") or "")))
-        return self._final(f"The answer: {printed or '(the cell printed no answer)'}", native)
+        return self._final(f"The answer: {_printed(messages)}", native, offered)
 
     @staticmethod
     def _call(name: str, args: dict[str, Any], native: bool) -> Reply:
@@ -100,10 +114,11 @@ class PolicyLLM(FakeLLM):
             return tool_call(name, args)
         return text(f"Action: {name}\nAction Input: {json.dumps(args)}")
 
-    def _final(self, answer: str, native: bool) -> Reply:
-        if native:
-            return self._call("final_answer", {"answer": answer}, native)
-        return text(f"Final Answer: {answer}")
+    @staticmethod
+    def _final(answer: str, native: bool, offered: set[str] | None = None) -> Reply:
+        if native and (offered is None or "final_answer" in offered):
+            return tool_call("final_answer", {"answer": answer})
+        return text(answer if native else f"Final Answer: {answer}")  # a sub-agent reports in text
 
 
 def _serve(control: Connection, tasks: list[Task], expected: dict[str, dict[str, str]]) -> None:
