@@ -248,7 +248,10 @@ def run_task(
         _drive(server, task, thread_id, kernel_id, path, mode, policy, limit_s, result)
         result.wrong = wrong_answers(expected.answers, result.answer, task.tolerance)
         if task.figure:
-            drawn = figure_data(server, kernel_id, task.figure)
+            try:
+                drawn = figure_data(server, kernel_id, task.figure)
+            except Exception as exc:  # the kernel died or never answered (websocket time-out): no figure
+                drawn = f"error: {type(exc).__name__}: {exc}"
             if not same_data(expected.figure, drawn, task.tolerance):
                 result.wrong.append("figure")
         result.correct = not result.wrong and result.status == "completed"
