@@ -26,6 +26,7 @@ from .tool_handlers import (
     NotebookToolsHandler,
     ResourcesHandler,
     VariablesHandler,
+    VerifyHandler,
 )
 
 MAX_SEQ = 2**62  # SQLite integers are 64-bit: a larger Last-Event-ID must not reach the query
@@ -268,6 +269,7 @@ HANDLERS: tuple[type[CellwrightHandler], ...] = (
     KnowledgeStatusHandler,
     AgentCellsHandler,
     *COMPLETION_HANDLERS,
+    VerifyHandler,
     OpenAPIHandler,
 )
 

@@ -10,6 +10,7 @@ import json
 import queue
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -121,6 +122,14 @@ class KernelEnvironment:
             raise
         finally:
             self.clients.done(kernel_id, shared)
+
+    def shadow_kernel(self, notebook_path: str, kernel_name: str | None) -> AbstractAsyncContextManager[Any]:
+        """agent_core's HasShadowKernel (verify_notebook): a fresh kernel beside the notebook's."""
+        from .shadow_kernel import shadow_kernel
+
+        return shadow_kernel(
+            self.kernel_manager, self.session_manager, self.root_dir, self.workspace, notebook_path, kernel_name
+        )
 
     async def kernel_busy(self) -> bool:
         """Whether the notebook's kernel is running a cell now: an evaluation would wait behind it.

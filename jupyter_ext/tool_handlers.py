@@ -164,3 +164,43 @@ class NotebookToolsHandler(ToolRouteHandler):
             for name, spec in specs.items()
         ]
         self.write_json({"tools": tools, "notes": notes})
+
+
+class VerifyHandler(ToolRouteHandler):
+    """POST verify: {"path"} -> VerifyResult: the saved notebook re-run from the top in a fresh shadow
+    kernel (never the notebook's own), each agent cell compared with its thread's stored outputs."""
+
+    route = "verify"
+
+    @web.authenticated
+    @authorized
+    async def post(self) -> None:
+        from agent_core.contract.notebook_cells import AgentCellsRequest
+        from agent_core.contract.verify import VerifyRequest
+        from agent_core.loop.agent_cells import agent_cells
+        from agent_core.tools.base import ToolInputError
+        from agent_core.tools.notebook_reader import load_notebook
+        from agent_core.verify.replay import verify_notebook
+
+        path = self._notebook_path(self.body(VerifyRequest).path)
+        if not path or not path.endswith(".ipynb"):
+            raise BadRequest('"path" must name a notebook (.ipynb), relative to the server root.', "bad_request")
+        try:
+            notebook = await asyncio.to_thread(load_notebook, self.app.workspace.root / path)
+        except ToolInputError as exc:
+            raise BadRequest(f"{exc} (save the notebook first)", "bad_request") from None
+        recorded: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        offset: int | None = 0
+        while offset is not None:  # the outputs the owner's threads stored for their cells of this notebook
+            page = await agent_cells(self.runs.threads, AgentCellsRequest(notebook_path=path, offset=offset))
+            for cell in page.cells:
+                if cell.finished and not cell.edit:
+                    recorded[(cell.thread_id, cell.tool_call_id)] = [
+                        o.model_dump(exclude_none=True) for o in cell.outputs
+                    ]
+            offset = page.next_offset
+        try:
+            result = await verify_notebook(notebook, path, self.environment(path, None), recorded)
+        except ToolInputError as exc:
+            raise BadRequest(str(exc), "bad_request") from None
+        self.write_json(result)

@@ -32,7 +32,9 @@ import {
   RewindUndone,
   ThreadDiff,
   UndoResult,
-  VariablesRequest
+  VariablesRequest,
+  VerifyRequest,
+  VerifyResult
 } from './contract.gen';
 import { API_NAMESPACE } from './tokens';
 
@@ -232,6 +234,11 @@ export class CellwrightAPI {
   /** A page of the agent cells of a notebook, in the order they ran (what a reconcile inserts). */
   agentCells(body: AgentCellsRequest): Promise<AgentCells> {
     return this.request<AgentCells>('agent_cells', jsonInit('POST', body));
+  }
+
+  /** The saved notebook re-run from the top in a fresh shadow kernel (never its own). */
+  verify(body: VerifyRequest): Promise<VerifyResult> {
+    return this.request<VerifyResult>('verify', jsonInit('POST', body));
   }
 
   getThread(threadId: string): Promise<ThreadDetail> {

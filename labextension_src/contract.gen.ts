@@ -1614,6 +1614,59 @@ export interface TodoItem {
   status: TodoStatus;
 }
 
+/** One code cell of the saved notebook, re-run in the shadow kernel. */
+export interface VerifiedCell {
+  /** The cell's position in the notebook (0-based, all cell types counted). */
+  index: number;
+  /** 1-based position among the code cells: 'cell N' as the badge says it. */
+  number: number;
+  cell_id?: string | null;
+  /** Set for an agent cell (its `cellwright` metadata). */
+  tool_call_id?: string | null;
+  /**
+   * same/differs: an agent cell whose outputs match (or not) what its thread recorded; ran: a
+   * user's cell that ran without error (its outputs are not compared); fails: it raised or timed
+   * out; not_run: after the first failure.
+   */
+  status: 'same' | 'differs' | 'fails' | 'ran' | 'not_run';
+  /** The error, or the first output that differs (shortened). */
+  detail?: string;
+}
+
+export interface VerifyNotebookArgs {
+  /** The notebook (.ipynb) to re-run; default: the thread's notebook. Save it first. */
+  path?: string | null;
+}
+
+export interface VerifyRequest {
+  /** The notebook, relative to the server root. */
+  path: string;
+}
+
+/** What re-running the saved notebook top to bottom in a fresh kernel found. */
+export interface VerifyResult {
+  /**
+   * fails: a cell failed; differs: an agent cell's outputs differ, a name comes from hidden state,
+   * or cells ran out of order; verified otherwise.
+   */
+  status: 'verified' | 'differs' | 'fails';
+  path: string;
+  /** The kernelspec the shadow kernel ran (the notebook's own). */
+  kernel_name: string;
+  cells: VerifiedCell[];
+  /**
+   * Names a cell reads that no earlier cell defines: they came from a deleted cell, a later cell,
+   * or something run outside the notebook.
+   */
+  hidden_state: string[];
+  /** Code cells (1-based numbers) whose saved execution count is lower than an earlier cell's. */
+  out_of_order: number[];
+  /** The first failing, else differing, code cell (1-based). */
+  at_cell?: number | null;
+  /** Time taken, the shadow kernel's start and shutdown included. */
+  seconds: number;
+}
+
 export interface WriteFileArgs {
   /** A path relative to the workspace root. */
   path: string;
@@ -1649,6 +1702,7 @@ export const TOOL_NAMES = [
   'restart_kernel',
   'search_knowledge',
   'sql_query',
+  'verify_notebook',
 ] as const;
 export type ToolName = (typeof TOOL_NAMES)[number];
 
@@ -1674,6 +1728,7 @@ export interface ToolArgs {
   restart_kernel: RestartKernelArgs;
   search_knowledge: SearchKnowledgeArgs;
   sql_query: SqlQueryArgs;
+  verify_notebook: VerifyNotebookArgs;
 }
 
 // ---------------------------------------------------------------- routes
@@ -1711,6 +1766,7 @@ export interface Routes {
   'GET mcp/servers': { body: null; answer: McpServers };
   'POST notebook_tools': { body: VariablesRequest; answer: NotebookTools };
   'POST agent_cells': { body: AgentCellsRequest; answer: AgentCells };
+  'POST verify': { body: VerifyRequest; answer: VerifyResult };
   'GET knowledge/status': { body: null; answer: KnowledgeStatus };
   'POST completions': { body: CompletionRequest; answer: CompletionChunk };
   'GET completions/usage': { body: null; answer: CompletionUsage };

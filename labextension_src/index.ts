@@ -157,6 +157,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
           ? {
               path: notebook.context.path,
               kernelId: () => notebook.sessionContext.session?.kernel?.id,
+              save: () => notebook.context.save(),
               cells: () => {
                 const cells = notebook.content.model?.cells;
                 const out: { id: string; cell_type: string; source: string }[] = [];

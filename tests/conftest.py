@@ -18,6 +18,7 @@ pytest_plugins = [
     "tests.postgres_fixtures",
     "tests.kernel_backends",
     "tests.thread_leaks",
+    "tests.bench_tables",
 ]
 
 NOTEBOOK = "analysis.ipynb"

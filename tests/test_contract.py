@@ -51,6 +51,7 @@ API_TOOL_ARGS = {
     "restart_kernel": set(),
     "search_knowledge": {"query", "k"},
     "sql_query": {"database", "sql"},
+    "verify_notebook": {"path"},
 }
 
 
@@ -87,6 +88,7 @@ def test_risky_tools_need_approval_by_default() -> None:
         "edit_cell",
         "restart_kernel",
         "sql_query",
+        "verify_notebook",
     }
 
 

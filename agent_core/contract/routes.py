@@ -39,6 +39,7 @@ from agent_core.contract.outside_tools import McpServers, NotebookTools
 from agent_core.contract.review import RewindResult, RewindUndone, UndoResult
 from agent_core.contract.rewind import BranchDetail, BranchList, Forked, ForkRequest, RewindRequest, ThreadDiff
 from agent_core.contract.shared import WireModel
+from agent_core.contract.verify import VerifyRequest, VerifyResult
 
 # Paths are under cellwright/api/.
 
@@ -256,6 +257,16 @@ ROUTES: tuple[Route, ...] = (
         "outputs: what a panel inserts into a notebook that lacks them. Paginated by `offset`; nothing is written.",
         {200: AgentCells},
         AgentCellsRequest,
+        BODY_ERRORS,
+    ),
+    Route(
+        "post",
+        "verify",
+        "Re-run the saved notebook top to bottom in a fresh shadow kernel (its kernelspec, its folder; never the "
+        "notebook's own kernel; a time limit): cells that fail, agent cells whose outputs differ from what their "
+        "thread recorded, names that come from hidden state, cells run out of order.",
+        {200: VerifyResult},
+        VerifyRequest,
         BODY_ERRORS,
     ),
     Route(

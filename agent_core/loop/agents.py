@@ -52,6 +52,7 @@ AGENTS: dict[str, AgentConfig] = {
                 "write_file",
                 "edit_file",
                 "execute_command",
+                "verify_notebook",
             ),
             max_model_calls=25,
             description="writes and runs code in the notebook's kernel, edits files, runs shell commands",

@@ -26,6 +26,7 @@ from agent_core.tools.search import SEARCH_NOTEBOOKS, SEARCH_WORKSPACE
 from agent_core.tools.shell import EXECUTE_COMMAND
 from agent_core.tools.skills import LOAD_SKILL, skills_prompt_section
 from agent_core.tools.sql import SQL_QUERY
+from agent_core.tools.verify import VERIFY_NOTEBOOK
 from agent_core.tools.writes import EDIT_FILE, WRITE_FILE
 
 TOOLS: dict[str, ToolSpec] = {
@@ -51,6 +52,7 @@ TOOLS: dict[str, ToolSpec] = {
         RESTART_KERNEL,
         SEARCH_KNOWLEDGE,
         SQL_QUERY,
+        VERIFY_NOTEBOOK,
     )
 }
 TOOL_NAMES: tuple[str, ...] = tuple(TOOLS)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -139,6 +140,24 @@ class HasSharedNotebook(Protocol):
         """The notebook's cells as its shared document holds them now (real-time collaboration, where
         the server writes the agent's cells): what every browser shows, fresher than the saved file
         and than the cells a browser sent. None when the notebook has no shared document."""
+        ...
+
+
+class ShadowKernel(Protocol):
+    """A fresh kernel of its own, apart from the user's (verify_notebook): runs code, nothing else."""
+
+    kernel_name: str
+
+    async def run(self, code: str, timeout: float) -> CellRun:
+        """Run `code`; after `timeout` seconds the cell ends as an error (the kernel is interrupted)."""
+        ...
+
+
+@runtime_checkable
+class HasShadowKernel(Protocol):
+    def shadow_kernel(self, notebook_path: str, kernel_name: str | None) -> AbstractAsyncContextManager[ShadowKernel]:
+        """A new kernel of `kernel_name` (None: the default) working in the notebook's folder, shut
+        down when the context ends; never the notebook's own kernel."""
         ...
 
 

@@ -22,6 +22,7 @@ import { UsageFigures } from './Usage';
 import { STATUS_ICON, ToolEntry, ToolResultLine } from './ToolEntry';
 import { RewindControls } from './RewindControls';
 import { UndoButtons } from './UndoButtons';
+import { VerifyButton } from './VerifyButton';
 
 /** The agent's name, when it is not the one its container already names. */
 function AgentBadge(props: { agent: string; container?: string }): JSX.Element | null {
@@ -212,6 +213,7 @@ function Item(props: {
               ))}
             </div>
           )}
+          {!container && <VerifyButton model={model} />}
         </div>
       );
     }

@@ -14,6 +14,8 @@ export interface INotebookBinding {
   kernelId(): string | undefined;
   /** The notebook's cells as the browser has them now (for `notebook_cells`). */
   cells?(): Iterable<INotebookCell>;
+  /** Save it (Verify re-runs the saved file). */
+  save?(): Promise<void>;
 }
 
 /** What the user chose for a run besides its message. */

@@ -16,7 +16,8 @@ export const RISKY_TOOLS: readonly string[] = [
   'write_file',
   'edit_file',
   'restart_kernel',
-  'sql_query'
+  'sql_query',
+  'verify_notebook'
 ];
 
 export interface ISettingsForm {

@@ -1,0 +1,95 @@
+"""python -m bench.agent_tasks --base-url URL --model NAME [--mode single|multi]
+    [--tool-calling native|prompt] [--tasks PATTERN] [--policy approve-all|reject-first-shell] --out FILE.json
+python -m bench.agent_tasks --scripted reference|wrong --out FILE.json   (the scripted model, no endpoint)
+python -m bench.agent_tasks --compare A.json B.json"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from bench.agent_tasks.datasets import generate
+from bench.agent_tasks.driver import APPROVAL_POLICIES, TaskResult
+from bench.agent_tasks.policies import POLICIES, PolicyProcess
+from bench.agent_tasks.report import compare, table
+from bench.agent_tasks.runner import Settings, cellwright_server, prepare, run_benchmark
+from bench.agent_tasks.tasks import all_tasks, missing_packages, select
+
+
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.agent_tasks", description=__doc__.split("\n")[0])
+    parser.add_argument("--base-url", help="An OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+    parser.add_argument("--model", help="The model name the endpoint knows")
+    parser.add_argument("--api-key", default=os.environ.get("OPENAI_API_KEY", ""), help="Default: $OPENAI_API_KEY")
+    parser.add_argument("--scripted", choices=POLICIES, help="Run against a scripted model instead of an endpoint")
+    parser.add_argument("--mode", choices=("single", "multi"), default="single")
+    parser.add_argument("--tool-calling", choices=("native", "prompt"), default="native")
+    parser.add_argument("--tasks", default="", help="Task ids (shell patterns, comma-separated) or a level")
+    parser.add_argument("--policy", choices=APPROVAL_POLICIES, default="approve-all", help="How approvals are answered")
+    parser.add_argument("--limit", type=float, default=300.0, help="Seconds per task before it is stopped")
+    parser.add_argument("--jobs", type=int, default=1, help="Tasks run at once (default 1: undisturbed timings)")
+    parser.add_argument("--max-model-calls", type=int, default=0, help="Cap per run (default: the server's, 30)")
+    parser.add_argument("--no-verify", action="store_true", help="Do not re-run each notebook in a shadow kernel")
+    parser.add_argument("--out", help="Write the report (JSON) here")
+    parser.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"), help="Compare two reports")
+    args = parser.parse_args(argv)
+    if not args.compare and not args.scripted and not (args.base_url and args.model):
+        parser.error("give --base-url and --model (or --scripted reference|wrong, or --compare A.json B.json)")
+    return args
+
+
+def _print_row(result: TaskResult) -> None:
+    mark = "ok " if result.correct else "NO "
+    extra = f" wrong {result.wrong}" if result.wrong else ""
+    extra += f" error {result.error}" if result.error else ""
+    print(f"{mark} {result.id:<26} {result.wall_s:6.2f} s  re-runs {result.reruns}{extra}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
+    if args.compare:
+        a, b = (json.loads(Path(p).read_text()) for p in args.compare)
+        print(compare(a, b))
+        return 0
+    if missing := missing_packages():
+        print(f"left out: the tasks that need {', '.join(missing)} (pip install it to run them)", file=sys.stderr)
+    tasks = select(all_tasks(), args.tasks)
+    if not tasks:
+        print(f"no task matches {args.tasks!r}", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="cellwright-bench-answers-") as scratch:
+        expected = prepare(Path(scratch), tasks)  # the same seeded data the server's root gets
+    answers = {task_id: found.answers for task_id, found in expected.items()}
+    policy = PolicyProcess(tasks, answers) if args.scripted else None
+    base_url = policy.base_url if policy else args.base_url
+    model = args.scripted if policy else args.model  # the scripted model plays the policy its name names
+    settings = Settings(
+        base_url,
+        model,
+        args.mode,
+        args.tool_calling,
+        args.policy,
+        args.tasks,
+        args.limit,
+        not args.no_verify,
+        args.jobs,
+    )
+    try:
+        with cellwright_server(settings, "" if policy else args.api_key) as server:
+            generate(server.root)
+            report = run_benchmark(server.url, server.root, tasks, settings, expected, _print_row)
+    finally:
+        if policy is not None:
+            policy.close()
+    print(table(report))
+    if args.out:
+        Path(args.out).write_text(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

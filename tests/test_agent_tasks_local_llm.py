@@ -1,0 +1,69 @@
+"""The task benchmark against the real small model the suite already serves (llama.cpp's server with
+SmolLM2-135M, as in tests/test_local_llm.py): five easy tasks, run to their end. The score is printed
+(the run's terminal summary, .output/bench/), not asserted: a 135M model cannot do analysis."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from bench.agent_tasks.datasets import generate
+from bench.agent_tasks.report import table
+from bench.agent_tasks.runner import Settings, cellwright_server, prepare, run_benchmark
+from bench.agent_tasks.tasks import all_tasks, select
+from devtools.jupyter_process import free_port
+from tests.bench_tables import record
+from tests.test_local_llm import MISSING, _gguf
+
+pytestmark = pytest.mark.skipif(bool(MISSING), reason="; ".join(MISSING) or "ready")
+FIVE = "sales_rows,sales_products,emp_count_engineering,sql_customers,messy_rows"
+
+
+@pytest.fixture(scope="module")
+def llama_prompt_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Served with the model's own chat template: prompt tool calling (streamed function calling with
+    automatic tool choice gives an empty stream on this server, TESTING.md)."""
+    port = free_port()
+    log = open(tmp_path_factory.mktemp("llama") / "server.log", "wb")
+    args = [sys.executable, "-m", "llama_cpp.server", "--model", str(_gguf()), "--host", "127.0.0.1"]
+    args += ["--port", str(port), "--model_alias", "smollm2", "--n_threads", "2", "--n_ctx", "4096"]
+    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{base_url}/models", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.3)
+        else:
+            raise RuntimeError("llama_cpp.server did not start")
+        yield base_url
+    finally:
+        proc.terminate()
+        proc.wait(20)
+
+
+@pytest.mark.timeout(600)
+def test_five_tasks_against_the_local_model(llama_prompt_server: str, tmp_path_factory: Any) -> None:
+    tasks = select(all_tasks(), FIVE)
+    settings = Settings(
+        llama_prompt_server, "smollm2", tool_calling="prompt", limit_s=90, max_model_calls=4, tasks=FIVE
+    )
+    expected = prepare(tmp_path_factory.mktemp("answers"), tasks)
+    with cellwright_server(settings, base=tmp_path_factory.mktemp("bench-server")) as server:
+        generate(server.root)
+        report = run_benchmark(server.url, server.root, tasks, settings, expected)
+    record("agent_tasks: SmolLM2-135M (llama.cpp, prompt tool calling)", table(report))
+    results = report["results"]
+    assert [r["id"] for r in results] == [t.id for t in tasks] and len(results) == 5
+    # Every task ran to an end the runner recognised, the model was called and its tokens counted.
+    assert all(r["status"] in ("completed", "failed", "cancelled", "timeout") for r in results), results
+    assert all(r["model_calls"] >= 1 and r["prompt_tokens"] > 0 for r in results), results
