@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from .mcp_endpoint import McpEndpoint
     from .shared_notebook import SharedNotebookWriter
 
+MAX_SHADOW_KERNELS = 2  # verify_notebook's fresh kernels running at once on one server; more checks wait
+
 
 class CellwrightApp(ExtensionApp):
     """Named CellwrightApp, not Cellwright: an app's class name is its config section, and
@@ -105,6 +107,7 @@ class CellwrightApp(ExtensionApp):
         from .kernel_restarts import KernelRestarts
 
         self.kernel_restarts = KernelRestarts(getattr(self.serverapp, "event_logger", None))
+        self.shadow_slots = asyncio.Semaphore(MAX_SHADOW_KERNELS)  # verify_notebook's kernels at once
         self._mcp: Any = None
         self._mcp_endpoint: McpEndpoint | None = None
         self.run_manager.mcp = self.mcp_manager
@@ -213,6 +216,7 @@ class CellwrightApp(ExtensionApp):
             evaluations=self.kernel_evaluations,
             restarts=self.kernel_restarts,
             shared=self.shared_cells.cells if self.shared_cells is not None else None,
+            shadow_slots=self.shadow_slots,
         )
 
     def mcp_manager(self) -> Any:

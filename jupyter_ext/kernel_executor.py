@@ -62,6 +62,8 @@ class KernelEnvironment:
     restarts: KernelRestarts | None = None
     # Under jupyter-collaboration: a notebook's cells from its shared document (shared_notebook.py).
     shared: Callable[[str], Awaitable[list[dict[str, Any]] | None]] | None = None
+    # The server's bound on shadow kernels running at once (verify_notebook): a check waits for a slot.
+    shadow_slots: asyncio.Semaphore | None = None
 
     async def shared_cells(self) -> list[dict[str, Any]] | None:
         """agent_core's HasSharedNotebook: what edit_cell checks and diffs against."""
@@ -128,7 +130,13 @@ class KernelEnvironment:
         from .shadow_kernel import shadow_kernel
 
         return shadow_kernel(
-            self.kernel_manager, self.session_manager, self.root_dir, self.workspace, notebook_path, kernel_name
+            self.kernel_manager,
+            self.session_manager,
+            self.root_dir,
+            self.workspace,
+            notebook_path,
+            kernel_name,
+            self.shadow_slots,
         )
 
     async def kernel_busy(self) -> bool:

@@ -10,7 +10,7 @@ import logging
 import posixpath
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,8 +66,24 @@ async def shadow_kernel(
     workspace: Any,
     notebook_path: str,
     kernel_name: str | None,
+    slots: asyncio.Semaphore | None = None,
 ) -> AsyncIterator[ShadowKernel]:
-    """A kernel of its own for re-running `notebook_path`, shut down on leaving."""
+    """A kernel of its own for re-running `notebook_path`, shut down on leaving; with `slots`, only
+    as many at once as it allows (the others wait), so repeated checks cannot fill the machine."""
+    async with slots if slots is not None else nullcontext():
+        async with _started(kernel_manager, session_manager, root_dir, workspace, notebook_path, kernel_name) as shadow:
+            yield shadow
+
+
+@asynccontextmanager
+async def _started(
+    kernel_manager: Any,
+    session_manager: Any,
+    root_dir: Path,
+    workspace: Any,
+    notebook_path: str,
+    kernel_name: str | None,
+) -> AsyncIterator[ShadowKernel]:
     name = _known_kernel(kernel_manager, kernel_name)
     folder = posixpath.dirname(notebook_path)
     kernel_id = await asyncio.wait_for(kernel_manager.start_kernel(kernel_name=name, path=folder), START_SECONDS)

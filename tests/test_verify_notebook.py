@@ -162,3 +162,27 @@ def test_outputs_compare_as_the_user_reads_them() -> None:
     kept = [lines(range(100)), stdout("[... 880 lines omitted ...]\n"), lines(range(980, 1000))]
     assert difference(kept, [lines(range(1000))]) == ""
     assert difference(kept, [lines(range(999))]) != ""
+
+
+async def test_shadow_kernels_beyond_the_servers_bound_wait_for_a_slot(jp_serverapp: Any) -> None:
+    """Checks asked at once never start more shadow kernels than the server allows: the next waits."""
+    import asyncio
+
+    app = jp_serverapp.web_app.settings["cellwright"]
+    app.shadow_slots = asyncio.Semaphore(1)
+    kernels = jp_serverapp.kernel_manager
+    entered = asyncio.Event()
+
+    async def second_check() -> int:
+        async with app.kernel_environment("", None).shadow_kernel(NOTEBOOK, None):
+            entered.set()
+            return len(kernels.list_kernel_ids())
+
+    async with app.kernel_environment("", None).shadow_kernel(NOTEBOOK, None):
+        waiting = asyncio.ensure_future(second_check())
+        # Unbounded, the second kernel would be up within a kernel's start-up (about a second here).
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(asyncio.shield(entered.wait()), 5)
+        assert len(kernels.list_kernel_ids()) == 1
+    assert await asyncio.wait_for(waiting, 60) == 1  # the first kernel was shut down before the second started
+    assert kernels.list_kernel_ids() == []
