@@ -69,7 +69,9 @@ class PolicyLLM(FakeLLM):
         self.tasks = tasks
         self.expected = expected
 
-    def _next_reply(self, body: dict, headers: dict[str, str]) -> Reply:
+    def _next_reply(
+        self, body: dict, headers: dict[str, str], raw: bytes = b"", path: str = "/v1/chat/completions"
+    ) -> Reply:  # FakeLLM's, whose arguments it keeps: what the request handlers pass
         with self._lock:
             self._requests.append({"n": len(self._requests)})  # counted, not kept: a run is long
         try:
