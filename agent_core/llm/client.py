@@ -249,8 +249,9 @@ async def _read_stream(
             ) as response,
         ):
             request = response.http_request
-            if sent is not None:
-                await sent(request)
+            # Recorded beside the stream, not before it: the reply is read at once (first token), and
+            # the record is complete before the turn returns (awaited below).
+            recording = asyncio.ensure_future(sent(request)) if sent is not None else None
             transport = sys.modules[
                 type(response.http_response).__module__.partition(".")[0]
             ]  # httpx or httpx2, by SDK version
@@ -273,6 +274,9 @@ async def _read_stream(
                 raise openai.APIConnectionError(request=request) from None
             except OversizedEvent as exc:
                 raise openai.APIError(str(exc), request, body=None) from None
+            finally:
+                if recording is not None:
+                    await recording
     except openai.APIStatusError as exc:  # the endpoint received it, and refused
         if sent is not None:
             await sent(exc.response.request)

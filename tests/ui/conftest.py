@@ -38,8 +38,11 @@ def lab_config() -> dict[str, Any]:
 def lab(tmp_path: Path, fake_llm: FakeLLM, lab_config: dict[str, Any]) -> Iterator[JupyterProcess]:
     env = {"OPENAI_BASE_URL": fake_llm.base_url, "OPENAI_API_KEY": "sk-ui-secret", "CELLWRIGHT_MODEL": "fake-model"}
     quiet_lab_settings(tmp_path / "config")
-    if lab_config:
-        (tmp_path / "config" / "jupyter_server_config.json").write_text(json.dumps(lab_config))
+    # Inline completion off unless a module turns it on: typing in a cell would otherwise ask the
+    # scripted model for ghost text and take the replies scripted for the agent.
+    cellwright = {"inline_completion": False, **lab_config.get("Cellwright", {})}
+    config = {**lab_config, "Cellwright": cellwright}
+    (tmp_path / "config" / "jupyter_server_config.json").write_text(json.dumps(config))
     server = JupyterProcess(tmp_path, env, app="lab", extra_args=QUIET_LAB_ARGS).start()
     yield server
     server.stop()

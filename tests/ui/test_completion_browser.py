@@ -6,9 +6,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from devtools.fake_llm import FakeLLM, Reply, text
 from devtools.jupyter_process import JupyterProcess
 from tests.ui.conftest import SHOTS, open_new_notebook, open_panel_from_palette
+
+
+@pytest.fixture
+def lab_config() -> dict[str, Any]:
+    return {"Cellwright": {"inline_completion": True}}  # the browser tests' labs have it off otherwise
 
 
 def test_ghost_text_tab_accepts_and_typing_on_cancels(page: Any, lab: JupyterProcess, fake_llm: FakeLLM) -> None:
