@@ -71,27 +71,14 @@ async def shadow_kernel(
     """A kernel of its own for re-running `notebook_path`, shut down on leaving; with `slots`, only
     as many at once as it allows (the others wait), so repeated checks cannot fill the machine."""
     async with slots if slots is not None else nullcontext():
-        async with _started(kernel_manager, session_manager, root_dir, workspace, notebook_path, kernel_name) as shadow:
-            yield shadow
-
-
-@asynccontextmanager
-async def _started(
-    kernel_manager: Any,
-    session_manager: Any,
-    root_dir: Path,
-    workspace: Any,
-    notebook_path: str,
-    kernel_name: str | None,
-) -> AsyncIterator[ShadowKernel]:
-    name = _known_kernel(kernel_manager, kernel_name)
-    folder = posixpath.dirname(notebook_path)
-    kernel_id = await asyncio.wait_for(kernel_manager.start_kernel(kernel_name=name, path=folder), START_SECONDS)
-    try:
-        env = KernelEnvironment(kernel_manager, session_manager, root_dir, "", kernel_id, None, workspace=workspace)
-        yield ShadowKernel(env, name)
-    finally:
+        name = _known_kernel(kernel_manager, kernel_name)
+        folder = posixpath.dirname(notebook_path)
+        kernel_id = await asyncio.wait_for(kernel_manager.start_kernel(kernel_name=name, path=folder), START_SECONDS)
         try:
-            await kernel_manager.shutdown_kernel(kernel_id, now=True)
-        except Exception as exc:  # already gone (it died): nothing left to stop
-            log.info("the shadow kernel %s was already gone: %s", kernel_id, exc)
+            env = KernelEnvironment(kernel_manager, session_manager, root_dir, "", kernel_id, None, workspace=workspace)
+            yield ShadowKernel(env, name)
+        finally:
+            try:
+                await kernel_manager.shutdown_kernel(kernel_id, now=True)
+            except Exception as exc:  # already gone (it died): nothing left to stop
+                log.info("the shadow kernel %s was already gone: %s", kernel_id, exc)
