@@ -78,3 +78,27 @@ async def test_an_edited_cell_shows_its_source_from_before_the_edit(
     _, second = await api.call("GET", f"threads/{thread}/diff", params={"from": "ed2"}, expect=200)
     assert second["cells"][0]["before"]["source"] == "y = 3\nprint(y)"  # as the first edit left it
     assert second["cells"][0]["before"]["outputs"][0]["text"] == "3\n"
+
+
+async def test_a_file_turned_into_a_link_out_of_the_root_is_never_read_into_a_diff(
+    api: Api, fake_llm: FakeLLM, jp_root_dir: Path, tmp_path: Path
+) -> None:
+    """After the agent's write, the file becomes a link to a secret outside the root (or a hidden
+    file): the diff's "after" is not read through it."""
+    fake_llm.script(
+        tool_call("write_file", {"path": "out.txt", "content": "by the agent\n"}, id="w1"),
+        tool_call("write_file", {"path": "inner.txt", "content": "by the agent\n"}, id="w2"),
+        text("ok"),
+    )
+    thread = await api.new_thread()
+    await _run_approved(api, thread, "write", ["w1", "w2"])
+    secret = tmp_path / "outside-secret.txt"
+    secret.write_text("outside the root: never shown\n")
+    (jp_root_dir / ".hidden-secret").write_text("hidden: never shown\n")
+    for name, target in (("out.txt", secret), ("inner.txt", jp_root_dir / ".hidden-secret")):
+        (jp_root_dir / name).unlink()
+        (jp_root_dir / name).symlink_to(target)
+    code, answer = await api.call("GET", f"threads/{thread}/diff", expect=200)
+    files = {f["path"]: f for f in answer["files"]}
+    assert files["out.txt"]["after"] is None and files["inner.txt"]["after"] is None, files
+    assert "never shown" not in str(answer)
