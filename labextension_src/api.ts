@@ -27,6 +27,8 @@ import {
   ThreadDetail,
   ThreadList,
   BranchList,
+  Forked,
+  ForkRequest,
   RewindRequest,
   RewindResult,
   RewindUndone,
@@ -294,6 +296,11 @@ export class CellwrightAPI {
   diff(threadId: string, from: string, to?: string): Promise<ThreadDiff> {
     const query = new URLSearchParams({ from, ...(to ? { to } : {}) });
     return this.request<ThreadDiff>(`threads/${enc(threadId)}/diff?${query}`, { method: 'GET' });
+  }
+
+  /** "Try again from here": a new thread with this one's conversation up to just before the step. */
+  fork(threadId: string, body: ForkRequest): Promise<Forked> {
+    return this.request<Forked>(`threads/${enc(threadId)}/fork`, jsonInit('POST', body));
   }
 
   branches(threadId: string): Promise<BranchList> {

@@ -334,7 +334,8 @@ export type CellwrightEvent =
   | RunFinishedEvent
   | StepUndoneEvent
   | RewoundEvent
-  | RewindUndoneEvent;
+  | RewindUndoneEvent
+  | ForkedEvent;
 
 export interface ErrorEvent {
   type: 'error';
@@ -367,6 +368,29 @@ export interface FinalEvent {
   /** Markdown. */
   answer: string;
   next_items: NextItem[];
+}
+
+/**
+ * The end of the log a thread made by POST fork ("try again from here") starts with: the events
+ * before it are the other thread's, copied up to just before step `from_tool_call_id`; that thread
+ * is unchanged, and this one's next message continues from there.
+ */
+export interface ForkedEvent {
+  type: 'forked';
+  /** Per-thread counter, strictly increasing by one, never reused; the SSE `id:`. */
+  seq: number;
+  thread_id: string;
+  run_id: string;
+  /** "main" in single mode; "planner" or the sub-agent's name in multi mode. */
+  agent: string;
+  /** Set on every event of a sub-agent: the id of the `task` call that started it. */
+  task_id?: string | null;
+  /** The thread this one was forked from. */
+  forked_from: string;
+  /** The step the new thread goes back to just before. */
+  from_tool_call_id: string;
+  /** The title of the thread it was forked from, when it was forked. */
+  title: string;
 }
 
 /**
@@ -730,6 +754,7 @@ export const EVENT_TYPES = [
   'step_undone',
   'rewound',
   'rewind_undone',
+  'forked',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 

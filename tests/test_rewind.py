@@ -169,6 +169,21 @@ async def test_try_again_forks_a_new_thread_and_leaves_the_original(
     assert [c["id"] for m in again["messages"] for c in m.get("tool_calls") or []] == ["f1"]
     assert again["forked_from"] == f"{thread}:f2" and before.get("forked_from") is None
     assert (await api.call("GET", f"threads/{thread}", expect=200))[1]["messages"] == before["messages"]
+    # Its log is the original's up to just before f2 (the panel draws the thread from it), then `forked`.
+    copied = await api.events(forked["thread_id"])
+    assert [e["seq"] for e in copied] == list(range(1, len(copied) + 1))
+    assert {e.get("id") for e in copied if e.get("id")} == {"f1"} and of_type(copied, "cell_finished")
+    assert copied[0]["type"] == "run_started" and copied[0]["message"] == "go"
+    assert copied[-1] == {
+        **copied[-1],
+        "type": "forked",
+        "forked_from": thread,
+        "from_tool_call_id": "f2",
+        "thread_id": forked["thread_id"],
+    }
+    # The copied cells are the original thread's: a notebook reconcile lists each once.
+    _, cells = await api.call("POST", "agent_cells", {"notebook_path": NOTEBOOK}, expect=200)
+    assert [(c["tool_call_id"], c["thread_id"]) for c in cells["cells"]] == [("f1", thread), ("f2", thread)]
     request = await _next_request(api, fake_llm, forked["thread_id"])
     assert _calls_sent(request) == ["f1"]
 

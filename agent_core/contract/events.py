@@ -254,6 +254,17 @@ class RewindUndoneEvent(EventBase, RewindUndone):
     type: Literal["rewind_undone"]
 
 
+class ForkedEvent(EventBase):
+    """The end of the log a thread made by POST fork ("try again from here") starts with: the events
+    before it are the other thread's, copied up to just before step `from_tool_call_id`; that
+    thread is unchanged, and this one's next message continues from there."""
+
+    type: Literal["forked"]
+    forked_from: str = Field(description="The thread this one was forked from.")
+    from_tool_call_id: str = Field(description="The step the new thread goes back to just before.")
+    title: str = Field(description="The title of the thread it was forked from, when it was forked.")
+
+
 class CaughtUpEvent(WireModel):
     """Sent once after the replayed backlog, before live events; not stored, no `id:` line."""
 
@@ -280,6 +291,7 @@ THREAD_EVENTS: tuple[type[EventBase], ...] = (
     StepUndoneEvent,
     RewoundEvent,
     RewindUndoneEvent,
+    ForkedEvent,
 )
 _EVENT_MODELS: tuple[type[WireModel], ...] = (*THREAD_EVENTS, CaughtUpEvent)
 MODEL_OF_TYPE: dict[str, type[WireModel]] = {
@@ -304,6 +316,7 @@ EventType = Literal[
     "step_undone",
     "rewound",
     "rewind_undone",
+    "forked",
     "caught_up",
 ]
 
@@ -327,7 +340,8 @@ CellwrightEvent = TypeAliasType(
         | RunFinishedEvent
         | StepUndoneEvent
         | RewoundEvent
-        | RewindUndoneEvent,
+        | RewindUndoneEvent
+        | ForkedEvent,
         Field(discriminator="type"),
     ],
 )

@@ -36,6 +36,10 @@ class CellFold:
 
     def add(self, event: dict[str, Any]) -> None:
         kind, call_id = event.get("type"), event.get("id")
+        if kind == "forked":  # the cells before it are the origin thread's copied events: its own
+            self.cells.clear()
+            self.undone.clear()
+            return
         if not isinstance(call_id, str):
             return
         cell = self.cells.get(call_id)

@@ -138,12 +138,21 @@ class EventLog:
         inside the write transaction: the server and a kernel's `%agent` may append to one thread.
         Appends that arrive while a transaction is being written share the next one (a group
         commit): a hundred streaming threads cost a few commits per wake-up, not one per row."""
+        return await self._enqueue(thread_id, event)
+
+    async def append_all(self, thread_id: str, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """`append` for several events at once, in order: they share the writer's next transactions
+        instead of one commit each (a forked thread's copied log)."""
+        return list(await asyncio.gather(*[self._enqueue(thread_id, event) for event in events]))
+
+    def _enqueue(self, thread_id: str, event: dict[str, Any]) -> asyncio.Future[dict[str, Any]]:
+        """Queue `event` for the writer, in call order; the future of its stored row."""
         done: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._appends.append((thread_id, event, done))
         if not self._appending:
             self._appending = True
             asyncio.create_task(self._write_appends())
-        return await done
+        return done
 
     async def _write_appends(self) -> None:
         try:

@@ -94,3 +94,19 @@ test('a rewind marks the steps it went back over, and undoing it unmarks only th
   ]);
   assert.deepEqual(allTools(undone.items).map(t => t.rewoundBy), [undefined, undefined, 'b1']);
 });
+
+test('a forked thread shows the copied steps as the other thread\'s, then where it continues from', () => {
+  resetSeq();
+  // The copied log ends mid-run (the step it goes back to, and what followed, are left out).
+  const view = reduceEvents(EMPTY_VIEW, [
+    ev('run_started', { mode: 'single', message: 'go' }), cell('a', true),
+    ev('forked', { forked_from: 't1', from_tool_call_id: 'b', title: 'Clean the data' })
+  ]);
+  assert.equal(view.status, 'idle');
+  const [a] = allTools(view.items);
+  assert.equal(a.inherited, true);
+  assert.equal(a.undo, null); // its undo belongs to thread t1
+  assert.notEqual(a.status, 'running');
+  const last = view.items[view.items.length - 1];
+  assert.deepEqual(last.kind === 'forked' ? [last.fromThread, last.fromTitle] : last, ['t1', 'Clean the data']);
+});

@@ -23,6 +23,7 @@ import { STATUS_ICON, ToolEntry, ToolResultLine } from './ToolEntry';
 import { RewindControls } from './RewindControls';
 import { UndoButtons } from './UndoButtons';
 import { VerifyButton } from './VerifyButton';
+import { VisibleText } from './VisibleText';
 
 /** The agent's name, when it is not the one its container already names. */
 function AgentBadge(props: { agent: string; container?: string }): JSX.Element | null {
@@ -239,6 +240,16 @@ function Item(props: {
               <UsageFigures usage={item.usage} />
             </span>
           )}
+        </div>
+      );
+    case 'forked':
+      return (
+        <div className="cw-forked" role="note" data-testid="cw-forked">
+          {'Tried again from just before that step of '}
+          <button type="button" className="cw-link-button" onClick={() => void model.openThread(item.fromThread)}>
+            <VisibleText text={item.fromTitle || 'the earlier thread'} />
+          </button>
+          {', which stays as it was. Send a message to continue from here.'}
         </div>
       );
     default:

@@ -12,6 +12,8 @@ import { VisibleText } from './VisibleText';
  * going back would restore and what cannot go back, per later step, with the
  * choice to revert or keep the agent's notebook cells and file edits; the
  * rewind then leaves the earlier attempt as a branch and can be undone.
+ * "Try again from here" undoes nothing: it opens a new thread that continues
+ * from just before the step, and this one stays as it is.
  */
 export function RewindControls(props: { model: PanelModel; item: IToolItem }): JSX.Element | null {
   const { model, item } = props;
@@ -23,8 +25,8 @@ export function RewindControls(props: { model: PanelModel; item: IToolItem }): J
   const [message, setMessage] = useState<string | null>(null);
   const [undoable, setUndoable] = useState(false);
   const thread = model.thread;
-  if (!thread || item.status === 'running' || item.status === 'awaiting_approval') {
-    return null;
+  if (!thread || item.inherited || item.status === 'running' || item.status === 'awaiting_approval') {
+    return null; // an inherited step is the thread it was forked from's, to go back to there
   }
   const threadId = thread.threadId;
   const act = async (work: () => Promise<void>): Promise<void> => {
@@ -56,6 +58,12 @@ export function RewindControls(props: { model: PanelModel; item: IToolItem }): J
       );
       thread.connect(); // the `rewound` event: the timeline and the notebook's cells
     });
+  const tryAgain = (): Promise<void> =>
+    act(async () => {
+      const forked = await model.api.fork(threadId, { from: item.id });
+      await model.openThread(forked.thread_id, { notebookPath: thread.notebookPath });
+      void model.refreshThreads();
+    });
   const undo = (): Promise<void> =>
     act(async () => {
       const undone = await model.api.undoRewind(threadId);
@@ -70,6 +78,18 @@ export function RewindControls(props: { model: PanelModel; item: IToolItem }): J
       {!item.rewoundBy && !preview && (
         <button type="button" className="cw-button" data-testid="cw-rewind-open" disabled={disabled} onClick={() => void show(notebook, files)}>
           Rewind to here
+        </button>
+      )}
+      {!preview && (
+        <button
+          type="button"
+          className="cw-button"
+          data-testid="cw-try-again"
+          title="A new thread with the conversation up to just before this step; nothing is undone and this thread stays as it is"
+          disabled={disabled}
+          onClick={() => void tryAgain()}
+        >
+          Try again from here
         </button>
       )}
       {preview && (

@@ -294,6 +294,18 @@ function foldStored(view: IThreadView, event: CellwrightEvent): IThreadView {
         draft.items = updateTool(draft.items, step.tool_call_id, () => ({ rewoundBy: event.branch }));
       }
       break;
+    case 'forked':
+      // The events before it were the other thread's, up to just before the step: none is running.
+      draft.items = mapAll(settle(draft.items, 'ok'), item =>
+        item.kind === 'tool' ? { ...item, inherited: true, undo: null } : item
+      );
+      draft.items = [
+        ...draft.items,
+        { kind: 'forked', key, fromThread: event.forked_from, fromTitle: event.title }
+      ];
+      next.status = 'idle';
+      next.pendingApproval = null;
+      break;
     case 'rewind_undone':
       draft.items = draft.items.map(item =>
         item.kind === 'tool' && item.rewoundBy === event.undid ? { ...item, rewoundBy: undefined } : item

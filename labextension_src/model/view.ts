@@ -88,6 +88,11 @@ export interface IToolItem {
   undo?: IUndoState | null;
   /** The branch of the rewind that went back over this step (it stays readable there); unset: not rewound. */
   rewoundBy?: string;
+  /**
+   * The step was copied from the thread this one was forked from: it is
+   * that thread's (its undo and rewind are there, not here).
+   */
+  inherited?: boolean;
 }
 
 export interface IUndoState {
@@ -154,6 +159,15 @@ export interface IRunEndItem {
   usage: Usage | null;
 }
 
+/** Where a forked thread ("try again from here") continues from. */
+export interface IForkedItem {
+  kind: 'forked';
+  key: string;
+  /** The thread it was forked from, and its title then. */
+  fromThread: string;
+  fromTitle: string;
+}
+
 export type ConversationItem =
   | IUserItem
   | IAssistantItem
@@ -161,7 +175,8 @@ export type ConversationItem =
   | ISubtaskItem
   | IFinalItem
   | IErrorItem
-  | IRunEndItem;
+  | IRunEndItem
+  | IForkedItem;
 
 /** Token counts of the thread and how full the model's context is (`usage` events). */
 export interface IUsageView {

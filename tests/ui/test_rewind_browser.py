@@ -1,5 +1,6 @@
 """Issue 25 in the real browser: "Rewind to here" on a step shows what goes back and what cannot,
-then the notebook loses the agent's later cells and the panel says the earlier attempt is a branch."""
+then the notebook loses the agent's later cells and the panel says the earlier attempt is a branch;
+"Try again from here" opens a new thread from before a step, and the first one is there as it was."""
 
 from __future__ import annotations
 
@@ -59,4 +60,25 @@ def test_rewind_from_the_panel_removes_the_later_cells_and_keeps_the_branch(
     expect(page.locator('.cw-rewind[data-tool-call-id="r5"]')).to_contain_text("kept in an earlier branch")
     expect(page.locator('.cw-rewind[data-tool-call-id="r1"]').get_by_test_id("cw-rewind-open")).to_be_visible()
     page.screenshot(path=str(SHOTS / "25-rewound.png"))
+
+    # "Try again from here" on r1: a new thread from just before it, this one untouched.
+    fake_llm.script(tool_call("run_cell", {"code": "second_try = 5"}, id="n1"), text("Tried again."))
+    page.locator('.cw-rewind[data-tool-call-id="r1"]').get_by_test_id("cw-try-again").click()
+    forked = page.get_by_test_id("cw-forked")
+    expect(forked).to_contain_text("make cells", timeout=20_000)
+    expect(page.get_by_test_id("cw-user-message")).to_have_count(1)
+    expect(page.locator('.cw-rewind[data-tool-call-id="r1"]')).to_have_count(0)  # not a step of this thread
+    page.get_by_role("textbox", name="Message Cellwright").fill("once more")
+    page.get_by_role("button", name="Send").click()
+    expect(cells.filter(has_text="second_try = 5")).to_have_count(1, timeout=60_000)
+    expect(cells.filter(has_text="kept_here = 1")).to_have_count(1)
+    sent = fake_llm.requests[-1]["messages"]
+    assert [m["content"] for m in sent if m["role"] == "user" and m["content"] in ("make cells", "once more")] == [
+        "make cells",
+        "once more",
+    ]
+    page.screenshot(path=str(SHOTS / "25-tried-again.png"))
+    forked.get_by_role("button").click()  # back to the thread it came from, as it was left
+    expect(page.locator('.cw-rewind[data-tool-call-id="r5"]')).to_contain_text("kept in an earlier branch")
+    expect(page.get_by_test_id("cw-forked")).to_have_count(0)
     assert not page.errors, page.errors  # type: ignore[attr-defined]
