@@ -465,6 +465,11 @@ export interface RewindResult {
   cells_removed: string[];
   /** Paths put back as they were before the steps (files: revert). */
   files_reverted: string[];
+  /**
+   * Tool call ids whose kernel variables went back: their one-step undo is spent, also after the
+   * rewind is undone (that does not redo them).
+   */
+  kernel_undone?: string[];
   /** dry_run with files: revert: what going back changes in each file. */
   file_diffs?: FileDiff[];
   not_reversible: NotReversible[];
@@ -533,6 +538,11 @@ export interface RewoundEvent {
   cells_removed: string[];
   /** Paths put back as they were before the steps (files: revert). */
   files_reverted: string[];
+  /**
+   * Tool call ids whose kernel variables went back: their one-step undo is spent, also after the
+   * rewind is undone (that does not redo them).
+   */
+  kernel_undone?: string[];
   /** dry_run with files: revert: what going back changes in each file. */
   file_diffs?: FileDiff[];
   not_reversible: NotReversible[];

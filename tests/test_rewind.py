@@ -67,6 +67,7 @@ async def test_rewind_with_revert_restores_kernel_files_cells_and_conversation(
     assert not (jp_root_dir / "out.txt").exists() and (jp_root_dir / "notes.txt").read_text() == "a draft\n"
     # The agent's cells after step 1: step 2's code cell and step 5's Markdown (steps 3-4 are files).
     assert done["cells_removed"] == ["s5", "s2"] and done["files_reverted"] == ["notes.txt", "out.txt"]
+    assert done["kernel_undone"] == ["s2"]  # the only kernel step gone back over (s1 stays)
     assert "total" in done["removed"] and "df" in done["restored"] and done["not_reversible"] == []
     rewound = of_type(await api.events(thread), "rewound")[-1]
     assert rewound["cells_removed"] == ["s5", "s2"] and rewound["branch"] == done["branch"]

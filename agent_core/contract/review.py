@@ -114,6 +114,11 @@ class RewindResult(WireModel):
         "(edit_cell), as for an undone step (notebook: revert)."
     )
     files_reverted: list[str] = Field(description="Paths put back as they were before the steps (files: revert).")
+    kernel_undone: list[str] = Field(
+        default_factory=list,
+        description="Tool call ids whose kernel variables went back: their one-step undo is spent, also after "
+        "the rewind is undone (that does not redo them).",
+    )
     file_diffs: list[FileDiff] = Field(
         default_factory=list, description="dry_run with files: revert: what going back changes in each file."
     )

@@ -91,7 +91,9 @@ async def rewind(runner: ThreadRunner, thread_id: str, env: ToolEnvironment, req
         runner.graph, thread_id, branches.checkpoint_id(point.snapshot), **{branches.REWOUND_FROM: previous}
     )
     runner.undo.rewound(thread_id, RewindRecord(branch, befores[::-1], kernel_steps))
-    return _result(planned, False, branch, previous, restored, removed, reverted, failures)
+    result = _result(planned, False, branch, previous, restored, removed, reverted, failures)
+    result.kernel_undone = kernel_steps
+    return result
 
 
 def _result(

@@ -95,6 +95,20 @@ test('a rewind marks the steps it went back over, and undoing it unmarks only th
   assert.deepEqual(allTools(undone.items).map(t => t.rewoundBy), [undefined, undefined, 'b1']);
 });
 
+test('a step whose kernel state a rewind took back stays undone after the rewind is undone', () => {
+  resetSeq();
+  const view = reduceEvents(EMPTY_VIEW, [
+    ev('run_started', { mode: 'single', message: 'go' }), cell('a', true), cell('b', true), cell('c', true),
+    ev('rewound', {
+      dry_run: false, steps: ['c', 'b'].map(id => ({ tool_call_id: id, name: 'run_cell', restores: [], cannot: [] })),
+      restored: [], removed: [], cells_removed: [], files_reverted: [], kernel_undone: ['c'], not_reversible: [],
+      branch: 'b1', previous_branch: 'p'
+    }),
+    ev('rewind_undone', { branch: 'b2', undid: 'b1', files_restored: [], not_restored: [] })
+  ]);
+  assert.deepEqual(allTools(view.items).map(t => t.undo?.undone), [false, false, true]);
+});
+
 test('a forked thread shows the copied steps as the other thread\'s, then where it continues from', () => {
   resetSeq();
   // The copied log ends mid-run (the step it goes back to, and what followed, are left out).

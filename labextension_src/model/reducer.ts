@@ -293,6 +293,10 @@ function foldStored(view: IThreadView, event: CellwrightEvent): IThreadView {
       for (const step of event.steps) {
         draft.items = updateTool(draft.items, step.tool_call_id, () => ({ rewoundBy: event.branch }));
       }
+      // Undoing the rewind does not redo the kernel: these stay undone, not "Undo" again.
+      for (const id of event.kernel_undone ?? []) {
+        draft.items = updateTool(draft.items, id, tool => ({ undo: undoneState(tool, event.run_id) }));
+      }
       break;
     case 'forked':
       // The events before it were the other thread's, up to just before the step: none is running.
