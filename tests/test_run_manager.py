@@ -8,6 +8,7 @@ import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ from agent_core.contract.bodies import StartRun
 from agent_core.storage.thread_store import ThreadStore
 from devtools.fake_llm import FakeLLM, text, tool_call
 from jupyter_ext.errors import BadRequest, Conflict
-from jupyter_ext.run_manager import RunManager, StreamItem
+from jupyter_ext.run_manager import RUN_FINISHED_GRACE, RunManager, StreamItem
 from tests.tools_env import FolderEnv
 
 
@@ -154,6 +155,14 @@ async def test_a_follower_of_a_run_elsewhere_gets_the_run_finished_written_after
                 async for batch in manager.follow_batches(thread, 0):
                     seen.extend(item.event["type"] for item in batch if item.event)
 
+            grace_waits: list[float] = []  # the timeouts the follower waited with (white-box)
+            wait_for_events = manager.threads.events.wait_for_events
+
+            async def noted_wait(thread_id: str, after: int, timeout: float, **kwargs: Any) -> None:
+                grace_waits.append(timeout)
+                await wait_for_events(thread_id, after, timeout, **kwargs)
+
+            manager.threads.events.wait_for_events = noted_wait  # type: ignore[method-assign]
             reading = asyncio.ensure_future(read())
             # Until the follower waits for what comes next (white-box: the log's waiting readers).
             deadline = asyncio.get_running_loop().time() + 10
@@ -162,7 +171,10 @@ async def test_a_follower_of_a_run_elsewhere_gets_the_run_finished_written_after
                 await asyncio.sleep(0.01)
             assert seen == ["run_started", "caught_up"]
             await other.release_lease(thread)
-            await asyncio.wait([reading], timeout=1.0)  # long enough for the release to reach the follower
+            # The window under test: the follower saw the lease go and waits for the run_finished.
+            while RUN_FINISHED_GRACE not in grace_waits:
+                assert not reading.done() and asyncio.get_running_loop().time() < deadline + 10, seen
+                await asyncio.sleep(0.01)
             await other.events.append(thread, {"type": "run_finished", "status": "completed"})
             await asyncio.wait_for(reading, 10)
             assert seen == ["run_started", "caught_up", "run_finished"]
