@@ -12,6 +12,7 @@ from weakref import WeakKeyDictionary
 
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Type
+from traitlets.config import Config
 
 from agent_core import __version__
 from agent_core.config.agent_settings import AgentSettings
@@ -65,13 +66,22 @@ class CellwrightApp(ExtensionApp):
 
         try:
             self.configuration = load(parent=self)
-        except SettingsError as exc:  # the server then lists the extension as failed, with this message
-            raise RuntimeError(f"Cellwright cannot start: {exc}") from None
+        except SettingsError as exc:
+            # Loaded without the Jupyter config's Cellwright settings, so that health and the panel say
+            # what is wrong (a failed extension answers 404 everywhere and says it only in the log).
+            message = f"{exc} Fix it in the Jupyter config or on the command line, then restart the server."
+            try:
+                self.configuration = load(config=Config())
+            except SettingsError:  # also wrong without them (an environment variable): not loaded at all
+                raise RuntimeError(f"Cellwright cannot start: {exc}") from None
+            self.problems = [{"kind": "settings_invalid", "message": message}]
         missing = missing_postgres_extra(self.configuration.database_url)
-        if missing:  # said once here; health names it, every other route answers 503 misconfigured
-            self.problems = [{"kind": "postgres_extra_missing", "message": missing}]
+        if missing:
+            self.problems = [*self.problems, {"kind": "postgres_extra_missing", "message": missing}]
+        if self.problems:  # said once here; health names them, every other route answers 503 misconfigured
             self.log.error(
-                "Cellwright cannot open its database, its routes answer 503 until this is fixed: %s", missing
+                "Cellwright cannot start, its routes answer 503 until this is fixed: %s",
+                " ".join(problem["message"] for problem in self.problems),
             )
         serverapp = self._server()
         # What the agent's file tools and the routes may touch: Jupyter's own hidden-file rule, and

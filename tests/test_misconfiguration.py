@@ -116,3 +116,49 @@ def test_enabled_under_both_names_on_the_command_line(tmp_path: Path, servers: l
     assert "'jupyter_ext': True" in " ".join(server.proc.args)  # type: ignore[union-attr]
     assert log.count("jupyter server extension disable jupyter_ext") == 1, log[-3000:]
     assert "Traceback" not in log and "AttributeError" not in log, log[-3000:]
+
+
+def test_a_setting_set_wrong_is_named_by_health_and_routes_answer_503(tmp_path: Path, servers: list) -> None:
+    # A wrong tool name: the server still starts, health says what to fix, every other route answers
+    # 503 with it (a failed extension answered 404 and said why only in the log).
+    args = ["--Cellwright.auto_approve=['run_cell', 'no_such_tool']"]
+    server = JupyterProcess(tmp_path, ENV, extra_args=args).start()
+    servers.append(server)
+    health = server.get("cellwright/api/health")
+    assert health.status_code == 200, health.text
+    [problem] = health.json()["problems"]
+    assert problem["kind"] == "settings_invalid" and "no_such_tool" in problem["message"], problem
+    assert "restart the server" in problem["message"]
+    response = server.request("POST", "cellwright/api/threads", {"title": "t"})
+    assert response.status_code == 503, response.text
+    assert response.json() == {"error": "misconfigured", "message": problem["message"]}
+    log = _stop_cleanly(server)
+    assert log.count("no_such_tool") == 1 and "Traceback" not in log, log[-3000:]
+
+
+def test_a_secret_set_wrong_is_named_without_its_value(tmp_path: Path, servers: list) -> None:
+    pasted = 73019482651093384  # a key of digits, as a number in a config file
+    config_d = tmp_path / "config"
+    config_d.mkdir(parents=True)
+    (config_d / "jupyter_server_config.json").write_text(json.dumps({"Cellwright": {"api_key": pasted}}))
+    server = JupyterProcess(tmp_path, ENV).start()
+    servers.append(server)
+    [problem] = server.get("cellwright/api/health").json()["problems"]
+    assert "api_key" in problem["message"] and "not a value of type int" in problem["message"], problem
+    log = _stop_cleanly(server)
+    assert str(pasted) not in problem["message"] and str(pasted) not in log, log[-3000:]
+
+
+def test_list_settings_on_the_command_line_take_a_list_or_repeated_items() -> None:
+    from jupyter_server.serverapp import ServerApp
+
+    from agent_core.config.configurable import load
+
+    for args, expected in [
+        (["--Cellwright.auto_approve=['run_cell', 'execute_command']"], ["run_cell", "execute_command"]),
+        (["--Cellwright.auto_approve=run_cell"], ["run_cell"]),
+        (["--Cellwright.auto_approve=run_cell", "--Cellwright.auto_approve=read_file"], ["run_cell", "read_file"]),
+    ]:
+        app = ServerApp()
+        app.parse_command_line(args)  # as `jupyter server`/`jupyter lab` parse it: Cellwright is not known yet
+        assert load(config=app.config).auto_approve == expected, args

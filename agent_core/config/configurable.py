@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import getpass
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, get_args
 
-from traitlets import Bool, Dict, Enum, Float, Int, List, TraitError, Unicode, default, validate
+from traitlets import Bool, Dict, Enum, Float, Int, TraitError, Unicode, default, validate
 from traitlets.config import LoggingConfigurable
 
 from agent_core.config import saved_settings as settings_file
@@ -22,6 +23,7 @@ from agent_core.config.agent_settings import AgentSettings, ToolCalling, Vision,
 from agent_core.config.completion_settings import CompletionSettings
 from agent_core.config.data_policy_settings import DataPolicySettings
 from agent_core.config.mcp_endpoint_settings import McpEndpointSettings
+from agent_core.config.string_list import StringList
 
 _AGENT = AgentSettings()  # the defaults of the settings the agent reads live there, with their types
 
@@ -53,7 +55,7 @@ class Cellwright(LoggingConfigurable, McpEndpointSettings, DataPolicySettings, C
         help="native function calling, tools described in the prompt, or auto (native, prompt if the server "
         "refuses tools). Env: CELLWRIGHT_TOOL_CALLING.",
     ).tag(config=True, runtime=True, env="CELLWRIGHT_TOOL_CALLING")
-    auto_approve = List(Unicode(), help="Tool names that run without asking. Default: none of the risky ones.").tag(
+    auto_approve = StringList(help="Tool names that run without asking. Default: none of the risky ones.").tag(
         config=True, runtime=True
     )
     prices = Dict(
@@ -66,8 +68,8 @@ class Cellwright(LoggingConfigurable, McpEndpointSettings, DataPolicySettings, C
         'over stdio, or {"url", "headers"} for a streamable-HTTP endpoint; optional "start_timeout", "call_timeout" '
         '(seconds) and "disabled". Env and header values are secrets: never shown.',
     ).tag(config=True, runtime=True)
-    auto_approve_notebook_tools = List(
-        Unicode(), help="Functions the notebook registers with @tool(read_only=True) that run without asking, by name."
+    auto_approve_notebook_tools = StringList(
+        help="Functions the notebook registers with @tool(read_only=True) that run without asking, by name."
     ).tag(config=True)
     database_url = Unicode(
         help="Where threads and checkpoints are kept: '' for SQLite files in data_dir, a file path, 'memory', "
@@ -494,7 +496,19 @@ def load(**kwargs: Any) -> Cellwright:
     try:
         settings = Cellwright(**kwargs)
     except TraitError as exc:  # raised while the config is applied: a config file set it
-        raise SettingsError(f"The Jupyter config sets a Cellwright setting wrong: {exc}") from None
+        raise SettingsError(f"The Jupyter config sets a Cellwright setting wrong: {_without_value(exc)}") from None
     settings.check()
     settings.apply_saved()
     return settings
+
+
+def _without_value(exc: TraitError) -> str:
+    """traitlets' type errors end with the value given ("..., not the int 1234."); a secret's (api_key)
+    value is left out, as this message reaches health and the log. Its type stays."""
+    from agent_core.redaction import SECRET_PARAMS
+
+    message = str(exc)
+    named = re.match(r"The '(\w+)' trait", message)
+    if named is None or not SECRET_PARAMS.search(named.group(1)):
+        return message
+    return re.sub(r", not the (\w+) .*\Z", r", not a value of type \1.", message, flags=re.S)

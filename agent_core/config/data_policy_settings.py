@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from traitlets import Enum, HasTraits, List, TraitError, Unicode, validate
+from traitlets import Enum, HasTraits, TraitError, validate
 
 from agent_core.config.agent_settings import AgentSettings
+from agent_core.config.string_list import StringList
 
 _AGENT = AgentSettings()
 
@@ -24,8 +25,7 @@ class DataPolicySettings(HasTraits):
         "shape; files other than source code as their structure; SQL results as columns and row counts (and "
         "redaction as well). A thread may ask for a narrower policy, never a wider one.",
     ).tag(config=True)
-    redaction_patterns = List(
-        Unicode(),
+    redaction_patterns = StringList(
         help="Extra regular expressions (Python syntax) whose matches are replaced by [REDACTED:custom] under the "
         "redact and schema_only policies, e.g. r'EMP-\\d{6}' for employee ids. Each runs on pieces of at most 4096 "
         "characters.",
