@@ -586,6 +586,20 @@ export interface RunStartedEvent {
   mentions?: MentionInfo[] | null;
 }
 
+/**
+ * What one model call's request carried, on that call's `usage` event: the step's "what was sent".
+ */
+export interface SentSummary {
+  /** The record's seq: GET threads/{id}/requests?seq= has its full text. */
+  request_seq: number;
+  /** The request body's size as sent. */
+  bytes: number;
+  /** Values replaced before it left (data_policy redact or schema_only). */
+  redactions: number;
+  /** Where its parts came from (at most 50). */
+  sources: RequestSource[];
+}
+
 /** The user undid step `id` (POST threads/{id}/undo/{tool_call_id}): its variables are back. */
 export interface StepUndoneEvent {
   type: 'step_undone';
@@ -743,6 +757,8 @@ export interface UsageEvent {
   context_budget: number;
   /** Older turns were summarised to fit this call. */
   summarized?: boolean;
+  /** What this call's request sent (absent when requests are not recorded). */
+  request?: SentSummary | null;
 }
 
 /** The `type` of each CellwrightEvent. */

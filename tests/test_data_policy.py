@@ -189,6 +189,12 @@ async def test_the_record_is_what_the_model_received(api: Api, fake_llm: FakeLLM
     assert "alice@example.com" not in b"".join(received).decode()
     assert recorded[0]["redactions"] == 1 and recorded[4]["redactions"] >= 1  # the user's email, summary too
     assert {"kind": "agent_report", "name": "researcher"} in recorded[3]["sources"]
+    # Each step's "what was sent" (its model call's usage event) is its turn's record.
+    steps = [(e["agent"], e.get("task_id"), e["request"]) for e in of_type(first + second, "usage")]
+    turns = [r for r in recorded if r["kind"] == "turn"]
+    assert [(agent, task, s["request_seq"], s["bytes"], s["redactions"], s["sources"]) for agent, task, s in steps] == [
+        (r["agent"], r.get("task_id"), r["seq"], r["bytes"], r["redactions"], r["sources"]) for r in turns
+    ]
     _, light = await api.call("GET", f"threads/{thread}/requests", params={"text": "0"}, expect=200)
     assert all("messages" not in r and "body" not in r for r in light["requests"])
     assert [r["sha256"] for r in light["requests"]] == [r["sha256"] for r in recorded]

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import Field, TypeAdapter
 from typing_extensions import TypeAliasType
 
+from agent_core.contract.model_requests import SentSummary
 from agent_core.contract.review import Impact, Provenance, RewindResult, RewindUndone, UndoResult
 from agent_core.contract.shared import (
     Autonomy,
@@ -224,6 +225,9 @@ class UsageEvent(EventBase):
         description="The history budget (context_token_budget); beyond it older turns are summarised."
     )
     summarized: bool = Field(default=False, description="Older turns were summarised to fit this call.")
+    request: SentSummary | None = Field(
+        default=None, description="What this call's request sent (absent when requests are not recorded)."
+    )
 
 
 class RunFinishedEvent(EventBase):

@@ -18,6 +18,18 @@ class RequestSource(WireModel):
     name: str = Field(description="Which one: a path, a variable, the cell's description, a database, a tool.")
 
 
+MAX_STEP_SOURCES = 50  # named on a step's usage event; the record keeps them all
+
+
+class SentSummary(WireModel):
+    """What one model call's request carried, on that call's `usage` event: the step's "what was sent"."""
+
+    request_seq: int = Field(description="The record's seq: GET threads/{id}/requests?seq= has its full text.")
+    bytes: int = Field(description="The request body's size as sent.")
+    redactions: int = Field(description="Values replaced before it left (data_policy redact or schema_only).")
+    sources: list[RequestSource] = Field(description=f"Where its parts came from (at most {MAX_STEP_SOURCES}).")
+
+
 class ModelRequestRecord(WireModel):
     seq: int = Field(description="Per thread, from 1, in the order the requests went out.")
     agent: str = Field(description="The agent that asked: main, planner, or a sub-agent's name.")

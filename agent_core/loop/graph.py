@@ -120,6 +120,7 @@ def _count(ctx: RunContext, turn: ModelTurn, messages: list[dict[str, Any]]) -> 
     call = token_usage.of_call(turn, messages, ctx.settings.model, ctx.settings.prices)
     ctx.meter.record(call)
     public = token_usage.public
+    sent = ctx.take_sent()
     ctx.emit(
         make_event(
             "usage",
@@ -129,6 +130,7 @@ def _count(ctx: RunContext, turn: ModelTurn, messages: list[dict[str, Any]]) -> 
             context_tokens=call["prompt_tokens"],
             context_budget=ctx.settings.context_token_budget,
             summarized=ctx.summarized,
+            **({"request": sent.model_dump()} if sent is not None else {}),
         )
     )
 

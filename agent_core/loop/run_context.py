@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from agent_core.config.agent_settings import AgentSettings
+from agent_core.contract.model_requests import SentSummary
 from agent_core.contract import make_event
 from agent_core.loop import usage as token_usage
 from agent_core.loop.agents import AGENTS, AgentConfig, agent_for_mode
@@ -55,6 +56,7 @@ class RunContext:
     # in a cell's provenance where the model would be.
     driver: str = ""
     requests: RequestLog | None = None  # the thread's record of model requests (None: not recorded)
+    last_sent: SentSummary | None = None  # the last model turn's request, as recorded
 
     def __post_init__(self) -> None:
         if not self.tool_mode:
@@ -69,7 +71,15 @@ class RunContext:
         """Where this agent's model requests are recorded, tagged with its name and task."""
         if self.requests is None:
             return None
-        return ThreadAudit(self.requests, self.thread_id, self.agent.name, self.task_id)
+        return ThreadAudit(self.requests, self.thread_id, self.agent.name, self.task_id, self._turn_sent)
+
+    def _turn_sent(self, summary: SentSummary) -> None:
+        self.last_sent = summary
+
+    def take_sent(self) -> SentSummary | None:
+        """What the last model turn's request sent, once (for that call's usage event)."""
+        sent, self.last_sent = self.last_sent, None
+        return sent
 
     @property
     def max_model_calls(self) -> int:

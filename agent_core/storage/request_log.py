@@ -10,8 +10,11 @@ import hashlib
 import json
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from agent_core.contract.model_requests import MAX_STEP_SOURCES, RequestSource, SentSummary
 
 if TYPE_CHECKING:  # database.py creates this module's table
     from agent_core.storage.database import Connection, Database
@@ -140,6 +143,12 @@ class ThreadAudit:
     thread_id: str
     agent: str
     task_id: str = ""
+    # Told of each model turn's request once recorded (its step's "what was sent"): the run context
+    # keeps the last one for the call's usage event. A retried turn's last request is the one answered.
+    on_turn: Callable[[SentSummary], None] | None = None
 
     async def sent(self, kind: str, body: bytes, redactions: int, sources: list[dict[str, str]]) -> None:
-        await self.log.add(self.thread_id, self.agent, self.task_id, kind, body, redactions, sources)
+        seq = await self.log.add(self.thread_id, self.agent, self.task_id, kind, body, redactions, sources)
+        if kind == "turn" and self.on_turn is not None:
+            named = [RequestSource.model_validate(source) for source in sources[:MAX_STEP_SOURCES]]
+            self.on_turn(SentSummary(request_seq=seq, bytes=len(body), redactions=redactions, sources=named))

@@ -9,8 +9,13 @@ import {
   sentText,
   sourcesText,
   sourceText,
+  stepSentLine,
   totalsText
 } from '../model/sentRequests';
+import { EMPTY_VIEW, reduceEvents } from '../model';
+import { ev, resetSeq } from './helpers';
+
+const ZERO = { prompt_tokens: 0, completion_tokens: 0, estimated: false };
 
 const SUMMARY: RequestsSummary = {
   requests: 12,
@@ -71,4 +76,19 @@ test('the full text is the messages and tools as sent, or says it was compacted'
   const messages = [{ role: 'user', content: 'hi' }];
   assert.deepEqual(JSON.parse(sentText(record(1, { messages }))), { messages });
   assert.match(sentText(record(1, { kept: false })), /^Compacted: only its size \(24.1 KB\) and SHA-256 abab/);
+});
+
+test('a model call\'s usage event puts what its request sent under the step, in its agent\'s place', () => {
+  resetSeq();
+  const request = { request_seq: 3, bytes: 2048, redactions: 2, sources: [{ kind: 'file', name: 'people.csv' }] };
+  const usage = { call: ZERO, run: ZERO, thread: ZERO, context_tokens: 10, context_budget: 100 };
+  const view = reduceEvents(EMPTY_VIEW, [
+    ev('run_started', { mode: 'single', message: 'go' }),
+    ev('usage', { ...usage, request }),
+    ev('usage', usage) // requests not recorded: nothing under the step
+  ]);
+  const sent = view.items.filter(item => item.kind === 'sent');
+  assert.deepEqual(sent.map(item => (item.kind === 'sent' ? item.request : null)), [request]);
+  assert.equal(stepSentLine(request), 'Sent to the model: 2.0 KB · 2 redactions · 1 source');
+  assert.equal(stepSentLine({ ...request, redactions: 0, sources: [] }), 'Sent to the model: 2.0 KB · no data from your files or kernel');
 });

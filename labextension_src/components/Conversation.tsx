@@ -21,6 +21,7 @@ import { TodoList } from './TodoList';
 import { UsageFigures } from './Usage';
 import { STATUS_ICON, ToolEntry, ToolResultLine } from './ToolEntry';
 import { RewindControls } from './RewindControls';
+import { SentStep } from './SentRequests';
 import { UndoButtons } from './UndoButtons';
 import { VerifyButton } from './VerifyButton';
 import { VisibleText } from './VisibleText';
@@ -242,6 +243,10 @@ function Item(props: {
           )}
         </div>
       );
+    case 'sent':
+      return model.thread ? (
+        <SentStep api={model.api} threadId={model.thread.threadId} sent={item.request} />
+      ) : null;
     case 'forked':
       return (
         <div className="cw-forked" role="note" data-testid="cw-forked">

@@ -2,7 +2,7 @@ import * as React from 'react';
 import { useEffect, useState } from 'react';
 
 import { CellwrightAPI, errorMessage } from '../api';
-import { ModelRequestRecord, ModelRequests } from '../contract.gen';
+import { ModelRequestRecord, ModelRequests, SentSummary } from '../contract.gen';
 import {
   fetchSent,
   fetchSentText,
@@ -11,6 +11,7 @@ import {
   sentText,
   sourcesText,
   sourceText,
+  stepSentLine,
   totalsText
 } from '../model/sentRequests';
 
@@ -52,6 +53,44 @@ function SentRequest(props: {
         </pre>
       )}
     </li>
+  );
+}
+
+/**
+ * Under a step of the timeline: what its model call's request sent (size,
+ * redactions, sources), with the sources and the full text on demand.
+ */
+export function SentStep(props: { api: CellwrightAPI; threadId: string; sent: SentSummary }): JSX.Element {
+  const { api, threadId, sent } = props;
+  const [text, setText] = useState<string | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const showText = (): void => {
+    fetchSentText(api, threadId, sent.request_seq).then(
+      full => setText(full ? sentText(full) : 'This request is no longer recorded.'),
+      reason => setError(errorMessage(reason))
+    );
+  };
+  return (
+    <details className="cw-sent-step" data-testid="cw-sent-step" data-request-seq={sent.request_seq}>
+      <summary>{stepSentLine(sent)}</summary>
+      {sent.sources.length > 0 && (
+        <ul className="cw-sent-step-sources">
+          {sent.sources.map((source, i) => (
+            <li key={i}>{sourceText(source)}</li>
+          ))}
+        </ul>
+      )}
+      {text === null ? (
+        <button className="cw-link-button" onClick={showText} data-testid="cw-sent-step-text-toggle">
+          Show the request as sent
+        </button>
+      ) : (
+        <pre className="cw-sent-request-text" data-testid="cw-sent-step-text">
+          {text}
+        </pre>
+      )}
+      {error && <span className="cw-sent-error"> {error}</span>}
+    </details>
   );
 }
 

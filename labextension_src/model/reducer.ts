@@ -298,6 +298,16 @@ function foldStored(view: IThreadView, event: CellwrightEvent): IThreadView {
         draft.items = updateTool(draft.items, id, tool => ({ undo: undoneState(tool, event.run_id) }));
       }
       break;
+    case 'usage':
+      if (event.request) {
+        draft.items = appendAt(draft.items, containerOf(draft, event, agent), {
+          kind: 'sent',
+          key,
+          agent,
+          request: event.request
+        });
+      }
+      break;
     case 'forked':
       // The events before it were the other thread's, up to just before the step: none is running.
       draft.items = mapAll(settle(draft.items, 'ok'), item =>

@@ -4,7 +4,7 @@
  * request, in words for the "What was sent" section.
  */
 import { CellwrightAPI } from '../api';
-import { ModelRequestRecord, ModelRequests, RequestSource, RequestsSummary } from '../contract.gen';
+import { ModelRequestRecord, ModelRequests, RequestSource, RequestsSummary, SentSummary } from '../contract.gen';
 import { agentLabel } from '../tokens';
 
 /** Sizes and sources of every request (no texts): what the section lists. */
@@ -96,6 +96,16 @@ export function requestLine(record: ModelRequestRecord): string {
   if (record.redactions) {
     parts.push(counted(record.redactions, 'redaction', 'redactions'));
   }
+  return parts.join(' · ');
+}
+
+/** A step's line: "Sent to the model: 12.3 KB · 2 redactions · 4 sources". */
+export function stepSentLine(sent: SentSummary): string {
+  const parts = [`Sent to the model: ${bytesText(sent.bytes)}`];
+  if (sent.redactions) {
+    parts.push(counted(sent.redactions, 'redaction', 'redactions'));
+  }
+  parts.push(sent.sources.length ? counted(sent.sources.length, 'source', 'sources') : 'no data from your files or kernel');
   return parts.join(' · ');
 }
 

@@ -13,6 +13,7 @@ import {
   Mode,
   NbOutput,
   NextItem,
+  SentSummary,
   Todo,
   TokenEvent,
   Usage
@@ -159,6 +160,14 @@ export interface IRunEndItem {
   usage: Usage | null;
 }
 
+/** What one model call's request sent (its `usage` event's `request`): the step's "what was sent". */
+export interface ISentItem {
+  kind: 'sent';
+  key: string;
+  agent: string;
+  request: SentSummary;
+}
+
 /** Where a forked thread ("try again from here") continues from. */
 export interface IForkedItem {
   kind: 'forked';
@@ -176,6 +185,7 @@ export type ConversationItem =
   | IFinalItem
   | IErrorItem
   | IRunEndItem
+  | ISentItem
   | IForkedItem;
 
 /** Token counts of the thread and how full the model's context is (`usage` events). */

@@ -1,6 +1,6 @@
 """Issue 28 in the real browser: under data_policy redact, "What was sent to the model" shows the
 thread's summary (a cell output reached the model; redactions counted) and each request's text on
-demand, with the email replaced as it was sent."""
+demand, with the email replaced as it was sent; each step shows what its own request sent."""
 
 from __future__ import annotations
 
@@ -46,5 +46,17 @@ def test_the_panel_shows_what_was_sent(page: Any, lab: JupyterProcess, fake_llm:
     expect(text).to_contain_text("[REDACTED:email]")
     expect(text).not_to_contain_text("alice@example.com")
     page.screenshot(path=str(SHOTS / "28-what-was-sent.png"))
+
+    # Per step: under each model call, what its request sent; the second carried the cell's output.
+    steps = page.get_by_test_id("cw-sent-step")
+    expect(steps).to_have_count(2)
+    expect(steps.nth(1)).to_contain_text("Sent to the model:")
+    expect(steps.nth(1)).to_contain_text("2 redactions")
+    steps.nth(1).locator("summary").click()
+    expect(steps.nth(1)).to_contain_text("cell output: the contact")
+    steps.nth(1).get_by_test_id("cw-sent-step-text-toggle").click()
+    expect(steps.nth(1).get_by_test_id("cw-sent-step-text")).to_contain_text("[REDACTED:email]")
+    expect(steps.nth(1)).not_to_contain_text("alice@example.com")
+    page.screenshot(path=str(SHOTS / "28-sent-per-step.png"))
     assert "alice@example.com" not in fake_llm.raw_requests[1].decode()
     assert not page.errors, page.errors  # type: ignore[attr-defined]
