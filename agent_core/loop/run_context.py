@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from agent_core.config.agent_settings import AgentSettings
-from agent_core.contract.model_requests import SentSummary
 from agent_core.contract import make_event
+from agent_core.contract.model_requests import SentSummary
 from agent_core.loop import usage as token_usage
 from agent_core.loop.agents import AGENTS, AgentConfig, agent_for_mode
 from agent_core.loop.approvals import ApprovalCards
