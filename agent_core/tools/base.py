@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypedDict, TypeVar, ru
 
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.contract import CellStatus, ToolStatus, make_event
+from agent_core.llm.messages import ToolSchema
 from agent_core.tools.arguments import ToolArgs, llm_schema, validated
 from agent_core.workspace import Workspace
 
@@ -207,13 +208,13 @@ class ToolSpec(Generic[ArgsT]):
     def parameters(self) -> dict[str, Any]:
         return llm_schema(self.args)
 
-    def openai_schema(self) -> dict[str, Any]:
+    def openai_schema(self) -> ToolSchema:
         return {
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
         }
 
-    def check_args(self, args: Any) -> str | None:
+    def check_args(self, args: object) -> str | None:
         """A message for the model when `args` do not fit the argument model, else None."""
         return validated(self.name, self.args, args)[1]
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
-PREIMAGE_KEY = "preimage"  # on a tool message: {"path", "existed", "content"?, "why"?, "after"}
+PREIMAGE_KEY: Final = "preimage"  # on a tool message: {"path", "existed", "content"?, "why"?, "after"}
 MAX_PREIMAGE_BYTES = 1024 * 1024
 
 
