@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TypedDict
 
+from agent_core.undo.preimages import Preimage
+
 
 class FunctionCall(TypedDict):
     name: str
@@ -44,7 +46,7 @@ class Message(TypedDict, total=False):
     # Cellwright's own keys, never sent (agent_core.loop.mentions.for_the_model strips them):
     context: bool  # CONTEXT_KEY: a note Cellwright attached to the user's message
     images: list[dict[str, str]]  # IMAGES_KEY: a tool result's images, {"mime", "data" (base64)}
-    preimage: dict[str, object]  # PREIMAGE_KEY: the file a write step replaced (agent_core.undo.preimages)
+    preimage: Preimage  # PREIMAGE_KEY: the file a write step replaced
 
 
 class FunctionSchema(TypedDict):

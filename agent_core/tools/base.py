@@ -15,6 +15,7 @@ from agent_core.config.agent_settings import AgentSettings
 from agent_core.contract import CellStatus, ToolStatus, make_event
 from agent_core.llm.messages import ToolSchema
 from agent_core.tools.arguments import ToolArgs, llm_schema, validated
+from agent_core.undo.preimages import Preimage
 from agent_core.workspace import Workspace
 
 if TYPE_CHECKING:  # the graph imports the tools: its RunContext is only named here
@@ -103,7 +104,7 @@ class ToolOutcome:
     state: ToolStateUpdate = field(default_factory=ToolStateUpdate)  # graph state updates (e.g. todos)
     ends_run: bool = False
     images: tuple[dict[str, str], ...] = ()  # {"mime", "data" (base64)}: for vision models (agent_core.loop.vision)
-    preimage: dict[str, Any] | None = None  # a written file as it was before (agent_core.undo.preimages)
+    preimage: Preimage | None = None  # a written file as it was before (agent_core.undo.preimages)
 
     @property
     def display_summary(self) -> str:
