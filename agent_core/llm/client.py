@@ -12,7 +12,7 @@ import sys
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol, TypedDict
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
 
 from agent_core import fast_json
 from agent_core.config.agent_settings import AgentSettings
@@ -30,6 +30,9 @@ from agent_core.llm.prompt_protocol import (
 from agent_core.llm.sdk_clients import cached_client
 from agent_core.llm.stream import IdleDeadline, OversizedEvent, drain, sse_data
 from agent_core.privacy.outgoing import Outgoing, Source, prepare
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
 
 MAX_BACKOFF_SECONDS = 20.0
 log = logging.getLogger(__name__)
@@ -285,14 +288,17 @@ async def _read_stream(
     usage = None
     # The body is already plain JSON: as extra_body the SDK sends it as is, instead of walking
     # messages and tool schemas against its TypedDicts on every call (6% of a busy server).
-    fields = {"model": body["model"], "messages": [], "stream": True}
     request = None
     idle = IdleDeadline(settings.request_timeout)
     try:
         async with (
             idle.scope(),
             cached_client(settings).chat.completions.with_streaming_response.create(
-                **fields, extra_body=body, **idle.sdk_timeout(settings.connect_timeout)
+                model=body["model"],
+                messages=[],
+                stream=True,
+                extra_body=body,
+                **idle.sdk_timeout(settings.connect_timeout),
             ) as response,
         ):
             request = response.http_request
@@ -406,7 +412,10 @@ async def _plain(settings: AgentSettings, messages: list[Message], sent: Sent | 
         raise not_configured()
     try:
         raw = await cached_client(settings).chat.completions.with_raw_response.create(
-            model=settings.model, messages=messages
+            # The messages are in the wire shape (Cellwright's own keys stripped, see for_the_model), which the
+            # SDK describes as a union by role that our one Message type cannot be narrowed to.
+            model=settings.model,
+            messages=cast("list[ChatCompletionMessageParam]", messages),
         )
         if sent is not None:
             await sent(raw.http_request)
