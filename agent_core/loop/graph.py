@@ -22,6 +22,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from agent_core.contract import make_event
+from agent_core.json_types import JsonObject
 from agent_core.llm.client import ModelRequest, ModelTurn, complete
 from agent_core.llm.failures import LLMError
 from agent_core.llm.messages import Message, ToolCall
@@ -296,7 +297,7 @@ async def _run_tool(call: ToolCall, ctx: RunContext) -> ToolOutcome:
     return await _run_recorded(spec, args or {}, tool_ctx, ctx)
 
 
-async def _run_recorded(spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolContext, ctx: RunContext) -> ToolOutcome:
+async def _run_recorded(spec: ToolSpec, args: JsonObject, tool_ctx: ToolContext, ctx: RunContext) -> ToolOutcome:
     if not spec.recorded:  # a sub-agent's task resumes inside; its own calls are recorded
         return await _run_unrecorded(spec, args, tool_ctx)
     await ctx.ledger.started(ctx.ledger_scope, tool_ctx.call_id)
@@ -314,7 +315,7 @@ async def _run_recorded(spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolCont
     return outcome
 
 
-async def _run_unrecorded(spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolContext) -> ToolOutcome:
+async def _run_unrecorded(spec: ToolSpec, args: JsonObject, tool_ctx: ToolContext) -> ToolOutcome:
     try:
         return await spec.run(args, tool_ctx)
     except ToolInputError as exc:

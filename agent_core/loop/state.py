@@ -9,6 +9,7 @@ from typing import Annotated, Any, TypedDict
 
 from langgraph.channels.delta import DeltaChannel
 
+from agent_core.json_types import JsonObject
 from agent_core.llm.messages import Message, ToolCall
 from agent_core.loop import usage as token_usage
 
@@ -108,7 +109,7 @@ def new_run_input(
     }
 
 
-def outside_call_input(call_id: str, name: str, arguments: dict[str, Any], autonomy: str, client: str) -> AgentUpdate:
+def outside_call_input(call_id: str, name: str, arguments: JsonObject, autonomy: str, client: str) -> AgentUpdate:
     """A run that is one tool call of an outside agent: no user message, no model call; the call goes
     through the tools node as the model's would (policy, approval, ledger, undo), then the run ends."""
     call: ToolCall = {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
@@ -124,7 +125,7 @@ def outside_call_input(call_id: str, name: str, arguments: dict[str, Any], auton
     }
 
 
-def parse_args(raw: str | dict[str, Any] | None) -> tuple[dict[str, Any] | None, str | None]:
+def parse_args(raw: str | JsonObject | None) -> tuple[JsonObject | None, str | None]:
     if isinstance(raw, dict):
         return raw, None
     try:
