@@ -20,10 +20,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from agent_core.contract.choices import RouteErrorKind
 from agent_core.errors import BadRequest
+
+if TYPE_CHECKING:  # agent_core.tools imports this module
+    from agent_core.tools.base import ToolEnvironment
 
 
 class WorkspaceError(BadRequest):
@@ -204,7 +207,7 @@ def workspace_for(root: Workspace | Path | str) -> Workspace:
     return Workspace.default(Path(os.path.abspath(os.path.expanduser(os.fspath(root)))))
 
 
-def workspace_of(env: Any) -> Workspace:
+def workspace_of(env: ToolEnvironment) -> Workspace:
     """The policy of a ToolEnvironment: its `workspace` when it has one, else the one for its root."""
     workspace = getattr(env, "workspace", None)
     if isinstance(workspace, Workspace):

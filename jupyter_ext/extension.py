@@ -7,7 +7,7 @@ import asyncio
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 from weakref import WeakKeyDictionary
 
 from jupyter_server.extension.application import ExtensionApp
@@ -25,6 +25,7 @@ from .errors import BadRequest, Misconfigured
 if TYPE_CHECKING:
     from jupyter_server.serverapp import ServerApp
 
+    from .kernel_clients import MappingKernelManagerProtocol
     from .kernel_executor import KernelEnvironment
     from .mcp_endpoint import McpEndpoint
     from .shared_notebook import SharedNotebookWriter
@@ -215,7 +216,9 @@ class CellwrightApp(ExtensionApp):
         serverapp = self._server()
         cell_timeout = settings.cell_timeout if settings is not None else self.configuration.cell_timeout
         return KernelEnvironment(
-            serverapp.kernel_manager,
+            # An AsyncMappingKernelManager (jupyter_server 2's; its methods are awaited), though the trait
+            # is annotated with the synchronous MappingKernelManager.
+            cast("MappingKernelManagerProtocol", serverapp.kernel_manager),
             serverapp.session_manager,
             Path(serverapp.root_dir),
             notebook_path,

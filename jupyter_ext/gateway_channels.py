@@ -15,7 +15,7 @@ import asyncio
 import json
 import queue
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jupyter_client.jsonutil import json_default
 from jupyter_client.session import Session
@@ -28,6 +28,9 @@ from tornado.httpclient import HTTPRequest
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 
 from .iopub_outputs import kernel_died
+
+if TYPE_CHECKING:  # kernel_clients imports this module
+    from .kernel_clients import KernelMessage
 
 # Kept per channel, the oldest dropped first: iopub is a broadcast of every client's cells, and a
 # kept client reads it only while one of ours runs. ZMQ's high-water mark bounds a local client too.
@@ -47,7 +50,7 @@ class GatewayChannels:
         self.kernel_id: str = manager.kernel_id
         self.session = Session(username="cellwright")
         self._channels: tuple[str, ...] = ()
-        self._queues: dict[str, asyncio.Queue[dict[str, Any]]] = {}
+        self._queues: dict[str, asyncio.Queue[KernelMessage]] = {}
         self._ws: WebSocketClientConnection | None = None
         self._reader: asyncio.Task[None] | None = None
         self._process_replaced = False
@@ -97,7 +100,7 @@ class GatewayChannels:
         maybe on new ports, which the gateway's end of this connection may no longer reach)."""
         return self.closed or self._process_replaced
 
-    async def _read(self, ws: WebSocketClientConnection, queues: dict[str, asyncio.Queue[dict[str, Any]]]) -> None:
+    async def _read(self, ws: WebSocketClientConnection, queues: dict[str, asyncio.Queue[KernelMessage]]) -> None:
         """Route one connection's messages to its own queues (a reconnection gets new ones)."""
         while (frame := await ws.read_message()) is not None:
             # A message with binary buffers comes as a binary frame (jupyter_server's legacy protocol).
@@ -140,13 +143,13 @@ class GatewayChannels:
         content = {"raw": raw, "output": output, "hist_access_type": hist_access_type, **kwargs}
         return self._send("history_request", content)
 
-    async def get_shell_msg(self, timeout: float | None = None) -> dict[str, Any]:
+    async def get_shell_msg(self, timeout: float | None = None) -> KernelMessage:
         return await self._get("shell", timeout)
 
-    async def get_iopub_msg(self, timeout: float | None = None) -> dict[str, Any]:
+    async def get_iopub_msg(self, timeout: float | None = None) -> KernelMessage:
         return await self._get("iopub", timeout)
 
-    async def _get(self, channel: str, timeout: float | None) -> dict[str, Any]:
+    async def _get(self, channel: str, timeout: float | None) -> KernelMessage:
         """The next message, or queue.Empty after `timeout` seconds, as jupyter-client's clients answer."""
         waiting = self._queues[channel]
         if waiting.empty() and self.closed:  # at once, not after each timeout: the executor then stops waiting

@@ -10,7 +10,7 @@ import queue
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .kernel_clients import KernelChannels
+    from .kernel_clients import KernelChannels, KernelMessage
 
 OUTPUT_MSG_TYPES = frozenset({"stream", "display_data", "execute_result", "error"})
 BURST_MESSAGES = 1000  # read at most this many waiting messages before forwarding what they hold
@@ -44,9 +44,9 @@ def output_of(kind: str, content: dict[str, Any]) -> dict[str, Any]:
     return output
 
 
-async def waiting_messages(client: KernelChannels, limit: int = BURST_MESSAGES) -> list[dict[str, Any]]:
+async def waiting_messages(client: KernelChannels, limit: int = BURST_MESSAGES) -> list[KernelMessage]:
     """The iopub messages already received, without waiting for more."""
-    found: list[dict[str, Any]] = []
+    found: list[KernelMessage] = []
     while len(found) < limit:
         try:
             found.append(await client.get_iopub_msg(timeout=0))
@@ -55,7 +55,7 @@ async def waiting_messages(client: KernelChannels, limit: int = BURST_MESSAGES) 
     return found
 
 
-def outputs_of_burst(burst: list[dict[str, Any]], msg_id: str) -> tuple[list[dict[str, Any]], bool]:
+def outputs_of_burst(burst: list[KernelMessage], msg_id: str) -> tuple[list[dict[str, Any]], bool]:
     """The outputs that the messages of `burst` answering request `msg_id` hold (consecutive
     stream text merged), and whether the kernel went idle for it (messages after that are not its)."""
     outputs: list[dict[str, Any]] = []
@@ -72,11 +72,11 @@ def outputs_of_burst(burst: list[dict[str, Any]], msg_id: str) -> tuple[list[dic
     return outputs, False
 
 
-def went_idle(msg: dict[str, Any]) -> bool:
+def went_idle(msg: KernelMessage) -> bool:
     return msg["header"]["msg_type"] == "status" and msg["content"].get("execution_state") == "idle"
 
 
-def kernel_died(msg: dict[str, Any]) -> bool:
+def kernel_died(msg: KernelMessage) -> bool:
     """The status jupyter_server sends on a kernel's websocket when the kernel's process died:
     "restarting" (its manager restarted it) or "dead" (it could not). A kernel's own iopub never says so."""
     return msg["header"]["msg_type"] == "status" and msg["content"].get("execution_state") in ("restarting", "dead")

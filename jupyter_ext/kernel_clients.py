@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeGuard, cast
 
 from jupyter_server.gateway.managers import GatewayKernelManager
 
@@ -17,6 +18,57 @@ from .gateway_channels import GatewayChannels
 
 if TYPE_CHECKING:
     from jupyter_client.asynchronous.client import AsyncKernelClient
+    from jupyter_client.session import Session
+
+
+class KernelManagerProtocol(Protocol):
+    """What is asked of one kernel's manager: jupyter_server's KernelManagerProtocol, or a gateway's
+    GatewayKernelManager (a subclass). A protocol rather than the class: jupyter-client annotates the
+    synchronous KernelManager's methods, and the server's are coroutines."""
+
+    session: Session
+    execution_state: str | None  # tracked from iopub by the server (a gateway's can lag: see kernel_executor)
+
+    def client(self, **kwargs: object) -> AsyncKernelClient: ...
+
+    def get_connection_info(self) -> Mapping[str, object]: ...
+
+    async def is_alive(self) -> bool: ...
+
+    def observe(self, handler: Callable[[Mapping[str, object]], None], names: str) -> None: ...
+
+    def unobserve(self, handler: Callable[[Mapping[str, object]], None], names: str) -> None: ...
+
+
+class MappingKernelManagerProtocol(Protocol):
+    """What is asked of the server's kernel manager (its kernels by id); async, as KernelManagerProtocol's."""
+
+    def __contains__(self, kernel_id: object) -> bool: ...
+
+    def get_kernel(self, kernel_id: str) -> KernelManagerProtocol: ...
+
+    async def start_kernel(self, *, kernel_name: str | None = None, path: str | None = None) -> str: ...
+
+    async def interrupt_kernel(self, kernel_id: str) -> None: ...
+
+    async def restart_kernel(self, kernel_id: str) -> None: ...
+
+    async def shutdown_kernel(self, kernel_id: str, now: bool = False) -> None: ...
+
+
+class MessageHeader(TypedDict, total=False):
+    msg_id: str
+    msg_type: str
+    session: str
+
+
+class KernelMessage(TypedDict, total=False):
+    """A message of Jupyter's messaging protocol, as read here."""
+
+    header: MessageHeader
+    parent_header: MessageHeader  # {} on a message no request of ours caused
+    content: dict[str, Any]  # its fields depend on the header's msg_type
+    metadata: dict[str, object]
 
 
 class KernelChannels(Protocol):
@@ -36,22 +88,22 @@ class KernelChannels(Protocol):
         self, raw: bool = True, output: bool = False, hist_access_type: str = "range", **kwargs: Any
     ) -> str: ...
 
-    async def get_iopub_msg(self, timeout: float | None = None) -> dict[str, Any]: ...
+    async def get_iopub_msg(self, timeout: float | None = None) -> KernelMessage: ...
 
-    async def get_shell_msg(self, timeout: float | None = None) -> dict[str, Any]: ...
+    async def get_shell_msg(self, timeout: float | None = None) -> KernelMessage: ...
 
     async def wait_for_ready(self, timeout: float | None = None) -> None: ...
 
     def stop_channels(self) -> None: ...
 
 
-def is_remote(manager: Any) -> bool:
+def is_remote(manager: KernelManagerProtocol) -> TypeGuard[GatewayKernelManager]:
     """A kernel behind a Kernel Gateway (`jupyter server --gateway-url=...`): no local process, its
     channels are one websocket, and its execution_state is what the gateway last answered."""
     return isinstance(manager, GatewayKernelManager)
 
 
-async def connected_client(manager: Any, outputs: bool) -> KernelChannels:
+async def connected_client(manager: KernelManagerProtocol, outputs: bool) -> KernelChannels:
     """A client of its own with only the channels used here: shell, and iopub when the outputs
     matter. No heartbeat, stdin or control: each is a socket (the heartbeat also a thread) per
     client, and a server making a client per evaluation ran out of ZMQ sockets (1023 per context)."""
@@ -61,10 +113,11 @@ async def connected_client(manager: Any, outputs: bool) -> KernelChannels:
     started = client.start_channels(shell=True, iopub=outputs, stdin=False, hb=False, control=False)
     if inspect.isawaitable(started):  # a gateway's websocket connects asynchronously
         await started
-    return client
+    # jupyter-client types its messages dict[str, Any]; they are the messaging protocol's (KernelMessage).
+    return cast(KernelChannels, client)
 
 
-def _own_client(manager: Any) -> AsyncKernelClient:
+def _own_client(manager: KernelManagerProtocol) -> AsyncKernelClient:
     """A client with a session of its own: clients made by `manager.client()` share its session,
     hence one ZMQ identity, and the kernel's replies then go to whichever of them connected last
     (a concurrent evaluation would swallow a cell's execute_reply). Its sockets live in the kernel
@@ -83,19 +136,19 @@ def _own_client(manager: Any) -> AsyncKernelClient:
 @dataclass
 class SharedClient:
     client: KernelChannels
-    manager: Any  # the kernel manager it was made for: a kernel started anew under the same id needs a new client
-    connection: Any  # ports and keys the client was made for: a restart on new ports needs a new client
+    manager: KernelManagerProtocol  # the kernel manager it was made for: a kernel started anew under the same id needs a new client
+    connection: object  # ports and keys the client was made for: a restart on new ports needs a new client
     turn: asyncio.Lock = field(default_factory=asyncio.Lock)
     # The kernel process the client last proved connected to: a restart starts a new provisioner,
     # and a new process's iopub must be proven connected again before a cell's output can be trusted.
-    ready_for: Any = None
+    ready_for: object = None
 
-    def needs_ready(self, manager: Any) -> bool:
+    def needs_ready(self, manager: KernelManagerProtocol) -> bool:
         # A gateway restarts its kernel out of our sight, under the same id and websocket: proven at
         # every turn, which over the websocket is one kernel_info round trip, not a wait for silence.
         return is_remote(manager) or self.ready_for is not process_of(manager)
 
-    def mark_ready(self, manager: Any) -> None:
+    def mark_ready(self, manager: KernelManagerProtocol) -> None:
         self.ready_for = process_of(manager)
 
     @property
@@ -104,7 +157,7 @@ class SharedClient:
         return isinstance(self.client, GatewayChannels) and self.client.stale
 
 
-def process_of(manager: Any) -> Any:
+def process_of(manager: KernelManagerProtocol) -> object:
     """The kernel's local process (or what stands for it); None for a gateway's kernel."""
     if is_remote(manager):
         return None
@@ -112,7 +165,7 @@ def process_of(manager: Any) -> Any:
     return getattr(provisioner, "process", None) or provisioner or getattr(manager, "kernel", None)
 
 
-def _connection(manager: Any) -> Any:
+def _connection(manager: KernelManagerProtocol) -> object:
     try:
         return manager.get_connection_info()
     except Exception:  # a manager without one: keep the client as long as the manager
@@ -127,7 +180,9 @@ class KernelClients:
         self._clients: dict[str, SharedClient] = {}
         self._connecting = asyncio.Lock()  # two first cells on one kernel make one client, not two
 
-    async def get(self, kernel_id: str, manager: Any, kernel_manager: Any) -> SharedClient:
+    async def get(
+        self, kernel_id: str, manager: KernelManagerProtocol, kernel_manager: MappingKernelManagerProtocol
+    ) -> SharedClient:
         async with self._connecting:
             self._forget_gone(kernel_manager)
             shared = self._clients.get(kernel_id)
@@ -143,7 +198,7 @@ class KernelClients:
                 shared = self._clients[kernel_id] = SharedClient(client, manager, _connection(manager))
             return shared
 
-    def _forget_gone(self, kernel_manager: Any) -> None:
+    def _forget_gone(self, kernel_manager: MappingKernelManagerProtocol) -> None:
         for kernel_id in [k for k in self._clients if k not in kernel_manager]:
             shared = self._clients.pop(kernel_id)
             if not shared.turn.locked():

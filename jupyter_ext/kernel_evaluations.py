@@ -13,7 +13,13 @@ import queue
 from dataclasses import dataclass, field
 from typing import Any
 
-from .kernel_clients import KernelChannels, KernelClients, connected_client
+from .kernel_clients import (
+    KernelChannels,
+    KernelClients,
+    KernelManagerProtocol,
+    MappingKernelManagerProtocol,
+    connected_client,
+)
 
 EVALUATION_TIMEOUT = 30.0  # the callers' own limits are shorter; this one only bounds a lost reply
 
@@ -57,7 +63,13 @@ class KernelEvaluations:
         self._gathering: dict[str, _Batch] = {}
         self._in_flight: dict[str, int] = {}
 
-    async def evaluate(self, kernel_id: str, manager: Any, kernel_manager: Any, expression: str) -> dict[str, Any]:
+    async def evaluate(
+        self,
+        kernel_id: str,
+        manager: KernelManagerProtocol,
+        kernel_manager: MappingKernelManagerProtocol,
+        expression: str,
+    ) -> dict[str, Any]:
         """The kernel's user_expressions entry for `expression`; {} when it did not answer."""
         batch = self._gathering.get(kernel_id)
         if batch is None:
@@ -74,7 +86,13 @@ class KernelEvaluations:
         """Whether an evaluation of ours is on that kernel now: the kernel shows busy with it, not with a cell."""
         return self._in_flight.get(kernel_id, 0) > 0
 
-    async def _send(self, kernel_id: str, manager: Any, kernel_manager: Any, batch: _Batch) -> Results:
+    async def _send(
+        self,
+        kernel_id: str,
+        manager: KernelManagerProtocol,
+        kernel_manager: MappingKernelManagerProtocol,
+        batch: _Batch,
+    ) -> Results:
         self._in_flight[kernel_id] = self._in_flight.get(kernel_id, 0) + 1
         try:
             try:
@@ -97,7 +115,7 @@ class KernelEvaluations:
         self._clients.close()
 
 
-async def evaluate_once(manager: Any, expression: str) -> dict[str, Any]:
+async def evaluate_once(manager: KernelManagerProtocol, expression: str) -> dict[str, Any]:
     """Without kept clients (a KernelEnvironment made outside the server): a client for this evaluation only."""
     client = await connected_client(manager, outputs=False)
     try:

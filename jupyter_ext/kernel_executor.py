@@ -9,20 +9,34 @@ import asyncio
 import json
 import queue
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from agent_core.contract import make_event
+from agent_core.contract import CellStatus, make_event
 from agent_core.tools import CellPlacement, CellRun, ToolInputError
 from agent_core.tools.base import Emit, cell_finished
 
 from .iopub_outputs import kernel_died, outputs_of_burst, waiting_messages, went_idle
-from .kernel_clients import KernelChannels, KernelClients, connected_client, is_remote, process_of
+from .kernel_clients import (
+    KernelChannels,
+    KernelClients,
+    KernelManagerProtocol,
+    MappingKernelManagerProtocol,
+    connected_client,
+    is_remote,
+    process_of,
+)
 from .kernel_evaluations import KernelEvaluations, evaluate_once, shell_reply
 from .kernel_restarts import KernelRestarts
+
+if TYPE_CHECKING:
+    from jupyter_server.services.sessions.sessionmanager import SessionManager
+
+    from agent_core.tools.base import ShadowKernel
+    from agent_core.workspace import Workspace
 
 POLL_SECONDS = 1.0
 BUSY_NOTICE_SECONDS = 0.3  # a kernel busy this long before our cell is running someone else's
@@ -45,15 +59,15 @@ class NoKernel(ToolInputError):
 class KernelEnvironment:
     """The ToolEnvironment of a server-side run: the notebook's kernel, found at the moment a cell runs."""
 
-    kernel_manager: Any
-    session_manager: Any
+    kernel_manager: MappingKernelManagerProtocol
+    session_manager: SessionManager
     root_dir: Path
     notebook_path: str
     kernel_id: str | None = None
     cell_timeout: float | None = None
     # An agent_core.workspace.Workspace built from the server's configuration (allow_hidden, its data
     # and runtime folders); None falls back to the safe default for root_dir.
-    workspace: Any = None
+    workspace: Workspace | None = None
     # The server's kept kernel clients (kernel_clients.KernelClients); None: a client per cell.
     clients: KernelClients | None = None
     # The server's kept evaluation clients; None: a client per evaluation.
@@ -125,7 +139,7 @@ class KernelEnvironment:
         finally:
             self.clients.done(kernel_id, shared)
 
-    def shadow_kernel(self, notebook_path: str, kernel_name: str | None) -> AbstractAsyncContextManager[Any]:
+    def shadow_kernel(self, notebook_path: str, kernel_name: str | None) -> AbstractAsyncContextManager[ShadowKernel]:
         """agent_core's HasShadowKernel (verify_notebook): a fresh kernel beside the notebook's."""
         from .shadow_kernel import shadow_kernel
 
@@ -186,7 +200,7 @@ class KernelEnvironment:
     async def _wait_for_turn(
         self,
         client: KernelChannels,
-        manager: Any,
+        manager: KernelManagerProtocol,
         kernel_id: str,
         call_id: str,
         code: str,
@@ -250,7 +264,7 @@ class KernelEnvironment:
     async def _execute(
         self,
         client: KernelChannels,
-        manager: Any,
+        manager: KernelManagerProtocol,
         kernel_id: str,
         call_id: str,
         code: str,
@@ -309,13 +323,13 @@ class KernelEnvironment:
     async def _collect(
         self,
         client: KernelChannels,
-        manager: Any,
+        manager: KernelManagerProtocol,
         msg_id: str,
         call_id: str,
         outputs: list[dict[str, Any]],
         emit: Emit,
         started: float,
-    ) -> tuple[Any, int | None]:
+    ) -> tuple[CellStatus, int | None]:
         """Forward this cell's outputs until the kernel is idle again; then read its reply."""
         reply: dict[str, Any] | None = None
         process = process_of(manager)
@@ -347,11 +361,19 @@ class KernelEnvironment:
             reply = reply or await self._reply(client, msg_id)
         except ConnectionError as exc:  # a gateway's websocket closed: nothing more of this cell can come
             self._gone(call_id, outputs, emit, "KernelConnectionLost", f"The connection to the kernel ended: {exc}.")
-        status = "ok" if reply.get("status") == "ok" else ("aborted" if reply.get("status") == "aborted" else "error")
+        status: CellStatus = (
+            "ok" if reply.get("status") == "ok" else ("aborted" if reply.get("status") == "aborted" else "error")
+        )
         return status, reply.get("execution_count")
 
     async def _check_alive(
-        self, manager: Any, process: Any, call_id: str, outputs: list[dict[str, Any]], emit: Emit, started: float
+        self,
+        manager: KernelManagerProtocol,
+        process: object,
+        call_id: str,
+        outputs: list[dict[str, Any]],
+        emit: Emit,
+        started: float,
     ) -> None:
         """End the cell if the kernel process that runs it is gone: dead, or already replaced by the
         kernel manager's auto-restart (which can come between two polls: alive, but not this cell's)."""
@@ -425,7 +447,7 @@ class _KernelGone(Exception):
     pass
 
 
-async def _busy(manager: Any) -> bool:
+async def _busy(manager: KernelManagerProtocol) -> bool:
     """Whether the kernel runs a cell. jupyter_server's kernel managers track the state from iopub;
     a gateway's state can stay "busy" for good (see _wait_for_turn), so its kernel is asked instead;
     other managers count as idle."""
@@ -434,7 +456,7 @@ async def _busy(manager: Any) -> bool:
     return getattr(manager, "execution_state", "idle") == "busy"
 
 
-async def _answers_within(manager: Any, seconds: float) -> bool:
+async def _answers_within(manager: KernelManagerProtocol, seconds: float) -> bool:
     """Whether a gateway kernel answers a kernel_info request within `seconds`: one that runs a
     cell answers after it (its shell takes one request at a time). A websocket of its own: a few ms."""
     client = await connected_client(manager, outputs=False)
@@ -447,7 +469,7 @@ async def _answers_within(manager: Any, seconds: float) -> bool:
         client.stop_channels()
 
 
-async def _idle_within(manager: Any, seconds: float) -> bool:
+async def _idle_within(manager: KernelManagerProtocol, seconds: float) -> bool:
     """Whether the kernel is idle now or turns idle within `seconds` (its state is a trait of
     jupyter_server's kernel manager: observed, not polled; a gateway kernel is asked)."""
     if is_remote(manager):
@@ -458,7 +480,7 @@ async def _idle_within(manager: Any, seconds: float) -> bool:
         return False
     idle: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
-    def changed(change: Any) -> None:
+    def changed(change: Mapping[str, object]) -> None:
         if change["new"] != "busy" and not idle.done():
             idle.set_result(None)
 

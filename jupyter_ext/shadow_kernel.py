@@ -13,11 +13,18 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_core.tools.base import CellRun
 
 from .kernel_executor import KernelEnvironment
+
+if TYPE_CHECKING:
+    from jupyter_server.services.sessions.sessionmanager import SessionManager
+
+    from agent_core.workspace import Workspace
+
+    from .kernel_clients import MappingKernelManagerProtocol
 
 log = logging.getLogger(__name__)
 START_SECONDS = 60.0
@@ -46,7 +53,7 @@ class ShadowKernel:
             return CellRun("error", [error])
 
 
-def _known_kernel(kernel_manager: Any, wanted: str | None) -> str:
+def _known_kernel(kernel_manager: MappingKernelManagerProtocol, wanted: str | None) -> str:
     """The notebook's kernelspec when the server knows it, else the server's default kernel."""
     default = str(getattr(kernel_manager, "default_kernel_name", "") or "python3")
     specs = getattr(getattr(kernel_manager, "kernel_spec_manager", None), "get_all_specs", None)
@@ -60,10 +67,10 @@ def _known_kernel(kernel_manager: Any, wanted: str | None) -> str:
 
 @asynccontextmanager
 async def shadow_kernel(
-    kernel_manager: Any,
-    session_manager: Any,
+    kernel_manager: MappingKernelManagerProtocol,
+    session_manager: SessionManager,
     root_dir: Path,
-    workspace: Any,
+    workspace: Workspace | None,
     notebook_path: str,
     kernel_name: str | None,
     slots: asyncio.Semaphore | None = None,

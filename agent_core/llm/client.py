@@ -12,11 +12,12 @@ import sys
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
 
 from agent_core import fast_json
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.llm.failures import LLMError, llm_error, not_configured, server_message, timed_out
+from agent_core.llm.messages import Message, ToolCall, ToolSchema
 from agent_core.llm.prompt_protocol import (
     Rescue,
     Validate,
@@ -30,6 +31,9 @@ from agent_core.llm.sdk_clients import cached_client
 from agent_core.llm.stream import IdleDeadline, OversizedEvent, drain, sse_data
 from agent_core.privacy.outgoing import Outgoing, Source, prepare
 
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
+
 MAX_BACKOFF_SECONDS = 20.0
 log = logging.getLogger(__name__)
 
@@ -40,14 +44,21 @@ class RequestAudit(Protocol):
     async def sent(self, kind: str, body: bytes, redactions: int, sources: list[Source]) -> None: ...
 
 
-Sent = Callable[[Any], Awaitable[None]]  # called with the SDK's http request once it has gone out
+class SentRequest(Protocol):
+    """The SDK's http request (httpx's or httpx2's, by SDK version): its body is what is recorded."""
+
+    @property
+    def content(self) -> bytes: ...
+
+
+Sent = Callable[[SentRequest], Awaitable[None]]  # called with the SDK's http request once it has gone out
 
 
 def _recorder(audit: RequestAudit | None, kind: str, outgoing: Outgoing) -> Sent | None:
     if audit is None:
         return None
 
-    async def sent(http_request: Any) -> None:
+    async def sent(http_request: SentRequest) -> None:
         try:
             await audit.sent(kind, bytes(http_request.content), outgoing.redactions, outgoing.sources)
         except Exception:  # the request went out: a failed record is logged, the run goes on
@@ -69,7 +80,7 @@ class TokenUsage:
 @dataclass
 class ModelTurn:
     content: str = ""  # the raw reply text (prompt mode: with its Action lines)
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # OpenAI format, raw JSON arguments
+    tool_calls: list[ToolCall] = field(default_factory=list)  # raw JSON arguments
     final_answer: str | None = None  # prompt mode's "Final Answer:"
     ignored_call: str = ""  # a call-like JSON object in the text that was not run, and why
     usage: TokenUsage | None = None
@@ -81,8 +92,8 @@ class ModelTurn:
 
 @dataclass
 class ModelRequest:
-    messages: list[dict[str, Any]]  # canonical OpenAI-format history, system prompt first
-    tools: list[dict[str, Any]]  # OpenAI tool schemas
+    messages: list[Message]  # canonical OpenAI-format history, system prompt first
+    tools: list[ToolSchema]
     mode: str  # "native" or "prompt"
     validate: Validate | None = None  # checks a tool call found in the text before it is run
     audit: RequestAudit | None = None  # records each request as it went out
@@ -140,9 +151,9 @@ async def _complete_native(
     settings: AgentSettings, request: ModelRequest, on_token: Callable[[str], None], sent: Sent | None
 ) -> ModelTurn:
     turn = ModelTurn()
-    calls: dict[int, dict[str, Any]] = {}
+    calls: dict[int, ToolCall] = {}
 
-    def on_delta(delta: dict[str, Any]) -> None:
+    def on_delta(delta: Delta) -> None:
         content = delta.get("content")
         if isinstance(content, str) and content:  # text only: the token event's contract
             turn.content += content
@@ -172,14 +183,14 @@ async def _complete_prompt(
     settings: AgentSettings, request: ModelRequest, on_token: Callable[[str], None], sent: Sent | None
 ) -> ModelTurn:
     system, *rest = request.messages
-    messages = [
+    messages: list[Message] = [
         {"role": "system", "content": f"{system['content']}\n\n{tools_section(request.tools)}"},
         *as_prompt_messages(rest),
     ]
     turn = ModelTurn()
     visible = VisibleTokens(on_token)
 
-    def on_delta(delta: dict[str, Any]) -> None:
+    def on_delta(delta: Delta) -> None:
         content = delta.get("content")
         if isinstance(content, str) and content:  # text only: the token event's contract
             turn.content += content
@@ -197,20 +208,59 @@ async def _complete_prompt(
 # Endpoints (by base URL) that answered 400 to `stream_options`: they are not sent it again.
 _refuse_stream_options: set[str] = set()
 
-Delta = dict[str, Any]  # a chunk's `choices[i].delta`, as the endpoint sent it
+
+# A stream chunk as the OpenAI streaming API documents it. Parsed JSON, not validated: every field
+# is read defensively (.get, isinstance) because servers differ.
+
+
+class ToolCallDelta(TypedDict, total=False):
+    index: int
+    id: str
+    function: dict[str, str]  # pieces of {"name", "arguments"} to append
+
+
+class Delta(TypedDict, total=False):
+    """A chunk's `choices[i].delta`."""
+
+    content: str | None
+    tool_calls: list[ToolCallDelta]
+
+
+class Choice(TypedDict, total=False):
+    delta: Delta
+
+
+class Usage(TypedDict, total=False):
+    prompt_tokens: int
+    completion_tokens: int
+    prompt_tokens_details: dict[str, int]  # {"cached_tokens"}
+
+
+class Chunk(TypedDict, total=False):
+    choices: list[Choice]
+    usage: Usage | None
+    error: object  # an error the endpoint reported inside the stream
+
+
+class RequestBody(TypedDict, total=False):
+    model: str
+    messages: list[Message]
+    stream: bool
+    tools: list[ToolSchema]
+    stream_options: dict[str, bool]
 
 
 async def _stream(
     settings: AgentSettings,
-    messages: list[dict[str, Any]],
-    tools: list[dict[str, Any]] | None,
+    messages: list[Message],
+    tools: list[ToolSchema] | None,
     on_delta: Callable[[Delta], None],
     sent: Sent | None = None,
-) -> dict[str, Any] | None:
+) -> Usage | None:
     """Stream one completion into `on_delta`; the usage object the endpoint reported, if any."""
     import openai
 
-    body: dict[str, Any] = {"model": settings.model, "messages": messages, "stream": True}
+    body: RequestBody = {"model": settings.model, "messages": messages, "stream": True}
     if tools:  # never send tools/tool_choice when unset: some servers reject null values
         body["tools"] = tools
     endpoint = settings.base_url or ""
@@ -229,8 +279,8 @@ async def _stream(
 
 
 async def _read_stream(
-    settings: AgentSettings, body: dict[str, Any], on_delta: Callable[[Delta], None], sent: Sent | None
-) -> dict[str, Any] | None:
+    settings: AgentSettings, body: RequestBody, on_delta: Callable[[Delta], None], sent: Sent | None
+) -> Usage | None:
     """The SDK sends the request (auth, status errors) and the SSE lines are parsed here: its
     per-chunk pydantic models cost more than the rest of a token's way to the browser."""
     import openai
@@ -238,14 +288,17 @@ async def _read_stream(
     usage = None
     # The body is already plain JSON: as extra_body the SDK sends it as is, instead of walking
     # messages and tool schemas against its TypedDicts on every call (6% of a busy server).
-    fields = {"model": body["model"], "messages": [], "stream": True}
     request = None
     idle = IdleDeadline(settings.request_timeout)
     try:
         async with (
             idle.scope(),
             cached_client(settings).chat.completions.with_streaming_response.create(
-                **fields, extra_body=body, **idle.sdk_timeout(settings.connect_timeout)
+                model=body["model"],
+                messages=[],
+                stream=True,
+                extra_body=body,
+                **idle.sdk_timeout(settings.connect_timeout),
             ) as response,
         ):
             request = response.http_request
@@ -288,12 +341,12 @@ async def _read_stream(
     return usage
 
 
-def _chunk(data: str, request: Any) -> dict[str, Any]:
+def _chunk(data: str, request: Any) -> Chunk:  # the SDK's request: httpx's or httpx2's, by SDK version
     """One chunk, or the error the endpoint reported inside the stream (as the SDK raises it)."""
     import openai
 
     try:
-        chunk = fast_json.loads(data)
+        chunk: Chunk = fast_json.loads(data)
     except ValueError:
         raise openai.APIError(
             f"The endpoint sent a chunk that is not JSON: {data[:100]!r}", request, body=None
@@ -311,7 +364,7 @@ def _chunk(data: str, request: Any) -> dict[str, Any]:
     return chunk
 
 
-def _usage(reported: dict[str, Any] | None, messages: list[dict[str, Any]], turn: ModelTurn) -> TokenUsage:
+def _usage(reported: Usage | None, messages: list[Message], turn: ModelTurn) -> TokenUsage:
     """The endpoint's counts, or an estimate (~4 characters a token) when it sent none."""
     if isinstance(reported, dict) and isinstance(reported.get("prompt_tokens"), int):
         details = reported.get("prompt_tokens_details")
@@ -326,9 +379,7 @@ def _usage(reported: dict[str, Any] | None, messages: list[dict[str, Any]], turn
     return TokenUsage(estimate_tokens(messages), len(written) // 4, None, True)
 
 
-async def plain_completion(
-    settings: AgentSettings, messages: list[dict[str, Any]], audit: RequestAudit | None = None
-) -> str:
+async def plain_completion(settings: AgentSettings, messages: list[Message], audit: RequestAudit | None = None) -> str:
     """A non-streamed completion without tools, its messages as the data policy allows."""
     from agent_core.loop.mentions import for_the_model
 
@@ -340,25 +391,31 @@ async def plain_completion(
 async def summary_completion(
     settings: AgentSettings,
     instruction: str,
-    conversation: list[dict[str, Any]],
-    transcript: Callable[[list[dict[str, Any]]], str],
+    conversation: list[Message],
+    transcript: Callable[[list[Message]], str],
     audit: RequestAudit | None = None,
 ) -> str:
     """A summary of `conversation`: the data policy applies to its messages (tool results by their
     tool) before `transcript` turns them into the one text the model reads."""
     outgoing = prepare(conversation, [], settings.data_policy, settings.redaction_patterns)
-    messages = [{"role": "system", "content": instruction}, {"role": "user", "content": transcript(outgoing.messages)}]
+    messages: list[Message] = [
+        {"role": "system", "content": instruction},
+        {"role": "user", "content": transcript(outgoing.messages)},
+    ]
     return await _plain(settings, messages, _recorder(audit, "summary", outgoing))
 
 
-async def _plain(settings: AgentSettings, messages: list[dict[str, Any]], sent: Sent | None) -> str:
+async def _plain(settings: AgentSettings, messages: list[Message], sent: Sent | None) -> str:
     import openai
 
     if not settings.llm_configured:
         raise not_configured()
     try:
         raw = await cached_client(settings).chat.completions.with_raw_response.create(
-            model=settings.model, messages=messages
+            # The messages are in the wire shape (Cellwright's own keys stripped, see for_the_model), which the
+            # SDK describes as a union by role that our one Message type cannot be narrowed to.
+            model=settings.model,
+            messages=cast("list[ChatCompletionMessageParam]", messages),
         )
         if sent is not None:
             await sent(raw.http_request)
@@ -372,12 +429,12 @@ async def _plain(settings: AgentSettings, messages: list[dict[str, Any]], sent: 
     return (reply.choices[0].message.content or "").strip() if reply.choices else ""
 
 
-def _wire_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _wire_messages(messages: list[Message]) -> list[Message]:
     """`content: ""` instead of null beside tool calls (llama.cpp rejects null)."""
     return [{**m, "content": ""} if m.get("role") == "assistant" and m.get("content") is None else m for m in messages]
 
 
-def _merge_tool_delta(calls: dict[int, dict[str, Any]], delta: dict[str, Any]) -> None:
+def _merge_tool_delta(calls: dict[int, ToolCall], delta: ToolCallDelta) -> None:
     index = delta.get("index")
     call = calls.setdefault(
         index if isinstance(index, int) else len(calls),
@@ -396,7 +453,7 @@ def _merge_tool_delta(calls: dict[int, dict[str, Any]], delta: dict[str, Any]) -
         call["function"]["arguments"] += arguments
 
 
-def _finish_calls(calls: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+def _finish_calls(calls: dict[int, ToolCall]) -> list[ToolCall]:
     finished = []
     for index in sorted(calls):
         call = calls[index]
@@ -405,13 +462,13 @@ def _finish_calls(calls: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
     return finished
 
 
-def _calls_from_pairs(pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
+def _calls_from_pairs(pairs: list[tuple[str, str]]) -> list[ToolCall]:
     return [
         {"id": f"call_{uuid.uuid4().hex[:16]}", "type": "function", "function": {"name": name, "arguments": args}}
         for name, args in pairs
     ]
 
 
-def estimate_tokens(messages: list[dict[str, Any]]) -> int:
+def estimate_tokens(messages: list[Message]) -> int:
     """A rough count (4 characters a token) that needs no tokenizer for an unknown model."""
     return sum(len(json.dumps(m)) for m in messages) // 4

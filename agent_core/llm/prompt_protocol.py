@@ -10,7 +10,8 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+
+from agent_core.llm.messages import Message, ToolSchema
 
 ACTION = re.compile(r"Action:\s*`?([\w.-]+)`?\s*\n+\s*Action Input:\s*(.*)", re.S)
 TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
@@ -28,7 +29,7 @@ class ParsedReply:
     final_answer: str | None = None
 
 
-def _first_json_object(text: str) -> tuple[Any, str] | None:
+def _first_json_object(text: str) -> tuple[object, str] | None:
     """The first JSON value at the start of `text` (ignoring trailing prose), and its raw text."""
     text = text.strip().removeprefix("```json").removeprefix("```").strip()
     try:
@@ -38,7 +39,7 @@ def _first_json_object(text: str) -> tuple[Any, str] | None:
     return value, text[:end]
 
 
-def _call_from_object(value: Any) -> tuple[str, str] | None:
+def _call_from_object(value: object) -> tuple[str, str] | None:
     """{"name", "arguments"} (OpenAI-like), {"action", "action_input"} or {"tool", "args"}."""
     if not isinstance(value, dict):
         return None
@@ -57,7 +58,7 @@ def _call_from_object(value: Any) -> tuple[str, str] | None:
 
 MAX_RESCUE_SCAN_CHARS = 64_000  # a reply longer than this is prose; scanning it all would be slow
 MAX_RESCUE_CANDIDATES = 200
-Validate = Callable[[str, Any], "str | None"]  # (tool name, arguments) -> what is wrong, or None
+Validate = Callable[[str, object], "str | None"]  # (tool name, arguments) -> what is wrong, or None
 
 
 @dataclass
@@ -94,7 +95,7 @@ def rescue_call(text: str, validate: Validate) -> Rescue:
     return rescue
 
 
-def _loads_or_none(raw: str) -> Any:
+def _loads_or_none(raw: str) -> object:
     try:
         return json.loads(raw)
     except (ValueError, RecursionError):
@@ -172,7 +173,7 @@ class VisibleTokens:
             self._forward(text)
 
 
-def tools_section(tools: list[dict[str, Any]]) -> str:
+def tools_section(tools: list[ToolSchema]) -> str:
     """The system-prompt text that describes the tools and the reply format."""
     lines = ["You can use these tools:"]
     for tool in tools:
@@ -186,10 +187,10 @@ def tools_section(tools: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def as_prompt_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def as_prompt_messages(messages: list[Message]) -> list[Message]:
     """Canonical (OpenAI tool-call) history as plain chat: calls stay in the assistant's text,
     results come back as user observations."""
-    out: list[dict[str, Any]] = []
+    out: list[Message] = []
     for message in messages:
         role = message.get("role")
         if role == "tool":
@@ -200,6 +201,11 @@ def as_prompt_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 call = message["tool_calls"][0]["function"]
                 text = f"{text}\nAction: {call['name']}\nAction Input: {call['arguments']}".strip()
             out.append({"role": "assistant", "content": text})
-        else:
-            out.append({k: v for k, v in message.items() if k in ("role", "content")})
+        else:  # role and content only: Cellwright's own keys stay behind
+            plain: Message = {}
+            if "role" in message:
+                plain["role"] = message["role"]
+            if "content" in message:
+                plain["content"] = message["content"]
+            out.append(plain)
     return out

@@ -6,20 +6,27 @@ from __future__ import annotations
 import asyncio
 import functools
 import weakref
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from agent_core.config.agent_settings import AgentSettings
+
+if TYPE_CHECKING:  # the SDK is imported on first use
+    from openai import AsyncOpenAI
 
 # Local servers ignore the key, but the SDK refuses an empty one.
 PLACEHOLDER_KEY = "no-key-needed"
 
 # One client per event loop and endpoint: a client reused across event loops fails ("Event loop is
 # closed"), and making one costs ~30 ms (an SSL context), which the first token would wait for.
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[Any, ...], Any]] = weakref.WeakKeyDictionary()
+ClientKey = tuple[str, str, float, float]  # key, endpoint, request and connect time-outs
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[ClientKey, AsyncOpenAI]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
-def new_client(settings: AgentSettings) -> Any:
+def new_client(settings: AgentSettings) -> AsyncOpenAI:
     """An SDK client for the settings' endpoint with the settings' key, the key of that endpoint
     (configuration.Cellwright.key_for). Without one, requests carry no Authorization header at all:
     not the placeholder, nor the OPENAI_API_KEY the SDK would read. The caller closes it (or
@@ -38,7 +45,7 @@ def new_client(settings: AgentSettings) -> Any:
 
 
 @functools.cache
-def _keyless_client_class(openai: Any) -> Any:
+def _keyless_client_class(openai: Any) -> type[AsyncOpenAI]:  # Any, not ModuleType: a class derives from it
     class KeylessAsyncOpenAI(openai.AsyncOpenAI):
         """Omits the Authorization header of every request (the SDK's explicit "no auth")."""
 
@@ -50,7 +57,7 @@ def _keyless_client_class(openai: Any) -> Any:
     return KeylessAsyncOpenAI
 
 
-def _aiohttp_client(openai: Any, timeout: Any, base_url: str) -> Any:
+def _aiohttp_client(openai: ModuleType, timeout: object, base_url: str) -> Any:  # DefaultAioHttpClient, in new SDKs
     """The SDK's own aiohttp transport (the `openai[aiohttp]` extra), or None for its httpx default.
     aiohttp parses a streamed body in C: with a hundred threads streaming at once, reading the
     model's bytes through httpx's Python stack was the server's largest cost (bench/many_threads.py)."""
@@ -65,8 +72,8 @@ def _aiohttp_client(openai: Any, timeout: Any, base_url: str) -> Any:
     return None if make is None else make(timeout=timeout)
 
 
-def cached_client(settings: AgentSettings) -> Any:
-    key = (settings.api_key, settings.base_url, settings.request_timeout, settings.connect_timeout)
+def cached_client(settings: AgentSettings) -> AsyncOpenAI:
+    key: ClientKey = (settings.api_key, settings.base_url, settings.request_timeout, settings.connect_timeout)
     per_loop = _clients.setdefault(asyncio.get_running_loop(), {})
     if key not in per_loop:
         per_loop[key] = new_client(settings)

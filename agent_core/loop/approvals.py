@@ -4,9 +4,9 @@ and what the user's decision means for the call (run as asked, run edited, or re
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from agent_core.contract.bodies import Decision
+from agent_core.json_types import JsonObject
 from agent_core.tools import ToolContext, ToolOutcome, ToolSpec
 from agent_core.tools.external import origin_fields
 
@@ -16,9 +16,9 @@ ASKED_KEPT = 256
 
 
 async def approval_request(
-    spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolContext, agent: str, task_id: str
-) -> dict[str, Any]:
-    request: dict[str, Any] = {
+    spec: ToolSpec, args: JsonObject, tool_ctx: ToolContext, agent: str, task_id: str
+) -> JsonObject:
+    request: JsonObject = {
         "id": tool_ctx.call_id,
         "name": spec.name,
         "args": args,
@@ -44,11 +44,11 @@ class ApprovalCards:
     approved cell waits. After a restart they are."""
 
     def __init__(self) -> None:
-        self._asked: dict[tuple[str, str], dict[str, Any]] = {}
+        self._asked: dict[tuple[str, str], JsonObject] = {}
 
     async def request_once(
-        self, spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolContext, agent: str, task_id: str, scope: str
-    ) -> dict[str, Any]:
+        self, spec: ToolSpec, args: JsonObject, tool_ctx: ToolContext, agent: str, task_id: str, scope: str
+    ) -> JsonObject:
         key = (scope, tool_ctx.call_id)
         request = self._asked.get(key)
         if request is None or request["args"] != args:
@@ -59,13 +59,13 @@ class ApprovalCards:
         return request
 
 
-def decoded(resumed: Any) -> Decision:
+def decoded(resumed: object) -> Decision:
     """The user's decision as the interrupt hands it back (the checkpoint keeps it as a dict): the
     route checked it already; read once here, typed from here to the tool."""
     return Decision.model_validate(resumed)
 
 
-def decided_context(decision: Decision, proposed: dict[str, Any], tool_ctx: ToolContext) -> ToolContext:
+def decided_context(decision: Decision, proposed: JsonObject, tool_ctx: ToolContext) -> ToolContext:
     """The call's context with how the user decided (kept in the cell's provenance)."""
     from dataclasses import replace
 
@@ -74,7 +74,7 @@ def decided_context(decision: Decision, proposed: dict[str, Any], tool_ctx: Tool
     return replace(tool_ctx, decision="approved")
 
 
-def decided_args(decision: Decision, args: dict[str, Any]) -> tuple[dict[str, Any] | None, ToolOutcome | None]:
+def decided_args(decision: Decision, args: JsonObject) -> tuple[JsonObject | None, ToolOutcome | None]:
     """The arguments to run with, or the outcome of a rejection."""
     if decision.decision == "reject":
         reason = (decision.reason or "").strip() or "no reason given"

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agent_core.llm.messages import Message
 from agent_core.loop.state import appended
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ class NoSuchStep(LookupError):
 @dataclass(frozen=True)
 class ForkPoint:
     snapshot: StateSnapshot
-    later: list[dict[str, Any]]  # the current branch's messages after the fork point
+    later: list[Message]  # the current branch's messages after the fork point
 
 
 def _config(thread_id: str, checkpoint_id: str | None = None, **metadata: str) -> RunnableConfig:
@@ -42,7 +43,7 @@ def checkpoint_id(snapshot: StateSnapshot) -> str:
     return str(snapshot.config["configurable"]["checkpoint_id"])
 
 
-def messages_of(snapshot: StateSnapshot) -> list[dict[str, Any]]:
+def messages_of(snapshot: StateSnapshot) -> list[Message]:
     return list((snapshot.values or {}).get("messages") or [])
 
 
@@ -67,7 +68,7 @@ async def state_at(graph: AgentGraph, thread_id: str, checkpoint: str) -> StateS
     return await graph.aget_state(_config(thread_id, checkpoint))
 
 
-def step_index(messages: list[dict[str, Any]], call_id: str | None, user_message: int | None) -> int:
+def step_index(messages: list[Message], call_id: str | None, user_message: int | None) -> int:
     """Where the conversation is cut: the index of the assistant message that made call `call_id`,
     or of the context before the user's message number `user_message`."""
     if call_id is not None:
@@ -130,14 +131,14 @@ async def copy_into(graph: AgentGraph, snapshot: StateSnapshot, thread_id: str, 
     await graph.aupdate_state(_config(thread_id), update, as_node="tools")
 
 
-def _common_prefix(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> int:
+def _common_prefix(a: list[Message], b: list[Message]) -> int:
     n = 0
     while n < min(len(a), len(b)) and a[n] == b[n]:
         n += 1
     return n
 
 
-def call_ids(messages: list[dict[str, Any]]) -> list[str]:
+def call_ids(messages: list[Message]) -> list[str]:
     return [str(c.get("id")) for m in messages for c in m.get("tool_calls") or []]
 
 

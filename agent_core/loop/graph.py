@@ -22,14 +22,16 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from agent_core.contract import make_event
+from agent_core.json_types import JsonObject
 from agent_core.llm.client import ModelRequest, ModelTurn, complete
 from agent_core.llm.failures import LLMError
+from agent_core.llm.messages import Message, ToolCall
 from agent_core.loop import usage as token_usage
 from agent_core.loop.agents import AGENTS
 from agent_core.loop.approvals import decided_args, decided_context, decoded
 from agent_core.loop.history import compact
 from agent_core.loop.run_context import RunContext
-from agent_core.loop.state import AgentState, AgentUpdate, appended, parse_args
+from agent_core.loop.state import AgentState, AgentUpdate, Failure, appended, parse_args
 from agent_core.loop.vision import IMAGES_KEY, with_image_parts
 from agent_core.prompts import prompt_text
 from agent_core.storage.tool_ledger import STOPPED
@@ -59,7 +61,7 @@ def _finish(emit: Emit, answer: str, next_items: list[dict[str, str]] | None = N
 # -- the model node
 
 
-def _system_prompt(ctx: RunContext) -> dict[str, Any]:
+def _system_prompt(ctx: RunContext) -> Message:
     agents = "\n".join(f"  - {AGENTS[name].name}: {AGENTS[name].description}" for name in ctx.agent.may_call)
     text = prompt_text(ctx.agent.prompt).replace("{notebook_path}", ctx.notebook_path or "(none open)")
     text = text.replace("{skills}", skills_prompt_section()).replace("{agents}", agents)
@@ -67,12 +69,12 @@ def _system_prompt(ctx: RunContext) -> dict[str, Any]:
     return {"role": "system", "content": "\n\n".join([text, *(n for n in notes if n)])}
 
 
-def _reminder(ctx: RunContext) -> dict[str, Any]:
+def _reminder(ctx: RunContext) -> Message:
     how = "reply with an Action or a Final Answer" if ctx.tool_mode == "prompt" else "call a tool, or call final_answer"
     return {"role": "user", "content": f"Your last reply was empty. Continue the task: {how}."}
 
 
-def _ignored_call_note(problem: str) -> dict[str, Any]:
+def _ignored_call_note(problem: str) -> Message:
     return {
         "role": "user",
         "content": f"[Your reply contained a tool call as text, but it did not run ({problem}). To use a tool, call it "
@@ -80,7 +82,7 @@ def _ignored_call_note(problem: str) -> dict[str, Any]:
     }
 
 
-async def _ask(ctx: RunContext, messages: list[dict[str, Any]]) -> ModelTurn:
+async def _ask(ctx: RunContext, messages: list[Message]) -> ModelTurn:
     """One model turn; in "auto" mode a refusal of function calling switches the run to prompt mode."""
     emit = ctx.emit
 
@@ -96,7 +98,7 @@ async def _ask(ctx: RunContext, messages: list[dict[str, Any]]) -> ModelTurn:
     offered = ctx.offered()
     tools = [spec.openai_schema() for spec in offered.values()]
 
-    def validate(name: str, args: Any) -> str | None:
+    def validate(name: str, args: object) -> str | None:
         spec = offered.get(name)
         return spec.check_args(args) if spec else f"there is no tool {name!r}; the tools are {sorted(offered)}"
 
@@ -115,7 +117,7 @@ async def _ask(ctx: RunContext, messages: list[dict[str, Any]]) -> ModelTurn:
     return turn
 
 
-def _count(ctx: RunContext, turn: ModelTurn, messages: list[dict[str, Any]]) -> None:
+def _count(ctx: RunContext, turn: ModelTurn, messages: list[Message]) -> None:
     """Add a call's tokens to the run's and the thread's totals and show them, with the context meter."""
     call = token_usage.of_call(turn, messages, ctx.settings.model, ctx.settings.prices)
     ctx.meter.record(call)
@@ -200,9 +202,7 @@ async def _call_model(state: AgentState, ctx: RunContext) -> AgentUpdate:
     return {**update, **_model_reply(ctx, turn, _call_ids(state.get("messages", [])))}
 
 
-async def _with_images(
-    ctx: RunContext, state: AgentState, messages: list[dict[str, Any]]
-) -> tuple[list[dict[str, Any]], bool]:
+async def _with_images(ctx: RunContext, state: AgentState, messages: list[Message]) -> tuple[list[Message], bool]:
     vision = ctx.settings.vision
     # Prompt mode flattens messages to text: no parts to carry an image.
     if (
@@ -216,16 +216,16 @@ async def _with_images(
     return with_image_parts(messages, ctx.settings.max_images)[0], False
 
 
-def _is_image_message(message: dict[str, Any]) -> bool:
+def _is_image_message(message: Message) -> bool:
     content = message.get("content")
     return isinstance(content, list) and any(isinstance(p, dict) and p.get("type") == "image_url" for p in content)
 
 
-def _call_ids(messages: list[dict[str, Any]]) -> set[str]:
+def _call_ids(messages: list[Message]) -> set[str]:
     return {call["id"] for m in messages for call in m.get("tool_calls") or []}
 
 
-def _outside_turn(ctx: RunContext, call: dict[str, Any], used_ids: set[str]) -> AgentUpdate:
+def _outside_turn(ctx: RunContext, call: ToolCall, used_ids: set[str]) -> AgentUpdate:
     """An outside agent's run: its call is the turn (shown and approved as the model's are); once
     its result is in, the run ends there, and the outside agent reads the result."""
     if call["id"] in used_ids:
@@ -234,7 +234,7 @@ def _outside_turn(ctx: RunContext, call: dict[str, Any], used_ids: set[str]) -> 
 
 
 def _model_reply(ctx: RunContext, turn: ModelTurn, used_ids: set[str]) -> AgentUpdate:
-    message: dict[str, Any] = {"role": "assistant", "content": turn.content}
+    message: Message = {"role": "assistant", "content": turn.content}
     if not turn.tool_calls:
         answer = turn.final_answer if turn.final_answer is not None else turn.content.strip()
         if not ctx.agent.is_subagent:  # a sub-agent's text is its report to the planner, not the answer
@@ -255,7 +255,7 @@ def _model_reply(ctx: RunContext, turn: ModelTurn, used_ids: set[str]) -> AgentU
 # -- the tools node
 
 
-async def _run_tool(call: dict[str, Any], ctx: RunContext) -> ToolOutcome:
+async def _run_tool(call: ToolCall, ctx: RunContext) -> ToolOutcome:
     name = call["function"]["name"]
     spec = ctx.tools.get(name)
     if spec is None:
@@ -299,7 +299,7 @@ async def _run_tool(call: dict[str, Any], ctx: RunContext) -> ToolOutcome:
     return await _run_recorded(spec, args or {}, tool_ctx, ctx)
 
 
-async def _run_recorded(spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolContext, ctx: RunContext) -> ToolOutcome:
+async def _run_recorded(spec: ToolSpec, args: JsonObject, tool_ctx: ToolContext, ctx: RunContext) -> ToolOutcome:
     if not spec.recorded:  # a sub-agent's task resumes inside; its own calls are recorded
         return await _run_unrecorded(spec, args, tool_ctx)
     await ctx.ledger.started(ctx.ledger_scope, tool_ctx.call_id)
@@ -317,7 +317,7 @@ async def _run_recorded(spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolCont
     return outcome
 
 
-async def _run_unrecorded(spec: ToolSpec, args: dict[str, Any], tool_ctx: ToolContext) -> ToolOutcome:
+async def _run_unrecorded(spec: ToolSpec, args: JsonObject, tool_ctx: ToolContext) -> ToolOutcome:
     try:
         return await spec.run(args, tool_ctx)
     except ToolInputError as exc:
@@ -333,7 +333,7 @@ def subagent_graph() -> AgentGraph:
     return build_graph(None)
 
 
-def _fingerprint(call: dict[str, Any]) -> str:
+def _fingerprint(call: ToolCall) -> str:
     args, _ = parse_args(call["function"]["arguments"])
     canonical = json.dumps(args, sort_keys=True) if args is not None else call["function"]["arguments"]
     return f"{call['function']['name']}:{canonical}"
@@ -370,7 +370,7 @@ async def _call_tools(state: AgentState, ctx: RunContext) -> AgentUpdate:
     plan_approved = ctx.policy.asks_for_plan(name) and outcome.status == "ok"
     if plan_approved:
         content += "\n\n[The user approved this plan. Carry it out now; each step that changes something still asks for approval.]"
-    messages = [{"role": "tool", "tool_call_id": call["id"], "content": content}]
+    messages: list[Message] = [{"role": "tool", "tool_call_id": call["id"], "content": content}]
     if outcome.images:
         messages[0][IMAGES_KEY] = list(outcome.images)
     if outcome.preimage:  # for a rewind (agent_core.undo.preimages); never sent to the model
@@ -390,7 +390,7 @@ async def _call_tools(state: AgentState, ctx: RunContext) -> AgentUpdate:
     return update
 
 
-def _failure_streak(state: AgentState, call: dict[str, Any], outcome: ToolOutcome) -> dict[str, Any]:
+def _failure_streak(state: AgentState, call: ToolCall, outcome: ToolOutcome) -> Failure:
     if outcome.status != "error":
         return {}
     key = _fingerprint(call)
@@ -401,11 +401,11 @@ def _failure_streak(state: AgentState, call: dict[str, Any], outcome: ToolOutcom
 # -- the graph
 
 
-def _after_model(state: Mapping[str, Any]) -> str:
+def _after_model(state: Mapping[str, object]) -> str:
     return END if state.get("done") else "tools"
 
 
-def _after_tools(state: Mapping[str, Any]) -> str:
+def _after_tools(state: Mapping[str, object]) -> str:
     return END if state.get("done") else "model"
 
 

@@ -3,10 +3,11 @@ history outgrows the token budget (the last turns stay verbatim)."""
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.llm.client import RequestAudit, estimate_tokens, summary_completion
+from agent_core.llm.messages import Message
 
 
 class SummaryUpdate(TypedDict, total=False):
@@ -23,10 +24,10 @@ SUMMARY_PROMPT = (
 )
 
 
-def with_tool_results(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def with_tool_results(messages: list[Message]) -> list[Message]:
     """Every tool call answered: a stop can leave one dangling, and servers reject that."""
     answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
-    out: list[dict[str, Any]] = []
+    out: list[Message] = []
     for message in messages:
         out.append(message)
         for call in message.get("tool_calls") or []:
@@ -35,7 +36,7 @@ def with_tool_results(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def summary_cut(messages: list[dict[str, Any]], keep_tokens: int, start: int) -> int:
+def summary_cut(messages: list[Message], keep_tokens: int, start: int) -> int:
     """The first index to keep verbatim: as early as fits `keep_tokens`, never between a tool call
     and its result (so at a user or assistant message)."""
     cut = len(messages)
@@ -51,12 +52,12 @@ def summary_cut(messages: list[dict[str, Any]], keep_tokens: int, start: int) ->
 
 async def compact(
     settings: AgentSettings,
-    messages: list[dict[str, Any]],
+    messages: list[Message],
     summary: str,
     summary_upto: int,
-    system: dict[str, Any],
+    system: Message,
     audit: RequestAudit | None = None,
-) -> tuple[list[dict[str, Any]], SummaryUpdate]:
+) -> tuple[list[Message], SummaryUpdate]:
     """The messages to send, and a state update when older turns had to be summarised."""
     visible = _with_summary(system, summary, with_tool_results(messages[summary_upto:]))
     if estimate_tokens(visible) <= settings.context_token_budget:
@@ -65,23 +66,23 @@ async def compact(
     if cut <= summary_upto:
         return visible, {}  # the last turn alone is over budget: nothing older to fold away
     older = with_tool_results(messages[summary_upto:cut])
-    previous = [{"role": "user", "content": f"Earlier summary:\n{summary}"}] if summary else []
+    previous: list[Message] = [{"role": "user", "content": f"Earlier summary:\n{summary}"}] if summary else []
     new_summary = await summary_completion(settings, SUMMARY_PROMPT, previous + older, _transcript, audit)
     update: SummaryUpdate = {"summary": new_summary, "summary_upto": cut}
     return _with_summary(system, new_summary, with_tool_results(messages[cut:])), update
 
 
-def _with_summary(system: dict[str, Any], summary: str, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _with_summary(system: Message, summary: str, messages: list[Message]) -> list[Message]:
     if not summary:
         return [system, *messages]
-    note = {"role": "user", "content": f"(Summary of the earlier conversation)\n{summary}"}
+    note: Message = {"role": "user", "content": f"(Summary of the earlier conversation)\n{summary}"}
     return [system, note, *messages]
 
 
-def _transcript(messages: list[dict[str, Any]]) -> str:
+def _transcript(messages: list[Message]) -> str:
     return "\n\n".join(f"{m['role']}: {m.get('content') or ''}{_calls_text(m)}" for m in messages)
 
 
-def _calls_text(message: dict[str, Any]) -> str:
+def _calls_text(message: Message) -> str:
     calls = message.get("tool_calls") or []
     return "".join(f"\n[called {c['function']['name']}({c['function']['arguments'][:500]})]" for c in calls)

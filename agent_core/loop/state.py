@@ -9,22 +9,24 @@ from typing import Annotated, Any, TypedDict
 
 from langgraph.channels.delta import DeltaChannel
 
+from agent_core.json_types import JsonObject
+from agent_core.llm.messages import Message, ToolCall
 from agent_core.loop import usage as token_usage
 
 
 class MessagesAppend(TypedDict):
     """A node's write to `messages`: the messages to add (see appended)."""
 
-    append: list[dict[str, Any]]
+    append: list[Message]
 
 
-def appended(*messages: dict[str, Any]) -> MessagesAppend:
+def appended(*messages: Message) -> MessagesAppend:
     """A write to `messages`. Wrapped, because LangGraph turns bare message dicts written to a delta
     channel into LangChain message objects, and the state holds OpenAI-format dicts."""
     return {"append": list(messages)}
 
 
-def append_messages(current: list[dict[str, Any]], writes: Sequence[Any]) -> list[dict[str, Any]]:
+def append_messages(current: list[Message], writes: Sequence[MessagesAppend | list[Message]]) -> list[Message]:
     merged = list(current)
     for write in writes:
         merged.extend(write["append"] if isinstance(write, dict) else write)
@@ -34,7 +36,14 @@ def append_messages(current: list[dict[str, Any]], writes: Sequence[Any]) -> lis
 class _StateMessages(TypedDict, total=False):
     # A delta channel: each checkpoint stores the new messages, not the whole list again, so a long
     # thread grows linearly on disk instead of with the square of its turns.
-    messages: Annotated[list[dict[str, Any]], DeltaChannel(append_messages, snapshot_frequency=1000)]
+    messages: Annotated[list[Message], DeltaChannel(append_messages, snapshot_frequency=1000)]
+
+
+class Failure(TypedDict, total=False):
+    """Consecutive identical failures: {} after a success."""
+
+    call: str  # the failing call's fingerprint (its name and canonical arguments)
+    count: int
 
 
 class _StateFields(TypedDict, total=False):
@@ -44,7 +53,7 @@ class _StateFields(TypedDict, total=False):
     model_calls: int  # per run: reset by each new user message
     done: bool
     deferred: list[str]  # calls cut from the last turn, to tell the model they did not run
-    failure: dict[str, Any]  # {"call": fingerprint, "count": n} of consecutive identical failures
+    failure: Failure
     summary: str
     summary_upto: int  # messages before this index are covered by `summary`
     mode: str  # "single" or "multi": which agent answers the user
@@ -58,7 +67,7 @@ class _StateFields(TypedDict, total=False):
     notebook_tools: list[str]  # the kernel's @tool functions at the last run's start: told when they are gone
     # The call an outside agent (an MCP client) asked for: it stands for the model's turn of this run
     # (agent_core.loop.graph), and the run ends with its result. None: Cellwright's model answers.
-    outside_call: dict[str, Any] | None
+    outside_call: ToolCall | None
     outside_client: str  # who asked for it ("Claude Code via MCP"): named where a cell names its model
     forked_from: str  # "<thread id>:<tool call id>" a forked thread continues from (agent_core.loop.branches)
     data_policy: str  # the narrower data policy a run asked for, kept for the thread's later runs (agent_core.privacy)
@@ -77,13 +86,13 @@ class AgentUpdate(_StateFields, total=False):
 def new_run_input(
     message: str,
     mode: str = "single",
-    context: list[dict[str, Any]] | None = None,
+    context: list[Message] | None = None,
     autonomy: str = "agent",
     data_policy: str | None = None,
 ) -> AgentUpdate:
     """A run's input: the user's message, after the context Cellwright attached to it (if any); a
     narrower data policy it asked for is kept in the state for the thread's later runs."""
-    messages = [*(context or []), {"role": "user", "content": message}]
+    messages: list[Message] = [*(context or []), {"role": "user", "content": message}]
     kept: AgentUpdate = {"data_policy": data_policy} if data_policy else {}
     return {
         **kept,
@@ -100,10 +109,10 @@ def new_run_input(
     }
 
 
-def outside_call_input(call_id: str, name: str, arguments: dict[str, Any], autonomy: str, client: str) -> AgentUpdate:
+def outside_call_input(call_id: str, name: str, arguments: JsonObject, autonomy: str, client: str) -> AgentUpdate:
     """A run that is one tool call of an outside agent: no user message, no model call; the call goes
     through the tools node as the model's would (policy, approval, ledger, undo), then the run ends."""
-    call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+    call: ToolCall = {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
     return {
         "model_calls": 0,
         "done": False,
@@ -116,7 +125,7 @@ def outside_call_input(call_id: str, name: str, arguments: dict[str, Any], auton
     }
 
 
-def parse_args(raw: str | dict[str, Any] | None) -> tuple[dict[str, Any] | None, str | None]:
+def parse_args(raw: str | JsonObject | None) -> tuple[JsonObject | None, str | None]:
     if isinstance(raw, dict):
         return raw, None
     try:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.contract import make_event
+from agent_core.llm.messages import Message
 from agent_core.loop.event_pump import EventPump
 from agent_core.loop.refusals import (
     ApprovalPending,
@@ -41,6 +42,7 @@ if TYPE_CHECKING:  # the contract's route models and the tool registry load on a
     from agent_core.contract.outside_tools import OutsideCall
     from agent_core.loop.approvals import ApprovalCards
     from agent_core.loop.graph import AgentGraph
+    from agent_core.loop.mentions import MentionView
     from agent_core.loop.state import AgentUpdate
     from agent_core.mcp.manager import McpManager
     from agent_core.tools import ToolEnvironment
@@ -287,7 +289,7 @@ class ThreadRunner:
         env: ToolEnvironment,
         settings: AgentSettings,
         prior: dict[str, Any],
-    ) -> tuple[AgentUpdate, list[dict[str, Any]], dict[str, ExternalToolSpec]]:
+    ) -> tuple[AgentUpdate, list[MentionView], dict[str, ExternalToolSpec]]:
         """A new run's graph input (the message after its context and notes), the mentions for
         `run_started`, and its outside tools. The notebook's @tool functions and the run's context
         are both read from the kernel: asked at once, it answers one after the other with no round
@@ -310,7 +312,7 @@ class ThreadRunner:
                 request.message, env, settings, prior.get("kernel_identity"), pending_notes(self.undo, record.thread_id)
             ),
         )
-        graph_input: dict[str, Any] = {
+        graph_input: AgentUpdate = {
             **new_run_input(request.message, request.mode, context, request.autonomy, request.data_policy),
             **told,
         }
@@ -353,7 +355,7 @@ class ThreadRunner:
         extra: dict[str, ExternalToolSpec],
         on_event: EventSink | None = None,
         on_released: Callable[[], None] | None = None,
-        mentions: list[dict[str, Any]] | None = None,
+        mentions: list[MentionView] | None = None,
     ) -> str:
         """One segment of a run: until the graph ends, pauses for approval, fails or is cancelled.
         Returns the run_finished status; every event is in the thread's log when it returns. The
@@ -477,7 +479,7 @@ class ThreadRunner:
         if outcome is None or outcome.content == INTERRUPTED.content:
             outcome = STOPPED
             await ledger.finished(thread_id, call["id"], outcome)
-        tool_message = {"role": "tool", "tool_call_id": call["id"], "content": outcome.content}
+        tool_message: Message = {"role": "tool", "tool_call_id": call["id"], "content": outcome.content}
         await self.graph.aupdate_state(
             self.config(thread_id), {"messages": appended(tool_message), "done": True}, as_node="tools"
         )

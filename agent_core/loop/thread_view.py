@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agent_core.llm.messages import Message
 from agent_core.loop.state import parse_args
 
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
 
 
-def view_message(message: dict[str, Any]) -> dict[str, Any]:
+def view_message(message: Message) -> dict[str, Any]:
     """A state message as GET threads/{id} shows it."""
     view: dict[str, Any] = {"role": message.get("role"), "content": message.get("content") or ""}
     if message.get("tool_calls"):
@@ -24,7 +25,7 @@ def view_message(message: dict[str, Any]) -> dict[str, Any]:
     return view
 
 
-def visible_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def visible_messages(messages: list[Message]) -> list[dict[str, Any]]:
     """A conversation as GET threads/{id} shows it: without the context Cellwright attached."""
     from agent_core.loop.mentions import CONTEXT_KEY
 

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
+
+if TYPE_CHECKING:  # the adapter is imported when a call's usage is estimated, not with this module
+    from agent_core.llm.client import ModelTurn
+    from agent_core.llm.messages import Message
 
 UsageDict = dict[str, Any]
 
@@ -23,7 +27,7 @@ def zero() -> UsageDict:
 
 
 def of_call(
-    turn: Any, messages: list[dict[str, Any]], model: str, prices: Mapping[str, Mapping[str, float]]
+    turn: ModelTurn, messages: list[Message], model: str, prices: Mapping[str, Mapping[str, float]]
 ) -> UsageDict:
     """One model call's usage: what the endpoint reported, else Cellwright's estimate."""
     reported = getattr(turn, "usage", None)

@@ -8,9 +8,11 @@ import base64
 import binascii
 import io
 import struct
-from typing import Any
+from typing import Any, Final
 
-IMAGES_KEY = "images"
+from agent_core.llm.messages import ContentPart, Message
+
+IMAGES_KEY: Final = "images"
 IMAGE_MIMES = ("image/png", "image/jpeg")
 MAX_IMAGE_BYTES = 400_000  # base64 characters kept per image (after downscaling, when Pillow is there)
 MAX_SIDE = 1024
@@ -79,7 +81,7 @@ def cell_images(outputs: list[dict[str, Any]]) -> tuple[list[dict[str, str]], li
     return images[-PER_CELL:], notes
 
 
-def with_image_parts(messages: list[dict[str, Any]], limit: int) -> tuple[list[dict[str, Any]], int]:
+def with_image_parts(messages: list[Message], limit: int) -> tuple[list[Message], int]:
     """The messages with the newest `limit` images as user messages of image parts after the tool
     result they belong to (tool messages take text only); how many images went in."""
     budget = limit
@@ -91,11 +93,11 @@ def with_image_parts(messages: list[dict[str, Any]], limit: int) -> tuple[list[d
         if images:
             chosen[index] = images[-budget:]
             budget -= len(chosen[index])
-    out: list[dict[str, Any]] = []
+    out: list[Message] = []
     for index, message in enumerate(messages):
         out.append(message)
         if index in chosen:
-            parts: list[dict[str, Any]] = [{"type": "text", "text": "The image output of the cell above:"}]
+            parts: list[ContentPart] = [{"type": "text", "text": "The image output of the cell above:"}]
             parts += [
                 {"type": "image_url", "image_url": {"url": f"data:{i['mime']};base64,{i['data']}"}}
                 for i in chosen[index]

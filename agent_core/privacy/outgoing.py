@@ -8,9 +8,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import cast
 
 from agent_core.contract.choices import DataPolicy
+from agent_core.json_types import JSON, JsonObject
+from agent_core.llm.messages import ContentPart, Message, ToolCall, ToolSchema
 from agent_core.privacy import shapes
 from agent_core.privacy.patterns import Pattern, Redactor, compile_patterns, forget_searched
 
@@ -30,8 +32,8 @@ def allowed_under(server: DataPolicy) -> list[str]:
 
 @dataclass(frozen=True)
 class Outgoing:
-    messages: list[dict[str, Any]]
-    tools: list[dict[str, Any]]
+    messages: list[Message]
+    tools: list[ToolSchema]
     redactions: int
     sources: list[Source]
 
@@ -42,7 +44,7 @@ def _custom(patterns: tuple[str, ...]) -> tuple[Pattern, ...]:
 
 
 def prepare(
-    messages: list[dict[str, Any]], tools: list[dict[str, Any]], policy: DataPolicy, patterns: tuple[str, ...] = ()
+    messages: list[Message], tools: list[ToolSchema], policy: DataPolicy, patterns: tuple[str, ...] = ()
 ) -> Outgoing:
     """`messages` and `tools` as they may leave under `policy` (new values: the state is not touched)."""
     calls = _calls(messages)
@@ -51,7 +53,9 @@ def prepare(
         return Outgoing(messages, tools, 0, sources)
     redactor = Redactor(_custom(patterns))
     out = [_message(m, calls, policy, redactor) for m in messages]
-    return Outgoing(out, [_tool_schema(t, redactor) for t in tools], redactor.count, sources)
+    # The walk keeps every key and only rewrites description strings: each result is still a ToolSchema.
+    schemas = [cast(ToolSchema, _tool_schema(t, redactor)) for t in tools]
+    return Outgoing(out, schemas, redactor.count, sources)
 
 
 def forget() -> None:
@@ -66,9 +70,12 @@ def redacted_texts(texts: list[str], patterns: tuple[str, ...] = ()) -> list[str
     return [redactor.text(text) for text in texts]
 
 
-def _calls(messages: list[dict[str, Any]]) -> dict[str, tuple[str, dict[str, Any]]]:
+Calls = dict[str, tuple[str, JsonObject]]  # each tool call's name and (parsed) arguments, by call id
+
+
+def _calls(messages: list[Message]) -> Calls:
     """Each tool call's name and (parsed) arguments, by call id."""
-    found: dict[str, tuple[str, dict[str, Any]]] = {}
+    found: Calls = {}
     for message in messages:
         for call in message.get("tool_calls") or ():
             function = call.get("function") or {}
@@ -80,9 +87,7 @@ def _calls(messages: list[dict[str, Any]]) -> dict[str, tuple[str, dict[str, Any
     return found
 
 
-def _message(
-    message: dict[str, Any], calls: dict[str, tuple[str, dict[str, Any]]], policy: DataPolicy, redactor: Redactor
-) -> dict[str, Any]:
+def _message(message: Message, calls: Calls, policy: DataPolicy, redactor: Redactor) -> Message:
     from agent_core.loop.mentions import PREAMBLE
 
     content = message.get("content")
@@ -94,7 +99,7 @@ def _message(
             content = shapes.context_message(content, PREAMBLE)
         elif isinstance(content, list):
             content = [_without_image(part) for part in content]
-    out = dict(message)
+    out = message.copy()
     if isinstance(content, str):
         out["content"] = redactor.text(content)
     elif isinstance(content, list):
@@ -108,13 +113,13 @@ def _message(
     return out
 
 
-def _without_image(part: Any) -> Any:
+def _without_image(part: ContentPart) -> ContentPart:
     if isinstance(part, dict) and part.get("type") == "image_url":
         return {"type": "text", "text": f"[an image output, {shapes.WITHHELD}]"}
     return part
 
 
-def _call(call: dict[str, Any], redactor: Redactor) -> dict[str, Any]:
+def _call(call: ToolCall, redactor: Redactor) -> ToolCall:
     """A tool call with secrets in its argument values replaced; its arguments' text kept as the model
     wrote it when there were none."""
     function = call.get("function") or {}
@@ -132,7 +137,7 @@ def _call(call: dict[str, Any], redactor: Redactor) -> dict[str, Any]:
     return call if redacted == raw else {**call, "function": {**function, "arguments": redacted}}
 
 
-def _walk(value: Any, redactor: Redactor) -> Any:
+def _walk(value: JSON, redactor: Redactor) -> JSON:
     if isinstance(value, str):
         return redactor.text(value)
     if isinstance(value, list):
@@ -142,7 +147,7 @@ def _walk(value: Any, redactor: Redactor) -> Any:
     return value
 
 
-def _tool_schema(schema: Any, redactor: Redactor) -> Any:
+def _tool_schema(schema: object, redactor: Redactor) -> object:
     """A tool's schema with its descriptions redacted (a notebook tool's docstring may hold a key);
     names, types and enums are the tool's interface and stay."""
     if isinstance(schema, list):
@@ -158,12 +163,12 @@ def _tool_schema(schema: Any, redactor: Redactor) -> Any:
 # -- where the parts came from
 
 
-def _name(value: Any) -> str:
+def _name(value: object) -> str:
     text = str(value or "").strip().splitlines()
     return text[0][:NAME_CHARS] if text else ""
 
 
-def _source_of_call(name: str, args: dict[str, Any]) -> Source | None:
+def _source_of_call(name: str, args: JsonObject) -> Source | None:
     if name in ("run_cell", "edit_cell"):
         return {"kind": "cell_output", "name": _name(args.get("description") or args.get("code") or args.get("source"))}
     if name == "read_file":
@@ -187,7 +192,7 @@ def _source_of_call(name: str, args: dict[str, Any]) -> Source | None:
     return {"kind": "tool_result", "name": name}
 
 
-def _sources(messages: list[dict[str, Any]], calls: dict[str, tuple[str, dict[str, Any]]]) -> list[Source]:
+def _sources(messages: list[Message], calls: Calls) -> list[Source]:
     from agent_core.loop.mentions import PREAMBLE
 
     found: list[Source] = []

@@ -37,7 +37,7 @@ def argument_error(message: str) -> PydanticCustomError:
 ModelT = TypeVar("ModelT", bound=ToolArgs)
 
 
-def validated(tool: str, model: type[ModelT], raw: Any) -> tuple[ModelT | None, str | None]:
+def validated(tool: str, model: type[ModelT], raw: object) -> tuple[ModelT | None, str | None]:
     """`raw` as the arguments of `tool`, or what is wrong with them in one sentence."""
     if not isinstance(raw, dict):
         return None, f"{tool} takes a JSON object of arguments"

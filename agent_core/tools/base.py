@@ -13,7 +13,10 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypedDict, TypeVar, ru
 
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.contract import CellStatus, ToolStatus, make_event
+from agent_core.json_types import JsonObject
+from agent_core.llm.messages import ToolSchema
 from agent_core.tools.arguments import ToolArgs, llm_schema, validated
+from agent_core.undo.preimages import Preimage
 from agent_core.workspace import Workspace
 
 if TYPE_CHECKING:  # the graph imports the tools: its RunContext is only named here
@@ -47,7 +50,7 @@ class CellPlacement:
 
     cell_id: str
     edit: bool = False
-    provenance: dict[str, Any] | None = None  # contract.review.Provenance: the panel keeps it in the cell's metadata
+    provenance: JsonObject | None = None  # contract.review.Provenance: the panel keeps it in the cell's metadata
     previous_source: str | None = None  # edit: the cell's source before the edit (GET threads/{id}/diff shows it)
 
 
@@ -102,7 +105,7 @@ class ToolOutcome:
     state: ToolStateUpdate = field(default_factory=ToolStateUpdate)  # graph state updates (e.g. todos)
     ends_run: bool = False
     images: tuple[dict[str, str], ...] = ()  # {"mime", "data" (base64)}: for vision models (agent_core.loop.vision)
-    preimage: dict[str, Any] | None = None  # a written file as it was before (agent_core.undo.preimages)
+    preimage: Preimage | None = None  # a written file as it was before (agent_core.undo.preimages)
 
     @property
     def display_summary(self) -> str:
@@ -172,13 +175,13 @@ class ToolContext:
     notebook_path: str = ""  # the thread's notebook (root-relative); "" when it has none
     notebook_cells: list[dict[str, Any]] | None = None  # as the browser sent them; None: read the saved file
     decision: str = "auto_approved"  # how the call came to run: "approved", "edited" (by the user) or "auto_approved"
-    proposed_args: dict[str, Any] | None = None  # "edited": the arguments the agent proposed
+    proposed_args: JsonObject | None = None  # "edited": the arguments the agent proposed
 
 
 ArgsT = TypeVar("ArgsT", bound=ToolArgs)
 
 
-def will_fail(tool: str, problem: Exception | str, **card: Any) -> dict[str, Any]:
+def will_fail(tool: str, problem: Exception | str, **card: object) -> JsonObject:
     """Approval-card fields for a call that cannot succeed as it stands: the panel marks the card
     from `will_fail`, and the description says why."""
     return {**card, "description": f"{tool} will fail: {problem}", "will_fail": True}
@@ -197,27 +200,27 @@ class ToolSpec(Generic[ArgsT]):
     describe: Callable[[ArgsT], str] | None = None  # one line for the approval card
     # Extra approval-card fields ({"diagnostics": [...]} or {"diff": "..."}); raises ToolInputError when
     # the call would fail. Must have no side effects: the tools node re-runs it on resume.
-    card: Callable[[ArgsT, ToolContext], Awaitable[dict[str, Any]]] | None = None
+    card: Callable[[ArgsT, ToolContext], Awaitable[JsonObject]] | None = None
     recorded: bool = True  # kept in the tool ledger, so a call id runs at most once
     # Raises ToolInputError when the call cannot apply at all (its target is gone): the model is
     # told before the user is asked. Read-only, like `card`.
     check: Callable[[ArgsT, ToolContext], Awaitable[None]] | None = None
 
     @cached_property
-    def parameters(self) -> dict[str, Any]:
+    def parameters(self) -> JsonObject:
         return llm_schema(self.args)
 
-    def openai_schema(self) -> dict[str, Any]:
+    def openai_schema(self) -> ToolSchema:
         return {
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
         }
 
-    def check_args(self, args: Any) -> str | None:
+    def check_args(self, args: object) -> str | None:
         """A message for the model when `args` do not fit the argument model, else None."""
         return validated(self.name, self.args, args)[1]
 
-    def parse(self, args: Mapping[str, Any] | ArgsT) -> ArgsT:
+    def parse(self, args: Mapping[str, object] | ArgsT) -> ArgsT:
         """`args` as the argument model, or a ToolInputError telling the model what to fix."""
         if isinstance(args, self.args):
             return args
@@ -226,10 +229,10 @@ class ToolSpec(Generic[ArgsT]):
             raise ToolInputError(problem)
         return parsed
 
-    async def run(self, args: Mapping[str, Any] | ArgsT, ctx: ToolContext) -> ToolOutcome:
+    async def run(self, args: Mapping[str, object] | ArgsT, ctx: ToolContext) -> ToolOutcome:
         return await self.action(self.parse(args), ctx)
 
-    def describe_call(self, args: Mapping[str, Any] | ArgsT) -> str:
+    def describe_call(self, args: Mapping[str, object] | ArgsT) -> str:
         if self.describe is not None:
             try:
                 return self.describe(self.parse(args))
@@ -237,11 +240,11 @@ class ToolSpec(Generic[ArgsT]):
                 pass
         return f"{self.name} wants to run"
 
-    async def precheck(self, args: Mapping[str, Any] | ArgsT, ctx: ToolContext) -> None:
+    async def precheck(self, args: Mapping[str, object] | ArgsT, ctx: ToolContext) -> None:
         if self.check is not None:
             await self.check(self.parse(args), ctx)
 
-    async def preview(self, args: Mapping[str, Any] | ArgsT, ctx: ToolContext) -> dict[str, Any]:
+    async def preview(self, args: Mapping[str, object] | ArgsT, ctx: ToolContext) -> JsonObject:
         if self.card is None:
             return {}
         try:

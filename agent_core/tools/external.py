@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_core.json_types import JsonObject
 from agent_core.tools.arguments import ToolArgs
 from agent_core.tools.base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
 
@@ -25,7 +26,7 @@ class _NoArgs(ToolArgs):
     """Placeholder: an external tool's arguments are checked against its JSON Schema."""
 
 
-ExternalAction = Callable[[dict[str, Any], ToolContext], Awaitable[ToolOutcome]]
+ExternalAction = Callable[[JsonObject, ToolContext], Awaitable[ToolOutcome]]
 
 
 def _call_action(spec: ExternalToolSpec) -> Callable[[Any, ToolContext], Awaitable[ToolOutcome]]:
@@ -41,8 +42,8 @@ def _call_action(spec: ExternalToolSpec) -> Callable[[Any, ToolContext], Awaitab
 class ExternalToolSpec(ToolSpec[Any]):
     """A ToolSpec whose arguments are a JSON object checked against `schema`."""
 
-    schema: Mapping[str, Any] = field(default_factory=dict)
-    origin: Mapping[str, Any] = field(default_factory=dict)  # the approval card's `origin`
+    schema: Mapping[str, object] = field(default_factory=dict)  # a JSON Schema (usable_schema checked it)
+    origin: Mapping[str, object] = field(default_factory=dict)  # the approval card's `origin`
     call: ExternalAction | None = None  # always set by make()
     auto_approvable: bool = False  # the user listed it and its kind allows that (see needs_approval)
 
@@ -51,8 +52,8 @@ class ExternalToolSpec(ToolSpec[Any]):
         cls,
         name: str,
         description: str,
-        schema: Mapping[str, Any],
-        origin: Mapping[str, Any],
+        schema: Mapping[str, object],
+        origin: Mapping[str, object],
         call: ExternalAction,
         auto_approvable: bool = False,
     ) -> ExternalToolSpec:
@@ -74,10 +75,10 @@ class ExternalToolSpec(ToolSpec[Any]):
         return spec
 
     @property
-    def parameters(self) -> dict[str, Any]:
+    def parameters(self) -> JsonObject:
         return dict(self.schema)
 
-    def check_args(self, args: Any) -> str | None:
+    def check_args(self, args: object) -> str | None:
         return schema_problem(self.name, self.schema, args)
 
     def parse(self, args: Any) -> Any:
@@ -91,12 +92,12 @@ async def _unset(args: Any, ctx: ToolContext) -> ToolOutcome:  # replaced in mak
     raise ToolInputError("this tool has no action")
 
 
-def origin_fields(spec: ToolSpec) -> dict[str, Any]:
+def origin_fields(spec: ToolSpec) -> JsonObject:
     """The approval card's `origin` for an external tool; nothing for a built-in one."""
     return {"origin": dict(spec.origin)} if isinstance(spec, ExternalToolSpec) else {}
 
 
-def describe_external(spec: ExternalToolSpec, args: Mapping[str, Any]) -> str:
+def describe_external(spec: ExternalToolSpec, args: Mapping[str, object]) -> str:
     origin = spec.origin
     if origin.get("kind") == "mcp":
         return f"Call {origin.get('tool')!r} on the MCP server {origin.get('server')!r}"
@@ -109,7 +110,7 @@ def bounded_description(text: str) -> str:
     return text if len(text) <= MAX_DESCRIPTION_CHARS else text[: MAX_DESCRIPTION_CHARS - 3] + "..."
 
 
-def usable_schema(schema: Any) -> tuple[dict[str, Any] | None, str]:
+def usable_schema(schema: object) -> tuple[JsonObject | None, str]:
     """`schema` as a tool's parameters, or None and why it cannot be offered (too big, not an object
     schema, not a valid JSON Schema)."""
     from jsonschema import Draft202012Validator
@@ -135,7 +136,7 @@ def usable_schema(schema: Any) -> tuple[dict[str, Any] | None, str]:
     return cleaned, ""
 
 
-def schema_problem(tool: str, schema: Mapping[str, Any], args: Any) -> str | None:
+def schema_problem(tool: str, schema: Mapping[str, object], args: object) -> str | None:
     """One sentence for the model when `args` do not fit `schema`, else None."""
     from jsonschema import Draft202012Validator
 

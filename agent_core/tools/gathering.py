@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_core.tools import TOOLS
 from agent_core.tools.external import ExternalToolSpec
+
+if TYPE_CHECKING:
+    from agent_core.loop.state import AgentUpdate
 
 log = logging.getLogger(__name__)
 EXTERNAL_TOOL_AGENTS = ("main", "python_developer")  # the agents that act; the planner and researcher do not
@@ -73,8 +76,8 @@ def _within_budget(
 
 
 def with_tool_notes(
-    graph_input: Any, tools: dict[str, ExternalToolSpec], notes: list[str], prior: dict[str, Any]
-) -> Any:
+    graph_input: AgentUpdate, tools: dict[str, ExternalToolSpec], notes: list[str], prior: dict[str, Any]
+) -> AgentUpdate:
     """A new run's input with the notes about external tools, before the user's message (hidden
     from the thread's view, as other context is), and the notebook tools it has, so that the next
     run can tell the model which of them are gone (a kernel restart forgets them)."""

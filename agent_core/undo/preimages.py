@@ -8,19 +8,30 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
+from typing import Final, TypedDict
 
-PREIMAGE_KEY = "preimage"  # on a tool message: {"path", "existed", "content"?, "why"?, "after"}
+PREIMAGE_KEY: Final = "preimage"  # on a tool message: {"path", "existed", "content"?, "why"?, "after"}
 MAX_PREIMAGE_BYTES = 1024 * 1024
+
+
+class _Kept(TypedDict):
+    path: str  # root-relative
+    existed: bool
+    after: str  # the digest of what the step wrote: a file changed since is left alone
+
+
+class Preimage(_Kept, total=False):
+    content: str  # the file before the step, when it existed and was kept
+    why: str  # why it was not kept
 
 
 def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def capture(path: Path, rel: str, after: bytes) -> dict[str, Any]:
+def capture(path: Path, rel: str, after: bytes) -> Preimage:
     """What `path` holds before the write of `after` (read just before it)."""
-    image: dict[str, Any] = {"path": rel, "existed": path.exists(), "after": digest(after)}
+    image: Preimage = {"path": rel, "existed": path.exists(), "after": digest(after)}
     if not image["existed"]:
         return image
     size = path.stat().st_size
@@ -34,7 +45,7 @@ def capture(path: Path, rel: str, after: bytes) -> dict[str, Any]:
     return image
 
 
-def check(image: dict[str, Any]) -> str | None:
+def check(image: Preimage) -> str | None:
     """Why `image` cannot put its file back (None: it can)."""
     if image.get("existed") and "content" not in image:
         return f"{image.get('path')}: no copy from before the step was kept ({image.get('why', 'unknown')})"
@@ -45,7 +56,7 @@ def current(path: Path) -> bytes | None:
     return path.read_bytes() if path.is_file() else None
 
 
-def revert(path: Path, image: dict[str, Any]) -> str | None:
+def revert(path: Path, image: Preimage) -> str | None:
     """Put `path` back as it was before the step; the reason when it is not (then it is untouched).
     A file changed since the step (by the user, or a command) is left alone: no edit is lost."""
     from agent_core.tools.writes import write_atomic

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agent_core.contract.rewind import FileDiff, NotReversible, RewindRequest, RewindResult, RewindUndone
 from agent_core.loop import branches
 from agent_core.undo.book import FileBefore, RewindRecord
-from agent_core.undo.preimages import current, digest, revert
+from agent_core.undo.preimages import Preimage, current, digest, revert
 from agent_core.undo.rewind_plan import Planned, Situation, later_steps, plan
 from agent_core.undo.steps import UndoRefused, undo_step
 from agent_core.workspace import workspace_of
@@ -129,7 +129,7 @@ def _file_diffs(root: Path, planned: list[Planned]) -> list[FileDiff]:
     from agent_core.loop.output_digest import bounded
     from agent_core.tools.writes import MAX_DIFF_CHARS, unified_diff
 
-    target: dict[str, dict[str, Any]] = {}
+    target: dict[str, Preimage] = {}
     for step in planned:  # newest first: the oldest pre-image of a file is the last one seen
         if step.preimage is not None:
             target[str(step.preimage["path"])] = step.preimage

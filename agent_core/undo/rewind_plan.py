@@ -6,11 +6,11 @@ the rewind itself read the same plan): its kernel variables restored from the un
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from agent_core.contract.rewind import RewindChoice, RewindStep
+from agent_core.llm.messages import Message
 from agent_core.undo.book import UndoBook
-from agent_core.undo.preimages import PREIMAGE_KEY, check
+from agent_core.undo.preimages import PREIMAGE_KEY, Preimage, check
 
 ADDS_A_CELL = {"run_cell", "add_markdown"}
 KERNEL_STEPS = {"run_cell", "edit_cell"}
@@ -52,7 +52,7 @@ class LaterStep:
     call_id: str
     name: str
     status: str | None  # the ledger's outcome status; None: unknown
-    preimage: dict[str, Any] | None
+    preimage: Preimage | None
     answered: bool = True  # it has a tool message (a call still pending approval has none)
 
 
@@ -64,13 +64,13 @@ class Planned:
     cannot: list[str] = field(default_factory=list)
     undo_kernel: bool = False
     remove_cell: bool = False
-    preimage: dict[str, Any] | None = None
+    preimage: Preimage | None = None
 
     def card(self) -> RewindStep:
         return RewindStep(tool_call_id=self.call_id, name=self.name, restores=self.restores, cannot=self.cannot)
 
 
-def later_steps(messages: list[dict[str, Any]], statuses: dict[str, str | None]) -> list[LaterStep]:
+def later_steps(messages: list[Message], statuses: dict[str, str | None]) -> list[LaterStep]:
     """The tool calls of `messages`, newest first."""
     results = {m.get("tool_call_id"): m for m in messages if m.get("role") == "tool"}
     steps = []

@@ -12,6 +12,7 @@ from typing import Any
 
 from agent_core.contract.rewind import CellChange, CellState, FileChange, ThreadDiff
 from agent_core.errors import BadRequest
+from agent_core.llm.messages import Message
 from agent_core.loop.agent_cells import CellFold
 from agent_core.loop.branches import NoSuchStep
 from agent_core.loop.output_digest import bounded
@@ -57,7 +58,7 @@ def step_range(steps: list[str], start: str | None, end: str | None) -> tuple[in
 
 
 def thread_diff(
-    messages: list[dict[str, Any]],
+    messages: list[Message],
     events: Iterable[dict[str, Any]],
     thread_id: str,
     notebook_path: str,
@@ -152,21 +153,22 @@ def _files(steps: list[LaterStep], workspace: Workspace, first: int, last: int) 
 
 
 def _file_change(path: str, inside: list[LaterStep], next_step: LaterStep | None, workspace: Workspace) -> FileChange:
-    image = inside[0].preimage or {}
+    image = inside[0].preimage
     before: str | None = None
     known, why = True, None
-    if image.get("existed"):
+    if image and image.get("existed"):
         before = image.get("content")
         if before is None:
             known, why = False, str(image.get("why", "no copy from before the step was kept"))
     if next_step is not None:  # the file as the next agent step on it found it
-        later = next_step.preimage or {}
-        after = later.get("content") if later.get("existed") else None
+        later = next_step.preimage
+        after = later.get("content") if later and later.get("existed") else None
         changed_since = False
     else:
         now = _read_now(workspace, path)
         after = now.decode("utf-8", errors="replace") if now is not None else None
-        changed_since = (digest(now) if now is not None else None) != (inside[-1].preimage or {}).get("after")
+        last = inside[-1].preimage
+        changed_since = (digest(now) if now is not None else None) != (last.get("after") if last else None)
     truncated = len(before or "") > MAX_SIDE_CHARS or len(after or "") > MAX_SIDE_CHARS
     return FileChange(
         path=path,

@@ -14,6 +14,7 @@ import secrets
 from typing import Any, get_args
 
 from agent_core.contract.choices import UndoRefusal
+from agent_core.llm.messages import Message
 from agent_core.tools.base import CellPlacement, ToolContext, ToolEnvironment, ToolInputError
 from agent_core.undo import card, kernel_calls
 from agent_core.undo.book import StepRecord, UndoBook
@@ -180,7 +181,7 @@ def undo_note(call_id: str, result: dict[str, Any]) -> str:
     )
 
 
-def pending_notes(book: UndoBook, thread_id: str) -> list[dict[str, Any]]:
+def pending_notes(book: UndoBook, thread_id: str) -> list[Message]:
     """Context messages for the thread's next run: the steps the user undid since the last one."""
     from agent_core.loop.mentions import CONTEXT_KEY
 

@@ -1,0 +1,10 @@
+"""Types for values that really are arbitrary JSON (parsed from the model, a tool, a kernel or a
+file): `JSON` where a value is walked, `JsonObject` where an object is only passed through or
+stored. Not for shapes we know: those have TypedDicts (agent_core.llm.messages) or models."""
+
+from __future__ import annotations
+
+from typing import TypeAlias
+
+JSON: TypeAlias = dict[str, "JSON"] | list["JSON"] | str | int | float | bool | None
+JsonObject: TypeAlias = dict[str, object]
