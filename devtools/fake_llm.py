@@ -467,7 +467,7 @@ class FakeLLM:
                 1 for c in out for ch in c["choices"] if ch["delta"].get("content") or _has_arguments(ch["delta"])
             )
             out.append({**base, "choices": [], "usage": self._usage(body, reply, produced)})
-        return out
+        return [out[0], *reply.misshapen, *out[1:]]  # type: ignore[list-item]
 
 
 def _has_arguments(delta: dict) -> bool:

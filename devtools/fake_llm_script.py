@@ -28,6 +28,7 @@ class Reply:
     omit_ids: tool-call deltas carry no "id".
     repeat_name: every argument delta repeats the function name (llama.cpp).
     split_args_into: argument pieces per tool call; 0 = arguments in the first delta.
+    misshapen: stream chunks sent as given after the first one (an endpoint that breaks the format).
     """
 
     content: str | list[str] | None = None
@@ -46,6 +47,7 @@ class Reply:
     omit_ids: bool = False
     repeat_name: bool = False
     split_args_into: int = 3
+    misshapen: Sequence[object] = ()
 
     def __post_init__(self) -> None:
         for tc in self.tool_calls:

@@ -254,3 +254,20 @@ async def test_server_error_is_retried(api: Api, fake_llm: FakeLLM) -> None:
     assert [e["kind"] for e in of_type(events, "error")] == ["llm_retrying"]
     assert "503" in of_type(events, "error")[0]["message"]
     assert of_type(events, "final")[0]["answer"] == "back"
+
+
+async def test_misshapen_stream_parts_are_skipped_not_a_crash(api: Api, fake_llm: FakeLLM) -> None:
+    # An endpoint (or whoever controls it) that breaks the chunk format where a field is expected to be
+    # an object or a string: those parts are skipped, the rest of the turn is read.
+    misshapen = [
+        {"choices": 5},
+        {"choices": ["a choice that is a string"]},
+        {"choices": [{"delta": "a delta that is a string"}]},
+        {"choices": [{"delta": {"tool_calls": "not a list"}}]},
+        {"choices": [{"delta": {"tool_calls": [7, {"index": 0, "id": 5, "function": {"name": 9, "arguments": []}}]}}]},
+    ]
+    fake_llm.script(Reply(content="Still here.", misshapen=misshapen))
+    _, events = await start(api, "native")
+    assert events[-1]["status"] == "completed", events
+    assert of_type(events, "final")[0]["answer"] == "Still here."
+    assert not of_type(events, "error") and not of_type(events, "tool_call")

@@ -10,7 +10,7 @@ import logging
 import ssl
 import sys
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
 
@@ -158,7 +158,8 @@ async def _complete_native(
         if isinstance(content, str) and content:  # text only: the token event's contract
             turn.content += content
             on_token(content)
-        for tool_delta in delta.get("tool_calls") or []:
+        tool_deltas: object = delta.get("tool_calls")
+        for tool_delta in tool_deltas if isinstance(tool_deltas, list) else ():
             _merge_tool_delta(calls, tool_delta)
 
     messages = _wire_messages(request.messages)
@@ -315,9 +316,8 @@ async def _read_stream(
                         await drain(events)
                         break
                     chunk = _chunk(data, request)
-                    for choice in chunk.get("choices") or ():
-                        if choice.get("delta"):
-                            on_delta(choice["delta"])
+                    for delta in _deltas(chunk):
+                        on_delta(delta)
                     usage = chunk.get("usage") or usage  # the last chunk's (some servers send a running count)
             except transport.TimeoutException as exc:
                 if timed_out(exc):
@@ -362,6 +362,16 @@ def _chunk(data: str, request: Any) -> Chunk:  # the SDK's request: httpx's or h
             body=error,
         )
     return chunk
+
+
+def _deltas(chunk: Chunk) -> Iterator[Delta]:
+    """The chunk's non-empty deltas. A misshapen part (a choice or delta that is not an object) is
+    skipped as an unknown field would be: the model's endpoint is not trusted to keep the format."""
+    choices: object = chunk.get("choices")
+    for choice in choices if isinstance(choices, list) else ():
+        delta = choice.get("delta") if isinstance(choice, dict) else None
+        if isinstance(delta, dict) and delta:
+            yield cast(Delta, delta)  # an object: its fields are checked where they are read
 
 
 def _usage(reported: Usage | None, messages: list[Message], turn: ModelTurn) -> TokenUsage:
@@ -435,21 +445,24 @@ def _wire_messages(messages: list[Message]) -> list[Message]:
 
 
 def _merge_tool_delta(calls: dict[int, ToolCall], delta: ToolCallDelta) -> None:
+    if not isinstance(delta, dict):  # misshapen: skipped (see _deltas)
+        return
     index = delta.get("index")
     call = calls.setdefault(
         index if isinstance(index, int) else len(calls),
         {"id": "", "type": "function", "function": {"name": "", "arguments": ""}},
     )
-    if delta.get("id"):
-        call["id"] = delta["id"]
+    call_id = delta.get("id")
+    if isinstance(call_id, str) and call_id:
+        call["id"] = call_id
     fn = delta.get("function")
     if not isinstance(fn, dict):
         return
     name, arguments = fn.get("name"), fn.get("arguments")
-    if name and name != call["function"]["name"]:
+    if isinstance(name, str) and name and name != call["function"]["name"]:
         # Some servers repeat the full name in every chunk: keep it once.
         call["function"]["name"] += name
-    if arguments:
+    if isinstance(arguments, str) and arguments:
         call["function"]["arguments"] += arguments
 
 
@@ -457,6 +470,8 @@ def _finish_calls(calls: dict[int, ToolCall]) -> list[ToolCall]:
     finished = []
     for index in sorted(calls):
         call = calls[index]
+        if not call["function"]["name"] and not call["function"]["arguments"]:
+            continue  # only misshapen pieces came for it: nothing the model asked for
         call["id"] = call["id"] or f"call_{uuid.uuid4().hex[:16]}"  # some servers send no ids
         finished.append(call)
     return finished
