@@ -236,7 +236,7 @@ class McpEndpoint:
         started = loop.time()
         deadline = started + self._approval_wait()
         problem = ""
-        result: types.CallToolResult | None = None
+        result: dict[str, Any] | None = None  # the call's tool_result event, once it came
         while True:
             for event in await events.events_after(thread_id, after):
                 after = event["seq"]
@@ -246,17 +246,20 @@ class McpEndpoint:
                         0, message="Waiting for the user's approval in Cellwright's panel."
                     )
                 elif kind == "tool_result" and same:
-                    text = await self._runs.tool_result(thread_id, call_id)
-                    result = types.CallToolResult(
-                        content=[types.TextContent(type="text", text=text or event.get("summary") or event["status"])],
-                        is_error=event["status"] not in ("ok", "completed"),
-                    )
+                    result = event
                 elif kind == "error":
                     problem = str(event.get("message", ""))
                 elif kind == "run_finished" and result is not None:
                     # Answered once the run has ended: the agent's next call, sent the moment it
-                    # reads this answer, finds the thread free.
-                    return result
+                    # reads this answer, finds the thread free; and the result is in the thread's
+                    # state only from then on (at its tool_result event the node had not returned).
+                    text = await self._runs.tool_result(thread_id, call_id, self._settings())
+                    return types.CallToolResult(
+                        content=[
+                            types.TextContent(type="text", text=text or result.get("summary") or result["status"])
+                        ],
+                        is_error=result["status"] not in ("ok", "completed"),
+                    )
                 elif kind == "run_finished" and event.get("status") in ("failed", "cancelled"):
                     why = problem or ("The user stopped it." if event["status"] == "cancelled" else "The run failed.")
                     return _error(f"The call did not run: {why}")

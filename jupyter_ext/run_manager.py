@@ -230,14 +230,16 @@ class RunManager(LoggingConfigurable):
             self._launch(run)
             return after
 
-    async def tool_result(self, thread_id: str, call_id: str) -> str | None:
-        """What the tools node answered to call `call_id` (as the model would read it), if it has."""
-        snapshot = await (await self.runner()).snapshot(thread_id)
-        for message in reversed((snapshot.values or {}).get("messages") or []):
-            if message.get("role") == "tool" and message.get("tool_call_id") == call_id:
-                content = message.get("content")
-                return content if isinstance(content, str) else str(content)
-        return None
+    async def tool_result(self, thread_id: str, call_id: str, settings: AgentSettings) -> str | None:
+        """What the tools node answered to call `call_id`, as the thread's data policy lets it leave
+        (the server's under `settings`, or the thread's narrower one), if it has answered."""
+        from agent_core.privacy.outgoing import tool_result_leaving
+        from agent_core.privacy.thread_policy import narrowed
+
+        values = (await (await self.runner()).snapshot(thread_id)).values or {}
+        policy = narrowed(settings, values.get("data_policy"))
+        messages = values.get("messages") or []
+        return tool_result_leaving(messages, call_id, policy.data_policy, policy.redaction_patterns)
 
     async def undo(self, thread_id: str, call_id: str) -> UndoResult:
         """Undo one step (agent_core.undo.steps) while no run is active; its `step_undone` event goes

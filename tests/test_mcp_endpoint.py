@@ -196,3 +196,20 @@ async def test_a_long_decision_answers_still_waiting_then_the_edited_result(
         assert not outcome.is_error and "edited by the user" in text_of(outcome)
         unknown = await session.call_tool("wait_for_decision", {"tool_call_id": card["id"]})
         assert unknown.is_error  # answered once
+
+
+@pytest.mark.parametrize("policy", ["schema_only", "redact"])
+async def test_the_data_policy_holds_for_an_outside_agent(
+    api: Api, mcp_url: str, token: str, jp_serverapp: Any, jp_root_dir: Path, policy: str
+) -> None:
+    # An MCP client's answers are read by its own model: they leave as the server's policy says.
+    (jp_root_dir / "people.csv").write_text("name,email\nAlice,alice.smith@example.com\n")
+    jp_serverapp.web_app.settings["cellwright"].configuration.data_policy = policy
+    async with connected(mcp_url, token) as session:
+        result = await session.call_tool("read_file", {"path": "people.csv", "notebook_path": NOTEBOOK})
+    answer = text_of(result)
+    assert not result.is_error and "alice.smith@example.com" not in answer, answer
+    if policy == "schema_only":
+        assert "name" in answer and "email" in answer and "Alice" not in answer, answer  # its header, no row
+    else:
+        assert "[REDACTED:email]" in answer and "Alice" in answer, answer

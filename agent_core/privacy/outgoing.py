@@ -58,6 +58,18 @@ def prepare(
     return Outgoing(out, schemas, redactor.count, sources)
 
 
+def tool_result_leaving(messages: list[Message], call_id: str, policy: DataPolicy, patterns: tuple[str, ...]) -> str | None:
+    """Call `call_id`'s result as it may leave under `policy` when it is answered to another program
+    (an MCP client, whose own model reads it): what `prepare` would send of it. None: no result yet."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message.get("role") == "tool" and message.get("tool_call_id") == call_id:
+            asked = [m for m in messages[:index] if any(c.get("id") == call_id for c in m.get("tool_calls") or ())]
+            content = prepare([*asked[-1:], message], [], policy, patterns).messages[-1].get("content")
+            return content if isinstance(content, str) else str(content)
+    return None
+
+
 def forget() -> None:
     """Forget the texts already searched and shaped (a benchmark's cold start)."""
     forget_searched()
