@@ -255,3 +255,36 @@ def test_after_a_server_restart_files_and_conversation_go_back_and_the_kernel_is
     assert kernel and "kernel restarted" in kernel[0], done
     detail = second.get(f"cellwright/api/threads/{thread}").json()
     assert [c["id"] for m in detail["messages"] for c in m.get("tool_calls") or []] == []
+
+
+async def test_rewind_over_an_edit_of_your_cell_gives_its_source_back(
+    api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_serverapp: Any, jp_root_dir: Path
+) -> None:
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell("y = 2", id="mine")]
+    nbformat.write(notebook, str(jp_root_dir / NOTEBOOK))
+    await _kernel(jp_serverapp, notebook_kernel, "globals().__setitem__('y', 2) or 1")
+    fake_llm.script(
+        tool_call("run_cell", {"code": "x = 1"}, id="e1"),
+        tool_call("edit_cell", {"cell_id": "mine", "source": "y = 3"}, id="e2"),
+        text("ok"),
+    )
+    thread = await api.new_thread()
+    await _run_approved(api, thread, "go", ["e1", "e2"])
+    assert await _kernel(jp_serverapp, notebook_kernel, "[x, y]") == [1, 3]
+    _, preview = await api.call("POST", f"threads/{thread}/rewind", {"to": "e1", "dry_run": True}, expect=200)
+    assert [s["tool_call_id"] for s in preview["steps"]] == ["e2", "e1"] and preview["not_reversible"] == []
+    _, done = await api.call("POST", f"threads/{thread}/rewind", {"to": "e1"}, expect=200)
+    assert await _kernel(jp_serverapp, notebook_kernel, "[y, 'x' in globals()]") == [2, False]
+    # The panel gives the edited cell its source from before (the edit's cell_started carries it) and
+    # removes the agent's own cell: both are named, newest first.
+    assert done["cells_removed"] == ["e2", "e1"] and done["kernel_undone"] == ["e2", "e1"], done
+    edit = next(e for e in of_type(await api.events(thread), "cell_started") if e["id"] == "e2")
+    assert edit["edit"] and edit["previous_source"] == "y = 2"
+    # Undone, the thread is back on the branch with both steps (their kernel state is not redone).
+    _, undone = await api.call("POST", f"threads/{thread}/rewind/undo", {}, expect=200)
+    assert undone["undid"] == done["branch"]
+    _, detail = await api.call("GET", f"threads/{thread}", expect=200)
+    assert [c["id"] for m in detail["messages"] for c in m.get("tool_calls") or []] == ["e1", "e2"]
