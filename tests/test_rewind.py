@@ -13,7 +13,7 @@ import pytest
 from devtools.fake_llm import FakeLLM, text, tool_call
 from devtools.jupyter_process import JupyterProcess
 from tests.conftest import NOTEBOOK, Api, execute_reply, of_type
-from tests.test_undo_routes import _kernel, _run_approved
+from tests.test_undo_routes import _kernel, _run_approved, notebook_with_my_cell
 
 FIVE_STEPS = (
     tool_call("run_cell", {"code": "df['a'] = df['a'] * 10"}, id="s1"),
@@ -260,12 +260,7 @@ def test_after_a_server_restart_files_and_conversation_go_back_and_the_kernel_is
 async def test_rewind_over_an_edit_of_your_cell_gives_its_source_back(
     api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_serverapp: Any, jp_root_dir: Path
 ) -> None:
-    import nbformat
-
-    notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell("y = 2", id="mine")]
-    nbformat.write(notebook, str(jp_root_dir / NOTEBOOK))
-    await _kernel(jp_serverapp, notebook_kernel, "globals().__setitem__('y', 2) or 1")
+    await notebook_with_my_cell(jp_serverapp, notebook_kernel, jp_root_dir)
     fake_llm.script(
         tool_call("run_cell", {"code": "x = 1"}, id="e1"),
         tool_call("edit_cell", {"cell_id": "mine", "source": "y = 3"}, id="e2"),

@@ -18,6 +18,16 @@ async def _kernel(jp_serverapp: Any, kernel_id: str, expression: str) -> Any:
     return await env.evaluate_json(f"__import__('json').dumps({expression})")
 
 
+async def notebook_with_my_cell(jp_serverapp: Any, kernel_id: str, root: Any) -> None:
+    """The notebook holds the user's cell "mine" (`y = 2`), and the kernel has run it."""
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell("y = 2", id="mine")]
+    nbformat.write(notebook, str(root / NOTEBOOK))
+    await _kernel(jp_serverapp, kernel_id, "globals().__setitem__('y', 2) or 1")
+
+
 async def _run_approved(api: Api, thread: str, message: str, call_ids: list[str]) -> list[dict[str, Any]]:
     """Start a run and approve each call in turn; every event of the run."""
     await api.run(thread, message)
@@ -181,12 +191,7 @@ async def test_a_cell_that_tampers_with_the_snapshot_store_cannot_forge_an_undo(
 async def test_an_edited_cell_keeps_what_the_agent_proposed_and_undo_returns_its_old_value(
     api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_serverapp: Any, jp_root_dir: Any
 ) -> None:
-    import nbformat
-
-    notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell("y = 2", id="mine")]
-    nbformat.write(notebook, str(jp_root_dir / NOTEBOOK))
-    await _kernel(jp_serverapp, notebook_kernel, "globals().__setitem__('y', 2) or 1")
+    await notebook_with_my_cell(jp_serverapp, notebook_kernel, jp_root_dir)
     fake_llm.script(tool_call("edit_cell", {"cell_id": "mine", "source": "y = 3"}, id="ed1"), text("ok"))
     thread = await api.new_thread()
     await api.run(thread, "change y")
