@@ -89,6 +89,14 @@ test('a model call\'s usage event puts what its request sent under the step, in 
   ]);
   const sent = view.items.filter(item => item.kind === 'sent');
   assert.deepEqual(sent.map(item => (item.kind === 'sent' ? item.request : null)), [request]);
+  // Before the call's streamed text, which a final answer repeating it still replaces: shown once.
+  const answered = reduceEvents(EMPTY_VIEW, [
+    ev('run_started', { mode: 'single', message: 'go' }),
+    ev('token', { text: 'There are 50.' }),
+    ev('usage', { ...usage, request }),
+    ev('final', { answer: 'There are 50.' })
+  ]);
+  assert.deepEqual(answered.items.map(item => item.kind), ['user', 'sent', 'final']);
   assert.equal(stepSentLine(request), 'Sent to the model: 2.0 KB · 2 redactions · 1 source');
   assert.equal(stepSentLine({ ...request, redactions: 0, sources: [] }), 'Sent to the model: 2.0 KB · no data from your files or kernel');
 });

@@ -300,11 +300,14 @@ function foldStored(view: IThreadView, event: CellwrightEvent): IThreadView {
       break;
     case 'usage':
       if (event.request) {
-        draft.items = appendAt(draft.items, containerOf(draft, event, agent), {
-          kind: 'sent',
-          key,
-          agent,
-          request: event.request
+        // What was sent goes before what came back: before the call's streamed text, if it wrote
+        // any (a final answer that repeats that text then still replaces it).
+        const sent: ConversationItem = { kind: 'sent', key, agent, request: event.request };
+        draft.items = updateContainer(draft.items, containerOf(draft, event, agent), container => {
+          const last = container[container.length - 1];
+          return last?.kind === 'assistant' && last.agent === agent
+            ? [...container.slice(0, -1), sent, last]
+            : [...container, sent];
         });
       }
       break;
