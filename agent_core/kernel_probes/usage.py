@@ -9,6 +9,8 @@ import asyncio
 import time
 from typing import Any
 
+from agent_core.workspace import human_size
+
 CPU_SAMPLE_SECONDS = 0.25  # cpu_percent needs two readings; long enough to mean something, short for a route
 MAX_PROCESSES = 256  # a fork bomb in the kernel must not make one reading walk forever
 
@@ -111,8 +113,6 @@ async def kernel_usage(env: Any) -> dict[str, Any] | None:
 
 
 def format_usage(usage: dict[str, Any]) -> str:
-    from agent_core.workspace import human_size
-
     if "error" in usage:
         return f"Kernel: usage unknown ({usage['error']})"
     text = (

@@ -50,12 +50,17 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from traitlets import Bool
 
-from agent_core.config.configurable import Cellwright
+from agent_core.config.configurable import Cellwright, SettingsError
+from agent_core.config.kernel_config import load_for_kernel
+from agent_core.contract.bodies import StartRun
+from agent_core.contract.rewind import RewindRequest
 from agent_core.errors import CellwrightError
 from agent_core.kernel_side.cell_console import DIM, RED, RESET, ApprovalPrompt, ApprovalUnavailable, Printer
 from agent_core.kernel_side.session import env_auto_approve, kernel_id, notebook_path, workspace_root
 from agent_core.kernel_side.shell_environment import MainThread, ShellEnvironment
+from agent_core.loop.refusals import RunRefused
 from agent_core.undo.book import UndoBook
+from agent_core.workspace import Workspace, default_denied
 
 if TYPE_CHECKING:
     from agent_core.loop.thread_runner import ThreadRunner
@@ -124,8 +129,6 @@ class AgentMagics(Magics):
             unknown = f"Unknown option {request.split()[0]}. " if options is None else ""
             print(f"{unknown}{USAGE}", file=sys.stderr)
             return
-        from agent_core.config.configurable import SettingsError
-        from agent_core.config.kernel_config import load_for_kernel
 
         try:
             settings, notes = load_for_kernel(environ=self.session.environ)
@@ -172,7 +175,6 @@ class AgentCall:
         self.new = new
         self.undo = session.undo  # the kernel's, for this call's ThreadRunner
         self.main = MainThread()
-        from agent_core.workspace import Workspace, default_denied
 
         # The data folder may be configured elsewhere than the default: it holds the API key either way.
         workspace = Workspace(session.root_dir, denied=(Path(settings.data_dir), *default_denied()))
@@ -291,8 +293,6 @@ class AgentCall:
 
     async def _converse(self, runner: ThreadRunner) -> None:
         """Start the run, then resume it with each decision asked on the main thread, until it ends."""
-        from agent_core.contract.bodies import StartRun
-        from agent_core.loop.refusals import RunRefused
         from agent_core.loop.thread_view import pending_approval
 
         record = await self._thread(runner.threads)
@@ -337,7 +337,6 @@ class AgentCall:
     async def _rewind(self, runner: ThreadRunner, thread_id: str, call_id: str) -> None:
         """Go back to just before step `call_id` of the notebook's %agent thread (agent_core.undo.rewind):
         kernel variables, files and conversation; the magic's cells are the user's own, so they stay."""
-        from agent_core.contract.rewind import RewindRequest
         from agent_core.loop.branches import NoSuchStep
         from agent_core.undo.rewind import rewind
 

@@ -9,6 +9,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from jupyter_core.paths import jupyter_runtime_dir
+
 AUTO_APPROVE_ENV = "CELLWRIGHT_MAGIC_AUTO_APPROVE"
 
 
@@ -84,8 +86,6 @@ def env_auto_approve(environ: Mapping[str, str] = os.environ) -> bool:
 
 def _server_roots() -> list[tuple[str, int]]:
     """(root_dir, pid) of the Jupyter servers running for this user (their jpserver-*.json files)."""
-    from jupyter_core.paths import jupyter_runtime_dir
-
     roots = []
     for info in Path(jupyter_runtime_dir()).glob("jpserver-*.json"):
         try:

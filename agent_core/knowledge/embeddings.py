@@ -14,6 +14,7 @@ from typing import Any
 
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.knowledge.store import Hit, IndexStore
+from agent_core.llm.sdk_clients import new_client
 
 BATCH = 64
 EMBED_CHARS = 2000  # per chunk sent to the endpoint
@@ -57,8 +58,6 @@ class EmbeddingIndex:
             self._client = None
 
     async def _embed(self, settings: AgentSettings, texts: list[str]) -> list[list[float]]:
-        from agent_core.llm.sdk_clients import new_client
-
         if settings.data_policy != "full":  # the documents' text leaves for the endpoint too
             from agent_core.privacy.outgoing import redacted_texts
 

@@ -23,9 +23,11 @@ from typing import Any
 
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.knowledge.chunking import Chunk, kind_of
+from agent_core.knowledge.embeddings import fuse
 from agent_core.knowledge.fts_query import fts_expression
 from agent_core.knowledge.indexer import Indexer, IndexState
 from agent_core.knowledge.store import Hit, IndexStore
+from agent_core.sql.catalog import index_databases
 from agent_core.workspace import Workspace
 
 log = logging.getLogger("cellwright.knowledge")
@@ -172,8 +174,6 @@ class KnowledgeBase:
 
     async def refresh_databases(self, forget: str | None = None) -> None:
         """Index the tables of the configured databases not read yet (`forget`: read that one again)."""
-        from agent_core.sql.catalog import index_databases
-
         async with self._databases_lock:
             if forget is not None:
                 self._databases_read.pop(forget, None)
@@ -207,8 +207,6 @@ class KnowledgeBase:
         return await asyncio.to_thread(self._fused, lexical, nearest, k, origin)
 
     def _fused(self, lexical: list[Hit], nearest: list[tuple[str, int]], k: int, origin: str | None) -> list[Hit]:
-        from agent_core.knowledge.embeddings import fuse
-
         by_key = {hit.key: hit for hit in lexical}
         keys = fuse([[hit.key for hit in lexical], [f"{path}#{position}" for path, position in nearest]], CANDIDATES)
         found: list[Hit] = []

@@ -58,7 +58,9 @@ def prepare(
     return Outgoing(out, schemas, redactor.count, sources)
 
 
-def tool_result_leaving(messages: list[Message], call_id: str, policy: DataPolicy, patterns: tuple[str, ...]) -> str | None:
+def tool_result_leaving(
+    messages: list[Message], call_id: str, policy: DataPolicy, patterns: tuple[str, ...]
+) -> str | None:
     """Call `call_id`'s result as it may leave under `policy` when it is answered to another program
     (an MCP client, whose own model reads it): what `prepare` would send of it. None: no result yet."""
     for index in range(len(messages) - 1, -1, -1):

@@ -9,9 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from jupyter_core.paths import jupyter_data_dir
 from pydantic import Field
 
 from agent_core.config.agent_settings import AgentSettings
+from agent_core.knowledge.service import knowledge_base
 from agent_core.tools.arguments import ToolArgs
 from agent_core.tools.base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
 from agent_core.workspace import workspace_of
@@ -25,7 +27,6 @@ MAX_QUERY_CHARS = 2000
 def data_dir_of(settings: AgentSettings) -> Path:
     if settings.data_dir:
         return Path(settings.data_dir)
-    from jupyter_core.paths import jupyter_data_dir
 
     return Path(jupyter_data_dir()) / "cellwright"
 
@@ -34,7 +35,6 @@ def knowledge_of(ctx: ToolContext) -> Any:
     """The knowledge base of the tool's workspace, or ToolInputError when indexing is off."""
     if not ctx.settings.knowledge_index:
         raise ToolInputError("the workspace index is off (c.Cellwright.knowledge_index = False): use search_workspace")
-    from agent_core.knowledge.service import knowledge_base
 
     settings = ctx.settings
     return knowledge_base(workspace_of(ctx.env), data_dir_of(settings), lambda: settings)
