@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agent_core.workspace import workspace_of
+
 from .errors import Conflict, NotFound
 
 if TYPE_CHECKING:
@@ -129,7 +131,6 @@ async def diff(runs: RunManager, thread_id: str, start: str | None, end: str | N
     """Per cell and per file, what the steps `start`..`end` (inclusive) of the current branch changed."""
     from agent_core.loop import branches as tree
     from agent_core.undo.step_diff import thread_diff
-    from agent_core.workspace import workspace_of
 
     record = await runs.thread(thread_id)
     runner = await runs.runner()

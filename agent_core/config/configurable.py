@@ -25,7 +25,6 @@ from agent_core.config.completion_settings import CompletionSettings
 from agent_core.config.data_policy_settings import DataPolicySettings
 from agent_core.config.mcp_endpoint_settings import McpEndpointSettings
 from agent_core.config.string_list import StringList
-from agent_core.mcp.config import McpConfigError, is_mcp_tool_name, parse_servers
 from agent_core.redaction import SECRET_PARAMS, redact_url
 
 _AGENT = AgentSettings()  # the defaults of the settings the agent reads live there, with their types
@@ -213,6 +212,7 @@ class Cellwright(LoggingConfigurable, McpEndpointSettings, DataPolicySettings, C
 
     @validate("auto_approve")
     def _known_tools(self, proposal: Any) -> list[str]:
+        from agent_core.mcp.config import is_mcp_tool_name
         from agent_core.tools import TOOL_NAMES
 
         unknown = sorted(name for name in set(proposal.value) - set(TOOL_NAMES) if not is_mcp_tool_name(name))
@@ -240,6 +240,8 @@ class Cellwright(LoggingConfigurable, McpEndpointSettings, DataPolicySettings, C
 
     @validate("mcp_servers")
     def _mcp_servers(self, proposal: Any) -> dict[str, Any]:
+        from agent_core.mcp.config import McpConfigError, parse_servers
+
         try:
             parse_servers(proposal.value)
         except McpConfigError as exc:
@@ -389,6 +391,8 @@ class Cellwright(LoggingConfigurable, McpEndpointSettings, DataPolicySettings, C
         }
 
     def public_mcp_servers(self) -> dict[str, Any]:
+        from agent_core.mcp.config import parse_servers
+
         return {name: server.public() for name, server in parse_servers(self.mcp_servers).items()}
 
     def sources(self) -> dict[str, str]:

@@ -10,7 +10,6 @@ from traitlets import Enum, HasTraits, TraitError, validate
 
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.config.string_list import StringList
-from agent_core.privacy.patterns import compile_patterns
 
 _AGENT = AgentSettings()
 
@@ -34,6 +33,8 @@ class DataPolicySettings(HasTraits):
 
     @validate("redaction_patterns")
     def _valid_patterns(self, proposal: Any) -> list[str]:
+        from agent_core.privacy.patterns import compile_patterns
+
         try:
             compile_patterns(proposal.value)
         except ValueError as exc:

@@ -58,7 +58,10 @@ from agent_core.errors import CellwrightError
 from agent_core.kernel_side.cell_console import DIM, RED, RESET, ApprovalPrompt, ApprovalUnavailable, Printer
 from agent_core.kernel_side.session import env_auto_approve, kernel_id, notebook_path, workspace_root
 from agent_core.kernel_side.shell_environment import MainThread, ShellEnvironment
+from agent_core.llm.failures import not_configured
 from agent_core.loop.refusals import RunRefused
+from agent_core.mcp.config import parse_servers
+from agent_core.mcp.manager import McpManager
 from agent_core.undo.book import UndoBook
 from agent_core.workspace import Workspace, default_denied
 
@@ -138,8 +141,6 @@ class AgentMagics(Magics):
         for note in notes:
             print(f"{DIM}Cellwright: {note}{RESET}", file=sys.stderr)
         if not settings.agent_settings().llm_configured:
-            from agent_core.llm.failures import not_configured
-
             print(f"{RED}{not_configured().message}{RESET}", file=sys.stderr)
             return
         approve_all = "--yes" in options or self.session.approve_all
@@ -263,9 +264,6 @@ class AgentCall:
         def mcp_manager() -> Any:
             nonlocal mcp
             if mcp is None:
-                from agent_core.mcp.config import parse_servers
-                from agent_core.mcp.manager import McpManager
-
                 mcp = McpManager(lambda: parse_servers(self.settings.mcp_servers))
             return mcp
 

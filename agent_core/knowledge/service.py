@@ -23,7 +23,7 @@ from typing import Any
 
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.knowledge.chunking import Chunk, kind_of
-from agent_core.knowledge.embeddings import fuse
+from agent_core.knowledge.embeddings import EmbeddingIndex, fuse
 from agent_core.knowledge.fts_query import fts_expression
 from agent_core.knowledge.indexer import Indexer, IndexState
 from agent_core.knowledge.store import Hit, IndexStore
@@ -154,8 +154,6 @@ class KnowledgeBase:
         if not model or settings.data_policy == "schema_only":  # embeddings send the text: BM25 only
             return None
         if self._embeddings is None or self._embeddings.model != model:
-            from agent_core.knowledge.embeddings import EmbeddingIndex
-
             if self._embeddings is not None:
                 self._embeddings.close()
             self._embeddings = EmbeddingIndex(self._qdrant_folder, model)

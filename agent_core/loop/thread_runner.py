@@ -44,6 +44,7 @@ from agent_core.storage.tool_ledger import INTERRUPTED, STOPPED
 from agent_core.tools import TOOLS
 from agent_core.tools.gathering import gather_tools, with_tool_notes
 from agent_core.undo.book import UndoBook
+from agent_core.undo.rules import save_rule
 from agent_core.undo.steps import pending_notes
 
 if TYPE_CHECKING:  # the contract's route models and the tool registry load on a run's first use
@@ -203,8 +204,6 @@ class ThreadRunner:
             record = dataclasses.replace(record, kernel_id=decision.kernel_id)
         env = environment(record)
         if decision.decision == "reject" and decision.save_rule and decision.save_rule.strip():
-            from agent_core.undo.rules import save_rule
-
             try:
                 save_rule(env.root_dir, decision.save_rule)
             except ValueError as exc:

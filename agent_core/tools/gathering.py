@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from agent_core.loop.mentions import CONTEXT_KEY
 from agent_core.tools import TOOLS
 from agent_core.tools.external import ExternalToolSpec
+from agent_core.tools.notebook_functions import notebook_tools
 
 if TYPE_CHECKING:
     from agent_core.loop.state import AgentUpdate
@@ -47,8 +48,6 @@ async def gather_tools(
         except Exception:  # a help, never a reason to fail the run
             log.exception("MCP tools could not be gathered")
     if env is not None:
-        from agent_core.tools.notebook_functions import notebook_tools
-
         found, more = await notebook_tools(env, TAKEN | specs.keys(), settings)
         specs.update(found)
         notes += more
