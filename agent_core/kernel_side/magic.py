@@ -51,17 +51,11 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from traitlets import Bool
 
 from agent_core.config.configurable import Cellwright, SettingsError
-from agent_core.config.kernel_config import load_for_kernel
 from agent_core.contract.bodies import StartRun
-from agent_core.contract.rewind import RewindRequest
 from agent_core.errors import CellwrightError
 from agent_core.kernel_side.cell_console import DIM, RED, RESET, ApprovalPrompt, ApprovalUnavailable, Printer
 from agent_core.kernel_side.session import env_auto_approve, kernel_id, notebook_path, workspace_root
 from agent_core.kernel_side.shell_environment import MainThread, ShellEnvironment
-from agent_core.llm.failures import not_configured
-from agent_core.loop.refusals import RunRefused
-from agent_core.mcp.config import parse_servers
-from agent_core.mcp.manager import McpManager
 from agent_core.undo.book import UndoBook
 from agent_core.workspace import Workspace, default_denied
 
@@ -132,6 +126,7 @@ class AgentMagics(Magics):
             unknown = f"Unknown option {request.split()[0]}. " if options is None else ""
             print(f"{unknown}{USAGE}", file=sys.stderr)
             return
+        from agent_core.config.kernel_config import load_for_kernel
 
         try:
             settings, notes = load_for_kernel(environ=self.session.environ)
@@ -141,6 +136,8 @@ class AgentMagics(Magics):
         for note in notes:
             print(f"{DIM}Cellwright: {note}{RESET}", file=sys.stderr)
         if not settings.agent_settings().llm_configured:
+            from agent_core.llm.failures import not_configured
+
             print(f"{RED}{not_configured().message}{RESET}", file=sys.stderr)
             return
         approve_all = "--yes" in options or self.session.approve_all
@@ -264,6 +261,9 @@ class AgentCall:
         def mcp_manager() -> Any:
             nonlocal mcp
             if mcp is None:
+                from agent_core.mcp.config import parse_servers
+                from agent_core.mcp.manager import McpManager
+
                 mcp = McpManager(lambda: parse_servers(self.settings.mcp_servers))
             return mcp
 
@@ -291,6 +291,7 @@ class AgentCall:
 
     async def _converse(self, runner: ThreadRunner) -> None:
         """Start the run, then resume it with each decision asked on the main thread, until it ends."""
+        from agent_core.loop.refusals import RunRefused
         from agent_core.loop.thread_view import pending_approval
 
         record = await self._thread(runner.threads)
@@ -335,6 +336,7 @@ class AgentCall:
     async def _rewind(self, runner: ThreadRunner, thread_id: str, call_id: str) -> None:
         """Go back to just before step `call_id` of the notebook's %agent thread (agent_core.undo.rewind):
         kernel variables, files and conversation; the magic's cells are the user's own, so they stay."""
+        from agent_core.contract.rewind import RewindRequest
         from agent_core.loop.branches import NoSuchStep
         from agent_core.undo.rewind import rewind
 

@@ -22,6 +22,7 @@ from agent_core.llm.failures import LLMError
 from agent_core.llm.messages import Message
 from agent_core.llm.sdk_clients import close_clients
 from agent_core.loop.agents import agent_for_mode
+from agent_core.loop.approvals import ApprovalCards
 from agent_core.loop.event_pump import EventPump
 from agent_core.loop.mentions import run_context_notes
 from agent_core.loop.refusals import (
@@ -53,7 +54,6 @@ if TYPE_CHECKING:  # the contract's route models and the tool registry load on a
 
     from agent_core.contract.bodies import Decision, StartRun
     from agent_core.contract.outside_tools import OutsideCall
-    from agent_core.loop.approvals import ApprovalCards
     from agent_core.loop.graph import AgentGraph
     from agent_core.loop.mentions import MentionView
     from agent_core.loop.state import AgentUpdate
@@ -65,8 +65,6 @@ log = logging.getLogger(__name__)
 
 
 def _approval_cards() -> ApprovalCards:
-    from agent_core.loop.approvals import ApprovalCards  # with the tool registry, which the graph loads anyway
-
     return ApprovalCards()
 
 

@@ -13,7 +13,6 @@ from jupyter_core.paths import jupyter_data_dir
 from pydantic import Field
 
 from agent_core.config.agent_settings import AgentSettings
-from agent_core.knowledge.service import knowledge_base
 from agent_core.tools.arguments import ToolArgs
 from agent_core.tools.base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
 from agent_core.workspace import workspace_of
@@ -35,6 +34,7 @@ def knowledge_of(ctx: ToolContext) -> Any:
     """The knowledge base of the tool's workspace, or ToolInputError when indexing is off."""
     if not ctx.settings.knowledge_index:
         raise ToolInputError("the workspace index is off (c.Cellwright.knowledge_index = False): use search_workspace")
+    from agent_core.knowledge.service import knowledge_base
 
     settings = ctx.settings
     return knowledge_base(workspace_of(ctx.env), data_dir_of(settings), lambda: settings)

@@ -18,7 +18,6 @@ from pydantic import Field
 
 from agent_core.kernel_probes import probe as kernel_probe
 from agent_core.kernel_probes.probe import is_variable_name
-from agent_core.kernel_probes.usage import format_usage, kernel_usage
 from agent_core.tools.arguments import ToolArgs
 from agent_core.tools.base import ToolContext, ToolEnvironment, ToolInputError, ToolOutcome, ToolSpec
 from agent_core.workspace import Workspace, WorkspaceError, human_size, resolve_in_root, workspace_of
@@ -281,6 +280,8 @@ async def check_resources(
         system["gpu_error"] = gpu_error
     answer: dict[str, Any] = {"files": sizes, "dataframes": frames, "system": system}
     if env is not None:
+        from agent_core.kernel_probes.usage import kernel_usage
+
         usage = await kernel_usage(env)
         if usage is not None:
             answer["kernel"] = usage
@@ -311,6 +312,8 @@ def format_resources(data: dict[str, Any]) -> str:
                 shape = f"{entry['rows']} rows x {entry['columns']} columns"
                 lines.append(f"  {name}: {shape}, {human_size(entry['bytes'])}{approx} ({entry.get('library', '')})")
     if data.get("kernel"):
+        from agent_core.kernel_probes.usage import format_usage
+
         lines.append(format_usage(data["kernel"]))
     system = data["system"]
     total, available = system.get("mem_total"), system.get("mem_available")

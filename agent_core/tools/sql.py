@@ -15,17 +15,10 @@ import json
 from pydantic import Field
 
 from agent_core.config.agent_settings import AgentSettings
-from agent_core.sql.databases import (
-    MAX_ROWS,
-    STATEMENT_TIMEOUT,
-    DatabaseError,
-    QueryResult,
-    database_url,
-    run_statement,
-)
 from agent_core.sql.statements import MAX_SQL_CHARS, SqlRefused, Statement, classify
 from agent_core.tools.arguments import ToolArgs
 from agent_core.tools.base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
+from agent_core.tools.knowledge import knowledge_of
 
 MAX_RESULT_CHARS = 20_000
 
@@ -40,6 +33,8 @@ class SqlQueryArgs(ToolArgs):
 
 
 def _url(settings: AgentSettings, database: str) -> str:
+    from agent_core.sql.databases import DatabaseError, database_url
+
     try:
         return database_url(settings.databases, database)
     except DatabaseError as exc:
@@ -87,6 +82,8 @@ def dataframe_code(database: str, sql: str) -> str:
 
 
 def format_result(args: SqlQueryArgs, result: object) -> str:
+    from agent_core.sql.databases import MAX_ROWS, QueryResult
+
     assert isinstance(result, QueryResult)
     if not result.columns:
         affected = (
@@ -108,6 +105,8 @@ def format_result(args: SqlQueryArgs, result: object) -> str:
 
 
 async def sql_query(args: SqlQueryArgs, ctx: ToolContext) -> ToolOutcome:
+    from agent_core.sql.databases import STATEMENT_TIMEOUT, DatabaseError, run_statement
+
     url = _url(ctx.settings, args.database)
     statement = _statement(ctx.settings, args.sql)  # again: the approved call may be an edited one
     try:
@@ -128,8 +127,6 @@ async def _forget_tables(ctx: ToolContext, database: str) -> None:
     """After a write the tables may have changed: their metadata is read again on the next search."""
     if not ctx.settings.knowledge_index:
         return
-    from agent_core.tools.knowledge import knowledge_of
-
     try:
         await knowledge_of(ctx).refresh_databases(forget=database)
     except Exception:  # the index is a help: a failure to refresh it is not the statement's failure
