@@ -11,6 +11,7 @@ from typing import Any
 
 from agent_core.contract.bodies import Decision
 from agent_core.display_text import visible
+from agent_core.tools import TOOLS
 
 RED, DIM, RESET = "\x1b[31m", "\x1b[90m", "\x1b[0m"  # 90: grey, which JupyterLab renders (2 it ignores)
 
@@ -49,8 +50,6 @@ class ApprovalPrompt:
             raise ApprovalUnavailable(f"No answer came (end of input): {pending['name']} did not run.") from None
 
     def _decide(self, pending: dict[str, Any]) -> Decision:
-        from agent_core.tools import TOOLS
-
         field = EDITABLE_ARG.get(pending["name"])
         question = "Approve? [y]es / [e]dit / [n]o: " if field else "Approve? [y]es / [n]o: "
         while True:

@@ -24,6 +24,7 @@ from agent_core.llm.sdk_clients import close_clients
 from agent_core.loop.agents import agent_for_mode
 from agent_core.loop.approvals import ApprovalCards
 from agent_core.loop.event_pump import EventPump
+from agent_core.loop.graph import build_graph
 from agent_core.loop.mentions import run_context_notes
 from agent_core.loop.refusals import (
     ApprovalPending,
@@ -109,8 +110,6 @@ class ThreadRunner:
         undo: UndoBook | None = None,
     ) -> ThreadRunner:
         """`undo`: a book that outlives this runner (the magic's, one per kernel), else one of its own."""
-        from agent_core.loop.graph import build_graph
-
         store = await open_store(checkpointer_url, default_path, threads.database)
         return cls(build_graph(store.saver), store, threads, mcp, undo=undo if undo is not None else UndoBook())
 
