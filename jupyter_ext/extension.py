@@ -110,6 +110,8 @@ class CellwrightApp(ExtensionApp):
         )
         self._open_lock = asyncio.Lock()
         self._recovery: asyncio.Task[None] | None = None
+        # loaded when the server sets the extension up, not by `import jupyter_ext` (extension discovery, `jupyter
+        # cellwright mcp`); agent_core's modules load on first use (bench/server_start.py)
         from .kernel_clients import KernelClients
         from .kernel_evaluations import KernelEvaluations
 

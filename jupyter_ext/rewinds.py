@@ -31,6 +31,8 @@ EVENT_PAGE = 1000
 
 
 async def rewind(runs: RunManager, thread_id: str, request: RewindRequest) -> RewindResult:
+    # langgraph and the undo, branch and rewind modules load on the first request: the server starts without them
+    # (bench/server_start.py)
     from agent_core.contract import make_event
     from agent_core.loop.branches import NoSuchStep
     from agent_core.loop.thread_view import pending_approval

@@ -210,6 +210,7 @@ class SharedNotebookWriter:
         except Exception as exc:  # e.g. the notebook was deleted or renamed meanwhile
             log.warning("Cellwright cannot open the shared document of %s: %s", path, exc)
             return None
+        # jupyter_ydoc and pycrdt come with jupyter-collaboration: loaded only when a shared document is written
         from jupyter_ydoc import YNotebook
 
         return document if isinstance(document, YNotebook) else None

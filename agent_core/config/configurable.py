@@ -212,6 +212,8 @@ class Cellwright(LoggingConfigurable, McpEndpointSettings, DataPolicySettings, C
 
     @validate("auto_approve")
     def _known_tools(self, proposal: Any) -> list[str]:
+        # mcp.config, the tool registry and the checkpointer load on first use: this module is read at the server's
+        # start (bench/server_start.py) and at %load_ext agent_core
         from agent_core.mcp.config import is_mcp_tool_name
         from agent_core.tools import TOOL_NAMES
 

@@ -9,6 +9,9 @@ import re
 import sys
 from typing import Any
 
+from IPython.core.error import StdinNotImplementedError
+from IPython.display import display
+
 from agent_core.contract.bodies import Decision
 from agent_core.display_text import visible
 from agent_core.tools import TOOLS
@@ -37,8 +40,6 @@ class ApprovalPrompt:
         if self.approve_all:
             print("Approved (--yes).", flush=True)
             return Decision(decision="approve")
-        from IPython.core.error import StdinNotImplementedError
-
         try:
             return self._decide(pending)
         except StdinNotImplementedError:
@@ -124,8 +125,6 @@ class Printer:
                 self.error(event["message"])
 
     def final(self, answer: str, next_items: list[dict[str, Any]], already_shown: bool) -> None:
-        from IPython.display import display
-
         self.end_line()
         if answer and not already_shown:  # an answer streamed as tokens is on screen once already
             # Plain text only: this cell is trusted, so Markdown or HTML from the model would run its

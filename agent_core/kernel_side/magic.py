@@ -126,6 +126,8 @@ class AgentMagics(Magics):
             unknown = f"Unknown option {request.split()[0]}. " if options is None else ""
             print(f"{unknown}{USAGE}", file=sys.stderr)
             return
+        # the loop (langgraph, openai), MCP, knowledge and rewind modules load when a %agent cell needs them:
+        # %load_ext agent_core stays quick and loads no more into the kernel
         from agent_core.config.kernel_config import load_for_kernel
 
         try:

@@ -61,6 +61,7 @@ def _alive(pid: int) -> bool:
     if pid <= 0:
         return False
     try:
+        # psutil and ipykernel may be missing from the kernel's environment (another venv, a terminal IPython)
         import psutil
 
         return bool(psutil.pid_exists(pid))

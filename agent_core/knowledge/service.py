@@ -129,6 +129,7 @@ class KnowledgeBase:
         """On the watcher's thread: watchfiles' batches, handed to the loop until `flag` is set."""
         outcome: BaseException | None = None
         try:
+            # watchfiles loads with the first watcher: the server starts without it (bench/server_start.py)
             from watchfiles import watch
 
             for batch in watch(

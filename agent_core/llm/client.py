@@ -258,6 +258,7 @@ async def _stream(
     sent: Sent | None = None,
 ) -> Usage | None:
     """Stream one completion into `on_delta`; the usage object the endpoint reported, if any."""
+    # openai loads on first use: the server starts without it (bench/server_start.py)
     import openai
 
     body: RequestBody = {"model": settings.model, "messages": messages, "stream": True}

@@ -134,6 +134,8 @@ class ServerConnection:
         raise McpUnavailable(f"The MCP server {self.config.name!r} is not available: {reason}")
 
     async def _hold(self, ready: asyncio.Future[list[Any]], stop: asyncio.Event) -> None:
+        # the mcp SDK loads on a run's first use of an MCP server: the server starts without it
+        # (bench/server_start.py)
         from mcp import ClientSession
 
         try:

@@ -13,6 +13,7 @@ from agent_core.sql.statements import classify
 
 
 def read_sql(database: str, sql: str, max_rows: int | None = None) -> Any:
+    # pandas and SQLAlchemy load when read_sql runs, not when a kernel imports this module
     import pandas as pd
     from sqlalchemy import text
 

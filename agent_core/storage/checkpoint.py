@@ -59,6 +59,8 @@ async def open_store(url: str, default_path: Path, database: Database | None = N
     (then `database`, the thread store's, also holds the tool ledger)."""
     kind = checkpointer_kind(url)
     if kind == "memory":
+        # langgraph's savers, aiosqlite and the postgres extra load when the store opens: the server starts without
+        # them (bench/server_start.py)
         from langgraph.checkpoint.memory import InMemorySaver
 
         return AgentStore(InMemorySaver(), MemoryToolLedger(), "memory")

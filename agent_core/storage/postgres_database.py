@@ -120,6 +120,7 @@ class PostgresDatabase:
 
     async def open(self, notified: Notified) -> None:
         try:
+            # psycopg (the `postgres` extra) loads on first use: a server on SQLite never imports it
             from psycopg_pool import ConnectionPool
         except ImportError as exc:
             raise RuntimeError(

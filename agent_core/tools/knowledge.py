@@ -34,6 +34,7 @@ def knowledge_of(ctx: ToolContext) -> Any:
     """The knowledge base of the tool's workspace, or ToolInputError when indexing is off."""
     if not ctx.settings.knowledge_index:
         raise ToolInputError("the workspace index is off (c.Cellwright.knowledge_index = False): use search_workspace")
+    # the knowledge package loads on the first search: %load_ext agent_core loads the tools without it
     from agent_core.knowledge.service import knowledge_base
 
     settings = ctx.settings

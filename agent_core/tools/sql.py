@@ -33,6 +33,7 @@ class SqlQueryArgs(ToolArgs):
 
 
 def _url(settings: AgentSettings, database: str) -> str:
+    # agent_core.sql (SQLAlchemy) loads with the first query: %load_ext agent_core loads the tools without it
     from agent_core.sql.databases import DatabaseError, database_url
 
     try:
