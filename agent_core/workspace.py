@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from jupyter_core.paths import is_file_hidden, is_hidden, jupyter_data_dir, jupyter_runtime_dir
+
 from agent_core.contract.choices import RouteErrorKind
 from agent_core.errors import BadRequest
 
@@ -50,8 +52,6 @@ class PathDenied(WorkspaceError):
 def default_denied() -> tuple[Path, ...]:
     """Where secrets live when nothing else is configured: `<jupyter data dir>/cellwright` and the
     runtime directory. Read at call time: tests and kernels set JUPYTER_DATA_DIR and friends."""
-    from jupyter_core.paths import jupyter_data_dir, jupyter_runtime_dir
-
     return (Path(jupyter_data_dir()) / "cellwright", Path(jupyter_runtime_dir()))
 
 
@@ -68,8 +68,6 @@ def _inside(path: Path | str, folder: str) -> bool:
 
 def _is_file_hidden(path: str, stat_result: os.stat_result | None = None) -> bool:
     """Jupyter's own rule for one name (a leading dot, or the UF_HIDDEN flag on macOS)."""
-    from jupyter_core.paths import is_file_hidden
-
     try:
         return bool(is_file_hidden(path, stat_res=stat_result))
     except OSError:  # cannot even be stat'ed: treat as hidden rather than guess
@@ -78,8 +76,6 @@ def _is_file_hidden(path: str, stat_result: os.stat_result | None = None) -> boo
 
 def _is_hidden_below(path: Path, root: Path) -> bool:
     """Whether `path` (inside `root`) is hidden or inside a hidden folder, by Jupyter's rule."""
-    from jupyter_core.paths import is_hidden
-
     if any(part.startswith(".") for part in path.relative_to(root).parts):
         return True  # also for paths that do not exist yet (write_file)
     probe = path

@@ -30,6 +30,8 @@ def completion_service(handler: CellwrightHandler) -> CompletionService:
     """The server's one CompletionService (its cache and counters), made on the first completion."""
     service = handler.settings.get("cellwright_completions")
     if service is None:
+        # the completion service and its contract models load on the first request: the server starts without them
+        # (bench/server_start.py)
         from agent_core.completion.service import CompletionService
 
         service = CompletionService(handler.app.configuration.completion_endpoint)

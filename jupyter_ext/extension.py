@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 from weakref import WeakKeyDictionary
 
+from jupyter_core.utils import ensure_async
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Type
 from traitlets.config import Config
@@ -19,6 +20,7 @@ from agent_core.config.agent_settings import AgentSettings
 from agent_core.config.configurable import Cellwright, SettingsError, load
 from agent_core.storage.database import missing_postgres_extra
 from agent_core.storage.thread_store import ThreadStore
+from agent_core.workspace import Workspace, default_denied
 
 from .errors import BadRequest, Misconfigured
 
@@ -63,8 +65,6 @@ class CellwrightApp(ExtensionApp):
         return extension
 
     def initialize_settings(self) -> None:
-        from agent_core.workspace import Workspace, default_denied
-
         try:
             self.configuration = load(parent=self)
         except SettingsError as exc:
@@ -110,6 +110,8 @@ class CellwrightApp(ExtensionApp):
         )
         self._open_lock = asyncio.Lock()
         self._recovery: asyncio.Task[None] | None = None
+        # loaded when the server sets the extension up, not by `import jupyter_ext` (extension discovery, `jupyter
+        # cellwright mcp`); agent_core's modules load on first use (bench/server_start.py)
         from .kernel_clients import KernelClients
         from .kernel_evaluations import KernelEvaluations
 
@@ -160,8 +162,6 @@ class CellwrightApp(ExtensionApp):
         contents = self._server().contents_manager
 
         async def exists(path: str) -> bool:
-            from jupyter_core.utils import ensure_async
-
             try:
                 return bool(await ensure_async(contents.file_exists(path)))
             except Exception:  # e.g. a path outside the root: not a notebook to write into

@@ -68,6 +68,8 @@ class ConfigModelsHandler(CellwrightHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
+        # each route's agent_core modules load on its first request: the server starts without them
+        # (bench/server_start.py)
         from agent_core.llm.connection_check import list_models
 
         self.write_json(await list_models(self.app.configuration.agent_settings()))

@@ -12,13 +12,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeGuard, cast
 
+from jupyter_client.session import Session
 from jupyter_server.gateway.managers import GatewayKernelManager
 
 from .gateway_channels import GatewayChannels
 
 if TYPE_CHECKING:
     from jupyter_client.asynchronous.client import AsyncKernelClient
-    from jupyter_client.session import Session
 
 
 class KernelManagerProtocol(Protocol):
@@ -124,7 +124,6 @@ def _own_client(manager: KernelManagerProtocol) -> AsyncKernelClient:
     manager's ZMQ context (the server's, shared by its kernels; they close with linger 0): a
     context of the client's own was made and destroyed per evaluation, ~0.8 ms and a term() that
     blocked the event loop, twice at the start of every run with a kernel."""
-    from jupyter_client.session import Session
 
     session = Session(key=manager.session.key, signature_scheme=manager.session.signature_scheme, username="cellwright")
     context = getattr(manager, "context", None)

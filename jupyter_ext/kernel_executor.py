@@ -141,6 +141,7 @@ class KernelEnvironment:
 
     def shadow_kernel(self, notebook_path: str, kernel_name: str | None) -> AbstractAsyncContextManager[ShadowKernel]:
         """agent_core's HasShadowKernel (verify_notebook): a fresh kernel beside the notebook's."""
+        # jupyter_ext.shadow_kernel imports this module
         from .shadow_kernel import shadow_kernel
 
         return shadow_kernel(

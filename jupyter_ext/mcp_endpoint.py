@@ -23,6 +23,9 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
 from agent_core import __version__
+from agent_core.contract.outside_tools import OutsideCall
+from agent_core.loop.autonomy import ToolPolicy
+from agent_core.tools import TOOLS
 from agent_core.workspace import WorkspaceError
 
 from .errors import CellwrightError
@@ -152,9 +155,6 @@ class McpEndpoint:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        from agent_core.loop.autonomy import ToolPolicy
-        from agent_core.tools import TOOLS
-
         policy = ToolPolicy(self._rules(self._client(ctx)).autonomy)
         tools = [
             types.Tool(
@@ -204,8 +204,6 @@ class McpEndpoint:
     async def _run(
         self, ctx: ServerRequestContext[Any, Any], name: str, notebook: str, arguments: dict[str, Any]
     ) -> types.CallToolResult:
-        from agent_core.contract.outside_tools import OutsideCall
-
         path = notebook_path_in_root(self._workspace(), notebook) or ""
         client = self._client(ctx)
         rules = self._rules(client)

@@ -14,6 +14,7 @@ import sys
 from typing import TYPE_CHECKING, Any, cast
 
 import mcp_types as types
+from jupyter_server.serverapp import list_running_servers
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.lowlevel import Server
@@ -30,8 +31,6 @@ USAGE = "jupyter cellwright mcp [--url http://127.0.0.1:8888/] (token: JUPYTER_T
 
 def running_server() -> tuple[str, str]:
     """The newest running Jupyter server of this user: its URL and token."""
-    from jupyter_server.serverapp import list_running_servers
-
     servers = sorted(list_running_servers(), key=lambda info: info.get("pid", 0))
     if not servers:
         raise SystemExit(

@@ -7,6 +7,8 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
+from agent_core.contract.model_requests import ModelRequests
+
 from .errors import BadRequest
 from .handler_base import CellwrightHandler
 
@@ -17,8 +19,6 @@ class RequestsHandler(CellwrightHandler):
     @web.authenticated
     @authorized
     async def get(self, thread_id: str) -> None:
-        from agent_core.contract.model_requests import ModelRequests
-
         text = self.get_query_argument("text", "1")
         if text not in ("0", "1"):
             raise BadRequest(f"'text' must be 0 or 1, not {text[:20]!r}.")

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agent_core.workspace import workspace_of
+
 from .errors import Conflict, NotFound
 
 if TYPE_CHECKING:
@@ -29,6 +31,8 @@ EVENT_PAGE = 1000
 
 
 async def rewind(runs: RunManager, thread_id: str, request: RewindRequest) -> RewindResult:
+    # langgraph and the undo, branch and rewind modules load on the first request: the server starts without them
+    # (bench/server_start.py)
     from agent_core.contract import make_event
     from agent_core.loop.branches import NoSuchStep
     from agent_core.loop.thread_view import pending_approval
@@ -129,7 +133,6 @@ async def diff(runs: RunManager, thread_id: str, start: str | None, end: str | N
     """Per cell and per file, what the steps `start`..`end` (inclusive) of the current branch changed."""
     from agent_core.loop import branches as tree
     from agent_core.undo.step_diff import thread_diff
-    from agent_core.workspace import workspace_of
 
     record = await runs.thread(thread_id)
     runner = await runs.runner()

@@ -82,6 +82,8 @@ class RunManager(LoggingConfigurable):
         """The graph and its checkpointer, opened on first use: the server starts without langgraph."""
         async with self._runner_lock:
             if self._runner is None:
+                # the loop (langgraph, openai), undo, privacy and contract modules load on first use: the server
+                # starts without them (bench/server_start.py)
                 from agent_core.loop.thread_runner import ThreadRunner
 
                 self._runner = await ThreadRunner.open(

@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import inspect
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
+
+from .inert_markdown import inert_markdown_source
 
 if TYPE_CHECKING:
     from jupyter_ydoc import YNotebook
@@ -104,8 +107,6 @@ def collaboration_documents(serverapp: Any) -> SharedDocuments | None:
 
 def _documents_api(app: Any) -> bool:
     """Whether `get_document` gives the live document and opens a room (jupyter_server_ydoc >= 3.0)."""
-    import inspect
-
     try:
         parameters = inspect.signature(app.get_document).parameters
     except (AttributeError, TypeError, ValueError):
@@ -209,6 +210,7 @@ class SharedNotebookWriter:
         except Exception as exc:  # e.g. the notebook was deleted or renamed meanwhile
             log.warning("Cellwright cannot open the shared document of %s: %s", path, exc)
             return None
+        # jupyter_ydoc and pycrdt come with jupyter-collaboration: loaded only when a shared document is written
         from jupyter_ydoc import YNotebook
 
         return document if isinstance(document, YNotebook) else None
@@ -253,7 +255,6 @@ def write_event(notebook: YNotebook, event: dict[str, Any], memory: Memory) -> N
         content = (event.get("args") or {}).get("content")
         if isinstance(content, str) and memory.locate(notebook, key) is None and not memory.written(key):
             memory.wrote(key)
-            from .inert_markdown import inert_markdown_source
 
             cell = {"cell_type": "markdown", "source": inert_markdown_source(content)}
             _insert(notebook, cell, {"tool_call_id": call_id}, None)

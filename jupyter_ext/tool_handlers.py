@@ -37,6 +37,8 @@ class DiagnosticsHandler(ToolRouteHandler):
     @web.authenticated
     @authorized
     async def post(self) -> None:
+        # the tools and the contract models load on their route's first request: the server starts without them
+        # (bench/server_start.py)
         from agent_core.tools.diagnostics import lint_code, lint_file
 
         body = self.body(contract_bodies().DiagnosticsRequest)

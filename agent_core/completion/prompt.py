@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from agent_core.privacy.outgoing import redacted_texts
 from agent_core.redaction import redact_text
 
 PREFIX_CHARS = 6000  # the end of the prefix: what is nearest the cursor matters most
@@ -65,7 +66,6 @@ class CompletionContext:
         types are what schema_only allows; values in them are redacted all the same."""
         if policy == "full":
             return self
-        from agent_core.privacy.outgoing import redacted_texts
 
         prefix, suffix, names, *cells = redacted_texts(
             [self.prefix, self.suffix, self.names, *self.cells_above], patterns

@@ -54,6 +54,7 @@ async def pieces(
     endpoint: CompletionEndpoint, context: CompletionContext, outcome: Outcome
 ) -> AsyncGenerator[str, None]:
     """The suggestion's text as the endpoint streams it. Raises LLMError saying what to fix."""
+    # openai loads on first use: the server starts without it (bench/server_start.py)
     import openai
 
     settings = _settings(endpoint)

@@ -15,6 +15,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any, get_args
 
+from jupyter_core.paths import jupyter_data_dir
 from traitlets import Bool, Dict, Enum, Float, Int, TraitError, Unicode, default, validate
 from traitlets.config import LoggingConfigurable
 
@@ -24,6 +25,7 @@ from agent_core.config.completion_settings import CompletionSettings
 from agent_core.config.data_policy_settings import DataPolicySettings
 from agent_core.config.mcp_endpoint_settings import McpEndpointSettings
 from agent_core.config.string_list import StringList
+from agent_core.redaction import SECRET_PARAMS, redact_url
 
 _AGENT = AgentSettings()  # the defaults of the settings the agent reads live there, with their types
 
@@ -204,14 +206,14 @@ class Cellwright(LoggingConfigurable, McpEndpointSettings, DataPolicySettings, C
 
     @default("data_dir")
     def _default_data_dir(self) -> str:
-        from jupyter_core.paths import jupyter_data_dir
-
         return str(Path(jupyter_data_dir()) / "cellwright")
 
     # -- validation beyond the trait types
 
     @validate("auto_approve")
     def _known_tools(self, proposal: Any) -> list[str]:
+        # mcp.config, the tool registry and the checkpointer load on first use: this module is read at the server's
+        # start (bench/server_start.py) and at %load_ext agent_core
         from agent_core.mcp.config import is_mcp_tool_name
         from agent_core.tools import TOOL_NAMES
 
@@ -369,7 +371,6 @@ class Cellwright(LoggingConfigurable, McpEndpointSettings, DataPolicySettings, C
 
     def public(self) -> dict[str, Any]:
         """The settings as GET config answers them: never the API key, nor credentials in a URL."""
-        from agent_core.redaction import redact_url
         from agent_core.storage.checkpoint import checkpointer_kind
 
         return {
@@ -505,8 +506,6 @@ def load(**kwargs: Any) -> Cellwright:
 def _without_value(exc: TraitError) -> str:
     """traitlets' type errors end with the value given ("..., not the int 1234."); a secret's (api_key)
     value is left out, as this message reaches health and the log. Its type stays."""
-    from agent_core.redaction import SECRET_PARAMS
-
     message = str(exc)
     named = re.match(r"The '(\w+)' trait", message)
     if named is None or not SECRET_PARAMS.search(named.group(1)):

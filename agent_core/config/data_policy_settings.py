@@ -33,6 +33,7 @@ class DataPolicySettings(HasTraits):
 
     @validate("redaction_patterns")
     def _valid_patterns(self, proposal: Any) -> list[str]:
+        # loaded on first use: this module is read at the server's start (bench/server_start.py)
         from agent_core.privacy.patterns import compile_patterns
 
         try:

@@ -29,6 +29,7 @@ class McpEndpointSettings(HasTraits):
 
     @validate("mcp_clients")
     def _valid_clients(self, proposal: Any) -> dict[str, Any]:
+        # the tool registry loads on first use: this module is read at the server's start (bench/server_start.py)
         from agent_core.tools import TOOLS
 
         for name, rules in proposal.value.items():

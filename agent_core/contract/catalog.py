@@ -12,12 +12,11 @@ from pydantic.json_schema import JsonSchemaMode
 from agent_core.contract.answers import ErrorBody
 from agent_core.contract.events import CellwrightEvent, StreamEvent
 from agent_core.contract.routes import ROUTES, Lines
+from agent_core.tools import TOOLS
 
 
 def tool_args() -> dict[str, type[BaseModel]]:
     """Each tool's argument model, by tool name, in the registry's order."""
-    from agent_core.tools import TOOLS  # the registry imports the contract: looked up when a document is written
-
     return {name: spec.args for name, spec in TOOLS.items()}
 
 

@@ -9,6 +9,9 @@ import asyncio
 import time
 from typing import Any
 
+from agent_core.tools.base import HasKernelProcess
+from agent_core.workspace import human_size
+
 CPU_SAMPLE_SECONDS = 0.25  # cpu_percent needs two readings; long enough to mean something, short for a route
 MAX_PROCESSES = 256  # a fork bomb in the kernel must not make one reading walk forever
 
@@ -96,8 +99,6 @@ def process_tree_usage(pid: int, sample_seconds: float = CPU_SAMPLE_SECONDS) -> 
 async def kernel_usage(env: Any) -> dict[str, Any] | None:
     """The usage of the environment's kernel; None when the environment cannot name a kernel process
     (the `%agent` magic's own kernel included: it has no `kernel_pid`)."""
-    from agent_core.tools.base import HasKernelProcess  # the tool registry loads with a run, not with the server
-
     if not isinstance(env, HasKernelProcess):
         return None
     kernel_pid = env.kernel_pid
@@ -111,8 +112,6 @@ async def kernel_usage(env: Any) -> dict[str, Any] | None:
 
 
 def format_usage(usage: dict[str, Any]) -> str:
-    from agent_core.workspace import human_size
-
     if "error" in usage:
         return f"Kernel: usage unknown ({usage['error']})"
     text = (

@@ -9,8 +9,12 @@ import re
 import sys
 from typing import Any
 
+from IPython.core.error import StdinNotImplementedError
+from IPython.display import display
+
 from agent_core.contract.bodies import Decision
 from agent_core.display_text import visible
+from agent_core.tools import TOOLS
 
 RED, DIM, RESET = "\x1b[31m", "\x1b[90m", "\x1b[0m"  # 90: grey, which JupyterLab renders (2 it ignores)
 
@@ -36,8 +40,6 @@ class ApprovalPrompt:
         if self.approve_all:
             print("Approved (--yes).", flush=True)
             return Decision(decision="approve")
-        from IPython.core.error import StdinNotImplementedError
-
         try:
             return self._decide(pending)
         except StdinNotImplementedError:
@@ -49,8 +51,6 @@ class ApprovalPrompt:
             raise ApprovalUnavailable(f"No answer came (end of input): {pending['name']} did not run.") from None
 
     def _decide(self, pending: dict[str, Any]) -> Decision:
-        from agent_core.tools import TOOLS
-
         field = EDITABLE_ARG.get(pending["name"])
         question = "Approve? [y]es / [e]dit / [n]o: " if field else "Approve? [y]es / [n]o: "
         while True:
@@ -125,8 +125,6 @@ class Printer:
                 self.error(event["message"])
 
     def final(self, answer: str, next_items: list[dict[str, Any]], already_shown: bool) -> None:
-        from IPython.display import display
-
         self.end_line()
         if answer and not already_shown:  # an answer streamed as tokens is on screen once already
             # Plain text only: this cell is trusted, so Markdown or HTML from the model would run its

@@ -50,12 +50,14 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from traitlets import Bool
 
-from agent_core.config.configurable import Cellwright
+from agent_core.config.configurable import Cellwright, SettingsError
+from agent_core.contract.bodies import StartRun
 from agent_core.errors import CellwrightError
 from agent_core.kernel_side.cell_console import DIM, RED, RESET, ApprovalPrompt, ApprovalUnavailable, Printer
 from agent_core.kernel_side.session import env_auto_approve, kernel_id, notebook_path, workspace_root
 from agent_core.kernel_side.shell_environment import MainThread, ShellEnvironment
 from agent_core.undo.book import UndoBook
+from agent_core.workspace import Workspace, default_denied
 
 if TYPE_CHECKING:
     from agent_core.loop.thread_runner import ThreadRunner
@@ -124,7 +126,8 @@ class AgentMagics(Magics):
             unknown = f"Unknown option {request.split()[0]}. " if options is None else ""
             print(f"{unknown}{USAGE}", file=sys.stderr)
             return
-        from agent_core.config.configurable import SettingsError
+        # the loop (langgraph, openai), MCP, knowledge and rewind modules load when a %agent cell needs them:
+        # %load_ext agent_core stays quick and loads no more into the kernel
         from agent_core.config.kernel_config import load_for_kernel
 
         try:
@@ -172,7 +175,6 @@ class AgentCall:
         self.new = new
         self.undo = session.undo  # the kernel's, for this call's ThreadRunner
         self.main = MainThread()
-        from agent_core.workspace import Workspace, default_denied
 
         # The data folder may be configured elsewhere than the default: it holds the API key either way.
         workspace = Workspace(session.root_dir, denied=(Path(settings.data_dir), *default_denied()))
@@ -291,7 +293,6 @@ class AgentCall:
 
     async def _converse(self, runner: ThreadRunner) -> None:
         """Start the run, then resume it with each decision asked on the main thread, until it ends."""
-        from agent_core.contract.bodies import StartRun
         from agent_core.loop.refusals import RunRefused
         from agent_core.loop.thread_view import pending_approval
 

@@ -9,6 +9,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from jupyter_core.paths import jupyter_runtime_dir
+
 AUTO_APPROVE_ENV = "CELLWRIGHT_MAGIC_AUTO_APPROVE"
 
 
@@ -59,6 +61,7 @@ def _alive(pid: int) -> bool:
     if pid <= 0:
         return False
     try:
+        # psutil and ipykernel may be missing from the kernel's environment (another venv, a terminal IPython)
         import psutil
 
         return bool(psutil.pid_exists(pid))
@@ -84,8 +87,6 @@ def env_auto_approve(environ: Mapping[str, str] = os.environ) -> bool:
 
 def _server_roots() -> list[tuple[str, int]]:
     """(root_dir, pid) of the Jupyter servers running for this user (their jpserver-*.json files)."""
-    from jupyter_core.paths import jupyter_runtime_dir
-
     roots = []
     for info in Path(jupyter_runtime_dir()).glob("jpserver-*.json"):
         try:

@@ -14,6 +14,9 @@ from typing import Any
 
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.knowledge.store import Hit, IndexStore
+from agent_core.llm.sdk_clients import new_client
+from agent_core.privacy.outgoing import redacted_texts
+from agent_core.storage.private_files import private_dir
 
 BATCH = 64
 EMBED_CHARS = 2000  # per chunk sent to the endpoint
@@ -46,8 +49,6 @@ class EmbeddingIndex:
         if self._client is None:
             from qdrant_client import QdrantClient
 
-            from agent_core.storage.private_files import private_dir
-
             self._client = QdrantClient(path=str(private_dir(self.folder)))
         return self._client
 
@@ -57,11 +58,7 @@ class EmbeddingIndex:
             self._client = None
 
     async def _embed(self, settings: AgentSettings, texts: list[str]) -> list[list[float]]:
-        from agent_core.llm.sdk_clients import new_client
-
         if settings.data_policy != "full":  # the documents' text leaves for the endpoint too
-            from agent_core.privacy.outgoing import redacted_texts
-
             texts = redacted_texts(texts, settings.redaction_patterns)
         client = new_client(settings)
         try:

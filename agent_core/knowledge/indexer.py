@@ -18,6 +18,7 @@ from pathlib import Path
 
 from agent_core.knowledge.chunking import chunk_document, kind_of
 from agent_core.knowledge.store import IndexStore
+from agent_core.tools.files import walk  # the file listing's walk: its skip list and the workspace policy
 from agent_core.workspace import Workspace, WorkspaceError, relative_to_root
 
 MAX_FILE_BYTES = 2_000_000
@@ -53,8 +54,6 @@ class Indexer:
         self.state = state or IndexState()
 
     def _candidates(self) -> dict[str, tuple[Path, os.stat_result]]:
-        from agent_core.tools.files import walk  # the file listing's walk: its skip list and the workspace policy
-
         found: dict[str, tuple[Path, os.stat_result]] = {}
         total = skipped = 0
         for entry in walk(self.workspace.root, recursive=True, workspace=self.workspace):
@@ -117,8 +116,6 @@ class Indexer:
         return changed
 
     def _update_folder(self, rel: str) -> list[str]:
-        from agent_core.tools.files import walk
-
         prefix = "" if rel == "." else rel.rstrip("/") + "/"
         indexed = [path for path in self.store.sources("file") if path.startswith(prefix)]
         found: list[Path] = []

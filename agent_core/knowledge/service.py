@@ -23,9 +23,11 @@ from typing import Any
 
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.knowledge.chunking import Chunk, kind_of
+from agent_core.knowledge.embeddings import EmbeddingIndex, fuse
 from agent_core.knowledge.fts_query import fts_expression
 from agent_core.knowledge.indexer import Indexer, IndexState
 from agent_core.knowledge.store import Hit, IndexStore
+from agent_core.sql.catalog import index_databases
 from agent_core.workspace import Workspace
 
 log = logging.getLogger("cellwright.knowledge")
@@ -127,6 +129,7 @@ class KnowledgeBase:
         """On the watcher's thread: watchfiles' batches, handed to the loop until `flag` is set."""
         outcome: BaseException | None = None
         try:
+            # watchfiles loads with the first watcher: the server starts without it (bench/server_start.py)
             from watchfiles import watch
 
             for batch in watch(
@@ -152,8 +155,6 @@ class KnowledgeBase:
         if not model or settings.data_policy == "schema_only":  # embeddings send the text: BM25 only
             return None
         if self._embeddings is None or self._embeddings.model != model:
-            from agent_core.knowledge.embeddings import EmbeddingIndex
-
             if self._embeddings is not None:
                 self._embeddings.close()
             self._embeddings = EmbeddingIndex(self._qdrant_folder, model)
@@ -172,8 +173,6 @@ class KnowledgeBase:
 
     async def refresh_databases(self, forget: str | None = None) -> None:
         """Index the tables of the configured databases not read yet (`forget`: read that one again)."""
-        from agent_core.sql.catalog import index_databases
-
         async with self._databases_lock:
             if forget is not None:
                 self._databases_read.pop(forget, None)
@@ -207,8 +206,6 @@ class KnowledgeBase:
         return await asyncio.to_thread(self._fused, lexical, nearest, k, origin)
 
     def _fused(self, lexical: list[Hit], nearest: list[tuple[str, int]], k: int, origin: str | None) -> list[Hit]:
-        from agent_core.knowledge.embeddings import fuse
-
         by_key = {hit.key: hit for hit in lexical}
         keys = fuse([[hit.key for hit in lexical], [f"{path}#{position}" for path, position in nearest]], CANDIDATES)
         found: list[Hit] = []

@@ -29,6 +29,7 @@ from agent_core.llm.prompt_protocol import (
 )
 from agent_core.llm.sdk_clients import cached_client
 from agent_core.llm.stream import IdleDeadline, OversizedEvent, drain, sse_data
+from agent_core.loop.mentions import for_the_model
 from agent_core.privacy.outgoing import Outgoing, Source, prepare
 
 if TYPE_CHECKING:
@@ -139,8 +140,6 @@ async def complete(
 async def _complete_once(
     settings: AgentSettings, request: ModelRequest, on_token: Callable[[str], None], sent: Sent | None
 ) -> ModelTurn:
-    from agent_core.loop.mentions import for_the_model
-
     request = replace(request, messages=[for_the_model(m) for m in request.messages])
     if request.mode == "prompt":
         return await _complete_prompt(settings, request, on_token, sent)
@@ -259,6 +258,7 @@ async def _stream(
     sent: Sent | None = None,
 ) -> Usage | None:
     """Stream one completion into `on_delta`; the usage object the endpoint reported, if any."""
+    # openai loads on first use: the server starts without it (bench/server_start.py)
     import openai
 
     body: RequestBody = {"model": settings.model, "messages": messages, "stream": True}
@@ -391,8 +391,6 @@ def _usage(reported: Usage | None, messages: list[Message], turn: ModelTurn) -> 
 
 async def plain_completion(settings: AgentSettings, messages: list[Message], audit: RequestAudit | None = None) -> str:
     """A non-streamed completion without tools, its messages as the data policy allows."""
-    from agent_core.loop.mentions import for_the_model
-
     outgoing = prepare(messages, [], settings.data_policy, settings.redaction_patterns)
     wire = [for_the_model(m) for m in outgoing.messages]
     return await _plain(settings, wire, _recorder(audit, "completion", outgoing))

@@ -42,6 +42,7 @@ async def list_models(settings: AgentSettings) -> dict[str, Any]:
 
 
 async def _models(client: Any, settings: AgentSettings) -> list[str]:
+    # openai loads on first use: the server starts without it (bench/server_start.py)
     import openai
 
     try:

@@ -39,6 +39,7 @@ def _retry_after(exc: Any) -> float | None:
 
 
 def llm_error(exc: Exception, settings: AgentSettings, sent_tools: bool) -> LLMError:
+    # openai loads on first use: the server starts without it (bench/server_start.py)
     import openai
 
     where = redact_url(settings.base_url) if settings.base_url else "api.openai.com"

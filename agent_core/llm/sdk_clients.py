@@ -31,6 +31,7 @@ def new_client(settings: AgentSettings) -> AsyncOpenAI:
     (configuration.Cellwright.key_for). Without one, requests carry no Authorization header at all:
     not the placeholder, nor the OPENAI_API_KEY the SDK would read. The caller closes it (or
     `cached_client` keeps it)."""
+    # openai loads on first use: the server starts without it (bench/server_start.py)
     import openai
 
     timeout = openai.Timeout(settings.request_timeout, connect=settings.connect_timeout)

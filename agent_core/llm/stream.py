@@ -30,6 +30,7 @@ class IdleDeadline:
         """The per-request time-out for the SDK: no read time-out when this one keeps it."""
         if not hasattr(asyncio, "timeout"):
             return {}
+        # openai loads on first use: the server starts without it (bench/server_start.py)
         import openai
 
         return {"timeout": openai.Timeout(None, connect=connect_timeout)}

@@ -4,6 +4,7 @@ and what the user's decision means for the call (run as asked, run edited, or re
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 from agent_core.contract.bodies import Decision
 from agent_core.json_types import JsonObject
@@ -67,8 +68,6 @@ def decoded(resumed: object) -> Decision:
 
 def decided_context(decision: Decision, proposed: JsonObject, tool_ctx: ToolContext) -> ToolContext:
     """The call's context with how the user decided (kept in the cell's provenance)."""
-    from dataclasses import replace
-
     if decision.decision == "edit":
         return replace(tool_ctx, decision="edited", proposed_args=proposed)
     return replace(tool_ctx, decision="approved")

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent_core.llm.messages import Message
+from agent_core.loop.mentions import CONTEXT_KEY
 from agent_core.loop.state import appended
 
 if TYPE_CHECKING:
@@ -76,7 +77,6 @@ def step_index(messages: list[Message], call_id: str | None, user_message: int |
             if any(call.get("id") == call_id for call in message.get("tool_calls") or []):
                 return index
         raise NoSuchStep(f"this thread's current branch has no step {call_id[:200]!r}")
-    from agent_core.loop.mentions import CONTEXT_KEY
 
     users = [i for i, m in enumerate(messages) if m.get("role") == "user" and not m.get(CONTEXT_KEY)]
     if user_message is None or user_message >= len(users):

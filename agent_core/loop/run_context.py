@@ -132,7 +132,8 @@ class RunContext:
         self.emit(
             make_event("agent_switch", task_id=call_id, **{"from": self.agent.name, "to": name, "task": description})
         )
-        from agent_core.loop.graph import subagent_graph  # the graph's nodes take this context: imported at use
+        # agent_core.loop.graph imports this module (its nodes take this context)
+        from agent_core.loop.graph import subagent_graph
 
         # An input is an update of the state (its messages an append the channel's reducer applies),
         # which LangGraph's typing does not tell apart from the state itself.

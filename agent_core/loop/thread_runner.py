@@ -14,10 +14,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from langgraph.types import Command
+
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.contract import make_event
+from agent_core.llm.failures import LLMError
 from agent_core.llm.messages import Message
+from agent_core.llm.sdk_clients import close_clients
+from agent_core.loop.agents import agent_for_mode
+from agent_core.loop.approvals import ApprovalCards
 from agent_core.loop.event_pump import EventPump
+from agent_core.loop.graph import build_graph
+from agent_core.loop.mentions import run_context_notes
 from agent_core.loop.refusals import (
     ApprovalPending,
     BadDecision,
@@ -26,13 +34,20 @@ from agent_core.loop.refusals import (
     ThreadBusy,
     ThreadNotFound,
 )
+from agent_core.loop.run_context import run_context
 from agent_core.loop.segments import PreparedRun, Segment, approval_event, browser_cells
+from agent_core.loop.state import appended, new_run_input, outside_call_input
 from agent_core.loop.thread_view import autonomy_of, driver_of, mode_of, pending_approval, stuck, title_from
+from agent_core.loop.usage import public
 from agent_core.privacy.thread_policy import run_settings
 from agent_core.storage.checkpoint import AgentStore, open_store
-from agent_core.storage.thread_store import ThreadRecord, ThreadStore
+from agent_core.storage.thread_store import LEASE_SECONDS, ThreadRecord, ThreadStore
 from agent_core.storage.tool_ledger import INTERRUPTED, STOPPED
+from agent_core.tools import TOOLS
+from agent_core.tools.gathering import gather_tools, with_tool_notes
 from agent_core.undo.book import UndoBook
+from agent_core.undo.rules import save_rule
+from agent_core.undo.steps import pending_notes
 
 if TYPE_CHECKING:  # the contract's route models and the tool registry load on a run's first use
     from langchain_core.runnables import RunnableConfig
@@ -40,7 +55,6 @@ if TYPE_CHECKING:  # the contract's route models and the tool registry load on a
 
     from agent_core.contract.bodies import Decision, StartRun
     from agent_core.contract.outside_tools import OutsideCall
-    from agent_core.loop.approvals import ApprovalCards
     from agent_core.loop.graph import AgentGraph
     from agent_core.loop.mentions import MentionView
     from agent_core.loop.state import AgentUpdate
@@ -52,8 +66,6 @@ log = logging.getLogger(__name__)
 
 
 def _approval_cards() -> ApprovalCards:
-    from agent_core.loop.approvals import ApprovalCards  # with the tool registry, which the graph loads anyway
-
     return ApprovalCards()
 
 
@@ -98,14 +110,10 @@ class ThreadRunner:
         undo: UndoBook | None = None,
     ) -> ThreadRunner:
         """`undo`: a book that outlives this runner (the magic's, one per kernel), else one of its own."""
-        from agent_core.loop.graph import build_graph
-
         store = await open_store(checkpointer_url, default_path, threads.database)
         return cls(build_graph(store.saver), store, threads, mcp, undo=undo if undo is not None else UndoBook())
 
     async def aclose(self) -> None:
-        from agent_core.llm.sdk_clients import close_clients
-
         await self.store.aclose()
         await close_clients()
 
@@ -174,10 +182,6 @@ class ThreadRunner:
         """The segment that applies `decision` to the pending call `call_id`: refused if that call is
         not the one pending, if edited arguments do not fit, or if a rule to save is refused (the
         call then stays pending)."""
-        from langgraph.types import Command
-
-        from agent_core.tools import TOOLS
-
         if decision.decision == "edit" and decision.args is None:
             raise BadDecision('An "edit" decision needs "args": the edited arguments as an object.')
         record = await self._record(thread_id)
@@ -197,8 +201,6 @@ class ThreadRunner:
             record = dataclasses.replace(record, kernel_id=decision.kernel_id)
         env = environment(record)
         if decision.decision == "reject" and decision.save_rule and decision.save_rule.strip():
-            from agent_core.undo.rules import save_rule
-
             try:
                 save_rule(env.root_dir, decision.save_rule)
             except ValueError as exc:
@@ -230,8 +232,6 @@ class ThreadRunner:
     ) -> PreparedRun:
         """A run that is one tool call of an outside agent (agent_core.loop.state.outside_call_input):
         refused, as a new run is, while another process drives the thread or an approval is pending."""
-        from agent_core.loop.state import outside_call_input
-
         record = await self._record(thread_id)
         await self.ensure_not_leased(thread_id)
         snapshot = await self.recovered(record, environment, settings)
@@ -294,11 +294,6 @@ class ThreadRunner:
         `run_started`, and its outside tools. The notebook's @tool functions and the run's context
         are both read from the kernel: asked at once, it answers one after the other with no round
         trip in between."""
-        from agent_core.loop.mentions import run_context_notes
-        from agent_core.loop.state import new_run_input
-        from agent_core.tools.gathering import with_tool_notes
-        from agent_core.undo.steps import pending_notes
-
         disabled = request.disabled_mcp_servers
         (extra, notes), (context, mentions, told) = await asyncio.gather(
             self._outside_tools(
@@ -337,8 +332,6 @@ class ThreadRunner:
     async def _gather(
         self, env: ToolEnvironment, settings: AgentSettings, disabled: list[str]
     ) -> tuple[dict[str, ExternalToolSpec], list[str]]:
-        from agent_core.tools.gathering import gather_tools
-
         mcp = self.mcp() if self.mcp is not None and settings.mcp_servers else None
         return await gather_tools(mcp, env, settings, disabled)
 
@@ -361,10 +354,6 @@ class ThreadRunner:
         Returns the run_finished status; every event is in the thread's log when it returns. The
         thread is released (lease, then `on_released`) before `run_finished` is written: a client
         that acts on that event finds the thread free."""
-        from agent_core.llm.failures import LLMError
-        from agent_core.loop.agents import agent_for_mode
-        from agent_core.loop.run_context import run_context
-
         thread_id = record.thread_id
         if not await self.threads.begin_run(thread_id, status="running", last_run_id=run_id):
             raise ThreadBusy(await self.threads.leased_elsewhere(thread_id) or "another process")
@@ -430,8 +419,6 @@ class ThreadRunner:
         renewing: asyncio.Task[None],
         on_released: Callable[[], None] | None,
     ) -> None:
-        from agent_core.loop.usage import public
-
         exists = False
         try:
             exists = await self.threads.get(thread_id) is not None  # deleted meanwhile: nothing more to write
@@ -449,8 +436,6 @@ class ThreadRunner:
             await emit.drain()
 
     async def _renew_lease(self, thread_id: str) -> None:
-        from agent_core.storage.thread_store import LEASE_SECONDS
-
         while True:
             await asyncio.sleep(LEASE_SECONDS / 3)
             await self.threads.take_lease(thread_id)
@@ -468,8 +453,6 @@ class ThreadRunner:
     async def close_open_call(self, thread_id: str, emit: Callable[[dict[str, Any]], None]) -> bool:
         """After a stop, answer the call the tools step was on (pending approval, or cut off while
         running) with its recorded outcome, so the thread is consistent and the call never runs again."""
-        from agent_core.loop.state import appended
-
         snapshot = await self.graph.aget_state(self.config(thread_id))
         if snapshot.next != ("tools",):
             return False

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agent_core.llm.messages import Message
+from agent_core.loop.mentions import CONTEXT_KEY
 from agent_core.loop.state import parse_args
 
 if TYPE_CHECKING:
@@ -27,8 +28,6 @@ def view_message(message: Message) -> dict[str, Any]:
 
 def visible_messages(messages: list[Message]) -> list[dict[str, Any]]:
     """A conversation as GET threads/{id} shows it: without the context Cellwright attached."""
-    from agent_core.loop.mentions import CONTEXT_KEY
-
     return [view_message(m) for m in messages if not m.get(CONTEXT_KEY)]
 
 

@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict
 
+from agent_core.llm.client import estimate_tokens
+
 if TYPE_CHECKING:  # the adapter is imported when a call's usage is estimated, not with this module
     from agent_core.llm.client import ModelTurn
     from agent_core.llm.messages import Message
@@ -39,8 +41,6 @@ def of_call(
             "estimated": reported.estimated,
         }
     else:
-        from agent_core.llm.client import estimate_tokens
-
         written = turn.content + "".join(c["function"]["arguments"] for c in turn.tool_calls)
         usage = {
             "prompt_tokens": estimate_tokens(messages),

@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_core.redaction import redact_url
+
 SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")  # "__" is the namespace separator: not in a name
 MAX_SERVERS = 32
 MAX_ARGS = 100
@@ -60,8 +62,6 @@ class ServerConfig:
 
 
 def _without_credentials(url: str) -> str:
-    from agent_core.redaction import redact_url
-
     return redact_url(url)
 
 

@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from agent_core.mcp.config import ServerConfig
+from agent_core.redaction import redact_text
 
 if sys.version_info < (3, 11):  # a builtin from 3.11; anyio (under the MCP SDK) brings the backport before
     from exceptiongroup import BaseExceptionGroup
@@ -122,8 +123,6 @@ class ServerConnection:
     def scrub(self, text: str) -> str:
         """`text` without this server's env and header values (a server may print its token) and
         without credentials in URLs: what the model, the panel and the log may see."""
-        from agent_core.redaction import redact_text
-
         for secret in (*self.config.env.values(), *self.config.headers.values()):
             if len(secret) >= 4:
                 text = text.replace(secret, "***")
@@ -135,6 +134,8 @@ class ServerConnection:
         raise McpUnavailable(f"The MCP server {self.config.name!r} is not available: {reason}")
 
     async def _hold(self, ready: asyncio.Future[list[Any]], stop: asyncio.Event) -> None:
+        # the mcp SDK loads on a run's first use of an MCP server: the server starts without it
+        # (bench/server_start.py)
         from mcp import ClientSession
 
         try:

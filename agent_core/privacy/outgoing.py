@@ -13,6 +13,7 @@ from typing import cast
 from agent_core.contract.choices import DataPolicy
 from agent_core.json_types import JSON, JsonObject
 from agent_core.llm.messages import ContentPart, Message, ToolCall, ToolSchema
+from agent_core.loop.mentions import PREAMBLE
 from agent_core.privacy import shapes
 from agent_core.privacy.patterns import Pattern, Redactor, compile_patterns, forget_searched
 
@@ -58,7 +59,9 @@ def prepare(
     return Outgoing(out, schemas, redactor.count, sources)
 
 
-def tool_result_leaving(messages: list[Message], call_id: str, policy: DataPolicy, patterns: tuple[str, ...]) -> str | None:
+def tool_result_leaving(
+    messages: list[Message], call_id: str, policy: DataPolicy, patterns: tuple[str, ...]
+) -> str | None:
     """Call `call_id`'s result as it may leave under `policy` when it is answered to another program
     (an MCP client, whose own model reads it): what `prepare` would send of it. None: no result yet."""
     for index in range(len(messages) - 1, -1, -1):
@@ -100,8 +103,6 @@ def _calls(messages: list[Message]) -> Calls:
 
 
 def _message(message: Message, calls: Calls, policy: DataPolicy, redactor: Redactor) -> Message:
-    from agent_core.loop.mentions import PREAMBLE
-
     content = message.get("content")
     if policy == "schema_only":
         if message.get("role") == "tool" and isinstance(content, str):
@@ -205,8 +206,6 @@ def _source_of_call(name: str, args: JsonObject) -> Source | None:
 
 
 def _sources(messages: list[Message], calls: Calls) -> list[Source]:
-    from agent_core.loop.mentions import PREAMBLE
-
     found: list[Source] = []
     for message in messages:
         content = message.get("content")

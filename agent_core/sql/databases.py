@@ -31,6 +31,7 @@ class DatabaseError(Exception):
 
 def masked(text: str, url: str) -> str:
     """`text` with the URL's password (and user info in any URL inside it) replaced by ***."""
+    # SQLAlchemy loads with the first database use: the server and %load_ext agent_core start without it
     from sqlalchemy.engine import make_url
 
     text = redact_text(text).replace(url, redact_url(url))

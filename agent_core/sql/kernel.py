@@ -7,14 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_core.config.kernel_config import load_for_kernel
+from agent_core.sql.databases import database_url, engine_for, masked
+from agent_core.sql.statements import classify
+
 
 def read_sql(database: str, sql: str, max_rows: int | None = None) -> Any:
+    # pandas and SQLAlchemy load when read_sql runs, not when a kernel imports this module
     import pandas as pd
     from sqlalchemy import text
-
-    from agent_core.config.kernel_config import load_for_kernel
-    from agent_core.sql.databases import database_url, engine_for, masked
-    from agent_core.sql.statements import classify
 
     settings, _notes = load_for_kernel()
     url = database_url(settings.databases, database)

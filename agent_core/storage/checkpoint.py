@@ -3,12 +3,21 @@ SQLite in the Jupyter data directory by default; Postgres for shared deployments
 
 from __future__ import annotations
 
+import threading
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from agent_core.storage.database import Database, is_postgres_url
+from agent_core.storage.postgres_database import (
+    POOL_TIMEOUT,
+    RECONNECT_SERIES,
+    PostgresDatabase,
+    application_name,
+    connection_options,
+    saver_setup,
+)
 from agent_core.storage.private_files import private_file
 from agent_core.storage.tool_ledger import DatabaseToolLedger, MemoryToolLedger, SqliteToolLedger, ToolLedger
 
@@ -50,6 +59,8 @@ async def open_store(url: str, default_path: Path, database: Database | None = N
     (then `database`, the thread store's, also holds the tool ledger)."""
     kind = checkpointer_kind(url)
     if kind == "memory":
+        # langgraph's savers, aiosqlite and the postgres extra load when the store opens: the server starts without
+        # them (bench/server_start.py)
         from langgraph.checkpoint.memory import InMemorySaver
 
         return AgentStore(InMemorySaver(), MemoryToolLedger(), "memory")
@@ -82,8 +93,6 @@ def _daemon_worker(connection: Any) -> Any:
     is not one: when Jupyter's loop ends without the server's stop (a SIGINT with no terminal, how
     JupyterHub's LocalProcessSpawner stops a server), an open connection would keep the process from
     ever exiting. What was committed is in the file (WAL) whenever the process ends."""
-    import threading
-
     # aiosqlite before 0.22: the connection is the thread; since then it holds one.
     thread = connection if isinstance(connection, threading.Thread) else getattr(connection, "_thread", None)
     if isinstance(thread, threading.Thread) and not thread.is_alive():
@@ -101,14 +110,6 @@ async def _open_postgres(url: str, database: Database | None) -> AgentStore:
             "database_url is a PostgreSQL URL but langgraph-checkpoint-postgres is not installed: "
             "pip install 'cellwright[postgres]'"
         ) from exc
-    from agent_core.storage.postgres_database import (
-        POOL_TIMEOUT,
-        RECONNECT_SERIES,
-        PostgresDatabase,
-        application_name,
-        connection_options,
-        saver_setup,
-    )
 
     if not isinstance(database, PostgresDatabase):
         raise RuntimeError("the Postgres checkpointer needs the thread store on the same database")

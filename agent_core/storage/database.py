@@ -120,6 +120,7 @@ def open_database(url: str, sqlite_path: Path, process: str, owner: str, pool_si
     checkpointer's storage, and threads have always been in their own file). `process` names this
     process's writes; `owner` is the user whose threads the store holds."""
     if is_postgres_url(url):
+        # agent_core.storage.postgres_database imports this module
         from agent_core.storage.postgres_database import PostgresDatabase
 
         return PostgresDatabase(url, process, owner, pool_size)

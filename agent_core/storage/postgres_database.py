@@ -19,6 +19,7 @@ import functools
 import hashlib
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -119,6 +120,7 @@ class PostgresDatabase:
 
     async def open(self, notified: Notified) -> None:
         try:
+            # psycopg (the `postgres` extra) loads on first use: a server on SQLite never imports it
             from psycopg_pool import ConnectionPool
         except ImportError as exc:
             raise RuntimeError(
@@ -269,8 +271,6 @@ LOCK_WAIT = 120.0  # seconds before giving up on another server's migration
 
 def migrate(conn: Any) -> None:
     """Create or upgrade the schema to the last version, once, whoever starts first."""
-    import time
-
     deadline = time.monotonic() + LOCK_WAIT
     while not conn.execute("SELECT pg_try_advisory_lock(%s)", (MIGRATION_LOCK,)).fetchone()[0]:
         if time.monotonic() > deadline:

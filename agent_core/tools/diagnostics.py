@@ -99,6 +99,7 @@ class LintEngine:
     """One in-process pylsp workspace. Not thread-safe: used from the single lint thread only."""
 
     def __init__(self, root: Path) -> None:
+        # pylsp and pyflakes load with the first lint: the server and %load_ext agent_core start without them
         from pyflakes import api as pyflakes_api
         from pylsp import uris
         from pylsp.config.config import Config

@@ -113,6 +113,7 @@ def bounded_description(text: str) -> str:
 def usable_schema(schema: object) -> tuple[JsonObject | None, str]:
     """`schema` as a tool's parameters, or None and why it cannot be offered (too big, not an object
     schema, not a valid JSON Schema)."""
+    # jsonschema loads with the first outside tool: %load_ext agent_core does not load it
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import SchemaError
 

@@ -4,12 +4,15 @@ RunContext beside the static registry. Gathering never fails a run: what is miss
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from agent_core.loop.mentions import CONTEXT_KEY
 from agent_core.tools import TOOLS
 from agent_core.tools.external import ExternalToolSpec
+from agent_core.tools.notebook_functions import notebook_tools
 
 if TYPE_CHECKING:
     from agent_core.loop.state import AgentUpdate
@@ -45,8 +48,6 @@ async def gather_tools(
         except Exception:  # a help, never a reason to fail the run
             log.exception("MCP tools could not be gathered")
     if env is not None:
-        from agent_core.tools.notebook_functions import notebook_tools
-
         found, more = await notebook_tools(env, TAKEN | specs.keys(), settings)
         specs.update(found)
         notes += more
@@ -57,8 +58,6 @@ def _within_budget(
     specs: dict[str, ExternalToolSpec], notes: list[str]
 ) -> tuple[dict[str, ExternalToolSpec], list[str]]:
     """The first tools that fit the per-run budget (count and schema size); a note names how many did not."""
-    import json
-
     kept: dict[str, ExternalToolSpec] = {}
     size = 0
     for name, spec in specs.items():
@@ -81,8 +80,6 @@ def with_tool_notes(
     """A new run's input with the notes about external tools, before the user's message (hidden
     from the thread's view, as other context is), and the notebook tools it has, so that the next
     run can tell the model which of them are gone (a kernel restart forgets them)."""
-    from agent_core.loop.mentions import CONTEXT_KEY
-
     if not isinstance(graph_input, dict) or "messages" not in graph_input:
         return graph_input
     now = [name for name, spec in tools.items() if spec.origin.get("kind") == "notebook"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from jupyter_core.paths import jupyter_data_dir
 from pydantic import Field
 
 from agent_core.config.agent_settings import AgentSettings
@@ -25,7 +26,6 @@ MAX_QUERY_CHARS = 2000
 def data_dir_of(settings: AgentSettings) -> Path:
     if settings.data_dir:
         return Path(settings.data_dir)
-    from jupyter_core.paths import jupyter_data_dir
 
     return Path(jupyter_data_dir()) / "cellwright"
 
@@ -34,6 +34,7 @@ def knowledge_of(ctx: ToolContext) -> Any:
     """The knowledge base of the tool's workspace, or ToolInputError when indexing is off."""
     if not ctx.settings.knowledge_index:
         raise ToolInputError("the workspace index is off (c.Cellwright.knowledge_index = False): use search_workspace")
+    # the knowledge package loads on the first search: %load_ext agent_core loads the tools without it
     from agent_core.knowledge.service import knowledge_base
 
     settings = ctx.settings

@@ -43,7 +43,8 @@ def new_cell_id(call_id: str) -> str:
 
 async def before_cell(code: str, ctx: ToolContext, placement: CellPlacement) -> CellPlacement:
     """Snapshot what the approved cell changes (agent_core.undo.steps); the placement carries its provenance."""
-    from agent_core.undo.steps import before_cell as snapshot_before  # loaded with the first cell, not the registry
+    # agent_core.undo imports agent_core.tools, which imports this module; undo loads with the first cell
+    from agent_core.undo.steps import before_cell as snapshot_before
 
     return await snapshot_before(code, ctx, placement)
 

@@ -280,6 +280,7 @@ async def check_resources(
         system["gpu_error"] = gpu_error
     answer: dict[str, Any] = {"files": sizes, "dataframes": frames, "system": system}
     if env is not None:
+        # kernel_probes.usage (psutil) loads on first use: %load_ext agent_core loads the tools without it
         from agent_core.kernel_probes.usage import kernel_usage
 
         usage = await kernel_usage(env)

@@ -289,6 +289,7 @@ def search_notebook_cells(
 def _search_cells(
     workspace: Workspace, target: Path, matcher: Matcher, matches: list[dict[str, Any]], skipped: list[str], limit: int
 ) -> SearchResult:
+    # nbformat loads with the first notebook search: %load_ext agent_core does not load it
     import nbformat
 
     root = workspace.root

@@ -336,6 +336,7 @@ async def execute_command_preview(args: ExecuteCommandArgs, ctx: ToolContext) ->
         _, rel = _folder(args, ctx)
     except ToolInputError as exc:
         return will_fail("execute_command", exc, command=args.command, cwd=args.cwd or ".")
+    # agent_core.undo.card imports agent_core.tools, which imports this module
     from agent_core.undo.card import command_impact
 
     return {"command": args.command, "cwd": rel, "impact": command_impact(args.command, ctx)}

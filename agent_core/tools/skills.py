@@ -50,6 +50,7 @@ def user_skills_dir() -> Path:
 
 def parse_skill(text: str, path: Path) -> Skill:
     """YAML front matter between `---` lines (`name`, `description`), then the body."""
+    # yaml loads with the first skill read: %load_ext agent_core does not load it
     import yaml
 
     meta: dict[str, Any] = {}

@@ -18,6 +18,7 @@ from agent_core.config.agent_settings import AgentSettings
 from agent_core.sql.statements import MAX_SQL_CHARS, SqlRefused, Statement, classify
 from agent_core.tools.arguments import ToolArgs
 from agent_core.tools.base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
+from agent_core.tools.knowledge import knowledge_of
 
 MAX_RESULT_CHARS = 20_000
 
@@ -32,6 +33,7 @@ class SqlQueryArgs(ToolArgs):
 
 
 def _url(settings: AgentSettings, database: str) -> str:
+    # agent_core.sql (SQLAlchemy) loads with the first query: %load_ext agent_core loads the tools without it
     from agent_core.sql.databases import DatabaseError, database_url
 
     try:
@@ -126,8 +128,6 @@ async def _forget_tables(ctx: ToolContext, database: str) -> None:
     """After a write the tables may have changed: their metadata is read again on the next search."""
     if not ctx.settings.knowledge_index:
         return
-    from agent_core.tools.knowledge import knowledge_of
-
     try:
         await knowledge_of(ctx).refresh_databases(forget=database)
     except Exception:  # the index is a help: a failure to refresh it is not the statement's failure

@@ -42,6 +42,7 @@ async def check_verify(args: VerifyNotebookArgs, ctx: ToolContext) -> None:
 
 
 async def verify(args: VerifyNotebookArgs, ctx: ToolContext) -> ToolOutcome:
+    # agent_core.verify.replay imports agent_core.tools, which imports this module
     from agent_core.verify.replay import summary, verify_notebook
 
     env = ctx.env

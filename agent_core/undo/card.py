@@ -8,8 +8,11 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agent_core.impact.analysis import analyze_code
+from agent_core.impact.rules import rule_from_rejection, rule_warnings
 from agent_core.tools.base import ToolContext, ToolInputError
 from agent_core.undo import kernel_calls
+from agent_core.undo.rules import rules_of
 
 if TYPE_CHECKING:
     from agent_core.impact.analysis import CodeImpact
@@ -89,23 +92,16 @@ async def undoability(impact: CodeImpact, ctx: ToolContext) -> Undoability:
 
 
 def warnings_for(impact: CodeImpact, ctx: ToolContext) -> list[str]:
-    from agent_core.impact.rules import rule_warnings
-    from agent_core.undo.rules import rules_of
-
     rules = rules_of(ctx.env.root_dir)
     return list(rule_warnings(rules, impact)) if rules else []
 
 
 def suggestion(impact: CodeImpact) -> str | None:
-    from agent_core.impact.rules import rule_from_rejection
-
     return rule_from_rejection(impact, "") or None
 
 
 async def code_impact(code: str, ctx: ToolContext) -> dict[str, Any]:
     """The card's `impact` for a cell's code (run_cell, edit_cell)."""
-    from agent_core.impact.analysis import analyze_code
-
     impact = analyze_code(code)
     undo = await undoability(impact, ctx)
     return {
@@ -121,8 +117,6 @@ async def code_impact(code: str, ctx: ToolContext) -> dict[str, Any]:
 def command_impact(command: str, ctx: ToolContext) -> dict[str, Any]:
     """The card's `impact` for a shell command: analysed as the `!` line a cell would hold, so an
     install is recognised as one; it runs outside the kernel, so nothing of it can be undone."""
-    from agent_core.impact.analysis import analyze_code
-
     impact = analyze_code("!" + " ".join(command.splitlines()))
     return {
         **findings(impact),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_core.kernel_probes.introspection import _evaluate  # the introspection probes' busy check and time limit
 from agent_core.kernel_probes.probe import probe_expression
 from agent_core.kernel_side.snapshots import SOURCE
 from agent_core.tools.base import ToolEnvironment, ToolInputError
@@ -18,8 +19,6 @@ MB = 1024 * 1024
 async def _call(env: ToolEnvironment, entry: str, payload: dict[str, Any], timeout: float) -> dict[str, Any]:
     """The probe's answer; ToolInputError saying why there is none. A kernel busy with another cell
     is not asked (the request would wait behind it): "kernel busy"."""
-    from agent_core.kernel_probes.introspection import _evaluate  # the introspection probes' busy check and time limit
-
     answer = await _evaluate(env, probe_expression(SOURCE, entry, payload), timeout)
     if not isinstance(answer, dict):
         raise ToolInputError("the kernel's answer was not understood")

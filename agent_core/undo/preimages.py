@@ -59,6 +59,7 @@ def current(path: Path) -> bytes | None:
 def revert(path: Path, image: Preimage) -> str | None:
     """Put `path` back as it was before the step; the reason when it is not (then it is untouched).
     A file changed since the step (by the user, or a command) is left alone: no edit is lost."""
+    # agent_core.tools.base imports this module
     from agent_core.tools.writes import write_atomic
 
     problem = check(image)

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 
 from agent_core.contract.rewind import FileDiff, NotReversible, RewindRequest, RewindResult, RewindUndone
 from agent_core.loop import branches
+from agent_core.loop.output_digest import bounded
+from agent_core.tools.writes import MAX_DIFF_CHARS, unified_diff, write_atomic
 from agent_core.undo.book import FileBefore, RewindRecord
 from agent_core.undo.preimages import Preimage, current, digest, revert
 from agent_core.undo.rewind_plan import Planned, Situation, later_steps, plan
@@ -126,9 +128,6 @@ MAX_DIFFS = 20
 
 def _file_diffs(root: Path, planned: list[Planned]) -> list[FileDiff]:
     """Per file, from its content now to the oldest pre-image in the range (what it goes back to)."""
-    from agent_core.loop.output_digest import bounded
-    from agent_core.tools.writes import MAX_DIFF_CHARS, unified_diff
-
     target: dict[str, Preimage] = {}
     for step in planned:  # newest first: the oldest pre-image of a file is the last one seen
         if step.preimage is not None:
@@ -200,8 +199,6 @@ async def undo_rewind(runner: ThreadRunner, thread_id: str, env: ToolEnvironment
 
 def _put_back(path: Path, before: FileBefore) -> str | None:
     """The file as the rewind found it, unless it changed since the rewind (then the reason)."""
-    from agent_core.tools.writes import write_atomic
-
     now = current(path)
     if (digest(now) if now is not None else None) != before.left:
         return "changed since the rewind, so left as it is"

@@ -7,6 +7,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from agent_core.impact.rules import append_rule, load_rules, rules_path, rules_prompt_section
+
 log = logging.getLogger(__name__)
 
 # Asked on every model call and card of every thread: the file is parsed again only when it changed.
@@ -16,8 +18,6 @@ PARSED_KEPT = 64
 
 def rules_of(root: Path) -> list[Any]:
     """The rules; none when the file cannot be read (a help, never a reason to fail a run)."""
-    from agent_core.impact.rules import load_rules, rules_path
-
     try:
         path = rules_path(Path(root))
         stat = path.stat()
@@ -40,14 +40,10 @@ def rules_of(root: Path) -> list[Any]:
 
 def prompt_section(root: Path) -> str:
     """The rules for the agent's instructions ("" without any)."""
-    from agent_core.impact.rules import rules_prompt_section
-
     rules = rules_of(root)
     return rules_prompt_section(rules) if rules else ""
 
 
 def save_rule(root: Path, text: str) -> str:
     """Append a rule the user wrote when rejecting a call; ValueError (with the reason) when refused."""
-    from agent_core.impact.rules import append_rule
-
     return append_rule(Path(root), text).text

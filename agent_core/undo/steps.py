@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import logging
 import secrets
+from dataclasses import replace
 from typing import Any, get_args
 
 from agent_core.contract.choices import UndoRefusal
+from agent_core.impact.analysis import analyze_code
 from agent_core.llm.messages import Message
+from agent_core.loop.mentions import CONTEXT_KEY
 from agent_core.tools.base import CellPlacement, ToolContext, ToolEnvironment, ToolInputError
 from agent_core.undo import card, kernel_calls
 from agent_core.undo.book import StepRecord, UndoBook
@@ -53,10 +56,6 @@ def _provenance(ctx: ToolContext, undoable: bool, reason: str | None) -> dict[st
 async def before_cell(code: str, ctx: ToolContext, placement: CellPlacement) -> CellPlacement:
     """Snapshot what the approved cell will change; the placement carries the cell's provenance.
     Never fails the cell: a step without a snapshot runs, and says it cannot be undone."""
-    from dataclasses import replace
-
-    from agent_core.impact.analysis import analyze_code
-
     thread_id = ctx.thread_id
     book = ctx.run.undo if ctx.run is not None else None
     impact = analyze_code(code)
@@ -183,8 +182,6 @@ def undo_note(call_id: str, result: dict[str, Any]) -> str:
 
 def pending_notes(book: UndoBook, thread_id: str) -> list[Message]:
     """Context messages for the thread's next run: the steps the user undid since the last one."""
-    from agent_core.loop.mentions import CONTEXT_KEY
-
     return [{"role": "user", "content": text, CONTEXT_KEY: True} for text in book.take_notes(thread_id)]
 
 
