@@ -155,11 +155,12 @@ async def test_a_follower_of_a_run_elsewhere_gets_the_run_finished_written_after
                 async for batch in manager.follow_batches(thread, 0):
                     seen.extend(item.event["type"] for item in batch if item.event)
 
-            grace_waits: list[float] = []  # the timeouts the follower waited with (white-box)
+            in_grace = asyncio.Event()  # the follower waits for the run_finished after the lease went (white-box)
             wait_for_events = manager.threads.events.wait_for_events
 
             async def noted_wait(thread_id: str, after: int, timeout: float, **kwargs: Any) -> None:
-                grace_waits.append(timeout)
+                if timeout == RUN_FINISHED_GRACE:
+                    in_grace.set()
                 await wait_for_events(thread_id, after, timeout, **kwargs)
 
             manager.threads.events.wait_for_events = noted_wait  # type: ignore[method-assign]
@@ -172,9 +173,8 @@ async def test_a_follower_of_a_run_elsewhere_gets_the_run_finished_written_after
             assert seen == ["run_started", "caught_up"]
             await other.release_lease(thread)
             # The window under test: the follower saw the lease go and waits for the run_finished.
-            while RUN_FINISHED_GRACE not in grace_waits:
-                assert not reading.done() and asyncio.get_running_loop().time() < deadline + 10, seen
-                await asyncio.sleep(0.01)
+            await asyncio.wait_for(in_grace.wait(), 10)
+            assert not reading.done(), seen
             await other.events.append(thread, {"type": "run_finished", "status": "completed"})
             await asyncio.wait_for(reading, 10)
             assert seen == ["run_started", "caught_up", "run_finished"]
