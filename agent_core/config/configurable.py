@@ -23,6 +23,7 @@ from agent_core.config import saved_settings as settings_file
 from agent_core.config.agent_settings import AgentSettings, ToolCalling, Vision, endpoint_of
 from agent_core.config.completion_settings import CompletionSettings
 from agent_core.config.data_policy_settings import DataPolicySettings
+from agent_core.config.endpoint_keys import EndpointKeys, read_saved_keys
 from agent_core.config.mcp_endpoint_settings import McpEndpointSettings
 from agent_core.config.string_list import StringList
 from agent_core.redaction import SECRET_PARAMS, redact_url
@@ -34,7 +35,7 @@ class SettingsError(ValueError):
     """A setting given a value it cannot take; the message names the setting and what it accepts."""
 
 
-class Cellwright(LoggingConfigurable, McpEndpointSettings, DataPolicySettings, CompletionSettings):
+class Cellwright(LoggingConfigurable, EndpointKeys, McpEndpointSettings, DataPolicySettings, CompletionSettings):
     """Cellwright's settings. Tagged `runtime=True`: PUT config may change it at run time (saved in
     <data_dir>/settings.json, which wins over the config files). Tagged `env=...`: the environment
     variable that fills it in when no config sets it."""
@@ -320,55 +321,6 @@ class Cellwright(LoggingConfigurable, McpEndpointSettings, DataPolicySettings, C
         api_key = form["api_key"] if "api_key" in form else self.key_for(base_url)
         return self.agent_settings().with_overrides(**{**form, "base_url": base_url, "api_key": api_key})
 
-    # -- API keys, one per endpoint
-
-    def _startup_keys(self) -> list[tuple[str, str, str]]:
-        """(endpoint, key, source) of the config's key and the environment's, config first: each belongs
-        to the base_url set at its own level (api.openai.com when that level sets none)."""
-        configured = self.config.get("Cellwright", {})
-        found = []
-        if "api_key" in configured:
-            found.append((endpoint_of(str(configured.get("base_url", ""))), str(configured["api_key"]), "config"))
-        env_key = self._environ.get("OPENAI_API_KEY", "")
-        if env_key:
-            found.append((endpoint_of(self._environ.get("OPENAI_BASE_URL", "")), env_key, "environment"))
-        return found
-
-    def _key_and_source(self, endpoint: str) -> tuple[str, str]:
-        if endpoint in self._saved_keys:
-            return self._saved_keys[endpoint], "settings"
-        for owner, key, source in self._startup_keys():
-            if owner == endpoint:
-                return key, source
-        return "", "default"
-
-    def key_for(self, base_url: str) -> str:
-        """The API key of `base_url`'s endpoint (scheme, host, port); "" when none was given for it."""
-        return self._key_and_source(endpoint_of(base_url))[0]
-
-    def endpoints_with_keys(self) -> list[str]:
-        """The endpoints that have a key (saved, configured or from the environment), never the keys."""
-        candidates = {*self._saved_keys, *(endpoint for endpoint, _, _ in self._startup_keys())}
-        return sorted(endpoint for endpoint in candidates if self._key_and_source(endpoint)[0])
-
-    def _read_saved_keys(self, saved: Mapping[str, Any]) -> dict[str, str]:
-        """settings.json's keys: `api_keys` (endpoint -> key), and an older file's single `api_key`, which
-        belongs to the base_url saved beside it (or, with none saved, to the one configured when read)."""
-        keys: dict[str, str] = {}
-        raw = saved.get("api_keys")
-        if isinstance(raw, Mapping):
-            keys.update({endpoint_of(str(k)): v for k, v in raw.items() if isinstance(k, str) and isinstance(v, str)})
-        elif raw is not None:
-            self.log.warning(
-                "Cellwright: api_keys in %s was ignored: it is not an object of strings", self.settings_path
-            )
-        legacy = saved.get("api_key")
-        if isinstance(legacy, str):
-            saved_url = saved.get("base_url")
-            base_url = saved_url if isinstance(saved_url, str) else self.base_url
-            keys.setdefault(endpoint_of(base_url or ""), legacy)
-        return keys
-
     def public(self) -> dict[str, Any]:
         """The settings as GET config answers them: never the API key, nor credentials in a URL."""
         from agent_core.storage.checkpoint import checkpointer_kind
@@ -461,7 +413,7 @@ class Cellwright(LoggingConfigurable, McpEndpointSettings, DataPolicySettings, C
         editable = self.runtime_names()
         saved = settings_file.read(self.settings_path)
         # before base_url changes: an older key may take the configured one
-        self._saved_keys = self._read_saved_keys(saved)
+        self._saved_keys = read_saved_keys(saved, self.settings_path, self.base_url, self.log)
         for name, value in saved.items():
             if name not in editable or name == "api_key":
                 continue
