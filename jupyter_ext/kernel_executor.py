@@ -9,7 +9,7 @@ import asyncio
 import json
 import queue
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +31,7 @@ from .kernel_clients import (
 )
 from .kernel_evaluations import KernelEvaluations, evaluate_once, shell_reply
 from .kernel_restarts import KernelRestarts
+from .kernel_state import BUSY_GRACE_SECONDS, busy, idle_within
 
 if TYPE_CHECKING:
     from jupyter_server.services.sessions.sessionmanager import SessionManager
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
 
 POLL_SECONDS = 1.0
 BUSY_NOTICE_SECONDS = 0.3  # a kernel busy this long before our cell is running someone else's
-BUSY_GRACE_SECONDS = 0.25  # for a kernel shown busy to turn idle: our own evaluation's "idle" arrives within ms
 INTERRUPT_GRACE_SECONDS = 1.5  # how long a cell may take to stop after an interrupt before the next
 MAX_INTERRUPTS = 3
 READY_SECONDS = 10.0
@@ -166,14 +166,14 @@ class KernelEnvironment:
             return False
         if self.evaluations is not None and self.evaluations.evaluating(kernel_id):
             return False  # busy with our evaluation, which answers at once: this one queues behind it
-        return not await _idle_within(self.kernel_manager.get_kernel(kernel_id), BUSY_GRACE_SECONDS)
+        return not await idle_within(self.kernel_manager.get_kernel(kernel_id), BUSY_GRACE_SECONDS)
 
     async def kernel_history(self, n: int) -> list[tuple[int, str]]:
         """The last `n` inputs of the kernel's current session as (execution count, source), oldest
         first. A busy kernel would answer only after its cell: ToolInputError instead of a wait."""
         kernel_id = await self.resolve_kernel()
         manager = self.kernel_manager.get_kernel(kernel_id)
-        if await _busy(manager):
+        if await busy(manager):
             raise ToolInputError("the kernel is busy running a cell")
         client = await connected_client(manager, outputs=False)
         try:
@@ -220,7 +220,7 @@ class KernelEnvironment:
         remote = is_remote(manager)
         try:
             while True:
-                while not remote and await _busy(manager):
+                while not remote and await busy(manager):
                     # A silent evaluation of ours (an undo snapshot, tool discovery) that just ended
                     # can still read as busy until the server sees its "idle": only a kernel busy
                     # for longer is another cell to wait for, and said so.
@@ -446,55 +446,6 @@ class KernelEnvironment:
 
 class _KernelGone(Exception):
     pass
-
-
-async def _busy(manager: KernelManagerProtocol) -> bool:
-    """Whether the kernel runs a cell. jupyter_server's kernel managers track the state from iopub;
-    a gateway's state can stay "busy" for good (see _wait_for_turn), so its kernel is asked instead;
-    other managers count as idle."""
-    if is_remote(manager):
-        return not await _answers_within(manager, BUSY_GRACE_SECONDS)
-    return getattr(manager, "execution_state", "idle") == "busy"
-
-
-async def _answers_within(manager: KernelManagerProtocol, seconds: float) -> bool:
-    """Whether a gateway kernel answers a kernel_info request within `seconds`: one that runs a
-    cell answers after it (its shell takes one request at a time). A websocket of its own: a few ms."""
-    client = await connected_client(manager, outputs=False)
-    try:
-        await client.wait_for_ready(timeout=seconds)
-        return True
-    except RuntimeError:
-        return False
-    finally:
-        client.stop_channels()
-
-
-async def _idle_within(manager: KernelManagerProtocol, seconds: float) -> bool:
-    """Whether the kernel is idle now or turns idle within `seconds` (its state is a trait of
-    jupyter_server's kernel manager: observed, not polled; a gateway kernel is asked)."""
-    if is_remote(manager):
-        return await _answers_within(manager, seconds)
-    if not await _busy(manager):
-        return True
-    if not hasattr(manager, "observe"):
-        return False
-    idle: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-    def changed(change: Mapping[str, object]) -> None:
-        if change["new"] != "busy" and not idle.done():
-            idle.set_result(None)
-
-    manager.observe(changed, names="execution_state")
-    try:
-        if manager.execution_state != "busy":  # it changed before we observed
-            return True
-        await asyncio.wait_for(idle, seconds)
-        return True
-    except asyncio.TimeoutError:
-        return False
-    finally:
-        manager.unobserve(changed, names="execution_state")
 
 
 def latest_session(history: list[Any]) -> list[tuple[int, str]]:
