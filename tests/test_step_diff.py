@@ -6,12 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import nbformat
-
 from devtools.fake_llm import FakeLLM, text, tool_call
-from tests.conftest import NOTEBOOK, Api
+from tests.conftest import Api
 from tests.test_rewind import _five_steps
-from tests.test_undo_routes import _run_approved
+from tests.test_undo_routes import _run_approved, notebook_with_my_cell
 
 
 async def test_a_range_of_steps_per_cell_and_per_file(
@@ -54,11 +52,9 @@ async def test_a_range_of_steps_per_cell_and_per_file(
 
 
 async def test_an_edited_cell_shows_its_source_from_before_the_edit(
-    api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_root_dir: Path
+    api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_serverapp: Any, jp_root_dir: Path
 ) -> None:
-    notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell("y = 2", id="mine")]
-    nbformat.write(notebook, str(jp_root_dir / NOTEBOOK))
+    await notebook_with_my_cell(jp_serverapp, notebook_kernel, jp_root_dir)
     fake_llm.script(
         tool_call("edit_cell", {"cell_id": "mine", "source": "y = 3\nprint(y)"}, id="ed1"),
         tool_call("edit_cell", {"cell_id": "mine", "source": "y = 4\nprint(y)"}, id="ed2"),
