@@ -4,7 +4,7 @@ the thread's log; agent_core's refusals become the HTTP errors here."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agent_core.workspace import workspace_of
 
@@ -26,8 +26,7 @@ if TYPE_CHECKING:
 
 BUSY = "A run of this thread is active: go back once it has finished or stopped."
 MAX_BRANCH_ID = 64
-MAX_DIFF_EVENTS = 100_000  # of one thread read for its cells, or copied into a fork
-EVENT_PAGE = 1000
+MAX_THREAD_EVENTS = 100_000  # of one thread read for its cells, or for a fork's copy
 
 
 async def rewind(runs: RunManager, thread_id: str, request: RewindRequest) -> RewindResult:
@@ -112,21 +111,10 @@ async def fork(runs: RunManager, thread_id: str, request: ForkRequest) -> Forked
     origin = f"{thread_id}:{request.from_}"
     await tree.copy_into(runner.graph, point.snapshot, new.thread_id, origin)
     left_out = set(tree.call_ids(point.later))  # the step and every step after it
-    events = await _events_before(runs, thread_id, left_out)
+    events = await runs.threads.events.events_after(thread_id, 0, MAX_THREAD_EVENTS)
     log = forked_log(events, left_out, thread_id, request.from_, record.title or "")
     await runs.threads.events.append_all(new.thread_id, log)
     return Forked(thread_id=new.thread_id, forked_from=origin)
-
-
-async def _events_before(runs: RunManager, thread_id: str, calls: set[str]) -> list[dict[str, Any]]:
-    """The thread's events up to the first of `calls` (read a page at a time, at most MAX_DIFF_EVENTS)."""
-    found: list[dict[str, Any]] = []
-    while len(found) < MAX_DIFF_EVENTS:
-        page = await runs.threads.events.events_after(thread_id, found[-1]["seq"] if found else 0, EVENT_PAGE)
-        found.extend(page)
-        if len(page) < EVENT_PAGE or any(event.get("id") in calls for event in page):
-            break
-    return found
 
 
 async def diff(runs: RunManager, thread_id: str, start: str | None, end: str | None) -> ThreadDiff:
@@ -137,7 +125,7 @@ async def diff(runs: RunManager, thread_id: str, start: str | None, end: str | N
     record = await runs.thread(thread_id)
     runner = await runs.runner()
     messages = tree.messages_of(await runner.snapshot(thread_id))
-    events = await runs.threads.events.events_after(thread_id, 0, MAX_DIFF_EVENTS)
+    events = await runs.threads.events.events_after(thread_id, 0, MAX_THREAD_EVENTS)
     workspace = workspace_of(runs.environment_of(record))
     try:
         return thread_diff(messages, events, thread_id, record.notebook_path or "", workspace, start, end)
