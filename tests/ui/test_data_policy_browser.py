@@ -12,6 +12,8 @@ from devtools.fake_llm import FakeLLM, tool_call
 from devtools.jupyter_process import JupyterProcess
 from tests.ui.conftest import SHOTS, open_new_notebook, open_panel_from_palette
 
+HOSTILE = "the contact <img src=x onerror=window.__cwPwned=1>"
+
 
 @pytest.fixture
 def lab_config() -> dict[str, Any]:
@@ -22,7 +24,8 @@ def test_the_panel_shows_what_was_sent(page: Any, lab: JupyterProcess, fake_llm:
     from playwright.sync_api import expect
 
     fake_llm.script(
-        tool_call("run_cell", {"code": "print('write to alice@example.com')", "description": "the contact"}, id="c1"),
+        # The description is the model's: it becomes a source's name in the panel, shown as text.
+        tool_call("run_cell", {"code": "print('write to alice@example.com')", "description": HOSTILE}, id="c1"),
         tool_call("final_answer", {"answer": "Written."}),
     )
     open_new_notebook(page, lab)
@@ -57,6 +60,8 @@ def test_the_panel_shows_what_was_sent(page: Any, lab: JupyterProcess, fake_llm:
     steps.nth(1).get_by_test_id("cw-sent-step-text-toggle").click()
     expect(steps.nth(1).get_by_test_id("cw-sent-step-text")).to_contain_text("[REDACTED:email]")
     expect(steps.nth(1)).not_to_contain_text("alice@example.com")
+    expect(steps.nth(1)).to_contain_text("<img src=x")  # the model's text, inert
+    assert page.evaluate("window.__cwPwned") is None
     page.screenshot(path=str(SHOTS / "28-sent-per-step.png"))
     assert "alice@example.com" not in fake_llm.raw_requests[1].decode()
     assert not page.errors, page.errors  # type: ignore[attr-defined]
