@@ -97,7 +97,19 @@ class CellFold:
 async def agent_cells(store: ThreadStore, request: AgentCellsRequest) -> AgentCells:
     """A page of the agent cells of `request.notebook_path` (already confined to the root), from the
     store's owner's threads only: another owner's thread is not read."""
-    path = request.notebook_path
+    cells = await _folded(store, request.notebook_path)
+    end = request.offset + request.limit
+    page = [found for cell in cells[request.offset : end] if (found := _valid(cell)) is not None]
+    return AgentCells(cells=page, next_offset=end if end < len(cells) else None)
+
+
+async def notebook_agent_cells(store: ThreadStore, path: str) -> list[AgentCell]:
+    """Every agent cell of the notebook `path` (root-relative), as the pages of `agent_cells` give
+    them: what a reconcile would place, for the server's own view of the notebook."""
+    return [found for cell in await _folded(store, path) if (found := _valid(cell)) is not None]
+
+
+async def _folded(store: ThreadStore, path: str) -> list[dict[str, Any]]:
     cells: list[dict[str, Any]] = []
     for record in await store.for_notebook(path):
         fold = CellFold(record.thread_id, path)
@@ -110,10 +122,7 @@ async def agent_cells(store: ThreadStore, request: AgentCellsRequest) -> AgentCe
                 break
             after = events[-1]["seq"]
         cells.extend(fold.result())
-    cells = cells[:MAX_CELLS]
-    end = request.offset + request.limit
-    page = [found for cell in cells[request.offset : end] if (found := _valid(cell)) is not None]
-    return AgentCells(cells=page, next_offset=end if end < len(cells) else None)
+    return cells[:MAX_CELLS]
 
 
 def _valid(cell: dict[str, Any]) -> AgentCell | None:

@@ -279,6 +279,7 @@ async def _run_tool(call: ToolCall, ctx: RunContext) -> ToolOutcome:
         thread_id=ctx.thread_id,
         notebook_path=ctx.notebook_path,
         notebook_cells=ctx.notebook_cells,
+        agent_cells=ctx.agent_cells,
     )
     try:
         await spec.precheck(args, tool_ctx)

@@ -19,7 +19,7 @@ from agent_core.privacy.thread_policy import narrowed
 from agent_core.storage.request_log import RequestLog, ThreadAudit
 from agent_core.storage.tool_ledger import ToolLedger
 from agent_core.tools import TOOLS, ToolEnvironment, ToolInputError, ToolOutcome, ToolSpec
-from agent_core.tools.base import Emit
+from agent_core.tools.base import AgentCellRecord, Emit
 from agent_core.tools.external import ExternalToolSpec
 from agent_core.tools.gathering import EXTERNAL_TOOL_AGENTS
 from agent_core.undo.book import UndoBook
@@ -57,6 +57,7 @@ class RunContext:
     driver: str = ""
     requests: RequestLog | None = None  # the thread's record of model requests (None: not recorded)
     last_sent: SentSummary | None = None  # the last model turn's request, as recorded
+    agent_cells: AgentCellRecord | None = None  # the record's agent cells of a notebook (ToolContext.agent_cells)
 
     def __post_init__(self) -> None:
         if not self.tool_mode:
@@ -127,6 +128,7 @@ class RunContext:
             undo=self.undo,
             approvals=self.approvals,
             requests=self.requests,
+            agent_cells=self.agent_cells,
         )
         # The switches carry the task's id too: the panel nests what lies between them under the call.
         self.emit(
@@ -164,6 +166,7 @@ def run_context(
     approvals: ApprovalCards,
     driver: str = "",
     requests: RequestLog | None = None,
+    agent_cells: AgentCellRecord | None = None,
 ) -> RunContext:
     """The context of a run's top agent: the single agent, or the planner in multi mode."""
     agent = agent_for_mode(mode)
@@ -181,6 +184,7 @@ def run_context(
         approvals=approvals,
         driver=driver,
         requests=requests,
+        agent_cells=agent_cells,
     )
 
 

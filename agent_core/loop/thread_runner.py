@@ -21,6 +21,7 @@ from agent_core.contract import make_event
 from agent_core.llm.failures import LLMError
 from agent_core.llm.messages import Message
 from agent_core.llm.sdk_clients import close_clients
+from agent_core.loop.agent_cells import notebook_agent_cells
 from agent_core.loop.agents import agent_for_mode
 from agent_core.loop.approvals import ApprovalCards
 from agent_core.loop.event_pump import EventPump
@@ -54,6 +55,7 @@ if TYPE_CHECKING:  # the contract's route models and the tool registry load on a
     from langgraph.types import StateSnapshot
 
     from agent_core.contract.bodies import Decision, StartRun
+    from agent_core.contract.notebook_cells import AgentCell
     from agent_core.contract.outside_tools import OutsideCall
     from agent_core.loop.graph import AgentGraph
     from agent_core.loop.mentions import MentionView
@@ -359,6 +361,11 @@ class ThreadRunner:
             raise ThreadBusy(await self.threads.leased_elsewhere(thread_id) or "another process")
         renewing = asyncio.create_task(self._renew_lease(thread_id))
         emit = EventPump(self.threads.events, thread_id, run_id, agent_for_mode(segment.mode).name, on_event)
+
+        async def recorded_cells(path: str) -> list[AgentCell]:
+            await emit.flush()  # this run's cells so far are in the record, not only on their way to it
+            return await notebook_agent_cells(self.threads, path)
+
         context = run_context(
             thread_id,
             settings,
@@ -373,6 +380,7 @@ class ThreadRunner:
             approvals=self.approvals,
             driver=segment.driver,
             requests=self.threads.requests,
+            agent_cells=recorded_cells,
         )
         status = "completed"
         run_usage: dict[str, Any] | None = None

@@ -107,7 +107,7 @@ def _notebook_result(text: str, args: dict[str, Any]) -> str:
             outputs = None
 
     for line in text.splitlines():
-        if line.startswith("--- cell ") or line.startswith("Run order in the saved notebook"):
+        if line.startswith("--- cell ") or line.startswith("Run order in the notebook"):
             close()
         if outputs is not None:
             outputs.append(line)

@@ -4,7 +4,7 @@ touch at run time."""
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -20,9 +20,13 @@ from agent_core.undo.preimages import Preimage
 from agent_core.workspace import Workspace
 
 if TYPE_CHECKING:  # the graph imports the tools: its RunContext is only named here
+    from agent_core.contract.notebook_cells import AgentCell
     from agent_core.loop.run_context import RunContext
 
 Emit = Callable[[dict[str, Any]], None]
+# The agent cells of a notebook (root-relative path) in the record of the owner's threads, in the order
+# they ran, with everything emitted so far (agent_core.loop.agent_cells).
+AgentCellRecord = Callable[[str], Awaitable[Sequence["AgentCell"]]]
 
 
 class ToolInputError(Exception):
@@ -176,6 +180,9 @@ class ToolContext:
     notebook_cells: list[dict[str, Any]] | None = None  # as the browser sent them; None: read the saved file
     decision: str = "auto_approved"  # how the call came to run: "approved", "edited" (by the user) or "auto_approved"
     proposed_args: JsonObject | None = None  # "edited": the arguments the agent proposed
+    # The thread record's agent cells, which the notebook may lack yet (agent_core.tools.notebook_view);
+    # None: no record to read (the %agent magic's cells live in its own cell).
+    agent_cells: AgentCellRecord | None = None
 
 
 ArgsT = TypeVar("ArgsT", bound=ToolArgs)

@@ -14,7 +14,7 @@ from pydantic import Field
 from agent_core.loop.output_digest import bounded, digest
 from agent_core.tools.arguments import ToolArgs
 from agent_core.tools.base import HasKernelHistory, ToolContext, ToolInputError, ToolOutcome, ToolSpec
-from agent_core.workspace import WorkspaceError, relative_to_root, workspace_of
+from agent_core.tools.notebook_view import PENDING_NOTE, cell_source, notebook_view, shown_id
 
 MAX_NOTEBOOK_BYTES = 50 * 2**20
 DEFAULT_CELLS = 30
@@ -52,11 +52,6 @@ def load_notebook(path: Path) -> dict[str, Any]:
     return notebook
 
 
-def _source(cell: dict[str, Any]) -> str:
-    source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else str(source)
-
-
 def cells_text(
     notebook: dict[str, Any],
     start: int = 0,
@@ -64,21 +59,26 @@ def cells_text(
     total: int = TOTAL_CHARS,
     output_chars: int = OUTPUT_CHARS,
 ) -> str:
-    """The cells in [start, end) as text for the model: index, type, execution count, source and
-    output digest, each bounded, the whole bounded too."""
+    """The cells in [start, end) as text for the model: index, id, type, execution count, source and
+    output digest, each bounded, the whole bounded too. A cell with `pending` (an agent cell the
+    saved file lacks, agent_core.tools.notebook_view) is marked so."""
     cells = [c for c in notebook["cells"] if isinstance(c, dict)]
     stop = min(len(cells), end if end is not None else start + DEFAULT_CELLS)
+    pending = sum(1 for c in cells if c.get("pending"))
+    count = f"{len(cells)} cells" + (f" ({pending} of them {PENDING_NOTE})" if pending else "")
     parts = [
-        f"{len(cells)} cells; showing {start} to {max(start, stop) - 1}."
-        if start < stop
-        else f"{len(cells)} cells; none in that range."
+        f"{count}; showing {start} to {max(start, stop) - 1}." if start < stop else f"{count}; none in that range."
     ]
     for index in range(start, stop):
         cell = cells[index]
         kind = cell.get("cell_type", "?")
-        count = cell.get("execution_count")
-        head = f"--- cell {index} ({kind}{f', execution_count {count}' if count is not None else ''})"
-        text = f"{head}\n{bounded(_source(cell), SOURCE_CHARS)}"
+        facts = [str(kind)]
+        if cell.get("execution_count") is not None:
+            facts.append(f"execution_count {cell['execution_count']}")
+        if cell.get("pending"):
+            facts.append(_PENDING[cell["pending"]])
+        head = f"--- cell {index}, id {shown_id(cell)} ({', '.join(facts)})"
+        text = f"{head}\n{bounded(cell_source(cell), SOURCE_CHARS)}"
         outputs = cell.get("outputs") if kind == "code" else None
         if isinstance(outputs, list) and outputs:
             text += f"\n[outputs]\n{digest([o for o in outputs if isinstance(o, dict)], output_chars)}"
@@ -86,12 +86,18 @@ def cells_text(
     return bounded("\n".join(parts), total)
 
 
+_PENDING = {
+    "new": f"ran by the agent, {PENDING_NOTE}: the notebook gets it when opened",
+    "edit": f"edited by the agent, the edit {PENDING_NOTE}",
+}
+
+
 def run_order(notebook: dict[str, Any]) -> str:
     ran = [(c.get("execution_count"), i) for i, c in enumerate(c for c in notebook["cells"] if isinstance(c, dict))]
     ran = sorted((count, index) for count, index in ran if isinstance(count, int))
     if not ran:
-        return "No cell of the saved notebook has run."
-    return "Run order in the saved notebook (execution_count: cell): " + ", ".join(f"[{n}]: {i}" for n, i in ran[-60:])
+        return "No cell of the notebook has run."
+    return "Run order in the notebook (execution_count: cell): " + ", ".join(f"[{n}]: {i}" for n, i in ran[-60:])
 
 
 async def kernel_history(env: Any) -> str:
@@ -113,30 +119,24 @@ async def kernel_history(env: Any) -> str:
 
 
 async def read_notebook(args: ReadNotebookArgs, ctx: ToolContext) -> ToolOutcome:
-    workspace = workspace_of(ctx.env)
-    target = args.path or ctx.notebook_path
-    if not target:
-        raise ToolInputError("this thread has no notebook: give the path of one")
-    try:
-        path = workspace.resolve(target)
-    except WorkspaceError as exc:
-        raise ToolInputError(exc.message) from None
-    notebook = await asyncio.to_thread(load_notebook, path)
+    view = await notebook_view(ctx, args.path)
+    notebook = {"cells": view.cells}
     start = args.start or 0
-    rel = relative_to_root(workspace.root, path)
-    body = f"{rel}: {cells_text(notebook, start, args.end)}\n\n{run_order(notebook)}"
+    body = f"{view.path}: {cells_text(notebook, start, args.end)}\n\n{run_order(notebook)}"
     bound = not args.path or args.path == ctx.notebook_path
     history = await kernel_history(ctx.env) if bound else ""
     if history:
         body += f"\n\n{history}"
-    return ToolOutcome("ok", body, summary=f"Read {rel} ({len(notebook['cells'])} cells)")
+    return ToolOutcome("ok", body, summary=f"Read {view.path} ({len(view.cells)} cells)")
 
 
 READ_NOTEBOOK = ToolSpec(
     name="read_notebook",
     description=(
         "Read the cells of the notebook (default: the one this thread is bound to) with their outputs, by "
-        "index range, and which cells ran in which order, including the user's own cells run in the kernel."
+        "index range, and which cells ran in which order, including the user's own cells run in the kernel. "
+        "Each cell is shown as `--- cell <index>, id <cell id> (...)`: edit_cell takes that id or index. Your own "
+        "cells appear even before the notebook is opened and saved (marked so)."
     ),
     args=ReadNotebookArgs,
     action=read_notebook,

@@ -16,7 +16,7 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,8 +26,9 @@ from pydantic import Field
 from agent_core.tools.arguments import ToolArgs
 from agent_core.tools.base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
 from agent_core.tools.files import IGNORED_DIRS, confined, is_binary, sniff, walk
+from agent_core.tools.notebook_view import PENDING_NOTE, notebook_view, shown_id
 from agent_core.tools.search_patterns import DeadlinePassed, Matcher, check_pattern
-from agent_core.workspace import Workspace, relative_to_root, workspace_for, workspace_of
+from agent_core.workspace import Workspace, WorkspaceError, relative_to_root, workspace_for, workspace_of
 
 MAX_SEARCH_RESULTS = 100
 MAX_SEARCH_FILE_BYTES = 5 * 1024 * 1024
@@ -64,13 +65,13 @@ def _file_types(raw: Any) -> list[str]:
     return types
 
 
-async def _off_the_loop(search: Any, *args: Any) -> SearchResult:
+async def _off_the_loop(search: Any, *args: Any, **kwargs: Any) -> SearchResult:
     """Run a blocking search in a worker thread. A thread cannot be cancelled: when the run is
     (Stop, server shutdown), the search is told to stop at its next line instead of matching on
     for up to SEARCH_SECONDS and holding up the server's exit."""
     stop = threading.Event()
     try:
-        return await asyncio.to_thread(search, *args, stop=stop)
+        return await asyncio.to_thread(search, *args, stop=stop, **kwargs)
     finally:
         stop.set()
 
@@ -265,8 +266,10 @@ def search_notebook_cells(
     notebook_path: Any = None,
     limit: int = MAX_SEARCH_RESULTS,
     stop: threading.Event | None = None,
+    views: Mapping[str, list[dict[str, Any]]] | None = None,
 ) -> SearchResult:
-    """Blocking: run it in a worker thread."""
+    """Blocking: run it in a worker thread. `views`: the cells to search instead of the file's, by
+    root-relative path (the thread's notebook with the agent's cells it lacks, notebook_view)."""
     workspace = workspace_for(where)
     matcher = Matcher(pattern, SEARCH_SECONDS, stop)
     root = workspace.root
@@ -279,7 +282,7 @@ def search_notebook_cells(
     matches: list[dict[str, Any]] = []
     skipped: list[str] = []
     try:
-        return _search_cells(workspace, target, matcher, matches, skipped, limit)
+        return _search_cells(workspace, target, matcher, matches, skipped, limit, views or {})
     except DeadlinePassed:
         return SearchResult(
             matches, True, "nbformat", "; ".join(filter(None, [matcher.stopped_note(), _skipped_note(skipped)]))
@@ -287,7 +290,13 @@ def search_notebook_cells(
 
 
 def _search_cells(
-    workspace: Workspace, target: Path, matcher: Matcher, matches: list[dict[str, Any]], skipped: list[str], limit: int
+    workspace: Workspace,
+    target: Path,
+    matcher: Matcher,
+    matches: list[dict[str, Any]],
+    skipped: list[str],
+    limit: int,
+    views: Mapping[str, list[dict[str, Any]]],
 ) -> SearchResult:
     # nbformat loads with the first notebook search: %load_ext agent_core does not load it
     import nbformat
@@ -299,15 +308,20 @@ def _search_cells(
             return SearchResult(matches, True, "nbformat", "stopped early: too many notebooks; pass notebook_path")
         if time.monotonic() > matcher.deadline:
             raise DeadlinePassed
-        try:
-            if path.stat().st_size > MAX_NOTEBOOK_BYTES:
-                skipped.append(f"{rel} (too big)")
+        if rel in views:
+            cells = views[rel]
+        else:
+            try:
+                if path.stat().st_size > MAX_NOTEBOOK_BYTES:
+                    skipped.append(f"{rel} (too big)")
+                    continue
+                cells = nbformat.reads(path.read_text(encoding="utf-8", errors="replace"), as_version=4).get(
+                    "cells", []
+                )
+            except Exception:  # not JSON, not a notebook
+                skipped.append(f"{rel} (unreadable)")
                 continue
-            notebook = nbformat.reads(path.read_text(encoding="utf-8", errors="replace"), as_version=4)
-        except Exception:  # not JSON, not a notebook
-            skipped.append(f"{rel} (unreadable)")
-            continue
-        for index, cell in enumerate(notebook.get("cells", [])):
+        for index, cell in enumerate(cells):
             source = cell.get("source", "")
             source = "".join(source) if isinstance(source, list) else str(source)
             for number, line in enumerate(source.splitlines(), start=1):
@@ -319,7 +333,15 @@ def _search_cells(
                         excerpt = excerpt[:EXCERPT_CHARS] + " [...]"
                     kind = cell.get("cell_type", "code")
                     matches.append(
-                        {"notebook": rel, "cell_index": index, "cell_type": kind, "line": number, "excerpt": excerpt}
+                        {
+                            "notebook": rel,
+                            "cell_index": index,
+                            "cell_id": shown_id(cell),
+                            "cell_type": kind,
+                            "pending": bool(cell.get("pending")),
+                            "line": number,
+                            "excerpt": excerpt,
+                        }
                     )
     return SearchResult(matches, False, "nbformat", _skipped_note(skipped))
 
@@ -336,15 +358,39 @@ class SearchNotebooksArgs(ToolArgs):
     notebook_path: str | None = Field(default=None, description="One notebook, or a folder (default: all notebooks).")
 
 
+async def _bound_view(args: SearchNotebooksArgs, ctx: ToolContext) -> dict[str, list[dict[str, Any]]]:
+    """The thread's notebook as the tools see it (with the agent's cells it lacks), when the search
+    covers it; {} when it does not, or cannot be read (the file search then says why)."""
+    if not ctx.notebook_path:
+        return {}
+    workspace = workspace_of(ctx.env)
+    try:
+        bound = workspace.resolve(ctx.notebook_path)
+        target = workspace.resolve(args.notebook_path or ".")
+    except WorkspaceError:
+        return {}
+    if bound != target and target not in bound.parents:
+        return {}
+    try:
+        view = await notebook_view(ctx)
+    except ToolInputError:
+        return {}
+    return {view.path: view.cells}
+
+
 async def search_notebooks(args: SearchNotebooksArgs, ctx: ToolContext) -> ToolOutcome:
     check_pattern(args.pattern)
-    result = await _off_the_loop(search_notebook_cells, workspace_of(ctx.env), args.pattern, args.notebook_path)
+    views = await _bound_view(args, ctx)
+    result = await _off_the_loop(
+        search_notebook_cells, workspace_of(ctx.env), args.pattern, args.notebook_path, views=views
+    )
     if not result.matches:
         return ToolOutcome(
             "ok", f"No notebook cell matches {args.pattern!r}." + (f" ({result.note})" if result.note else "")
         )
     lines = [
-        f"{m['notebook']} cell {m['cell_index']} ({m['cell_type']}) line {m['line']}: {m['excerpt']}"
+        f"{m['notebook']} cell {m['cell_index']}, id {m['cell_id']} "
+        f"({m['cell_type']}{f', {PENDING_NOTE}' if m['pending'] else ''}) line {m['line']}: {m['excerpt']}"
         for m in result.matches
     ]
     if result.truncated:
@@ -353,7 +399,7 @@ async def search_notebooks(args: SearchNotebooksArgs, ctx: ToolContext) -> ToolO
         )
     if result.note:
         lines.append(f"[{result.note}]")
-    header = "Cell indexes count from 0 (the notebook's order)."
+    header = "Cell indexes count from 0 (the notebook's order); edit_cell takes a cell's id."
     count = f"{len(result.matches)}{'+' if result.truncated else ''}"
     return ToolOutcome("ok", header + "\n" + "\n".join(lines), summary=f"{count} cell matches")
 
@@ -377,7 +423,8 @@ SEARCH_NOTEBOOKS = ToolSpec(
     name="search_notebooks",
     description=(
         "Search the cells of the workspace's notebooks (.ipynb) for a regular expression (case-insensitive "
-        "unless it has capitals). Returns notebook, cell index (from 0), cell type, line and the matching line."
+        "unless it has capitals). Returns notebook, cell index (from 0), cell id, cell type, line and the "
+        "matching line; the thread's notebook includes your cells not yet in its saved file."
     ),
     args=SearchNotebooksArgs,
     action=search_notebooks,
