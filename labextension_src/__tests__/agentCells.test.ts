@@ -60,6 +60,16 @@ test('an edit applies once, to a cell the notebook has, and only the last edit o
   assert.deepEqual(planReconcile(notebook, [e1, undone], false).edit.map(c => c.tool_call_id), ['e1']);
 });
 
+test("an edit of the agent's own cell that no browser placed yet applies to that cell once inserted", () => {
+  const ran = cell('run1');
+  const fixed = cell('fix1', { edit: true, cell_id: 'cw-run1', source: 'x = 1 / 1' });
+  const plan = planReconcile(EMPTY, [ran, fixed], false);
+  assert.deepEqual(plan.insert.map(c => c.tool_call_id), ['run1']);
+  assert.deepEqual(plan.edit.map(c => c.tool_call_id), ['fix1']);
+  const placed: INotebookState = { cells: EMPTY.cells, placed: ['run1', 'fix1'] }; // then deleted by the user
+  assert.deepEqual(planReconcile(placed, [ran, fixed], false), { insert: [], edit: [] });
+});
+
 test('with a shared document the server writes the cells: the plan is empty', () => {
   const plan = planReconcile(EMPTY, [cell('a'), cell('e', { edit: true, cell_id: 'user-1' })], true);
   assert.deepEqual(plan, { insert: [], edit: [] });
@@ -177,7 +187,7 @@ function random(seed: number): () => number {
   };
 }
 
-test('200 seeded notebooks: a plan never re-adds, never reorders, edits a cell at most once', () => {
+test('200 seeded notebooks: a plan never re-adds, never reorders, edits a cell (there or inserted) at most once', () => {
   for (let seed = 1; seed <= 200; seed++) {
     const next = random(seed);
     const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)];
@@ -204,7 +214,8 @@ test('200 seeded notebooks: a plan never re-adds, never reorders, edits a cell a
     assert.ok(plan.insert.every(c => !c.edit && !c.undone), `seed ${seed}: an edit or undone step inserted`);
     const edited = plan.edit.map(c => c.cell_id);
     assert.equal(new Set(edited).size, edited.length, `seed ${seed}: a cell edited twice`);
-    assert.ok(edited.every(id => notebook.cells.some(c => c.id === id)), `seed ${seed}: an edit of a missing cell`);
+    const placedHere = (id: string) => notebook.cells.some(c => c.id === id) || plan.insert.some(c => c.cell_id === id);
+    assert.ok(edited.every(placedHere), `seed ${seed}: an edit of a missing cell`);
     assert.deepEqual(planReconcile(notebook, agent, true), { insert: [], edit: [] });
   }
 });

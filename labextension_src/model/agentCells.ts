@@ -94,15 +94,15 @@ export interface INotebookState {
 export interface IReconcilePlan {
   /** New cells to add at the end, in this order. */
   insert: AgentCell[];
-  /** Edits (edit_cell) to apply to cells the notebook has. */
+  /** Edits (edit_cell) to apply to cells the notebook has, after the inserts (which they may edit). */
   edit: AgentCell[];
 }
 
 /**
  * Which agent cells a notebook lacks: those neither present (by tool call
  * id, or by nbformat id) nor placed before (deleted by the user), nor undone.
- * An edit applies once, to a cell the notebook has, unless that cell already
- * carries it. With `sharedDocument` the server writes cells itself: nothing.
+ * An edit applies once, to a cell the notebook has or gets in this plan, unless
+ * that cell already carries it. With `sharedDocument` the server writes cells itself: nothing.
  */
 export function planReconcile(
   notebook: INotebookState,
@@ -134,6 +134,11 @@ export function planReconcile(
     } else if (!cell.cell_id || !byId.has(cell.cell_id)) {
       plan.insert.push(cell);
       byTool.add(cell.tool_call_id);
+      if (cell.cell_id) {
+        // The agent may have fixed its own cell before any browser placed it (edit_cell with no tab
+        // open): that edit applies to the cell inserted here, which then shows once, in its final form.
+        byId.add(cell.cell_id);
+      }
     }
   }
   return plan;
