@@ -22,13 +22,24 @@ from typing import Any
 
 from devtools.fake_llm_completions import LegacyCompletions, split_words
 from devtools.fake_llm_completions import Stopped as _Stopped
-from devtools.fake_llm_script import Reply, ScriptItem, error, error_body, text, tool_call
+from devtools.fake_llm_script import NotShown, Reply, ScriptItem, Shown, error, error_body, reading, text, tool_call
 
 MODEL_ID = "fake-model"
 EXHAUSTED_MESSAGE = "fake LLM script exhausted"
 
 # The script's vocabulary, for the tests that import it from here with the server.
-__all__ = ["EXHAUSTED_MESSAGE", "MODEL_ID", "FakeLLM", "Reply", "error", "text", "tool_call"]
+__all__ = [
+    "EXHAUSTED_MESSAGE",
+    "MODEL_ID",
+    "FakeLLM",
+    "NotShown",
+    "Reply",
+    "Shown",
+    "error",
+    "reading",
+    "text",
+    "tool_call",
+]
 
 
 class _Server(ThreadingHTTPServer):
