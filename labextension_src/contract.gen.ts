@@ -1340,8 +1340,10 @@ export interface Edit {
 }
 
 export interface EditCellArgs {
-  /** The cell's id, as read_notebook or run_cell gave it. */
-  cell_id: string;
+  /** The cell's id, as read_notebook, search_notebooks or a run_cell result showed it. */
+  cell_id?: string | null;
+  /** The cell's index (from 0) as read_notebook showed it; with cell_id, checked against it. */
+  index?: number | null;
   /** The cell's whole new source. */
   source: string;
 }

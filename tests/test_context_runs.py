@@ -102,7 +102,8 @@ async def test_read_notebook_lists_user_cells_in_run_order(
     events = await api.until_finished(thread)
     assert of_type(events, "tool_result")[0]["status"] == "ok" and not of_type(events, "approval_required")
     result = [m["content"] for m in fake_llm.requests[1]["messages"] if m["role"] == "tool"][0]
-    assert "--- cell 2 (code, execution_count 1)\nprint('first')\n[outputs]\nfirst" in result
+    third = notebook.cells[2].id
+    assert f"--- cell 2, id {third} (code, execution_count 1)\nprint('first')\n[outputs]\nfirst" in result
     assert "[1]: 2, [2]: 0" in result  # saved run order: cell 2, then cell 0
     history = result[result.index("The kernel's last") :]
     assert history.index("alpha = 1") < history.index("beta = alpha + 1") < history.index("print(beta)")

@@ -47,7 +47,7 @@ API_TOOL_ARGS = {
     "load_skill": {"name"},
     "task": {"agent", "description"},
     "read_notebook": {"path", "start", "end"},  # API.md, "Additions"
-    "edit_cell": {"cell_id", "source"},
+    "edit_cell": {"cell_id", "index", "source"},  # index: issue 44
     "restart_kernel": set(),
     "search_knowledge": {"query", "k"},
     "sql_query": {"database", "sql"},

@@ -271,7 +271,8 @@ async def test_search_notebooks_reads_cells(root: Path) -> None:
     assert result.matches[1]["excerpt"] == "df = pd.read_csv('data/sales.csv')"
     assert "broken.ipynb (unreadable)" in result.note
     out = await call("search_notebooks", {"pattern": "groupby", "notebook_path": "sub/copy.ipynb"}, root)
-    assert "sub/copy.ipynb cell 2 (code) line 1: df.groupby('region').amount.sum()" in out.content
+    # The id is shown, as edit_cell takes it: the one the file holds.
+    assert f"sub/copy.ipynb cell 2, id {nb.cells[2].id} (code) line 1: df.groupby('region').amount.sum()" in out.content
     await fails("search_notebooks", {"pattern": "x", "notebook_path": "notes.txt"}, root, "not a notebook")
     await fails(
         "search_notebooks", {"pattern": "(", "notebook_path": "analysis.ipynb"}, root, "not a valid regular expression"

@@ -73,7 +73,7 @@ async def test_edit_cell_on_a_deleted_cell_tells_the_model_and_changes_nothing(
     result = of_type(events, "tool_result")[0]
     assert result["name"] == "edit_cell" and result["status"] == "error"
     told = _tool_messages(fake_llm.requests[-1])[-1]
-    assert "no cell with id 'gone'" in told and "read_notebook" in told
+    assert "no cell with id 'gone'" in told and "cell 0, id keep (code): x = 1" in told
     assert (jp_root_dir / NOTEBOOK).read_text() == saved and events[-1]["status"] == "completed"
 
 
