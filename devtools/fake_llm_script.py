@@ -131,6 +131,12 @@ class Shown:
     def __init__(self, body: Mapping[str, Any]) -> None:
         messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
         self.system = "\n".join(_text(m.get("content")) for m in messages if m.get("role") == "system")
+        # What the user (or, for a sub-agent, its task's description) asked, prompt mode's results aside.
+        self.asked = "\n".join(
+            text
+            for m in messages
+            if m.get("role") == "user" and not (text := _text(m.get("content"))).startswith("Observation: ")
+        )
         self.tools = [
             str((t.get("function") or {}).get("name")) for t in body.get("tools") or [] if isinstance(t, dict)
         ]
@@ -158,10 +164,11 @@ class Shown:
         raise NotShown(f"no {where} in the request match {pattern!r}: the model was never shown it")
 
     def find_in_prompt(self, pattern: str, group: int | str = 1, flags: int = 0) -> str:
-        """`group` of the first match of `pattern` in the system prompt (what it lists: skills, ...)."""
-        found = re.search(pattern, self.system, flags)
+        """`group` of the first match of `pattern` in the system prompt (what it lists: skills, ...),
+        else in what the user asked (a sub-agent: its task's description)."""
+        found = re.search(pattern, self.system, flags) or re.search(pattern, self.asked, flags)
         if found is None:
-            raise NotShown(f"the system prompt does not match {pattern!r}: the model was never shown it")
+            raise NotShown(f"neither the system prompt nor the user's messages match {pattern!r}")
         return found.group(group)
 
     def tool_named(self, pattern: str) -> str:

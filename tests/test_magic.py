@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import queue
+import re
 import subprocess
 import sys
 import time
@@ -233,7 +234,7 @@ def test_approved_in_the_notebook(
     out = kernel.run("%agent --new compute x", answers=("y",))
     assert out.status == "ok" and not out.errors, out
     assert out.prompts == ["Approve? [y]es / [e]dit / [n]o: "]
-    assert "run_cell needs approval: compute x" in out.stdout and "x = 6 * 7" in out.stdout
+    assert re.search(r"run_cell needs approval \(step [\w-]+\): compute x", out.stdout) and "x = 6 * 7" in out.stdout
     assert "x is 42" in out.stdout  # the agent's cell printed into this cell
     assert out.answers == ["x is **42**"] and "%agent plot x" in out.stdout
     told = tool_messages(requests_after()[1])[-1]

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from devtools.fake_llm import FakeLLM, text, tool_call
+from devtools.fake_llm import FakeLLM, reading, text, tool_call
 from tests.conftest import Api, of_type
 
 FIXTURE = str(Path(__file__).with_name("mcp_server_fixture.py"))
@@ -90,9 +90,10 @@ async def _run(api: Api, thread: str, message: str, after: int = 0, **fields: An
 
 
 async def test_stdio_and_http_tools_with_approval(api: Api, fake_llm: FakeLLM, notes_dir: Path) -> None:
+    # The tools' names as discovery offered them to the model, not as the test knows them.
     fake_llm.script(
-        tool_call("mcp__local__lookup", {"country": "Japan"}, id="c1"),
-        tool_call("mcp__web__write_note", {"name": "n1", "text": "hello"}, id="c2"),
+        reading(lambda seen: tool_call(seen.tool_named(r"^mcp__local__lookup$"), {"country": "Japan"}, id="c1")),
+        reading(lambda seen: tool_call(seen.tool_named(r"^mcp__web__write"), {"name": "n1", "text": "hello"}, id="c2")),
         text("done"),
     )
     thread = await api.new_thread()

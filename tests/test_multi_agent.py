@@ -3,12 +3,20 @@ contexts, their approvals reach the panel and survive a restart."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
-from devtools.fake_llm import FakeLLM, text, tool_call
+from devtools.fake_llm import FakeLLM, reading, text, tool_call
 from devtools.jupyter_process import JupyterProcess
 from tests.conftest import Api, of_type
+
+CSV, REPORTED, TASKED = r"(\w+\.csv)", r"The file is (\S+) with", r"Load (\S+) and"
+PRINTED, TOTAL = r"^(\d+)$", r"Total amount is (\d+)"
+
+
+def total_cell(path: str) -> str:
+    return f"import csv\nprint(sum(int(r['amount']) for r in csv.DictReader(open({path!r}))))"
 
 
 def delegate(agent: str, description: str, id: str) -> Any:
@@ -19,20 +27,27 @@ async def test_planner_delegates_to_both_subagents(
     api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_root_dir: Any
 ) -> None:
     (jp_root_dir / "sales.csv").write_text("region,amount\nnorth,10\nsouth,32\n")
+    # Each agent knows only what it was shown: the file's name from list_files, passed on in the
+    # researcher's report, the planner's task and the developer's cell; the total from the cell's output.
     fake_llm.script(
         delegate("researcher", "Find the sales data file and report its columns.", "p1"),
         tool_call("list_files", {"path": "."}, id="r1"),
-        text("The file is sales.csv with columns region, amount."),
-        delegate("python_developer", "Load sales.csv and print the total amount.", "p2"),
-        tool_call(
-            "run_cell",
-            {"code": "import csv\nprint(sum(int(r['amount']) for r in csv.DictReader(open('sales.csv'))))"},
-            id="d1",
+        reading(lambda seen: text(f"The file is {seen.find(CSV, tool='list_files')} with columns region, amount.")),
+        reading(
+            lambda seen: delegate(
+                "python_developer", f"Load {seen.find(REPORTED, tool='task')} and print the total amount.", "p2"
+            )
         ),
-        text("Total amount is 42."),
-        tool_call(
-            "final_answer",
-            {"answer": "Total sales: **42**.", "next_items": [{"title": "By region", "prompt": "split by region"}]},
+        reading(lambda seen: tool_call("run_cell", {"code": total_cell(seen.find_in_prompt(TASKED))}, id="d1")),
+        reading(lambda seen: text(f"Total amount is {seen.find(PRINTED, tool='run_cell', flags=re.M)}.")),
+        reading(
+            lambda seen: tool_call(
+                "final_answer",
+                {
+                    "answer": f"Total sales: **{seen.find(TOTAL, tool='task')}**.",
+                    "next_items": [{"title": "By region", "prompt": "split by region"}],
+                },
+            )
         ),
     )
     thread = await api.new_thread()

@@ -5,6 +5,7 @@ server's `POST resources` route with malformed bodies. Every test here failed be
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -87,7 +88,7 @@ def test_finding_2_prompt_shows_control_characters(kernel: Kernel, scripted: Fak
     assert out.status == "ok" and not out.errors, out
     assert "\r" not in out.stdout and "\u202e" not in out.stdout and "\u200b" not in out.stdout
     assert "│ HIDDEN='ran'␍\n│ print('visible')\n" in out.stdout  # marked, and on the two lines Python runs
-    assert "run_cell needs approval: print␛[2K a word" in out.stdout
+    assert re.search(r"run_cell needs approval \(step [\w-]+\): print␛\[2K a word", out.stdout)
     assert "ok = 1  # <U+202E><U+2066> harmless <U+2069><U+202C>␛[8mhidden␛[0m<U+200B>" in out.stdout
     # Only the prompt's own grey (diagnostics, notes) may carry an escape: none of the model's text.
     assert "\x1b[8m" not in out.stdout and "\x1b[2K" not in out.stdout

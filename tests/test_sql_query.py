@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 
 from agent_core.sql.statements import SqlRefused, classify
-from devtools.fake_llm import FakeLLM, text, tool_call
+from devtools.fake_llm import FakeLLM, Shown, reading, text, tool_call
 from devtools.knowledge_corpus import write_database
 from tests.conftest import Api, of_type
 
@@ -57,6 +58,16 @@ def server_log() -> Iterator[list[str]]:
     root.addHandler(handler)
     yield lines
     root.removeHandler(handler)
+
+
+A_NUMBER_LINE, REPORTED = r"^(\d+)$", r"There are (\d+)"
+
+
+def found_database(seen: Shown, *tables: str) -> str:
+    """The database search_knowledge named for these tables (all in one), as a model reads it there."""
+    tables = tables or ("cancellations", "subscriptions")
+    (database,) = {seen.find(rf"\] ([\w-]+)/{table} \(database table\)", tool="search_knowledge") for table in tables}
+    return database
 
 
 def tool_texts(fake_llm: FakeLLM) -> list[str]:
@@ -113,7 +124,7 @@ async def test_the_agent_finds_the_tables_and_runs_sql_after_approval(
     sql = "SELECT count(*) AS cancelled FROM cancellations JOIN subscriptions USING (subscription_id)"
     fake_llm.script(
         tool_call("search_knowledge", {"query": "customers cancelled subscriptions", "k": 3}, id="k1"),
-        tool_call("sql_query", {"database": "shop", "sql": sql}, id="q1"),
+        reading(lambda seen: tool_call("sql_query", {"database": found_database(seen), "sql": sql}, id="q1")),
         text("5 customers cancelled."),
     )
     thread = await api.new_thread()
@@ -204,12 +215,15 @@ async def test_a_credential_in_a_url_never_leaves(api: Api, fake_llm: FakeLLM, s
 
 
 async def test_the_planner_delegates_to_the_query_agent(api: Api, fake_llm: FakeLLM) -> None:
+    count = "SELECT count(*) FROM customers"
     fake_llm.script(
         tool_call("task", {"agent": "query", "description": "How many customers are there in shop?"}, id="p1"),
         tool_call("search_knowledge", {"query": "customers"}, id="k1"),
-        tool_call("sql_query", {"database": "shop", "sql": "SELECT count(*) FROM customers"}, id="q1"),
-        text("There are 50 customers."),
-        tool_call("final_answer", {"answer": "50 customers."}),
+        reading(
+            lambda seen: tool_call("sql_query", {"database": found_database(seen, "customers"), "sql": count}, id="q1")
+        ),
+        reading(lambda seen: text(f"There are {seen.find(A_NUMBER_LINE, tool='sql_query', flags=re.M)} customers.")),
+        reading(lambda seen: tool_call("final_answer", {"answer": f"{seen.find(REPORTED, tool='task')} customers."})),
     )
     thread = await api.new_thread()
     await api.run(thread, "How many customers?", mode="multi")

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from agent_core.tools import TOOLS, ToolInputError, skills_prompt_section
 from agent_core.tools.skills import BUILTIN_DIR, load_skills, parse_skill, user_skills_dir
+from devtools.fake_llm import FakeLLM, reading, text, tool_call
+from tests.conftest import Api, of_type
 from tests.tools_env import Ctx
 
 BUILT_IN = ["data-analysis", "data-loading", "inference", "model-training", "pyspark"]
@@ -63,3 +66,26 @@ def test_front_matter_parsing() -> None:
     assert (skill.name, skill.description) == ("quick-notes", "Heading only")
     with pytest.raises(ValueError):
         parse_skill("---\nname: x\n", Path("x.md"))
+
+
+async def test_the_model_loads_a_skill_by_the_name_the_prompt_lists(api: Api, fake_llm: FakeLLM) -> None:
+    folder = user_skills_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "reports.md").write_text(
+        "---\nname: Team Reports\ndescription: How our team writes reports.\n---\nStart from templates/report.md.\n"
+    )
+    # The name as the prompt's skill list gives it (normalised there), found by its description.
+    fake_llm.script(
+        reading(lambda seen: tool_call("load_skill", {"name": seen.find_in_prompt(LISTED, flags=re.M)})),
+        reading(lambda seen: text(f"I will {seen.find(PLAYBOOK, tool='load_skill').lower()}")),
+    )
+    thread = await api.new_thread()
+    await api.run(thread, "write this week's report the way our team does")
+    events = await api.until_finished(thread)
+    result = of_type(events, "tool_result")[0]
+    assert result["name"] == "load_skill" and result["status"] == "ok", result
+    assert fake_llm.requests[0]["messages"][0]["content"].count("team-reports: How our team writes reports.") == 1
+    assert of_type(events, "final")[0]["answer"] == "I will start from templates/report.md."
+
+
+LISTED, PLAYBOOK = r"^([\w-]+): How our team writes reports", r"(Start from \S+)"

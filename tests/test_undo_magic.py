@@ -4,6 +4,7 @@ snapshotted in the same kernel-side store the server uses."""
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 from typing import Any
 
@@ -76,15 +77,18 @@ def test_agent_rewind_takes_back_the_kernel_and_the_conversation(kernel: Kernel,
     # No such step yet (or, alone in the module, no %agent conversation at all): refused, nothing runs.
     assert "go back" in kernel.run("%agent --rewind k1").stderr
     llm.script(
-        tool_call("run_cell", {"code": "v.append(3)"}, id="k1"),
-        tool_call("run_cell", {"code": "w = len(v)"}, id="k2"),
-        tool_call("execute_command", {"command": "echo hi"}, id="k3"),
+        tool_call("run_cell", {"code": "v.append(3)"}),
+        tool_call("run_cell", {"code": "w = len(v)"}),
+        tool_call("execute_command", {"command": "echo hi"}),
         tool_call("final_answer", {"answer": "Done."}),
     )
-    assert kernel.run("%agent --new --yes change v").answers == ["Done."]
-    out = kernel.run("%agent --rewind k1")
+    done = kernel.run("%agent --new --yes change v")
+    assert done.answers == ["Done."]
+    # The step ids as the user read them in the cell's output: what --rewind takes.
+    first, _, shell = re.findall(r"needs approval \(step ([\w-]+)\)", done.stdout)
+    out = kernel.run(f"%agent --rewind {first}")
     assert "Went back over 4 step(s)" in out.stdout and "deleted w" in out.stdout, out  # final_answer is one
-    assert "not reversible: k3: a shell command" in out.stdout, out
+    assert f"not reversible: {shell}: a shell command" in out.stdout, out
     assert kernel.run("print(v, 'w' in globals())").stdout == "[1, 2] False\n"
     llm.script(tool_call("final_answer", {"answer": "From there."}))
     assert kernel.run("%agent and now?").answers == ["From there."]

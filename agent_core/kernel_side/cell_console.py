@@ -143,7 +143,9 @@ class Printer:
         args = pending.get("args") or {}
         if not isinstance(args, dict):
             args = {"args": args}
-        self.line(f"── {name} needs approval: {_one_line(pending.get('description', ''))}")
+        # The step's id: what `%agent --rewind <tool call id>` takes, shown where the step is decided.
+        step = _one_line(pending.get("id", ""))
+        self.line(f"── {name} needs approval (step {step}): {_one_line(pending.get('description', ''))}")
         main = MAIN_ARG.get(name)
         shown = {main, "path", *NOT_RUN_ARGS.get(name, ())}
         if "path" in args:
