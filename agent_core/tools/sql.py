@@ -138,7 +138,8 @@ SQL_QUERY = ToolSpec(
     name="sql_query",
     description=(
         "Run one SQL statement on a configured database, after the user approves it. Find the tables first with "
-        "search_knowledge (table descriptions are indexed) instead of guessing names. Read-only (SELECT or WITH) "
+        "search_knowledge (table descriptions are indexed) instead of guessing names: it shows each table as "
+        "`<database>/<table> (database table)`. Read-only (SELECT or WITH) "
         "unless the user allowed writes; results are capped at 200 rows, so aggregate in SQL."
     ),
     args=SqlQueryArgs,
