@@ -37,6 +37,7 @@ def test_asked_in_words_the_model_reads_the_id_and_edits_the_users_first_cell(
         reading(lambda seen: tool_call("edit_cell", {"cell_id": seen.cell("alpha")["id"], "source": "alpha = 10"})),
         text("alpha is 10 now."),
     )
+    lab.open_notebook(NOTEBOOK)  # its kernel (JupyterLab would otherwise ask which one)
     _open(page, lab, NOTEBOOK)
     open_panel_from_palette(page)
     page.get_by_role("textbox", name="Message Cellwright").fill("change alpha in my first cell to 10")
