@@ -12,6 +12,8 @@ from typing import Any
 
 import nbformat
 
+from agent_core.contract.notebook_cells import AgentCell
+from agent_core.tools.notebook_view import overlay
 from devtools.fake_llm import FakeLLM, Shown, reading, text, tool_call
 from tests.conftest import NOTEBOOK, Api, of_type
 
@@ -178,8 +180,8 @@ async def test_with_no_browser_verify_names_the_agents_cell_the_file_lacks(
     assert nbformat.read(str(jp_root_dir / NOTEBOOK), as_version=4).cells == []  # nobody placed the cell
     cell_id = Shown(fake_llm.requests[-1]).find(r"\[cell_id (cw-[0-9a-f]+)", tool="run_cell")
     answer = told(fake_llm, "verify_notebook")[0]
-    assert answer.startswith(f"{NOTEBOOK} on disk lacks 1 of your cells"), answer
-    assert f"cell 0, id {cell_id} (re-runs and gives what it gave): x = 5" in answer
+    assert answer.startswith(f"{NOTEBOOK} on disk lacks 1 of your cells or edits"), answer
+    assert f"cell 0, id {cell_id} (new, re-runs and gives what it gave): x = 5" in answer
     result = json.loads(answer.splitlines()[-1])
     assert result["not_in_saved_file"] == [{"cell_id": cell_id, "index": 0, "status": "same"}]
 
@@ -217,3 +219,58 @@ async def test_a_cell_the_user_deleted_or_an_undone_step_is_named_as_such(
         in (deleted)
     )
     assert "there is no cell with id 'cell-zz'" in unknown and "cell 0, id cell-aa (code): alpha = 1" in unknown
+
+
+def _agent(call: str, cell_id: str, source: str, **extra: Any) -> AgentCell:
+    return AgentCell(
+        tool_call_id=call,
+        thread_id="t",
+        run_id="r",
+        cell_type="code",
+        cell_id=cell_id,
+        source=source,
+        finished=True,
+        seq=1,
+        **extra,
+    )
+
+
+def test_the_view_places_the_records_cells_as_a_reconcile_would() -> None:
+    saved = [
+        {"id": "mine", "cell_type": "code", "source": "a = 1", "metadata": {}},
+        {"id": "cw-1", "cell_type": "code", "source": "b = 1", "metadata": {"cellwright": {"tool_call_id": "c1"}}},
+    ]
+    record = [
+        _agent("c1", "cw-1", "b = 1"),  # placed and saved: once
+        _agent("c2", "cw-2", "c = 1 / 0"),  # never placed: added at the end
+        _agent("e1", "cw-2", "c = 1", edit=True),  # its fix: applied to it, still new
+        _agent("c3", "cw-3", "d = 1"),  # placed, then deleted by the user
+        _agent("c4", "cw-4", "e = 1", undone=True),  # undone: never shown
+        _agent("e2", "mine", "a = 2", edit=True),  # an edit of the user's cell the file lacks
+        AgentCell(
+            tool_call_id="m1",
+            thread_id="t",
+            run_id="r",
+            cell_type="markdown",
+            cell_id="cw-m",
+            source="# Notes",
+            finished=True,
+            seq=1,
+        ),
+    ]
+    view = overlay("n.ipynb", saved, {"cellwright": {"placed": ["c1", "c3"]}}, record)
+    assert [(c["id"], c["source"], c.get("pending")) for c in view.cells] == [
+        ("mine", "a = 2", "edit"),
+        ("cw-1", "b = 1", None),
+        ("cw-2", "c = 1", "new"),
+        (None, "# Notes", "new"),
+    ]
+    assert view.gone == {
+        "cw-3": "it was placed in the notebook, and the user deleted it",
+        "cw-4": ("the user undid the step that made it"),
+    }
+    assert "no longer in n.ipynb: it was placed in the notebook, and the user deleted it" in view.missing("cw-3")
+    # The browser sends cells without metadata: an agent's Markdown cell there cannot be told apart.
+    browser = overlay("n.ipynb", [{"id": "mine", "cell_type": "code", "source": "a = 2"}], {}, record, markdown=False)
+    assert [c.get("pending") for c in browser.cells] == [None, "new", "new", "new"]
+    assert [c["id"] for c in browser.cells] == ["mine", "cw-1", "cw-2", "cw-3"]

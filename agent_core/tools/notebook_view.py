@@ -129,11 +129,13 @@ async def notebook_view(ctx: ToolContext, target: str | None = None) -> Notebook
     metadata = saved.get("metadata")
     metadata = metadata if isinstance(metadata, dict) else {}
     bound = bool(ctx.notebook_path) and _same(workspace, ctx.notebook_path, rel)
-    cells, live = (await _live_cells(ctx, saved_cells), True) if bound else (None, False)
-    if cells is None:
-        cells, live = saved_cells, False
+    cells, markdown = saved_cells, True
+    if bound and isinstance(ctx.env, HasSharedNotebook) and (shared := await ctx.env.shared_cells()) is not None:
+        cells = [c for c in shared if isinstance(c, dict)]
+    elif bound and ctx.notebook_cells is not None:
+        cells, markdown = _browser_cells(ctx.notebook_cells, saved_cells), False
     record: Sequence[AgentCell] = await ctx.agent_cells(rel) if ctx.agent_cells is not None else ()
-    return overlay(rel, cells, metadata, record, markdown=not live)
+    return overlay(rel, cells, metadata, record, markdown=markdown)
 
 
 def _same(workspace: Any, path: str, rel: str) -> bool:
@@ -143,22 +145,15 @@ def _same(workspace: Any, path: str, rel: str) -> bool:
         return False
 
 
-async def _live_cells(ctx: ToolContext, saved: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
-    """The bound notebook's cells as its shared document holds them, else as the browser sent them
-    (outputs and metadata from the saved cell with the same id, a source the browser left out too);
-    None: only the saved file knows."""
-    if isinstance(ctx.env, HasSharedNotebook):
-        shared = await ctx.env.shared_cells()
-        if shared is not None:
-            return [c for c in shared if isinstance(c, dict)]
-    if ctx.notebook_cells is None:
-        return None
+def _browser_cells(live: list[dict[str, Any]], saved: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The cells as the browser sent them (saved or not), with the outputs and metadata of the saved
+    cell with the same id, and its source where the browser left one out (the request's size cap)."""
     by_id = {cell.get("id"): cell for cell in saved}
     cells = []
-    for live in ctx.notebook_cells:
-        stored = by_id.get(live.get("id"), {})
-        source = cell_source(stored) if live.get("truncated") else live.get("source", "")
-        cells.append({**stored, "id": live.get("id"), "cell_type": live.get("cell_type"), "source": source})
+    for cell in live:
+        stored = by_id.get(cell.get("id"), {})
+        source = cell_source(stored) if cell.get("truncated") else cell.get("source", "")
+        cells.append({**stored, "id": cell.get("id"), "cell_type": cell.get("cell_type"), "source": source})
     return cells
 
 
@@ -215,7 +210,9 @@ def _outputs(agent: AgentCell) -> list[dict[str, Any]]:
 
 def _new(agent: AgentCell) -> dict[str, Any]:
     cell: dict[str, Any] = {
-        "id": agent.cell_id,
+        # A Markdown cell gets its nbformat id when a browser (or the shared document) places it: the
+        # record's is not the one it will have, so none is shown (edit_cell edits code cells only).
+        "id": agent.cell_id if agent.cell_type == "code" else None,
         "cell_type": agent.cell_type,
         "source": agent.source,
         "metadata": _stamps(agent),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 from pydantic import Field
 
@@ -71,19 +72,24 @@ async def verify(args: VerifyNotebookArgs, ctx: ToolContext) -> ToolOutcome:
 def _unsaved_note(view: NotebookView, result: VerifyResult) -> str:
     """What the saved file lacks, said first: a verdict over the notebook as it will be must never
     read as one over the file on disk, which may hold none of the agent's work yet."""
-    pending = view.pending
+    pending = [(i, c) for i, c in enumerate(view.cells) if c.get("pending") and c.get("cell_type") == "code"]
     if not pending:
         return ""
     verdicts = {c.cell_id: c.status for c in result.cells}
-    named = "; ".join(
-        f"cell {view.cells.index(cell)}, id {shown_id(cell)} ({_PENDING_VERDICT.get(verdicts.get(cell.get('id')) or '', 'not re-run')}): "
-        f"{bounded(next(iter(cell_source(cell).splitlines()), ''), 60)}"
-        for cell in pending[:10]
-    )
-    more = f" and {len(pending) - 10} more" if len(pending) > 10 else ""
+    named = "; ".join(_pending_line(index, cell, verdicts.get(cell.get("id"))) for index, cell in pending[:10])
+    more = f"; and {len(pending) - 10} more" if len(pending) > 10 else ""
     return (
-        f"{view.path} on disk lacks {len(pending)} of your cells (the notebook gets them when it is opened, and "
-        f"keeps them once saved); re-ran it as it will be, with them: {named}{more}.\n"
+        f"{view.path} on disk lacks {len(pending)} of your cells or edits (the notebook gets them when it is "
+        f"opened, and keeps them once saved); re-ran it as it will be, with them: {named}{more}.\n"
+    )
+
+
+def _pending_line(index: int, cell: dict[str, Any], verdict: str | None) -> str:
+    what = "edited" if cell.get("pending") == "edit" else "new"
+    first = next(iter(cell_source(cell).splitlines()), "")
+    return (
+        f"cell {index}, id {shown_id(cell)} ({what}, {_PENDING_VERDICT.get(verdict or '', 'not re-run')}): "
+        f"{bounded(first, 60)}"
     )
 
 
