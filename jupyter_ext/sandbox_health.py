@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from agent_core.config.agent_settings import AgentSettings
-from agent_core.kernel_probes.sandbox import OFF_REASON
+from agent_core.kernel_probes.sandbox_status import OFF_REASON
 from agent_core.tools.shell_sandbox import bwrap_status
 
 CHECK_SECONDS = 15.0

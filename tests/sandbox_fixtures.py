@@ -125,7 +125,13 @@ def output_text(result: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def start_lab(base: Path, llm: FakeLLM, servers: list[Any], extra_args: list[str] | None = None) -> Lab:
+LIMITS = {"cpu_s": 1, "wall_s": 5, "memory_mb": 512, "processes": 16}  # small: the limit tests end soon
+
+
+def start_lab(base: Path, llm: FakeLLM, servers: list[Any], limits: dict[str, int] | None = None) -> Lab:
+    (base / "config").mkdir(parents=True)
+    config = {"Cellwright": {"sandbox_limits": limits or {}}}
+    (base / "config" / "jupyter_server_config.json").write_text(json.dumps(config))
     home = base / "home"
     (home / ".ssh").mkdir(parents=True)
     (home / ".ssh" / "id_rsa").write_text(f"PRIVATE KEY {SECRET}\n")
@@ -139,7 +145,7 @@ def start_lab(base: Path, llm: FakeLLM, servers: list[Any], extra_args: list[str
     server = JupyterProcess(
         base,
         env,
-        extra_args=["--Cellwright.max_model_calls=200", "--Cellwright.knowledge_index=False"] + (extra_args or []),
+        extra_args=["--Cellwright.max_model_calls=200", "--Cellwright.knowledge_index=False"],
     )
     servers.append(server)
     server.start()
@@ -173,8 +179,12 @@ def llm() -> Iterator[FakeLLM]:
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory, llm: FakeLLM, module_servers: list[Any]) -> Iterator[Lab]:
-    lab = start_lab(tmp_path_factory.mktemp("explore"), llm, module_servers)
+def lab(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, llm: FakeLLM, module_servers: list[Any]
+) -> Iterator[Lab]:
+    # the escape tests hit the limits: small ones end them soon; the other tests keep the defaults
+    small = "escapes" in request.module.__name__
+    lab = start_lab(tmp_path_factory.mktemp("explore"), llm, module_servers, LIMITS if small else None)
     yield lab
     lab.client.stop_channels()
 

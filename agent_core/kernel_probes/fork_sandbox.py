@@ -250,6 +250,7 @@ def _child(ns, request, write_end):
     _close_fds(write_end)
     sandboxed = request.get("sandbox", True)
     masked, notes = _hidden_paths(request) if sandboxed else ([], [])
+    fonts = _font_cache() if sandboxed else {}
     if sandboxed:
         if os.geteuid() == 0:
             # The real uid counts processes (RLIMIT_NPROC is not enforced for a real uid 0); files
@@ -259,10 +260,8 @@ def _child(ns, request, write_end):
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
         masked = _mask(masked)
         _mount_setattr("/", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID)
-        scratch_mb = max(16, int(request["limits"]["memory_mb"]) // 4)
-        for place in (SCRATCH, "/dev/shm"):
-            if os.path.isdir(place):
-                _mount("tmpfs", place, "tmpfs", MS_NOSUID | MS_NODEV, f"size={scratch_mb}m,mode=1777")
+        _scratch(request, int(request["limits"]["memory_mb"]) // 4)
+        _restore_font_cache(fonts)
         alive_read, alive_write = os.pipe()  # A holds its write end: its end is B's EOF
         pid = _fork()
         if pid:  # A waits for B, then ends with it
@@ -281,10 +280,58 @@ def _child(ns, request, write_end):
     if sandboxed:
         _lock_down()
     _scrub_environment()
+    runner = os.getpid()
     result = _run(ns, request, masked)
+    if os.getpid() != runner:  # a process the code forked got here: only the runner answers
+        os._exit(0)
     result["notes"] = notes + result.get("notes", [])
     _send(write_end, result)
     os._exit(0)
+
+
+def _font_cache():
+    """matplotlib's font list, read before its folder is masked (it lies among the home's dotfiles):
+    without it, a first `import matplotlib` in the sandbox rebuilds it for seconds. Not a secret."""
+    folder = os.environ.get("MPLCONFIGDIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "matplotlib"
+    )
+    found = {}
+    try:
+        for name in os.listdir(folder):
+            if name.startswith("fontlist") and name.endswith(".json"):
+                with open(os.path.join(folder, name), "rb") as handle:
+                    found[name] = handle.read(4_000_000)
+    except OSError:
+        pass
+    return found
+
+
+def _restore_font_cache(fonts):
+    folder = SCRATCH + "/matplotlib"
+    os.makedirs(folder, exist_ok=True)
+    for name, data in fonts.items():
+        with open(os.path.join(folder, name), "wb") as handle:
+            handle.write(data)
+
+
+def _kept_in_scratch(request):
+    """The root and the kernel's folder where they lie under the scratch's place (a root in /tmp):
+    they stay visible, read-only and masked as they are, inside the private tmpfs."""
+    places = {os.path.realpath(request["root"]), os.path.realpath(os.getcwd())}
+    return sorted(p for p in places if (p + "/").startswith(SCRATCH + "/") and p != SCRATCH)
+
+
+def _scratch(request, size_mb):
+    """Private tmpfs at /tmp and /dev/shm: the only places the code may write, gone with the sandbox."""
+    kept = [(path, os.open(path, os.O_PATH | os.O_CLOEXEC)) for path in _kept_in_scratch(request)]
+    for place in (SCRATCH, "/dev/shm"):
+        if os.path.isdir(place):
+            _mount("tmpfs", place, "tmpfs", MS_NOSUID | MS_NODEV, f"size={max(16, size_mb)}m,mode=1777")
+    for path, fd in kept:
+        os.makedirs(path, exist_ok=True)
+        _mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)  # the read-only original, masks and all
+        os.close(fd)
+    request["kept"] = [path for path, _ in kept]
 
 
 def _close_fds(keep):
@@ -610,11 +657,13 @@ _PATH_EVENTS = {
 }  # fmt: skip
 
 
-def _audit_hook(blocked):
+def _audit_hook(blocked, kept):
     scratch = SCRATCH.rstrip("/") + "/"
 
     def outside_scratch(path):
         real = os.path.realpath(os.path.abspath(path))
+        if any((real + "/").startswith(k + "/") for k in kept):
+            return True
         return not (real + "/").startswith(scratch) and not real.startswith("/dev/shm/") and real != "/dev/null"
 
     def hook(event, args):
@@ -687,7 +736,7 @@ def _run(ns, request, masked):
     sys.stdout, sys.stderr = _Stream("stdout", outputs), _Stream("stderr", outputs)
     fd_out = _capture_fds()
     if request.get("sandbox", True):
-        sys.addaudithook(_audit_hook(blocked))
+        sys.addaudithook(_audit_hook(blocked, request.get("kept", [])))
     status = "ok"
     try:
         code = request["code"]

@@ -13,28 +13,12 @@ from typing import Any
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.kernel_probes import probe as kernel_probe
 from agent_core.kernel_probes.introspection import _evaluate  # the probes' busy check and time limit
+from agent_core.kernel_probes.sandbox_status import OFF_REASON, SandboxStatus
 from agent_core.tools.base import ToolEnvironment, ToolInputError
 from agent_core.workspace import workspace_of
 
 STATUS_TIMEOUT = 15.0  # the first check in a kernel forks it once
 RESULT_MARGIN = 5.0  # the reply's way back, on top of the sandbox's own wall time
-OFF_REASON = "the sandbox is off (c.Cellwright.sandbox = 'off'): every exploration is approved"
-
-
-@dataclass(frozen=True)
-class SandboxStatus:
-    available: bool
-    mechanism: str = ""
-    reason: str = ""
-
-    def public(self) -> dict[str, Any]:
-        """As `GET health` and the approval card say it."""
-        found: dict[str, Any] = {"available": self.available}
-        if self.mechanism:
-            found["mechanism"] = self.mechanism
-        if self.reason:
-            found["reason"] = self.reason
-        return found
 
 
 @dataclass

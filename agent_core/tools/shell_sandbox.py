@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent_core.kernel_probes.fork_sandbox import hidden_paths
-from agent_core.kernel_probes.sandbox import OFF_REASON, SandboxStatus
+from agent_core.kernel_probes.sandbox_status import OFF_REASON, SandboxStatus
 from agent_core.tools.base import ToolContext
 from agent_core.workspace import workspace_of
 
