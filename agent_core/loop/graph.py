@@ -12,6 +12,7 @@ import json
 import logging
 import uuid
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
@@ -285,7 +286,12 @@ async def _run_tool(call: ToolCall, ctx: RunContext) -> ToolOutcome:
     except ToolInputError as exc:
         return ToolOutcome("error", f"{name} failed: {exc}")
     # issue 37: a call that will run sandboxed (explore, a read-only command) is not asked
-    if ctx.needs_approval(name) and (ctx.policy.asks_for_plan(name) or not await spec.sandbox_waives(args, tool_ctx)):
+    waived = (
+        ctx.needs_approval(name) and not ctx.policy.asks_for_plan(name) and await spec.sandbox_waives(args, tool_ctx)
+    )
+    if waived:
+        tool_ctx = replace(tool_ctx, decision="sandboxed")  # the tool then runs it in its sandbox, nowhere else
+    elif ctx.needs_approval(name):
         # The node re-runs from the top on resume; nothing above has side effects.
         decision = decoded(
             interrupt(

@@ -176,7 +176,9 @@ class ToolContext:
     thread_id: str = ""
     notebook_path: str = ""  # the thread's notebook (root-relative); "" when it has none
     notebook_cells: list[dict[str, Any]] | None = None  # as the browser sent them; None: read the saved file
-    decision: str = "auto_approved"  # how the call came to run: "approved", "edited" (by the user) or "auto_approved"
+    # how the call came to run: "approved", "edited" (by the user), "auto_approved", or "sandboxed" (issue 37:
+    # not asked because it runs in a sandbox: the tool must run it there)
+    decision: str = "auto_approved"
     proposed_args: JsonObject | None = None  # "edited": the arguments the agent proposed
 
 

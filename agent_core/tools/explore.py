@@ -76,7 +76,7 @@ def _text(found: Exploration) -> str:
 async def explore(args: ExploreArgs, ctx: ToolContext) -> ToolOutcome:
     if not args.code.strip():
         raise ToolInputError("explore needs non-empty code")
-    approved = ctx.decision in APPROVED or "explore" in ctx.settings.auto_approve
+    approved = ctx.decision in APPROVED or (ctx.decision != "sandboxed" and "explore" in ctx.settings.auto_approve)
     reason = await sandbox_reason(args, ctx)
     if reason is not None and not approved:  # the sandbox went away after the node decided: ask again
         raise ToolInputError(f"the sandbox is no longer available ({reason}); call explore again to be asked")

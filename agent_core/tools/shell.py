@@ -325,10 +325,8 @@ def format_result(command: str, rel: str, result: CommandResult, timeout: float)
 async def execute_command(args: ExecuteCommandArgs, ctx: ToolContext) -> ToolOutcome:
     cwd, rel = _folder(args, ctx)
     timeout = args.timeout or ctx.settings.command_timeout
-    # issue 37: a call nobody approved ran past the approval step because it is read-only: sandboxed
-    unasked = ctx.decision == "auto_approved" and "execute_command" not in ctx.settings.auto_approve
     prefix = None
-    if unasked:
+    if ctx.decision == "sandboxed":  # issue 37: not asked because it is read-only: it runs sandboxed
         reason = await command_reason(args.command, ctx)
         if reason is not None:
             raise ToolInputError(f"the sandbox is not available for this command ({reason}); call it again to be asked")
