@@ -414,12 +414,16 @@ def _hidden_paths(request):
                 "of it is visible in the sandbox"
             )
     chosen = list(whole)
+    kept_in_scratch = _kept_in_scratch(request)
     for path in paths:
         real = os.path.realpath(path)
         if not os.path.lexists(real):
             continue
-        if any(k == real or k.startswith(real.rstrip("/") + "/") for k in keep):
-            continue  # hiding it would hide the interpreter, its libraries or the root itself
+        if any(k == real or k.startswith(real.rstrip("/") + "/") for k in keep + [SCRATCH, "/dev/shm"]):
+            continue  # hiding it would hide the interpreter, its libraries, the root or the scratch itself
+        under_scratch = real.startswith((SCRATCH + "/", "/dev/shm/"))
+        if under_scratch and not any(real.startswith(k + "/") for k in kept_in_scratch):
+            continue  # the private tmpfs hides it anyway (a connection file in /tmp)
         chosen.append(real)
     return sorted(set(chosen), key=len), notes
 

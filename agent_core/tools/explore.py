@@ -11,9 +11,6 @@ from typing import TYPE_CHECKING
 from pydantic import Field
 
 from agent_core.json_types import JsonObject
-
-# agent_core.kernel_probes.sandbox imports agent_core.tools (through the probes), which imports this module
-from agent_core.kernel_probes import sandbox as kernel_probes_sandbox
 from agent_core.loop.output_digest import digest
 from agent_core.loop.vision import cell_images
 from agent_core.tools.arguments import ToolArgs
@@ -37,8 +34,11 @@ class ExploreArgs(ToolArgs):
 
 async def sandbox_reason(args: ExploreArgs, ctx: ToolContext) -> str | None:
     """None when this exploration runs sandboxed (no approval), else why the user must approve it."""
+    # agent_core.kernel_probes.sandbox imports agent_core.tools (through the probes), which imports this module
+    from agent_core.kernel_probes.sandbox import kernel_sandbox
+
     try:
-        status = await kernel_probes_sandbox.kernel_sandbox(ctx.env, ctx.settings)
+        status = await kernel_sandbox(ctx.env, ctx.settings)
     except ToolInputError as exc:
         return f"the kernel's sandbox could not be checked ({exc})"
     return None if status.available else status.reason
@@ -80,7 +80,9 @@ async def explore(args: ExploreArgs, ctx: ToolContext) -> ToolOutcome:
     reason = await sandbox_reason(args, ctx)
     if reason is not None and not approved:  # the sandbox went away after the node decided: ask again
         raise ToolInputError(f"the sandbox is no longer available ({reason}); call explore again to be asked")
-    found = await kernel_probes_sandbox.explore_in_kernel(ctx.env, args.code, ctx.settings, sandbox=reason is None)
+    from agent_core.kernel_probes.sandbox import explore_in_kernel  # see sandbox_reason
+
+    found = await explore_in_kernel(ctx.env, args.code, ctx.settings, sandbox=reason is None)
     if found.status == "unavailable":
         raise ToolInputError(f"the sandbox could not be made ({found.reason}); call explore again to be asked")
     images, image_notes = cell_images(found.outputs)
