@@ -366,6 +366,8 @@ def shell(lab: Lab, command: str) -> dict[str, Any]:
         "cat {settings}",
         "ls -la {home}/.ssh",
         "cat /proc/{kernel_pid}/environ",
+        "cat /proc/self/environ",
+        "cat /proc/1/environ",
     ],
 )
 def test_a_read_only_command_runs_unasked_and_sees_no_secret(escapes: Escapes, command: str) -> None:
@@ -406,7 +408,7 @@ def test_bubblewrap_itself_contains_what_the_list_would_ask_for(escapes: Escapes
     import asyncio
 
     from agent_core.tools.shell import run_command
-    from agent_core.tools.shell_sandbox import bwrap_wrapper
+    from agent_core.tools.shell_sandbox import bwrap_wrapper, sandbox_env
 
     lab = escapes.lab
     one, two = escapes.listeners
@@ -416,7 +418,7 @@ def test_bubblewrap_itself_contains_what_the_list_would_ask_for(escapes: Escapes
     )  # fmt: skip
     denied = [str(lab.root.parent / "runtime"), str(lab.root.parent / "data" / "cellwright")]
     prefix = bwrap_wrapper(lab.root, denied, lab.root).argv
-    result = asyncio.run(run_command(line, lab.root, timeout=30, prefix=prefix))
+    result = asyncio.run(run_command(line, lab.root, timeout=30, prefix=prefix, env=sandbox_env()))
     assert not one.connections and not two.connections
     assert not (lab.root / f"bw-{TAG}").exists() and not (lab.home / f"bw-{TAG}").exists()
     assert not Path(f"/tmp/bw-{TAG}").exists()

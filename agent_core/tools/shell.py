@@ -27,7 +27,7 @@ from agent_core.loop.output_digest import ANSI, BoundedText
 from agent_core.tools.arguments import ToolArgs, argument_error
 from agent_core.tools.base import Emit, ToolContext, ToolInputError, ToolOutcome, ToolSpec, will_fail
 from agent_core.tools.files import confined
-from agent_core.tools.shell_sandbox import command_reason, shell_wrapper
+from agent_core.tools.shell_sandbox import command_reason, sandbox_env, shell_wrapper
 from agent_core.workspace import relative_to_root, workspace_of
 
 STDOUT_LIMIT = 8000  # characters kept for the model: head and tail
@@ -203,6 +203,7 @@ async def run_command(
     call_id: str = "",
     on_start: Callable[[int], None] | None = None,
     prefix: list[str] | None = None,
+    env: dict[str, str] | None = None,
 ) -> CommandResult:
     """Run `command` with bash in `cwd`; see the module docstring for the guarantees. `prefix`: what
     runs bash (issue 37: bubblewrap's argv for a sandboxed read-only command)."""
@@ -217,7 +218,7 @@ async def run_command(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,  # its own session and process group, no controlling terminal
-        env=command_env(),
+        env=command_env() if env is None else env,
     )
     pgid = proc.pid
     if on_start is not None:
@@ -332,7 +333,14 @@ async def execute_command(args: ExecuteCommandArgs, ctx: ToolContext) -> ToolOut
             raise ToolInputError(f"the sandbox is not available for this command ({reason}); call it again to be asked")
         prefix = shell_wrapper(ctx, cwd).argv
     result = await run_command(
-        args.command, cwd, stdin=args.stdin or "", timeout=timeout, emit=ctx.emit, call_id=ctx.call_id, prefix=prefix
+        args.command,
+        cwd,
+        stdin=args.stdin or "",
+        timeout=timeout,
+        emit=ctx.emit,
+        call_id=ctx.call_id,
+        prefix=prefix,
+        env=sandbox_env() if prefix is not None else None,
     )
     content = format_result(args.command, rel, result, timeout)
     if prefix is not None:

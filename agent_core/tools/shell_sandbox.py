@@ -13,6 +13,7 @@ executing options of listed ones (find -exec/-delete/-fprint..., sort -o, rg --p
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import shlex
 import shutil
@@ -130,6 +131,18 @@ def _base_args() -> list[str]:
     ]
 
 
+def sandbox_env() -> dict[str, str]:
+    """The whole environment of bwrap and the command: the server's holds its secrets (OPENAI_API_KEY),
+    and bwrap, PID 1 of the sandbox, shows its own in /proc/1/environ."""
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": os.path.expanduser("~"),
+        "LANG": os.environ.get("LANG", "C.UTF-8"),
+        "TMPDIR": "/tmp",
+        "PAGER": "cat",
+    }
+
+
 @dataclass(frozen=True)
 class Wrapper:
     argv: list[str]  # what goes before `bash -c <command>`
@@ -144,7 +157,8 @@ def bwrap_wrapper(root: Path, denied: list[str], cwd: Path) -> Wrapper:
             args += ["--perms", "0000", "--tmpfs", path, "--remount-ro", path]
         else:
             args += ["--ro-bind", "/dev/null", path]
-    args += ["--setenv", "TMPDIR", "/tmp", "--chdir", str(cwd), "--"]
+    args += ["--clearenv", *(part for name, value in sandbox_env().items() for part in ("--setenv", name, value))]
+    args += ["--chdir", str(cwd), "--"]
     return Wrapper(args)
 
 
