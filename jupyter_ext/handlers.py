@@ -44,7 +44,12 @@ class HealthHandler(CellwrightHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        self.write_json(self.app.health())
+        from .sandbox_health import sandbox_health  # issue 37
+
+        health = self.app.health()
+        if not self.app.problems:
+            health["sandbox"] = await sandbox_health(self.app.configuration.agent_settings())
+        self.write_json(health)
 
 
 class ConfigHandler(CellwrightHandler):

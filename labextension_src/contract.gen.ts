@@ -208,6 +208,8 @@ export interface ApprovalRequest {
   impact?: Impact | null;
   /** An MCP or notebook-defined tool: where it comes from. */
   origin?: ToolOrigin | null;
+  /** explore, execute_command: why this step is asked rather than run in the sandbox. */
+  sandbox_reason?: string | null;
 }
 
 export interface ApprovalRequiredEvent {
@@ -240,6 +242,8 @@ export interface ApprovalRequiredEvent {
   impact?: Impact | null;
   /** An MCP or notebook-defined tool: where it comes from. */
   origin?: ToolOrigin | null;
+  /** explore, execute_command: why this step is asked rather than run in the sandbox. */
+  sandbox_reason?: string | null;
 }
 
 /** Sent once after the replayed backlog, before live events; not stored, no `id:` line. */
@@ -719,6 +723,12 @@ export interface ToolResultEvent {
   summary: string;
   /** The user's Stop ended the call. */
   stopped?: boolean;
+  /** It ran in the sandbox, unasked. */
+  sandboxed?: boolean | null;
+  /** What the sandbox stopped, e.g. "network blocked". */
+  blocked?: string[] | null;
+  /** explore's outputs (nbformat v4, bounded): shown as the step's scratchpad, not a cell. */
+  outputs?: Record<string, unknown>[] | null;
 }
 
 /** POST threads/{id}/undo/{tool_call_id}; also the `step_undone` event. */
@@ -970,6 +980,8 @@ export interface Health {
   shared_document?: boolean;
   /** Absent when there is none. */
   problems?: Problem[];
+  /** issue 37: explore's and the shell's sandbox. */
+  sandbox?: SandboxHealth | null;
 }
 
 /** The kernel's process tree (the kernel and the processes it started). */
@@ -1086,6 +1098,25 @@ export interface Resources {
 
 export interface RunAccepted {
   run_id: string;
+}
+
+/**
+ * Whether explore runs sandboxed (unasked) on this host; a kernel elsewhere or with CUDA may answer
+ * otherwise.
+ */
+export interface SandboxHealth {
+  available: boolean;
+  mechanism?: string | null;
+  /** Why explore asks for approval here. */
+  reason?: string | null;
+  shell?: ShellSandboxHealth | null;
+}
+
+export interface ShellSandboxHealth {
+  available: boolean;
+  mechanism?: string | null;
+  /** Why read-only commands are approved as any other. */
+  reason?: string | null;
 }
 
 export interface SystemResources {
@@ -1364,6 +1395,15 @@ export interface ExecuteCommandArgs {
   timeout?: number | null;
   /** Folder to run in, relative to the workspace root. */
   cwd?: string | null;
+}
+
+export interface ExploreArgs {
+  /**
+   * Python code to look at the kernel's variables (e.g. df.describe(), a plot). It runs in a
+   * throwaway sandboxed copy of the kernel: nothing it assigns, writes or deletes reaches the
+   * user's kernel or files, and it has no network.
+   */
+  code: string;
 }
 
 /**
@@ -1756,6 +1796,7 @@ export const TOOL_NAMES = [
   'search_knowledge',
   'sql_query',
   'verify_notebook',
+  'explore',
 ] as const;
 export type ToolName = (typeof TOOL_NAMES)[number];
 
@@ -1782,6 +1823,7 @@ export interface ToolArgs {
   search_knowledge: SearchKnowledgeArgs;
   sql_query: SqlQueryArgs;
   verify_notebook: VerifyNotebookArgs;
+  explore: ExploreArgs;
 }
 
 // ---------------------------------------------------------------- routes

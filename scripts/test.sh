@@ -10,7 +10,7 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 # runs initdb/pg_ctl itself; the package's own service is not used).
 if ! command -v chromium >/dev/null || ! command -v rg >/dev/null || ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
   as_root apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium ripgrep postgresql >/dev/null
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium ripgrep postgresql bubblewrap >/dev/null
 fi
 
 # Runs a quiet step ("$1" names it) and prints how long it has been running every 30 s until it ends,

@@ -52,6 +52,7 @@ API_TOOL_ARGS = {
     "search_knowledge": {"query", "k"},
     "sql_query": {"database", "sql"},
     "verify_notebook": {"path"},
+    "explore": {"code"},
 }
 
 
@@ -89,6 +90,7 @@ def test_risky_tools_need_approval_by_default() -> None:
         "restart_kernel",
         "sql_query",
         "verify_notebook",
+        "explore",  # where no sandbox can be had: ToolSpec.sandboxed waives it per call
     }
 
 

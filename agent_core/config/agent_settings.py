@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from typing import Literal
 from urllib.parse import urlsplit
 
 from agent_core.contract.choices import DataPolicy, ToolCalling, Vision  # auto: native, falling back to prompt
@@ -66,6 +67,11 @@ class AgentSettings:
     sql_allow_writes: bool = False  # statements other than SELECT/WITH are refused unless this is on
     data_policy: DataPolicy = "full"  # what of the data may reach the model (agent_core.privacy); a run may narrow it
     redaction_patterns: tuple[str, ...] = ()  # the operator's extra regexes, replaced before a request leaves
+    # issue 37: explore and read-only shell commands sandboxed without approval ("auto") or always asked ("off")
+    sandbox: Literal["auto", "off"] = "auto"
+    sandbox_limits: Mapping[str, float] = field(
+        default_factory=lambda: {"cpu_s": 10.0, "wall_s": 20.0, "memory_mb": 2048.0, "processes": 32.0}
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "redaction_patterns", tuple(self.redaction_patterns))  # the trait's list

@@ -25,6 +25,7 @@ from agent_core.config.completion_settings import CompletionSettings
 from agent_core.config.data_policy_settings import DataPolicySettings
 from agent_core.config.endpoint_keys import EndpointKeys, read_saved_keys
 from agent_core.config.mcp_endpoint_settings import McpEndpointSettings
+from agent_core.config.sandbox_settings import SandboxSettings  # issue 37
 from agent_core.config.string_list import StringList
 from agent_core.redaction import SECRET_PARAMS, redact_url
 
@@ -35,7 +36,9 @@ class SettingsError(ValueError):
     """A setting given a value it cannot take; the message names the setting and what it accepts."""
 
 
-class Cellwright(LoggingConfigurable, EndpointKeys, McpEndpointSettings, DataPolicySettings, CompletionSettings):
+class Cellwright(
+    LoggingConfigurable, EndpointKeys, McpEndpointSettings, DataPolicySettings, CompletionSettings, SandboxSettings
+):
     """Cellwright's settings. Tagged `runtime=True`: PUT config may change it at run time (saved in
     <data_dir>/settings.json, which wins over the config files). Tagged `env=...`: the environment
     variable that fills it in when no config sets it."""
@@ -309,6 +312,7 @@ class Cellwright(LoggingConfigurable, EndpointKeys, McpEndpointSettings, DataPol
                 "databases": dict(values["databases"]),
                 "auto_approve_notebook_tools": tuple(values["auto_approve_notebook_tools"]),
                 "mcp_servers": dict(values["mcp_servers"]),
+                "sandbox_limits": dict(values["sandbox_limits"]),
                 "api_key": self.key_for(self.base_url),
             }
         )

@@ -36,6 +36,21 @@ class Problem(WireModel):
     message: str = Field(description="What is wrong and what to do.")
 
 
+class ShellSandboxHealth(WireModel):
+    available: bool
+    mechanism: str | None = None
+    reason: str | None = Field(default=None, description="Why read-only commands are approved as any other.")
+
+
+class SandboxHealth(WireModel):
+    """Whether explore runs sandboxed (unasked) on this host; a kernel elsewhere or with CUDA may answer otherwise."""
+
+    available: bool
+    mechanism: str | None = None
+    reason: str | None = Field(default=None, description="Why explore asks for approval here.")
+    shell: ShellSandboxHealth | None = None
+
+
 class Health(WireModel):
     version: str
     model: str
@@ -48,6 +63,7 @@ class Health(WireModel):
         "(jupyter-collaboration is on): the panel then only decorates them and never inserts cells.",
     )
     problems: list[Problem] = Field(default_factory=list, description="Absent when there is none.")
+    sandbox: SandboxHealth | None = Field(default=None, description="issue 37: explore's and the shell's sandbox.")
 
 
 class PublicConfig(WireModel):

@@ -119,6 +119,9 @@ class ApprovalRequest(WireModel):
         default=None, description="run_cell, edit_cell, execute_command: what the call will touch."
     )
     origin: ToolOrigin | None = Field(default=None, description="An MCP or notebook-defined tool: where it comes from.")
+    sandbox_reason: str | None = Field(  # issue 37
+        default=None, description="explore, execute_command: why this step is asked rather than run in the sandbox."
+    )
     agent: str = "main"
     task_id: str | None = None
 
@@ -183,6 +186,13 @@ class ToolResultEvent(EventBase):
     status: ToolStatus
     summary: str = Field(description="What the model was told, shortened for display.")
     stopped: bool = Field(default=False, description="The user's Stop ended the call.")
+    # issue 37: explore's (and a sandboxed command's) result
+    sandboxed: bool | None = Field(default=None, description="It ran in the sandbox, unasked.")
+    blocked: list[str] | None = Field(default=None, description='What the sandbox stopped, e.g. "network blocked".')
+    outputs: list[dict[str, Any]] | None = Field(
+        default=None,
+        description="explore's outputs (nbformat v4, bounded): shown as the step's scratchpad, not a cell.",
+    )
 
 
 class TodosEvent(EventBase):

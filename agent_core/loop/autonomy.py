@@ -19,8 +19,9 @@ PLAN_TOOL = "write_todos"
 
 _PROMPTS: dict[str, str] = {
     "ask": (
-        "Mode: Ask. You may read files, the notebook and the kernel's state, and explain. You cannot run code, "
-        "change files or cells, or run commands: put any code in your final answer for the user to run."
+        "Mode: Ask. You may read files, the notebook and the kernel's state, and explain. Look at the data with "
+        "explore (a sandboxed copy of the kernel: it changes nothing). You cannot run cells, change files or cells, "
+        "or run commands: put any code that should change something in your final answer for the user to run."
     ),
     "plan": (
         "Mode: Plan. First investigate with the read-only tools if you need to, then call write_todos with your "

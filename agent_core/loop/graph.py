@@ -12,6 +12,7 @@ import json
 import logging
 import uuid
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
@@ -285,7 +286,13 @@ async def _run_tool(call: ToolCall, ctx: RunContext) -> ToolOutcome:
         await spec.precheck(args, tool_ctx)
     except ToolInputError as exc:
         return ToolOutcome("error", f"{name} failed: {exc}")
-    if ctx.needs_approval(name):
+    # issue 37: a call that will run sandboxed (explore, a read-only command) is not asked
+    waived = (
+        ctx.needs_approval(name) and not ctx.policy.asks_for_plan(name) and await spec.sandbox_waives(args, tool_ctx)
+    )
+    if waived:
+        tool_ctx = replace(tool_ctx, decision="sandboxed")  # the tool then runs it in its sandbox, nowhere else
+    elif ctx.needs_approval(name):
         # The node re-runs from the top on resume; nothing above has side effects.
         decision = decoded(
             interrupt(
@@ -365,7 +372,14 @@ async def _call_tools(state: AgentState, ctx: RunContext) -> AgentUpdate:
     name = call["function"]["name"]
     outcome = await _run_tool(call, ctx)
     ctx.emit(
-        make_event("tool_result", id=call["id"], name=name, status=outcome.status, summary=outcome.display_summary)
+        make_event(
+            "tool_result",
+            id=call["id"],
+            name=name,
+            status=outcome.status,
+            summary=outcome.display_summary,
+            **outcome.event,  # issue 37: explore's sandboxed, blocked and outputs
+        )
     )
     content = outcome.content + _notes(state, ctx, ctx.tools.get(name))
     plan_approved = ctx.policy.asks_for_plan(name) and outcome.status == "ok"

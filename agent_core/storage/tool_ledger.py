@@ -43,6 +43,7 @@ def _dump(outcome: ToolOutcome) -> str:
         summary=outcome.display_summary,
         images=(),
         preimage=None,
+        event={},  # the panel's fields went out with the first result
     )
     return json.dumps(asdict(recorded))
 

@@ -15,6 +15,7 @@ from agent_core.tools.base import (
 from agent_core.tools.cell_editing import EDIT_CELL
 from agent_core.tools.delegation import TASK
 from agent_core.tools.diagnostics import DIAGNOSTICS
+from agent_core.tools.explore import EXPLORE  # issue 37
 from agent_core.tools.files import LIST_FILES, READ_FILE
 from agent_core.tools.kernel_control import RESTART_KERNEL
 from agent_core.tools.knowledge import SEARCH_KNOWLEDGE
@@ -53,6 +54,7 @@ TOOLS: dict[str, ToolSpec] = {
         SEARCH_KNOWLEDGE,
         SQL_QUERY,
         VERIFY_NOTEBOOK,
+        EXPLORE,  # issue 37
     )
 }
 TOOL_NAMES: tuple[str, ...] = tuple(TOOLS)

@@ -110,6 +110,8 @@ class ToolOutcome:
     ends_run: bool = False
     images: tuple[dict[str, str], ...] = ()  # {"mime", "data" (base64)}: for vision models (agent_core.loop.vision)
     preimage: Preimage | None = None  # a written file as it was before (agent_core.undo.preimages)
+    # issue 37: extra fields of the tool_result event, for the panel only (explore: sandboxed, blocked, outputs)
+    event: JsonObject = field(default_factory=dict)
 
     @property
     def display_summary(self) -> str:
@@ -178,7 +180,9 @@ class ToolContext:
     thread_id: str = ""
     notebook_path: str = ""  # the thread's notebook (root-relative); "" when it has none
     notebook_cells: list[dict[str, Any]] | None = None  # as the browser sent them; None: read the saved file
-    decision: str = "auto_approved"  # how the call came to run: "approved", "edited" (by the user) or "auto_approved"
+    # how the call came to run: "approved", "edited" (by the user), "auto_approved", or "sandboxed" (issue 37:
+    # not asked because it runs in a sandbox: the tool must run it there)
+    decision: str = "auto_approved"
     proposed_args: JsonObject | None = None  # "edited": the arguments the agent proposed
     # The thread record's agent cells, which the notebook may lack yet (agent_core.tools.notebook_view);
     # None: no record to read (the %agent magic's cells live in its own cell).
@@ -212,6 +216,9 @@ class ToolSpec(Generic[ArgsT]):
     # Raises ToolInputError when the call cannot apply at all (its target is gone): the model is
     # told before the user is asked. Read-only, like `card`.
     check: Callable[[ArgsT, ToolContext], Awaitable[None]] | None = None
+    # issue 37: a tool that can run sandboxed waives its approval per call: None when this call will
+    # run in the sandbox (not asked), else why the user must approve it. Read-only, like `card`.
+    sandboxed: Callable[[ArgsT, ToolContext], Awaitable[str | None]] | None = None
 
     @cached_property
     def parameters(self) -> JsonObject:
@@ -250,6 +257,15 @@ class ToolSpec(Generic[ArgsT]):
     async def precheck(self, args: Mapping[str, object] | ArgsT, ctx: ToolContext) -> None:
         if self.check is not None:
             await self.check(self.parse(args), ctx)
+
+    async def sandbox_waives(self, args: Mapping[str, object] | ArgsT, ctx: ToolContext) -> bool:
+        """Whether this call runs sandboxed, so its approval is not asked (issue 37)."""
+        if self.sandboxed is None:
+            return False
+        try:
+            return await self.sandboxed(self.parse(args), ctx) is None
+        except ToolInputError:
+            return False
 
     async def preview(self, args: Mapping[str, object] | ArgsT, ctx: ToolContext) -> JsonObject:
         if self.card is None:

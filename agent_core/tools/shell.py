@@ -27,6 +27,7 @@ from agent_core.loop.output_digest import ANSI, BoundedText
 from agent_core.tools.arguments import ToolArgs, argument_error
 from agent_core.tools.base import Emit, ToolContext, ToolInputError, ToolOutcome, ToolSpec, will_fail
 from agent_core.tools.files import confined
+from agent_core.tools.shell_sandbox import command_reason, sandbox_env, shell_wrapper
 from agent_core.workspace import relative_to_root, workspace_of
 
 STDOUT_LIMIT = 8000  # characters kept for the model: head and tail
@@ -201,10 +202,14 @@ async def run_command(
     emit: Emit | None = None,
     call_id: str = "",
     on_start: Callable[[int], None] | None = None,
+    prefix: list[str] | None = None,
+    env: dict[str, str] | None = None,
 ) -> CommandResult:
-    """Run `command` with bash in `cwd`; see the module docstring for the guarantees."""
+    """Run `command` with bash in `cwd`; see the module docstring for the guarantees. `prefix`: what
+    runs bash (issue 37: bubblewrap's argv for a sandboxed read-only command)."""
     started = time.monotonic()
     proc = await asyncio.create_subprocess_exec(
+        *(prefix or []),
         SHELL,
         "-c",
         command,
@@ -213,7 +218,7 @@ async def run_command(
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,  # its own session and process group, no controlling terminal
-        env=command_env(),
+        env=command_env() if env is None else env,
     )
     pgid = proc.pid
     if on_start is not None:
@@ -321,14 +326,34 @@ def format_result(command: str, rel: str, result: CommandResult, timeout: float)
 async def execute_command(args: ExecuteCommandArgs, ctx: ToolContext) -> ToolOutcome:
     cwd, rel = _folder(args, ctx)
     timeout = args.timeout or ctx.settings.command_timeout
+    prefix = None
+    if ctx.decision == "sandboxed":  # issue 37: not asked because it is read-only: it runs sandboxed
+        reason = await command_reason(args.command, ctx)
+        if reason is not None:
+            raise ToolInputError(f"the sandbox is not available for this command ({reason}); call it again to be asked")
+        prefix = shell_wrapper(ctx, cwd).argv
     result = await run_command(
-        args.command, cwd, stdin=args.stdin or "", timeout=timeout, emit=ctx.emit, call_id=ctx.call_id
+        args.command,
+        cwd,
+        stdin=args.stdin or "",
+        timeout=timeout,
+        emit=ctx.emit,
+        call_id=ctx.call_id,
+        prefix=prefix,
+        env=sandbox_env() if prefix is not None else None,
     )
     content = format_result(args.command, rel, result, timeout)
+    if prefix is not None:
+        content = "[ran sandboxed, unasked: read-only, no network, hidden files masked, /tmp private]\n" + content
     ok = result.exit_code == 0 and not result.timed_out
     status = f"timed out after {timeout:g} s" if result.timed_out else f"exit code {result.exit_code}"
     tail = ANSI.sub("", (result.stdout or result.stderr)).strip()[-200:]
-    return ToolOutcome("ok" if ok else "error", content, summary=f"{status}\n{tail}".strip())
+    return ToolOutcome(
+        "ok" if ok else "error",
+        content,
+        summary=f"{status}\n{tail}".strip(),
+        event={"sandboxed": True} if prefix is not None else {},
+    )
 
 
 async def execute_command_preview(args: ExecuteCommandArgs, ctx: ToolContext) -> dict[str, Any]:
@@ -339,7 +364,11 @@ async def execute_command_preview(args: ExecuteCommandArgs, ctx: ToolContext) ->
     # agent_core.undo.card imports agent_core.tools, which imports this module
     from agent_core.undo.card import command_impact
 
-    return {"command": args.command, "cwd": rel, "impact": command_impact(args.command, ctx)}
+    card: dict[str, Any] = {"command": args.command, "cwd": rel, "impact": command_impact(args.command, ctx)}
+    reason = await command_reason(args.command, ctx)  # issue 37: why it is asked, not sandboxed
+    if reason is not None:
+        card["sandbox_reason"] = reason
+    return card
 
 
 def _describe(args: ExecuteCommandArgs) -> str:
@@ -360,4 +389,5 @@ EXECUTE_COMMAND = ToolSpec(
     needs_approval=True,
     describe=_describe,
     card=execute_command_preview,
+    sandboxed=lambda args, ctx: command_reason(args.command, ctx),  # issue 37: read-only commands run unasked
 )
