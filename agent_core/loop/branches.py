@@ -8,9 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agent_core.llm.messages import Message
-from agent_core.loop.mentions import CONTEXT_KEY
 from agent_core.loop.state import appended
+from agent_core.messages import CONTEXT_KEY, Message
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig

@@ -25,14 +25,14 @@ from agent_core.contract import make_event
 from agent_core.json_types import JsonObject
 from agent_core.llm.client import ModelRequest, ModelTurn, complete
 from agent_core.llm.failures import LLMError
-from agent_core.llm.messages import Message, ToolCall
 from agent_core.loop import usage as token_usage
 from agent_core.loop.agents import AGENTS
 from agent_core.loop.approvals import decided_args, decided_context, decoded
 from agent_core.loop.history import compact
 from agent_core.loop.run_context import RunContext
 from agent_core.loop.state import AgentState, AgentUpdate, Failure, appended, parse_args
-from agent_core.loop.vision import IMAGES_KEY, with_image_parts
+from agent_core.loop.vision import with_image_parts
+from agent_core.messages import IMAGES_KEY, PREIMAGE_KEY, Message, ToolCall
 from agent_core.prompts import prompt_text
 from agent_core.storage.tool_ledger import STOPPED
 from agent_core.tools import (
@@ -44,7 +44,6 @@ from agent_core.tools import (
 )
 from agent_core.tools.base import Emit
 from agent_core.tools.gathering import gone_tool_hint
-from agent_core.undo.preimages import PREIMAGE_KEY
 from agent_core.undo.rules import prompt_section as rules_prompt_section
 
 log = logging.getLogger(__name__)

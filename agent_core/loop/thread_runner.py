@@ -19,7 +19,6 @@ from langgraph.types import Command
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.contract import make_event
 from agent_core.llm.failures import LLMError
-from agent_core.llm.messages import Message
 from agent_core.llm.sdk_clients import close_clients
 from agent_core.loop.agents import agent_for_mode
 from agent_core.loop.approvals import ApprovalCards
@@ -39,6 +38,7 @@ from agent_core.loop.segments import PreparedRun, Segment, approval_event, brows
 from agent_core.loop.state import appended, new_run_input, outside_call_input
 from agent_core.loop.thread_view import autonomy_of, driver_of, mode_of, pending_approval, stuck, title_from
 from agent_core.loop.usage import public
+from agent_core.messages import Message
 from agent_core.privacy.thread_policy import run_settings
 from agent_core.storage.checkpoint import AgentStore, open_store
 from agent_core.storage.thread_store import LEASE_SECONDS, ThreadRecord, ThreadStore

@@ -14,9 +14,8 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypedDict, TypeVar, ru
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.contract import CellStatus, ToolStatus, make_event
 from agent_core.json_types import JsonObject
-from agent_core.llm.messages import ToolSchema
+from agent_core.messages import Preimage, ToolSchema
 from agent_core.tools.arguments import ToolArgs, llm_schema, validated
-from agent_core.undo.preimages import Preimage
 from agent_core.workspace import Workspace
 
 if TYPE_CHECKING:  # the graph imports the tools: its RunContext is only named here

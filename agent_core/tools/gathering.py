@@ -9,7 +9,7 @@ import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from agent_core.loop.mentions import CONTEXT_KEY
+from agent_core.messages import CONTEXT_KEY
 from agent_core.tools import TOOLS
 from agent_core.tools.external import ExternalToolSpec
 from agent_core.tools.notebook_functions import notebook_tools

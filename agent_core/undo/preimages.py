@@ -8,21 +8,10 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Final, TypedDict
 
-PREIMAGE_KEY: Final = "preimage"  # on a tool message: {"path", "existed", "content"?, "why"?, "after"}
+from agent_core.messages import Preimage
+
 MAX_PREIMAGE_BYTES = 1024 * 1024
-
-
-class _Kept(TypedDict):
-    path: str  # root-relative
-    existed: bool
-    after: str  # the digest of what the step wrote: a file changed since is left alone
-
-
-class Preimage(_Kept, total=False):
-    content: str  # the file before the step, when it existed and was kept
-    why: str  # why it was not kept
 
 
 def digest(data: bytes) -> str:

@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from agent_core.contract.rewind import RewindChoice, RewindStep
-from agent_core.llm.messages import Message
+from agent_core.messages import PREIMAGE_KEY, Message, Preimage
 from agent_core.undo.book import UndoBook
-from agent_core.undo.preimages import PREIMAGE_KEY, Preimage, check
+from agent_core.undo.preimages import check
 
 ADDS_A_CELL = {"run_cell", "add_markdown"}
 KERNEL_STEPS = {"run_cell", "edit_cell"}

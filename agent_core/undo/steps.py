@@ -16,8 +16,7 @@ from typing import Any, get_args
 
 from agent_core.contract.choices import UndoRefusal
 from agent_core.impact.analysis import analyze_code
-from agent_core.llm.messages import Message
-from agent_core.loop.mentions import CONTEXT_KEY
+from agent_core.messages import CONTEXT_KEY, Message
 from agent_core.tools.base import CellPlacement, ToolContext, ToolEnvironment, ToolInputError
 from agent_core.undo import card, kernel_calls
 from agent_core.undo.book import StepRecord, UndoBook
