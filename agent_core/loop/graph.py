@@ -31,7 +31,6 @@ from agent_core.loop.approvals import decided_args, decided_context, decoded
 from agent_core.loop.history import compact
 from agent_core.loop.run_context import RunContext
 from agent_core.loop.state import AgentState, AgentUpdate, Failure, appended, parse_args
-from agent_core.loop.vision import with_image_parts
 from agent_core.messages import IMAGES_KEY, PREIMAGE_KEY, Message, ToolCall
 from agent_core.prompts import prompt_text
 from agent_core.storage.tool_ledger import STOPPED
@@ -45,6 +44,7 @@ from agent_core.tools import (
 from agent_core.tools.base import Emit
 from agent_core.tools.gathering import gone_tool_hint
 from agent_core.undo.rules import prompt_section as rules_prompt_section
+from agent_core.vision import with_image_parts
 
 log = logging.getLogger(__name__)
 

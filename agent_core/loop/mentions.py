@@ -19,8 +19,8 @@ from agent_core.kernel_probes.introspection import (
     variable_summaries,
 )
 from agent_core.kernel_probes.probe import is_variable_name
-from agent_core.loop.output_digest import bounded
 from agent_core.messages import CONTEXT_KEY, PREAMBLE, Message
+from agent_core.output_digest import bounded
 from agent_core.tools.base import ToolEnvironment, ToolInputError
 from agent_core.tools.notebook_reader import cells_text, load_notebook
 from agent_core.workspace import WorkspaceError, relative_to_root, workspace_of

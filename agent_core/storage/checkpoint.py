@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from agent_core.private_files import private_file
 from agent_core.storage.database import Database, is_postgres_url
 from agent_core.storage.postgres_database import (
     POOL_TIMEOUT,
@@ -18,7 +19,6 @@ from agent_core.storage.postgres_database import (
     connection_options,
     saver_setup,
 )
-from agent_core.storage.private_files import private_file
 from agent_core.storage.tool_ledger import DatabaseToolLedger, MemoryToolLedger, SqliteToolLedger, ToolLedger
 
 if TYPE_CHECKING:

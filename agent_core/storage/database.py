@@ -15,8 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
+from agent_core.private_files import private_file
 from agent_core.redaction import redact_url
-from agent_core.storage.private_files import private_file
 from agent_core.storage.request_log import MODEL_REQUESTS
 
 # The tables of the thread store and the tool ledger, in SQLite's words; the Postgres dialect

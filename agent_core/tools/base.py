@@ -103,7 +103,7 @@ class ToolOutcome:
     summary: str = ""  # what the panel shows; defaults to a shortened content
     state: ToolStateUpdate = field(default_factory=ToolStateUpdate)  # graph state updates (e.g. todos)
     ends_run: bool = False
-    images: tuple[dict[str, str], ...] = ()  # {"mime", "data" (base64)}: for vision models (agent_core.loop.vision)
+    images: tuple[dict[str, str], ...] = ()  # {"mime", "data" (base64)}: for vision models (agent_core.vision)
     preimage: Preimage | None = None  # a written file as it was before (agent_core.undo.preimages)
 
     @property

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import Field
 
 from agent_core.contract.events import MAX_PREVIOUS_SOURCE
-from agent_core.loop.output_digest import bounded
+from agent_core.output_digest import bounded
 from agent_core.tools.arguments import ToolArgs
 from agent_core.tools.base import (
     CellPlacement,

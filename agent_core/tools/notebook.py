@@ -9,8 +9,7 @@ from typing import Any
 
 from pydantic import Field
 
-from agent_core.loop.output_digest import digest
-from agent_core.loop.vision import cell_images
+from agent_core.output_digest import digest
 from agent_core.tools.arguments import ToolArgs
 from agent_core.tools.base import (
     CellPlacement,
@@ -22,6 +21,7 @@ from agent_core.tools.base import (
     ToolStateUpdate,
 )
 from agent_core.tools.diagnostics import lint_code
+from agent_core.vision import cell_images
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import Field
 
-from agent_core.loop.output_digest import bounded, digest
+from agent_core.output_digest import bounded, digest
 from agent_core.tools.arguments import ToolArgs
 from agent_core.tools.base import HasKernelHistory, ToolContext, ToolInputError, ToolOutcome, ToolSpec
 from agent_core.workspace import WorkspaceError, relative_to_root, workspace_of

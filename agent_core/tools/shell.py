@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from agent_core.contract import make_event
-from agent_core.loop.output_digest import ANSI, BoundedText
+from agent_core.output_digest import ANSI, BoundedText
 from agent_core.tools.arguments import ToolArgs, argument_error
 from agent_core.tools.base import Emit, ToolContext, ToolInputError, ToolOutcome, ToolSpec, will_fail
 from agent_core.tools.files import confined

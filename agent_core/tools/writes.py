@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-from agent_core.loop.output_digest import bounded
+from agent_core.output_digest import bounded
 from agent_core.tools.arguments import ToolArgs, argument_error
 from agent_core.tools.base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
 from agent_core.tools.files import MAX_READ_BYTES, PATH_HELP, SNIFF_BYTES, confined, existing_file, is_binary

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 from agent_core.contract.rewind import FileDiff, NotReversible, RewindRequest, RewindResult, RewindUndone
 from agent_core.loop import branches
-from agent_core.loop.output_digest import bounded
 from agent_core.messages import Preimage
+from agent_core.output_digest import bounded
 from agent_core.tools.writes import MAX_DIFF_CHARS, unified_diff, write_atomic
 from agent_core.undo.book import FileBefore, RewindRecord
 from agent_core.undo.preimages import current, digest, revert
