@@ -143,7 +143,7 @@ class RunManager(LoggingConfigurable):
 
     async def thread_data_policy(self, thread_id: str) -> str:
         """The thread's data policy now: the server's, or the narrower one a run of it asked for."""
-        from agent_core.privacy.thread_policy import narrowed
+        from agent_core.loop.thread_policy import narrowed
 
         values = (await (await self.runner()).snapshot(thread_id)).values or {}
         return narrowed(self._settings(), values.get("data_policy")).data_policy
@@ -235,8 +235,8 @@ class RunManager(LoggingConfigurable):
     async def tool_result(self, thread_id: str, call_id: str, settings: AgentSettings) -> str | None:
         """What the tools node answered to call `call_id`, as the thread's data policy lets it leave
         (the server's under `settings`, or the thread's narrower one), if it has answered."""
+        from agent_core.loop.thread_policy import narrowed
         from agent_core.privacy.outgoing import tool_result_leaving
-        from agent_core.privacy.thread_policy import narrowed
 
         values = (await (await self.runner()).snapshot(thread_id)).values or {}
         policy = narrowed(settings, values.get("data_policy"))

@@ -1,7 +1,7 @@
 """The wire contract, defined once as Pydantic models: every event of a thread's stream (events),
 every route's request and answer (routes), and the enums they share (shared, choices). Tool arguments
-are models too, next to each tool's code (agent_core/tools). The OpenAPI document (openapi) and the
-panel's labextension_src/contract.gen.ts (typescript) are generated from these models by
+are models too, next to each tool's code (agent_core/tools). The OpenAPI document and the panel's
+labextension_src/contract.gen.ts are generated from these models (agent_core/contract_files) by
 scripts/generate_contract.py; tests/test_contract.py fails when a generated file is stale.
 
 The names below load on first use: building the models takes tens of milliseconds that Jupyter's

@@ -263,7 +263,7 @@ class AgentCall:
         def mcp_manager() -> Any:
             nonlocal mcp
             if mcp is None:
-                from agent_core.mcp.config import parse_servers
+                from agent_core.config.mcp_servers import parse_servers
                 from agent_core.mcp.manager import McpManager
 
                 mcp = McpManager(lambda: parse_servers(self.settings.mcp_servers))

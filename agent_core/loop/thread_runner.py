@@ -36,10 +36,10 @@ from agent_core.loop.refusals import (
 from agent_core.loop.run_context import run_context
 from agent_core.loop.segments import PreparedRun, Segment, approval_event, browser_cells
 from agent_core.loop.state import appended, new_run_input, outside_call_input
+from agent_core.loop.thread_policy import run_settings
 from agent_core.loop.thread_view import autonomy_of, driver_of, mode_of, pending_approval, stuck, title_from
 from agent_core.loop.usage import public
 from agent_core.messages import Message
-from agent_core.privacy.thread_policy import run_settings
 from agent_core.storage.checkpoint import AgentStore, open_store
 from agent_core.storage.thread_store import LEASE_SECONDS, ThreadRecord, ThreadStore
 from agent_core.storage.tool_ledger import INTERRUPTED, STOPPED

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from agent_core.mcp.config import ServerConfig
+from agent_core.config.mcp_servers import ServerConfig
 from agent_core.mcp.connection import McpUnavailable, ServerConnection, read_only_hint
 from agent_core.output_digest import bounded
 from agent_core.tools.base import ToolContext, ToolInputError, ToolOutcome
