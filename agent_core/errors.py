@@ -10,7 +10,7 @@ from typing import Literal
 from typing_extensions import TypeAliasType
 
 # Why POST threads/{id}/undo/{call_id} refuses (agent_core/undo/steps.py UndoRefused); the last four
-# are the kernel's own answers (kernel_side/snapshots.py).
+# are the kernel's own answers (kernel_probes/snapshots.py).
 UndoRefusal = TypeAliasType(
     "UndoRefusal",
     Literal[

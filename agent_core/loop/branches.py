@@ -1,7 +1,7 @@
 """A thread's conversation as a tree of LangGraph checkpoints (issue 25): the current branch is the
 newest checkpoint and its ancestors; a rewind forks a new head from an older checkpoint of that
 chain, so the steps gone back over stay readable as another branch (a leaf of the tree). Nothing
-here touches the kernel or files: agent_core.undo.rewind does, and calls this for the conversation."""
+here touches the kernel or files: agent_core.rewind.rewind does, and calls this for the conversation."""
 
 from __future__ import annotations
 

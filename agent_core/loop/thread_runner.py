@@ -34,7 +34,7 @@ from agent_core.loop.refusals import (
     ThreadNotFound,
 )
 from agent_core.loop.run_context import run_context
-from agent_core.loop.segments import PreparedRun, Segment, approval_event, browser_cells
+from agent_core.loop.segments import PreparedRun, Segment, approval_event, browser_cells, with_tool_notes
 from agent_core.loop.state import appended, new_run_input, outside_call_input
 from agent_core.loop.thread_policy import run_settings
 from agent_core.loop.thread_view import autonomy_of, driver_of, mode_of, pending_approval, stuck, title_from
@@ -44,7 +44,7 @@ from agent_core.storage.checkpoint import AgentStore, open_store
 from agent_core.storage.thread_store import LEASE_SECONDS, ThreadRecord, ThreadStore
 from agent_core.storage.tool_ledger import INTERRUPTED, STOPPED
 from agent_core.tools import TOOLS
-from agent_core.tools.gathering import gather_tools, with_tool_notes
+from agent_core.tools.gathering import gather_tools
 from agent_core.undo.book import UndoBook
 from agent_core.undo.rules import save_rule
 from agent_core.undo.steps import pending_notes

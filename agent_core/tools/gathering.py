@@ -1,21 +1,18 @@
 """A run's tools from outside: the MCP servers' (agent_core.mcp) and the notebook's @tool functions
 (agent_core.tools.notebook_functions), gathered at the start of every run segment and given to the graph's
-RunContext beside the static registry. Gathering never fails a run: what is missing becomes a note."""
+RunContext beside the static registry. Gathering never fails a run: what is missing becomes a note
+(agent_core.loop.segments.with_tool_notes puts the notes before the run's message)."""
 
 from __future__ import annotations
 
 import json
 import logging
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from agent_core.messages import CONTEXT_KEY
 from agent_core.tools import TOOLS
 from agent_core.tools.external import ExternalToolSpec
 from agent_core.tools.notebook_functions import notebook_tools
-
-if TYPE_CHECKING:
-    from agent_core.loop.state import AgentUpdate
 
 log = logging.getLogger(__name__)
 EXTERNAL_TOOL_AGENTS = ("main", "python_developer")  # the agents that act; the planner and researcher do not
@@ -72,28 +69,3 @@ def _within_budget(
             f"at most {MAX_EXTERNAL_TOOLS} (disable servers this thread does not need).",
         ]
     return kept, notes
-
-
-def with_tool_notes(
-    graph_input: AgentUpdate, tools: dict[str, ExternalToolSpec], notes: list[str], prior: dict[str, Any]
-) -> AgentUpdate:
-    """A new run's input with the notes about external tools, before the user's message (hidden
-    from the thread's view, as other context is), and the notebook tools it has, so that the next
-    run can tell the model which of them are gone (a kernel restart forgets them)."""
-    if not isinstance(graph_input, dict) or "messages" not in graph_input:
-        return graph_input
-    now = [name for name, spec in tools.items() if spec.origin.get("kind") == "notebook"]
-    gone = [name for name in prior.get("notebook_tools") or [] if name not in now]
-    if gone:
-        notes = [
-            *notes,
-            f"The notebook's @tool functions {gone[:20]} are gone (the kernel restarted, or they were "
-            "removed): do not call them; the cell that defines them must run again first.",
-        ]
-    graph_input = {**graph_input, "notebook_tools": now}
-    if not notes:
-        return graph_input
-    text = "[Tools from outside Cellwright: " + " ".join(notes[:20])[:4000] + "]"
-    messages = list(graph_input["messages"]["append"])
-    messages.insert(len(messages) - 1, {"role": "user", "content": text, CONTEXT_KEY: True})
-    return {**graph_input, "messages": {"append": messages}}

@@ -21,6 +21,8 @@ from agent_core.tools.base import (
     ToolStateUpdate,
 )
 from agent_core.tools.diagnostics import lint_code
+from agent_core.undo.card import code_impact
+from agent_core.undo.steps import before_cell
 from agent_core.vision import cell_images
 
 log = logging.getLogger(__name__)
@@ -39,21 +41,6 @@ def new_cell_id(call_id: str) -> str:
     """The nbformat id of the cell a run_cell call adds: derived from the call, so a replay or a
     second tab inserts the same cell once, and valid for nbformat (letters, digits, '-')."""
     return "cw-" + hashlib.sha256(call_id.encode()).hexdigest()[:16]
-
-
-async def before_cell(code: str, ctx: ToolContext, placement: CellPlacement) -> CellPlacement:
-    """Snapshot what the approved cell changes (agent_core.undo.steps); the placement carries its provenance."""
-    # agent_core.undo imports agent_core.tools, which imports this module; undo loads with the first cell
-    from agent_core.undo.steps import before_cell as snapshot_before
-
-    return await snapshot_before(code, ctx, placement)
-
-
-async def code_impact(code: str, ctx: ToolContext) -> dict[str, Any]:
-    """The approval card's `impact` (agent_core.undo.card)."""
-    from agent_core.undo.card import code_impact as impact_of
-
-    return await impact_of(code, ctx)
 
 
 async def cell_outcome(cell: CellRun, placement: CellPlacement, ctx: ToolContext) -> ToolOutcome:

@@ -25,9 +25,9 @@ from pydantic import Field
 
 from agent_core.tools.arguments import ToolArgs
 from agent_core.tools.base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
-from agent_core.tools.files import IGNORED_DIRS, confined, is_binary, sniff, walk
+from agent_core.tools.files import confined, is_binary, sniff
 from agent_core.tools.search_patterns import DeadlinePassed, Matcher, check_pattern
-from agent_core.workspace import Workspace, relative_to_root, workspace_for, workspace_of
+from agent_core.workspace import IGNORED_DIRS, Workspace, relative_to_root, walk, workspace_for, workspace_of
 
 MAX_SEARCH_RESULTS = 100
 MAX_SEARCH_FILE_BYTES = 5 * 1024 * 1024

@@ -27,6 +27,7 @@ from agent_core.output_digest import ANSI, BoundedText
 from agent_core.tools.arguments import ToolArgs, argument_error
 from agent_core.tools.base import Emit, ToolContext, ToolInputError, ToolOutcome, ToolSpec, will_fail
 from agent_core.tools.files import confined
+from agent_core.undo.card import command_impact
 from agent_core.workspace import relative_to_root, workspace_of
 
 STDOUT_LIMIT = 8000  # characters kept for the model: head and tail
@@ -336,9 +337,6 @@ async def execute_command_preview(args: ExecuteCommandArgs, ctx: ToolContext) ->
         _, rel = _folder(args, ctx)
     except ToolInputError as exc:
         return will_fail("execute_command", exc, command=args.command, cwd=args.cwd or ".")
-    # agent_core.undo.card imports agent_core.tools, which imports this module
-    from agent_core.undo.card import command_impact
-
     return {"command": args.command, "cwd": rel, "impact": command_impact(args.command, ctx)}
 
 

@@ -14,10 +14,10 @@ from agent_core.contract.rewind import FileDiff, NotReversible, RewindRequest, R
 from agent_core.loop import branches
 from agent_core.messages import Preimage
 from agent_core.output_digest import bounded
+from agent_core.rewind.rewind_plan import Planned, Situation, later_steps, plan
 from agent_core.tools.writes import MAX_DIFF_CHARS, unified_diff, write_atomic
 from agent_core.undo.book import FileBefore, RewindRecord
 from agent_core.undo.preimages import current, digest, revert
-from agent_core.undo.rewind_plan import Planned, Situation, later_steps, plan
 from agent_core.undo.steps import UndoRefused, undo_step
 from agent_core.workspace import workspace_of
 

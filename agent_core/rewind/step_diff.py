@@ -16,9 +16,9 @@ from agent_core.loop.agent_cells import CellFold
 from agent_core.loop.branches import NoSuchStep
 from agent_core.messages import Message
 from agent_core.output_digest import bounded
+from agent_core.rewind.rewind_plan import FILE_STEPS, LaterStep, later_steps
 from agent_core.tools.writes import MAX_DIFF_CHARS, unified_diff
 from agent_core.undo.preimages import current, digest
-from agent_core.undo.rewind_plan import FILE_STEPS, LaterStep, later_steps
 from agent_core.workspace import Workspace, WorkspaceError
 
 MAX_CELLS = 200
