@@ -41,26 +41,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# The agent's tools an outside agent may call: not the conversational ones (final_answer,
-# write_todos, task, load_skill), which belong to Cellwright's own model.
-CATALOG = (
-    "read_notebook",
-    "run_cell",
-    "edit_cell",
-    "add_markdown",
-    "read_file",
-    "list_files",
-    "search_workspace",
-    "search_notebooks",
-    "search_knowledge",
-    "diagnostics",
-    "check_resource",
-    "execute_command",
-    "write_file",
-    "edit_file",
-    "sql_query",
-    "restart_kernel",
-)
+# The agent's tools an outside agent may call (ToolSpec.outside_agents): not the conversational ones
+# (final_answer, write_todos, task, load_skill), which belong to Cellwright's own model.
+CATALOG = tuple(name for name, spec in TOOLS.items() if spec.outside_agents)
 NOTEBOOK_ARG = "notebook_path"
 WAIT_TOOL = "wait_for_decision"
 PROGRESS_SECONDS = 5.0  # a progress notification this often while the user decides

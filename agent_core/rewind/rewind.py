@@ -14,7 +14,7 @@ from agent_core.contract.rewind import FileDiff, NotReversible, RewindRequest, R
 from agent_core.loop import branches
 from agent_core.messages import Preimage
 from agent_core.output_digest import bounded
-from agent_core.rewind.rewind_plan import Planned, Situation, later_steps, plan
+from agent_core.rewind.rewind_plan import Planned, Situation, later_steps, plan, writes_files
 from agent_core.tools.writes import MAX_DIFF_CHARS, unified_diff, write_atomic
 from agent_core.undo.book import FileBefore, RewindRecord
 from agent_core.undo.preimages import current, digest, revert
@@ -148,11 +148,7 @@ def _note(planned: list[Planned], failures: list[NotReversible], request: Rewind
         f"{f.tool_call_id}: {f.why}" for f in failures
     ]
     if request.files == "keep":
-        stays += [
-            f"{p.call_id} ({p.name}): its file changes were kept"
-            for p in planned
-            if p.name in ("write_file", "edit_file")
-        ]
+        stays += [f"{p.call_id} ({p.name}): its file changes were kept" for p in planned if writes_files(p.name)]
     if not stays:
         return ""
     return (

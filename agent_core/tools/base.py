@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Generic, Protocol, TypedDict, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypedDict, TypeVar
 
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.contract import ToolStatus
@@ -47,6 +47,9 @@ __all__ = [  # what a tool may touch, from agent_core.environment, beside what a
     "ToolOutcome",
     "ToolSpec",
     "ToolStateUpdate",
+    "CellEffect",
+    "Touches",
+    "UndoneBy",
     "cell_finished",
     "will_fail",
 ]
@@ -108,16 +111,35 @@ def will_fail(tool: str, problem: Exception | str, **card: object) -> JsonObject
     return {**card, "description": f"{tool} will fail: {problem}", "will_fail": True}
 
 
+# What a call can change: nothing (it reads, plans or answers), the notebook's kernel, files under the
+# root, the notebook's cells, or something outside the server's reach (a shell, a database, a kernel
+# of its own). Ask mode offers only the tools that touch nothing.
+Touches = Literal["nothing", "kernel", "files", "notebook", "outside"]
+# The notebook cell a call is: none, a new cell (a rewind removes it), or an existing cell it edits
+# (a rewind gives it its source back).
+CellEffect = Literal["none", "adds", "edits"]
+# How an undo or a rewind puts back what a call changed: not at all, from the kernel snapshot taken
+# before it ran (agent_core.undo.steps), or from the file's pre-image (agent_core.undo.preimages).
+UndoneBy = Literal["none", "kernel_snapshot", "file_preimage"]
+
+
 @dataclass(frozen=True)
 class ToolSpec(Generic[ArgsT]):
-    """A tool: its argument model, its approval policy, its approval-card preview and its code."""
+    """A tool: its argument model, its approval policy, its approval-card preview and its code, and
+    the facts about it that the rest of Cellwright reads from here and nowhere else (the modes,
+    rewind and undo, the MCP endpoint's catalog). tests/test_tool_facts.py holds every tool to them."""
 
     name: str
     description: str
     args: type[ArgsT]  # validates the call; its JSON Schema is what the model is shown
     action: Callable[[ArgsT, ToolContext], Awaitable[ToolOutcome]]
+    touches: Touches  # no default: a new tool says what it can change
+    cell: CellEffect = "none"
+    undone_by: UndoneBy = "none"
+    rewind_leaves: str = ""  # what a rewind cannot take back of a call, told to the user ("": nothing)
+    outside_agents: bool = False  # offered to outside agents by the MCP endpoint (jupyter_ext/mcp_endpoint.py)
     needs_approval: bool = False
-    read_only: bool = False
+    read_only: bool = False  # it only reads: after it, the model is reminded of its open todos
     describe: Callable[[ArgsT], str] | None = None  # one line for the approval card
     # Extra approval-card fields ({"diagnostics": [...]} or {"diff": "..."}); raises ToolInputError when
     # the call would fail. Must have no side effects: the tools node re-runs it on resume.

@@ -259,6 +259,8 @@ READ_FILE = ToolSpec(
     ),
     args=ReadFileArgs,
     action=read_file,
+    touches="nothing",
+    outside_agents=True,
     read_only=True,
 )
 
@@ -270,5 +272,7 @@ LIST_FILES = ToolSpec(
     ),
     args=ListFilesArgs,
     action=list_files,
+    touches="nothing",
+    outside_agents=True,
     read_only=True,
 )

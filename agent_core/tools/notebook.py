@@ -96,6 +96,10 @@ RUN_CELL = ToolSpec(
     ),
     args=RunCellArgs,
     action=run_cell,
+    touches="kernel",
+    cell="adds",
+    undone_by="kernel_snapshot",
+    outside_agents=True,
     needs_approval=True,
     describe=lambda args: args.description or "Run a code cell in the notebook's kernel",
     card=cell_preview,  # the approval card shows the cell's diagnostics
@@ -106,4 +110,7 @@ ADD_MARKDOWN = ToolSpec(
     description="Add a Markdown cell to the notebook (explanations, section headings, findings).",
     args=AddMarkdownArgs,
     action=add_markdown,
+    touches="notebook",
+    cell="adds",
+    outside_agents=True,
 )

@@ -140,5 +140,7 @@ READ_NOTEBOOK = ToolSpec(
     ),
     args=ReadNotebookArgs,
     action=read_notebook,
+    touches="nothing",
+    outside_agents=True,
     read_only=True,
 )

@@ -370,6 +370,8 @@ SEARCH_WORKSPACE = ToolSpec(
     ),
     args=SearchWorkspaceArgs,
     action=search_workspace,
+    touches="nothing",
+    outside_agents=True,
     read_only=True,
 )
 
@@ -381,5 +383,7 @@ SEARCH_NOTEBOOKS = ToolSpec(
     ),
     args=SearchNotebooksArgs,
     action=search_notebooks,
+    touches="nothing",
+    outside_agents=True,
     read_only=True,
 )

@@ -66,6 +66,8 @@ VERIFY_NOTEBOOK = ToolSpec(
     ),
     args=VerifyNotebookArgs,
     action=verify,
+    touches="outside",  # the notebook's code, in a kernel of its own
+    rewind_leaves="verify_notebook re-ran the notebook in a kernel of its own: what that code did outside it (files, network) stays",
     needs_approval=True,
     describe=lambda args: f"Re-run {args.path or 'the notebook'} from the top in a fresh kernel (not yours)",
     check=check_verify,
