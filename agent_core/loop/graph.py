@@ -22,6 +22,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from agent_core.contract import make_event
+from agent_core.contract.event_fields import UsageFields
 from agent_core.json_types import JsonObject
 from agent_core.llm.client import ModelRequest, ModelTurn, complete
 from agent_core.llm.failures import LLMError
@@ -122,18 +123,17 @@ def _count(ctx: RunContext, turn: ModelTurn, messages: list[Message]) -> None:
     ctx.meter.record(call)
     public = token_usage.public
     sent = ctx.take_sent()
-    ctx.emit(
-        make_event(
-            "usage",
-            call=public(call),
-            run=public(ctx.meter.run),
-            thread=public(ctx.meter.thread),
-            context_tokens=call["prompt_tokens"],
-            context_budget=ctx.settings.context_token_budget,
-            summarized=ctx.summarized,
-            **({"request": sent.model_dump()} if sent is not None else {}),
-        )
-    )
+    usage: UsageFields = {
+        "call": public(call),
+        "run": public(ctx.meter.run),
+        "thread": public(ctx.meter.thread),
+        "context_tokens": call["prompt_tokens"],
+        "context_budget": ctx.settings.context_token_budget,
+        "summarized": ctx.summarized,
+    }
+    if sent is not None:
+        usage["request"] = sent.model_dump()
+    ctx.emit(make_event("usage", **usage))
 
 
 async def call_model(state: AgentState, runtime: Runtime[RunContext]) -> AgentUpdate:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent_core.contract import make_event
+from agent_core.contract.choices import Autonomy, Mode
 from agent_core.messages import CONTEXT_KEY
 from agent_core.tools.external import ExternalToolSpec
 
@@ -32,8 +33,8 @@ class PreparedRun:
 class Segment:
     """What a run segment starts with, beside its thread and graph input."""
 
-    mode: str
-    autonomy: str
+    mode: Mode
+    autonomy: Autonomy
     message: str  # the user's message; "" for a segment an approval resumed
     notebook_cells: list[dict[str, Any]] | None = None  # as the browser sent them
     driver: str = ""  # an outside agent's run: who asked (RunContext.driver)

@@ -18,6 +18,8 @@ from langgraph.types import Command
 
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.contract import make_event
+from agent_core.contract.choices import RunStatus
+from agent_core.contract.event_fields import RunFinishedFields, RunStartedFields
 from agent_core.llm.failures import LLMError
 from agent_core.llm.sdk_clients import close_clients
 from agent_core.loop.agents import agent_for_mode
@@ -374,15 +376,13 @@ class ThreadRunner:
             driver=segment.driver,
             requests=self.threads.requests,
         )
-        status = "completed"
+        status: RunStatus = "completed"
         run_usage: dict[str, Any] | None = None
         try:
-            started = {"mentions": mentions} if mentions else {}
-            emit(
-                make_event(
-                    "run_started", mode=segment.mode, autonomy=segment.autonomy, message=segment.message, **started
-                )
-            )
+            started: RunStartedFields = {"mode": segment.mode, "autonomy": segment.autonomy, "message": segment.message}
+            if mentions:
+                started["mentions"] = mentions
+            emit(make_event("run_started", **started))
             async for chunk in self.graph.astream(
                 graph_input, self.config(thread_id), context=context, stream_mode="updates", durability="sync"
             ):
@@ -414,7 +414,7 @@ class ThreadRunner:
         self,
         thread_id: str,
         emit: EventPump,
-        status: str,
+        status: RunStatus,
         run_usage: dict[str, Any] | None,
         renewing: asyncio.Task[None],
         on_released: Callable[[], None] | None,
@@ -431,8 +431,10 @@ class ThreadRunner:
             if on_released is not None:
                 on_released()
         if exists:
-            totals = {"usage": public(run_usage)} if run_usage and run_usage["prompt_tokens"] else {}
-            emit(make_event("run_finished", status=status, **totals))
+            finished: RunFinishedFields = {"status": status}
+            if run_usage and run_usage["prompt_tokens"]:
+                finished["usage"] = public(run_usage)
+            emit(make_event("run_finished", **finished))
             await emit.drain()
 
     async def _renew_lease(self, thread_id: str) -> None:

@@ -37,7 +37,7 @@ class RewindRefused(Exception):
 
 async def _statuses(runner: ThreadRunner, thread_id: str, call_ids: list[str]) -> dict[str, str | None]:
     """What the ledger recorded of each call: "rejected" ones never ran, so nothing of them goes back."""
-    found = {}
+    found: dict[str, str | None] = {}
     for call_id in call_ids:
         outcome = await runner.store.ledger.lookup(thread_id, call_id)
         found[call_id] = outcome.status if outcome is not None else None

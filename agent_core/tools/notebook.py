@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import Field
 
+from agent_core.contract.choices import ToolStatus
 from agent_core.output_digest import digest
 from agent_core.tools.arguments import ToolArgs
 from agent_core.tools.base import (
@@ -56,7 +57,7 @@ async def cell_outcome(cell: CellRun, placement: CellPlacement, ctx: ToolContext
     facts = [f"cell_id {placement.cell_id}"] if ctx.env.edits_cells else []  # the magic's cells are not in the notebook
     facts += [f"execution_count {cell.execution_count}"] if cell.execution_count is not None else []
     head = f"[{', '.join(facts)}]" if facts else ""
-    status = "ok" if cell.status == "ok" else "error"
+    status: ToolStatus = "ok" if cell.status == "ok" else "error"
     return ToolOutcome(status, f"{head}\n{text}".strip(), summary=text, images=tuple(images), state=state)
 
 
