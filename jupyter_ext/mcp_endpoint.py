@@ -25,6 +25,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from agent_core import __version__
 from agent_core.contract.outside_tools import OutsideCall
 from agent_core.loop.autonomy import ToolPolicy
+from agent_core.storage.event_log import seq_of
 from agent_core.tools import TOOLS
 from agent_core.workspace import WorkspaceError
 
@@ -220,7 +221,7 @@ class McpEndpoint:
         result: dict[str, Any] | None = None  # the call's tool_result event, once it came
         while True:
             for event in await events.events_after(thread_id, after):
-                after = event["seq"]
+                after = seq_of(event)
                 kind, same = event["type"], event.get("id") == call_id
                 if kind == "approval_required" and same:
                     await ctx.session.report_progress(

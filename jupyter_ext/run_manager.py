@@ -18,6 +18,7 @@ from traitlets.config import LoggingConfigurable
 
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.storage.database import DatabaseUnavailable
+from agent_core.storage.event_log import seq_of
 from agent_core.storage.thread_store import ThreadRecord, ThreadStore
 
 from .errors import BadRequest, Conflict, NotFound
@@ -339,10 +340,10 @@ class RunManager(LoggingConfigurable):
             running = elsewhere or self.is_running(thread_id)
             batch: list[StreamItem] = []
             for event in await event_log.events_after(thread_id, after):
-                items, live = self._live_items(thread_id, live, event["seq"] - 1, previews)
+                items, live = self._live_items(thread_id, live, seq_of(event) - 1, previews)
                 batch += items
                 batch.append(StreamItem("event", event))
-                after, last_type = event["seq"], event["type"]
+                after, last_type = seq_of(event), str(event["type"])
             items, live = self._live_items(thread_id, live, after, previews)
             batch += items
             if not caught_up:

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent_core.contract.notebook_cells import AgentCell, AgentCells, AgentCellsRequest
+from agent_core.storage.event_log import seq_of
 from agent_core.storage.thread_store import ThreadStore
 from agent_core.tools.notebook import new_cell_id
 
@@ -108,7 +109,7 @@ async def agent_cells(store: ThreadStore, request: AgentCellsRequest) -> AgentCe
                 fold.add(event)
             if len(events) < EVENT_PAGE:
                 break
-            after = events[-1]["seq"]
+            after = seq_of(events[-1])
         cells.extend(fold.result())
     cells = cells[:MAX_CELLS]
     end = request.offset + request.limit
