@@ -81,7 +81,7 @@ class _RecordUpdates(TypedDict, total=False):
 
 EventSink = Callable[[dict[str, Any]], None]
 EnvironmentFor = Callable[[ThreadRecord], "ToolEnvironment"]  # where a thread's tools act (its notebook's kernel)
-McpSource = Callable[[], "McpManager"]  # the MCP servers' connections, made on first use
+McpSource = Callable[[], "McpManager | None"]  # the MCP servers' connections, made on first use (None: none yet)
 RUN_TOOLS_KEPT = 256  # threads whose outside tools are remembered for their resumed segments
 
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterable
-from typing import Any
+from typing import Protocol
 
+from agent_core.config.agent_settings import AgentSettings
+from agent_core.environment import ToolEnvironment
 from agent_core.tools import TOOLS
 from agent_core.tools.external import ExternalToolSpec
 from agent_core.tools.notebook_functions import notebook_tools
@@ -19,6 +21,14 @@ EXTERNAL_TOOL_AGENTS = ("main", "python_developer")  # the agents that act; the 
 TAKEN = frozenset(TOOLS)
 MAX_EXTERNAL_TOOLS = 128  # offered per run at most: every schema goes into every model request
 MAX_SCHEMA_CHARS_TOTAL = 200_000
+
+
+class ToolSource(Protocol):
+    """Where a run's MCP tools come from: agent_core.mcp.manager.McpManager, a floor above, hands itself down."""
+
+    async def tools_for_run(
+        self, disabled: Iterable[str], taken: frozenset[str], auto_approve: frozenset[str]
+    ) -> tuple[dict[str, ExternalToolSpec], list[str]]: ...
 
 
 def gone_tool_hint(name: str) -> str:
@@ -32,12 +42,12 @@ def gone_tool_hint(name: str) -> str:
 
 
 async def gather_tools(
-    mcp: Any, env: Any, settings: Any, disabled: Iterable[str] = ()
+    mcp: ToolSource | None, env: ToolEnvironment | None, settings: AgentSettings, disabled: Iterable[str] = ()
 ) -> tuple[dict[str, ExternalToolSpec], list[str]]:
     """This run's external tools, by name, and notes for the model (servers that failed, tools left out)."""
     specs: dict[str, ExternalToolSpec] = {}
     notes: list[str] = []
-    if mcp is not None and getattr(settings, "mcp_servers", None):
+    if mcp is not None and settings.mcp_servers:
         try:
             found, more = await mcp.tools_for_run(disabled, TAKEN, settings.auto_approve)
             specs.update(found)
