@@ -7,7 +7,66 @@ from __future__ import annotations
 
 from typing import Literal
 
-from agent_core.contract.choices import RouteErrorKind
+from typing_extensions import TypeAliasType
+
+# Why POST threads/{id}/undo/{call_id} refuses (agent_core/undo/steps.py UndoRefused); the last four
+# are the kernel's own answers (kernel_probes/snapshots.py).
+UndoRefusal = TypeAliasType(
+    "UndoRefusal",
+    Literal[
+        "not_undoable",
+        "no_snapshot",
+        "kernel_unavailable",
+        "already_undone",
+        "kernel_restarted",
+        "snapshot_store_changed",
+        "snapshot_gone",
+    ],
+)
+# The `error` of a route's error answer (ErrorBody): the kinds of agent_core.errors' CellwrightError.
+RouteErrorKind = TypeAliasType(
+    "RouteErrorKind",
+    UndoRefusal
+    | Literal[
+        # the categories' defaults (agent_core/errors.py), and tornado's own errors (handlers.write_error)
+        "bad_request",
+        "not_found",
+        "conflict",
+        "unavailable",
+        "misconfigured",
+        "http_error",
+        "internal",
+        # a body or a query the client must fix (contract/bodies.py parse_json, parse_body, field_kinds)
+        "bad_json",
+        "body_too_large",
+        "missing_fields",
+        "bad_mode",
+        "bad_autonomy",
+        "bad_decision",
+        "bad_args",
+        "bad_rule",
+        "policy_wider",  # a run asked for a wider data_policy than the server's
+        # paths (agent_core/workspace.py)
+        "bad_path",
+        "path_outside_root",
+        "hidden_path",
+        "path_denied",
+        # threads and runs (loop/thread_runner.py, jupyter_ext/run_manager.py)
+        "thread_not_found",
+        "step_not_found",
+        "run_active",
+        "approval_pending",
+        "not_pending",
+        "kernel_elsewhere",
+        "llm_not_configured",
+        # what the server needs is down, or busy
+        "database_unavailable",
+        "diagnostics_unavailable",
+        # inline completion (agent_core/completion): turned off by c.Cellwright.inline_completion
+        "completion_off",
+    ],
+)
+
 
 Category = Literal["bad_request", "not_found", "conflict", "too_large", "unavailable", "misconfigured"]
 

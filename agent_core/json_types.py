@@ -1,6 +1,6 @@
 """Types for values that really are arbitrary JSON (parsed from the model, a tool, a kernel or a
 file): `JSON` where a value is walked, `JsonObject` where an object is only passed through or
-stored. Not for shapes we know: those have TypedDicts (agent_core.llm.messages) or models."""
+stored. Not for shapes we know: those have TypedDicts (agent_core.messages) or models."""
 
 from __future__ import annotations
 

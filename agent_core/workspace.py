@@ -18,17 +18,24 @@ module): tools turn a WorkspaceError into a ToolInputError, routes into a 400 wi
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from jupyter_core.paths import is_file_hidden, is_hidden, jupyter_data_dir, jupyter_runtime_dir
 
 from agent_core.contract.choices import RouteErrorKind
 from agent_core.errors import BadRequest
 
-if TYPE_CHECKING:  # agent_core.tools imports this module
-    from agent_core.tools.base import ToolEnvironment
+IGNORED_DIRS = frozenset({".git", "node_modules", ".ipynb_checkpoints", "__pycache__"})  # never listed nor searched
+
+
+class Rooted(Protocol):
+    """What has a root directory and may have a policy of its own (a ToolEnvironment, agent_core.environment)."""
+
+    @property
+    def root_dir(self) -> Path: ...
 
 
 class WorkspaceError(BadRequest):
@@ -203,7 +210,7 @@ def workspace_for(root: Workspace | Path | str) -> Workspace:
     return Workspace.default(Path(os.path.abspath(os.path.expanduser(os.fspath(root)))))
 
 
-def workspace_of(env: ToolEnvironment) -> Workspace:
+def workspace_of(env: Rooted) -> Workspace:
     """The policy of a ToolEnvironment: its `workspace` when it has one, else the one for its root."""
     workspace = getattr(env, "workspace", None)
     if isinstance(workspace, Workspace):
@@ -221,6 +228,33 @@ def relative_to_root(root: Workspace | Path | str, path: Path) -> str:
     base = root.root if isinstance(root, Workspace) else Path(root).resolve()
     rel = path.relative_to(base).as_posix()
     return rel or "."
+
+
+def _scan_sorted(directory: Path) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(directory) as it:
+            return sorted((e for e in it if e.name not in IGNORED_DIRS), key=lambda e: e.name)
+    except OSError:  # unreadable, vanished
+        return []
+
+
+def walk(directory: Path, recursive: bool = True, workspace: Workspace | None = None) -> Iterator[os.DirEntry[str]]:
+    """Entries in path order (pre-order, names sorted, as `rg --sort path`); symlinked folders are not
+    entered. With a workspace, what its policy hides is skipped (and never entered)."""
+    visible: Callable[[os.DirEntry[str]], bool] = (
+        (lambda entry: True) if workspace is None else (lambda entry: workspace.visible(entry.path, entry))
+    )
+    stack = [iter(_scan_sorted(directory))]
+    while stack:
+        entry = next(stack[-1], None)
+        if entry is None:
+            stack.pop()
+            continue
+        if not visible(entry):
+            continue
+        yield entry
+        if recursive and entry.is_dir(follow_symlinks=False):
+            stack.append(iter(_scan_sorted(Path(entry.path))))
 
 
 def human_size(size: int | float) -> str:

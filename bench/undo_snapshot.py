@@ -1,5 +1,5 @@
 """Cost of an undo snapshot in a real kernel: a 100 MB pandas DataFrame snapshotted by the probe the
-server sends before an approved cell (agent_core.kernel_side.snapshots, through kernel_probe's
+server sends before an approved cell (agent_core.kernel_probes.snapshots, through kernel_probe's
 expression), against a plain `df.copy()` measured in the same kernel in the same run. Prints the
 in-kernel time (median of the rounds), the round trip, and the memory the snapshot keeps (the
 kernel's resident set before and after, and what the store counts).
@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from jupyter_client.manager import start_new_kernel  # noqa: E402
 
 from agent_core.kernel_probes.probe import probe_expression  # noqa: E402
-from agent_core.kernel_side.snapshots import SOURCE  # noqa: E402
+from agent_core.kernel_probes.snapshots import SOURCE  # noqa: E402
 
 MB = 1024 * 1024
 SETUP = """

@@ -235,7 +235,7 @@ class CellwrightApp(ExtensionApp):
     def mcp_manager(self) -> Any:
         """The MCP servers' connections, made on first use: the mcp SDK loads only when one is configured and used."""
         if self._mcp is None:
-            from agent_core.mcp.config import parse_servers
+            from agent_core.config.mcp_servers import parse_servers
             from agent_core.mcp.manager import McpManager
 
             self._mcp = McpManager(lambda: parse_servers(self.configuration.mcp_servers))

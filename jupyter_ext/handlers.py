@@ -248,7 +248,7 @@ class OpenAPIHandler(CellwrightHandler):
     @web.authenticated
     @authorized
     async def get(self) -> None:
-        from agent_core.contract.openapi import openapi_json
+        from agent_core.contract_files.openapi import openapi_json
 
         self.set_header("Content-Type", "application/json")
         self.finish(openapi_json())

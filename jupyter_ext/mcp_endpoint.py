@@ -25,6 +25,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from agent_core import __version__
 from agent_core.contract.outside_tools import OutsideCall
 from agent_core.loop.autonomy import ToolPolicy
+from agent_core.storage.event_log import seq_of
 from agent_core.tools import TOOLS
 from agent_core.workspace import WorkspaceError
 
@@ -41,26 +42,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# The agent's tools an outside agent may call: not the conversational ones (final_answer,
-# write_todos, task, load_skill), which belong to Cellwright's own model.
-CATALOG = (
-    "read_notebook",
-    "run_cell",
-    "edit_cell",
-    "add_markdown",
-    "read_file",
-    "list_files",
-    "search_workspace",
-    "search_notebooks",
-    "search_knowledge",
-    "diagnostics",
-    "check_resource",
-    "execute_command",
-    "write_file",
-    "edit_file",
-    "sql_query",
-    "restart_kernel",
-)
+# The agent's tools an outside agent may call (ToolSpec.outside_agents): not the conversational ones
+# (final_answer, write_todos, task, load_skill), which belong to Cellwright's own model.
+CATALOG = tuple(name for name, spec in TOOLS.items() if spec.outside_agents)
 NOTEBOOK_ARG = "notebook_path"
 WAIT_TOOL = "wait_for_decision"
 PROGRESS_SECONDS = 5.0  # a progress notification this often while the user decides
@@ -237,7 +221,7 @@ class McpEndpoint:
         result: dict[str, Any] | None = None  # the call's tool_result event, once it came
         while True:
             for event in await events.events_after(thread_id, after):
-                after = event["seq"]
+                after = seq_of(event)
                 kind, same = event["type"], event.get("id") == call_id
                 if kind == "approval_required" and same:
                     await ctx.session.report_progress(

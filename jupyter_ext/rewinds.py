@@ -1,5 +1,5 @@
 """Rewind, its undo, branches and fork on the server (issue 25): each between runs, on the owner's
-thread (RunManager.idle_thread), with agent_core.undo.rewind doing the work and its event going into
+thread (RunManager.idle_thread), with agent_core.rewind.rewind doing the work and its event going into
 the thread's log; agent_core's refusals become the HTTP errors here."""
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ async def rewind(runs: RunManager, thread_id: str, request: RewindRequest) -> Re
     from agent_core.contract import make_event
     from agent_core.loop.branches import NoSuchStep
     from agent_core.loop.thread_view import pending_approval
-    from agent_core.undo.rewind import rewind as go_back
+    from agent_core.rewind.rewind import rewind as go_back
 
     async with runs.idle_thread(thread_id, BUSY) as (record, runner):
         if pending_approval(await runner.snapshot(thread_id)) is not None and not request.dry_run:
@@ -54,8 +54,8 @@ async def rewind(runs: RunManager, thread_id: str, request: RewindRequest) -> Re
 
 async def undo_rewind(runs: RunManager, thread_id: str) -> RewindUndone:
     from agent_core.contract import make_event
-    from agent_core.undo.rewind import RewindRefused
-    from agent_core.undo.rewind import undo_rewind as undo
+    from agent_core.rewind.rewind import RewindRefused
+    from agent_core.rewind.rewind import undo_rewind as undo
 
     async with runs.idle_thread(thread_id, BUSY) as (record, runner):
         try:
@@ -120,7 +120,7 @@ async def fork(runs: RunManager, thread_id: str, request: ForkRequest) -> Forked
 async def diff(runs: RunManager, thread_id: str, start: str | None, end: str | None) -> ThreadDiff:
     """Per cell and per file, what the steps `start`..`end` (inclusive) of the current branch changed."""
     from agent_core.loop import branches as tree
-    from agent_core.undo.step_diff import thread_diff
+    from agent_core.rewind.step_diff import thread_diff
 
     record = await runs.thread(thread_id)
     runner = await runs.runner()

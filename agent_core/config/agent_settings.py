@@ -57,7 +57,9 @@ class AgentSettings:
     max_images: int = 3  # image parts per model request
     prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)  # model -> per million tokens
     undo_snapshot_limit_mb: int = 256  # kernel memory kept for undo snapshots, in all (also the cap of one step)
-    mcp_servers: Mapping[str, Mapping[str, object]] = field(default_factory=dict)  # checked: agent_core.mcp.config
+    mcp_servers: Mapping[str, Mapping[str, object]] = field(
+        default_factory=dict
+    )  # checked: agent_core.config.mcp_servers
     auto_approve_notebook_tools: tuple[str, ...] = ()  # @tool(read_only=True) functions the user lets run unasked
     data_dir: str = ""  # Cellwright's own folder (the knowledge index lives there); "" for the default
     knowledge_index: bool = True  # index the workspace's documents for search_knowledge

@@ -216,10 +216,9 @@ class Cellwright(
 
     @validate("auto_approve")
     def _known_tools(self, proposal: Any) -> list[str]:
-        # mcp.config, the tool registry and the checkpointer load on first use: this module is read at the server's
-        # start (bench/server_start.py) and at %load_ext agent_core
-        from agent_core.mcp.config import is_mcp_tool_name
-        from agent_core.tools import TOOL_NAMES
+        # loaded on first use: this module is read at the server's start (bench/server_start.py) and at %load_ext agent_core
+        from agent_core.config.mcp_servers import is_mcp_tool_name
+        from agent_core.contract.tool_names import TOOL_NAMES
 
         unknown = sorted(name for name in set(proposal.value) - set(TOOL_NAMES) if not is_mcp_tool_name(name))
         if unknown:
@@ -246,7 +245,7 @@ class Cellwright(
 
     @validate("mcp_servers")
     def _mcp_servers(self, proposal: Any) -> dict[str, Any]:
-        from agent_core.mcp.config import McpConfigError, parse_servers
+        from agent_core.config.mcp_servers import McpConfigError, parse_servers
 
         try:
             parse_servers(proposal.value)
@@ -327,7 +326,7 @@ class Cellwright(
 
     def public(self) -> dict[str, Any]:
         """The settings as GET config answers them: never the API key, nor credentials in a URL."""
-        from agent_core.storage.checkpoint import checkpointer_kind
+        from agent_core.config.database_url import checkpointer_kind
 
         return {
             "model": self.model,
@@ -349,7 +348,7 @@ class Cellwright(
         }
 
     def public_mcp_servers(self) -> dict[str, Any]:
-        from agent_core.mcp.config import parse_servers
+        from agent_core.config.mcp_servers import parse_servers
 
         return {name: server.public() for name, server in parse_servers(self.mcp_servers).items()}
 
@@ -386,7 +385,7 @@ class Cellwright(
         if "api_key" in changes and not isinstance(changes["api_key"], str):
             raise SettingsError("api_key must be a string (empty: no key for this endpoint).")
         if "mcp_servers" in changes and isinstance(changes["mcp_servers"], Mapping):
-            from agent_core.mcp.config import (  # the form sends back masked secrets it could not read
+            from agent_core.config.mcp_servers import (  # the form sends back masked secrets it could not read
                 McpConfigError,
                 with_kept_secrets,
             )

@@ -29,15 +29,15 @@ class McpEndpointSettings(HasTraits):
 
     @validate("mcp_clients")
     def _valid_clients(self, proposal: Any) -> dict[str, Any]:
-        # the tool registry loads on first use: this module is read at the server's start (bench/server_start.py)
-        from agent_core.tools import TOOLS
+        # loaded on first use: this module is read at the server's start (bench/server_start.py)
+        from agent_core.contract.tool_names import TOOL_NAMES
 
         for name, rules in proposal.value.items():
             if not isinstance(rules, dict) or set(rules) - {"autonomy", "auto_approve"}:
                 raise TraitError(f'mcp_clients[{name!r}] must be {{"autonomy": ..., "auto_approve": [...]}}.')
             if rules.get("autonomy", "agent") not in AUTONOMIES:
                 raise TraitError(f"mcp_clients[{name!r}]['autonomy'] must be one of {', '.join(AUTONOMIES)}.")
-            unknown = [t for t in rules.get("auto_approve", []) if t not in TOOLS]
+            unknown = [t for t in rules.get("auto_approve", []) if t not in TOOL_NAMES]
             if unknown:
                 raise TraitError(f"mcp_clients[{name!r}]['auto_approve'] names no tool: {unknown}.")
         return dict(proposal.value)

@@ -1,6 +1,6 @@
 """`<data_dir>/settings.json`: the settings PUT config changed at run time. The server writes it; the
 server at start and every `%agent` call read it, over the Jupyter config. It may hold the API key,
-so it is owner-only (agent_core.storage.private_files)."""
+so it is owner-only (agent_core.private_files)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from agent_core.storage.private_files import private_file
+from agent_core.private_files import private_file
 
 
 def read(path: Path) -> dict[str, Any]:

@@ -7,6 +7,11 @@ from typing import Literal
 
 from typing_extensions import TypeAliasType
 
+# The route error kinds live with the error hierarchy (agent_core.errors, a floor below the contract)
+# and are listed here with the rest of the contract's choices.
+from agent_core.errors import RouteErrorKind as RouteErrorKind
+from agent_core.errors import UndoRefusal as UndoRefusal
+
 # Named aliases, not bare Literals: each becomes one named schema (OpenAPI components, one TS type).
 Mode = TypeAliasType("Mode", Literal["single", "multi"])
 # How much the agent may do: explain only, plan first (the plan is approved before it acts), or act.
@@ -27,7 +32,8 @@ TodoStatus = TypeAliasType("TodoStatus", Literal["pending", "in_progress", "comp
 ApprovalDecision = TypeAliasType("ApprovalDecision", Literal["approve", "edit", "reject"])
 DiagnosticSeverity = TypeAliasType("DiagnosticSeverity", Literal["error", "warning", "information", "hint"])
 
-# The error kinds: what the panel and API clients switch on. Every kind is listed here: mypy refuses
+# The error kinds: what the panel and API clients switch on. Every kind is listed here (the route kinds
+# through agent_core.errors): mypy refuses
 # one that is not (agent_core.errors and LLMError type their `kind` with these), tests/test_contract.py
 # refuses one raised or emitted as a bare string, and the panel gets them as TypeScript unions.
 #
@@ -51,61 +57,4 @@ LLMErrorKind = TypeAliasType(
 EventErrorKind = TypeAliasType(
     "EventErrorKind", LLMErrorKind | Literal["llm_retrying", "internal", "kernel_unresponsive"]
 )
-# Why POST threads/{id}/undo/{call_id} refuses (agent_core/undo/steps.py UndoRefused); the last four
-# are the kernel's own answers (kernel_side/snapshots.py).
 RewindChoice = TypeAliasType("RewindChoice", Literal["revert", "keep"])  # a rewind's notebook / files
-UndoRefusal = TypeAliasType(
-    "UndoRefusal",
-    Literal[
-        "not_undoable",
-        "no_snapshot",
-        "kernel_unavailable",
-        "already_undone",
-        "kernel_restarted",
-        "snapshot_store_changed",
-        "snapshot_gone",
-    ],
-)
-# The `error` of a route's error answer (ErrorBody): the kinds of agent_core.errors' CellwrightError.
-RouteErrorKind = TypeAliasType(
-    "RouteErrorKind",
-    UndoRefusal
-    | Literal[
-        # the categories' defaults (agent_core/errors.py), and tornado's own errors (handlers.write_error)
-        "bad_request",
-        "not_found",
-        "conflict",
-        "unavailable",
-        "misconfigured",
-        "http_error",
-        "internal",
-        # a body or a query the client must fix (contract/bodies.py parse_json, parse_body, field_kinds)
-        "bad_json",
-        "body_too_large",
-        "missing_fields",
-        "bad_mode",
-        "bad_autonomy",
-        "bad_decision",
-        "bad_args",
-        "bad_rule",
-        "policy_wider",  # a run asked for a wider data_policy than the server's
-        # paths (agent_core/workspace.py)
-        "bad_path",
-        "path_outside_root",
-        "hidden_path",
-        "path_denied",
-        # threads and runs (loop/thread_runner.py, jupyter_ext/run_manager.py)
-        "thread_not_found",
-        "step_not_found",
-        "run_active",
-        "approval_pending",
-        "not_pending",
-        "kernel_elsewhere",
-        "llm_not_configured",
-        # what the server needs is down, or busy
-        "database_unavailable",
-        "diagnostics_unavailable",
-        # inline completion (agent_core/completion): turned off by c.Cellwright.inline_completion
-        "completion_off",
-    ],
-)

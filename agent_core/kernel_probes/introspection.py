@@ -9,9 +9,9 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_core.environment import KnowsKernelBusy, ToolEnvironment, ToolInputError
 from agent_core.kernel_probes import probe as kernel_probe
 from agent_core.kernel_probes.probe import is_variable_name
-from agent_core.tools.base import KnowsKernelBusy, ToolEnvironment, ToolInputError
 
 SNAPSHOT_LIMIT = 40
 SNAPSHOT_BUDGET = 0.5  # seconds the probe may take in the kernel before it stops listing

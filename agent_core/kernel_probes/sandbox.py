@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from agent_core.config.agent_settings import AgentSettings
+from agent_core.environment import ToolEnvironment, ToolInputError
 from agent_core.kernel_probes import probe as kernel_probe
 from agent_core.kernel_probes.introspection import _evaluate  # the probes' busy check and time limit
 from agent_core.kernel_probes.sandbox_status import OFF_REASON, SandboxStatus
-from agent_core.tools.base import ToolEnvironment, ToolInputError
 from agent_core.workspace import workspace_of
 
 STATUS_TIMEOUT = 15.0  # the first check in a kernel forks it once

@@ -9,7 +9,7 @@ import asyncio
 import time
 from typing import Any
 
-from agent_core.tools.base import HasKernelProcess
+from agent_core.environment import HasKernelProcess
 from agent_core.workspace import human_size
 
 CPU_SAMPLE_SECONDS = 0.25  # cpu_percent needs two readings; long enough to mean something, short for a route

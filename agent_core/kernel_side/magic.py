@@ -263,7 +263,7 @@ class AgentCall:
         def mcp_manager() -> Any:
             nonlocal mcp
             if mcp is None:
-                from agent_core.mcp.config import parse_servers
+                from agent_core.config.mcp_servers import parse_servers
                 from agent_core.mcp.manager import McpManager
 
                 mcp = McpManager(lambda: parse_servers(self.settings.mcp_servers))
@@ -336,11 +336,11 @@ class AgentCall:
                 return
 
     async def _rewind(self, runner: ThreadRunner, thread_id: str, call_id: str) -> None:
-        """Go back to just before step `call_id` of the notebook's %agent thread (agent_core.undo.rewind):
+        """Go back to just before step `call_id` of the notebook's %agent thread (agent_core.rewind.rewind):
         kernel variables, files and conversation; the magic's cells are the user's own, so they stay."""
         from agent_core.contract.rewind import RewindRequest
         from agent_core.loop.branches import NoSuchStep
-        from agent_core.undo.rewind import rewind
+        from agent_core.rewind.rewind import rewind
 
         try:
             done = await rewind(runner, thread_id, self.env, RewindRequest(to=call_id[:200], notebook="keep"))

@@ -16,7 +16,7 @@ from agent_core.config.agent_settings import AgentSettings
 from agent_core.knowledge.store import Hit, IndexStore
 from agent_core.llm.sdk_clients import new_client
 from agent_core.privacy.outgoing import redacted_texts
-from agent_core.storage.private_files import private_dir
+from agent_core.private_files import private_dir
 
 BATCH = 64
 EMBED_CHARS = 2000  # per chunk sent to the endpoint

@@ -18,8 +18,7 @@ from pathlib import Path
 
 from agent_core.knowledge.chunking import chunk_document, kind_of
 from agent_core.knowledge.store import IndexStore
-from agent_core.tools.files import walk  # the file listing's walk: its skip list and the workspace policy
-from agent_core.workspace import Workspace, WorkspaceError, relative_to_root
+from agent_core.workspace import Workspace, WorkspaceError, relative_to_root, walk  # the file listing's walk
 
 MAX_FILE_BYTES = 2_000_000
 MAX_NOTEBOOK_BYTES = 20_000_000  # notebooks carry their outputs, which are not indexed

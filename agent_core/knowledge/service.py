@@ -23,11 +23,11 @@ from typing import Any
 
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.knowledge.chunking import Chunk, kind_of
+from agent_core.knowledge.database_catalog import index_databases
 from agent_core.knowledge.embeddings import EmbeddingIndex, fuse
 from agent_core.knowledge.fts_query import fts_expression
 from agent_core.knowledge.indexer import Indexer, IndexState
 from agent_core.knowledge.store import Hit, IndexStore
-from agent_core.sql.catalog import index_databases
 from agent_core.workspace import Workspace
 
 log = logging.getLogger("cellwright.knowledge")

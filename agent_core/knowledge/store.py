@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_core.knowledge.chunking import Chunk
-from agent_core.storage.private_files import private_file
+from agent_core.private_files import private_file
 
 SCHEMA_VERSION = "2"  # 2: porter stemming (cancelled matches cancellations)
 # bm25() weights of (path, heading, body): a word in a heading or a file name says more than one in a paragraph.

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
 from agent_core import fast_json
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.llm.failures import LLMError, llm_error, not_configured, server_message, timed_out
-from agent_core.llm.messages import Message, ToolCall, ToolSchema
 from agent_core.llm.prompt_protocol import (
     Rescue,
     Validate,
@@ -29,7 +28,7 @@ from agent_core.llm.prompt_protocol import (
 )
 from agent_core.llm.sdk_clients import cached_client
 from agent_core.llm.stream import IdleDeadline, OversizedEvent, drain, sse_data
-from agent_core.loop.mentions import for_the_model
+from agent_core.messages import Message, ToolCall, ToolSchema, for_the_model
 from agent_core.privacy.outgoing import Outgoing, Source, prepare
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from agent_core.llm.messages import Message, ToolSchema
+from agent_core.messages import Message, ToolSchema
 
 ACTION = re.compile(r"Action:\s*`?([\w.-]+)`?\s*\n+\s*Action Input:\s*(.*)", re.S)
 TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)

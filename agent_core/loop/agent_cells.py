@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent_core.contract.notebook_cells import AgentCell, AgentCells, AgentCellsRequest
+from agent_core.storage.event_log import seq_of
 from agent_core.storage.thread_store import ThreadStore
 from agent_core.tools.notebook import new_cell_id
 
@@ -120,7 +121,7 @@ async def _folded(store: ThreadStore, path: str) -> list[dict[str, Any]]:
                 fold.add(event)
             if len(events) < EVENT_PAGE:
                 break
-            after = events[-1]["seq"]
+            after = seq_of(events[-1])
         cells.extend(fold.result())
     return cells[:MAX_CELLS]
 

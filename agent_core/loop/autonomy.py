@@ -11,10 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_core.contract.shared import Autonomy
+from agent_core.tools.base import ToolSpec
 
-# Tools that change nothing the user owns, beside the read-only ones: planning, answering, and
-# delegating (a sub-agent inherits the mode, so it is held to the same tools).
-_CONVERSATIONAL = frozenset({"write_todos", "final_answer", "task"})
 PLAN_TOOL = "write_todos"
 
 _PROMPTS: dict[str, str] = {
@@ -40,12 +38,14 @@ class ToolPolicy:
         """Every tool is offered: Agent mode, or Plan mode once the plan is approved."""
         return self.autonomy == "agent" or (self.autonomy == "plan" and self.plan_approved)
 
-    def offers(self, name: str, spec: Any) -> bool:
+    def offers(self, name: str, spec: ToolSpec) -> bool:
+        """Ask, and Plan before its plan is approved, offer the tools that touch nothing (ToolSpec.touches):
+        reading, planning, answering, and delegating (a sub-agent inherits the mode)."""
         if self.acting:
             return True
         if name == "task":
             return self.autonomy == "ask"  # a planner in Plan mode delegates once its plan is approved
-        return bool(spec.read_only) or name in _CONVERSATIONAL
+        return spec.touches == "nothing"
 
     def asks_for_plan(self, name: str) -> bool:
         """This call is the plan: it waits for the user's approval whatever auto_approve says."""

@@ -1,16 +1,15 @@
 """A thread's conversation as a tree of LangGraph checkpoints (issue 25): the current branch is the
 newest checkpoint and its ancestors; a rewind forks a new head from an older checkpoint of that
 chain, so the steps gone back over stay readable as another branch (a leaf of the tree). Nothing
-here touches the kernel or files: agent_core.undo.rewind does, and calls this for the conversation."""
+here touches the kernel or files: agent_core.rewind.rewind does, and calls this for the conversation."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from agent_core.llm.messages import Message
-from agent_core.loop.mentions import CONTEXT_KEY
 from agent_core.loop.state import appended
+from agent_core.messages import CONTEXT_KEY, Message
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig

@@ -12,9 +12,9 @@ import json
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from agent_core.contract import make_event
+from agent_core.json_types import JsonObject
 from agent_core.redaction import redact_text
 from agent_core.storage.event_log import EventLog
 
@@ -31,7 +31,7 @@ def _stream_lines(text: str) -> int:
     return text.count("\n") + (0 if text.endswith("\n") or not text else 1)
 
 
-def _size(output: dict[str, Any]) -> tuple[int, int]:
+def _size(output: JsonObject) -> tuple[int, int]:
     """(lines, bytes) an output counts for against a cell's cap."""
     if output.get("output_type") == "stream":
         text = str(output.get("text", ""))
@@ -39,7 +39,7 @@ def _size(output: dict[str, Any]) -> tuple[int, int]:
     return 1, len(json.dumps(output, default=str))
 
 
-def _split_stream(output: dict[str, Any], lines: int, size: int) -> tuple[dict[str, Any], dict[str, Any]] | None:
+def _split_stream(output: JsonObject, lines: int, size: int) -> tuple[JsonObject, JsonObject] | None:
     """A stream output cut after at most `lines` lines and `size` bytes (None if nothing fits)."""
     text = str(output.get("text", ""))
     cut, count = 0, 0
@@ -57,12 +57,12 @@ class _CellBudget:
     lines: int = 0
     bytes: int = 0
     overflowing: bool = False
-    tail: deque[dict[str, Any]] = field(default_factory=deque)
+    tail: deque[JsonObject] = field(default_factory=deque)
     tail_lines: int = 0
     tail_bytes: int = 0
     omitted_lines: int = 0
 
-    def keep_tail(self, output: dict[str, Any]) -> None:
+    def keep_tail(self, output: JsonObject) -> None:
         self.tail.append(output)
         lines, size = _size(output)
         self.tail_lines, self.tail_bytes = self.tail_lines + lines, self.tail_bytes + size
@@ -89,19 +89,18 @@ class OutputCaps:
     def __init__(self) -> None:
         self._cells: dict[str, _CellBudget] = {}
 
-    def route(self, event: dict[str, Any]) -> Iterator[tuple[dict[str, Any], Stored]]:
-        kind = event.get("type")
-        if kind == "cell_output" and isinstance(event.get("output"), dict):
-            yield from self._output(event)
+    def route(self, event: JsonObject) -> Iterator[tuple[JsonObject, Stored]]:
+        kind, output = event.get("type"), event.get("output")
+        if kind == "cell_output" and isinstance(output, dict):
+            yield from self._output(event, output)
         elif kind in ("cell_finished", "tool_result") and event.get("id") in self._cells:
             yield from self._summary(event)
             yield event, True
         else:
             yield event, True
 
-    def _output(self, event: dict[str, Any]) -> Iterator[tuple[dict[str, Any], Stored]]:
+    def _output(self, event: JsonObject, output: JsonObject) -> Iterator[tuple[JsonObject, Stored]]:
         budget = self._cells.setdefault(str(event.get("id")), _CellBudget())
-        output = event["output"]
         if not budget.overflowing:
             lines, size = _size(output)
             if budget.lines + lines <= HEAD_LINES and budget.bytes + size <= HEAD_BYTES:
@@ -120,8 +119,9 @@ class OutputCaps:
         budget.keep_tail(output)
         yield {**event, "output": output, "live_only": True}, False
 
-    def _summary(self, event: dict[str, Any]) -> Iterator[tuple[dict[str, Any], Stored]]:
-        budget = self._cells.pop(str(event["id"]))
+    def _summary(self, event: JsonObject) -> Iterator[tuple[JsonObject, Stored]]:
+        call_id = str(event["id"])
+        budget = self._cells.pop(call_id)
         if not budget.overflowing:
             return
         if budget.omitted_lines:
@@ -131,24 +131,24 @@ class OutputCaps:
                 "text": f"[... {budget.omitted_lines} lines omitted ...]\n",
             }
             yield (
-                {**_tags(event), **make_event("cell_output", id=event["id"], output=note, overflow_summary=True)},
+                {**_tags(event), **make_event("cell_output", id=call_id, output=note, overflow_summary=True)},
                 True,
             )
         for output in _merged_streams(budget.tail):
             yield (
-                {**_tags(event), **make_event("cell_output", id=event["id"], output=output, overflow_summary=True)},
+                {**_tags(event), **make_event("cell_output", id=call_id, output=output, overflow_summary=True)},
                 True,
             )
 
 
-def _tags(event: dict[str, Any]) -> dict[str, Any]:
+def _tags(event: JsonObject) -> JsonObject:
     """Who emitted `event` (run, agent, task), for an event written on its behalf: not its own fields."""
     return {key: event[key] for key in ("run_id", "agent", "task_id") if key in event}
 
 
-def _merged_streams(outputs: deque[dict[str, Any]]) -> list[dict[str, Any]]:
+def _merged_streams(outputs: deque[JsonObject]) -> list[JsonObject]:
     """Consecutive stream outputs of one stream as one output: the tail is stored in few rows."""
-    merged: list[dict[str, Any]] = []
+    merged: list[JsonObject] = []
     for output in outputs:
         last = merged[-1] if merged else None
         if (
@@ -162,7 +162,7 @@ def _merged_streams(outputs: deque[dict[str, Any]]) -> list[dict[str, Any]]:
     return merged
 
 
-def _same_stream(a: dict[str, Any], b: dict[str, Any]) -> bool:
+def _same_stream(a: JsonObject, b: JsonObject) -> bool:
     return a.get("agent") == b.get("agent") and a.get("task_id") == b.get("task_id")
 
 
@@ -176,7 +176,7 @@ class EventPump:
         thread_id: str,
         run_id: str,
         agent: str = "main",
-        on_event: Callable[[dict[str, Any]], None] | None = None,
+        on_event: Callable[[JsonObject], None] | None = None,
     ) -> None:
         self._log = log
         self._thread_id = thread_id
@@ -185,16 +185,16 @@ class EventPump:
         self._on_event = on_event
         # A deque and one future to wake the pump, not an asyncio.Queue: waiting for the next token
         # with a deadline would start a task (wait_for) per token.
-        self._pending: deque[dict[str, Any] | None] = deque()  # None: the end, put by drain()
+        self._pending: deque[JsonObject | None] = deque()  # None: the end, put by drain()
         self._arrival: asyncio.Future[None] | None = None
-        self._held: dict[str, Any] | None = None  # read while coalescing tokens, written next
+        self._held: JsonObject | None = None  # read while coalescing tokens, written next
         self._last_token_write = float("-inf")  # loop time of the last token row
         self._window_open = False  # tokens that arrive now join the row being coalesced
         self._caps = OutputCaps()
         log.forget_live(thread_id)  # a new segment: the last one's live-only outputs are history
         self._task = asyncio.create_task(self._pump())
 
-    def __call__(self, event: dict[str, Any]) -> None:
+    def __call__(self, event: JsonObject) -> None:
         self._put({"agent": self._agent, **event, "run_id": self._run_id})
 
     async def drain(self) -> None:
@@ -208,7 +208,7 @@ class EventPump:
         self._put({"type": FLUSHED, "future": written})
         await asyncio.shield(written)
 
-    def _put(self, item: dict[str, Any] | None) -> None:
+    def _put(self, item: JsonObject | None) -> None:
         self._pending.append(item)
         self._wake()
 
@@ -230,7 +230,7 @@ class EventPump:
         self._window_open = False
         self._wake()
 
-    async def _next(self) -> dict[str, Any] | None:
+    async def _next(self) -> JsonObject | None:
         if self._held is not None:
             event, self._held = self._held, None
             return event
@@ -240,12 +240,13 @@ class EventPump:
     async def _pump(self) -> None:
         while (event := await self._next()) is not None:
             if event["type"] == FLUSHED:
-                event["future"].set_result(None)
+                if isinstance(future := event["future"], asyncio.Future):
+                    future.set_result(None)
                 continue
             if event["type"] == "token":
                 event = await self._coalesced(event)
-            elif event["type"] == "error" and isinstance(event.get("message"), str):
-                event = {**event, "message": redact_text(event["message"])}
+            elif event["type"] == "error" and isinstance(message := event.get("message"), str):
+                event = {**event, "message": redact_text(message)}
             for routed, stored in self._caps.route(event):
                 if stored:
                     stamped = await self._log.append(self._thread_id, routed)
@@ -254,14 +255,15 @@ class EventPump:
                 else:
                     self._log.publish_live(self._thread_id, routed)
 
-    def _preview(self, token: dict[str, Any], stored_as: int) -> None:
+    def _preview(self, token: JsonObject, stored_as: int) -> None:
         if self._log.wants_previews(self._thread_id):
             self._log.publish_live(self._thread_id, {**token, "live_only": True, "stored_as": stored_as})
 
-    async def _coalesced(self, first: dict[str, Any]) -> dict[str, Any]:
+    async def _coalesced(self, first: JsonObject) -> JsonObject:
         """`first` and the tokens that follow it within the window (the first of a burst at once)."""
         loop = asyncio.get_running_loop()
-        parts, size = [first["text"]], len(first["text"])
+        parts = [str(first["text"])]
+        size = len(parts[0])
         deadline = self._last_token_write + TOKEN_WINDOW_SECONDS
         # Readers that asked for previews get each delta now; the row stored at the deadline has
         # the next seq (this pump is the run's only writer) and carries the same text again.
@@ -282,8 +284,8 @@ class EventPump:
                 if following["type"] != "token" or not _same_stream(first, following):
                     self._held = following
                     break
-                parts.append(following["text"])
-                size += len(following["text"])
+                parts.append(str(following["text"]))
+                size += len(parts[-1])
                 self._preview(following, stored_as)
         finally:
             if window is not None:

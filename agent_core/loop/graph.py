@@ -23,17 +23,17 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from agent_core.contract import make_event
+from agent_core.contract.event_fields import UsageFields
 from agent_core.json_types import JsonObject
 from agent_core.llm.client import ModelRequest, ModelTurn, complete
 from agent_core.llm.failures import LLMError
-from agent_core.llm.messages import Message, ToolCall
 from agent_core.loop import usage as token_usage
 from agent_core.loop.agents import AGENTS
 from agent_core.loop.approvals import decided_args, decided_context, decoded
 from agent_core.loop.history import compact
 from agent_core.loop.run_context import RunContext
 from agent_core.loop.state import AgentState, AgentUpdate, Failure, appended, parse_args
-from agent_core.loop.vision import IMAGES_KEY, with_image_parts
+from agent_core.messages import IMAGES_KEY, PREIMAGE_KEY, Message, ToolCall
 from agent_core.prompts import prompt_text
 from agent_core.storage.tool_ledger import STOPPED
 from agent_core.tools import (
@@ -45,8 +45,8 @@ from agent_core.tools import (
 )
 from agent_core.tools.base import Emit
 from agent_core.tools.gathering import gone_tool_hint
-from agent_core.undo.preimages import PREIMAGE_KEY
 from agent_core.undo.rules import prompt_section as rules_prompt_section
+from agent_core.vision import with_image_parts
 
 log = logging.getLogger(__name__)
 
@@ -124,18 +124,17 @@ def _count(ctx: RunContext, turn: ModelTurn, messages: list[Message]) -> None:
     ctx.meter.record(call)
     public = token_usage.public
     sent = ctx.take_sent()
-    ctx.emit(
-        make_event(
-            "usage",
-            call=public(call),
-            run=public(ctx.meter.run),
-            thread=public(ctx.meter.thread),
-            context_tokens=call["prompt_tokens"],
-            context_budget=ctx.settings.context_token_budget,
-            summarized=ctx.summarized,
-            **({"request": sent.model_dump()} if sent is not None else {}),
-        )
-    )
+    usage: UsageFields = {
+        "call": public(call),
+        "run": public(ctx.meter.run),
+        "thread": public(ctx.meter.thread),
+        "context_tokens": call["prompt_tokens"],
+        "context_budget": ctx.settings.context_token_budget,
+        "summarized": ctx.summarized,
+    }
+    if sent is not None:
+        usage["request"] = sent.model_dump()
+    ctx.emit(make_event("usage", **usage))
 
 
 async def call_model(state: AgentState, runtime: Runtime[RunContext]) -> AgentUpdate:

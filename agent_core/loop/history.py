@@ -7,7 +7,7 @@ from typing import TypedDict
 
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.llm.client import RequestAudit, estimate_tokens, summary_completion
-from agent_core.llm.messages import Message
+from agent_core.messages import Message
 
 
 class SummaryUpdate(TypedDict, total=False):

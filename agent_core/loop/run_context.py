@@ -15,7 +15,7 @@ from agent_core.loop.agents import AGENTS, AgentConfig, agent_for_mode
 from agent_core.loop.approvals import ApprovalCards
 from agent_core.loop.autonomy import ToolPolicy, policy_of
 from agent_core.loop.state import AgentState, new_run_input
-from agent_core.privacy.thread_policy import narrowed
+from agent_core.loop.thread_policy import narrowed
 from agent_core.storage.request_log import RequestLog, ThreadAudit
 from agent_core.storage.tool_ledger import ToolLedger
 from agent_core.tools import TOOLS, ToolEnvironment, ToolInputError, ToolOutcome, ToolSpec

@@ -1,5 +1,6 @@
-"""What a run segment starts with (Segment), what the driver hands its caller (PreparedRun), and
-the approval event an interrupt becomes: the values ThreadRunner passes around."""
+"""What a run segment starts with (Segment, and the notes on its tools from outside), what the driver
+hands its caller (PreparedRun), and the approval event an interrupt becomes: the values ThreadRunner
+passes around."""
 
 from __future__ import annotations
 
@@ -8,9 +9,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from agent_core.contract import make_event
+from agent_core.contract.choices import Autonomy, Mode
+from agent_core.messages import CONTEXT_KEY
+from agent_core.tools.external import ExternalToolSpec
 
 if TYPE_CHECKING:
     from agent_core.contract.shared import LiveCell
+    from agent_core.loop.state import AgentUpdate
 
 
 @dataclass
@@ -28,8 +33,8 @@ class PreparedRun:
 class Segment:
     """What a run segment starts with, beside its thread and graph input."""
 
-    mode: str
-    autonomy: str
+    mode: Mode
+    autonomy: Autonomy
     message: str  # the user's message; "" for a segment an approval resumed
     notebook_cells: list[dict[str, Any]] | None = None  # as the browser sent them
     driver: str = ""  # an outside agent's run: who asked (RunContext.driver)
@@ -42,3 +47,28 @@ def browser_cells(cells: list[LiveCell] | None) -> list[dict[str, Any]] | None:
 def approval_event(payload: dict[str, Any]) -> dict[str, Any]:
     fields = {k: v for k, v in payload.items() if k != "agent"}
     return {**make_event("approval_required", **fields), "agent": payload.get("agent", "main")}
+
+
+def with_tool_notes(
+    graph_input: AgentUpdate, tools: dict[str, ExternalToolSpec], notes: list[str], prior: dict[str, Any]
+) -> AgentUpdate:
+    """A new run's input with the notes about external tools, before the user's message (hidden
+    from the thread's view, as other context is), and the notebook tools it has, so that the next
+    run can tell the model which of them are gone (a kernel restart forgets them)."""
+    if not isinstance(graph_input, dict) or "messages" not in graph_input:
+        return graph_input
+    now = [name for name, spec in tools.items() if spec.origin.get("kind") == "notebook"]
+    gone = [name for name in prior.get("notebook_tools") or [] if name not in now]
+    if gone:
+        notes = [
+            *notes,
+            f"The notebook's @tool functions {gone[:20]} are gone (the kernel restarted, or they were "
+            "removed): do not call them; the cell that defines them must run again first.",
+        ]
+    graph_input = {**graph_input, "notebook_tools": now}
+    if not notes:
+        return graph_input
+    text = "[Tools from outside Cellwright: " + " ".join(notes[:20])[:4000] + "]"
+    messages = list(graph_input["messages"]["append"])
+    messages.insert(len(messages) - 1, {"role": "user", "content": text, CONTEXT_KEY: True})
+    return {**graph_input, "messages": {"append": messages}}

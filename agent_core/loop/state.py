@@ -10,8 +10,8 @@ from typing import Annotated, Any, TypedDict
 from langgraph.channels.delta import DeltaChannel
 
 from agent_core.json_types import JsonObject
-from agent_core.llm.messages import Message, ToolCall
 from agent_core.loop import usage as token_usage
+from agent_core.messages import Message, ToolCall
 
 
 class MessagesAppend(TypedDict):

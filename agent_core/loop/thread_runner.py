@@ -18,8 +18,9 @@ from langgraph.types import Command
 
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.contract import make_event
+from agent_core.contract.choices import RunStatus
+from agent_core.contract.event_fields import RunFinishedFields, RunStartedFields
 from agent_core.llm.failures import LLMError
-from agent_core.llm.messages import Message
 from agent_core.llm.sdk_clients import close_clients
 from agent_core.loop.agent_cells import notebook_agent_cells
 from agent_core.loop.agents import agent_for_mode
@@ -36,16 +37,17 @@ from agent_core.loop.refusals import (
     ThreadNotFound,
 )
 from agent_core.loop.run_context import run_context
-from agent_core.loop.segments import PreparedRun, Segment, approval_event, browser_cells
+from agent_core.loop.segments import PreparedRun, Segment, approval_event, browser_cells, with_tool_notes
 from agent_core.loop.state import appended, new_run_input, outside_call_input
+from agent_core.loop.thread_policy import run_settings
 from agent_core.loop.thread_view import autonomy_of, driver_of, mode_of, pending_approval, stuck, title_from
 from agent_core.loop.usage import public
-from agent_core.privacy.thread_policy import run_settings
+from agent_core.messages import Message
 from agent_core.storage.checkpoint import AgentStore, open_store
 from agent_core.storage.thread_store import LEASE_SECONDS, ThreadRecord, ThreadStore
 from agent_core.storage.tool_ledger import INTERRUPTED, STOPPED
 from agent_core.tools import TOOLS
-from agent_core.tools.gathering import gather_tools, with_tool_notes
+from agent_core.tools.gathering import gather_tools
 from agent_core.undo.book import UndoBook
 from agent_core.undo.rules import save_rule
 from agent_core.undo.steps import pending_notes
@@ -81,7 +83,7 @@ class _RecordUpdates(TypedDict, total=False):
 
 EventSink = Callable[[dict[str, Any]], None]
 EnvironmentFor = Callable[[ThreadRecord], "ToolEnvironment"]  # where a thread's tools act (its notebook's kernel)
-McpSource = Callable[[], "McpManager"]  # the MCP servers' connections, made on first use
+McpSource = Callable[[], "McpManager | None"]  # the MCP servers' connections, made on first use (None: none yet)
 RUN_TOOLS_KEPT = 256  # threads whose outside tools are remembered for their resumed segments
 
 
@@ -382,15 +384,13 @@ class ThreadRunner:
             requests=self.threads.requests,
             agent_cells=recorded_cells,
         )
-        status = "completed"
+        status: RunStatus = "completed"
         run_usage: dict[str, Any] | None = None
         try:
-            started = {"mentions": mentions} if mentions else {}
-            emit(
-                make_event(
-                    "run_started", mode=segment.mode, autonomy=segment.autonomy, message=segment.message, **started
-                )
-            )
+            started: RunStartedFields = {"mode": segment.mode, "autonomy": segment.autonomy, "message": segment.message}
+            if mentions:
+                started["mentions"] = mentions
+            emit(make_event("run_started", **started))
             async for chunk in self.graph.astream(
                 graph_input, self.config(thread_id), context=context, stream_mode="updates", durability="sync"
             ):
@@ -422,7 +422,7 @@ class ThreadRunner:
         self,
         thread_id: str,
         emit: EventPump,
-        status: str,
+        status: RunStatus,
         run_usage: dict[str, Any] | None,
         renewing: asyncio.Task[None],
         on_released: Callable[[], None] | None,
@@ -439,8 +439,10 @@ class ThreadRunner:
             if on_released is not None:
                 on_released()
         if exists:
-            totals = {"usage": public(run_usage)} if run_usage and run_usage["prompt_tokens"] else {}
-            emit(make_event("run_finished", status=status, **totals))
+            finished: RunFinishedFields = {"status": status}
+            if run_usage and run_usage["prompt_tokens"]:
+                finished["usage"] = public(run_usage)
+            emit(make_event("run_finished", **finished))
             await emit.drain()
 
     async def _renew_lease(self, thread_id: str) -> None:

@@ -3,11 +3,11 @@ mode), and its messages as GET threads/{id} shows them."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
-from agent_core.llm.messages import Message
-from agent_core.loop.mentions import CONTEXT_KEY
+from agent_core.contract.choices import Autonomy, Mode
 from agent_core.loop.state import parse_args
+from agent_core.messages import CONTEXT_KEY, Message
 
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
@@ -50,12 +50,17 @@ def stuck(snapshot: StateSnapshot) -> bool:
     return snapshot.next == ("tools",) and not snapshot.interrupts
 
 
-def mode_of(snapshot: StateSnapshot) -> str:
-    return str((snapshot.values or {}).get("mode", "single"))
+def mode_of(snapshot: StateSnapshot) -> Mode:
+    mode = (snapshot.values or {}).get("mode")
+    return "multi" if mode == "multi" else "single"
 
 
-def autonomy_of(snapshot: StateSnapshot) -> str:
-    return str((snapshot.values or {}).get("autonomy", "agent"))
+def autonomy_of(snapshot: StateSnapshot) -> Autonomy:
+    autonomy = (snapshot.values or {}).get("autonomy")
+    for known in get_args(Autonomy.__value__):
+        if autonomy == known:
+            return known
+    return "agent"
 
 
 def driver_of(snapshot: StateSnapshot) -> str:

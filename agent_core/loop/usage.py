@@ -12,7 +12,7 @@ from agent_core.llm.client import estimate_tokens
 
 if TYPE_CHECKING:  # the adapter is imported when a call's usage is estimated, not with this module
     from agent_core.llm.client import ModelTurn
-    from agent_core.llm.messages import Message
+    from agent_core.messages import Message
 
 UsageDict = dict[str, Any]
 

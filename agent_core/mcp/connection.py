@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from agent_core.mcp.config import ServerConfig
+from agent_core.config.mcp_servers import ServerConfig
 from agent_core.redaction import redact_text
 
 if sys.version_info < (3, 11):  # a builtin from 3.11; anyio (under the MCP SDK) brings the backport before

@@ -12,9 +12,9 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from agent_core.loop.output_digest import bounded
-from agent_core.mcp.config import ServerConfig
+from agent_core.config.mcp_servers import ServerConfig
 from agent_core.mcp.connection import McpUnavailable, ServerConnection, read_only_hint
+from agent_core.output_digest import bounded
 from agent_core.tools.base import ToolContext, ToolInputError, ToolOutcome
 from agent_core.tools.external import ExternalToolSpec, usable_schema, valid_name
 

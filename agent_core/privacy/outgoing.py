@@ -12,8 +12,7 @@ from typing import cast
 
 from agent_core.contract.choices import DataPolicy
 from agent_core.json_types import JSON, JsonObject
-from agent_core.llm.messages import ContentPart, Message, ToolCall, ToolSchema
-from agent_core.loop.mentions import PREAMBLE
+from agent_core.messages import PREAMBLE, ContentPart, Message, ToolCall, ToolSchema
 from agent_core.privacy import shapes
 from agent_core.privacy.patterns import Pattern, Redactor, compile_patterns, forget_searched
 

@@ -7,9 +7,12 @@ import threading
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from agent_core.storage.database import Database, is_postgres_url
+from agent_core.config.database_url import checkpointer_kind
+from agent_core.contract.choices import CheckpointerKind
+from agent_core.private_files import private_file
+from agent_core.storage.database import Database
 from agent_core.storage.postgres_database import (
     POOL_TIMEOUT,
     RECONNECT_SERIES,
@@ -18,14 +21,12 @@ from agent_core.storage.postgres_database import (
     connection_options,
     saver_setup,
 )
-from agent_core.storage.private_files import private_file
 from agent_core.storage.tool_ledger import DatabaseToolLedger, MemoryToolLedger, SqliteToolLedger, ToolLedger
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
     from psycopg.rows import DictRow
 
-CheckpointerKind = Literal["sqlite", "postgres", "memory"]
 CHECKPOINT_CONNECTIONS = 1  # a server's connections to a PostgreSQL checkpointer (see _open_postgres)
 
 
@@ -44,14 +45,6 @@ class AgentStore:
         forget = getattr(self.ledger, "forget_thread", None)
         if forget is not None:
             await forget(thread_id)
-
-
-def checkpointer_kind(url: str) -> CheckpointerKind:
-    if is_postgres_url(url):
-        return "postgres"
-    if url == "memory":
-        return "memory"
-    return "sqlite"
 
 
 async def open_store(url: str, default_path: Path, database: Database | None = None) -> AgentStore:

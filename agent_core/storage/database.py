@@ -15,8 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
+from agent_core.config.database_url import is_postgres_url
+from agent_core.private_files import private_file
 from agent_core.redaction import redact_url
-from agent_core.storage.private_files import private_file
 from agent_core.storage.request_log import MODEL_REQUESTS
 
 # The tables of the thread store and the tool ledger, in SQLite's words; the Postgres dialect
@@ -82,10 +83,6 @@ class Database(Protocol):
     def notify(self, conn: Connection, thread_ids: set[str]) -> None:
         """Inside a write: tell other processes' readers, at commit, that these threads changed."""
         ...
-
-
-def is_postgres_url(url: str) -> bool:
-    return url.startswith(("postgres://", "postgresql://"))
 
 
 # What a postgresql:// database_url needs: the `postgres` extra (psycopg, its pool, LangGraph's saver).

@@ -16,14 +16,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_core import fast_json
+from agent_core.json_types import JsonObject
 from agent_core.storage.database import Connection, Database
 
 LIVE_EVENTS_KEPT = 2000  # per thread: live-only events a slow reader may still catch up on
 TICK_SECONDS = 1.0  # how often waiting readers look again without being woken (other processes on SQLite)
 RECENT_EVENTS_KEPT, RECENT_BYTES_KEPT = 4096, 4 * 1024 * 1024  # per leased thread: events its readers get from memory
 
-EventObserver = Callable[[str, dict[str, Any]], None]
+EventObserver = Callable[[str, JsonObject], None]
 logger = logging.getLogger(__name__)
+
+
+def seq_of(event: JsonObject) -> int:
+    """The sequence number the log stamped on a stored event."""
+    seq = event.get("seq")
+    if not isinstance(seq, int):
+        raise ValueError(f"a {event.get('type')!r} event without the seq the log gives every stored event")
+    return seq
 
 
 @dataclass
@@ -31,7 +40,7 @@ class _LiveLog:
     """Events streamed to this process's readers but not stored (a cell's output beyond its stored
     cap). Each is anchored to the last stored seq before it, so readers interleave them in order."""
 
-    entries: deque[tuple[int, int, dict[str, Any]]] = field(default_factory=lambda: deque(maxlen=LIVE_EVENTS_KEPT))
+    entries: deque[tuple[int, int, JsonObject]] = field(default_factory=lambda: deque(maxlen=LIVE_EVENTS_KEPT))
     next_index: int = 0
 
 
@@ -39,11 +48,11 @@ class _LiveLog:
 class _Recent:
     """The last stored events of a thread, contiguous in seq, bounded in count and bytes."""
 
-    events: deque[dict[str, Any]] = field(default_factory=deque)
+    events: deque[JsonObject] = field(default_factory=deque)
     sizes: deque[int] = field(default_factory=deque)
     bytes: int = 0
 
-    def add(self, event: dict[str, Any], size: int) -> None:
+    def add(self, event: JsonObject, size: int) -> None:
         self.events.append(event)
         self.sizes.append(size)
         self.bytes += size
@@ -51,11 +60,11 @@ class _Recent:
             self.events.popleft()
             self.bytes -= self.sizes.popleft()
 
-    def after(self, seq: int, limit: int) -> list[dict[str, Any]] | None:
+    def after(self, seq: int, limit: int) -> list[JsonObject] | None:
         """The events after `seq` (None if memory does not reach back that far)."""
-        if not self.events or self.events[0]["seq"] > seq + 1:
+        if not self.events or seq_of(self.events[0]) > seq + 1:
             return None
-        start = seq + 1 - self.events[0]["seq"]
+        start = seq + 1 - seq_of(self.events[0])
         # By index: a live reader asks for the newest few, which a deque reaches from its end;
         # islice would walk every kept event before them, once per token for every reader.
         return [self.events[i] for i in range(start, min(len(self.events), start + limit))]
@@ -77,9 +86,7 @@ class EventLog:
         # While this process holds a thread's lease it is the thread's only writer, so its recent
         # appends (contiguous seqs up to _last_seq) answer its readers without a query.
         self._recent: dict[str, _Recent] = {}
-        self._appends: list[
-            tuple[str, dict[str, Any], asyncio.Future[dict[str, Any]]]
-        ] = []  # waiting for the next transaction
+        self._appends: list[tuple[str, JsonObject, asyncio.Future[JsonObject]]] = []  # waiting for the next transaction
         self._appending = False  # a task is writing them
         self._ticking: set[asyncio.Future[object]] = set()  # every waiting reader's future, for the next tick
         self._tick: asyncio.TimerHandle | None = None
@@ -92,7 +99,7 @@ class EventLog:
         not the appender's problem."""
         self._observers.append(observer)
 
-    def _tell_observers(self, thread_id: str, event: dict[str, Any]) -> None:
+    def _tell_observers(self, thread_id: str, event: JsonObject) -> None:
         for observer in self._observers:
             try:
                 observer(thread_id, event)
@@ -133,21 +140,21 @@ class EventLog:
         self.forget_live(thread_id)
         self.wake(thread_id)
 
-    async def append(self, thread_id: str, event: dict[str, Any]) -> dict[str, Any]:
+    async def append(self, thread_id: str, event: JsonObject) -> JsonObject:
         """Stamp `event` with the thread's next seq, persist it and wake the readers. The seq is read
         inside the write transaction: the server and a kernel's `%agent` may append to one thread.
         Appends that arrive while a transaction is being written share the next one (a group
         commit): a hundred streaming threads cost a few commits per wake-up, not one per row."""
         return await self._enqueue(thread_id, event)
 
-    async def append_all(self, thread_id: str, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    async def append_all(self, thread_id: str, events: list[JsonObject]) -> list[JsonObject]:
         """`append` for several events at once, in order: they share the writer's next transactions
         instead of one commit each (a forked thread's copied log)."""
         return list(await asyncio.gather(*[self._enqueue(thread_id, event) for event in events]))
 
-    def _enqueue(self, thread_id: str, event: dict[str, Any]) -> asyncio.Future[dict[str, Any]]:
+    def _enqueue(self, thread_id: str, event: JsonObject) -> asyncio.Future[JsonObject]:
         """Queue `event` for the writer, in call order; the future of its stored row."""
-        done: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        done: asyncio.Future[JsonObject] = asyncio.get_running_loop().create_future()
         self._appends.append((thread_id, event, done))
         if not self._appending:
             self._appending = True
@@ -186,7 +193,7 @@ class EventLog:
                 self._appends = []
 
     def _insert_events(
-        self, conn: Connection, batch: list[tuple[str, dict[str, Any], Any]]
+        self, conn: Connection, batch: list[tuple[str, JsonObject, Any]]
     ) -> list[tuple[int, str] | Exception]:
         thread_ids = [thread_id for thread_id, _, _ in batch]
         self.database.lock_threads(conn, thread_ids)  # another server may append to these threads
@@ -201,7 +208,7 @@ class EventLog:
         self.database.notify(conn, set(thread_ids))
         return rows
 
-    def _stored(self, thread_id: str, seq: int, data: str) -> dict[str, Any]:
+    def _stored(self, thread_id: str, seq: int, data: str) -> JsonObject:
         """Note a committed row (memory for readers, the last seq) and wake the readers."""
         stamped = fast_json.loads(data)  # what a reader of the log gets (tuples as lists), also from memory
         recent = self._recent.get(thread_id)
@@ -228,7 +235,7 @@ class EventLog:
         """The last seq this process stored for the thread (0 if none yet)."""
         return self._last_seq.get(thread_id, 0)
 
-    def publish_live(self, thread_id: str, event: dict[str, Any]) -> None:
+    def publish_live(self, thread_id: str, event: JsonObject) -> None:
         """Stream `event` to this process's readers without storing it (no seq)."""
         log = self._live.setdefault(thread_id, _LiveLog())
         anchor = self._last_seq.get(thread_id, 0)
@@ -245,7 +252,7 @@ class EventLog:
             return 0
         return next((index for index, anchor, _ in log.entries if anchor >= after), log.next_index)
 
-    def live_events(self, thread_id: str, start: int, upto_seq: int) -> tuple[list[dict[str, Any]], int]:
+    def live_events(self, thread_id: str, start: int, upto_seq: int) -> tuple[list[JsonObject], int]:
         """Live events from index `start` anchored at or before `upto_seq`, and the next index."""
         log = self._live.get(thread_id)
         if log is None:
@@ -270,7 +277,7 @@ class EventLog:
     def forget_live(self, thread_id: str) -> None:
         self._live.pop(thread_id, None)
 
-    async def events_after(self, thread_id: str, after: int, limit: int = 1000) -> list[dict[str, Any]]:
+    async def events_after(self, thread_id: str, after: int, limit: int = 1000) -> list[JsonObject]:
         recent = self._recent.get(thread_id)
         if recent is not None:
             last = self._last_seq[thread_id]
@@ -357,7 +364,7 @@ class EventLog:
 _TICK = object()  # a waiting reader's future resolved by the tick, not by new events
 
 
-def _insert_event(conn: Connection, thread_id: str, event: dict[str, Any], seq: int) -> tuple[int, str] | Exception:
+def _insert_event(conn: Connection, thread_id: str, event: JsonObject, seq: int) -> tuple[int, str] | Exception:
     """Insert `event` as the thread's row `seq`: (seq, stored JSON), or why this one event could not
     be (it is not JSON): the other appends of the transaction still go in."""
     try:

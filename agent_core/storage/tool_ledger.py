@@ -7,7 +7,7 @@ import json
 from dataclasses import asdict, replace
 from typing import Any, Protocol
 
-from agent_core.loop.output_digest import bounded
+from agent_core.output_digest import bounded
 from agent_core.tools.base import ToolOutcome
 
 INTERRUPTED = ToolOutcome(

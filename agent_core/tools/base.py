@@ -1,97 +1,73 @@
-"""What a tool is: its argument model, its approval policy, its preview and its code, plus what it may
-touch at run time."""
+"""What a tool is: its argument model, its approval policy, its preview and its code, and the context
+a call runs in. What it may touch at run time is agent_core.environment's, re-exported here for the tools."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypedDict, TypeVar, runtime_checkable
+from typing import Any, Generic, Literal, Protocol, TypedDict, TypeVar
 
 from agent_core.config.agent_settings import AgentSettings
-from agent_core.contract import CellStatus, ToolStatus, make_event
+from agent_core.contract import ToolStatus
+from agent_core.contract.notebook_cells import AgentCell
+from agent_core.environment import (
+    CellPlacement,
+    CellRun,
+    Emit,
+    HasKernelHistory,
+    HasKernelProcess,
+    HasShadowKernel,
+    HasSharedNotebook,
+    KnowsKernelBusy,
+    ShadowKernel,
+    ToolEnvironment,
+    ToolInputError,
+    cell_finished,
+)
 from agent_core.json_types import JsonObject
-from agent_core.llm.messages import ToolSchema
+from agent_core.messages import Preimage, ToolSchema
 from agent_core.tools.arguments import ToolArgs, llm_schema, validated
-from agent_core.undo.preimages import Preimage
-from agent_core.workspace import Workspace
+from agent_core.undo.book import UndoBook
 
-if TYPE_CHECKING:  # the graph imports the tools: its RunContext is only named here
-    from agent_core.contract.notebook_cells import AgentCell
-    from agent_core.loop.run_context import RunContext
-
-Emit = Callable[[dict[str, Any]], None]
 # The agent cells of a notebook (root-relative path) in the record of the owner's threads, in the order
 # they ran, with everything emitted so far (agent_core.loop.agent_cells).
-AgentCellRecord = Callable[[str], Awaitable[Sequence["AgentCell"]]]
+AgentCellRecord = Callable[[str], Awaitable[Sequence[AgentCell]]]
+
+__all__ = [  # what a tool may touch, from agent_core.environment, beside what a tool is
+    "AgentCellRecord",
+    "ArgsT",
+    "CellPlacement",
+    "CellRun",
+    "Emit",
+    "HasKernelHistory",
+    "HasKernelProcess",
+    "HasShadowKernel",
+    "HasSharedNotebook",
+    "KnowsKernelBusy",
+    "RunHost",
+    "ShadowKernel",
+    "ToolContext",
+    "ToolEnvironment",
+    "ToolInputError",
+    "ToolOutcome",
+    "ToolResultExtras",
+    "ToolSpec",
+    "ToolStateUpdate",
+    "CellEffect",
+    "Touches",
+    "UndoneBy",
+    "cell_finished",
+    "will_fail",
+]
 
 
-class ToolInputError(Exception):
-    """Bad arguments the model can correct: goes back to it as an error result."""
+class ToolResultExtras(TypedDict, total=False):
+    """Fields of a call's `tool_result` event beyond the summary, for the panel (contract.events)."""
 
-
-@dataclass(frozen=True)
-class CellRun:
-    status: CellStatus
-    outputs: list[dict[str, Any]]
-    execution_count: int | None = None
-    duration_ms: int = 0
-
-
-def cell_finished(call_id: str, status: CellStatus, count: int | None, started: float) -> dict[str, Any]:
-    """The `cell_finished` event of a cell that started at `started` (time.monotonic())."""
-    duration = int((time.monotonic() - started) * 1000)
-    return make_event("cell_finished", id=call_id, status=status, execution_count=count, duration_ms=duration)
-
-
-@dataclass(frozen=True)
-class CellPlacement:
-    """Where a cell's code lands in the notebook: a new cell with this nbformat id, or (edit) the
-    existing cell with it, whose source the code replaces."""
-
-    cell_id: str
-    edit: bool = False
-    provenance: JsonObject | None = None  # contract.review.Provenance: the panel keeps it in the cell's metadata
-    previous_source: str | None = None  # edit: the cell's source before the edit (GET threads/{id}/diff shows it)
-
-
-class ToolEnvironment(Protocol):
-    """Where side effects happen: the server's kernels, or the kernel the `%agent` magic runs in."""
-
-    edits_cells: bool  # its cells land in the notebook by id (the panel writes them): edit_cell works
-
-    @property
-    def root_dir(self) -> Path:
-        """The folder file and shell tools are confined to (the server's root directory)."""
-        ...
-
-    @property
-    def workspace(self) -> Workspace | None:
-        """What file, search and shell tools may touch under root_dir: the server's hidden-file rule
-        and the folders that hold secrets. None means the safe default for root_dir (no hidden
-        files; Cellwright's data folder and Jupyter's runtime folder denied): see
-        agent_core.workspace.workspace_of, through which every tool reads it."""
-        ...
-
-    async def run_cell(
-        self, call_id: str, code: str, emit: Emit, placement: CellPlacement | None = None
-    ) -> CellRun: ...
-
-    async def restart_kernel(self) -> str:
-        """Restart the notebook's kernel; returns what the model is told. ToolInputError when it cannot."""
-        ...
-
-    async def kernel_identity(self) -> str | None:
-        """Names the kernel process that runs cells now (a restart changes it); None when unknown."""
-        ...
-
-    async def evaluate_json(self, expression: str) -> Any:
-        """Evaluate `expression` (which must give a JSON string) in the notebook's kernel without a
-        trace: no history, no execution count, no new names. Raises ToolInputError without a kernel."""
-        ...
+    sandboxed: bool  # it ran in the sandbox, unasked (explore, a read-only shell command)
+    blocked: list[str]  # what the sandbox stopped ("network blocked", "write blocked: out.csv")
+    outputs: list[JsonObject]  # explore's outputs as nbformat dicts: it adds no cell to show them in
 
 
 class ToolStateUpdate(TypedDict, total=False):
@@ -108,10 +84,9 @@ class ToolOutcome:
     summary: str = ""  # what the panel shows; defaults to a shortened content
     state: ToolStateUpdate = field(default_factory=ToolStateUpdate)  # graph state updates (e.g. todos)
     ends_run: bool = False
-    images: tuple[dict[str, str], ...] = ()  # {"mime", "data" (base64)}: for vision models (agent_core.loop.vision)
+    images: tuple[dict[str, str], ...] = ()  # {"mime", "data" (base64)}: for vision models (agent_core.vision)
     preimage: Preimage | None = None  # a written file as it was before (agent_core.undo.preimages)
-    # issue 37: extra fields of the tool_result event, for the panel only (explore: sandboxed, blocked, outputs)
-    event: JsonObject = field(default_factory=dict)
+    event: ToolResultExtras = field(default_factory=ToolResultExtras)
 
     @property
     def display_summary(self) -> str:
@@ -119,55 +94,22 @@ class ToolOutcome:
         return text if len(text) <= 300 else text[:297] + "..."
 
 
-# Abilities some environments have and others lack: a tool asks with isinstance, never getattr.
+class RunPolicyView(Protocol):
+    @property
+    def autonomy(self) -> str: ...
 
 
-@runtime_checkable
-class HasKernelProcess(Protocol):
-    async def kernel_pid(self) -> int | None:
-        """The kernel's process id (its usage is read from the process tree); None when unknown."""
-        ...
+class RunHost(Protocol):
+    """What a tool may ask of the agent loop's run that called it (agent_core.loop.run_context.RunContext):
+    the book of the steps an undo may restore, and a sub-agent for `task`. The loop is a floor above."""
 
+    @property
+    def undo(self) -> UndoBook: ...
 
-@runtime_checkable
-class KnowsKernelBusy(Protocol):
-    async def kernel_busy(self) -> bool:
-        """Whether the kernel is running a cell now (a probe would wait behind it)."""
-        ...
+    @property
+    def policy(self) -> RunPolicyView: ...  # the run's mode: explore runs nothing unsandboxed in Ask
 
-
-@runtime_checkable
-class HasKernelHistory(Protocol):
-    async def kernel_history(self, n: int) -> list[tuple[int, str]]:
-        """The kernel's last `n` inputs of its current session: (execution count, source), oldest first."""
-        ...
-
-
-@runtime_checkable
-class HasSharedNotebook(Protocol):
-    async def shared_cells(self) -> list[dict[str, Any]] | None:
-        """The notebook's cells as its shared document holds them now (real-time collaboration, where
-        the server writes the agent's cells): what every browser shows, fresher than the saved file
-        and than the cells a browser sent. None when the notebook has no shared document."""
-        ...
-
-
-class ShadowKernel(Protocol):
-    """A fresh kernel of its own, apart from the user's (verify_notebook): runs code, nothing else."""
-
-    kernel_name: str
-
-    async def run(self, code: str, timeout: float) -> CellRun:
-        """Run `code`; after `timeout` seconds the cell ends as an error (the kernel is interrupted)."""
-        ...
-
-
-@runtime_checkable
-class HasShadowKernel(Protocol):
-    def shadow_kernel(self, notebook_path: str, kernel_name: str | None) -> AbstractAsyncContextManager[ShadowKernel]:
-        """A new kernel of `kernel_name` (None: the default) working in the notebook's folder, shut
-        down when the context ends; never the notebook's own kernel."""
-        ...
+    async def delegate(self, name: str, description: str, call_id: str) -> ToolOutcome: ...
 
 
 @dataclass(frozen=True)
@@ -176,7 +118,7 @@ class ToolContext:
     env: ToolEnvironment
     emit: Emit
     settings: AgentSettings
-    run: RunContext | None = None  # the graph's, for tools that run agents (task)
+    run: RunHost | None = None  # the graph's, for tools that run agents (task) and undo's book
     thread_id: str = ""
     notebook_path: str = ""  # the thread's notebook (root-relative); "" when it has none
     notebook_cells: list[dict[str, Any]] | None = None  # as the browser sent them; None: read the saved file
@@ -198,16 +140,35 @@ def will_fail(tool: str, problem: Exception | str, **card: object) -> JsonObject
     return {**card, "description": f"{tool} will fail: {problem}", "will_fail": True}
 
 
+# What a call can change: nothing (it reads, plans or answers), the notebook's kernel, files under the
+# root, the notebook's cells, or something outside the server's reach (a shell, a database, a kernel
+# of its own). Ask mode offers only the tools that touch nothing.
+Touches = Literal["nothing", "kernel", "files", "notebook", "outside"]
+# The notebook cell a call is: none, a new cell (a rewind removes it), or an existing cell it edits
+# (a rewind gives it its source back).
+CellEffect = Literal["none", "adds", "edits"]
+# How an undo or a rewind puts back what a call changed: not at all, from the kernel snapshot taken
+# before it ran (agent_core.undo.steps), or from the file's pre-image (agent_core.undo.preimages).
+UndoneBy = Literal["none", "kernel_snapshot", "file_preimage"]
+
+
 @dataclass(frozen=True)
 class ToolSpec(Generic[ArgsT]):
-    """A tool: its argument model, its approval policy, its approval-card preview and its code."""
+    """A tool: its argument model, its approval policy, its approval-card preview and its code, and
+    the facts about it that the rest of Cellwright reads from here and nowhere else (the modes,
+    rewind and undo, the MCP endpoint's catalog). tests/test_tool_facts.py holds every tool to them."""
 
     name: str
     description: str
     args: type[ArgsT]  # validates the call; its JSON Schema is what the model is shown
     action: Callable[[ArgsT, ToolContext], Awaitable[ToolOutcome]]
+    touches: Touches  # no default: a new tool says what it can change
+    cell: CellEffect = "none"
+    undone_by: UndoneBy = "none"
+    rewind_leaves: str = ""  # what a rewind cannot take back of a call, told to the user ("": nothing)
+    outside_agents: bool = False  # offered to outside agents by the MCP endpoint (jupyter_ext/mcp_endpoint.py)
     needs_approval: bool = False
-    read_only: bool = False
+    read_only: bool = False  # it only reads: after it, the model is reminded of its open todos
     describe: Callable[[ArgsT], str] | None = None  # one line for the approval card
     # Extra approval-card fields ({"diagnostics": [...]} or {"diff": "..."}); raises ToolInputError when
     # the call would fail. Must have no side effects: the tools node re-runs it on resume.

@@ -13,7 +13,7 @@ from pydantic import Field, model_validator
 
 from agent_core.contract.bodies import MAX_CELLS
 from agent_core.contract.events import MAX_PREVIOUS_SOURCE
-from agent_core.loop.output_digest import bounded
+from agent_core.output_digest import bounded
 from agent_core.tools.arguments import ToolArgs, argument_error
 from agent_core.tools.base import CellPlacement, ToolContext, ToolInputError, ToolOutcome, ToolSpec
 from agent_core.tools.notebook import RunCellArgs, before_cell, cell_outcome, cell_preview
@@ -113,6 +113,10 @@ EDIT_CELL = ToolSpec(
     ),
     args=EditCellArgs,
     action=edit_cell,
+    touches="kernel",
+    cell="edits",
+    undone_by="kernel_snapshot",
+    outside_agents=True,
     needs_approval=True,
     describe=lambda args: f"Edit cell {_named(args)} and run it again",
     card=edit_cell_preview,

@@ -26,5 +26,7 @@ TASK = ToolSpec(
     description="Delegate one self-contained task to a sub-agent. It sees only your description and reports back.",
     args=TaskArgs,
     action=task,
+    touches="nothing",  # itself; each call of its sub-agent is a step held to the same mode
+    rewind_leaves="a sub-agent's steps are not gone back over: its cells, files and variables stay",
     recorded=False,  # a sub-agent's task resumes inside; its own calls are recorded
 )

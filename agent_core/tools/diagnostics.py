@@ -396,5 +396,7 @@ DIAGNOSTICS = ToolSpec(
     ),
     args=DiagnosticsArgs,
     action=diagnostics,
+    touches="nothing",
+    outside_agents=True,
     read_only=True,
 )

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 from pydantic import Field
 
 from agent_core.json_types import JsonObject
-from agent_core.loop.output_digest import digest
-from agent_core.loop.vision import cell_images
+from agent_core.output_digest import digest
 from agent_core.tools.arguments import ToolArgs
 from agent_core.tools.base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
+from agent_core.vision import cell_images
 
 if TYPE_CHECKING:
     from agent_core.kernel_probes.sandbox import Exploration
@@ -115,6 +115,9 @@ EXPLORE = ToolSpec(
     ),
     args=ExploreArgs,
     action=explore,
+    # Nothing the user owns: the fork is a copy, sandboxed (or, where no sandbox can be had, approved and
+    # refused in Ask mode), so a rewind has nothing to take back.
+    touches="nothing",
     needs_approval=True,  # where no sandbox can be had; `sandboxed` waives it per call
     read_only=True,  # changes nothing the user owns: offered in Ask mode
     describe=lambda args: "Explore the kernel's variables (in a copy of the kernel)",

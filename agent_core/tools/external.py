@@ -62,6 +62,7 @@ class ExternalToolSpec(ToolSpec[Any]):
             description=bounded_description(description),
             args=_NoArgs,
             action=_unset,
+            touches="outside",  # what a server or a function does is not known, so never trusted to be nothing
             needs_approval=True,
             read_only=False,
             recorded=True,

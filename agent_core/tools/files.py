@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,11 +23,11 @@ from agent_core.workspace import (
     human_size,
     relative_to_root,
     resolve_in_root,
+    walk,
     workspace_for,
     workspace_of,
 )
 
-IGNORED_DIRS = frozenset({".git", "node_modules", ".ipynb_checkpoints", "__pycache__"})
 SNIFF_BYTES = 8192
 MAX_READ_BYTES = 5 * 1024 * 1024  # a whole-file read; larger files need a line range
 MAX_SCAN_BYTES = 256 * 1024 * 1024  # how far a line-range read may scan into a huge file
@@ -198,33 +197,6 @@ class Listing:
     more_is_lower_bound: bool = False
 
 
-def _scan_sorted(directory: Path) -> list[os.DirEntry[str]]:
-    try:
-        with os.scandir(directory) as it:
-            return sorted((e for e in it if e.name not in IGNORED_DIRS), key=lambda e: e.name)
-    except OSError:  # unreadable, vanished
-        return []
-
-
-def walk(directory: Path, recursive: bool = True, workspace: Workspace | None = None) -> Iterator[os.DirEntry[str]]:
-    """Entries in path order (pre-order, names sorted, as `rg --sort path`); symlinked folders are not
-    entered. With a workspace, what its policy hides is skipped (and never entered)."""
-    visible: Callable[[os.DirEntry[str]], bool] = (
-        (lambda entry: True) if workspace is None else (lambda entry: workspace.visible(entry.path, entry))
-    )
-    stack = [iter(_scan_sorted(directory))]
-    while stack:
-        entry = next(stack[-1], None)
-        if entry is None:
-            stack.pop()
-            continue
-        if not visible(entry):
-            continue
-        yield entry
-        if recursive and entry.is_dir(follow_symlinks=False):
-            stack.append(iter(_scan_sorted(Path(entry.path))))
-
-
 def _entry_line(root: Path, entry: os.DirEntry[str]) -> str:
     rel = Path(entry.path).relative_to(root.resolve()).as_posix()  # where it sits, not where a symlink points
     if entry.is_symlink():
@@ -287,6 +259,8 @@ READ_FILE = ToolSpec(
     ),
     args=ReadFileArgs,
     action=read_file,
+    touches="nothing",
+    outside_agents=True,
     read_only=True,
 )
 
@@ -298,5 +272,7 @@ LIST_FILES = ToolSpec(
     ),
     args=ListFilesArgs,
     action=list_files,
+    touches="nothing",
+    outside_agents=True,
     read_only=True,
 )

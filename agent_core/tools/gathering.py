@@ -1,27 +1,34 @@
 """A run's tools from outside: the MCP servers' (agent_core.mcp) and the notebook's @tool functions
 (agent_core.tools.notebook_functions), gathered at the start of every run segment and given to the graph's
-RunContext beside the static registry. Gathering never fails a run: what is missing becomes a note."""
+RunContext beside the static registry. Gathering never fails a run: what is missing becomes a note
+(agent_core.loop.segments.with_tool_notes puts the notes before the run's message)."""
 
 from __future__ import annotations
 
 import json
 import logging
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Protocol
 
-from agent_core.loop.mentions import CONTEXT_KEY
+from agent_core.config.agent_settings import AgentSettings
+from agent_core.environment import ToolEnvironment
 from agent_core.tools import TOOLS
 from agent_core.tools.external import ExternalToolSpec
 from agent_core.tools.notebook_functions import notebook_tools
-
-if TYPE_CHECKING:
-    from agent_core.loop.state import AgentUpdate
 
 log = logging.getLogger(__name__)
 EXTERNAL_TOOL_AGENTS = ("main", "python_developer")  # the agents that act; the planner and researcher do not
 TAKEN = frozenset(TOOLS)
 MAX_EXTERNAL_TOOLS = 128  # offered per run at most: every schema goes into every model request
 MAX_SCHEMA_CHARS_TOTAL = 200_000
+
+
+class ToolSource(Protocol):
+    """Where a run's MCP tools come from: agent_core.mcp.manager.McpManager, a floor above, hands itself down."""
+
+    async def tools_for_run(
+        self, disabled: Iterable[str], taken: frozenset[str], auto_approve: frozenset[str]
+    ) -> tuple[dict[str, ExternalToolSpec], list[str]]: ...
 
 
 def gone_tool_hint(name: str) -> str:
@@ -35,12 +42,12 @@ def gone_tool_hint(name: str) -> str:
 
 
 async def gather_tools(
-    mcp: Any, env: Any, settings: Any, disabled: Iterable[str] = ()
+    mcp: ToolSource | None, env: ToolEnvironment | None, settings: AgentSettings, disabled: Iterable[str] = ()
 ) -> tuple[dict[str, ExternalToolSpec], list[str]]:
     """This run's external tools, by name, and notes for the model (servers that failed, tools left out)."""
     specs: dict[str, ExternalToolSpec] = {}
     notes: list[str] = []
-    if mcp is not None and getattr(settings, "mcp_servers", None):
+    if mcp is not None and settings.mcp_servers:
         try:
             found, more = await mcp.tools_for_run(disabled, TAKEN, settings.auto_approve)
             specs.update(found)
@@ -72,28 +79,3 @@ def _within_budget(
             f"at most {MAX_EXTERNAL_TOOLS} (disable servers this thread does not need).",
         ]
     return kept, notes
-
-
-def with_tool_notes(
-    graph_input: AgentUpdate, tools: dict[str, ExternalToolSpec], notes: list[str], prior: dict[str, Any]
-) -> AgentUpdate:
-    """A new run's input with the notes about external tools, before the user's message (hidden
-    from the thread's view, as other context is), and the notebook tools it has, so that the next
-    run can tell the model which of them are gone (a kernel restart forgets them)."""
-    if not isinstance(graph_input, dict) or "messages" not in graph_input:
-        return graph_input
-    now = [name for name, spec in tools.items() if spec.origin.get("kind") == "notebook"]
-    gone = [name for name in prior.get("notebook_tools") or [] if name not in now]
-    if gone:
-        notes = [
-            *notes,
-            f"The notebook's @tool functions {gone[:20]} are gone (the kernel restarted, or they were "
-            "removed): do not call them; the cell that defines them must run again first.",
-        ]
-    graph_input = {**graph_input, "notebook_tools": now}
-    if not notes:
-        return graph_input
-    text = "[Tools from outside Cellwright: " + " ".join(notes[:20])[:4000] + "]"
-    messages = list(graph_input["messages"]["append"])
-    messages.insert(len(messages) - 1, {"role": "user", "content": text, CONTEXT_KEY: True})
-    return {**graph_input, "messages": {"append": messages}}

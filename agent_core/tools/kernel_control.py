@@ -24,6 +24,9 @@ RESTART_KERNEL = ToolSpec(
     ),
     args=RestartKernelArgs,
     action=restart_kernel,
+    touches="kernel",
+    rewind_leaves="the kernel was restarted: the variables from before it cannot come back",
+    outside_agents=True,
     needs_approval=True,
     describe=lambda args: "Restart the kernel: all variables, imports and loaded data will be lost",
 )

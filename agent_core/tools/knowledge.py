@@ -82,5 +82,7 @@ SEARCH_KNOWLEDGE = ToolSpec(
     ),
     args=SearchKnowledgeArgs,
     action=search_knowledge,
+    touches="nothing",
+    outside_agents=True,
     read_only=True,
 )

@@ -9,8 +9,8 @@ from typing import Any
 
 from pydantic import Field
 
-from agent_core.loop.output_digest import digest
-from agent_core.loop.vision import cell_images
+from agent_core.contract.choices import ToolStatus
+from agent_core.output_digest import digest
 from agent_core.tools.arguments import ToolArgs
 from agent_core.tools.base import (
     CellPlacement,
@@ -22,6 +22,9 @@ from agent_core.tools.base import (
     ToolStateUpdate,
 )
 from agent_core.tools.diagnostics import lint_code
+from agent_core.undo.card import code_impact
+from agent_core.undo.steps import before_cell
+from agent_core.vision import cell_images
 
 log = logging.getLogger(__name__)
 
@@ -41,21 +44,6 @@ def new_cell_id(call_id: str) -> str:
     return "cw-" + hashlib.sha256(call_id.encode()).hexdigest()[:16]
 
 
-async def before_cell(code: str, ctx: ToolContext, placement: CellPlacement) -> CellPlacement:
-    """Snapshot what the approved cell changes (agent_core.undo.steps); the placement carries its provenance."""
-    # agent_core.undo imports agent_core.tools, which imports this module; undo loads with the first cell
-    from agent_core.undo.steps import before_cell as snapshot_before
-
-    return await snapshot_before(code, ctx, placement)
-
-
-async def code_impact(code: str, ctx: ToolContext) -> dict[str, Any]:
-    """The approval card's `impact` (agent_core.undo.card)."""
-    from agent_core.undo.card import code_impact as impact_of
-
-    return await impact_of(code, ctx)
-
-
 async def cell_outcome(cell: CellRun, placement: CellPlacement, ctx: ToolContext) -> ToolOutcome:
     """What the model is told of a cell that ran: its id (for edit_cell), count, outputs and images."""
     text = digest(cell.outputs)
@@ -69,7 +57,7 @@ async def cell_outcome(cell: CellRun, placement: CellPlacement, ctx: ToolContext
     facts = [f"cell_id {placement.cell_id}"] if ctx.env.edits_cells else []  # the magic's cells are not in the notebook
     facts += [f"execution_count {cell.execution_count}"] if cell.execution_count is not None else []
     head = f"[{', '.join(facts)}]" if facts else ""
-    status = "ok" if cell.status == "ok" else "error"
+    status: ToolStatus = "ok" if cell.status == "ok" else "error"
     return ToolOutcome(status, f"{head}\n{text}".strip(), summary=text, images=tuple(images), state=state)
 
 
@@ -109,6 +97,10 @@ RUN_CELL = ToolSpec(
     ),
     args=RunCellArgs,
     action=run_cell,
+    touches="kernel",
+    cell="adds",
+    undone_by="kernel_snapshot",
+    outside_agents=True,
     needs_approval=True,
     describe=lambda args: args.description or "Run a code cell in the notebook's kernel",
     card=cell_preview,  # the approval card shows the cell's diagnostics
@@ -119,4 +111,7 @@ ADD_MARKDOWN = ToolSpec(
     description="Add a Markdown cell to the notebook (explanations, section headings, findings).",
     args=AddMarkdownArgs,
     action=add_markdown,
+    touches="notebook",
+    cell="adds",
+    outside_agents=True,
 )

@@ -7,8 +7,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from agent_core.config.agent_settings import AgentSettings
 from agent_core.kernel_probes.introspection import KernelBusy, _evaluate
-from agent_core.tools.base import ToolContext, ToolInputError, ToolOutcome
+from agent_core.tools.base import ToolContext, ToolEnvironment, ToolInputError, ToolOutcome
 from agent_core.tools.external import ExternalToolSpec, usable_schema, valid_name
 
 DISCOVERY_TIMEOUT = 3.0
@@ -31,7 +32,7 @@ def call_expression(name: str, args: dict[str, Any]) -> str:
 
 
 async def notebook_tools(
-    env: Any, taken: frozenset[str] | set[str], settings: Any
+    env: ToolEnvironment, taken: frozenset[str] | set[str], settings: AgentSettings
 ) -> tuple[dict[str, ExternalToolSpec], list[str]]:
     try:
         found = await _evaluate(env, discovery_expression(), DISCOVERY_TIMEOUT)
@@ -43,7 +44,7 @@ async def notebook_tools(
         return {}, []
     specs: dict[str, ExternalToolSpec] = {}
     notes: list[str] = []
-    opted_in = frozenset(getattr(settings, "auto_approve_notebook_tools", ()) or ())
+    opted_in = frozenset(settings.auto_approve_notebook_tools)
     for entry in found[:50]:
         if not isinstance(entry, dict):
             continue

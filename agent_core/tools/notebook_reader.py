@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import Field
 
-from agent_core.loop.output_digest import bounded, digest
+from agent_core.output_digest import bounded, digest
 from agent_core.tools.arguments import ToolArgs
 from agent_core.tools.base import HasKernelHistory, ToolContext, ToolInputError, ToolOutcome, ToolSpec
 from agent_core.tools.notebook_view import PENDING_NOTE, cell_source, notebook_view, shown_id
@@ -140,5 +140,7 @@ READ_NOTEBOOK = ToolSpec(
     ),
     args=ReadNotebookArgs,
     action=read_notebook,
+    touches="nothing",
+    outside_agents=True,
     read_only=True,
 )

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agent_core.contract.notebook_cells import AgentCell
-from agent_core.loop.output_digest import bounded
+from agent_core.output_digest import bounded
 from agent_core.tools.base import HasSharedNotebook, ToolContext, ToolInputError
 from agent_core.workspace import WorkspaceError, relative_to_root, workspace_of
 

@@ -71,6 +71,7 @@ WRITE_TODOS = ToolSpec(
     ),
     args=WriteTodosArgs,
     action=write_todos,
+    touches="nothing",
 )
 
 FINAL_ANSWER = ToolSpec(
@@ -81,4 +82,5 @@ FINAL_ANSWER = ToolSpec(
     ),
     args=FinalAnswerArgs,
     action=final_answer,
+    touches="nothing",
 )

@@ -360,5 +360,7 @@ CHECK_RESOURCE = ToolSpec(
     ),
     args=CheckResourceArgs,
     action=check_resource,
+    touches="nothing",
+    outside_agents=True,
     read_only=True,
 )

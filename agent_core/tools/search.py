@@ -25,10 +25,18 @@ from pydantic import Field
 
 from agent_core.tools.arguments import ToolArgs
 from agent_core.tools.base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
-from agent_core.tools.files import IGNORED_DIRS, confined, is_binary, sniff, walk
+from agent_core.tools.files import confined, is_binary, sniff
 from agent_core.tools.notebook_view import PENDING_NOTE, notebook_view, shown_id
 from agent_core.tools.search_patterns import DeadlinePassed, Matcher, check_pattern
-from agent_core.workspace import Workspace, WorkspaceError, relative_to_root, workspace_for, workspace_of
+from agent_core.workspace import (
+    IGNORED_DIRS,
+    Workspace,
+    WorkspaceError,
+    relative_to_root,
+    walk,
+    workspace_for,
+    workspace_of,
+)
 
 MAX_SEARCH_RESULTS = 100
 MAX_SEARCH_FILE_BYTES = 5 * 1024 * 1024
@@ -416,6 +424,8 @@ SEARCH_WORKSPACE = ToolSpec(
     ),
     args=SearchWorkspaceArgs,
     action=search_workspace,
+    touches="nothing",
+    outside_agents=True,
     read_only=True,
 )
 
@@ -428,5 +438,7 @@ SEARCH_NOTEBOOKS = ToolSpec(
     ),
     args=SearchNotebooksArgs,
     action=search_notebooks,
+    touches="nothing",
+    outside_agents=True,
     read_only=True,
 )

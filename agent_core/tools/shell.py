@@ -23,11 +23,12 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from agent_core.contract import make_event
-from agent_core.loop.output_digest import ANSI, BoundedText
+from agent_core.output_digest import ANSI, BoundedText
 from agent_core.tools.arguments import ToolArgs, argument_error
 from agent_core.tools.base import Emit, ToolContext, ToolInputError, ToolOutcome, ToolSpec, will_fail
 from agent_core.tools.files import confined
 from agent_core.tools.shell_sandbox import command_reason, sandbox_env, shell_wrapper
+from agent_core.undo.card import command_impact
 from agent_core.workspace import relative_to_root, workspace_of
 
 STDOUT_LIMIT = 8000  # characters kept for the model: head and tail
@@ -361,9 +362,6 @@ async def execute_command_preview(args: ExecuteCommandArgs, ctx: ToolContext) ->
         _, rel = _folder(args, ctx)
     except ToolInputError as exc:
         return will_fail("execute_command", exc, command=args.command, cwd=args.cwd or ".")
-    # agent_core.undo.card imports agent_core.tools, which imports this module
-    from agent_core.undo.card import command_impact
-
     card: dict[str, Any] = {"command": args.command, "cwd": rel, "impact": command_impact(args.command, ctx)}
     reason = await command_reason(args.command, ctx)  # issue 37: why it is asked, not sandboxed
     if reason is not None:
@@ -386,6 +384,9 @@ EXECUTE_COMMAND = ToolSpec(
     ),
     args=ExecuteCommandArgs,
     action=execute_command,
+    touches="outside",
+    rewind_leaves="a shell command ran on the server: its effects (files, installs, network) stay",
+    outside_agents=True,
     needs_approval=True,
     describe=_describe,
     card=execute_command_preview,

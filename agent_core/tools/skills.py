@@ -154,5 +154,6 @@ LOAD_SKILL = ToolSpec(
     ),
     args=LoadSkillArgs,
     action=load_skill,
+    touches="nothing",
     read_only=True,
 )

@@ -14,7 +14,7 @@ from pydantic import Field
 
 from agent_core.contract.bodies import MAX_PATH_CHARS
 from agent_core.contract.verify import VerifyResult
-from agent_core.loop.output_digest import bounded
+from agent_core.output_digest import bounded
 from agent_core.tools.arguments import ToolArgs
 from agent_core.tools.base import HasShadowKernel, ToolContext, ToolInputError, ToolOutcome, ToolSpec
 from agent_core.tools.notebook_reader import load_notebook
@@ -112,6 +112,8 @@ VERIFY_NOTEBOOK = ToolSpec(
     ),
     args=VerifyNotebookArgs,
     action=verify,
+    touches="outside",  # the notebook's code, in a kernel of its own
+    rewind_leaves="verify_notebook re-ran the notebook in a kernel of its own: what that code did outside it (files, network) stays",
     needs_approval=True,
     describe=lambda args: f"Re-run {args.path or 'the notebook'} from the top in a fresh kernel (not yours)",
     check=check_verify,

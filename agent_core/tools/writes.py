@@ -5,20 +5,17 @@ on the card. Writes are atomic: a failure never leaves a half-written file."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import difflib
-import os
-import uuid
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field, field_validator
 
-from agent_core.loop.output_digest import bounded
+from agent_core.output_digest import bounded
 from agent_core.tools.arguments import ToolArgs, argument_error
 from agent_core.tools.base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
 from agent_core.tools.files import MAX_READ_BYTES, PATH_HELP, SNIFF_BYTES, confined, existing_file, is_binary
-from agent_core.undo.preimages import capture
+from agent_core.undo.preimages import capture, write_atomic
 from agent_core.workspace import Workspace, human_size, relative_to_root, workspace_of
 
 MAX_WRITE_BYTES = 5 * 1024 * 1024
@@ -87,25 +84,6 @@ def _check_write(workspace: Workspace, args: WriteFileArgs) -> tuple[Path, str, 
         if parent == root.resolve():
             break
     return path, rel, exists
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write through a temporary file in the same folder (new files get the umask's mode, replaced
-    files keep theirs), so a failure never leaves a half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = path.stat().st_mode & 0o7777 if path.exists() else None
-    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 async def write_file(args: WriteFileArgs, ctx: ToolContext) -> ToolOutcome:
@@ -250,6 +228,9 @@ WRITE_FILE = ToolSpec(
     ),
     args=WriteFileArgs,
     action=write_file,
+    touches="files",
+    undone_by="file_preimage",
+    outside_agents=True,
     needs_approval=True,
     describe=lambda args: f"Write the file {args.path}",
     card=write_file_preview,
@@ -264,6 +245,9 @@ EDIT_FILE = ToolSpec(
     ),
     args=EditFileArgs,
     action=edit_file,
+    touches="files",
+    undone_by="file_preimage",
+    outside_agents=True,
     needs_approval=True,
     describe=lambda args: f"Edit the file {args.path}",
     card=edit_file_preview,

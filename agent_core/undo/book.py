@@ -37,7 +37,7 @@ class FileBefore:
 
 @dataclass
 class RewindRecord:
-    """A thread's last rewind (agent_core/undo/rewind.py), so undoing it can put its files back too."""
+    """A thread's last rewind (agent_core/rewind/rewind.py), so undoing it can put its files back too."""
 
     branch: str  # the head the rewind made: the undo applies while it is still the head
     files: list[FileBefore]

@@ -8,10 +8,11 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from agent_core.environment import ToolInputError
 from agent_core.impact.analysis import analyze_code
 from agent_core.impact.rules import rule_from_rejection, rule_warnings
-from agent_core.tools.base import ToolContext, ToolInputError
 from agent_core.undo import kernel_calls
+from agent_core.undo.calls import StepCall
 from agent_core.undo.rules import rules_of
 
 if TYPE_CHECKING:
@@ -52,11 +53,11 @@ def not_undone(impact: CodeImpact) -> list[str]:
     return lines
 
 
-def limit_bytes(ctx: ToolContext) -> int:
+def limit_bytes(ctx: StepCall) -> int:
     return ctx.settings.undo_snapshot_limit_mb * kernel_calls.MB
 
 
-async def undoability(impact: CodeImpact, ctx: ToolContext) -> Undoability:
+async def undoability(impact: CodeImpact, ctx: StepCall) -> Undoability:
     """Whether the kernel part can be undone, from the kernel's sizes of the names the cell changes and
     the types of those it changes in place or calls methods on (a generator's state cannot be saved)."""
     if impact.parse_error:
@@ -91,7 +92,7 @@ async def undoability(impact: CodeImpact, ctx: ToolContext) -> Undoability:
     return Undoability(True, "; ".join(notes) if notes else None)
 
 
-def warnings_for(impact: CodeImpact, ctx: ToolContext) -> list[str]:
+def warnings_for(impact: CodeImpact, ctx: StepCall) -> list[str]:
     rules = rules_of(ctx.env.root_dir)
     return list(rule_warnings(rules, impact)) if rules else []
 
@@ -100,7 +101,7 @@ def suggestion(impact: CodeImpact) -> str | None:
     return rule_from_rejection(impact, "") or None
 
 
-async def code_impact(code: str, ctx: ToolContext) -> dict[str, Any]:
+async def code_impact(code: str, ctx: StepCall) -> dict[str, Any]:
     """The card's `impact` for a cell's code (run_cell, edit_cell)."""
     impact = analyze_code(code)
     undo = await undoability(impact, ctx)
@@ -114,7 +115,7 @@ async def code_impact(code: str, ctx: ToolContext) -> dict[str, Any]:
     }
 
 
-def command_impact(command: str, ctx: ToolContext) -> dict[str, Any]:
+def command_impact(command: str, ctx: StepCall) -> dict[str, Any]:
     """The card's `impact` for a shell command: analysed as the `!` line a cell would hold, so an
     install is recognised as one; it runs outside the kernel, so nothing of it can be undone."""
     impact = analyze_code("!" + " ".join(command.splitlines()))

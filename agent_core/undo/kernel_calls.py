@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_core.environment import ToolEnvironment, ToolInputError
 from agent_core.kernel_probes.introspection import _evaluate  # the introspection probes' busy check and time limit
 from agent_core.kernel_probes.probe import probe_expression
-from agent_core.kernel_side.snapshots import SOURCE
-from agent_core.tools.base import ToolEnvironment, ToolInputError
+from agent_core.kernel_probes.snapshots import SOURCE
 
 MEASURE_TIMEOUT = 10.0  # sizes only: numpy's and pandas' own accounting, a bounded walk
 COPY_TIMEOUT = 120.0  # a deep copy of a few hundred MB

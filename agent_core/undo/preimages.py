@@ -1,28 +1,20 @@
 """Pre-images of the files the agent writes (write_file, edit_file), so a rewind can put them back
 (issue 25). Kept on the step's tool message in the thread's state (PREIMAGE_KEY, never sent to the
 model): it lives as long as the conversation that made it, survives a restart and is deleted with
-the thread. Bounded: a file over MAX_PREIMAGE_BYTES, or not UTF-8 text, is not kept (a rewind then
+the thread. The agent's file writes and their reverts go through write_atomic. Bounded: a file over MAX_PREIMAGE_BYTES, or not UTF-8 text, is not kept (a rewind then
 names it as not reversible)."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
+import uuid
 from pathlib import Path
-from typing import Final, TypedDict
 
-PREIMAGE_KEY: Final = "preimage"  # on a tool message: {"path", "existed", "content"?, "why"?, "after"}
+from agent_core.messages import Preimage
+
 MAX_PREIMAGE_BYTES = 1024 * 1024
-
-
-class _Kept(TypedDict):
-    path: str  # root-relative
-    existed: bool
-    after: str  # the digest of what the step wrote: a file changed since is left alone
-
-
-class Preimage(_Kept, total=False):
-    content: str  # the file before the step, when it existed and was kept
-    why: str  # why it was not kept
 
 
 def digest(data: bytes) -> str:
@@ -59,9 +51,6 @@ def current(path: Path) -> bytes | None:
 def revert(path: Path, image: Preimage) -> str | None:
     """Put `path` back as it was before the step; the reason when it is not (then it is untouched).
     A file changed since the step (by the user, or a command) is left alone: no edit is lost."""
-    # agent_core.tools.base imports this module
-    from agent_core.tools.writes import write_atomic
-
     problem = check(image)
     if problem:
         return problem
@@ -73,3 +62,22 @@ def revert(path: Path, image: Preimage) -> str | None:
     else:
         path.unlink()
     return None
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write through a temporary file in the same folder (new files get the umask's mode, replaced
+    files keep theirs), so a failure never leaves a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mode = path.stat().st_mode & 0o7777 if path.exists() else None
+    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:8]}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

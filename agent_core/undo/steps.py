@@ -15,12 +15,12 @@ from dataclasses import replace
 from typing import Any, get_args
 
 from agent_core.contract.choices import UndoRefusal
+from agent_core.environment import CellPlacement, ToolEnvironment, ToolInputError
 from agent_core.impact.analysis import analyze_code
-from agent_core.llm.messages import Message
-from agent_core.loop.mentions import CONTEXT_KEY
-from agent_core.tools.base import CellPlacement, ToolContext, ToolEnvironment, ToolInputError
+from agent_core.messages import CONTEXT_KEY, Message
 from agent_core.undo import card, kernel_calls
 from agent_core.undo.book import StepRecord, UndoBook
+from agent_core.undo.calls import StepCall
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ class UndoRefused(Exception):
         self.message, self.kind, self.status = message, kind, status
 
 
-def _provenance(ctx: ToolContext, undoable: bool, reason: str | None) -> dict[str, Any]:
+def _provenance(ctx: StepCall, undoable: bool, reason: str | None) -> dict[str, Any]:
     run = ctx.run
     agent = getattr(getattr(run, "agent", None), "name", "main")
     decision = ctx.decision
@@ -53,7 +53,7 @@ def _provenance(ctx: ToolContext, undoable: bool, reason: str | None) -> dict[st
     return provenance
 
 
-async def before_cell(code: str, ctx: ToolContext, placement: CellPlacement) -> CellPlacement:
+async def before_cell(code: str, ctx: StepCall, placement: CellPlacement) -> CellPlacement:
     """Snapshot what the approved cell will change; the placement carries the cell's provenance.
     Never fails the cell: a step without a snapshot runs, and says it cannot be undone."""
     thread_id = ctx.thread_id
@@ -85,7 +85,7 @@ async def before_cell(code: str, ctx: ToolContext, placement: CellPlacement) -> 
 
 
 async def _snapshot(
-    book: UndoBook, impact: Any, thread_id: str, ctx: ToolContext, placement: CellPlacement
+    book: UndoBook, impact: Any, thread_id: str, ctx: StepCall, placement: CellPlacement
 ) -> card.Undoability:
     names = sorted(set(impact.changed_names()) | set(impact.created_names()))
     check = list(impact.touched_names())  # the kernel keeps the iterators among them, refuses what cannot be saved

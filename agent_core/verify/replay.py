@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agent_core.contract.verify import CellVerdict, VerifiedCell, VerifyResult, VerifyStatus
-from agent_core.tools.base import HasShadowKernel, ToolInputError
+from agent_core.environment import HasShadowKernel, ToolInputError
 from agent_core.verify.hidden_state import hidden_state, out_of_order
 from agent_core.verify.outputs import DETAIL_CHARS, difference
 

@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING
 
 from agent_core.contract.rewind import FileDiff, NotReversible, RewindRequest, RewindResult, RewindUndone
 from agent_core.loop import branches
-from agent_core.loop.output_digest import bounded
+from agent_core.messages import Preimage
+from agent_core.output_digest import bounded
+from agent_core.rewind.rewind_plan import Planned, Situation, later_steps, plan, writes_files
 from agent_core.tools.writes import MAX_DIFF_CHARS, unified_diff, write_atomic
 from agent_core.undo.book import FileBefore, RewindRecord
-from agent_core.undo.preimages import Preimage, current, digest, revert
-from agent_core.undo.rewind_plan import Planned, Situation, later_steps, plan
+from agent_core.undo.preimages import current, digest, revert
 from agent_core.undo.steps import UndoRefused, undo_step
 from agent_core.workspace import workspace_of
 
@@ -36,7 +37,7 @@ class RewindRefused(Exception):
 
 async def _statuses(runner: ThreadRunner, thread_id: str, call_ids: list[str]) -> dict[str, str | None]:
     """What the ledger recorded of each call: "rejected" ones never ran, so nothing of them goes back."""
-    found = {}
+    found: dict[str, str | None] = {}
     for call_id in call_ids:
         outcome = await runner.store.ledger.lookup(thread_id, call_id)
         found[call_id] = outcome.status if outcome is not None else None
@@ -147,11 +148,7 @@ def _note(planned: list[Planned], failures: list[NotReversible], request: Rewind
         f"{f.tool_call_id}: {f.why}" for f in failures
     ]
     if request.files == "keep":
-        stays += [
-            f"{p.call_id} ({p.name}): its file changes were kept"
-            for p in planned
-            if p.name in ("write_file", "edit_file")
-        ]
+        stays += [f"{p.call_id} ({p.name}): its file changes were kept" for p in planned if writes_files(p.name)]
     if not stays:
         return ""
     return (

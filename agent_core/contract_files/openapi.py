@@ -9,8 +9,8 @@ from functools import cache
 from http import HTTPStatus
 from typing import Any
 
-from agent_core.contract.catalog import definitions, ref
 from agent_core.contract.routes import EVENT_STREAM, NDJSON, OPENAPI_DOCUMENT, ROUTES, Lines, Route
+from agent_core.contract_files.catalog import definitions, ref
 
 # The version of this document (OpenAPI's info.version), not of the package: it changes when the
 # contract does, and a release that leaves the contract alone leaves the document alone.

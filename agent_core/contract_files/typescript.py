@@ -12,8 +12,8 @@ import re
 from typing import Any
 
 from agent_core.contract import answers, bodies, completions, events, shared
-from agent_core.contract.catalog import definitions, tool_args
 from agent_core.contract.routes import EVENT_STREAM, OPENAPI_DOCUMENT, ROUTES, Lines, Route
+from agent_core.contract_files.catalog import definitions, tool_args
 
 REFS = "#/$defs/{model}"
 HEADER = """\

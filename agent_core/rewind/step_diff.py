@@ -12,13 +12,13 @@ from typing import Any
 
 from agent_core.contract.rewind import CellChange, CellState, FileChange, ThreadDiff
 from agent_core.errors import BadRequest
-from agent_core.llm.messages import Message
 from agent_core.loop.agent_cells import CellFold
 from agent_core.loop.branches import NoSuchStep
-from agent_core.loop.output_digest import bounded
+from agent_core.messages import Message
+from agent_core.output_digest import bounded
+from agent_core.rewind.rewind_plan import LaterStep, later_steps, writes_files
 from agent_core.tools.writes import MAX_DIFF_CHARS, unified_diff
 from agent_core.undo.preimages import current, digest
-from agent_core.undo.rewind_plan import FILE_STEPS, LaterStep, later_steps
 from agent_core.workspace import Workspace, WorkspaceError
 
 MAX_CELLS = 200
@@ -138,7 +138,7 @@ def _cell_before(
 def _files(steps: list[LaterStep], workspace: Workspace, first: int, last: int) -> list[FileChange]:
     by_path: dict[str, list[tuple[int, LaterStep]]] = {}
     for index, step in enumerate(steps):
-        if step.name in FILE_STEPS and step.preimage is not None:
+        if writes_files(step.name) and step.preimage is not None:
             by_path.setdefault(str(step.preimage.get("path")), []).append((index, step))
     changes = []
     for path, touched in by_path.items():

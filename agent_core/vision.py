@@ -8,11 +8,10 @@ import base64
 import binascii
 import io
 import struct
-from typing import Any, Final
+from typing import Any
 
-from agent_core.llm.messages import ContentPart, Message
+from agent_core.messages import IMAGES_KEY, ContentPart, Message
 
-IMAGES_KEY: Final = "images"
 IMAGE_MIMES = ("image/png", "image/jpeg")
 MAX_IMAGE_BYTES = 400_000  # base64 characters kept per image (after downscaling, when Pillow is there)
 MAX_SIDE = 1024

@@ -1,41 +1,20 @@
 """What a rewind does to each later step, decided before anything changes (the card's preview and
 the rewind itself read the same plan): its kernel variables restored from the undo snapshot
 (agent_core.undo.steps), its notebook cell removed or kept, its file put back from the pre-image
-(agent_core.undo.preimages) or kept, and what cannot go back, named per step."""
+(agent_core.undo.preimages) or kept, and what cannot go back, named per step. Each of these is read
+from the step's ToolSpec (touches, cell, undone_by, rewind_leaves)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from agent_core.config.mcp_servers import is_mcp_tool_name
 from agent_core.contract.rewind import RewindChoice, RewindStep
-from agent_core.llm.messages import Message
+from agent_core.messages import PREIMAGE_KEY, Message, Preimage
+from agent_core.tools import TOOLS
 from agent_core.undo.book import UndoBook
-from agent_core.undo.preimages import PREIMAGE_KEY, Preimage, check
+from agent_core.undo.preimages import check
 
-ADDS_A_CELL = {"run_cell", "add_markdown"}
-KERNEL_STEPS = {"run_cell", "edit_cell"}
-FILE_STEPS = {"write_file", "edit_file"}
-# Tools that change nothing a rewind could put back: going back over them is the conversation only.
-READ_ONLY = {
-    "read_file",
-    "list_files",
-    "search_workspace",
-    "search_notebooks",
-    "read_notebook",
-    "check_resource",
-    "diagnostics",
-    "write_todos",
-    "load_skill",
-    "final_answer",
-    "search_knowledge",
-    "verify_notebook",
-}
-OUTSIDE = {
-    "execute_command": "a shell command ran on the server: its effects (files, installs, network) stay",
-    "sql_query": "a database query ran: what it changed in the database stays",
-    "restart_kernel": "the kernel was restarted: the variables from before it cannot come back",
-    "task": "a sub-agent's steps are not gone back over: its cells, files and variables stay",
-}
 NO_SNAPSHOT = (
     "kernel variables: no snapshot of this step is known here (it was not undoable, it ran before the server "
     "restarted, or it was dropped to save memory)"
@@ -103,27 +82,37 @@ def _plan_step(step: LaterStep, here: Situation) -> Planned:
     planned = Planned(step.call_id, step.name)
     if step.status == "rejected" or not step.answered:  # rejected, stopped or pending: nothing of it happened
         return planned
-    if step.name in KERNEL_STEPS:
+    spec = TOOLS.get(step.name)
+    if spec is None:  # a tool from outside (an MCP server's, a notebook's @tool) or one that is gone
+        planned.cannot.append(
+            "an MCP server's tool ran outside Cellwright: what it did stays"
+            if is_mcp_tool_name(step.name)
+            else f"{step.name} is not one Cellwright can undo: what it did (if anything) stays"
+        )
+        return planned
+    if spec.undone_by == "kernel_snapshot":
         _kernel(planned, here)
-    if step.name in ADDS_A_CELL:
+    if spec.cell == "adds":
         if here.notebook == "revert":
             planned.restores.append("its notebook cell is removed")
             planned.remove_cell = True
         else:
             planned.restores.append("its notebook cell stays (notebook: keep)")
-    elif step.name == "edit_cell" and here.notebook == "revert":
+    elif spec.cell == "edits" and here.notebook == "revert":
         # The panel gives an edited cell its source back as the one-step undo does (notebook.ts).
         planned.restores.append("the cell it edited gets its source from before back")
         planned.remove_cell = True
-    if step.name in FILE_STEPS:
+    if spec.undone_by == "file_preimage":
         _file(planned, step, here)
-    elif step.name in OUTSIDE:
-        planned.cannot.append(OUTSIDE[step.name])
-    elif step.name.startswith("mcp__"):
-        planned.cannot.append("an MCP server's tool ran outside Cellwright: what it did stays")
-    elif step.name not in READ_ONLY | KERNEL_STEPS | ADDS_A_CELL:
-        planned.cannot.append(f"{step.name} is not one Cellwright can undo: what it did (if anything) stays")
+    elif spec.rewind_leaves:
+        planned.cannot.append(spec.rewind_leaves)
     return planned
+
+
+def writes_files(name: str) -> bool:
+    """Whether a call of tool `name` writes a file that a rewind puts back from its pre-image."""
+    spec = TOOLS.get(name)
+    return spec is not None and spec.undone_by == "file_preimage"
 
 
 def _kernel(planned: Planned, here: Situation) -> None:
