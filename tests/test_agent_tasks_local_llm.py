@@ -29,6 +29,7 @@ def llama_prompt_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[st
         yield url
 
 
+@pytest.mark.runs_long
 @pytest.mark.timeout(600)
 def test_five_tasks_against_the_local_model(llama_prompt_server: str, tmp_path_factory: Any) -> None:
     tasks = select(all_tasks(), FIVE)

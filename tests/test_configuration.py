@@ -216,6 +216,7 @@ def kernel_view(server: JupyterProcess, monkeypatch: pytest.MonkeyPatch) -> dict
     return settings.public()
 
 
+@pytest.mark.runs_long
 def test_the_server_and_the_magic_read_the_same_settings(
     tmp_path: Path, servers: list[JupyterProcess], monkeypatch: pytest.MonkeyPatch
 ) -> None:

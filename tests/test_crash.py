@@ -84,6 +84,7 @@ def read_until(server: JupyterProcess, thread: str, after: int, stop: Any, seen:
         pass  # the server died under us
 
 
+@pytest.mark.runs_long
 def test_kill_9_mid_answer_loses_only_the_unwritten_tokens(
     tmp_path: Path, fake_llm: FakeLLM, server_env: dict[str, str], servers: list, words_sent: list[str]
 ) -> None:

@@ -1,8 +1,17 @@
-"""Browser fixtures: JupyterLab with Cellwright in a subprocess, Debian's chromium through Playwright."""
+"""Browser fixtures: JupyterLab with Cellwright in a subprocess, Debian's chromium through Playwright.
+
+One chromium process serves every browser test of a test process (it takes seconds to start on the
+2-core machine); each test gets a context of its own (fresh cookies, storage and cache), reached over
+the DevTools protocol. Playwright's sync API cannot stay open across tests (it holds the thread's
+event loop, which the async route tests need), so each test connects for its own duration."""
 
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -48,20 +57,83 @@ def lab(tmp_path: Path, fake_llm: FakeLLM, lab_config: dict[str, Any]) -> Iterat
     server.stop()
 
 
+class SharedChromium:
+    """The test process's chromium, started on first use (again if it died) and stopped at the session's end."""
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._profile: Path | None = None
+        self._url = ""
+
+    def url(self) -> str:
+        """The DevTools endpoint (http://127.0.0.1:<port>) of a running chromium."""
+        if self._proc is None or self._proc.poll() is not None:
+            self.stop()
+            self._start()
+        return self._url
+
+    def _start(self, timeout: float = 60) -> None:
+        self._profile = Path(tempfile.mkdtemp(prefix="cellwright-chromium-"))
+        args = [CHROMIUM, *LAUNCH_ARGS, "--remote-debugging-port=0", f"--user-data-dir={self._profile}", "about:blank"]
+        self._proc = subprocess.Popen(
+            args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        # chromium writes the port it chose into the profile once its DevTools server listens.
+        port_file = self._profile / "DevToolsActivePort"
+        deadline = time.monotonic() + timeout
+        while not (port_file.exists() and port_file.read_text().strip()):
+            if self._proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"{CHROMIUM} did not start (exit code {self._proc.poll()})")
+            time.sleep(0.05)
+        self._url = f"http://127.0.0.1:{port_file.read_text().split()[0]}"
+
+    def stop(self) -> None:
+        if self._proc is not None:
+            self._proc.terminate()
+            try:
+                self._proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        if self._profile is not None:
+            shutil.rmtree(self._profile, ignore_errors=True)
+        self._proc, self._profile = None, None
+
+
+SHARED_CHROMIUM = SharedChromium()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_chromium_stops() -> Iterator[None]:
+    yield
+    SHARED_CHROMIUM.stop()
+
+
 @contextmanager
-def browser_page() -> Iterator[Any]:
-    """A page of Debian's chromium (Playwright); `page.errors` collects the page's uncaught errors."""
+def chromium() -> Iterator[Any]:
+    """The shared chromium as a Playwright `Browser`: every context a test makes on it is closed at the end."""
     from playwright.sync_api import sync_playwright
 
     SHOTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
-        page = browser.new_page(viewport={"width": 1500, "height": 950})
+        browser = playwright.chromium.connect_over_cdp(SHARED_CHROMIUM.url())
+        try:
+            yield browser
+        finally:
+            for context in browser.contexts:
+                context.close()
+            browser.close()  # over DevTools: disconnects, the process stays for the next test
+
+
+@contextmanager
+def browser_page() -> Iterator[Any]:
+    """A page in a fresh context of the shared chromium; `page.errors` collects the page's uncaught errors."""
+    with chromium() as browser:
+        page = browser.new_context(viewport={"width": 1500, "height": 950}).new_page()
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
         page.errors = errors  # type: ignore[attr-defined]
         yield page
-        browser.close()
 
 
 @pytest.fixture

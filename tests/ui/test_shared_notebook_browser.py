@@ -17,7 +17,7 @@ from devtools.collaboration import collaboration_server
 from devtools.fake_llm import FakeLLM, text, tool_call
 from devtools.jupyter_process import QUIET_LAB_ARGS, TOKEN, JupyterProcess, quiet_lab_settings
 from tests.conftest import of_type
-from tests.ui.conftest import CHROMIUM, LAUNCH_ARGS, SHOTS
+from tests.ui.conftest import SHOTS, chromium
 
 PATH = "together.ipynb"
 
@@ -33,13 +33,8 @@ def rtc_lab(tmp_path: Path, fake_llm: FakeLLM, servers: list) -> JupyterProcess:
 
 @pytest.fixture
 def browser(rtc_lab: JupyterProcess) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
-        yield launched
-        launched.close()
+    with chromium() as shared:
+        yield shared
 
 
 def open_shared(browser: Any, lab: JupyterProcess) -> Any:

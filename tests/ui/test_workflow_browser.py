@@ -180,17 +180,16 @@ def bare_lab(tmp_path: Path) -> Iterator[JupyterProcess]:
 
 
 def test_first_run_settings_form(bare_lab: JupyterProcess, fake_llm: FakeLLM) -> None:
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    from tests.ui.conftest import CHROMIUM, LAUNCH_ARGS
+    from tests.ui.conftest import chromium
 
     key = "sk-first-run-secret-4711"
     lab = bare_lab
     # Two tiny requests for "Test connection" (without, then with a tool), then the message's reply.
     fake_llm.script(text("OK"), text("OK"), tool_call("final_answer", {"answer": "Hello from the configured model."}))
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=LAUNCH_ARGS)
-        page = browser.new_page(viewport={"width": 1500, "height": 950})
+    with chromium() as browser:
+        page = browser.new_context(viewport={"width": 1500, "height": 950}).new_page()
         errors: list[str] = []
         bodies: list[tuple[str, str]] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -240,4 +239,3 @@ def test_first_run_settings_form(bare_lab: JupyterProcess, fake_llm: FakeLLM) ->
         assert bodies, "the page's responses were recorded"
         assert key not in page.content()
         assert not errors, errors
-        browser.close()
