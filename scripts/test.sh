@@ -87,6 +87,7 @@ CMAKE_BUILD_PARALLEL_LEVEL=2 step "llama-cpp-python" \
 
 step "npm test (panel)" npm test --silent
 # Two workers: the 2-core machine's tests wait on servers, kernels and browsers much of the time
-# (tests/README.md has the measurements). `--durations=10`: the ten slowest tests, at the end.
-step "pytest" python -m pytest -q -p no:cacheprovider -p no:benchmark -n "${CELLWRIGHT_TEST_WORKERS:-2}" \
+# (tests/README.md has the measurements); a module's tests stay on one worker (its module fixtures are
+# made once). `--durations=10`: the ten slowest tests, at the end.
+step "pytest" python -m pytest -q -p no:cacheprovider -p no:benchmark -n "${CELLWRIGHT_TEST_WORKERS:-2}" --dist loadscope \
   --durations=10 "$@"
