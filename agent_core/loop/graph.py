@@ -370,16 +370,7 @@ async def _call_tools(state: AgentState, ctx: RunContext) -> AgentUpdate:
     call = state["messages"][-1]["tool_calls"][0]
     name = call["function"]["name"]
     outcome = await _run_tool(call, ctx)
-    ctx.emit(
-        make_event(
-            "tool_result",
-            id=call["id"],
-            name=name,
-            status=outcome.status,
-            summary=outcome.display_summary,
-            **outcome.event,  # issue 37: explore's sandboxed, blocked and outputs
-        )
-    )
+    ctx.emit(outcome.result_event(call["id"], name))
     content = outcome.content + _notes(state, ctx, ctx.tools.get(name))
     plan_approved = ctx.policy.asks_for_plan(name) and outcome.status == "ok"
     if plan_approved:

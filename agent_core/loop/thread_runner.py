@@ -478,16 +478,7 @@ class ThreadRunner:
         )
         name = call["function"]["name"]
         stopped = outcome.content == STOPPED.content
-        emit(
-            make_event(
-                "tool_result",
-                id=call["id"],
-                name=name,
-                status=outcome.status,
-                summary=outcome.display_summary,
-                stopped=stopped,
-            )
-        )
+        emit(outcome.result_event(call["id"], name, stopped=stopped))
         return True
 
     async def delete_thread(self, thread_id: str) -> None:  # its record of model requests goes with it

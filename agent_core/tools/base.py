@@ -9,7 +9,7 @@ from functools import cached_property
 from typing import Any, Generic, Literal, Protocol, TypedDict, TypeVar
 
 from agent_core.config.agent_settings import AgentSettings
-from agent_core.contract import ToolStatus
+from agent_core.contract import ToolStatus, make_event
 from agent_core.contract.notebook_cells import AgentCell
 from agent_core.environment import (
     CellPlacement,
@@ -92,6 +92,18 @@ class ToolOutcome:
     def display_summary(self) -> str:
         text = self.summary or self.content
         return text if len(text) <= 300 else text[:297] + "..."
+
+    def result_event(self, call_id: str, name: str, stopped: bool = False) -> dict[str, object]:
+        """The call's `tool_result` event (`stopped`: the user's Stop ended it)."""
+        return make_event(
+            "tool_result",
+            id=call_id,
+            name=name,
+            status=self.status,
+            summary=self.display_summary,
+            stopped=stopped,
+            **self.event,
+        )
 
 
 class RunPolicyView(Protocol):
