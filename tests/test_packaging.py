@@ -152,18 +152,30 @@ def test_the_skip_variable_without_a_built_panel_says_so(project: Path, tmp_path
 
 def test_the_heartbeat_reports_elapsed_time_and_keeps_the_exit_status(tmp_path: Path) -> None:
     script = (ROOT / "scripts" / "test.sh").read_text(encoding="utf-8")
-    function = re.search(r"^with_heartbeat\(\) \{\n.*?^\}\n", script, re.M | re.S)
+    function = re.search(r"^step\(\) \{\n.*?^\}\n", script, re.M | re.S)
     assert function and "sleep 30" in function.group(0)
     fast = function.group(0).replace("sleep 30", "sleep 0.2")
-    test = fast + (
-        'with_heartbeat "ok" sleep 1; echo "ok: $?"\n'
-        'with_heartbeat "failing" sh -c "sleep 0.5; exit 3" || echo "failing: $?"\n'
-        'STEP_ENV=seen with_heartbeat "env" sh -c \'echo "env: $STEP_ENV"\'\n'
-        'with_heartbeat "fatal" false\n'
-        'echo "not reached"\n'
+    test = (
+        "STEPS=()\n"
+        + fast
+        + (
+            'step "ok" sleep 1; echo "ok: $?"\n'
+            'step "failing" sh -c "sleep 0.5; exit 3" || echo "failing: $?"\n'
+            'STEP_ENV=seen step "env" sh -c \'echo "env: $STEP_ENV"\'\n'
+            'printf "recorded: %s\\n" "${STEPS[@]}"\n'
+            'step "fatal" false\n'
+            'echo "not reached"\n'
+        )
     )
     done = subprocess.run(["bash", "-euo", "pipefail", "-c", test], capture_output=True, text=True, timeout=30)
     assert done.returncode == 1  # set -e stops at the failing step, as without the heartbeat
-    assert done.stdout.splitlines() == ["ok: 0", "failing: 3", "env: seen"]
+    recorded = [line for line in done.stdout.splitlines() if line.startswith("recorded: ")]
+    assert [line for line in done.stdout.splitlines() if not line.startswith("recorded: ")] == [
+        "ok: 0",
+        "failing: 3",
+        "env: seen",
+    ]
+    # Each step's time is kept for the summary the script prints at its end.
+    assert [line.split()[1] for line in recorded] == ["ok", "failing", "env"], recorded
     assert re.search(r"^  \.\.\. ok: \d+ s$", done.stderr, re.M)  # a beat while it ran
     assert re.search(r"^  ok: \d+ s$", done.stderr, re.M)  # and the time it took
