@@ -177,11 +177,14 @@ class KernelEnvironment:
             raise ToolInputError("the kernel is busy running a cell")
         client = await connected_client(manager, outputs=False)
         try:
-            msg_id = client.history(raw=True, output=False, hist_access_type="tail", n=n)
+            # The kernel's own session (0: the current one, from its memory), not a "tail": that reads the
+            # history database, which every kernel of this user writes, newest session first: another
+            # notebook's kernel started later would show as this one's inputs.
+            msg_id = client.history(raw=True, output=False, hist_access_type="range", session=0, start=1)
             reply = await self._reply(client, msg_id, timeout=3)
         finally:
             client.stop_channels()
-        return latest_session(reply.get("history") or [])
+        return latest_session(reply.get("history") or [])[-n:] if n > 0 else []
 
     async def evaluate_json(self, expression: str) -> Any:
         kernel_id = await self.resolve_kernel()
@@ -449,8 +452,8 @@ class _KernelGone(Exception):
 
 
 def latest_session(history: list[Any]) -> list[tuple[int, str]]:
-    """(line, source) of the newest session's entries: the history database also holds the
-    kernel's earlier sessions (other notebooks, before a restart)."""
+    """(line, source) of the newest session's entries, oldest first (a range of session 0 holds the
+    current session only; this also guards against a kernel that answers with more)."""
     entries = [e for e in history if isinstance(e, (list, tuple)) and len(e) == 3]
     if not entries:
         return []

@@ -10,7 +10,7 @@ import nbformat
 import pytest
 
 from devtools.fake_llm import FakeLLM, text, tool_call
-from tests.conftest import NOTEBOOK, Api, of_type
+from tests.conftest import NOTEBOOK, Api, execute_reply, of_type
 from tests.test_kernel_introspection import EVERYTHING, SETUP
 from tests.test_tools_routes import COUNT, kernel_env, run_in_kernel
 
@@ -96,6 +96,11 @@ async def test_read_notebook_lists_user_cells_in_run_order(
     nbformat.write(notebook, str(jp_root_dir / NOTEBOOK))
     for code in ("alpha = 1", "beta = alpha + 1", "print(beta)"):
         await run_in_kernel(jp_serverapp, code)  # the user's own cells, not saved yet
+    # Another notebook's kernel, started later, writes the same user's history database: its newer
+    # session must not pass for this kernel's inputs.
+    other = await jp_serverapp.kernel_manager.start_kernel(kernel_name="python3")
+    reply = await execute_reply(jp_serverapp, other, "other_notebooks_cell = 1", timeout=60)
+    assert reply["content"]["status"] == "ok"
     fake_llm.script(tool_call("read_notebook", {}), text("done"))
     thread = await api.new_thread()
     await api.run(thread, "what did I run?", kernel_id=notebook_kernel)
@@ -107,3 +112,5 @@ async def test_read_notebook_lists_user_cells_in_run_order(
     assert "[1]: 2, [2]: 0" in result  # saved run order: cell 2, then cell 0
     history = result[result.index("The kernel's last") :]
     assert history.index("alpha = 1") < history.index("beta = alpha + 1") < history.index("print(beta)")
+    assert "other_notebooks_cell" not in result
+    await jp_serverapp.kernel_manager.shutdown_kernel(other, now=True)

@@ -123,11 +123,12 @@ class ShellEnvironment:
             raise ToolInputError(f"the kernel could not evaluate it: {type(exc).__name__}: {exc}") from None
 
     async def kernel_history(self, n: int) -> list[tuple[int, str]]:
-        tail = await self.main.call(
-            lambda: list(self.shell.history_manager.get_tail(n, raw=True, output=False, include_latest=True))
+        # The current session (0), from memory: get_tail reads the history database that every kernel of
+        # this user writes, where another notebook's newer session would pass for this one.
+        entries = await self.main.call(
+            lambda: list(self.shell.history_manager.get_range(0, 1, None, raw=True, output=False))
         )
-        newest = max((entry[0] for entry in tail), default=None)
-        return sorted((int(line), str(source)) for session, line, source in tail if session == newest)
+        return [(int(line), str(source)) for _, line, source in entries][-n:] if n > 0 else []
 
     # -- on the main thread
 
