@@ -88,6 +88,14 @@ CMAKE_BUILD_PARALLEL_LEVEL=2 step "llama-cpp-python" \
 step "npm test (panel)" npm test --silent
 # Two workers: the 2-core machine's tests wait on servers, kernels and browsers much of the time
 # (tests/README.md has the measurements); a module's tests stay on one worker (its module fixtures are
-# made once). `--durations=10`: the ten slowest tests, at the end.
-step "pytest" python -m pytest -q -p no:cacheprovider -p no:benchmark -n "${CELLWRIGHT_TEST_WORKERS:-2}" --dist loadscope \
-  --durations=10 "$@"
+# made once). Then the tests marked `alone` (a real model's speed decides them), with nothing beside
+# them. Both parts run, whatever the first gave; the run fails if either did.
+rm -f .output/junit-*.xml
+status=0
+# pytest's exit status 5 (no test selected: arguments that pick only one part) is no failure.
+pytest_part() { python -m pytest -q -p no:cacheprovider -p no:benchmark "$@" || { local s=$?; [ "$s" = 5 ] || return "$s"; }; }
+step "pytest (two workers)" pytest_part -m "not alone" -n "${CELLWRIGHT_TEST_WORKERS:-2}" --dist loadscope \
+  --junitxml=.output/junit-parallel.xml "$@" || status=$?
+step "pytest (alone)" pytest_part -m alone --junitxml=.output/junit-alone.xml "$@" || status=$?
+python -m tests.slowest .output/junit-*.xml || true
+exit "$status"

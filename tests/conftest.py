@@ -27,6 +27,11 @@ NOTEBOOK = "analysis.ipynb"
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
+        "alone: a test whose outcome depends on the machine's speed (a real model under llama.cpp): the test "
+        "command runs these after the parallel part, with no other test beside them (tests/README.md)",
+    )
+    config.addinivalue_line(
+        "markers",
         "runs_long: a test that takes a minute or more; scheduled first, so parallel workers do not end the run "
         "waiting on one of them (tests/README.md)",
     )

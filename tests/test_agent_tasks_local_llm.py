@@ -17,7 +17,10 @@ from devtools.llama_server import missing, serve
 from tests.bench_tables import record
 
 MISSING = missing()
-pytestmark = pytest.mark.skipif(bool(MISSING), reason="; ".join(MISSING) or "ready")
+pytestmark = [
+    pytest.mark.skipif(bool(MISSING), reason="; ".join(MISSING) or "ready"),
+    pytest.mark.alone,  # a real model's speed decides the outcome: after the parallel part, on its own
+]
 FIVE = "sales_rows,sales_products,emp_count_engineering,sql_customers,messy_rows"
 
 
@@ -29,7 +32,6 @@ def llama_prompt_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[st
         yield url
 
 
-@pytest.mark.runs_long
 @pytest.mark.timeout(600)
 def test_five_tasks_against_the_local_model(llama_prompt_server: str, tmp_path_factory: Any) -> None:
     tasks = select(all_tasks(), FIVE)

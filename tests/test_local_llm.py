@@ -14,7 +14,10 @@ from devtools.llama_server import missing, serve
 from tests.conftest import Api, of_type
 
 MISSING = missing()
-pytestmark = pytest.mark.skipif(bool(MISSING), reason="; ".join(MISSING) or "ready")
+pytestmark = [
+    pytest.mark.skipif(bool(MISSING), reason="; ".join(MISSING) or "ready"),
+    pytest.mark.alone,  # a real model's speed decides the outcome: after the parallel part, on its own
+]
 
 
 @pytest.fixture(scope="module", params=["native", "prompt"])
