@@ -19,8 +19,14 @@ step() {
   local what=$1 start beat status=0
   shift
   start=$(date +%s)
-  # The heartbeat also stops by itself once this script is gone (killed, or ended by `set -e`).
-  ( trap exit TERM; while sleep 30 && kill -0 $$ 2>/dev/null; do echo "  ... $what: $(( $(date +%s) - start )) s" >&2; done ) &
+  # The heartbeat naps in the background and waits on it, so the TERM below ends it at once (a trap
+  # waits for a foreground sleep: each step took up to 30 s longer); it also stops once this script is gone.
+  ( trap 'kill "$nap" 2>/dev/null; exit 0' TERM
+    while kill -0 $$ 2>/dev/null; do
+      sleep 30 & nap=$!
+      wait "$nap"
+      echo "  ... $what: $(( $(date +%s) - start )) s" >&2
+    done ) &
   beat=$!
   "$@" || status=$?
   kill "$beat" 2>/dev/null || true

@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import ModuleType
 
@@ -179,3 +180,7 @@ def test_the_heartbeat_reports_elapsed_time_and_keeps_the_exit_status(tmp_path: 
     assert [line.split()[1] for line in recorded] == ["ok", "failing", "env"], recorded
     assert re.search(r"^  \.\.\. ok: \d+ s$", done.stderr, re.M)  # a beat while it ran
     assert re.search(r"^  ok: \d+ s$", done.stderr, re.M)  # and the time it took
+    # A quick step ends at once: the heartbeat's 30 s nap does not hold it up.
+    started = time.monotonic()
+    quick = subprocess.run(["bash", "-c", "STEPS=()\n" + function.group(0) + 'step "quick" sleep 0.5'], timeout=60)
+    assert quick.returncode == 0 and time.monotonic() - started < 10
