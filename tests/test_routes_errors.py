@@ -135,7 +135,15 @@ async def test_config_never_returns_the_key(api: Api) -> None:
     code, data = await api.call("PUT", "config", {"colour": "blue"})
     assert code == 400 and "colour" in data["message"]
     _, health = await api.call("GET", "health")
-    assert set(health) == {"version", "model", "tool_calling", "checkpointer", "llm_configured", "shared_document"}
+    assert set(health) == {
+        "version",
+        "model",
+        "tool_calling",
+        "checkpointer",
+        "llm_configured",
+        "shared_document",
+        "sandbox",
+    }
     assert health["checkpointer"] == "sqlite" and "sk-" not in json.dumps(health)
 
 

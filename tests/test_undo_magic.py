@@ -79,7 +79,7 @@ def test_agent_rewind_takes_back_the_kernel_and_the_conversation(kernel: Kernel,
     llm.script(
         tool_call("run_cell", {"code": "v.append(3)"}),
         tool_call("run_cell", {"code": "w = len(v)"}),
-        tool_call("execute_command", {"command": "echo hi"}),
+        tool_call("execute_command", {"command": "echo hi > said.txt"}),  # writes: asked, not sandboxed
         tool_call("final_answer", {"answer": "Done."}),
     )
     done = kernel.run("%agent --new --yes change v")

@@ -5,7 +5,7 @@ devtools/model_process.py runs it), so the runner's reads never slow its stream.
 - reference: proposes the task's reference code as run_cell, then answers with final_answer holding
   the `@name[value]` lines the cell printed (found in the tool result it was sent).
 - wrong: answers at once with final_answer, every expected value changed (the checkers must fail it).
-- shell-first: as reference, but first lists the data folder with execute_command (for the
+- shell-first: as reference, but first asks to install a package with execute_command (for the
   reject-first-shell approval policy: rejected, it carries on in the notebook).
 
 In multi-agent mode the planner delegates the whole task to python_developer, which plays the policy
@@ -105,7 +105,8 @@ class PolicyLLM(FakeLLM):
         if "task" in offered:  # the developer's report came back
             return self._final(f"The answer: {_printed(messages)}", native)
         if policy == "shell-first" and not called:
-            return self._call("execute_command", {"command": "ls data"}, native)
+            # A command that changes something (a look such as `ls data` now runs sandboxed, unasked).
+            return self._call("execute_command", {"command": "pip install tabulate"}, native)
         if "run_cell" not in called:
             return self._call("run_cell", {"code": task.code, "description": f"Solve {task.id}"}, native)
         return self._final(f"The answer: {_printed(messages)}", native, offered)
