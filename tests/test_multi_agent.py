@@ -149,6 +149,7 @@ def test_restart_while_a_subagent_waits(tmp_path: Path, fake_llm: FakeLLM, serve
         == 202
     )
     after = second.events(thread, before[-1]["seq"])
+    assert of_type(after, "cell_output"), [(e["type"], e.get("status"), e.get("summary")) for e in after]
     assert of_type(after, "cell_output")[0]["output"]["text"] == "hello after restart\n"
     assert of_type(after, "final")[0]["answer"] == "Said hello."
     assert len(fake_llm.requests) == 4
