@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from agent_core.contract import CellStatus, make_event
+from agent_core.contract import CellStatus, EventDict, make_event
+from agent_core.contract.event_fields import CellFinishedEventDict
 from agent_core.json_types import JsonObject
 from agent_core.workspace import Workspace
 
-Emit = Callable[[dict[str, Any]], None]
+Emit = Callable[[EventDict], None]  # where a tool's events go: the run's event sink
 
 
 class ToolInputError(Exception):
@@ -31,7 +32,7 @@ class CellRun:
     duration_ms: int = 0
 
 
-def cell_finished(call_id: str, status: CellStatus, count: int | None, started: float) -> dict[str, Any]:
+def cell_finished(call_id: str, status: CellStatus, count: int | None, started: float) -> CellFinishedEventDict:
     """The `cell_finished` event of a cell that started at `started` (time.monotonic())."""
     duration = int((time.monotonic() - started) * 1000)
     return make_event("cell_finished", id=call_id, status=status, execution_count=count, duration_ms=duration)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from agent_core.contract import CellStatus, make_event
+from agent_core.contract.event_fields import CellStartedEventDict, CellStartedFields, ErrorEventDict
 from agent_core.tools import CellPlacement, CellRun, ToolInputError
 from agent_core.tools.base import Emit, cell_finished
 
@@ -402,21 +403,21 @@ class KernelEnvironment:
 
     def _started(
         self, call_id: str, code: str, kernel_id: str, waiting_for_kernel: bool, placement: CellPlacement | None
-    ) -> dict[str, Any]:
-        where: dict[str, Any] = {"cell_id": placement.cell_id, "edit": placement.edit} if placement else {}
-        if placement is not None and placement.provenance:
-            where["provenance"] = placement.provenance
-        if placement is not None and placement.previous_source is not None:
-            where["previous_source"] = placement.previous_source
-        return make_event(
-            "cell_started",
-            id=call_id,
-            code=code,
-            notebook_path=self.notebook_path,
-            kernel_id=kernel_id,
-            waiting_for_kernel=waiting_for_kernel,
-            **where,
-        )
+    ) -> CellStartedEventDict:
+        fields: CellStartedFields = {
+            "id": call_id,
+            "code": code,
+            "notebook_path": self.notebook_path,
+            "kernel_id": kernel_id,
+            "waiting_for_kernel": waiting_for_kernel,
+        }
+        if placement is not None:
+            fields["cell_id"], fields["edit"] = placement.cell_id, placement.edit
+            if placement.provenance:
+                fields["provenance"] = placement.provenance
+            if placement.previous_source is not None:
+                fields["previous_source"] = placement.previous_source
+        return make_event("cell_started", **fields)
 
     async def kernel_identity(self) -> str | None:
         try:
@@ -461,7 +462,7 @@ def latest_session(history: list[Any]) -> list[tuple[int, str]]:
     return sorted((int(line), str(source)) for session, line, source in entries if session == newest)
 
 
-def _unresponsive(kernel_id: str) -> dict[str, Any]:
+def _unresponsive(kernel_id: str) -> ErrorEventDict:
     message = (
         f"The kernel is still busy after {MAX_INTERRUPTS} interrupts: the cell ignores them (a long call in C code, "
         "or a handler that swallows KeyboardInterrupt). Restart the kernel to stop it; its variables will be lost."

@@ -26,6 +26,7 @@ from .errors import BadRequest, Conflict, NotFound
 from .heap_settling import settle_soon
 
 if TYPE_CHECKING:  # the tool registry and the contract's models load on first use, not at server start
+    from agent_core.contract import EventDict
     from agent_core.contract.answers import ThreadDetail, ThreadList
     from agent_core.contract.bodies import Decision, StartRun
     from agent_core.contract.outside_tools import OutsideCall
@@ -280,7 +281,7 @@ class RunManager(LoggingConfigurable):
     def environment_of(self, record: ThreadRecord) -> ToolEnvironment:
         return self._env_factory(record.notebook_path, record.kernel_id or None, self._settings())
 
-    async def log_event(self, record: ThreadRecord, event: JsonObject) -> None:
+    async def log_event(self, record: ThreadRecord, event: EventDict) -> None:
         """An event between runs, into the thread's log (under its last run's id)."""
         from agent_core.loop.event_pump import EventPump
 
@@ -354,7 +355,7 @@ class RunManager(LoggingConfigurable):
 
                 caught_up = True
                 batch.append(
-                    StreamItem("caught_up", make_event("caught_up", seq=after, thread_id=thread_id), stored=False)
+                    StreamItem("caught_up", dict(make_event("caught_up", seq=after, thread_id=thread_id)), stored=False)
                 )
             if batch:
                 yield batch

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agent_core.tools.base import CellRun
 
@@ -22,6 +22,7 @@ from .kernel_executor import KernelEnvironment
 if TYPE_CHECKING:
     from jupyter_server.services.sessions.sessionmanager import SessionManager
 
+    from agent_core.contract import EventDict
     from agent_core.workspace import Workspace
 
     from .kernel_clients import MappingKernelManagerProtocol
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 START_SECONDS = 60.0
 
 
-def _ignore(event: dict[str, Any]) -> None:
+def _ignore(event: EventDict) -> None:
     """The shadow kernel's cells are nobody's events: no thread shows them."""
 
 

@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # what mypy checks against; at run time each loads on first u
     from agent_core.contract.choices import TodoStatus as TodoStatus
     from agent_core.contract.choices import ToolCalling as ToolCalling
     from agent_core.contract.choices import ToolStatus as ToolStatus
+    from agent_core.contract.event_fields import EventDict as EventDict
     from agent_core.contract.event_fields import make_event as make_event
     from agent_core.contract.events import EVENT_TYPES as EVENT_TYPES
     from agent_core.contract.events import CellwrightEvent as CellwrightEvent
@@ -30,7 +31,7 @@ if TYPE_CHECKING:  # what mypy checks against; at run time each loads on first u
 
 _HOME = {
     **dict.fromkeys(("EVENT_TYPES", "CellwrightEvent", "EventType", "StreamEvent", "validate_event"), "events"),
-    "make_event": "event_fields",  # typed per event type, so mypy checks every emitter's fields
+    **dict.fromkeys(("make_event", "EventDict"), "event_fields"),  # typed per event type: mypy checks emitters
     **dict.fromkeys(
         ("CellStatus", "Mode", "RunStatus", "ThreadStatus", "TodoStatus", "ToolCalling", "ToolStatus"), "choices"
     ),

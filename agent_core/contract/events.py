@@ -25,6 +25,7 @@ from agent_core.contract.shared import (
     Usage,
     WireModel,
 )
+from agent_core.json_types import JsonObject
 
 MAX_PREVIOUS_SOURCE = 100_000  # characters of an edited cell's old source kept on its cell_started
 
@@ -367,7 +368,7 @@ STREAM_ADAPTER: TypeAdapter[Any] = TypeAdapter(StreamEvent)
 _STAMPS = {"seq": 0, "thread_id": "", "run_id": "", "agent": "main"}
 
 
-def make_event(type_: EventType, **fields: Any) -> dict[str, Any]:
+def make_event(type_: EventType, **fields: object) -> JsonObject:
     """An event body as the agent emits it (the plain dict the log stores), checked against the
     model of `type_`: an unknown field or a wrong type raises pydantic's ValidationError."""
     model = MODEL_OF_TYPE.get(type_)

@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from agent_core.contract import make_event
+from agent_core.contract import EventDict, make_event
 from agent_core.json_types import JsonObject
 from agent_core.redaction import redact_text
 from agent_core.storage.event_log import EventLog
@@ -194,7 +194,7 @@ class EventPump:
         log.forget_live(thread_id)  # a new segment: the last one's live-only outputs are history
         self._task = asyncio.create_task(self._pump())
 
-    def __call__(self, event: JsonObject) -> None:
+    def __call__(self, event: EventDict) -> None:
         self._put({"agent": self._agent, **event, "run_id": self._run_id})
 
     async def drain(self) -> None:

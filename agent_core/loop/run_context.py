@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from agent_core.config.agent_settings import AgentSettings
-from agent_core.contract import make_event
+from agent_core.contract import EventDict, make_event
 from agent_core.contract.model_requests import SentSummary
 from agent_core.loop import usage as token_usage
 from agent_core.loop.agents import AGENTS, AgentConfig, agent_for_mode
@@ -191,5 +191,12 @@ def run_context(
 def _tagged(emit: Emit, agent: str, task_id: str = "") -> Emit:
     if agent == "main":
         return emit
-    tags = {"agent": agent, "task_id": task_id} if task_id else {"agent": agent}
-    return lambda event: emit({**tags, **event})  # an inner (sub-)agent's tags win
+
+    def tagged(event: EventDict) -> None:
+        event = event.copy()  # an inner (sub-)agent's tags win
+        event.setdefault("agent", agent)
+        if task_id:
+            event.setdefault("task_id", task_id)
+        emit(event)
+
+    return tagged

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from agent_core.contract import make_event
 from agent_core.contract.choices import Autonomy, Mode
+from agent_core.contract.event_fields import ApprovalRequiredEventDict
 from agent_core.messages import CONTEXT_KEY
 from agent_core.tools.external import ExternalToolSpec
 
@@ -44,9 +45,13 @@ def browser_cells(cells: list[LiveCell] | None) -> list[dict[str, Any]] | None:
     return None if cells is None else [cell.model_dump() for cell in cells]
 
 
-def approval_event(payload: dict[str, Any]) -> dict[str, Any]:
+def approval_event(payload: dict[str, Any]) -> ApprovalRequiredEventDict:
+    """The approval card of an interrupt: `payload` is its value, an ApprovalRequest as a dict (LangGraph
+    types an interrupt's value Any; make_event checks it against the contract)."""
     fields = {k: v for k, v in payload.items() if k != "agent"}
-    return {**make_event("approval_required", **fields), "agent": payload.get("agent", "main")}
+    event = make_event("approval_required", **fields)
+    event["agent"] = payload.get("agent", "main")
+    return event
 
 
 def with_tool_notes(

@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from langgraph.types import Command
 
 from agent_core.config.agent_settings import AgentSettings
-from agent_core.contract import make_event
+from agent_core.contract import EventDict, make_event
 from agent_core.contract.choices import RunStatus
 from agent_core.contract.event_fields import RunFinishedFields, RunStartedFields
+from agent_core.json_types import JsonObject
 from agent_core.llm.failures import LLMError
 from agent_core.llm.sdk_clients import close_clients
 from agent_core.loop.agent_cells import notebook_agent_cells
@@ -81,7 +82,7 @@ class _RecordUpdates(TypedDict, total=False):
     title: str
 
 
-EventSink = Callable[[dict[str, Any]], None]
+EventSink = Callable[[JsonObject], None]  # sees each event as the log stored it (seq and all)
 EnvironmentFor = Callable[[ThreadRecord], "ToolEnvironment"]  # where a thread's tools act (its notebook's kernel)
 McpSource = Callable[[], "McpManager | None"]  # the MCP servers' connections, made on first use (None: none yet)
 RUN_TOOLS_KEPT = 256  # threads whose outside tools are remembered for their resumed segments
@@ -460,7 +461,7 @@ class ThreadRunner:
         await emit.drain()
         return closed
 
-    async def close_open_call(self, thread_id: str, emit: Callable[[dict[str, Any]], None]) -> bool:
+    async def close_open_call(self, thread_id: str, emit: Callable[[EventDict], None]) -> bool:
         """After a stop, answer the call the tools step was on (pending approval, or cut off while
         running) with its recorded outcome, so the thread is consistent and the call never runs again."""
         snapshot = await self.graph.aget_state(self.config(thread_id))

@@ -10,6 +10,7 @@ from typing import Any, Generic, Literal, Protocol, TypedDict, TypeVar
 
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.contract import ToolStatus, make_event
+from agent_core.contract.event_fields import ToolResultEventDict
 from agent_core.contract.notebook_cells import AgentCell
 from agent_core.environment import (
     CellPlacement,
@@ -93,7 +94,7 @@ class ToolOutcome:
         text = self.summary or self.content
         return text if len(text) <= 300 else text[:297] + "..."
 
-    def result_event(self, call_id: str, name: str, stopped: bool = False) -> dict[str, object]:
+    def result_event(self, call_id: str, name: str, stopped: bool = False) -> ToolResultEventDict:
         """The call's `tool_result` event (`stopped`: the user's Stop ended it)."""
         return make_event(
             "tool_result",
