@@ -27,7 +27,7 @@ class ToolInputError(Exception):
 @dataclass(frozen=True)
 class CellRun:
     status: CellStatus
-    outputs: list[dict[str, Any]]
+    outputs: list[JsonObject]
     execution_count: int | None = None
     duration_ms: int = 0
 
@@ -111,7 +111,7 @@ class HasKernelHistory(Protocol):
 
 @runtime_checkable
 class HasSharedNotebook(Protocol):
-    async def shared_cells(self) -> list[dict[str, Any]] | None:
+    async def shared_cells(self) -> list[JsonObject] | None:
         """The notebook's cells as its shared document holds them now (real-time collaboration, where
         the server writes the agent's cells): what every browser shows, fresher than the saved file
         and than the cells a browser sent. None when the notebook has no shared document."""

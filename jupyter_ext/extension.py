@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, cast
 from weakref import WeakKeyDictionary
@@ -63,6 +65,11 @@ class CellwrightApp(ExtensionApp):
         extension = super()._load_jupyter_server_extension(serverapp)
         cls._loaded[serverapp] = extension
         return extension
+
+    async def _start_jupyter_server_extension(self, serverapp: ServerApp) -> None:
+        # Called when `jupyter server` / `jupyter lab` starts its loop; not for a server embedded in
+        # another program (pytest-jupyter's), whose SIGINT stays its host's.
+        _stop_cleanly_on_sigint(serverapp)
 
     def initialize_settings(self) -> None:
         try:
@@ -292,6 +299,19 @@ class CellwrightApp(ExtensionApp):
 
 
 OLD_NAME = "jupyter_ext"  # the module name an older config enabled
+
+
+def _stop_cleanly_on_sigint(serverapp: ServerApp) -> None:
+    """Without a terminal (JupyterHub's LocalProcessSpawner, a service manager), Jupyter leaves SIGINT to
+    Python: a KeyboardInterrupt wherever the main thread is. Landing in a callback that catches it (seen:
+    a weakref callback, which printed and dropped it) it stops nothing, and the hub waits 10 s before
+    its SIGTERM; landing elsewhere it skips the extensions' stop hooks. Here it becomes what SIGTERM
+    is: Jupyter's own clean stop. A handler someone else installed (Jupyter's prompt on a terminal,
+    JupyterHub's singleuser) is left as it is."""
+    if threading.current_thread() is not threading.main_thread():  # only the main thread sets handlers
+        return
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, serverapp._signal_stop)
 
 
 def _warn_of_the_old_name(serverapp: Any) -> None:

@@ -27,6 +27,8 @@ from tornado.escape import url_escape
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 
+from agent_core.json_types import JsonObject
+
 from .iopub_outputs import kernel_died
 
 if TYPE_CHECKING:  # kernel_clients imports this module
@@ -114,7 +116,7 @@ class GatewayChannels:
                 channel.get_nowait()
             channel.put_nowait(msg)
 
-    def _send(self, msg_type: str, content: dict[str, Any]) -> str:
+    def _send(self, msg_type: str, content: JsonObject) -> str:
         if self._ws is None:
             raise RuntimeError("the gateway kernel's channels are not started")
         msg = self.session.msg(msg_type, content)
@@ -126,7 +128,7 @@ class GatewayChannels:
         code: str,
         silent: bool = False,
         store_history: bool = True,
-        user_expressions: dict[str, Any] | None = None,
+        user_expressions: dict[str, str] | None = None,
         allow_stdin: bool | None = None,
     ) -> str:
         content = {

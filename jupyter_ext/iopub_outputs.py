@@ -7,7 +7,9 @@ notebook model merges it."""
 from __future__ import annotations
 
 import queue
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agent_core.json_types import JsonObject, json_items, json_object
 
 if TYPE_CHECKING:
     from .kernel_clients import KernelChannels, KernelMessage
@@ -17,7 +19,7 @@ BURST_MESSAGES = 1000  # read at most this many waiting messages before forwardi
 MERGED_CHARS = 64 * 1024  # a merged stream output is forwarded once it grows past this
 
 
-def output_of(kind: str, content: dict[str, Any]) -> dict[str, Any]:
+def output_of(kind: str, content: JsonObject) -> JsonObject:
     """The nbformat v4 output of an iopub message of type `kind` (one of OUTPUT_MSG_TYPES). The
     kernel's message is trusted for shape (nbformat's schema check per message was the hot spot);
     the panel and the outputs digest read only these fields."""
@@ -32,12 +34,12 @@ def output_of(kind: str, content: dict[str, Any]) -> dict[str, Any]:
             "output_type": "error",
             "ename": str(content.get("ename", "")),
             "evalue": str(content.get("evalue", "")),
-            "traceback": [str(line) for line in content.get("traceback") or []],
+            "traceback": [str(line) for line in json_items(content.get("traceback"))],
         }
-    output: dict[str, Any] = {
+    output: JsonObject = {
         "output_type": kind,
-        "data": dict(content.get("data") or {}),
-        "metadata": dict(content.get("metadata") or {}),
+        "data": dict(json_object(content.get("data"))),
+        "metadata": dict(json_object(content.get("metadata"))),
     }
     if kind == "execute_result":
         output["execution_count"] = content.get("execution_count")
@@ -55,10 +57,10 @@ async def waiting_messages(client: KernelChannels, limit: int = BURST_MESSAGES) 
     return found
 
 
-def outputs_of_burst(burst: list[KernelMessage], msg_id: str) -> tuple[list[dict[str, Any]], bool]:
+def outputs_of_burst(burst: list[KernelMessage], msg_id: str) -> tuple[list[JsonObject], bool]:
     """The outputs that the messages of `burst` answering request `msg_id` hold (consecutive
     stream text merged), and whether the kernel went idle for it (messages after that are not its)."""
-    outputs: list[dict[str, Any]] = []
+    outputs: list[JsonObject] = []
     for msg in burst:
         if msg.get("parent_header", {}).get("msg_id") != msg_id:
             continue
@@ -82,15 +84,16 @@ def kernel_died(msg: KernelMessage) -> bool:
     return msg["header"]["msg_type"] == "status" and msg["content"].get("execution_state") in ("restarting", "dead")
 
 
-def _merged(outputs: list[dict[str, Any]], output: dict[str, Any]) -> bool:
+def _merged(outputs: list[JsonObject], output: JsonObject) -> bool:
     """Append `output` to the last of `outputs` when both are text of one stream; True if it was."""
     last = outputs[-1] if outputs else None
     if (
         last is not None
         and output["output_type"] == "stream" == last["output_type"]
         and output["name"] == last["name"]
-        and len(last["text"]) < MERGED_CHARS
+        and isinstance(text := last["text"], str)  # _output's streams: text always a str
+        and len(text) < MERGED_CHARS
     ):
-        last["text"] += output["text"]
+        last["text"] = text + str(output["text"])
         return True
     return False

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypedDict, TypeGuard, cast
 from jupyter_client.session import Session
 from jupyter_server.gateway.managers import GatewayKernelManager
 
+from agent_core.json_types import JsonObject
+
 from .gateway_channels import GatewayChannels
 
 if TYPE_CHECKING:
@@ -67,7 +69,7 @@ class KernelMessage(TypedDict, total=False):
 
     header: MessageHeader
     parent_header: MessageHeader  # {} on a message no request of ours caused
-    content: dict[str, Any]  # its fields depend on the header's msg_type
+    content: JsonObject  # its fields depend on the header's msg_type
     metadata: dict[str, object]
 
 
@@ -80,7 +82,7 @@ class KernelChannels(Protocol):
         code: str,
         silent: bool = False,
         store_history: bool = True,
-        user_expressions: dict[str, Any] | None = None,
+        user_expressions: dict[str, str] | None = None,
         allow_stdin: bool | None = None,
     ) -> str: ...
 

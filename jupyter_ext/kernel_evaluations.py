@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import queue
 from dataclasses import dataclass, field
-from typing import Any
+
+from agent_core.json_types import JsonObject
 
 from .kernel_clients import (
     KernelChannels,
@@ -24,7 +25,7 @@ from .kernel_clients import (
 EVALUATION_TIMEOUT = 30.0  # the callers' own limits are shorter; this one only bounds a lost reply
 
 Expressions = dict[str, str]  # user_expressions: key -> expression
-Results = dict[str, dict[str, Any]]  # key -> {"status": "ok", "data": ...} or {"status": "error", "ename", "evalue"}
+Results = dict[str, JsonObject]  # key -> {"status": "ok", "data": ...} or {"status": "error", "ename", "evalue"}
 
 
 async def evaluate(client: KernelChannels, expressions: Expressions, timeout: float = EVALUATION_TIMEOUT) -> Results:
@@ -37,7 +38,7 @@ async def evaluate(client: KernelChannels, expressions: Expressions, timeout: fl
     return results if isinstance(results, dict) else {}
 
 
-async def shell_reply(client: KernelChannels, msg_id: str, timeout: float) -> dict[str, Any] | None:
+async def shell_reply(client: KernelChannels, msg_id: str, timeout: float) -> JsonObject | None:
     """The content of the shell reply to `msg_id`; replies to earlier requests whose callers gave up are skipped."""
     while True:
         try:
@@ -45,7 +46,7 @@ async def shell_reply(client: KernelChannels, msg_id: str, timeout: float) -> di
         except queue.Empty:
             return None
         if msg.get("parent_header", {}).get("msg_id") == msg_id:
-            content: dict[str, Any] = msg["content"]
+            content: JsonObject = msg["content"]
             return content
 
 
@@ -69,7 +70,7 @@ class KernelEvaluations:
         manager: KernelManagerProtocol,
         kernel_manager: MappingKernelManagerProtocol,
         expression: str,
-    ) -> dict[str, Any]:
+    ) -> JsonObject:
         """The kernel's user_expressions entry for `expression`; {} when it did not answer."""
         batch = self._gathering.get(kernel_id)
         if batch is None:
@@ -115,7 +116,7 @@ class KernelEvaluations:
         self._clients.close()
 
 
-async def evaluate_once(manager: KernelManagerProtocol, expression: str) -> dict[str, Any]:
+async def evaluate_once(manager: KernelManagerProtocol, expression: str) -> JsonObject:
     """Without kept clients (a KernelEnvironment made outside the server): a client for this evaluation only."""
     client = await connected_client(manager, outputs=False)
     try:

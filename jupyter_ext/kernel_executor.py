@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from agent_core.contract import CellStatus, make_event
 from agent_core.contract.event_fields import CellStartedEventDict, CellStartedFields, ErrorEventDict
+from agent_core.json_types import JsonObject, json_items, json_object
 from agent_core.tools import CellPlacement, CellRun, ToolInputError
 from agent_core.tools.base import Emit, cell_finished
 
@@ -76,11 +77,11 @@ class KernelEnvironment:
     # Restarts made through the server (kernel_restarts.KernelRestarts): a gateway kernel's identity.
     restarts: KernelRestarts | None = None
     # Under jupyter-collaboration: a notebook's cells from its shared document (shared_notebook.py).
-    shared: Callable[[str], Awaitable[list[dict[str, Any]] | None]] | None = None
+    shared: Callable[[str], Awaitable[list[JsonObject] | None]] | None = None
     # The server's bound on shadow kernels running at once (verify_notebook): a check waits for a slot.
     shadow_slots: asyncio.Semaphore | None = None
 
-    async def shared_cells(self) -> list[dict[str, Any]] | None:
+    async def shared_cells(self) -> list[JsonObject] | None:
         """agent_core's HasSharedNotebook: what edit_cell checks and diffs against."""
         if self.shared is None or not self.notebook_path:
             return None
@@ -185,7 +186,7 @@ class KernelEnvironment:
             reply = await self._reply(client, msg_id, timeout=3)
         finally:
             client.stop_channels()
-        return latest_session(reply.get("history") or [])[-n:] if n > 0 else []
+        return latest_session(json_items(reply.get("history")))[-n:] if n > 0 else []
 
     async def evaluate_json(self, expression: str) -> Any:
         kernel_id = await self.resolve_kernel()
@@ -200,7 +201,7 @@ class KernelEnvironment:
             raise ToolInputError("the kernel did not answer within 30 s: it may be busy running a cell")
         if value.get("status") != "ok":
             raise ToolInputError(f"the kernel could not evaluate it: {value.get('ename')}: {value.get('evalue')}")
-        return json.loads(ast.literal_eval(value["data"]["text/plain"]))
+        return json.loads(ast.literal_eval(str(json_object(value["data"])["text/plain"])))
 
     async def _wait_for_turn(
         self,
@@ -277,7 +278,7 @@ class KernelEnvironment:
         placement: CellPlacement | None = None,
     ) -> CellRun:
         started = time.monotonic()
-        outputs: list[dict[str, Any]] = []
+        outputs: list[JsonObject] = []
         for attempt in range(2):
             msg_id = client.execute(code, store_history=True, allow_stdin=False)
             if attempt == 0:
@@ -331,12 +332,12 @@ class KernelEnvironment:
         manager: KernelManagerProtocol,
         msg_id: str,
         call_id: str,
-        outputs: list[dict[str, Any]],
+        outputs: list[JsonObject],
         emit: Emit,
         started: float,
     ) -> tuple[CellStatus, int | None]:
         """Forward this cell's outputs until the kernel is idle again; then read its reply."""
-        reply: dict[str, Any] | None = None
+        reply: JsonObject | None = None
         process = process_of(manager)
         try:
             while True:
@@ -369,14 +370,15 @@ class KernelEnvironment:
         status: CellStatus = (
             "ok" if reply.get("status") == "ok" else ("aborted" if reply.get("status") == "aborted" else "error")
         )
-        return status, reply.get("execution_count")
+        count = reply.get("execution_count")
+        return status, count if isinstance(count, int) else None
 
     async def _check_alive(
         self,
         manager: KernelManagerProtocol,
         process: object,
         call_id: str,
-        outputs: list[dict[str, Any]],
+        outputs: list[JsonObject],
         emit: Emit,
         started: float,
     ) -> None:
@@ -389,16 +391,16 @@ class KernelEnvironment:
         if self.cell_timeout is not None and time.monotonic() - started > self.cell_timeout:
             raise asyncio.TimeoutError
 
-    def _gone(self, call_id: str, outputs: list[dict[str, Any]], emit: Emit, name: str, message: str) -> NoReturn:
+    def _gone(self, call_id: str, outputs: list[JsonObject], emit: Emit, name: str, message: str) -> NoReturn:
         """End the cell: its kernel is gone, and the model and the user are told why."""
         outputs.append(_error_output(name, message))
         emit(make_event("cell_output", id=call_id, output=outputs[-1]))
         raise _KernelGone()
 
-    async def _reply(self, client: KernelChannels, msg_id: str, timeout: float = 10) -> dict[str, Any]:
+    async def _reply(self, client: KernelChannels, msg_id: str, timeout: float = 10) -> JsonObject:
         return await self._reply_or_none(client, msg_id, timeout) or {"status": "error"}
 
-    async def _reply_or_none(self, client: KernelChannels, msg_id: str, timeout: float) -> dict[str, Any] | None:
+    async def _reply_or_none(self, client: KernelChannels, msg_id: str, timeout: float) -> JsonObject | None:
         return await shell_reply(client, msg_id, timeout)
 
     def _started(
@@ -470,5 +472,5 @@ def _unresponsive(kernel_id: str) -> ErrorEventDict:
     return make_event("error", kind="kernel_unresponsive", message=message, retryable=False, kernel_id=kernel_id)
 
 
-def _error_output(name: str, message: str) -> dict[str, Any]:
+def _error_output(name: str, message: str) -> JsonObject:
     return {"output_type": "error", "ename": name, "evalue": message, "traceback": [f"{name}: {message}"]}

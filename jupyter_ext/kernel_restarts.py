@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_core.json_types import JsonObject
+
 KERNEL_ACTIONS = "https://events.jupyter.org/jupyter_server/kernel_actions/v1"
 
 
@@ -18,9 +20,14 @@ class KernelRestarts:
         if event_logger is not None:
             event_logger.add_listener(schema_id=KERNEL_ACTIONS, listener=self._on_action)
 
-    async def _on_action(self, logger: Any, schema_id: str, data: dict[str, Any]) -> None:
+    async def _on_action(self, logger: Any, schema_id: str, data: JsonObject) -> None:
         kernel_id = data.get("kernel_id")
-        if data.get("action") == "restart" and data.get("status") == "success" and kernel_id:
+        if (
+            data.get("action") == "restart"
+            and data.get("status") == "success"
+            and isinstance(kernel_id, str)
+            and kernel_id
+        ):
             self._counts[kernel_id] = self._counts.get(kernel_id, 0) + 1
 
     async def settled(self) -> None:

@@ -7,20 +7,20 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from typing import Any
 
 from agent_core.config.agent_settings import AgentSettings
+from agent_core.json_types import JsonObject
 from agent_core.kernel_probes.sandbox_status import OFF_REASON
 from agent_core.tools.shell_sandbox import bwrap_status
 
 CHECK_SECONDS = 15.0
 _CHECK = "from agent_core.kernel_probes.fork_sandbox import sandbox_status; print(sandbox_status(None, ''))"
 
-_host: dict[str, Any] = {}
+_host: JsonObject = {}
 _lock = asyncio.Lock()
 
 
-async def _host_status() -> dict[str, Any]:
+async def _host_status() -> JsonObject:
     async with _lock:
         if not _host:
             try:
@@ -35,7 +35,7 @@ async def _host_status() -> dict[str, Any]:
         return dict(_host)
 
 
-async def sandbox_health(settings: AgentSettings) -> dict[str, Any]:
+async def sandbox_health(settings: AgentSettings) -> JsonObject:
     """{"available", "mechanism"?, "reason"?, "shell": {...}}: the kernel side as this host allows it
     (a kernel's own answer may differ: CUDA, another host), and the shell."""
     shell = (await bwrap_status()).public()

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from agent_core.json_types import JsonObject
 from agent_core.tools.base import CellRun
 
 from .kernel_executor import KernelEnvironment
@@ -45,7 +46,7 @@ class ShadowKernel:
         try:
             return await asyncio.wait_for(self.env.run_cell(call_id, code, _ignore), timeout)
         except asyncio.TimeoutError:
-            error = {
+            error: JsonObject = {
                 "output_type": "error",
                 "ename": "TimeLimit",
                 "evalue": "verify_notebook's time limit ran out while this cell ran",

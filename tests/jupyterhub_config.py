@@ -47,11 +47,6 @@ c.Spawner.cmd = [hub["python"], "-m", "jupyterhub.singleuser"]
 c.Spawner.args = hub["server_args"]
 c.Spawner.start_timeout = 90
 c.Spawner.http_timeout = 90
-# A single-user server without a tty keeps Python's own SIGINT handling, so the hub's SIGINT is a
-# KeyboardInterrupt wherever the main thread is: once (CI, 2026-11-27) inside a weakref callback,
-# which printed and swallowed it. The hub then waits interrupt_timeout (10 s) before its SIGTERM,
-# which jupyter-server always honours; 10 s + term + kill overran the fixture's 30 s stop under load.
-c.LocalProcessSpawner.interrupt_timeout = 2
 # POST /hub/api/users/<name>/server answers at once (202) rather than after up to 10 s of waiting:
 # the fixture starts both servers together and polls until the hub reports them ready.
 c.JupyterHub.tornado_settings = {"slow_spawn_timeout": 0}

@@ -1,6 +1,8 @@
 """A Jupyter server with Cellwright stops when it is told to. A SIGINT without a terminal (how
-JupyterHub's default spawner, LocalProcessSpawner, stops a user's server) ends Jupyter's event loop
-without running the extensions' stop hooks: nothing Cellwright opened may keep the process alive."""
+JupyterHub's default spawner, LocalProcessSpawner, stops a user's server) is, with Cellwright
+loaded, Jupyter's own clean stop (as SIGTERM): Jupyter alone leaves it to Python's KeyboardInterrupt,
+which once landed in a callback that dropped it, so the server ran on. Nothing Cellwright opened
+may keep the process alive."""
 
 from __future__ import annotations
 
@@ -32,7 +34,9 @@ def test_sigint_without_a_terminal_ends_the_server(tmp_path: Path, fake_llm: Fak
                 "the server was still running 15 s after SIGINT: a non-daemon thread blocks its exit\n"
                 + server.log_path.read_text()[-2000:]
             ) from None
-        assert "Interrupted" in server.log_path.read_text(), "the SIGINT ended Jupyter's event loop"
+        log = server.log_path.read_text()
+        assert f"received signal {int(signal.SIGINT)}, stopping" in log, "the SIGINT was Jupyter's clean stop"
+        assert "Shutting down" in log and "extensions" in log, "the extensions' stop hooks ran"
         print(f"exited {time.monotonic() - started:.1f} s after SIGINT")
     finally:
         server.stop()

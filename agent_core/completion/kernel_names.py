@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
+from agent_core.json_types import JsonObject
 from agent_core.kernel_probes import probe as kernel_probe
 from agent_core.kernel_probes.introspection import _PROBE as SNAPSHOT_PROBE
 from agent_core.tools.base import KnowsKernelBusy, ToolEnvironment
@@ -80,7 +80,7 @@ def names_expression() -> str:
 
 @dataclass
 class _Entry:
-    names: list[dict[str, Any]]
+    names: list[JsonObject]
     at: float
     count: int | None  # the notebook's execution count the client sent with the request that read it
 
@@ -95,9 +95,9 @@ class KernelNames:
     """The names of each kernel, by a key the caller gives (the kernel id, else the notebook's path)."""
 
     _cache: dict[str, _Entry] = field(default_factory=dict)
-    _pending: dict[str, asyncio.Task[list[dict[str, Any]] | None]] = field(default_factory=dict)
+    _pending: dict[str, asyncio.Task[list[JsonObject] | None]] = field(default_factory=dict)
 
-    async def names(self, key: str, env: ToolEnvironment | None, count: int | None = None) -> list[dict[str, Any]]:
+    async def names(self, key: str, env: ToolEnvironment | None, count: int | None = None) -> list[JsonObject]:
         """The kernel's names (empty without a kernel or an answer). A fresh cached answer (no cell ran
         since: the same execution `count`) is used as is; concurrent requests share one probe; a busy
         kernel gets its last answer, not a question."""
@@ -120,7 +120,7 @@ class KernelNames:
             return answer
         return entry.names if entry is not None and now - entry.at < STALE_SECONDS else []
 
-    async def _probe(self, env: ToolEnvironment) -> list[dict[str, Any]] | None:
+    async def _probe(self, env: ToolEnvironment) -> list[JsonObject] | None:
         try:
             if isinstance(env, KnowsKernelBusy) and await env.kernel_busy():
                 return None
@@ -131,7 +131,7 @@ class KernelNames:
         return [n for n in names if isinstance(n, dict)] if isinstance(names, list) else None
 
 
-def format_names(names: list[dict[str, Any]], budget: int) -> str:
+def format_names(names: list[JsonObject], budget: int) -> str:
     """Python comment lines naming each variable and its type (a frame's columns and dtypes), newest
     first, within `budget` characters."""
     lines: list[str] = []

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agent_core.environment import KnowsKernelBusy, ToolEnvironment, ToolInputError
+from agent_core.json_types import JsonObject, json_items
 from agent_core.kernel_probes import probe as kernel_probe
 from agent_core.kernel_probes.probe import is_variable_name
 
@@ -240,7 +241,7 @@ LIMITS = {"columns": 40, "rows": 5, "repr": 400}
 
 @dataclass
 class Snapshot:
-    variables: list[dict[str, Any]] = field(default_factory=list)
+    variables: list[JsonObject] = field(default_factory=list)
     total: int = 0
     note: str = ""  # why there is no (full) snapshot
 
@@ -292,9 +293,11 @@ async def namespace_snapshot(env: ToolEnvironment | None, limit: int = SNAPSHOT_
     return Snapshot([v for v in answer["variables"] if isinstance(v, dict)], int(answer.get("total") or 0), note)
 
 
-async def variable_summaries(env: ToolEnvironment | None, names: list[str]) -> dict[str, dict[str, Any]]:
+async def variable_summaries(env: ToolEnvironment | None, names: list[str]) -> dict[str, JsonObject]:
     """A summary (or {"error": ...}) per name; a name that is not an identifier is refused here."""
-    result = {name: {"error": "not a variable name"} for name in names if not is_variable_name(name)}
+    result: dict[str, JsonObject] = {
+        name: {"error": "not a variable name"} for name in names if not is_variable_name(name)
+    }
     valid = [name for name in names if name not in result]
     if valid:
         try:
@@ -309,7 +312,7 @@ async def variable_summaries(env: ToolEnvironment | None, names: list[str]) -> d
     return {name: result[name] for name in names}
 
 
-def _shape(entry: dict[str, Any]) -> str:
+def _shape(entry: JsonObject) -> str:
     shape = entry.get("shape")
     return " x ".join(str(n) for n in shape) if isinstance(shape, list) else ""
 
@@ -329,7 +332,7 @@ def format_snapshot(snapshot: Snapshot) -> str:
     return "\n".join(lines)
 
 
-def format_summary(name: str, entry: dict[str, Any]) -> str:
+def format_summary(name: str, entry: JsonObject) -> str:
     if "error" in entry:
         return f"@{name}: not available: {entry['error']}"
     head = f"@{name}: {entry.get('kind')}"
@@ -344,7 +347,8 @@ def format_summary(name: str, entry: dict[str, Any]) -> str:
         lines.append(f"min {entry['min']}, max {entry['max']}")
     if entry.get("columns"):
         lines.append("columns (name: dtype, nulls):")
-        lines += [f"  {c.get('name')}: {c.get('dtype')}, {c.get('nulls')} null" for c in entry["columns"]]
+        columns = [c for c in json_items(entry["columns"]) if isinstance(c, dict)]
+        lines += [f"  {c.get('name')}: {c.get('dtype')}, {c.get('nulls')} null" for c in columns]
         if entry.get("more_columns"):
             lines.append(f"  (and {entry['more_columns']} more columns)")
     if entry.get("head"):

@@ -8,10 +8,10 @@ import os
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.environment import ToolEnvironment, ToolInputError
+from agent_core.json_types import JsonObject
 from agent_core.kernel_probes import probe as kernel_probe
 from agent_core.kernel_probes.introspection import _evaluate  # the probes' busy check and time limit
 from agent_core.kernel_probes.sandbox_status import OFF_REASON, SandboxStatus
@@ -26,7 +26,7 @@ class Exploration:
     """What a fork ran: nbformat outputs as a cell's, and what the sandbox stopped."""
 
     status: str  # "ok", "error", or "unavailable" (nothing ran: the sandbox could not be made)
-    outputs: list[dict[str, Any]] = field(default_factory=list)
+    outputs: list[JsonObject] = field(default_factory=list)
     blocked: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     reason: str = ""

@@ -4,7 +4,8 @@ probes and the tools, which both import it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+from agent_core.json_types import JsonObject
 
 OFF_REASON = "the sandbox is off (c.Cellwright.sandbox = 'off'): every such step is approved"
 
@@ -15,9 +16,9 @@ class SandboxStatus:
     mechanism: str = ""
     reason: str = ""
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> JsonObject:
         """As `GET health` and the approval card say it."""
-        found: dict[str, Any] = {"available": self.available}
+        found: JsonObject = {"available": self.available}
         if self.mechanism:
             found["mechanism"] = self.mechanism
         if self.reason:

@@ -53,6 +53,7 @@ from traitlets import Bool
 from agent_core.config.configurable import Cellwright, SettingsError
 from agent_core.contract.bodies import StartRun
 from agent_core.errors import CellwrightError
+from agent_core.json_types import JsonObject
 from agent_core.kernel_side.cell_console import DIM, RED, RESET, ApprovalPrompt, ApprovalUnavailable, Printer
 from agent_core.kernel_side.session import env_auto_approve, kernel_id, notebook_path, workspace_root
 from agent_core.kernel_side.shell_environment import MainThread, ShellEnvironment
@@ -376,7 +377,7 @@ class AgentCall:
             )  # for the panel, should it continue here
         return record
 
-    def _show(self, event: dict[str, Any]) -> None:
+    def _show(self, event: JsonObject) -> None:
         self.main.post(self.printer.show, event)
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_core.contract import make_event
+from agent_core.json_types import JsonObject
 from agent_core.tools import CellPlacement, CellRun, ToolInputError
 from agent_core.tools.base import Emit, cell_finished
 
@@ -132,14 +133,14 @@ class ShellEnvironment:
 
     # -- on the main thread
 
-    def _run_here(self, code: str) -> tuple[list[dict[str, Any]], str, int | None]:
+    def _run_here(self, code: str) -> tuple[list[JsonObject], str, int | None]:
         """Run `code` as a cell of the user's kernel: its output shows in the `%agent` cell and is
         recorded (stdout and stderr teed, displays noted) as nbformat outputs for the model."""
-        outputs: list[dict[str, Any]] = []
+        outputs: list[JsonObject] = []
         shell = self.shell
         publish = shell.display_pub.publish
 
-        def published(data: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        def published(data: JsonObject, *args: Any, **kwargs: Any) -> Any:
             outputs.append({"output_type": "display_data", "data": data, "metadata": {}})
             return publish(data, *args, **kwargs)
 
@@ -173,7 +174,7 @@ class _Tee:
     """A stream that writes through to the real one (the user sees the output as it comes) and
     keeps a copy as stream outputs."""
 
-    def __init__(self, stream: Any, name: str, outputs: list[dict[str, Any]]) -> None:
+    def __init__(self, stream: Any, name: str, outputs: list[JsonObject]) -> None:
         self._stream = stream
         self._name = name
         self._outputs = outputs
@@ -181,7 +182,7 @@ class _Tee:
     def write(self, text: str) -> int:
         last = self._outputs[-1] if self._outputs else None
         if last is not None and last.get("name") == self._name:
-            last["text"] += text
+            last["text"] = str(last["text"]) + text  # a stream's text, as this writer appended it
         else:
             self._outputs.append({"output_type": "stream", "name": self._name, "text": text})
         return self._stream.write(text)
@@ -190,7 +191,7 @@ class _Tee:
         return getattr(self._stream, name)
 
 
-def _error_output(shell: Any, error: BaseException) -> dict[str, Any]:
+def _error_output(shell: Any, error: BaseException) -> JsonObject:
     """The error as the user saw it (IPython's formatting, colour codes removed later by the digest)."""
     try:
         if isinstance(error, SyntaxError):

@@ -12,9 +12,17 @@ import traceback
 import types
 import typing
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
-_REGISTRY: dict[str, dict[str, Any]] = {}
+from agent_core.json_types import JsonObject, json_items
+
+
+class _Entry(TypedDict):
+    fn: Callable[..., object]
+    spec: JsonObject
+
+
+_REGISTRY: dict[str, _Entry] = {}
 MAX_TOOLS = 50
 MAX_RESULT_CHARS = 8000
 DATAFRAME_NOTE = "the name of a pandas DataFrame variable in the kernel"
@@ -34,12 +42,12 @@ def tool(fn: Callable[..., Any] | None = None, *, read_only: bool = False) -> An
     return register(fn) if fn is not None else register
 
 
-def _spec(func: Callable[..., Any], read_only: bool) -> dict[str, Any]:
+def _spec(func: Callable[..., Any], read_only: bool) -> JsonObject:
     try:
         hints = typing.get_type_hints(func)
     except Exception:  # an annotation that does not resolve: treated as untyped
         hints = {}
-    properties: dict[str, Any] = {}
+    properties: JsonObject = {}
     required: list[str] = []
     frames: list[str] = []
     for name, param in inspect.signature(func).parameters.items():
@@ -81,7 +89,7 @@ def _is_dataframe_type(kind: Any) -> bool:
     )
 
 
-def _schema_of(kind: Any) -> tuple[dict[str, Any], bool]:
+def _schema_of(kind: Any) -> tuple[JsonObject, bool]:
     """The JSON Schema of a type hint, and whether it is a DataFrame (passed by variable name)."""
     simple = {int: "integer", float: "number", str: "string", bool: "boolean", list: "array", dict: "object"}
     if kind in simple:
@@ -111,14 +119,14 @@ def _discover() -> str:
     return json.dumps([entry["spec"] for entry in _REGISTRY.values()], default=str)
 
 
-def _call(name: str, args_json: str, namespace: dict[str, Any]) -> str:
+def _call(name: str, args_json: str, namespace: JsonObject) -> str:
     """Run tool `name` with the JSON arguments; DataFrame arguments are names looked up in `namespace`.
     Answers JSON: {"ok": bool, "result" | "error": text}."""
     entry = _REGISTRY.get(name)
     if entry is None:
         return json.dumps({"ok": False, "error": f"no @tool named {name!r} in this kernel (was it restarted?)"})
     args = json.loads(args_json)
-    for arg in entry["spec"]["dataframes"]:
+    for arg in json_items(entry["spec"]["dataframes"]):
         if arg in args:
             value = namespace.get(args[arg]) if isinstance(args[arg], str) else None
             if value is None or not _is_dataframe_type(type(value)):

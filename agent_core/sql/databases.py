@@ -10,10 +10,13 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_core.redaction import redact_text, redact_url
 from agent_core.sql.statements import Statement
+
+if TYPE_CHECKING:  # SQLAlchemy loads with the first database used
+    from sqlalchemy.engine import Engine
 
 MAX_ROWS = 200
 MAX_CELL_CHARS = 200
@@ -21,7 +24,7 @@ STATEMENT_TIMEOUT = 30.0
 MAX_TABLES = 2000
 COUNT_ROWS_TIMEOUT = 2.0  # per table, for the row estimate where the database keeps none
 
-_engines: dict[str, Any] = {}
+_engines: dict[str, Engine] = {}
 _engines_lock = threading.Lock()
 
 
@@ -55,7 +58,7 @@ def database_url(databases: Mapping[str, str], name: str) -> str:
     return databases[name]
 
 
-def engine_for(url: str) -> Any:
+def engine_for(url: str) -> Engine:
     from sqlalchemy import create_engine
 
     with _engines_lock:

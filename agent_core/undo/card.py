@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agent_core.environment import ToolInputError
 from agent_core.impact.analysis import analyze_code
 from agent_core.impact.rules import rule_from_rejection, rule_warnings
+from agent_core.json_types import JsonObject, json_items
 from agent_core.undo import kernel_calls
 from agent_core.undo.calls import StepCall
 from agent_core.undo.rules import rules_of
@@ -37,7 +38,7 @@ class Undoability:
     reason: str | None = None  # why not; or, when undoable, what an undo leaves as it is
 
 
-def findings(impact: CodeImpact) -> dict[str, list[dict[str, Any]]]:
+def findings(impact: CodeImpact) -> dict[str, list[JsonObject]]:
     return {kind: [{"name": f.name, "line": f.line} for f in getattr(impact, kind)] for kind in FINDING_KINDS}
 
 
@@ -83,7 +84,7 @@ async def undoability(impact: CodeImpact, ctx: StepCall) -> Undoability:
                 f"the kernel could not be asked ({exc}) whether {shown} can be saved; the snapshot before the cell runs will tell"
             )
         else:
-            problems = [str(p) for p in answer.get("problems", [])]
+            problems = [str(p) for p in json_items(answer.get("problems"))]
     if problems:
         return Undoability(False, "; ".join(problems))
     outside = not_undone(impact)
@@ -101,7 +102,7 @@ def suggestion(impact: CodeImpact) -> str | None:
     return rule_from_rejection(impact, "") or None
 
 
-async def code_impact(code: str, ctx: StepCall) -> dict[str, Any]:
+async def code_impact(code: str, ctx: StepCall) -> JsonObject:
     """The card's `impact` for a cell's code (run_cell, edit_cell)."""
     impact = analyze_code(code)
     undo = await undoability(impact, ctx)
@@ -115,7 +116,7 @@ async def code_impact(code: str, ctx: StepCall) -> dict[str, Any]:
     }
 
 
-def command_impact(command: str, ctx: StepCall) -> dict[str, Any]:
+def command_impact(command: str, ctx: StepCall) -> JsonObject:
     """The card's `impact` for a shell command: analysed as the `!` line a cell would hold, so an
     install is recognised as one; it runs outside the kernel, so nothing of it can be undone."""
     impact = analyze_code("!" + " ".join(command.splitlines()))

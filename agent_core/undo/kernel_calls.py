@@ -4,9 +4,8 @@ with quotes or path characters is only ever a dictionary key in the kernel."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from agent_core.environment import ToolEnvironment, ToolInputError
+from agent_core.json_types import JsonObject, json_items
 from agent_core.kernel_probes.introspection import _evaluate  # the introspection probes' busy check and time limit
 from agent_core.kernel_probes.probe import probe_expression
 from agent_core.kernel_probes.snapshots import SOURCE
@@ -16,7 +15,7 @@ COPY_TIMEOUT = 120.0  # a deep copy of a few hundred MB
 MB = 1024 * 1024
 
 
-async def _call(env: ToolEnvironment, entry: str, payload: dict[str, Any], timeout: float) -> dict[str, Any]:
+async def _call(env: ToolEnvironment, entry: str, payload: JsonObject, timeout: float) -> JsonObject:
     """The probe's answer; ToolInputError saying why there is none. A kernel busy with another cell
     is not asked (the request would wait behind it): "kernel busy"."""
     answer = await _evaluate(env, probe_expression(SOURCE, entry, payload), timeout)
@@ -31,7 +30,7 @@ async def measure(
     cap_bytes: int,
     mutated: list[str] | None = None,
     check: list[str] | None = None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """Per name: exists, bytes (None: known only once copied); `problems`: why no snapshot fits or
     can hold the state of a name changed in place (`mutated`) or that a call may change (`check`)."""
     payload = {"names": names, "cap": cap_bytes, "mutated": list(mutated or ()), "check": list(check or ())}
@@ -47,7 +46,7 @@ async def take(
     cap_bytes: int,
     mutated: list[str] | None = None,
     check: list[str] | None = None,
-) -> dict[str, Any]:
+) -> JsonObject:
     payload = {
         "thread_id": thread_id,
         "call_id": call_id,
@@ -61,14 +60,15 @@ async def take(
     return await _call(env, "take", payload, COPY_TIMEOUT)
 
 
-async def undo(env: ToolEnvironment, thread_id: str, call_id: str, token: str) -> dict[str, Any]:
+async def undo(env: ToolEnvironment, thread_id: str, call_id: str, token: str) -> JsonObject:
     return await _call(env, "undo", {"thread_id": thread_id, "call_id": call_id, "token": token}, MEASURE_TIMEOUT)
 
 
 async def held(env: ToolEnvironment, thread_id: str) -> list[str]:
     answer = await _call(env, "held", {"thread_id": thread_id}, MEASURE_TIMEOUT)
-    return [str(step) for step in answer.get("steps", [])]
+    return [str(step) for step in json_items(answer.get("steps"))]
 
 
 async def drop(env: ToolEnvironment, thread_id: str) -> int:
-    return int((await _call(env, "drop", {"thread_id": thread_id}, MEASURE_TIMEOUT)).get("dropped", 0))
+    dropped = (await _call(env, "drop", {"thread_id": thread_id}, MEASURE_TIMEOUT)).get("dropped", 0)
+    return dropped if isinstance(dropped, int) else 0

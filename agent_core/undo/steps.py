@@ -12,11 +12,12 @@ from __future__ import annotations
 import logging
 import secrets
 from dataclasses import replace
-from typing import Any, get_args
+from typing import TypedDict, get_args
 
 from agent_core.contract.choices import UndoRefusal
 from agent_core.environment import CellPlacement, ToolEnvironment, ToolInputError
-from agent_core.impact.analysis import analyze_code
+from agent_core.impact.analysis import CodeImpact, analyze_code
+from agent_core.json_types import JsonObject, json_items
 from agent_core.messages import CONTEXT_KEY, Message
 from agent_core.undo import card, kernel_calls
 from agent_core.undo.book import StepRecord, UndoBook
@@ -33,12 +34,12 @@ class UndoRefused(Exception):
         self.message, self.kind, self.status = message, kind, status
 
 
-def _provenance(ctx: StepCall, undoable: bool, reason: str | None) -> dict[str, Any]:
+def _provenance(ctx: StepCall, undoable: bool, reason: str | None) -> JsonObject:
     run = ctx.run
     agent = getattr(getattr(run, "agent", None), "name", "main")
     decision = ctx.decision
     proposed = (ctx.proposed_args or {}).get("code", (ctx.proposed_args or {}).get("source"))
-    provenance: dict[str, Any] = {
+    provenance: JsonObject = {
         "thread_id": str(getattr(run, "thread_id", "") or ""),
         "tool_call_id": ctx.call_id,
         "model": getattr(run, "driver", "") or ctx.settings.model,
@@ -85,13 +86,13 @@ async def before_cell(code: str, ctx: StepCall, placement: CellPlacement) -> Cel
 
 
 async def _snapshot(
-    book: UndoBook, impact: Any, thread_id: str, ctx: StepCall, placement: CellPlacement
+    book: UndoBook, impact: CodeImpact, thread_id: str, ctx: StepCall, placement: CellPlacement
 ) -> card.Undoability:
     names = sorted(set(impact.changed_names()) | set(impact.created_names()))
     check = list(impact.touched_names())  # the kernel keeps the iterators among them, refuses what cannot be saved
     # A cell that binds no name and calls nothing on one (`pass`, a plot) has nothing to keep: the kernel is not asked.
     token = secrets.token_hex(16) if names or check else ""
-    answer: dict[str, Any] = (
+    answer: JsonObject = (
         await kernel_calls.take(
             ctx.env, thread_id, ctx.call_id, token, names, card.limit_bytes(ctx), list(impact.mutated_names()), check
         )
@@ -106,13 +107,23 @@ async def _snapshot(
             thread_id, ctx.call_id, token, await ctx.env.kernel_identity(), outside, placement.cell_id, placement.edit
         )
     )
-    for gone in answer.get("evicted", []):
+    for gone in json_items(answer.get("evicted")):
         book.steps.pop((thread_id, str(gone)), None)
     reason = ("Undo restores the kernel's variables but not: " + "; ".join(outside)) if outside else None
     return card.Undoability(True, reason)
 
 
-async def undo_step(book: UndoBook, env: ToolEnvironment, thread_id: str, call_id: str) -> dict[str, Any]:
+class UndoneStep(TypedDict):
+    """What undoing a step did: the contract's UndoResult, and the fields of its step_undone event."""
+
+    restored: list[str]
+    removed: list[str]
+    not_undone: list[str]
+    cell_id: str | None
+    edit: bool
+
+
+async def undo_step(book: UndoBook, env: ToolEnvironment, thread_id: str, call_id: str) -> UndoneStep:
     """Undo one step (as `book` recorded it) in the kernel; the answer of POST threads/{id}/undo/{call_id}."""
     record = book.steps.get((thread_id, call_id))
     if record is None:
@@ -135,7 +146,7 @@ async def undo_step(book: UndoBook, env: ToolEnvironment, thread_id: str, call_i
             "kernel_restarted",
         )
     try:
-        answer: dict[str, Any] = (
+        answer: JsonObject = (
             await kernel_calls.undo(env, thread_id, call_id, record.token) if record.token else {"ok": True}
         )
     except ToolInputError as exc:
@@ -146,9 +157,9 @@ async def undo_step(book: UndoBook, env: ToolEnvironment, thread_id: str, call_i
             record.undone = True
         raise UndoRefused(f"This step cannot be undone: {answer.get('problem')}.", kind)
     record.undone = True
-    result = {
-        "restored": [str(n) for n in answer.get("restored", [])],
-        "removed": [str(n) for n in answer.get("removed", [])],
+    result: UndoneStep = {
+        "restored": [str(n) for n in json_items(answer.get("restored"))],
+        "removed": [str(n) for n in json_items(answer.get("removed"))],
         "not_undone": list(record.not_undone),
         "cell_id": record.cell_id,
         "edit": record.edit,
@@ -157,7 +168,7 @@ async def undo_step(book: UndoBook, env: ToolEnvironment, thread_id: str, call_i
     return result
 
 
-def _refusal(kind: Any) -> UndoRefusal:
+def _refusal(kind: object) -> UndoRefusal:
     """The kernel's refusal as an UndoRefusal; one the contract does not list (a kernel of another
     version, a cell's forgery) is plain not_undoable."""
     for known in get_args(UndoRefusal.__value__):
@@ -166,7 +177,7 @@ def _refusal(kind: Any) -> UndoRefusal:
     return "not_undoable"
 
 
-def undo_note(call_id: str, result: dict[str, Any]) -> str:
+def undo_note(call_id: str, result: UndoneStep) -> str:
     parts = [
         f"restored {', '.join(result['restored'])}" if result["restored"] else "",
         f"deleted {', '.join(result['removed'])}" if result["removed"] else "",
