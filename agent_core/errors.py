@@ -54,6 +54,7 @@ RouteErrorKind = TypeAliasType(
         # threads and runs (loop/thread_runner.py, jupyter_ext/run_manager.py)
         "thread_not_found",
         "step_not_found",
+        "not_explore",  # Run as cell of a step that is not an explore call (jupyter_ext/as_cell.py)
         "run_active",
         "approval_pending",
         "not_pending",

@@ -13,6 +13,7 @@ from tornado.iostream import StreamClosedError
 
 from agent_core import fast_json
 
+from .as_cell import AsCellHandler
 from .completion_handlers import COMPLETION_HANDLERS
 from .errors import BadRequest, Misconfigured
 from .handler_base import CellwrightHandler, contract_bodies
@@ -264,6 +265,7 @@ HANDLERS: tuple[type[CellwrightHandler], ...] = (
     RunsHandler,
     ApprovalHandler,
     UndoHandler,
+    AsCellHandler,
     *REWIND_HANDLERS,
     RequestsHandler,
     CancelHandler,

@@ -107,6 +107,7 @@ export type RouteErrorKind =
   | 'path_denied'
   | 'thread_not_found'
   | 'step_not_found'
+  | 'not_explore'
   | 'run_active'
   | 'approval_pending'
   | 'not_pending'
@@ -1300,6 +1301,14 @@ export interface AgentCellsRequest {
   limit?: number;
 }
 
+/** The one-call run that proposes the cell: its approval card follows in the thread's events. */
+export interface AsCellStarted {
+  /** The run_cell call's id: the approval card's (POST approvals/{this}). */
+  tool_call_id: string;
+  /** The seq the run's events follow: read the thread's events after it. */
+  after: number;
+}
+
 export interface Branch {
   /** The id of the branch's newest checkpoint. */
   branch: string;
@@ -1682,6 +1691,13 @@ export interface SqlQueryArgs {
   sql: string;
 }
 
+/**
+ * POST threads/{id}/steps/{tool_call_id}/as_cell: nothing to send (an empty object). A `code` field
+ * is refused: the cell's code is the explore step's, as the thread recorded it.
+ */
+export interface StepAsCell {
+}
+
 export interface TaskArgs {
   /** The agent's name. */
   agent: string;
@@ -1847,6 +1863,7 @@ export interface Routes {
   'GET threads/{thread_id}/events': { body: null; answer: StreamEvent };
   'POST threads/{thread_id}/approvals/{tool_call_id}': { body: Decision; answer: RunAccepted };
   'POST threads/{thread_id}/undo/{tool_call_id}': { body: null; answer: UndoResult };
+  'POST threads/{thread_id}/steps/{tool_call_id}/as_cell': { body: StepAsCell; answer: AsCellStarted };
   'POST threads/{thread_id}/rewind': { body: RewindRequest; answer: RewindResult };
   'POST threads/{thread_id}/rewind/undo': { body: null; answer: RewindUndone };
   'GET threads/{thread_id}/requests': { body: null; answer: ModelRequests };

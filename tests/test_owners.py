@@ -86,6 +86,7 @@ VALID_BODIES: dict[str, dict[str, Any]] = {
     "Decision": {"decision": "approve"},
     "RewindRequest": {"to": PENDING_CALL},
     "ForkRequest": {"from": PENDING_CALL},
+    "StepAsCell": {},
 }
 
 

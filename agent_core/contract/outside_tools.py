@@ -82,4 +82,9 @@ class OutsideCall(WireModel):
     name: str = Field(min_length=1, max_length=200)
     arguments: dict[str, Any]
     client: str = Field(min_length=1, max_length=200, description='Who asks, e.g. "Claude Code" (clientInfo).')
+    driver: str = Field(
+        default="",
+        max_length=200,
+        description='Who the run and its cell name as their author; default "<client> via MCP".',
+    )
     autonomy: Autonomy = "agent"

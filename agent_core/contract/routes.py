@@ -21,6 +21,7 @@ from agent_core.contract.answers import (
     ThreadList,
     Variables,
 )
+from agent_core.contract.as_cell import AsCellStarted, StepAsCell
 from agent_core.contract.bodies import (
     Body,
     ConfigUpdate,
@@ -139,6 +140,17 @@ ROUTES: tuple[Route, ...] = (
         "more). To undo a run, undo its steps newest first.",
         {200: UndoResult},
         errors=(404, 409),
+    ),
+    Route(
+        "post",
+        "threads/{thread_id}/steps/{tool_call_id}/as_cell",
+        "Run as cell: the code of an explore step of this thread (as the thread recorded it; the request carries "
+        "none) proposed as a run_cell call of a one-call run, so the usual approval card follows and, approved, it "
+        "runs in the notebook's kernel. 404 for an unknown step; 409 for a step that is not an explore call "
+        "(not_explore), while a run is active or an approval is pending.",
+        {202: AsCellStarted},
+        StepAsCell,
+        (*BODY_ERRORS, 404, 409),
     ),
     Route(
         "post",

@@ -246,7 +246,7 @@ class ThreadRunner:
                 f"This thread is waiting for the user's approval of {pending['name']} ({pending['id']}): "
                 "the next call waits until the user decides."
             )
-        driver = f"{call.client} via MCP"
+        driver = call.driver or f"{call.client} via MCP"
         segment = Segment(mode_of(snapshot), call.autonomy, f"{driver}: {call.name}", driver=driver)
         graph_input = outside_call_input(call.tool_call_id, call.name, call.arguments, call.autonomy, driver)
         env = environment(record)
