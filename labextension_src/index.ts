@@ -12,6 +12,7 @@ import { ICompletionProviderManager } from '@jupyterlab/completer';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { IRenderMimeRegistry, RenderMimeRegistry } from '@jupyterlab/rendermime';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { ITranslator } from '@jupyterlab/translation';
 
 import { CellwrightAPI } from './api';
 import { CellwrightInlineProvider } from './completion/provider';
@@ -48,7 +49,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
   description: 'Cellwright: an AI agent that works in the live notebook, in a side panel.',
   autoStart: true,
   requires: [INotebookTracker, IRenderMimeRegistry],
-  optional: [ICommandPalette, ISettingRegistry, ILayoutRestorer, ICompletionProviderManager],
+  optional: [ICommandPalette, ISettingRegistry, ILayoutRestorer, ICompletionProviderManager, ITranslator],
   activate: (
     app: JupyterFrontEnd,
     tracker: INotebookTracker,
@@ -56,7 +57,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     palette: ICommandPalette | null,
     settingRegistry: ISettingRegistry | null,
     restorer: ILayoutRestorer | null,
-    completionManager: ICompletionProviderManager | null
+    completionManager: ICompletionProviderManager | null,
+    translator: ITranslator | null
   ): void => {
     // Ghost text in code cells and Python files (JupyterLab's inline completer; Tab accepts).
     const inlineProvider = new CellwrightInlineProvider(app.serviceManager.serverSettings);
@@ -82,7 +84,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const panel = new CellwrightPanel({
       model,
       rendermime: rendermime.clone({ resolver }),
-      restartKernel
+      restartKernel,
+      translator
     });
     app.shell.add(panel, 'right', { rank: 1000 });
     restorer?.add(panel, 'cellwright');

@@ -1,4 +1,5 @@
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { ITranslator, TranslationBundle } from '@jupyterlab/translation';
 import { ReactWidget, SidePanel } from '@jupyterlab/ui-components';
 import { Message } from '@lumino/messaging';
 import { Panel } from '@lumino/widgets';
@@ -6,6 +7,7 @@ import * as React from 'react';
 
 import { ChatView } from '../components/ChatView';
 import { KernelRestartContext } from '../components/KernelRestart';
+import { bundleOf, TranslationContext } from '../components/translation';
 import { cellwrightIcon } from '../icon';
 import { KernelRestarter } from '../kernels';
 import { PanelModel } from '../model';
@@ -16,7 +18,8 @@ class ChatWidget extends ReactWidget {
   constructor(
     private _model: PanelModel,
     private _rendermime: IRenderMimeRegistry,
-    private _restartKernel: KernelRestarter | null
+    private _restartKernel: KernelRestarter | null,
+    private _trans: TranslationBundle
   ) {
     super();
     this.addClass('cw-chat-widget');
@@ -26,9 +29,11 @@ class ChatWidget extends ReactWidget {
 
   protected render(): JSX.Element {
     return (
-      <KernelRestartContext.Provider value={this._restartKernel}>
-        <ChatView model={this._model} rendermime={this._rendermime} inputRef={this.inputRef} />
-      </KernelRestartContext.Provider>
+      <TranslationContext.Provider value={this._trans}>
+        <KernelRestartContext.Provider value={this._restartKernel}>
+          <ChatView model={this._model} rendermime={this._rendermime} inputRef={this.inputRef} />
+        </KernelRestartContext.Provider>
+      </TranslationContext.Provider>
     );
   }
 }
@@ -42,6 +47,7 @@ export class CellwrightPanel extends SidePanel {
     model: PanelModel;
     rendermime: IRenderMimeRegistry;
     restartKernel?: KernelRestarter;
+    translator?: ITranslator | null;
   }) {
     super({ content: new Panel() });
     this.id = PANEL_ID;
@@ -49,7 +55,12 @@ export class CellwrightPanel extends SidePanel {
     this.title.icon = cellwrightIcon;
     this.title.caption = 'Cellwright';
     this._model = options.model;
-    this._chat = new ChatWidget(options.model, options.rendermime, options.restartKernel ?? null);
+    this._chat = new ChatWidget(
+      options.model,
+      options.rendermime,
+      options.restartKernel ?? null,
+      bundleOf(options.translator)
+    );
     this.addWidget(this._chat);
   }
 
