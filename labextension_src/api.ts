@@ -10,6 +10,7 @@ import { ServerConnection } from '@jupyterlab/services';
 import {
   AgentCells,
   AgentCellsRequest,
+  AsCellStarted,
   ConfigUpdate,
   ConnectionReport,
   ConnectionTest,
@@ -278,6 +279,17 @@ export class CellwrightAPI {
   undo(threadId: string, toolCallId: string): Promise<UndoResult> {
     return this.request<UndoResult>(
       `threads/${enc(threadId)}/undo/${enc(toolCallId)}`,
+      jsonInit('POST', {})
+    );
+  }
+
+  /**
+   * Run an explore step's code as a notebook cell: the server proposes it
+   * (from its own record of the step) as a run_cell call awaiting approval.
+   */
+  stepAsCell(threadId: string, toolCallId: string): Promise<AsCellStarted> {
+    return this.request<AsCellStarted>(
+      `threads/${enc(threadId)}/steps/${enc(toolCallId)}/as_cell`,
       jsonInit('POST', {})
     );
   }

@@ -9,11 +9,13 @@ import {
   isStopped,
   isStreaming,
   ISubtaskItem,
+  isExplore,
   IThreadView,
   PanelModel,
   ROOT_AGENTS
 } from '../model';
 import { agentLabel } from '../tokens';
+import { ExploreStep } from './ExploreStep';
 import { RestartKernelButton } from './KernelRestart';
 import { Markdown } from './Markdown';
 import { UserMessageText } from './Mentions';
@@ -178,18 +180,20 @@ function Item(props: {
           <Markdown rendermime={rendermime} source={item.text} streaming={item.streaming} />
         </div>
       );
-    case 'tool':
+    case 'tool': {
+      const showAgent = !ROOT_AGENTS.has(item.agent) && item.agent !== container;
       return (
         <>
-          <ToolEntry
-            item={item}
-            rendermime={rendermime}
-            showAgent={!ROOT_AGENTS.has(item.agent) && item.agent !== container}
-          />
+          {isExplore(item) ? (
+            <ExploreStep item={item} model={model} rendermime={rendermime} showAgent={showAgent} />
+          ) : (
+            <ToolEntry item={item} rendermime={rendermime} showAgent={showAgent} />
+          )}
           {item.undo && !item.rewoundBy && <UndoButtons model={model} item={item} />}
           {!container && <RewindControls model={model} item={item} />}
         </>
       );
+    }
     case 'subtask':
       return <SubtaskBlock item={item} model={model} rendermime={rendermime} />;
     case 'final': {

@@ -37,7 +37,7 @@ export const STATUS_ICON: Record<ToolItemStatus, string> = {
   cancelled: '■'
 };
 
-function firstLine(text: unknown, max = 80): string {
+export function firstLine(text: unknown, max = 80): string {
   if (typeof text !== 'string') {
     return '';
   }

@@ -5,6 +5,8 @@
  */
 export * from './view';
 export { reduceEvent, reduceEvents } from './reducer';
+export { EXPLORE_TOOL, exploreState, isExplore, runAsCell, runnableCode } from './explore';
+export type { ExploreState } from './explore';
 export { withThreadDetail } from './threadUsage';
 export { ThreadModel } from './thread';
 export type { ConnectionState } from './thread';

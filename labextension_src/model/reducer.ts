@@ -31,6 +31,7 @@ import {
   ToolItemStatus
 } from './view';
 import { undoneState, undoStateOf } from './review';
+import { exploredFields } from './explore';
 import { usageAfter } from './threadUsage';
 
 /** Tools that the timeline does not show: their effect has its own view. */
@@ -352,7 +353,7 @@ function foldStored(view: IThreadView, event: CellwrightEvent): IThreadView {
       };
       draft.items = replaceLast(draft.items, item => {
         if (item.kind === 'tool' && item.id === event.id) {
-          return { ...item, ...result, waitingForKernel: false };
+          return { ...item, ...result, ...exploredFields(event), waitingForKernel: false };
         }
         if (item.kind === 'subtask' && item.id === event.id) {
           return { ...item, ...result, active: false, done: true };

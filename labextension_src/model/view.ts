@@ -94,6 +94,15 @@ export interface IToolItem {
    * that thread's (its undo and rewind are there, not here).
    */
   inherited?: boolean;
+  /** explore (issue 37): how it ran, from its `tool_result`; its outputs are the step's scratchpad. */
+  exploration?: IExploration;
+}
+
+/** How an explore step ran: in the sandbox unasked, or approved where no sandbox could be had. */
+export interface IExploration {
+  sandboxed: boolean;
+  /** What the sandbox stopped, e.g. "network blocked". */
+  blocked: string[];
 }
 
 export interface IUndoState {

@@ -1,0 +1,141 @@
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { TranslationBundle } from '@jupyterlab/translation';
+import * as React from 'react';
+import { useState } from 'react';
+
+import { ExploreState, exploreState, IToolItem, PanelModel, runAsCell, runnableCode } from '../model';
+import { agentLabel } from '../tokens';
+import { OutputView } from './OutputView';
+import { firstLine, shortArgs, STATUS_ICON } from './ToolEntry';
+import { useTrans } from './translation';
+import { VisibleText } from './VisibleText';
+
+function stateLabel(trans: TranslationBundle, state: ExploreState): string {
+  switch (state) {
+    case 'running':
+      return trans.__('exploring…');
+    case 'awaiting_approval':
+      return trans.__('explore (awaiting approval: no sandbox here)');
+    case 'sandboxed':
+      return trans.__('explored (sandboxed)');
+    case 'unsandboxed':
+      return trans.__('explored (approved, not sandboxed)');
+    case 'rejected':
+      return trans.__('explore rejected');
+    case 'stopped':
+      return trans.__('explore stopped');
+    default:
+      return trans.__('explore failed');
+  }
+}
+
+/**
+ * An explore step (issue 37): one compact line saying how it ran, its code
+ * on demand, and its outputs as a scratchpad that is plainly not a notebook
+ * cell (nothing of it is in the notebook or the kernel), with what the
+ * sandbox blocked. "Run as cell" proposes the code as a real cell, which
+ * then waits for the usual approval.
+ */
+export function ExploreStep(props: {
+  item: IToolItem;
+  model: PanelModel;
+  rendermime: IRenderMimeRegistry;
+  showAgent: boolean;
+}): JSX.Element {
+  const { item, model, rendermime } = props;
+  const trans = useTrans();
+  const [busy, setBusy] = useState(false);
+  const [message, setMessage] = useState<string | null>(null);
+  const state = exploreState(item);
+  const code = typeof item.args?.code === 'string' ? item.args.code : '';
+  const runnable = runnableCode(item) !== null;
+  const blocked = item.exploration?.blocked ?? [];
+  const asCell = async (): Promise<void> => {
+    setBusy(true);
+    setMessage(null);
+    try {
+      setMessage(await runAsCell(model, item));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <div
+      className={`cw-tool cw-explore cw-tool-${item.status} cw-explore-${state}`}
+      data-testid="cw-explore"
+      data-tool-name={item.name}
+      data-tool-status={item.status}
+      data-tool-call-id={item.id}
+      data-explore-state={state}
+      role="group"
+      aria-label={trans.__('Exploration, not in the notebook')}
+    >
+      <details className="cw-tool-details">
+        <summary className="cw-tool-summary">
+          <span className="cw-tool-icon" aria-hidden="true">
+            {state === 'stopped' ? STATUS_ICON.cancelled : STATUS_ICON[item.status]}
+          </span>
+          <span className="cw-explore-label" data-testid="cw-explore-label">
+            {stateLabel(trans, state)}
+          </span>
+          <span className="cw-tool-args">{shortArgs(item.name, item.args)}</span>
+        </summary>
+        <div className="cw-tool-body">
+          {props.showAgent && (
+            <div className="cw-tool-agent">
+              <span className="cw-label">{trans.__('Agent: ')}</span>
+              {agentLabel(item.agent)}
+            </div>
+          )}
+          {code && (
+            <pre className="cw-code" data-testid="cw-explore-code">
+              <VisibleText text={code} code />
+            </pre>
+          )}
+        </div>
+      </details>
+      {item.outputs.length > 0 && (
+        <div
+          className="cw-explore-scratchpad"
+          role="group"
+          aria-label={trans.__('Scratchpad of the exploration')}
+          data-testid="cw-explore-outputs"
+        >
+          <div className="cw-explore-scratchpad-note">
+            {trans.__('Scratchpad: ran in a copy of the kernel, not in the notebook')}
+          </div>
+          {item.outputs.map((output, i) => (
+            <OutputView key={i} rendermime={rendermime} output={output} />
+          ))}
+        </div>
+      )}
+      {blocked.length > 0 && (
+        <div className="cw-explore-blocked" data-testid="cw-explore-blocked">
+          {trans.__('Blocked by the sandbox: %1', blocked.join('; '))}
+        </div>
+      )}
+      {!item.exploration && item.summary && item.status !== 'ok' && (
+        <div className="cw-tool-inline-result">{firstLine(item.summary, 200)}</div>
+      )}
+      {runnable && (
+        <div className="cw-explore-actions">
+          <button
+            type="button"
+            className="cw-button"
+            data-testid="cw-run-as-cell"
+            title={trans.__('Add this code to the notebook as a cell; it runs in the kernel once you approve it')}
+            disabled={busy || model.running || !!model.pendingApproval}
+            onClick={() => void asCell()}
+          >
+            {trans.__('Run as cell')}
+          </button>
+          {message && (
+            <span className="cw-explore-message" role="status">
+              <VisibleText text={message} />
+            </span>
+          )}
+        </div>
+      )}
+    </div>
+  );
+}
