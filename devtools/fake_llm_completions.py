@@ -41,6 +41,7 @@ class LegacyCompletions:
             self._send_json(400, error_body("fake LLM: request body is not JSON", "invalid_request_error"))
             return
         reply = self.fake._next_reply(body, {k.lower(): v for k, v in self.headers.items()}, raw, "/v1/completions")
+        streaming = False
         try:
             self._sleep(reply.delay_before)
             if reply.status != 200:
@@ -57,6 +58,7 @@ class LegacyCompletions:
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
             self.wfile.flush()
+            streaming = True
             for piece in pieces if content else []:
                 self._wait_watching(reply.chunk_delay)
                 self._write_chunk(b"data: " + json.dumps(text_chunk(self.fake, body, piece, None)).encode() + b"\n\n")
@@ -73,7 +75,15 @@ class LegacyCompletions:
                 self._write_chunk(b"data: " + json.dumps(usage).encode() + b"\n\n")
             self._write_chunk(b"data: [DONE]\n\n")
             self._write_chunk(b"")
-        except (Stopped, ConnectionError):
+        except ClientGone:  # noted when it was seen
+            self.close_connection = True
+        except ConnectionError:
+            # A write the client's hang-up broke (it closed while pieces were still being written):
+            # a hang-up seen mid-stream too, a moment after it happened.
+            if streaming:
+                self.fake._note_closed()
+            self.close_connection = True
+        except Stopped:
             self.close_connection = True
 
     def _wait_watching(self, seconds: float) -> None:
@@ -93,8 +103,12 @@ class LegacyCompletions:
                     gone = True
                 if gone:
                     self.fake._note_closed()
-                    raise ConnectionError("the client closed the connection")
+                    raise ClientGone("the client closed the connection")
                 time.sleep(min(left, 0.005))  # a pipelined request: not a close
+
+
+class ClientGone(ConnectionError):
+    """The client's hang-up, seen (and noted) while the reply waited."""
 
 
 def text_chunk(fake: Any, body: dict, piece: str, finish: str | None) -> dict:
