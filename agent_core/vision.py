@@ -8,8 +8,8 @@ import base64
 import binascii
 import io
 import struct
-from typing import Any
 
+from agent_core.json_types import JsonObject, json_object
 from agent_core.messages import IMAGES_KEY, ContentPart, Message
 
 IMAGE_MIMES = ("image/png", "image/jpeg")
@@ -52,18 +52,19 @@ def _downscaled(mime: str, raw: bytes) -> bytes:
         return raw
 
 
-def cell_images(outputs: list[dict[str, Any]]) -> tuple[list[dict[str, str]], list[str]]:
+def cell_images(outputs: list[JsonObject]) -> tuple[list[dict[str, str]], list[str]]:
     """The last images of a cell's outputs, bounded, and a description of each image output."""
     images: list[dict[str, str]] = []
     notes: list[str] = []
     for output in outputs:
         if output.get("output_type") not in ("display_data", "execute_result"):
             continue
-        data = output.get("data") or {}
+        data = json_object(output.get("data"))
         for mime in IMAGE_MIMES:
             if mime not in data:
                 continue
-            encoded = "".join(data[mime]) if isinstance(data[mime], list) else str(data[mime])
+            value = data[mime]
+            encoded = "".join(str(part) for part in value) if isinstance(value, list) else str(value)
             try:
                 raw = base64.b64decode(encoded, validate=False)
             except (binascii.Error, ValueError):

@@ -24,6 +24,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from agent_core import __version__
 from agent_core.contract.outside_tools import OutsideCall
+from agent_core.json_types import JsonObject
 from agent_core.loop.autonomy import ToolPolicy
 from agent_core.storage.event_log import seq_of
 from agent_core.tools import TOOLS
@@ -186,7 +187,7 @@ class McpEndpoint:
             return _error(getattr(exc, "message", str(exc)))
 
     async def _run(
-        self, ctx: ServerRequestContext[Any, Any], name: str, notebook: str, arguments: dict[str, Any]
+        self, ctx: ServerRequestContext[Any, Any], name: str, notebook: str, arguments: JsonObject
     ) -> types.CallToolResult:
         path = notebook_path_in_root(self._workspace(), notebook) or ""
         client = self._client(ctx)
@@ -218,7 +219,7 @@ class McpEndpoint:
         started = loop.time()
         deadline = started + self._approval_wait()
         problem = ""
-        result: dict[str, Any] | None = None  # the call's tool_result event, once it came
+        result: JsonObject | None = None  # the call's tool_result event, once it came
         while True:
             for event in await events.events_after(thread_id, after):
                 after = seq_of(event)
@@ -238,7 +239,7 @@ class McpEndpoint:
                     text = await self._runs.tool_result(thread_id, call_id, self._settings())
                     return types.CallToolResult(
                         content=[
-                            types.TextContent(type="text", text=text or result.get("summary") or result["status"])
+                            types.TextContent(type="text", text=text or str(result.get("summary") or result["status"]))
                         ],
                         is_error=result["status"] not in ("ok", "completed"),
                     )
@@ -264,7 +265,7 @@ class McpEndpoint:
             await ctx.session.report_progress(loop.time() - started, message="Waiting for the user's decision.")
 
 
-def with_notebook_path(schema: dict[str, Any]) -> dict[str, Any]:
+def with_notebook_path(schema: dict[str, Any]) -> JsonObject:  # a JSON schema, walked
     """A tool's own argument schema, plus the notebook the call is for."""
     properties = {
         **schema.get("properties", {}),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +17,7 @@ from traitlets import Float
 from traitlets.config import LoggingConfigurable
 
 from agent_core.config.agent_settings import AgentSettings
-from agent_core.json_types import JsonObject
+from agent_core.json_types import JsonObject, json_items, json_object
 from agent_core.storage.database import DatabaseUnavailable
 from agent_core.storage.event_log import seq_of
 from agent_core.storage.thread_store import ThreadRecord, ThreadStore
@@ -464,7 +464,7 @@ class RunManager(LoggingConfigurable):
             task.cancel()
             await asyncio.wait([task])
 
-    def _status(self, record: ThreadRecord, pending: dict[str, Any] | None) -> str:
+    def _status(self, record: ThreadRecord, pending: Mapping[str, object] | None) -> str:
         if record.thread_id in self._active and record.thread_id not in self._released:
             return "running"
         if pending is not None:
@@ -472,14 +472,14 @@ class RunManager(LoggingConfigurable):
         return record.status
 
 
-def _has_call(values: dict[str, Any], call_id: str) -> bool:
+def _has_call(values: JsonObject, call_id: str) -> bool:
     """Whether the thread's messages hold a tool call with this id."""
     return any(
-        call.get("id") == call_id
-        for message in values.get("messages", [])
-        for call in (message.get("tool_calls") or [])
+        json_object(call).get("id") == call_id
+        for message in json_items(values.get("messages"))
+        for call in json_items(json_object(message).get("tool_calls"))
     )
 
 
-def _public_pending(pending: dict[str, Any] | None) -> dict[str, Any] | None:
+def _public_pending(pending: Mapping[str, object] | None) -> JsonObject | None:
     return None if pending is None else {k: v for k, v in pending.items() if k != "interrupt_id"}

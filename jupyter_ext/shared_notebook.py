@@ -26,6 +26,8 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
+from agent_core.json_types import JsonObject
+
 from .inert_markdown import inert_markdown_source
 
 if TYPE_CHECKING:
@@ -126,14 +128,14 @@ class SharedNotebookWriter:
         self._documents = documents
         self._notebook_of = notebook_of  # a thread's notebook path (add_markdown, step_undone)
         self._exists = exists  # whether that notebook is a file: a room is never made for one that is not
-        self._queue: deque[tuple[str, dict[str, Any]]] = deque()
+        self._queue: deque[tuple[str, JsonObject]] = deque()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._paths: dict[tuple[str, str], str] = {}  # (thread, tool call) -> notebook, from its cell_started
         self._applied: dict[str, int] = {}  # thread -> last stored seq applied
         self._memory = Memory()
 
-    def __call__(self, thread_id: str, event: dict[str, Any]) -> None:
+    def __call__(self, thread_id: str, event: JsonObject) -> None:
         kind = event.get("type")
         if kind not in HANDLED or (kind == "tool_call" and event.get("name") != "add_markdown"):
             return
@@ -158,7 +160,7 @@ class SharedNotebookWriter:
             self._wake.clear()
             await self._wake.wait()
 
-    async def _apply(self, thread_id: str, event: dict[str, Any]) -> None:
+    async def _apply(self, thread_id: str, event: JsonObject) -> None:
         seq = event.get("seq")
         if isinstance(seq, int):  # stored: each once (live-only outputs have no seq)
             if seq <= self._applied.get(thread_id, 0):
@@ -174,9 +176,10 @@ class SharedNotebookWriter:
         with notebook.ydoc.transaction(origin=METADATA_KEY):
             write_event(notebook, event, self._memory)
 
-    async def _path(self, thread_id: str, event: dict[str, Any], call_id: str) -> str | None:
+    async def _path(self, thread_id: str, event: JsonObject, call_id: str) -> str | None:
         if event["type"] == "cell_started":
-            path = event.get("notebook_path") or await self._notebook_of(thread_id)
+            given = event.get("notebook_path")
+            path = given if isinstance(given, str) and given else await self._notebook_of(thread_id)
             if path:
                 self._paths[(thread_id, call_id)] = path
                 if len(self._paths) > KEPT:
@@ -186,7 +189,7 @@ class SharedNotebookWriter:
             return self._paths.get((thread_id, call_id))  # a cell started by another process is not ours to finish
         return await self._notebook_of(thread_id)
 
-    async def cells(self, path: str) -> list[dict[str, Any]] | None:
+    async def cells(self, path: str) -> list[JsonObject] | None:
         """The cells of `path`'s shared document if someone (or this writer) has it open, else None (the
         saved file is then current). Read from a copy: YNotebook.get renumbers duplicate ids in place."""
         if not path.endswith(".ipynb"):
@@ -219,18 +222,19 @@ class SharedNotebookWriter:
 # -- one event into the document (inside the caller's transaction)
 
 
-def write_event(notebook: YNotebook, event: dict[str, Any], memory: Memory) -> None:
+def write_event(notebook: YNotebook, event: JsonObject, memory: Memory) -> None:
     """What NotebookBridge.handle does for `event`, done to the shared document."""
     kind, call_id = event["type"], str(event.get("id") or "")
     key = (str(event.get("thread_id") or ""), call_id)
     if kind == "cell_started":
-        cell_id = event.get("cell_id") if isinstance(event.get("cell_id"), str) and event.get("cell_id") else None
+        given = event.get("cell_id")
+        cell_id = given if isinstance(given, str) and given else None
         if memory.locate(notebook, key) is None and not memory.written(key):
             memory.wrote(key)  # the second cell_started of a cell that waited must not bring it back
             if event.get("edit") and cell_id:
                 _edit(notebook, cell_id, str(event.get("code") or ""), call_id, event)
             else:
-                cell = {"cell_type": "code", "source": str(event.get("code") or ""), "outputs": []}
+                cell: JsonObject = {"cell_type": "code", "source": str(event.get("code") or ""), "outputs": []}
                 _insert(notebook, cell, provenance_metadata(event), cell_id)
         code = _code_cell(notebook, key, memory)
         if code is not None:
@@ -241,8 +245,8 @@ def write_event(notebook: YNotebook, event: dict[str, Any], memory: Memory) -> N
         elif event.get("overflow_summary") and key in memory.live_only:
             return  # this cell already has every output the summary stands for
         code = _code_cell(notebook, key, memory)
-        if code is not None and isinstance(event.get("output"), dict):
-            _add_output(code, event["output"])
+        if code is not None and isinstance(output := event.get("output"), dict):
+            _add_output(code, output)
     elif kind == "cell_finished":
         code = _code_cell(notebook, key, memory)
         if code is not None:
@@ -252,17 +256,18 @@ def write_event(notebook: YNotebook, event: dict[str, Any], memory: Memory) -> N
     elif kind == "step_undone":
         _undo(notebook, memory.locate(notebook, key))
     elif kind == "tool_call" and event.get("name") == "add_markdown":
-        content = (event.get("args") or {}).get("content")
+        args = event.get("args")
+        content = args.get("content") if isinstance(args, dict) else None
         if isinstance(content, str) and memory.locate(notebook, key) is None and not memory.written(key):
             memory.wrote(key)
 
-            cell = {"cell_type": "markdown", "source": inert_markdown_source(content)}
-            _insert(notebook, cell, {"tool_call_id": call_id}, None)
+            markdown: JsonObject = {"cell_type": "markdown", "source": inert_markdown_source(content)}
+            _insert(notebook, markdown, {"tool_call_id": call_id}, None)
 
 
-def provenance_metadata(event: dict[str, Any], previous_source: str | None = None) -> dict[str, Any]:
+def provenance_metadata(event: JsonObject, previous_source: str | None = None) -> JsonObject:
     """The cell metadata `cellwright` of a cell_started, as the panel's provenanceMetadata writes it."""
-    meta: dict[str, Any] = {
+    meta: JsonObject = {
         "thread_id": event.get("thread_id"),
         "run_id": event.get("run_id"),
         "tool_call_id": event["id"],
@@ -278,7 +283,7 @@ def provenance_metadata(event: dict[str, Any], previous_source: str | None = Non
     return meta
 
 
-def agent_metadata(ycell: Map) -> dict[str, Any] | None:
+def agent_metadata(ycell: Map) -> JsonObject | None:
     metadata = ycell.get("metadata")
     meta: Any = metadata.get(METADATA_KEY) if metadata is not None and hasattr(metadata, "get") else None
     if meta is not None and hasattr(meta, "to_py"):  # written as a nested shared map by some client
@@ -313,7 +318,7 @@ def _is_blank(notebook: YNotebook) -> bool:
     return only.get("cell_type") == "code" and not str(only.get("source") or "").strip() and not len(outputs or [])
 
 
-def _insert(notebook: YNotebook, cell: dict[str, Any], meta: dict[str, Any], cell_id: str | None) -> None:
+def _insert(notebook: YNotebook, cell: JsonObject, meta: JsonObject, cell_id: str | None) -> None:
     """Append the agent's cell (with the nbformat id the server gave, unless a cell has it already);
     a blank notebook gets it in place of its one empty cell. Never anywhere but at the end."""
     cell = {**cell, "metadata": {METADATA_KEY: meta}}
@@ -327,7 +332,7 @@ def _insert(notebook: YNotebook, cell: dict[str, Any], meta: dict[str, Any], cel
         del notebook.ycells[0]
 
 
-def _edit(notebook: YNotebook, cell_id: str, source: str, call_id: str, event: dict[str, Any]) -> None:
+def _edit(notebook: YNotebook, cell_id: str, source: str, call_id: str, event: JsonObject) -> None:
     """edit_cell: the cell with nbformat id `cell_id` gets the new source and loses its outputs."""
     index = _cell_index_by_id(notebook, cell_id)
     if index is None:
@@ -345,7 +350,7 @@ def _edit(notebook: YNotebook, cell_id: str, source: str, call_id: str, event: d
     _set_agent_metadata(ycell, meta)
 
 
-def _set_agent_metadata(ycell: Map, meta: dict[str, Any]) -> None:
+def _set_agent_metadata(ycell: Map, meta: JsonObject) -> None:
     from pycrdt import Map
 
     metadata = ycell.get("metadata")
@@ -355,7 +360,7 @@ def _set_agent_metadata(ycell: Map, meta: dict[str, Any]) -> None:
         ycell["metadata"] = Map({**(metadata or {}), METADATA_KEY: meta})
 
 
-def _add_output(code: Map, output: dict[str, Any]) -> None:
+def _add_output(code: Map, output: JsonObject) -> None:
     """Append an output as JupyterLab's model does: a stream right after a stream of the same name
     joins it (one output per run of text), numbers as Yjs numbers (floats)."""
     from jupyter_ydoc.utils import cast_all
@@ -390,8 +395,8 @@ def _undo(notebook: YNotebook, index: int | None) -> None:
     meta = agent_metadata(ycell) or {}
     if meta.get("undone"):
         return
-    if isinstance(meta.get("previous_source"), str):
-        notebook.set_cell(index, source=meta["previous_source"])
+    if isinstance(previous := meta.get("previous_source"), str):
+        notebook.set_cell(index, source=previous)
         rest = {key: value for key, value in meta.items() if key != "previous_source"}
         _set_agent_metadata(ycell, {**rest, "undone": True})
     else:

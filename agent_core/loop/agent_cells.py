@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any
 
 from pydantic import ValidationError
 
 from agent_core.contract.notebook_cells import AgentCell, AgentCells, AgentCellsRequest
+from agent_core.json_types import JsonObject
 from agent_core.storage.event_log import seq_of
 from agent_core.storage.thread_store import ThreadStore
 from agent_core.tools.notebook import new_cell_id
@@ -32,10 +32,10 @@ class CellFold:
     def __init__(self, thread_id: str, notebook_path: str) -> None:
         self.thread_id = thread_id  # a thread of this notebook: add_markdown, which names none, is its
         self.notebook_path = notebook_path
-        self.cells: dict[str, dict[str, Any]] = {}
+        self.cells: dict[str, JsonObject] = {}
         self.undone: set[str] = set()
 
-    def add(self, event: dict[str, Any]) -> None:
+    def add(self, event: JsonObject) -> None:
         kind, call_id = event.get("type"), event.get("id")
         if kind == "forked":  # the cells before it are the origin thread's copied events: its own
             self.cells.clear()
@@ -51,7 +51,8 @@ class CellFold:
             elif cell is not None:  # the second cell_started of a cell that waited for the kernel
                 cell["seq"] = event["seq"]
         elif kind == "tool_call" and event.get("name") == "add_markdown" and cell is None:
-            content = (event.get("args") or {}).get("content")
+            args = event.get("args")
+            content = args.get("content") if isinstance(args, dict) else None
             if isinstance(content, str):
                 self.cells[call_id] = {
                     **self._stamps(event),
@@ -61,14 +62,15 @@ class CellFold:
                     "finished": True,
                 }
         elif kind == "cell_output" and cell is not None:
-            cell["outputs"].append(event["output"])
+            if isinstance(outputs := cell["outputs"], list):  # _started's list
+                outputs.append(event["output"])
             cell["seq"] = event["seq"]
         elif kind == "cell_finished" and cell is not None:
             cell.update(execution_count=event.get("execution_count"), finished=True, seq=event["seq"])
         elif kind == "step_undone":
             self.undone.add(call_id)
 
-    def _stamps(self, event: dict[str, Any]) -> dict[str, Any]:
+    def _stamps(self, event: JsonObject) -> JsonObject:
         return {
             "tool_call_id": event["id"],
             "thread_id": self.thread_id,
@@ -76,8 +78,8 @@ class CellFold:
             "seq": event["seq"],
         }
 
-    def _started(self, event: dict[str, Any]) -> dict[str, Any]:
-        cell: dict[str, Any] = {
+    def _started(self, event: JsonObject) -> JsonObject:
+        cell: JsonObject = {
             **self._stamps(event),
             "cell_type": "code",
             "cell_id": event["cell_id"],
@@ -90,7 +92,7 @@ class CellFold:
             cell["provenance"] = event["provenance"]
         return cell
 
-    def result(self) -> Iterable[dict[str, Any]]:
+    def result(self) -> Iterable[JsonObject]:
         for call_id, cell in self.cells.items():
             yield {**cell, "undone": call_id in self.undone}
 
@@ -110,8 +112,8 @@ async def notebook_agent_cells(store: ThreadStore, path: str) -> list[AgentCell]
     return [found for cell in await _folded(store, path) if (found := _valid(cell)) is not None]
 
 
-async def _folded(store: ThreadStore, path: str) -> list[dict[str, Any]]:
-    cells: list[dict[str, Any]] = []
+async def _folded(store: ThreadStore, path: str) -> list[JsonObject]:
+    cells: list[JsonObject] = []
     for record in await store.for_notebook(path):
         fold = CellFold(record.thread_id, path)
         after = 0
@@ -126,7 +128,7 @@ async def _folded(store: ThreadStore, path: str) -> list[dict[str, Any]]:
     return cells[:MAX_CELLS]
 
 
-def _valid(cell: dict[str, Any]) -> AgentCell | None:
+def _valid(cell: JsonObject) -> AgentCell | None:
     """The cell as the contract has it. An event stored by an older release may not fit today's
     models: its provenance is left out, and a cell that still does not fit is skipped (logged), rather
     than failing the notebook's every other cell."""

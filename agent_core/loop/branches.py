@@ -6,8 +6,9 @@ here touches the kernel or files: agent_core.rewind.rewind does, and calls this 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agent_core.json_types import JsonObject
 from agent_core.loop.state import appended
 from agent_core.messages import CONTEXT_KEY, Message
 
@@ -33,7 +34,7 @@ class ForkPoint:
 
 
 def _config(thread_id: str, checkpoint_id: str | None = None, **metadata: str) -> RunnableConfig:
-    configurable: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ""}
+    configurable: JsonObject = {"thread_id": thread_id, "checkpoint_ns": ""}
     if checkpoint_id is not None:
         configurable["checkpoint_id"] = checkpoint_id
     return {"configurable": configurable, "metadata": dict(metadata)}
@@ -141,7 +142,7 @@ def call_ids(messages: list[Message]) -> list[str]:
     return [str(c.get("id")) for m in messages for c in m.get("tool_calls") or []]
 
 
-async def branches(graph: AgentGraph, thread_id: str) -> list[dict[str, Any]]:
+async def branches(graph: AgentGraph, thread_id: str) -> list[JsonObject]:
     """The leaves of the checkpoint tree (at most MAX_BRANCHES): the current branch first, then the
     others newest first."""
     chain, parents = await _ancestry(graph, thread_id)

@@ -5,19 +5,20 @@ other thread's events up to just before the step it goes back to, then a `forked
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+
+from agent_core.json_types import JsonObject
 
 STAMPS = ("seq", "thread_id")  # the new thread's log stamps its own
 TURN_ONLY = ("token", "usage")  # the model turn that made the step: gone with it
 
 
 def forked_log(
-    events: Iterable[dict[str, Any]], later_calls: set[str], origin_thread: str, from_call: str, title: str
-) -> list[dict[str, Any]]:
+    events: Iterable[JsonObject], later_calls: set[str], origin_thread: str, from_call: str, title: str
+) -> list[JsonObject]:
     """`events` (the origin's log, in order) up to the first one of a step in `later_calls` (the
     calls of the conversation the fork leaves out), without that model turn's streamed text, and the
     `forked` event that ends it."""
-    kept: list[dict[str, Any]] = []
+    kept: list[JsonObject] = []
     for event in events:
         if event.get("id") in later_calls:
             break
@@ -25,7 +26,7 @@ def forked_log(
     while kept and kept[-1].get("type") in TURN_ONLY:
         kept.pop()
     run_id = str(kept[-1].get("run_id") or "") if kept else ""
-    end = {
+    end: JsonObject = {
         "type": "forked",
         "run_id": run_id,
         "agent": "main",

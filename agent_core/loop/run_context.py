@@ -10,6 +10,7 @@ from typing import Any, cast
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.contract import EventDict, make_event
 from agent_core.contract.model_requests import SentSummary
+from agent_core.json_types import JsonObject
 from agent_core.loop import usage as token_usage
 from agent_core.loop.agents import AGENTS, AgentConfig, agent_for_mode
 from agent_core.loop.approvals import ApprovalCards
@@ -42,7 +43,7 @@ class RunContext:
     tool_mode: str = ""  # "native" or "prompt" for this run; "auto" settles on the first refusal
     task_id: str = ""  # a sub-agent's: the id of the `task` call that started it
     # The live notebook's cells as the browser sent them with the run or the approval (None: use the saved file).
-    notebook_cells: list[dict[str, Any]] | None = None
+    notebook_cells: list[JsonObject] | None = None
     meter: token_usage.UsageMeter = field(default_factory=token_usage.UsageMeter)
     policy: ToolPolicy = field(default_factory=ToolPolicy)  # read from the state at the start of each node
     summarized: bool = False  # the model node summarised older turns for this call
@@ -159,7 +160,7 @@ def run_context(
     emit: Emit,
     notebook_path: str,
     mode: str,
-    notebook_cells: list[dict[str, Any]] | None = None,
+    notebook_cells: list[JsonObject] | None = None,
     extra_tools: Mapping[str, ToolSpec] | None = None,
     *,
     undo: UndoBook,

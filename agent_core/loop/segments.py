@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from agent_core.contract import make_event
 from agent_core.contract.choices import Autonomy, Mode
 from agent_core.contract.event_fields import ApprovalRequiredEventDict
+from agent_core.json_types import JsonObject, json_items
 from agent_core.messages import CONTEXT_KEY
 from agent_core.tools.external import ExternalToolSpec
 
@@ -37,11 +38,11 @@ class Segment:
     mode: Mode
     autonomy: Autonomy
     message: str  # the user's message; "" for a segment an approval resumed
-    notebook_cells: list[dict[str, Any]] | None = None  # as the browser sent them
+    notebook_cells: list[JsonObject] | None = None  # as the browser sent them
     driver: str = ""  # an outside agent's run: who asked (RunContext.driver)
 
 
-def browser_cells(cells: list[LiveCell] | None) -> list[dict[str, Any]] | None:
+def browser_cells(cells: list[LiveCell] | None) -> list[JsonObject] | None:
     return None if cells is None else [cell.model_dump() for cell in cells]
 
 
@@ -55,7 +56,7 @@ def approval_event(payload: dict[str, Any]) -> ApprovalRequiredEventDict:
 
 
 def with_tool_notes(
-    graph_input: AgentUpdate, tools: dict[str, ExternalToolSpec], notes: list[str], prior: dict[str, Any]
+    graph_input: AgentUpdate, tools: dict[str, ExternalToolSpec], notes: list[str], prior: JsonObject
 ) -> AgentUpdate:
     """A new run's input with the notes about external tools, before the user's message (hidden
     from the thread's view, as other context is), and the notebook tools it has, so that the next
@@ -63,7 +64,7 @@ def with_tool_notes(
     if not isinstance(graph_input, dict) or "messages" not in graph_input:
         return graph_input
     now = [name for name, spec in tools.items() if spec.origin.get("kind") == "notebook"]
-    gone = [name for name in prior.get("notebook_tools") or [] if name not in now]
+    gone = [name for name in json_items(prior.get("notebook_tools")) if name not in now]
     if gone:
         notes = [
             *notes,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, TypedDict
 
 from langgraph.channels.delta import DeltaChannel
 
@@ -60,8 +60,8 @@ class _StateFields(TypedDict, total=False):
     vision_refused: bool  # the endpoint refused image parts: descriptions only, for the rest of the thread
     autonomy: str  # "ask", "plan" or "agent": the tools this run offers (agent_core.loop.autonomy)
     plan_approved: bool  # Plan mode: the user approved this run's plan, every tool is offered now
-    usage: dict[str, Any]  # the thread's token totals (agent_core.loop.usage)
-    run_usage: dict[str, Any]  # this run's, reset by each new user message
+    usage: JsonObject  # the thread's token totals (agent_core.loop.usage)
+    run_usage: JsonObject  # this run's, reset by each new user message
     kernel_identity: str  # the kernel process the last cell ran in: a restart since then is told to the model
     disabled_mcp_servers: list[str]  # MCP servers this thread does not use (agent_core.tools.gathering)
     notebook_tools: list[str]  # the kernel's @tool functions at the last run's start: told when they are gone

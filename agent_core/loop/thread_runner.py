@@ -20,7 +20,7 @@ from agent_core.config.agent_settings import AgentSettings
 from agent_core.contract import EventDict, make_event
 from agent_core.contract.choices import RunStatus
 from agent_core.contract.event_fields import RunFinishedFields, RunStartedFields
-from agent_core.json_types import JsonObject
+from agent_core.json_types import JsonObject, json_items
 from agent_core.llm.failures import LLMError
 from agent_core.llm.sdk_clients import close_clients
 from agent_core.loop.agent_cells import notebook_agent_cells
@@ -197,7 +197,7 @@ class ThreadRunner:
             now = f"the pending one is {pending['id']!r}" if pending else "nothing is pending"
             raise NotPending(f"Tool call {call_id[:200]!r} is not awaiting approval ({now}). Reload the thread.")
         if decision.decision == "edit":
-            spec = TOOLS.get(pending["name"])  # an MCP or notebook tool's arguments are checked when it runs
+            spec = TOOLS.get(str(pending["name"]))  # an MCP or notebook tool's arguments are checked when it runs
             problem = spec.check_args(decision.args) if spec is not None else None
             if problem:
                 raise BadDecision(f"The edited arguments do not fit: {problem}.")
@@ -293,7 +293,7 @@ class ThreadRunner:
         request: StartRun,
         env: ToolEnvironment,
         settings: AgentSettings,
-        prior: dict[str, Any],
+        prior: JsonObject,
     ) -> tuple[AgentUpdate, list[MentionView], dict[str, ExternalToolSpec]]:
         """A new run's graph input (the message after its context and notes), the mentions for
         `run_started`, and its outside tools. The notebook's @tool functions and the run's context
@@ -303,13 +303,17 @@ class ThreadRunner:
         (extra, notes), (context, mentions, told) = await asyncio.gather(
             self._outside_tools(
                 record.thread_id,
-                disabled if disabled is not None else prior.get("disabled_mcp_servers") or [],
+                disabled if disabled is not None else [str(n) for n in json_items(prior.get("disabled_mcp_servers"))],
                 env,
                 settings,
                 fresh=True,
             ),
             run_context_notes(
-                request.message, env, settings, prior.get("kernel_identity"), pending_notes(self.undo, record.thread_id)
+                request.message,
+                env,
+                settings,
+                _str_or_none(prior.get("kernel_identity")),
+                pending_notes(self.undo, record.thread_id),
             ),
         )
         graph_input: AgentUpdate = {
@@ -386,7 +390,7 @@ class ThreadRunner:
             agent_cells=recorded_cells,
         )
         status: RunStatus = "completed"
-        run_usage: dict[str, Any] | None = None
+        run_usage: JsonObject | None = None
         try:
             started: RunStartedFields = {"mode": segment.mode, "autonomy": segment.autonomy, "message": segment.message}
             if mentions:
@@ -424,7 +428,7 @@ class ThreadRunner:
         thread_id: str,
         emit: EventPump,
         status: RunStatus,
-        run_usage: dict[str, Any] | None,
+        run_usage: JsonObject | None,
         renewing: asyncio.Task[None],
         on_released: Callable[[], None] | None,
     ) -> None:
@@ -485,3 +489,7 @@ class ThreadRunner:
     async def delete_thread(self, thread_id: str) -> None:  # its record of model requests goes with it
         await self.store.delete_thread(thread_id)
         await self.threads.delete(thread_id)
+
+
+def _str_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None

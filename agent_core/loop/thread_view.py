@@ -3,9 +3,11 @@ mode), and its messages as GET threads/{id} shows them."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, cast, get_args
 
 from agent_core.contract.choices import Autonomy, Mode
+from agent_core.contract.event_fields import ApprovalRequiredFields
+from agent_core.json_types import JsonObject
 from agent_core.loop.state import parse_args
 from agent_core.messages import CONTEXT_KEY, Message
 
@@ -13,9 +15,9 @@ if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
 
 
-def view_message(message: Message) -> dict[str, Any]:
+def view_message(message: Message) -> JsonObject:
     """A state message as GET threads/{id} shows it."""
-    view: dict[str, Any] = {"role": message.get("role"), "content": message.get("content") or ""}
+    view: JsonObject = {"role": message.get("role"), "content": message.get("content") or ""}
     if message.get("tool_calls"):
         view["tool_calls"] = [
             {"id": c["id"], "name": c["function"]["name"], "args": parse_args(c["function"]["arguments"])[0]}
@@ -26,7 +28,7 @@ def view_message(message: Message) -> dict[str, Any]:
     return view
 
 
-def visible_messages(messages: list[Message]) -> list[dict[str, Any]]:
+def visible_messages(messages: list[Message]) -> list[JsonObject]:
     """A conversation as GET threads/{id} shows it: without the context Cellwright attached."""
     return [view_message(m) for m in messages if not m.get(CONTEXT_KEY)]
 
@@ -36,11 +38,19 @@ def title_from(message: str) -> str:
     return line if len(line) <= 60 else line[:57] + "..."
 
 
-def pending_approval(snapshot: StateSnapshot) -> dict[str, Any] | None:
+class PendingApproval(ApprovalRequiredFields, total=False):
+    """The approval card a thread waits for: graph.py's interrupt value, and the interrupt's id."""
+
+    agent: str
+    interrupt_id: str
+
+
+def pending_approval(snapshot: StateSnapshot) -> PendingApproval | None:
     """The approval the thread waits for, if any (also one raised inside a sub-agent)."""
     for interrupt in snapshot.interrupts:
         if isinstance(interrupt.value, dict) and "id" in interrupt.value:
-            return {**interrupt.value, "interrupt_id": interrupt.id}
+            # LangGraph types an interrupt's value Any: graph.py raises an ApprovalRequest as a dict
+            return cast("PendingApproval", {**interrupt.value, "interrupt_id": interrupt.id})
     return None
 
 

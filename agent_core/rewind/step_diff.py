@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from agent_core.contract.rewind import CellChange, CellState, FileChange, ThreadDiff
 from agent_core.errors import BadRequest
+from agent_core.json_types import JsonObject
 from agent_core.loop.agent_cells import CellFold
 from agent_core.loop.branches import NoSuchStep
 from agent_core.messages import Message
@@ -59,7 +59,7 @@ def step_range(steps: list[str], start: str | None, end: str | None) -> tuple[in
 
 def thread_diff(
     messages: list[Message],
-    events: Iterable[dict[str, Any]],
+    events: Iterable[JsonObject],
     thread_id: str,
     notebook_path: str,
     workspace: Workspace,
@@ -80,21 +80,22 @@ def thread_diff(
 
 
 def _cells(
-    ids: list[str], events: Iterable[dict[str, Any]], thread_id: str, notebook_path: str, first: int, last: int
+    ids: list[str], events: Iterable[JsonObject], thread_id: str, notebook_path: str, first: int, last: int
 ) -> list[CellChange]:
     fold = CellFold(thread_id, notebook_path)
     replaced: dict[str, str] = {}
     for event in events:
         fold.add(event)
-        if event.get("type") == "cell_started" and event.get("edit") and isinstance(event.get("previous_source"), str):
-            replaced.setdefault(str(event.get("id")), event["previous_source"])
+        previous = event.get("previous_source")
+        if event.get("type") == "cell_started" and event.get("edit") and isinstance(previous, str):
+            replaced.setdefault(str(event.get("id")), previous)
     position = {call_id: index for index, call_id in enumerate(ids)}
     cells: dict[str, _Cell] = {}
     for call_id, folded in fold.cells.items():
         if call_id not in position:  # a step of another branch
             continue
         cell = cells.setdefault(str(folded["cell_id"]), _Cell(str(folded["cell_type"])))
-        state = CellState(source=str(folded["source"]), outputs=folded.get("outputs") or [])
+        state = CellState.model_validate({"source": str(folded["source"]), "outputs": folded.get("outputs") or []})
         cell.states.append((position[call_id], call_id, state))
         if call_id in replaced:
             cell.previous_source[call_id] = replaced[call_id]
@@ -123,7 +124,7 @@ def _cells(
 
 
 def _cell_before(
-    cell: _Cell, earlier: list[tuple[int, str, CellState]], first_call: str, folded: dict[str, Any]
+    cell: _Cell, earlier: list[tuple[int, str, CellState]], first_call: str, folded: JsonObject
 ) -> tuple[CellState | None, bool]:
     if earlier:  # an earlier agent step left the cell as the range found it
         return earlier[-1][2], True

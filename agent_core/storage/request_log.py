@@ -12,9 +12,10 @@ import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agent_core.contract.model_requests import MAX_STEP_SOURCES, RequestSource, SentSummary
+from agent_core.json_types import JsonObject
 
 if TYPE_CHECKING:  # database.py creates this module's table
     from agent_core.storage.database import Connection, Database
@@ -95,9 +96,9 @@ class RecordedRequest:
     sha256: str
     body: str | None  # packed(); None once compacted
 
-    def public(self, with_text: bool = True) -> dict[str, Any]:
+    def public(self, with_text: bool = True) -> JsonObject:
         """The route's item: the body, its messages and tools while it is kept (and `with_text`)."""
-        item: dict[str, Any] = {
+        item: JsonObject = {
             "seq": self.seq,
             "agent": self.agent,
             "kind": self.kind,

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from agent_core.json_types import JsonObject
 from agent_core.storage.database import Connection, open_database
 from agent_core.storage.event_log import EventLog, max_seq_in
 from agent_core.storage.request_log import RequestLog
@@ -39,7 +40,7 @@ class ThreadRecord:
     last_run_id: str = ""
     kernel_id: str = ""
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> JsonObject:
         data = asdict(self)
         del data["last_run_id"], data["kernel_id"]
         return data

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Generic, Literal, Protocol, TypedDict, TypeVar
+from typing import Generic, Literal, Protocol, TypedDict, TypeVar
 
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.contract import ToolStatus, make_event
@@ -134,7 +134,7 @@ class ToolContext:
     run: RunHost | None = None  # the graph's, for tools that run agents (task) and undo's book
     thread_id: str = ""
     notebook_path: str = ""  # the thread's notebook (root-relative); "" when it has none
-    notebook_cells: list[dict[str, Any]] | None = None  # as the browser sent them; None: read the saved file
+    notebook_cells: list[JsonObject] | None = None  # as the browser sent them; None: read the saved file
     # how the call came to run: "approved", "edited" (by the user), "auto_approved", or "sandboxed" (issue 37:
     # not asked because it runs in a sandbox: the tool must run it there)
     decision: str = "auto_approved"

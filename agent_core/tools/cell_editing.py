@@ -7,12 +7,11 @@ error for the model, with the cells as they are now, and nothing changes."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field, model_validator
 
 from agent_core.contract.bodies import MAX_CELLS
 from agent_core.contract.events import MAX_PREVIOUS_SOURCE
+from agent_core.json_types import JsonObject
 from agent_core.output_digest import bounded
 from agent_core.tools.arguments import ToolArgs, argument_error
 from agent_core.tools.base import CellPlacement, ToolContext, ToolInputError, ToolOutcome, ToolSpec
@@ -47,7 +46,7 @@ def _named(args: EditCellArgs) -> str:
     return repr(args.cell_id) if args.cell_id is not None else f"at index {args.index}"
 
 
-async def target_cell(args: EditCellArgs, ctx: ToolContext) -> tuple[int, dict[str, Any]]:
+async def target_cell(args: EditCellArgs, ctx: ToolContext) -> tuple[int, JsonObject]:
     """The cell the call means, in the notebook as the tools see it (agent_core.tools.notebook_view):
     ToolInputError, with the cells as they are now, when it is gone or has moved since the read."""
     if not ctx.notebook_path:
@@ -87,7 +86,7 @@ async def edit_cell(args: EditCellArgs, ctx: ToolContext) -> ToolOutcome:
     _, cell = await target_cell(args, ctx)
     previous = cell_source(cell)
     kept = previous if len(previous) <= MAX_PREVIOUS_SOURCE else None
-    placement = await before_cell(args.source, ctx, CellPlacement(cell["id"], edit=True, previous_source=kept))
+    placement = await before_cell(args.source, ctx, CellPlacement(str(cell["id"]), edit=True, previous_source=kept))
     return await cell_outcome(await ctx.env.run_cell(ctx.call_id, args.source, ctx.emit, placement), placement, ctx)
 
 
@@ -95,7 +94,7 @@ async def edit_cell_check(args: EditCellArgs, ctx: ToolContext) -> None:
     await target_cell(args, ctx)
 
 
-async def edit_cell_preview(args: EditCellArgs, ctx: ToolContext) -> dict[str, Any]:
+async def edit_cell_preview(args: EditCellArgs, ctx: ToolContext) -> JsonObject:
     index, cell = await target_cell(args, ctx)
     where = f" ({PENDING_NOTE})" if cell.get("pending") == "new" else ""
     diff = unified_diff(cell_source(cell), args.source, f"cell {index} ({cell['id']}){where}")

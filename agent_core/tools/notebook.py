@@ -5,11 +5,11 @@ from __future__ import annotations
 import hashlib
 import logging
 from pathlib import Path
-from typing import Any
 
 from pydantic import Field
 
 from agent_core.contract.choices import ToolStatus
+from agent_core.json_types import JsonObject
 from agent_core.output_digest import digest
 from agent_core.tools.arguments import ToolArgs
 from agent_core.tools.base import (
@@ -68,11 +68,11 @@ async def run_cell(args: RunCellArgs, ctx: ToolContext) -> ToolOutcome:
     return await cell_outcome(await ctx.env.run_cell(ctx.call_id, args.code, ctx.emit, placement), placement, ctx)
 
 
-async def cell_preview(args: RunCellArgs, ctx: ToolContext) -> dict[str, Any]:
+async def cell_preview(args: RunCellArgs, ctx: ToolContext) -> JsonObject:
     """The approval card's diagnostics and impact; never fails (a card without them is still a card)."""
     if not args.code.strip():
         return {"diagnostics": []}
-    card: dict[str, Any] = {"diagnostics": []}
+    card: JsonObject = {"diagnostics": []}
     try:
         card["impact"] = await code_impact(args.code, ctx)
     except Exception as exc:  # the analysis is a help for the user, never a reason to lose the card

@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import Field
 
+from agent_core.json_types import JsonObject, json_items
 from agent_core.output_digest import bounded, digest
 from agent_core.tools.arguments import ToolArgs
 from agent_core.tools.base import HasKernelHistory, ToolContext, ToolInputError, ToolOutcome, ToolSpec
@@ -34,7 +35,7 @@ class ReadNotebookArgs(ToolArgs):
     )
 
 
-def load_notebook(path: Path) -> dict[str, Any]:
+def load_notebook(path: Path) -> JsonObject:
     """The notebook's JSON; ToolInputError when it is not a notebook this tool can read."""
     if path.suffix != ".ipynb":
         raise ToolInputError(f"{path.name} is not a notebook (.ipynb); use read_file for other files")
@@ -53,7 +54,7 @@ def load_notebook(path: Path) -> dict[str, Any]:
 
 
 def cells_text(
-    notebook: dict[str, Any],
+    notebook: JsonObject,
     start: int = 0,
     end: int | None = None,
     total: int = TOTAL_CHARS,
@@ -62,7 +63,7 @@ def cells_text(
     """The cells in [start, end) as text for the model: index, id, type, execution count, source and
     output digest, each bounded, the whole bounded too. A cell with `pending` (an agent cell the
     saved file lacks, agent_core.tools.notebook_view) is marked so."""
-    cells = [c for c in notebook["cells"] if isinstance(c, dict)]
+    cells = [c for c in json_items(notebook["cells"]) if isinstance(c, dict)]
     stop = min(len(cells), end if end is not None else start + DEFAULT_CELLS)
     pending = sum(1 for c in cells if c.get("pending"))
     count = f"{len(cells)} cells" + (f" ({pending} of them {PENDING_NOTE})" if pending else "")
@@ -92,8 +93,11 @@ _PENDING = {
 }
 
 
-def run_order(notebook: dict[str, Any]) -> str:
-    ran = [(c.get("execution_count"), i) for i, c in enumerate(c for c in notebook["cells"] if isinstance(c, dict))]
+def run_order(notebook: JsonObject) -> str:
+    ran = [
+        (c.get("execution_count"), i)
+        for i, c in enumerate(c for c in json_items(notebook["cells"]) if isinstance(c, dict))
+    ]
     ran = sorted((count, index) for count, index in ran if isinstance(count, int))
     if not ran:
         return "No cell of the notebook has run."
@@ -120,7 +124,7 @@ async def kernel_history(env: Any) -> str:
 
 async def read_notebook(args: ReadNotebookArgs, ctx: ToolContext) -> ToolOutcome:
     view = await notebook_view(ctx, args.path)
-    notebook = {"cells": view.cells}
+    notebook: JsonObject = {"cells": view.cells}
     start = args.start or 0
     body = f"{view.path}: {cells_text(notebook, start, args.end)}\n\n{run_order(notebook)}"
     bound = not args.path or args.path == ctx.notebook_path

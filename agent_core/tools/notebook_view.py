@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agent_core.contract.notebook_cells import AgentCell
+from agent_core.json_types import JsonObject, json_items
 from agent_core.output_digest import bounded
 from agent_core.tools.base import HasSharedNotebook, ToolContext, ToolInputError
 from agent_core.workspace import WorkspaceError, relative_to_root, workspace_of
@@ -32,12 +33,12 @@ _NBFORMAT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 Pending = Literal["new", "edit"]
 
 
-def cell_source(cell: dict[str, Any]) -> str:
+def cell_source(cell: JsonObject) -> str:
     source = cell.get("source", "")
     return "".join(source) if isinstance(source, list) else str(source)
 
 
-def shown_id(cell: dict[str, Any]) -> str:
+def shown_id(cell: JsonObject) -> str:
     """The cell's id as the model is shown it: as is when nbformat allows it (letters, digits, '-',
     '_'), else quoted JSON, bounded, so a notebook's odd id cannot pass for anything but an id."""
     cell_id = cell.get("id")
@@ -46,9 +47,10 @@ def shown_id(cell: dict[str, Any]) -> str:
     return cell_id if _NBFORMAT_ID.fullmatch(cell_id) else json.dumps(cell_id[:64])
 
 
-def tool_call_of(cell: dict[str, Any]) -> str | None:
+def tool_call_of(cell: JsonObject) -> str | None:
     """The tool call that wrote the cell, from its `cellwright` metadata; None for the user's."""
-    meta = (cell.get("metadata") or {}).get(METADATA_KEY) if isinstance(cell.get("metadata"), dict) else None
+    metadata = cell.get("metadata")
+    meta = metadata.get(METADATA_KEY) if isinstance(metadata, dict) else None
     call = meta.get("tool_call_id") if isinstance(meta, dict) else None
     return call if isinstance(call, str) else None
 
@@ -67,15 +69,15 @@ class NotebookView:
     saved file lacks the cell) or "edit" (it has the cell, without the agent's edit)."""
 
     path: str  # root-relative
-    cells: list[dict[str, Any]]
-    metadata: dict[str, Any] = field(default_factory=dict)  # the saved notebook's (kernelspec, ...)
+    cells: list[JsonObject]
+    metadata: JsonObject = field(default_factory=dict)  # the saved notebook's (kernelspec, ...)
     gone: dict[str, str] = field(default_factory=dict)  # an agent cell's id -> why the notebook lacks it
 
     @property
-    def pending(self) -> list[dict[str, Any]]:
+    def pending(self) -> list[JsonObject]:
         return [cell for cell in self.cells if cell.get("pending")]
 
-    def find(self, cell_id: str) -> tuple[int, dict[str, Any]] | None:
+    def find(self, cell_id: str) -> tuple[int, JsonObject] | None:
         return next(((i, c) for i, c in enumerate(self.cells) if c.get("id") == cell_id), None)
 
     def layout(self, near: int = 0) -> str:
@@ -125,7 +127,7 @@ async def notebook_view(ctx: ToolContext, target: str | None = None) -> Notebook
         raise ToolInputError(exc.message) from None
     rel = relative_to_root(workspace.root, path)
     saved = await asyncio.to_thread(load_notebook, path)
-    saved_cells = [c for c in saved["cells"] if isinstance(c, dict)]
+    saved_cells = [c for c in json_items(saved["cells"]) if isinstance(c, dict)]
     metadata = saved.get("metadata")
     metadata = metadata if isinstance(metadata, dict) else {}
     bound = bool(ctx.notebook_path) and _same(workspace, ctx.notebook_path, rel)
@@ -145,7 +147,7 @@ def _same(workspace: Any, path: str, rel: str) -> bool:
         return False
 
 
-def _browser_cells(live: list[dict[str, Any]], saved: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _browser_cells(live: list[JsonObject], saved: list[JsonObject]) -> list[JsonObject]:
     """The cells as the browser sent them (saved or not), with the outputs and metadata of the saved
     cell with the same id, and its source where the browser left one out (the request's size cap)."""
     by_id = {cell.get("id"): cell for cell in saved}
@@ -159,8 +161,8 @@ def _browser_cells(live: list[dict[str, Any]], saved: list[dict[str, Any]]) -> l
 
 def overlay(
     path: str,
-    cells: list[dict[str, Any]],
-    metadata: dict[str, Any],
+    cells: list[JsonObject],
+    metadata: JsonObject,
     record: Sequence[AgentCell],
     markdown: bool = True,
 ) -> NotebookView:
@@ -171,7 +173,7 @@ def overlay(
     sends none, and the panel gives a Markdown cell no id of the record's)."""
     placed = placed_ids(metadata)
     by_tool = {call for cell in cells if (call := tool_call_of(cell))}
-    index_of = {cell["id"]: i for i, cell in enumerate(cells) if isinstance(cell.get("id"), str)}
+    index_of = {cell_id: i for i, cell in enumerate(cells) if isinstance(cell_id := cell.get("id"), str)}
     view = [dict(cell) for cell in cells]
     last_edit = {c.cell_id: c.tool_call_id for c in record if c.edit and not c.undone}
     gone: dict[str, str] = {}
@@ -200,16 +202,16 @@ def overlay(
     return NotebookView(path, view, metadata, gone)
 
 
-def _stamps(agent: AgentCell) -> dict[str, Any]:
+def _stamps(agent: AgentCell) -> JsonObject:
     return {METADATA_KEY: {"thread_id": agent.thread_id, "run_id": agent.run_id, "tool_call_id": agent.tool_call_id}}
 
 
-def _outputs(agent: AgentCell) -> list[dict[str, Any]]:
+def _outputs(agent: AgentCell) -> list[JsonObject]:
     return agent.model_dump(mode="json", exclude_none=True, include={"outputs"}).get("outputs", [])
 
 
-def _new(agent: AgentCell) -> dict[str, Any]:
-    cell: dict[str, Any] = {
+def _new(agent: AgentCell) -> JsonObject:
+    cell: JsonObject = {
         # A Markdown cell gets its nbformat id when a browser (or the shared document) places it: the
         # record's is not the one it will have, so none is shown (edit_cell edits code cells only).
         "id": agent.cell_id if agent.cell_type == "code" else None,
@@ -223,11 +225,12 @@ def _new(agent: AgentCell) -> dict[str, Any]:
     return cell
 
 
-def _edited(cell: dict[str, Any], agent: AgentCell) -> dict[str, Any]:
+def _edited(cell: JsonObject, agent: AgentCell) -> JsonObject:
     if cell.get("pending") != "new" and cell_source(cell) == agent.source:
         return cell  # the browser has the edit already (live, not yet saved)
     pending: Pending = "new" if cell.get("pending") == "new" else "edit"
-    metadata = {**(cell.get("metadata") or {}), **_stamps(agent)}
+    old = cell.get("metadata")
+    metadata = {**(old if isinstance(old, dict) else {}), **_stamps(agent)}
     return {
         **cell,
         "source": agent.source,

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
 
 from pydantic import Field
 
 from agent_core.contract.bodies import MAX_PATH_CHARS
 from agent_core.contract.verify import VerifyResult
+from agent_core.json_types import JsonObject
 from agent_core.output_digest import bounded
 from agent_core.tools.arguments import ToolArgs
 from agent_core.tools.base import HasShadowKernel, ToolContext, ToolInputError, ToolOutcome, ToolSpec
@@ -76,7 +76,7 @@ def _unsaved_note(view: NotebookView, result: VerifyResult) -> str:
     if not pending:
         return ""
     verdicts = {c.cell_id: c.status for c in result.cells}
-    named = "; ".join(_pending_line(index, cell, verdicts.get(cell.get("id"))) for index, cell in pending[:10])
+    named = "; ".join(_pending_line(index, cell, verdicts.get(_id(cell))) for index, cell in pending[:10])
     more = f"; and {len(pending) - 10} more" if len(pending) > 10 else ""
     return (
         f"{view.path} on disk lacks {len(pending)} of your cells or edits (the notebook gets them when it is "
@@ -84,7 +84,12 @@ def _unsaved_note(view: NotebookView, result: VerifyResult) -> str:
     )
 
 
-def _pending_line(index: int, cell: dict[str, Any], verdict: str | None) -> str:
+def _id(cell: JsonObject) -> str | None:
+    cell_id = cell.get("id")
+    return cell_id if isinstance(cell_id, str) else None
+
+
+def _pending_line(index: int, cell: JsonObject, verdict: str | None) -> str:
     what = "edited" if cell.get("pending") == "edit" else "new"
     first = next(iter(cell_source(cell).splitlines()), "")
     return (

@@ -8,6 +8,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from agent_core.json_types import JsonObject, json_object
+
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{4,}")
 _TIMING = re.compile(r"\b\d+(?:\.\d+)?\s?(?:ns|µs|us|ms|s|sec|secs|seconds|min)\b")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -26,7 +28,7 @@ def normalised(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.strip().splitlines())
 
 
-def comparable(outputs: Iterable[dict[str, Any]]) -> list[str]:
+def comparable(outputs: Iterable[JsonObject]) -> list[str]:
     """Each output as one normalised line of text, consecutive stream text of one name merged."""
     parts: list[tuple[str, str]] = []
     for output in outputs:
@@ -38,7 +40,7 @@ def comparable(outputs: Iterable[dict[str, Any]]) -> list[str]:
             else:
                 parts.append((name, _text(output.get("text"))))
         elif kind in ("execute_result", "display_data"):
-            data = output.get("data") or {}
+            data = json_object(output.get("data"))
             plain = data.get("text/plain")
             parts.append(("result", _text(plain) if plain is not None else "[" + ", ".join(sorted(data)) + "]"))
         elif kind == "error":
@@ -58,7 +60,7 @@ def _cut_matches(before: list[str], after: list[str]) -> bool:
     return rerun.startswith(head) and rerun.endswith(tail)
 
 
-def difference(recorded: Iterable[dict[str, Any]], rerun: Iterable[dict[str, Any]]) -> str:
+def difference(recorded: Iterable[JsonObject], rerun: Iterable[JsonObject]) -> str:
     """'' when the outputs match; else the first that differs, shortened."""
     before, after = comparable(recorded), comparable(rerun)
     if before == after or _cut_matches(before, after):

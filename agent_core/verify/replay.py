@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any
 
 from agent_core.contract.verify import CellVerdict, VerifiedCell, VerifyResult, VerifyStatus
 from agent_core.environment import HasShadowKernel, ToolInputError
+from agent_core.json_types import JsonObject, json_items, json_object
 from agent_core.verify.hidden_state import hidden_state, out_of_order
 from agent_core.verify.outputs import DETAIL_CHARS, difference
 
@@ -16,37 +16,37 @@ VERIFY_SECONDS = 300.0  # the whole re-run: a notebook slower than this is not o
 MAX_CODE_CELLS = 500
 
 
-def _source(cell: dict[str, Any]) -> str:
+def _source(cell: JsonObject) -> str:
     source = cell.get("source", "")
     return "".join(source) if isinstance(source, list) else str(source)
 
 
-def _provenance(cell: dict[str, Any]) -> tuple[str, str] | None:
+def _provenance(cell: JsonObject) -> tuple[str, str] | None:
     """(thread id, tool call id) of an agent cell, from its `cellwright` metadata; None for the user's."""
-    meta = (cell.get("metadata") or {}).get("cellwright")
-    if not isinstance(meta, dict) or not isinstance(meta.get("tool_call_id"), str):
+    meta = json_object(cell.get("metadata")).get("cellwright")
+    if not isinstance(meta, dict) or not isinstance(call_id := meta.get("tool_call_id"), str):
         return None
-    return str(meta.get("thread_id") or ""), meta["tool_call_id"]
+    return str(meta.get("thread_id") or ""), call_id
 
 
-def _error_text(outputs: list[dict[str, Any]]) -> str:
+def _error_text(outputs: list[JsonObject]) -> str:
     for output in outputs:
         if output.get("output_type") == "error":
             return f"{output.get('ename')}: {output.get('evalue')}"[:DETAIL_CHARS]
     return "the cell did not finish"
 
 
-def kernel_name_of(notebook: dict[str, Any]) -> str | None:
-    spec = (notebook.get("metadata") or {}).get("kernelspec")
+def kernel_name_of(notebook: JsonObject) -> str | None:
+    spec = json_object(notebook.get("metadata")).get("kernelspec")
     name = spec.get("name") if isinstance(spec, dict) else None
     return name if isinstance(name, str) and name else None
 
 
 async def verify_notebook(
-    notebook: dict[str, Any],
+    notebook: JsonObject,
     path: str,
     env: HasShadowKernel,
-    recorded: Mapping[tuple[str, str], list[dict[str, Any]]] | None = None,
+    recorded: Mapping[tuple[str, str], list[JsonObject]] | None = None,
     time_limit: float = VERIFY_SECONDS,
 ) -> VerifyResult:
     """Run every code cell of `notebook` (the saved file of `path`, root-relative) in order in a
@@ -55,7 +55,7 @@ async def verify_notebook(
     number their calls call_0, call_1... in every thread), else with the outputs
     saved in the notebook, which the panel wrote from those events."""
     started = time.monotonic()
-    indexed = [(i, c) for i, c in enumerate(notebook.get("cells") or []) if isinstance(c, dict)]
+    indexed = [(i, c) for i, c in enumerate(json_items(notebook.get("cells"))) if isinstance(c, dict)]
     code_cells = [(i, c) for i, c in indexed if c.get("cell_type") == "code"]
     if len(code_cells) > MAX_CODE_CELLS:
         raise ToolInputError(
