@@ -1,6 +1,7 @@
 """python -m bench.agent_tasks --base-url URL --model NAME [--mode single|multi]
     [--tool-calling native|prompt] [--tasks PATTERN] [--policy approve-all|reject-first-shell] --out FILE.json
-python -m bench.agent_tasks --scripted reference|wrong --out FILE.json   (the scripted model, no endpoint)
+python -m bench.agent_tasks --scripted reference|wrong|shell-first|exploring --out FILE.json   (a scripted model)
+python -m bench.agent_tasks --scripted exploring --compare-sandbox   (approvals with and without the sandbox)
 python -m bench.agent_tasks --compare A.json B.json"""
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.agent_tasks.datasets import generate
 from bench.agent_tasks.driver import APPROVAL_POLICIES, TaskResult
 from bench.agent_tasks.policies import POLICIES, PolicyProcess
 from bench.agent_tasks.report import compare, table
-from bench.agent_tasks.runner import Settings, cellwright_server, prepare, run_benchmark
+from bench.agent_tasks.runner import Settings, prepare, run_on_new_server
+from bench.agent_tasks.sandbox_figure import compare_sandbox, sandbox_table
 from bench.agent_tasks.tasks import all_tasks, missing_packages, select
 
 
@@ -36,17 +37,26 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-verify", action="store_true", help="Do not re-run each notebook in a shadow kernel")
     parser.add_argument("--out", help="Write the report (JSON) here")
     parser.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"), help="Compare two reports")
+    parser.add_argument(
+        "--compare-sandbox",
+        action="store_true",
+        help="Run the tasks twice, without the sandbox (every explore asks) and with it: the approvals each asked",
+    )
     args = parser.parse_args(argv)
     if not args.compare and not args.scripted and not (args.base_url and args.model):
-        parser.error("give --base-url and --model (or --scripted reference|wrong, or --compare A.json B.json)")
+        parser.error("give --base-url and --model (or --scripted POLICY, or --compare A.json B.json)")
     return args
 
 
-def _print_row(result: TaskResult) -> None:
+def _print_row(result: TaskResult, run: str = "") -> None:
     mark = "ok " if result.correct else "NO "
     extra = f" wrong {result.wrong}" if result.wrong else ""
     extra += f" error {result.error}" if result.error else ""
-    print(f"{mark} {result.id:<26} {result.wall_s:6.2f} s  re-runs {result.reruns}{extra}", flush=True)
+    run = f"{run:<8} " if run else ""
+    line = (
+        f"{mark} {run}{result.id:<26} {result.wall_s:6.2f} s  asked {result.approvals_asked}  re-runs {result.reruns}"
+    )
+    print(line + extra, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,15 +87,18 @@ def main(argv: list[str] | None = None) -> int:
         args.limit,
         not args.no_verify,
         args.jobs,
+        args.max_model_calls,
     )
+    api_key = "" if policy else args.api_key
     try:
-        with cellwright_server(settings, "" if policy else args.api_key) as server:
-            generate(server.root)
-            report = run_benchmark(server.url, server.root, tasks, settings, expected, _print_row)
+        if args.compare_sandbox:
+            report = compare_sandbox(settings, tasks, expected, api_key, lambda run, result: _print_row(result, run))
+        else:
+            report = run_on_new_server(settings, tasks, expected, api_key, _print_row)
     finally:
         if policy is not None:
             policy.close()
-    print(table(report))
+    print(sandbox_table(report) if args.compare_sandbox else table(report))
     if args.out:
         Path(args.out).write_text(json.dumps(report, indent=1))
     return 0

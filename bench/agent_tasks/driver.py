@@ -38,6 +38,9 @@ class TaskResult:
     model_calls: int = 0
     approvals_asked: int = 0
     approvals_rejected: int = 0
+    tool_calls: dict[str, int] = field(default_factory=dict)  # by tool name
+    approvals_by_tool: dict[str, int] = field(default_factory=dict)  # the approvals asked, by tool name
+    sandboxed: int = 0  # tool calls that ran in the sandbox, unasked (issue 37: explore, read-only commands)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     wall_s: float = 0.0  # from POST runs to the last run_finished, approvals included
@@ -153,10 +156,15 @@ def write_agent_cells(server: Server, path: str, thread_id: str) -> dict[str, An
     return dict(notebook)
 
 
+def _count(counts: dict[str, int], name: str) -> None:
+    counts[name] = counts.get(name, 0) + 1
+
+
 def _decide(
     server: Server, thread_id: str, kernel_id: str, event: dict[str, Any], policy: str, result: TaskResult
 ) -> None:
     result.approvals_asked += 1
+    _count(result.approvals_by_tool, event["name"])
     reject = policy == "reject-first-shell" and event["name"] == "execute_command" and not result.approvals_rejected
     body: dict[str, Any] = {"decision": "reject", "reason": SHELL_REASON} if reject else {"decision": "approve"}
     result.approvals_rejected += int(reject)
@@ -197,10 +205,14 @@ def _drive(
             kind = event.get("type")
             if kind in ("token", "tool_call") and result.first_token_s is None:
                 result.first_token_s = round(time.monotonic() - started, 3)
-            elif kind == "usage":
+            if kind == "usage":
                 result.model_calls += 1
                 result.prompt_tokens += event["call"]["prompt_tokens"]
                 result.completion_tokens += event["call"]["completion_tokens"]
+            elif kind == "tool_call" and stored:
+                _count(result.tool_calls, event["name"])
+            elif kind == "tool_result" and event.get("sandboxed"):
+                result.sandboxed += 1
             elif kind == "approval_required":
                 pending = event
             elif kind == "final":

@@ -7,6 +7,10 @@ devtools/model_process.py runs it), so the runner's reads never slow its stream.
 - wrong: answers at once with final_answer, every expected value changed (the checkers must fail it).
 - shell-first: as reference, but first asks to install a package with execute_command (for the
   reject-first-shell approval policy: rejected, it carries on in the notebook).
+- exploring: as reference, but first looks at the data as real models do, with `explore` (a sandboxed
+  fork of the kernel: issue 37): head, info, a summary, the counts of the column the question is
+  about, a quick plot for a plot task (looks.py), each built from what earlier results showed. Where
+  explore is not offered (multi-agent mode's python_developer) it solves at once, as reference.
 
 In multi-agent mode the planner delegates the whole task to python_developer, which plays the policy
 and reports in text; the planner answers from that report. The model name of the request chooses
@@ -24,11 +28,12 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from bench.agent_tasks.checker import ANSWER
+from bench.agent_tasks.looks import next_look
 from bench.agent_tasks.tasks import Task
 from devtools.fake_llm import FakeLLM
-from devtools.fake_llm_script import Reply, text, tool_call
+from devtools.fake_llm_script import Reply, Shown, reading, text, tool_call
 
-POLICIES = ("reference", "wrong", "shell-first")
+POLICIES = ("reference", "wrong", "shell-first", "exploring")
 ACTION = re.compile(r"Action:\s*`?(\w+)")
 
 
@@ -107,9 +112,27 @@ class PolicyLLM(FakeLLM):
         if policy == "shell-first" and not called:
             # A command that changes something (a look such as `ls data` now runs sandboxed, unasked).
             return self._call("execute_command", {"command": "pip install tabulate"}, native)
+        offers_explore = "explore" in offered or not native  # prompt mode's tools are in the system prompt
+        if policy == "exploring" and offers_explore and "run_cell" not in called:
+            return self._look_or_solve(body, task, called.count("explore"), native)
         if "run_cell" not in called:
-            return self._call("run_cell", {"code": task.code, "description": f"Solve {task.id}"}, native)
+            return self._solve(task, native)
         return self._final(f"The answer: {_printed(messages)}", native, offered)
+
+    def _look_or_solve(self, body: dict[str, Any], task: Task, looked: int, native: bool) -> Reply:
+        """The next look at the data, made from what the request showed, else the solution; a look
+        that needs a value no result showed answers with an error (reading's), which fails the run."""
+
+        def policy(seen: Shown) -> Reply:
+            code = next_look(seen, looked)
+            return self._solve(task, native) if code is None else self._call("explore", {"code": code}, native)
+
+        reply = reading(policy)(body)
+        return reply if isinstance(reply, Reply) else text(reply)
+
+    @classmethod
+    def _solve(cls, task: Task, native: bool) -> Reply:
+        return cls._call("run_cell", {"code": task.code, "description": f"Solve {task.id}"}, native)
 
     @staticmethod
     def _call(name: str, args: dict[str, Any], native: bool) -> Reply:

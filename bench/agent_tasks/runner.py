@@ -34,6 +34,7 @@ class Settings:
     verify: bool = True
     jobs: int = 1  # tasks run at once (their times then include waiting for each other)
     max_model_calls: int = 0  # per run; 0 keeps the server's default
+    sandbox: str = "auto"  # c.Cellwright.sandbox: "off" asks for every explore (issue 37)
 
 
 @contextmanager
@@ -42,12 +43,26 @@ def cellwright_server(settings: Settings, api_key: str = "", base: Path | None =
     with tempfile.TemporaryDirectory(prefix="cellwright-bench-") as tmp:
         env = {"OPENAI_BASE_URL": settings.base_url, "OPENAI_API_KEY": api_key, "CELLWRIGHT_MODEL": settings.model}
         args = [f"--Cellwright.max_model_calls={settings.max_model_calls}"] if settings.max_model_calls else []
+        args += [f"--Cellwright.sandbox={settings.sandbox}"]
         server = JupyterProcess(base or Path(tmp), env, extra_args=args)
         try:
             server.start()
             yield server
         finally:
             server.stop()
+
+
+def run_on_new_server(
+    settings: Settings,
+    tasks: list[Task],
+    expected: dict[str, Expected],
+    api_key: str = "",
+    on_result: Callable[[TaskResult], None] | None = None,
+) -> dict[str, Any]:
+    """The report of `tasks` run through a Cellwright server started for them (the datasets in its root)."""
+    with cellwright_server(settings, api_key) as server:
+        generate(server.root)
+        return run_benchmark(server.url, server.root, tasks, settings, expected, on_result)
 
 
 def prepare(root: Path, tasks: list[Task]) -> dict[str, Expected]:
