@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from agent_core import __version__
+from agent_core.json_types import JsonObject
 
 from .extension import CellwrightApp
 
@@ -15,7 +14,7 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
     return [{"src": "labextension", "dest": "cellwright"}]
 
 
-def _jupyter_server_extension_points() -> list[dict[str, Any]]:
+def _jupyter_server_extension_points() -> list[JsonObject]:
     # Also what an older config enabling "jupyter_ext" finds: the same app, which loads once per
     # server and logs how to drop the old name (CellwrightApp._load_jupyter_server_extension).
     return [{"module": "jupyter_ext", "app": CellwrightApp}]

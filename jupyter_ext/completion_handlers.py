@@ -8,11 +8,13 @@ import asyncio
 import json
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 from tornado.iostream import StreamClosedError
+
+from agent_core.json_types import JsonObject
 
 from .errors import BadRequest, Conflict
 from .handler_base import CellwrightHandler
@@ -79,7 +81,7 @@ class CompletionsHandler(CellwrightHandler):
         if not self._gone():
             self.finish()
 
-    async def _relay(self, chunks: AsyncGenerator[dict[str, Any], None]) -> None:
+    async def _relay(self, chunks: AsyncGenerator[JsonObject, None]) -> None:
         async with aclosing(chunks) as lines:
             first = await anext(lines)  # a refusal (no model configured) is still an error answer here
             self.set_header("Content-Type", "application/x-ndjson")

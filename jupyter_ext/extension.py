@@ -20,6 +20,7 @@ from traitlets.config import Config
 from agent_core import __version__
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.config.configurable import Cellwright, SettingsError, load
+from agent_core.json_types import JsonObject
 from agent_core.storage.database import missing_postgres_extra
 from agent_core.storage.thread_store import ThreadStore
 from agent_core.workspace import Workspace, default_denied
@@ -284,10 +285,10 @@ class CellwrightApp(ExtensionApp):
         except SettingsError as exc:
             raise BadRequest(str(exc)) from None
 
-    def public_config(self) -> dict[str, Any]:
+    def public_config(self) -> JsonObject:
         return self.configuration.public()
 
-    def health(self) -> dict[str, Any]:
+    def health(self) -> JsonObject:
         config = self.configuration.public()
         return {
             "version": __version__,

@@ -14,6 +14,7 @@ from jupyter_server.base.handlers import APIHandler
 from tornado import web
 
 from agent_core.contract.choices import RouteErrorKind
+from agent_core.json_types import JsonObject
 from agent_core.storage.database import DatabaseUnavailable
 from agent_core.workspace import WorkspaceError
 
@@ -65,7 +66,7 @@ class CellwrightHandler(APIHandler):
     def _notebook_path(self, path: str | None) -> str | None:
         return notebook_path_in_root(self.app.workspace, path)
 
-    def write_json(self, data: WireModel | dict[str, Any], status: int = 200) -> None:
+    def write_json(self, data: WireModel | JsonObject, status: int = 200) -> None:
         """A route's answer, as the route table's answer model for this method and status: a dict is
         read as that model (a field the contract does not name is a bug, caught here, not shipped)."""
         if isinstance(data, dict):

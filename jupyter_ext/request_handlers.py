@@ -8,6 +8,7 @@ from jupyter_server.auth.decorator import authorized
 from tornado import web
 
 from agent_core.contract.model_requests import ModelRequests
+from agent_core.json_types import JsonObject
 
 from .errors import BadRequest
 from .handler_base import CellwrightHandler
@@ -39,7 +40,7 @@ class RequestsHandler(CellwrightHandler):
         return int(raw)
 
 
-def _summary(items: list[dict[str, Any]], policy: str) -> dict[str, Any]:
+def _summary(items: list[dict[str, Any]], policy: str) -> JsonObject:  # the request log's records, walked
     kinds: dict[str, set[str]] = {}
     for item in items:
         for source in item["sources"]:

@@ -9,6 +9,8 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
+from agent_core.json_types import JsonObject
+
 from .errors import BadRequest
 from .handler_base import CellwrightHandler, contract_bodies
 
@@ -58,7 +60,7 @@ class DiagnosticsHandler(ToolRouteHandler):
                 notebook = target.relative_to(workspace.root).as_posix() if target is not None else ""
                 env = self.environment(notebook, kernel_id) if (notebook or kernel_id) else None
                 result = await lint_code(code, workspace.root, env=env)
-        answer: dict[str, Any] = {"diagnostics": result.diagnostics}
+        answer: JsonObject = {"diagnostics": result.diagnostics}
         if result.note:
             answer["note"] = result.note
         self.write_json(answer)
@@ -191,7 +193,7 @@ class VerifyHandler(ToolRouteHandler):
             notebook = await asyncio.to_thread(load_notebook, self.app.workspace.root / path)
         except ToolInputError as exc:
             raise BadRequest(f"{exc} (save the notebook first)", "bad_request") from None
-        recorded: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        recorded: dict[tuple[str, str], list[JsonObject]] = {}
         offset: int | None = 0
         while offset is not None:  # the outputs the owner's threads stored for their cells of this notebook
             page = await agent_cells(self.runs.threads, AgentCellsRequest(notebook_path=path, offset=offset))

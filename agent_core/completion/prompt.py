@@ -6,8 +6,8 @@ URLs are masked on the way out (agent_core.redaction)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
 
+from agent_core.json_types import JsonObject
 from agent_core.privacy.outgoing import redacted_texts
 from agent_core.redaction import redact_text
 
@@ -83,7 +83,7 @@ class CompletionContext:
         """prompt and suffix for /v1/completions."""
         return self._header() + "\n\n" + redact_text(self.prefix), redact_text(self.suffix)
 
-    def chat(self) -> list[dict[str, Any]]:
+    def chat(self) -> list[JsonObject]:
         fence = "```" + (self.language or "python")
         parts = [f"File: {self.path}"]
         if self.names:

@@ -10,7 +10,6 @@ from collections import OrderedDict
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from agent_core.completion.kernel_names import KernelNames, format_names
 from agent_core.completion.prompt import NAMES_CHARS, CompletionContext
@@ -18,6 +17,7 @@ from agent_core.completion.suggestion import Boundary, fits_python, without_over
 from agent_core.completion.upstream import Outcome, fim_known, pieces
 from agent_core.config.completion_settings import CompletionEndpoint
 from agent_core.errors import Conflict
+from agent_core.json_types import JsonObject
 from agent_core.llm.failures import LLMError, not_configured
 from agent_core.tools.base import ToolEnvironment
 
@@ -35,7 +35,7 @@ class CompletionCounters:
     completion_tokens: int = 0
     estimated: bool = False
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> JsonObject:
         return asdict(self)
 
 
@@ -66,7 +66,7 @@ class CompletionService:
         env: ToolEnvironment | None = None,
         kernel_key: str = "",
         execution_count: int | None = None,
-    ) -> AsyncGenerator[dict[str, Any], None]:
+    ) -> AsyncGenerator[JsonObject, None]:
         """CompletionChunk dicts: deltas, then one done or error. Raises Conflict before the first one
         when no model is configured. Closing the iterator closes the endpoint's request."""
         endpoint = self._endpoint()
@@ -93,7 +93,7 @@ class CompletionService:
         prefix: str,
         suffix: str,
         language: str,
-    ) -> AsyncGenerator[dict[str, Any], None]:
+    ) -> AsyncGenerator[JsonObject, None]:
         outcome = Outcome(fim=bool(fim_known(endpoint)))
         boundary: Boundary | None = None
         sent, raw, finished = "", "", False
@@ -132,9 +132,10 @@ class CompletionService:
         if not finished:
             self.usage.cancelled += 1  # the client went away (a new keystroke): closed mid-stream
         usage = outcome.usage
-        if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int):
-            self.usage.prompt_tokens += usage["prompt_tokens"]
-            self.usage.completion_tokens += int(usage.get("completion_tokens") or 0)
+        if isinstance(usage, dict) and isinstance(prompt := usage.get("prompt_tokens"), int):
+            self.usage.prompt_tokens += prompt
+            completion = usage.get("completion_tokens")
+            self.usage.completion_tokens += completion if isinstance(completion, int) else 0
             return
         prompt = context.fim() if outcome.fim else (str(context.chat()),)
         self.usage.prompt_tokens += sum(len(part) for part in prompt) // 4

@@ -13,6 +13,7 @@ from agent_core import fast_json
 from agent_core.completion.prompt import CompletionContext
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.config.completion_settings import CompletionEndpoint
+from agent_core.json_types import JsonObject
 from agent_core.llm.failures import LLMError, llm_error, server_message
 from agent_core.llm.sdk_clients import cached_client
 from agent_core.llm.stream import sse_data
@@ -32,7 +33,7 @@ class Outcome:
     """What the request came to, filled in as it streams."""
 
     fim: bool = False
-    usage: dict[str, Any] | None = None
+    usage: JsonObject | None = None
     requested: bool = False  # a request was sent to the endpoint
 
 
@@ -82,7 +83,7 @@ async def _stream(
 ) -> AsyncGenerator[str, None]:
     import openai
 
-    body: dict[str, Any] = {"model": settings.model, "stream": True, "temperature": 0}
+    body: JsonObject = {"model": settings.model, "stream": True, "temperature": 0}
     if fim:
         body["prompt"], suffix = context.fim()
         if suffix.strip():  # at the end of the text, a plain continuation: models without FIM tokens do it well too
@@ -95,7 +96,7 @@ async def _stream(
         body["stream_options"] = {"include_usage": True}
     outcome.fim = fim
     resource = cached_client(settings).completions if fim else cached_client(settings).chat.completions
-    fields: dict[str, Any] = {"model": settings.model, "stream": True}
+    fields: dict[str, Any] = {"model": settings.model, "stream": True}  # the SDK's overloaded create() takes them
     if fim:
         fields["prompt"] = ""
     else:

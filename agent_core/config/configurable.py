@@ -27,6 +27,7 @@ from agent_core.config.endpoint_keys import EndpointKeys, read_saved_keys
 from agent_core.config.mcp_endpoint_settings import McpEndpointSettings
 from agent_core.config.sandbox_settings import SandboxSettings  # issue 37
 from agent_core.config.string_list import StringList
+from agent_core.json_types import JsonObject
 from agent_core.redaction import SECRET_PARAMS, redact_url
 
 _AGENT = AgentSettings()  # the defaults of the settings the agent reads live there, with their types
@@ -244,7 +245,7 @@ class Cellwright(
         return checked
 
     @validate("mcp_servers")
-    def _mcp_servers(self, proposal: Any) -> dict[str, Any]:
+    def _mcp_servers(self, proposal: Any) -> JsonObject:
         from agent_core.config.mcp_servers import McpConfigError, parse_servers
 
         try:
@@ -324,7 +325,7 @@ class Cellwright(
         api_key = form["api_key"] if "api_key" in form else self.key_for(base_url)
         return self.agent_settings().with_overrides(**{**form, "base_url": base_url, "api_key": api_key})
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> JsonObject:
         """The settings as GET config answers them: never the API key, nor credentials in a URL."""
         from agent_core.config.database_url import checkpointer_kind
 
@@ -347,7 +348,7 @@ class Cellwright(
             "sources": self.sources(),
         }
 
-    def public_mcp_servers(self) -> dict[str, Any]:
+    def public_mcp_servers(self) -> JsonObject:
         from agent_core.config.mcp_servers import parse_servers
 
         return {name: server.public() for name, server in parse_servers(self.mcp_servers).items()}

@@ -3,11 +3,21 @@ whether it is served, and what each outside agent may do. Operator settings: not
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from traitlets import Bool, Dict, Float, HasTraits, TraitError, validate
 
+from agent_core.contract.choices import Autonomy
+from agent_core.json_types import JsonObject
+
 AUTONOMIES = ("ask", "plan", "agent")
+
+
+class ClientRuleSettings(TypedDict, total=False):
+    """One agent's entry of mcp_clients, as _valid_clients checked it."""
+
+    autonomy: Autonomy
+    auto_approve: list[str]
 
 
 class McpEndpointSettings(HasTraits):
@@ -28,7 +38,7 @@ class McpEndpointSettings(HasTraits):
     ).tag(config=True)
 
     @validate("mcp_clients")
-    def _valid_clients(self, proposal: Any) -> dict[str, Any]:
+    def _valid_clients(self, proposal: Any) -> JsonObject:
         # loaded on first use: this module is read at the server's start (bench/server_start.py)
         from agent_core.contract.tool_names import TOOL_NAMES
 
@@ -42,7 +52,7 @@ class McpEndpointSettings(HasTraits):
                 raise TraitError(f"mcp_clients[{name!r}]['auto_approve'] names no tool: {unknown}.")
         return dict(proposal.value)
 
-    def client_rules(self, client: str) -> dict[str, Any]:
+    def client_rules(self, client: str) -> ClientRuleSettings:
         """The rules of the agent named `client` (its own, else "*"'s, else none)."""
-        rules: dict[str, Any] = self.mcp_clients.get(client) or self.mcp_clients.get("*") or {}
+        rules: ClientRuleSettings = self.mcp_clients.get(client) or self.mcp_clients.get("*") or ClientRuleSettings()
         return rules

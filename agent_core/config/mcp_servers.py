@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_core.json_types import JsonObject
 from agent_core.redaction import redact_url
 
 SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")  # "__" is the namespace separator: not in a name
@@ -47,9 +48,9 @@ class ServerConfig:
     def transport(self) -> str:
         return "http" if self.url else "stdio"
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> JsonObject:
         """Without secrets: the names of env variables and headers, never their values."""
-        shown: dict[str, Any] = {
+        shown: JsonObject = {
             "transport": self.transport,
             "start_timeout": self.start_timeout,
             "call_timeout": self.call_timeout,
@@ -154,14 +155,14 @@ def _target(server: Mapping[str, Any]) -> tuple[Any, ...]:
     return ("command", server.get("command"), tuple(server.get("args") or ()))
 
 
-def with_kept_secrets(new: Mapping[str, Any], old: Mapping[str, Any]) -> dict[str, Any]:
+def with_kept_secrets(new: Mapping[str, Any], old: Mapping[str, Any]) -> JsonObject:
     """PUT config from the settings form: a secret it shows masked comes back masked, which means
     "keep the value I could not see". A secret stays with the server it was set for: the same name
     and the same command and args (stdio) or URL (HTTP). A masked value for a server renamed or
     re-pointed, or with no saved value behind it, is refused (McpConfigError, naming the server and
     the variable or header, never a value): the user types the secret again. A URL that comes back
     as the form showed it (credentials masked as ***) is the saved one."""
-    merged: dict[str, Any] = {}
+    merged: JsonObject = {}
     for name, server in new.items():
         if not isinstance(server, Mapping):
             merged[name] = server

@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
+from agent_core.json_types import JsonObject
 from agent_core.private_files import private_file
 
 
-def read(path: Path) -> dict[str, Any]:
+def read(path: Path) -> JsonObject:
     """What was saved; a missing or damaged file reads as nothing saved (the config still applies)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -21,7 +21,7 @@ def read(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def write(path: Path, values: dict[str, Any]) -> None:
+def write(path: Path, values: JsonObject) -> None:
     # Replaced whole, so a reader (a kernel's %agent) never sees half a file.
     tmp = private_file(path.with_suffix(".tmp"))
     with open(tmp, "w", encoding="utf-8") as handle:

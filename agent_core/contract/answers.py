@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
@@ -20,6 +20,7 @@ from agent_core.contract.shared import (
     Usage,
     WireModel,
 )
+from agent_core.json_types import JsonObject
 
 
 class ErrorBody(WireModel):
@@ -134,7 +135,7 @@ class ThreadList(WireModel):
 class MessageToolCall(WireModel):
     id: str
     name: str
-    args: dict[str, Any] | None = Field(description="null when the model's arguments were not valid JSON.")
+    args: JsonObject | None = Field(description="null when the model's arguments were not valid JSON.")
 
 
 class ThreadMessage(WireModel):

@@ -21,6 +21,7 @@ from agent_core.contract.shared import (
     WireModel,
 )
 from agent_core.errors import BadRequest
+from agent_core.json_types import JsonObject
 
 MAX_BODY_BYTES = 8 * 1024 * 1024  # an edited write_file may carry up to 5 MB of content
 MAX_JSON_DEPTH = 64
@@ -79,7 +80,7 @@ class StartRun(Body):
 
 class Decision(Body):
     decision: ApprovalDecision
-    args: dict[str, Any] | None = Field(default=None, description="edit: the arguments to run instead.")
+    args: JsonObject | None = Field(default=None, description="edit: the arguments to run instead.")
     reason: str | None = Field(default=None, max_length=20_000, description="reject: told to the model.")
     save_rule: str | None = Field(
         default=None,
@@ -144,7 +145,7 @@ class BodyError(BadRequest):
     """A body the client must fix; `kind` is the error kind of API.md."""
 
 
-def parse_json(raw: bytes) -> dict[str, Any]:
+def parse_json(raw: bytes) -> JsonObject:
     """The body as a JSON object: 413 past MAX_BODY_BYTES, 400 bad_json when malformed or too deep."""
     if len(raw) > MAX_BODY_BYTES:
         raise BodyError(
@@ -181,7 +182,7 @@ def _depth_over(value: Any, limit: int) -> bool:
 ModelT = TypeVar("ModelT", bound=Body)
 
 
-def parse_body(model: type[ModelT], data: dict[str, Any]) -> ModelT:
+def parse_body(model: type[ModelT], data: JsonObject) -> ModelT:
     """`data` as `model`, or a BodyError that names each wrong field and what it should be."""
     try:
         return model.model_validate(data)

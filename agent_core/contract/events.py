@@ -81,7 +81,7 @@ class ToolCallEvent(EventBase):
     type: Literal["tool_call"]
     id: str
     name: str = Field(description="As the model wrote it: an unknown name gets an error result.")
-    args: dict[str, Any]
+    args: JsonObject
     needs_approval: bool
 
 
@@ -105,7 +105,7 @@ class ApprovalRequest(WireModel):
 
     id: str = Field(description="The tool call's id: POST threads/{id}/approvals/{this}.")
     name: str
-    args: dict[str, Any]
+    args: JsonObject
     description: str = Field(description="One line for the card; a preview that found a problem says it here.")
     diagnostics: list[Diagnostic] = Field(
         default_factory=list, description="run_cell: the linter's findings on the code."
@@ -190,7 +190,7 @@ class ToolResultEvent(EventBase):
     # issue 37: explore's (and a sandboxed command's) result
     sandboxed: bool | None = Field(default=None, description="It ran in the sandbox, unasked.")
     blocked: list[str] | None = Field(default=None, description='What the sandbox stopped, e.g. "network blocked".')
-    outputs: list[dict[str, Any]] | None = Field(
+    outputs: list[JsonObject] | None = Field(
         default=None,
         description="explore's outputs (nbformat v4, bounded): shown as the step's scratchpad, not a cell.",
     )
@@ -380,6 +380,6 @@ def make_event(type_: EventType, **fields: object) -> JsonObject:
     return event
 
 
-def validate_event(event: dict[str, Any]) -> Any:
+def validate_event(event: JsonObject) -> Any:
     """A stored or streamed event (stamps included) as its model; raises when it breaks the contract."""
     return STREAM_ADAPTER.validate_python(event)

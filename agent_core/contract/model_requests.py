@@ -3,11 +3,10 @@ for audits and the panel's "what was sent"."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field
 
 from agent_core.contract.shared import DataPolicy, RequestKind, WireModel
+from agent_core.json_types import JsonObject
 
 
 class RequestSource(WireModel):
@@ -41,8 +40,8 @@ class ModelRequestRecord(WireModel):
     sha256: str = Field(description="Of the body as sent: still there once the body is compacted away.")
     created_at: float
     kept: bool = Field(description="False once compacted: only the newest 200 requests of a thread keep their text.")
-    messages: list[dict[str, Any]] | None = Field(default=None, description="As sent, while kept.")
-    tools: list[dict[str, Any]] | None = Field(default=None, description="As sent, while kept (absent: none sent).")
+    messages: list[JsonObject] | None = Field(default=None, description="As sent, while kept.")
+    tools: list[JsonObject] | None = Field(default=None, description="As sent, while kept (absent: none sent).")
     body: str | None = Field(default=None, description="The request body byte for byte (UTF-8), while kept.")
 
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypeAliasType
@@ -28,6 +28,7 @@ from agent_core.contract.choices import (  # noqa: F401  (re-exported: one impor
     UndoRefusal,
     Vision,
 )
+from agent_core.json_types import JsonObject
 
 
 class WireModel(BaseModel):
@@ -96,14 +97,14 @@ class StreamOutput(WireModel):
 
 class DisplayDataOutput(WireModel):
     output_type: Literal["display_data"]
-    data: dict[str, Any] = Field(description="MIME type -> content.")
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    data: JsonObject = Field(description="MIME type -> content.")
+    metadata: JsonObject = Field(default_factory=dict)
 
 
 class ExecuteResultOutput(WireModel):
     output_type: Literal["execute_result"]
-    data: dict[str, Any] = Field(description="MIME type -> content.")
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    data: JsonObject = Field(description="MIME type -> content.")
+    metadata: JsonObject = Field(default_factory=dict)
     execution_count: int | None
 
 

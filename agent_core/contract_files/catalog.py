@@ -12,6 +12,7 @@ from pydantic.json_schema import JsonSchemaMode
 from agent_core.contract.answers import ErrorBody
 from agent_core.contract.events import CellwrightEvent, StreamEvent
 from agent_core.contract.routes import ROUTES, Lines
+from agent_core.json_types import JsonObject
 from agent_core.tools import TOOLS
 
 
@@ -30,13 +31,13 @@ def _named_types() -> list[Any]:
     return list(dict.fromkeys(types))
 
 
-def definitions(ref_template: str) -> dict[str, Any]:
+def definitions(ref_template: str) -> dict[str, JsonObject]:
     """name -> JSON Schema, with references written as `ref_template` (e.g. "#/$defs/{model}")."""
     inputs: list[tuple[int, JsonSchemaMode, TypeAdapter[Any]]] = [
         (index, "validation", TypeAdapter(named)) for index, named in enumerate(_named_types())
     ]
     _, top = TypeAdapter.json_schemas(inputs, ref_template=ref_template)
-    defs: dict[str, Any] = top["$defs"]
+    defs: dict[str, JsonObject] = top["$defs"]
     return {name: without_titles(schema) for name, schema in sorted(defs.items())}
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from agent_core.contract.routes import EVENT_STREAM, NDJSON, OPENAPI_DOCUMENT, ROUTES, Lines, Route
 from agent_core.contract_files.catalog import definitions, ref
+from agent_core.json_types import JsonObject
 
 # The version of this document (OpenAPI's info.version), not of the package: it changes when the
 # contract does, and a release that leaves the contract alone leaves the document alone.
@@ -19,8 +20,8 @@ REFS = "#/components/schemas/{model}"
 AUTH_ERROR = 403  # every route: no token, or no XSRF token on a mutating method
 
 
-def openapi_document() -> dict[str, Any]:
-    paths: dict[str, dict[str, Any]] = {}
+def openapi_document() -> JsonObject:
+    paths: dict[str, JsonObject] = {}
     for route in ROUTES:
         paths.setdefault("/" + route.path, {})[route.method] = _operation(route)
     return {
@@ -57,8 +58,8 @@ def openapi_json() -> str:
     return json.dumps(openapi_document(), indent=2) + "\n"
 
 
-def _operation(route: Route) -> dict[str, Any]:
-    operation: dict[str, Any] = {"operationId": operation_id(route), "summary": route.summary}
+def _operation(route: Route) -> JsonObject:
+    operation: JsonObject = {"operationId": operation_id(route), "summary": route.summary}
     parameters = [_path_parameter(name) for name in re.findall(r"{(\w+)}", route.path)]
     parameters += [
         {"name": p.name, "in": p.where, "required": False, "description": p.description, "schema": {"type": "integer"}}
@@ -84,15 +85,15 @@ def operation_id(route: Route) -> str:
     return "_".join([route.method, *words])
 
 
-def _path_parameter(name: str) -> dict[str, Any]:
+def _path_parameter(name: str) -> JsonObject:
     return {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
 
 
-def _json(name: str) -> dict[str, Any]:
+def _json(name: str) -> JsonObject:
     return {"application/json": {"schema": ref(name, REFS)}}
 
 
-def _answer(status: int, answer: Any) -> dict[str, Any]:
+def _answer(status: int, answer: Any) -> JsonObject:
     description = HTTPStatus(status).phrase
     if answer is None:
         return {"description": description}

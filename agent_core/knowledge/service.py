@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_core.config.agent_settings import AgentSettings
+from agent_core.json_types import JsonObject
 from agent_core.knowledge.chunking import Chunk, kind_of
 from agent_core.knowledge.database_catalog import index_databases
 from agent_core.knowledge.embeddings import EmbeddingIndex, fuse
@@ -220,7 +221,7 @@ class KnowledgeBase:
                 break
         return found
 
-    def status(self) -> dict[str, Any]:
+    def status(self) -> JsonObject:
         counts = self.store.counts() if self.state.state != "stopped" else {"files": 0, "chunks": 0, "tables": 0}
         with self.state.lock:
             errors = list(self.state.errors)

@@ -8,6 +8,7 @@ import asyncio
 from typing import Any
 
 from agent_core.config.agent_settings import AgentSettings
+from agent_core.json_types import JsonObject
 from agent_core.llm.failures import LLMError, llm_error
 from agent_core.llm.sdk_clients import new_client
 
@@ -28,7 +29,7 @@ def _quick(settings: AgentSettings) -> AgentSettings:
     return settings.with_overrides(connect_timeout=min(settings.connect_timeout, 5.0), request_timeout=CHECK_SECONDS)
 
 
-async def list_models(settings: AgentSettings) -> dict[str, Any]:
+async def list_models(settings: AgentSettings) -> JsonObject:
     """GET config/models: what the endpoint's /models lists, or why there is no list."""
     if not (settings.base_url or settings.api_key):
         return {"models": [], "error": "No endpoint is set: set base_url (or an API key for api.openai.com) first."}
@@ -56,12 +57,12 @@ async def _models(client: Any, settings: AgentSettings) -> list[str]:
     return sorted({str(model.id) for model in page.data})[:MAX_MODELS]
 
 
-async def test_connection(settings: AgentSettings) -> dict[str, Any]:
+async def test_connection(settings: AgentSettings) -> JsonObject:
     """POST config/test: reachable, key accepted, model known, tool calling; stops at the first failure."""
-    checks: list[dict[str, Any]] = []
+    checks: list[JsonObject] = []
     models: list[str] = []
 
-    def report(name: str, ok: bool, message: str) -> dict[str, Any]:
+    def report(name: str, ok: bool, message: str) -> JsonObject:
         checks.append({"name": name, "ok": ok, "message": message})
         return {"ok": ok and name == "tools", "checks": checks, "models": models}
 
@@ -96,7 +97,7 @@ async def test_connection(settings: AgentSettings) -> dict[str, Any]:
         await client.close()
 
 
-def _failed(report: Any, error: LLMError, stage: str) -> dict[str, Any]:
+def _failed(report: Any, error: LLMError, stage: str) -> JsonObject:
     unreachable = error.kind in ("llm_unreachable", "llm_timeout")
     name = "reachable" if unreachable else {"llm_auth": "key", "llm_model_not_found": "model"}.get(error.kind, stage)
     return report(name, False, error.message)
@@ -105,7 +106,7 @@ def _failed(report: Any, error: LLMError, stage: str) -> dict[str, Any]:
 async def _tiny_completion(client: Any, settings: AgentSettings, tools: bool) -> None:
     import openai
 
-    body: dict[str, Any] = {
+    body: JsonObject = {
         "model": settings.model,
         "messages": [{"role": "user", "content": "Reply with OK."}],
         "max_tokens": 8,

@@ -26,7 +26,7 @@ class IdleDeadline:
         self._scope: Any = None
         self._timer: asyncio.TimerHandle | None = None
 
-    def sdk_timeout(self, connect_timeout: float) -> dict[str, Any]:
+    def sdk_timeout(self, connect_timeout: float) -> dict[str, Any]:  # keyword arguments of the SDK's create()
         """The per-request time-out for the SDK: no read time-out when this one keeps it."""
         if not hasattr(asyncio, "timeout"):
             return {}

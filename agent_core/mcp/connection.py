@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from agent_core.config.mcp_servers import ServerConfig
+from agent_core.json_types import JsonObject
 from agent_core.redaction import redact_text
 
 if sys.version_info < (3, 11):  # a builtin from 3.11; anyio (under the MCP SDK) brings the backport before
@@ -86,7 +87,7 @@ class ServerConnection:
     def alive(self) -> bool:
         return self.session is not None and self._task is not None and not self._task.done()
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> JsonObject:
         return {
             "name": self.config.name,
             "status": self.status,
@@ -183,7 +184,7 @@ class ServerConnection:
         tail = " ".join(self._stderr.text.split()) if self._stderr is not None else ""
         return f" (its last output: {tail[-300:]})" if tail else ""
 
-    async def call(self, tool: str, args: dict[str, Any]) -> Any:
+    async def call(self, tool: str, args: JsonObject) -> Any:
         """The server's CallToolResult. McpUnavailable when it cannot start, died or timed out."""
         from mcp.shared.exceptions import MCPError
 
@@ -263,6 +264,6 @@ def read_only_hint(tool: Any) -> bool | None:
     return getattr(annotations, "read_only_hint", None) if annotations is not None else None
 
 
-def _public_tool(tool: Any) -> dict[str, Any]:
+def _public_tool(tool: Any) -> JsonObject:
     description = " ".join(str(tool.description or "").split())
     return {"name": str(tool.name)[:200], "description": description[:300], "read_only_hint": read_only_hint(tool)}

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from agent_core.config.mcp_servers import ServerConfig
+from agent_core.json_types import JsonObject
 from agent_core.mcp.connection import McpUnavailable, ServerConnection, read_only_hint
 from agent_core.output_digest import bounded
 from agent_core.tools.base import ToolContext, ToolInputError, ToolOutcome
@@ -48,7 +49,7 @@ class McpManager:
                 self._connections[name] = ServerConnection(config)
         return self._connections
 
-    def servers(self) -> list[dict[str, Any]]:
+    def servers(self) -> list[JsonObject]:
         """What GET mcp/servers answers: status, error and tools, never env or header values."""
         return [conn.public() for conn in self._synced().values()]
 
@@ -83,11 +84,11 @@ class McpManager:
         self._connections.clear()
 
 
-def _spec(conn: ServerConnection, tool: Any, name: str, schema: dict[str, Any], auto: bool) -> ExternalToolSpec:
+def _spec(conn: ServerConnection, tool: Any, name: str, schema: JsonObject, auto: bool) -> ExternalToolSpec:
     server, remote = conn.config.name, str(tool.name)
     origin = {"kind": "mcp", "server": server, "tool": remote, "read_only_hint": read_only_hint(tool)}
 
-    async def call(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    async def call(args: JsonObject, ctx: ToolContext) -> ToolOutcome:
         try:
             result = await conn.call(remote, args)
         except McpUnavailable as exc:

@@ -10,7 +10,8 @@ import re
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import PurePosixPath
-from typing import Any
+
+from agent_core.json_types import JsonObject
 
 # Files whose contents are code or configuration, not data: read_file returns them as they are.
 SOURCE_SUFFIXES = frozenset(
@@ -60,7 +61,7 @@ def shape(text: str, what: str = "output") -> str:
     return "\n".join(out)
 
 
-def _cell_result(text: str, args: dict[str, Any]) -> str:
+def _cell_result(text: str, args: JsonObject) -> str:
     first, _, rest = text.partition("\n")
     if CELL_FACTS.match(first.strip()):
         return f"{first}\n{shape(rest, 'cell output')}" if rest.strip() else first
@@ -74,7 +75,7 @@ def _is_source(path: str) -> bool:
     return pure.suffix.lower() in SOURCE_SUFFIXES or pure.name in SOURCE_NAMES
 
 
-def _file_result(text: str, args: dict[str, Any]) -> str:
+def _file_result(text: str, args: JsonObject) -> str:
     path = str(args.get("path") or "")
     if _is_source(path):
         return text
@@ -87,7 +88,7 @@ def _file_result(text: str, args: dict[str, Any]) -> str:
     return "\n".join(kept)
 
 
-def _sql_result(text: str, args: dict[str, Any]) -> str:
+def _sql_result(text: str, args: JsonObject) -> str:
     first, _, rest = text.partition("\n")
     table, hint_mark, hint = rest.partition("\n\nTo work with the full result")
     rows = table.splitlines()
@@ -95,7 +96,7 @@ def _sql_result(text: str, args: dict[str, Any]) -> str:
     return f"{first}{columns}\n[{max(0, len(rows) - 1)} rows {WITHHELD}]{hint_mark}{hint}"
 
 
-def _notebook_result(text: str, args: dict[str, Any]) -> str:
+def _notebook_result(text: str, args: JsonObject) -> str:
     """Cells' sources stay (code); their outputs become shapes."""
     out: list[str] = []
     outputs: list[str] | None = None
@@ -120,7 +121,7 @@ def _notebook_result(text: str, args: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-Transform = Callable[[str, dict[str, Any]], str]
+Transform = Callable[[str, JsonObject], str]
 TRANSFORMS: dict[str, Transform] = {
     "run_cell": _cell_result,
     "edit_cell": _cell_result,
@@ -135,7 +136,7 @@ TRANSFORMS: dict[str, Transform] = {
 OWN_RESULTS = ("The user rejected this call.", "The user stopped the run", "Not run: the run was stopped.")
 
 
-def tool_result(name: str, args: dict[str, Any], text: str) -> str:
+def tool_result(name: str, args: JsonObject, text: str) -> str:
     """What a tool's result may say under schema_only (each result shaped once: a history is sent
     again with every turn)."""
     return _tool_result(name, json.dumps(args, sort_keys=True, default=str), text)
@@ -143,7 +144,7 @@ def tool_result(name: str, args: dict[str, Any], text: str) -> str:
 
 @lru_cache(maxsize=512)  # a result is at most ~8 KB (output_digest.MAX_CHARS and the tools' caps)
 def _tool_result(name: str, args_json: str, text: str) -> str:
-    args: dict[str, Any] = json.loads(args_json)
+    args: JsonObject = json.loads(args_json)
     if name in SAFE_TOOLS or text.startswith(OWN_RESULTS):
         return text
     failed = f"{name} failed: "

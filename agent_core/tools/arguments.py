@@ -8,6 +8,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import ErrorDetails, PydanticCustomError
 
+from agent_core.json_types import JsonObject, json_object
+
 # What a mistyped argument should have been, in the words of the JSON Schema the model was shown.
 _JSON_TYPE_OF_ERROR = {
     "string_type": "string",
@@ -72,7 +74,7 @@ def _where(loc: tuple[int | str, ...]) -> str:
     return text
 
 
-def llm_schema(model: type[ToolArgs]) -> dict[str, Any]:
+def llm_schema(model: type[ToolArgs]) -> JsonObject:
     """The JSON Schema the model is shown: inlined (some servers' grammar engines follow no $ref),
     without pydantic's titles, and an optional argument as its type rather than "type or null"."""
     schema = model.model_json_schema()
@@ -81,13 +83,13 @@ def llm_schema(model: type[ToolArgs]) -> dict[str, Any]:
     return _clean(schema, defs)
 
 
-def _clean(node: Any, defs: dict[str, Any]) -> Any:
+def _clean(node: Any, defs: JsonObject) -> Any:
     if isinstance(node, list):
         return [_clean(item, defs) for item in node]
     if not isinstance(node, dict):
         return node
     if "$ref" in node:
-        target = defs[node["$ref"].rsplit("/", 1)[-1]]
+        target = json_object(defs[node["$ref"].rsplit("/", 1)[-1]])
         return _clean({**target, **{k: v for k, v in node.items() if k != "$ref"}}, defs)
     branches = node.get("anyOf")
     if branches and len(branches) == 2 and {"type": "null"} in branches:

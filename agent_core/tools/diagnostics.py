@@ -26,7 +26,7 @@ import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import Field, model_validator
 
@@ -88,9 +88,24 @@ class DiagnosticsUnavailable(ToolInputError):
     """pylsp failed or hangs; it is re-created for the next request."""
 
 
+# pylsp's diagnostic (LSP JSON, 0-based range, plus our code and name): pylsp types it Any, and it is walked here
+LspDiagnostic = dict[str, Any]
+
+
+class Finding(TypedDict):
+    """A diagnostic as the contract has it (contract.shared.Diagnostic): 1-based line and column."""
+
+    line: int
+    column: int
+    severity: str
+    code: str
+    message: str
+    source: str
+
+
 @dataclass
 class DiagnosticsResult:
-    diagnostics: list[dict[str, Any]]
+    diagnostics: list[Finding]
     note: str = ""
     kernel_names_used: bool = False
 
@@ -130,7 +145,7 @@ class LintEngine:
 
         self._report = CodedReport
 
-    def lint(self, source: str, path: Path) -> list[dict[str, Any]]:
+    def lint(self, source: str, path: Path) -> list[LspDiagnostic]:
         """Raw LSP diagnostics (0-based ranges) of pyflakes and pycodestyle."""
         document = self._document(self._uris.from_fs_path(str(path)), self.workspace, source=source)
         report = self._report(document.lines)
@@ -155,7 +170,7 @@ class _Linter:
     def _new_executor() -> concurrent.futures.ThreadPoolExecutor:
         return concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="cellwright-pylsp")
 
-    def _lint_sync(self, root: Path, source: str, path: Path) -> list[dict[str, Any]]:
+    def _lint_sync(self, root: Path, source: str, path: Path) -> list[LspDiagnostic]:
         key = str(root)
         engine = self._engines.get(key)
         if engine is None:
@@ -175,7 +190,7 @@ class _Linter:
                 f"python-lsp-server failed ({type(exc).__name__}: {exc}); it is being restarted, try again"
             ) from None
 
-    async def lint(self, root: Path, source: str, path: Path, timeout: float = LINT_TIMEOUT) -> list[dict[str, Any]]:
+    async def lint(self, root: Path, source: str, path: Path, timeout: float = LINT_TIMEOUT) -> list[LspDiagnostic]:
         loop = asyncio.get_running_loop()
         with self._lock:
             executor = self._executor
@@ -232,7 +247,7 @@ def cell_source(code: str) -> str | None:
     return "\n" * lead + out
 
 
-def _converted(raw: dict[str, Any]) -> dict[str, Any]:
+def _converted(raw: LspDiagnostic) -> Finding:
     start = raw.get("range", {}).get("start", {})
     message = str(raw.get("message", ""))
     code = str(raw.get("code", ""))
@@ -248,7 +263,7 @@ def _converted(raw: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _is_top_level_await(raw: dict[str, Any], lines: list[str]) -> bool:
+def _is_top_level_await(raw: LspDiagnostic, lines: list[str]) -> bool:
     if raw.get("code") != "F704":
         return False
     start = raw.get("range", {}).get("start", {})
@@ -303,7 +318,7 @@ async def lint_code(
         else:
             known |= names
             result.kernel_names_used = True
-    kept = []
+    kept: list[Finding] = []
     for diagnostic in raw:
         if diagnostic.get("name") in known:
             continue

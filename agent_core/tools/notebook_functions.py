@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from agent_core.config.agent_settings import AgentSettings
+from agent_core.json_types import JsonObject
 from agent_core.kernel_probes.introspection import KernelBusy, _evaluate
 from agent_core.tools.base import ToolContext, ToolEnvironment, ToolInputError, ToolOutcome
 from agent_core.tools.external import ExternalToolSpec, usable_schema, valid_name
@@ -24,7 +25,7 @@ def discovery_expression() -> str:
     return _WITH_MODULE.format(body="m._discover() if m is not None else '[]'", module=_MODULE)
 
 
-def call_expression(name: str, args: dict[str, Any]) -> str:
+def call_expression(name: str, args: JsonObject) -> str:
     missing = json.dumps({"ok": False, "error": "no @tool functions in this kernel (was it restarted?)"})
     # name and arguments travel as string literals (repr of str), never as code
     body = f"m._call({name!r}, {json.dumps(args)!r}, f.__globals__) if m is not None else {missing!r}"
@@ -72,7 +73,7 @@ async def notebook_tools(
 
 
 def _caller(name: str) -> Any:
-    async def call(args: dict[str, Any], ctx: ToolContext) -> ToolOutcome:
+    async def call(args: JsonObject, ctx: ToolContext) -> ToolOutcome:
         answer = await ctx.env.evaluate_json(call_expression(name, args))
         if not isinstance(answer, dict):
             raise ToolInputError("the kernel's answer was not understood")

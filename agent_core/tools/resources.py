@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import Field
 
+from agent_core.json_types import JsonObject
 from agent_core.kernel_probes import probe as kernel_probe
 from agent_core.kernel_probes.probe import is_variable_name
 from agent_core.tools.arguments import ToolArgs
@@ -127,12 +128,12 @@ def _walk_size(path: Path) -> tuple[int, int, bool]:
     return total, files, False
 
 
-def _size_entry(path: Path) -> dict[str, Any]:
+def _size_entry(path: Path) -> JsonObject:
     if not path.exists():
         return {"error": "no such file or directory"}
     if path.is_dir():
         size, files, partial = _walk_size(path)
-        entry: dict[str, Any] = {"bytes": size, "human": human_size(size), "type": "directory", "files": files}
+        entry: JsonObject = {"bytes": size, "human": human_size(size), "type": "directory", "files": files}
         if partial:
             entry.update(partial=True, human=f"more than {human_size(size)}")
         return entry
@@ -170,7 +171,7 @@ def _items(raw: Any, what: str) -> list[str]:
     return list(dict.fromkeys(raw))
 
 
-def file_sizes(root: Path | Workspace, paths: list[str]) -> dict[str, dict[str, Any]]:
+def file_sizes(root: Path | Workspace, paths: list[str]) -> dict[str, JsonObject]:
     """Sizes by path as given; raises WorkspaceError first when any path leaves the root."""
     resolved = {path: resolve_in_root(root, path) for path in paths}
     return {path: _size_entry(target) for path, target in resolved.items()}
@@ -178,9 +179,9 @@ def file_sizes(root: Path | Workspace, paths: list[str]) -> dict[str, dict[str, 
 
 async def dataframe_sizes(
     env: ToolEnvironment | None, names: list[str], timeout: float = KERNEL_TIMEOUT
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, JsonObject]:
     """Memory, rows and columns of DataFrames in the notebook's kernel, read without a trace."""
-    result: dict[str, dict[str, Any]] = {}
+    result: dict[str, JsonObject] = {}
     valid = []
     for name in names:
         if is_variable_name(name):
@@ -227,7 +228,7 @@ def system_memory() -> dict[str, int | None]:
     return values
 
 
-async def gpus() -> tuple[list[dict[str, Any]], str]:
+async def gpus() -> tuple[list[JsonObject], str]:
     """GPUs from nvidia-smi (bytes), and an error text when it is there but fails."""
     smi = shutil.which("nvidia-smi")
     if smi is None:
@@ -267,7 +268,7 @@ async def gpus() -> tuple[list[dict[str, Any]], str]:
 
 async def check_resources(
     root: Path | Workspace, env: ToolEnvironment | None, files: Any = None, dataframes: Any = None
-) -> dict[str, Any]:
+) -> JsonObject:
     """The `POST resources` answer. Raises WorkspaceError for a path outside the root,
     ToolInputError for malformed lists."""
     paths = _items(files, "files")
@@ -275,10 +276,10 @@ async def check_resources(
     sizes = await asyncio.to_thread(file_sizes, root, paths) if paths else {}
     frames = await dataframe_sizes(env, names) if names else {}
     gpu_list, gpu_error = await gpus()
-    system: dict[str, Any] = {**system_memory(), "gpus": gpu_list}
+    system: JsonObject = {**system_memory(), "gpus": gpu_list}
     if gpu_error:
         system["gpu_error"] = gpu_error
-    answer: dict[str, Any] = {"files": sizes, "dataframes": frames, "system": system}
+    answer: JsonObject = {"files": sizes, "dataframes": frames, "system": system}
     if env is not None:
         # kernel_probes.usage (psutil) loads on first use: %load_ext agent_core loads the tools without it
         from agent_core.kernel_probes.usage import kernel_usage
@@ -289,7 +290,7 @@ async def check_resources(
     return answer
 
 
-def format_resources(data: dict[str, Any]) -> str:
+def format_resources(data: dict[str, Any]) -> str:  # resources()'s answer, walked to its leaves
     lines = []
     if data["files"]:
         lines.append("Files:")

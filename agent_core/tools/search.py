@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import Field
 
+from agent_core.json_types import JsonObject
 from agent_core.tools.arguments import ToolArgs
 from agent_core.tools.base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
 from agent_core.tools.files import confined, is_binary, sniff
@@ -48,7 +49,7 @@ EXCERPT_CHARS = 300
 
 @dataclass
 class SearchResult:
-    matches: list[dict[str, Any]]
+    matches: list[JsonObject]
     truncated: bool = False
     engine: str = "ripgrep"
     note: str = ""
@@ -88,17 +89,17 @@ def _glob_literal(text: str) -> str:
     return re.sub(r"([\\*?\[\]{}])", r"\\\1", text)
 
 
-def _match(path: str, number: int, text: str) -> dict[str, Any]:
+def _match(path: str, number: int, text: str) -> JsonObject:
     text = text.rstrip("\r\n").strip()
     if len(text) > EXCERPT_CHARS:
         text = text[:EXCERPT_CHARS] + " [...]"
     return {"path": path, "line": number, "text": text}
 
 
-def _rg_text(value: dict[str, Any]) -> str:
-    if "text" in value:
-        return value["text"]
-    return base64.b64decode(value.get("bytes", "")).decode("utf-8", errors="replace")
+def _rg_text(value: JsonObject) -> str:
+    if isinstance(text := value.get("text"), str):
+        return text
+    return base64.b64decode(str(value.get("bytes", ""))).decode("utf-8", errors="replace")
 
 
 async def search_with_ripgrep(
@@ -131,7 +132,7 @@ async def search_with_ripgrep(
         limit=16 * 1024 * 1024,  # one JSON line holds a whole matching line
     )
     assert proc.stdout is not None and proc.stderr is not None
-    matches: list[dict[str, Any]] = []
+    matches: list[JsonObject] = []
     truncated = False
     note = ""
     deadline = time.monotonic() + SEARCH_SECONDS
@@ -203,7 +204,7 @@ def search_with_python(
     workspace = workspace_for(where)
     matcher = Matcher(pattern, SEARCH_SECONDS, stop)
     root = workspace.root
-    matches: list[dict[str, Any]] = []
+    matches: list[JsonObject] = []
     try:
         for path in _walk_files(workspace, target, types):
             if time.monotonic() > matcher.deadline:
@@ -274,7 +275,7 @@ def search_notebook_cells(
     notebook_path: Any = None,
     limit: int = MAX_SEARCH_RESULTS,
     stop: threading.Event | None = None,
-    views: Mapping[str, list[dict[str, Any]]] | None = None,
+    views: Mapping[str, list[JsonObject]] | None = None,
 ) -> SearchResult:
     """Blocking: run it in a worker thread. `views`: the cells to search instead of the file's, by
     root-relative path (the thread's notebook with the agent's cells it lacks, notebook_view)."""
@@ -287,7 +288,7 @@ def search_notebook_cells(
         raise ToolInputError(f"there is no {rel_target!r}; call list_files to find the notebook")
     if target.is_file() and target.suffix != ".ipynb":
         raise ToolInputError(f"{rel_target!r} is not a notebook (.ipynb); use search_workspace for other files")
-    matches: list[dict[str, Any]] = []
+    matches: list[JsonObject] = []
     skipped: list[str] = []
     try:
         return _search_cells(workspace, target, matcher, matches, skipped, limit, views or {})
@@ -301,10 +302,10 @@ def _search_cells(
     workspace: Workspace,
     target: Path,
     matcher: Matcher,
-    matches: list[dict[str, Any]],
+    matches: list[JsonObject],
     skipped: list[str],
     limit: int,
-    views: Mapping[str, list[dict[str, Any]]],
+    views: Mapping[str, list[JsonObject]],
 ) -> SearchResult:
     # nbformat loads with the first notebook search: %load_ext agent_core does not load it
     import nbformat
@@ -366,7 +367,7 @@ class SearchNotebooksArgs(ToolArgs):
     notebook_path: str | None = Field(default=None, description="One notebook, or a folder (default: all notebooks).")
 
 
-async def _bound_view(args: SearchNotebooksArgs, ctx: ToolContext) -> dict[str, list[dict[str, Any]]]:
+async def _bound_view(args: SearchNotebooksArgs, ctx: ToolContext) -> dict[str, list[JsonObject]]:
     """The thread's notebook as the tools see it (with the agent's cells it lacks), when the search
     covers it; {} when it does not, or cannot be read (the file search then says why)."""
     if not ctx.notebook_path:

@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import Field, field_validator
 
 from agent_core.contract import make_event
+from agent_core.json_types import JsonObject
 from agent_core.output_digest import ANSI, BoundedText
 from agent_core.tools.arguments import ToolArgs, argument_error
 from agent_core.tools.base import Emit, ToolContext, ToolInputError, ToolOutcome, ToolSpec, will_fail
@@ -357,12 +358,12 @@ async def execute_command(args: ExecuteCommandArgs, ctx: ToolContext) -> ToolOut
     )
 
 
-async def execute_command_preview(args: ExecuteCommandArgs, ctx: ToolContext) -> dict[str, Any]:
+async def execute_command_preview(args: ExecuteCommandArgs, ctx: ToolContext) -> JsonObject:
     try:
         _, rel = _folder(args, ctx)
     except ToolInputError as exc:
         return will_fail("execute_command", exc, command=args.command, cwd=args.cwd or ".")
-    card: dict[str, Any] = {"command": args.command, "cwd": rel, "impact": command_impact(args.command, ctx)}
+    card: JsonObject = {"command": args.command, "cwd": rel, "impact": command_impact(args.command, ctx)}
     reason = await command_reason(args.command, ctx)  # issue 37: why it is asked, not sandboxed
     if reason is not None:
         card["sandbox_reason"] = reason

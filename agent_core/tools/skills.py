@@ -12,10 +12,10 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pydantic import Field
 
+from agent_core.json_types import JsonObject
 from agent_core.tools.arguments import ToolArgs
 from agent_core.tools.base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
 
@@ -53,7 +53,7 @@ def parse_skill(text: str, path: Path) -> Skill:
     # yaml loads with the first skill read: %load_ext agent_core does not load it
     import yaml
 
-    meta: dict[str, Any] = {}
+    meta: JsonObject = {}
     body = text
     lines = text.splitlines()
     if lines and lines[0].strip() == "---":

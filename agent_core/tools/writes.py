@@ -7,10 +7,10 @@ from __future__ import annotations
 import asyncio
 import difflib
 from pathlib import Path
-from typing import Any
 
 from pydantic import Field, field_validator
 
+from agent_core.json_types import JsonObject
 from agent_core.output_digest import bounded
 from agent_core.tools.arguments import ToolArgs, argument_error
 from agent_core.tools.base import ToolContext, ToolInputError, ToolOutcome, ToolSpec
@@ -96,7 +96,7 @@ async def write_file(args: WriteFileArgs, ctx: ToolContext) -> ToolOutcome:
     return ToolOutcome("ok", f"{verb} {rel} ({lines} lines, {human_size(len(data))}).", preimage=preimage)
 
 
-async def write_file_preview(args: WriteFileArgs, ctx: ToolContext) -> dict[str, Any]:
+async def write_file_preview(args: WriteFileArgs, ctx: ToolContext) -> JsonObject:
     path, rel, exists = _check_write(workspace_of(ctx.env), args)
     old, why = await asyncio.to_thread(_old_text_for_diff, path)
     if old is None:
@@ -215,7 +215,7 @@ async def edit_file(args: EditFileArgs, ctx: ToolContext) -> ToolOutcome:
     )
 
 
-async def edit_file_preview(args: EditFileArgs, ctx: ToolContext) -> dict[str, Any]:
+async def edit_file_preview(args: EditFileArgs, ctx: ToolContext) -> JsonObject:
     _, rel, before, after, _ = await asyncio.to_thread(_planned_edit, workspace_of(ctx.env), args)
     return {"diff": bounded(unified_diff(before, after, rel), MAX_DIFF_CHARS)}
 
