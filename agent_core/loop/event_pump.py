@@ -10,10 +10,13 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+from typing_extensions import TypedDict
+
 from agent_core.contract import EventDict, make_event
+from agent_core.contract.event_fields import CellOutputEventDict, TokenEventDict
 from agent_core.json_types import JsonObject
 from agent_core.redaction import redact_text
 from agent_core.storage.event_log import EventLog
@@ -23,15 +26,28 @@ TOKEN_MAX_CHARS = 1024
 HEAD_LINES, HEAD_BYTES = 200, 64 * 1024  # stored from the start of each cell's output
 TAIL_LINES, TAIL_BYTES = 100, 32 * 1024  # stored from its end when the middle was cut
 
-FLUSHED = "_flushed"  # not an event: a marker that resolves its future once what came before is written
 Stored = bool  # where an event goes: the log (True) or only live readers (False)
+Output = Mapping[str, object]  # a cell's output (nbformat), as a cell_output event carries it
+
+
+@dataclass(frozen=True)
+class _Flushed:
+    """Not an event: a marker that resolves its future once what came before is written."""
+
+    future: asyncio.Future[None]
+
+
+class _Tags(TypedDict, total=False):
+    run_id: str
+    agent: str
+    task_id: str | None
 
 
 def _stream_lines(text: str) -> int:
     return text.count("\n") + (0 if text.endswith("\n") or not text else 1)
 
 
-def _size(output: JsonObject) -> tuple[int, int]:
+def _size(output: Output) -> tuple[int, int]:
     """(lines, bytes) an output counts for against a cell's cap."""
     if output.get("output_type") == "stream":
         text = str(output.get("text", ""))
@@ -39,7 +55,7 @@ def _size(output: JsonObject) -> tuple[int, int]:
     return 1, len(json.dumps(output, default=str))
 
 
-def _split_stream(output: JsonObject, lines: int, size: int) -> tuple[JsonObject, JsonObject] | None:
+def _split_stream(output: Output, lines: int, size: int) -> tuple[Output, Output] | None:
     """A stream output cut after at most `lines` lines and `size` bytes (None if nothing fits)."""
     text = str(output.get("text", ""))
     cut, count = 0, 0
@@ -57,12 +73,12 @@ class _CellBudget:
     lines: int = 0
     bytes: int = 0
     overflowing: bool = False
-    tail: deque[JsonObject] = field(default_factory=deque)
+    tail: deque[Output] = field(default_factory=deque)
     tail_lines: int = 0
     tail_bytes: int = 0
     omitted_lines: int = 0
 
-    def keep_tail(self, output: JsonObject) -> None:
+    def keep_tail(self, output: Output) -> None:
         self.tail.append(output)
         lines, size = _size(output)
         self.tail_lines, self.tail_bytes = self.tail_lines + lines, self.tail_bytes + size
@@ -89,18 +105,17 @@ class OutputCaps:
     def __init__(self) -> None:
         self._cells: dict[str, _CellBudget] = {}
 
-    def route(self, event: JsonObject) -> Iterator[tuple[JsonObject, Stored]]:
-        kind, output = event.get("type"), event.get("output")
-        if kind == "cell_output" and isinstance(output, dict):
-            yield from self._output(event, output)
-        elif kind in ("cell_finished", "tool_result") and event.get("id") in self._cells:
-            yield from self._summary(event)
+    def route(self, event: EventDict) -> Iterator[tuple[EventDict, Stored]]:
+        if event["type"] == "cell_output" and isinstance(event["output"], dict):
+            yield from self._output(event, event["output"])
+        elif (event["type"] == "cell_finished" or event["type"] == "tool_result") and event["id"] in self._cells:
+            yield from self._summary(event["id"], event)
             yield event, True
         else:
             yield event, True
 
-    def _output(self, event: JsonObject, output: JsonObject) -> Iterator[tuple[JsonObject, Stored]]:
-        budget = self._cells.setdefault(str(event.get("id")), _CellBudget())
+    def _output(self, event: CellOutputEventDict, output: Output) -> Iterator[tuple[EventDict, Stored]]:
+        budget = self._cells.setdefault(event["id"], _CellBudget())
         if not budget.overflowing:
             lines, size = _size(output)
             if budget.lines + lines <= HEAD_LINES and budget.bytes + size <= HEAD_BYTES:
@@ -119,13 +134,12 @@ class OutputCaps:
         budget.keep_tail(output)
         yield {**event, "output": output, "live_only": True}, False
 
-    def _summary(self, event: JsonObject) -> Iterator[tuple[JsonObject, Stored]]:
-        call_id = str(event["id"])
+    def _summary(self, call_id: str, event: EventDict) -> Iterator[tuple[EventDict, Stored]]:
         budget = self._cells.pop(call_id)
         if not budget.overflowing:
             return
         if budget.omitted_lines:
-            note = {
+            note: Output = {
                 "output_type": "stream",
                 "name": "stdout",
                 "text": f"[... {budget.omitted_lines} lines omitted ...]\n",
@@ -141,14 +155,21 @@ class OutputCaps:
             )
 
 
-def _tags(event: JsonObject) -> JsonObject:
+def _tags(event: EventDict) -> _Tags:
     """Who emitted `event` (run, agent, task), for an event written on its behalf: not its own fields."""
-    return {key: event[key] for key in ("run_id", "agent", "task_id") if key in event}
+    tags: _Tags = {}
+    if "run_id" in event:
+        tags["run_id"] = event["run_id"]
+    if "agent" in event:
+        tags["agent"] = event["agent"]
+    if "task_id" in event:
+        tags["task_id"] = event["task_id"]
+    return tags
 
 
-def _merged_streams(outputs: deque[JsonObject]) -> list[JsonObject]:
+def _merged_streams(outputs: deque[Output]) -> list[Output]:
     """Consecutive stream outputs of one stream as one output: the tail is stored in few rows."""
-    merged: list[JsonObject] = []
+    merged: list[Output] = []
     for output in outputs:
         last = merged[-1] if merged else None
         if (
@@ -162,7 +183,7 @@ def _merged_streams(outputs: deque[JsonObject]) -> list[JsonObject]:
     return merged
 
 
-def _same_stream(a: JsonObject, b: JsonObject) -> bool:
+def _same_stream(a: EventDict, b: EventDict) -> bool:
     return a.get("agent") == b.get("agent") and a.get("task_id") == b.get("task_id")
 
 
@@ -185,9 +206,9 @@ class EventPump:
         self._on_event = on_event
         # A deque and one future to wake the pump, not an asyncio.Queue: waiting for the next token
         # with a deadline would start a task (wait_for) per token.
-        self._pending: deque[JsonObject | None] = deque()  # None: the end, put by drain()
+        self._pending: deque[EventDict | _Flushed | None] = deque()  # None: the end, put by drain()
         self._arrival: asyncio.Future[None] | None = None
-        self._held: JsonObject | None = None  # read while coalescing tokens, written next
+        self._held: EventDict | _Flushed | None = None  # read while coalescing tokens, written next
         self._last_token_write = float("-inf")  # loop time of the last token row
         self._window_open = False  # tokens that arrive now join the row being coalesced
         self._caps = OutputCaps()
@@ -195,7 +216,10 @@ class EventPump:
         self._task = asyncio.create_task(self._pump())
 
     def __call__(self, event: EventDict) -> None:
-        self._put({"agent": self._agent, **event, "run_id": self._run_id})
+        stamped = event.copy()
+        stamped.setdefault("agent", self._agent)  # a sub-agent's event keeps its own
+        stamped["run_id"] = self._run_id
+        self._put(stamped)
 
     async def drain(self) -> None:
         """Write what is pending, then end the pump."""
@@ -205,10 +229,10 @@ class EventPump:
     async def flush(self) -> None:
         """Wait until every event emitted so far is in the log; the pump goes on."""
         written: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._put({"type": FLUSHED, "future": written})
+        self._put(_Flushed(written))
         await asyncio.shield(written)
 
-    def _put(self, item: JsonObject | None) -> None:
+    def _put(self, item: EventDict | _Flushed | None) -> None:
         self._pending.append(item)
         self._wake()
 
@@ -230,7 +254,7 @@ class EventPump:
         self._window_open = False
         self._wake()
 
-    async def _next(self) -> JsonObject | None:
+    async def _next(self) -> EventDict | _Flushed | None:
         if self._held is not None:
             event, self._held = self._held, None
             return event
@@ -239,14 +263,15 @@ class EventPump:
 
     async def _pump(self) -> None:
         while (event := await self._next()) is not None:
-            if event["type"] == FLUSHED:
-                if isinstance(future := event["future"], asyncio.Future):
-                    future.set_result(None)
+            if isinstance(event, _Flushed):
+                event.future.set_result(None)
                 continue
             if event["type"] == "token":
                 event = await self._coalesced(event)
             elif event["type"] == "error" and isinstance(message := event.get("message"), str):
-                event = {**event, "message": redact_text(message)}
+                redacted = event.copy()
+                redacted["message"] = redact_text(message)
+                event = redacted
             for routed, stored in self._caps.route(event):
                 if stored:
                     stamped = await self._log.append(self._thread_id, routed)
@@ -255,14 +280,14 @@ class EventPump:
                 else:
                     self._log.publish_live(self._thread_id, routed)
 
-    def _preview(self, token: JsonObject, stored_as: int) -> None:
+    def _preview(self, token: TokenEventDict, stored_as: int) -> None:
         if self._log.wants_previews(self._thread_id):
             self._log.publish_live(self._thread_id, {**token, "live_only": True, "stored_as": stored_as})
 
-    async def _coalesced(self, first: JsonObject) -> JsonObject:
+    async def _coalesced(self, first: TokenEventDict) -> TokenEventDict:
         """`first` and the tokens that follow it within the window (the first of a burst at once)."""
         loop = asyncio.get_running_loop()
-        parts = [str(first["text"])]
+        parts = [first["text"]]
         size = len(parts[0])
         deadline = self._last_token_write + TOKEN_WINDOW_SECONDS
         # Readers that asked for previews get each delta now; the row stored at the deadline has
@@ -281,14 +306,20 @@ class EventPump:
                 if following is None:
                     self._pending.appendleft(None)  # the end marker stays: _next reads it again
                     break
-                if following["type"] != "token" or not _same_stream(first, following):
+                if (
+                    isinstance(following, _Flushed)
+                    or following["type"] != "token"
+                    or not _same_stream(first, following)
+                ):
                     self._held = following
                     break
-                parts.append(str(following["text"]))
+                parts.append(following["text"])
                 size += len(parts[-1])
                 self._preview(following, stored_as)
         finally:
             if window is not None:
                 window.cancel()
         self._last_token_write = loop.time()
-        return {**first, "text": "".join(parts)}
+        coalesced = first.copy()
+        coalesced["text"] = "".join(parts)
+        return coalesced

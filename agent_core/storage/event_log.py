@@ -11,9 +11,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from agent_core import fast_json
 from agent_core.json_types import JsonObject
@@ -24,6 +23,7 @@ TICK_SECONDS = 1.0  # how often waiting readers look again without being woken (
 RECENT_EVENTS_KEPT, RECENT_BYTES_KEPT = 4096, 4 * 1024 * 1024  # per leased thread: events its readers get from memory
 
 EventObserver = Callable[[str, JsonObject], None]
+_Append = tuple[str, Mapping[str, object], "asyncio.Future[JsonObject]"]  # thread, event to store, its stored row
 logger = logging.getLogger(__name__)
 
 
@@ -86,7 +86,7 @@ class EventLog:
         # While this process holds a thread's lease it is the thread's only writer, so its recent
         # appends (contiguous seqs up to _last_seq) answer its readers without a query.
         self._recent: dict[str, _Recent] = {}
-        self._appends: list[tuple[str, JsonObject, asyncio.Future[JsonObject]]] = []  # waiting for the next transaction
+        self._appends: list[_Append] = []  # waiting for the next transaction
         self._appending = False  # a task is writing them
         self._ticking: set[asyncio.Future[object]] = set()  # every waiting reader's future, for the next tick
         self._tick: asyncio.TimerHandle | None = None
@@ -140,19 +140,19 @@ class EventLog:
         self.forget_live(thread_id)
         self.wake(thread_id)
 
-    async def append(self, thread_id: str, event: JsonObject) -> JsonObject:
+    async def append(self, thread_id: str, event: Mapping[str, object]) -> JsonObject:
         """Stamp `event` with the thread's next seq, persist it and wake the readers. The seq is read
         inside the write transaction: the server and a kernel's `%agent` may append to one thread.
         Appends that arrive while a transaction is being written share the next one (a group
         commit): a hundred streaming threads cost a few commits per wake-up, not one per row."""
         return await self._enqueue(thread_id, event)
 
-    async def append_all(self, thread_id: str, events: list[JsonObject]) -> list[JsonObject]:
+    async def append_all(self, thread_id: str, events: Sequence[Mapping[str, object]]) -> list[JsonObject]:
         """`append` for several events at once, in order: they share the writer's next transactions
         instead of one commit each (a forked thread's copied log)."""
         return list(await asyncio.gather(*[self._enqueue(thread_id, event) for event in events]))
 
-    def _enqueue(self, thread_id: str, event: JsonObject) -> asyncio.Future[JsonObject]:
+    def _enqueue(self, thread_id: str, event: Mapping[str, object]) -> asyncio.Future[JsonObject]:
         """Queue `event` for the writer, in call order; the future of its stored row."""
         done: asyncio.Future[JsonObject] = asyncio.get_running_loop().create_future()
         self._appends.append((thread_id, event, done))
@@ -192,9 +192,7 @@ class EventLog:
                     done.cancel()
                 self._appends = []
 
-    def _insert_events(
-        self, conn: Connection, batch: list[tuple[str, JsonObject, Any]]
-    ) -> list[tuple[int, str] | Exception]:
+    def _insert_events(self, conn: Connection, batch: list[_Append]) -> list[tuple[int, str] | Exception]:
         thread_ids = [thread_id for thread_id, _, _ in batch]
         self.database.lock_threads(conn, thread_ids)  # another server may append to these threads
         # Under those locks the last seq cannot move but by us: read once per thread, then counted.
@@ -235,7 +233,7 @@ class EventLog:
         """The last seq this process stored for the thread (0 if none yet)."""
         return self._last_seq.get(thread_id, 0)
 
-    def publish_live(self, thread_id: str, event: JsonObject) -> None:
+    def publish_live(self, thread_id: str, event: Mapping[str, object]) -> None:
         """Stream `event` to this process's readers without storing it (no seq)."""
         log = self._live.setdefault(thread_id, _LiveLog())
         anchor = self._last_seq.get(thread_id, 0)
@@ -364,7 +362,9 @@ class EventLog:
 _TICK = object()  # a waiting reader's future resolved by the tick, not by new events
 
 
-def _insert_event(conn: Connection, thread_id: str, event: JsonObject, seq: int) -> tuple[int, str] | Exception:
+def _insert_event(
+    conn: Connection, thread_id: str, event: Mapping[str, object], seq: int
+) -> tuple[int, str] | Exception:
     """Insert `event` as the thread's row `seq`: (seq, stored JSON), or why this one event could not
     be (it is not JSON): the other appends of the transaction still go in."""
     try:
