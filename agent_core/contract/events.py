@@ -4,7 +4,8 @@ instead of reaching the panel."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, get_args
+from collections.abc import Mapping
+from typing import Annotated, Literal, get_args
 
 from pydantic import Field, TypeAdapter
 from typing_extensions import TypeAliasType
@@ -362,7 +363,7 @@ CellwrightEvent = TypeAliasType(
 )
 # What `GET threads/{id}/events` sends: the thread's events, and the end-of-backlog marker.
 StreamEvent = TypeAliasType("StreamEvent", Annotated[CellwrightEvent | CaughtUpEvent, Field(discriminator="type")])
-STREAM_ADAPTER: TypeAdapter[Any] = TypeAdapter(StreamEvent)
+STREAM_ADAPTER: TypeAdapter[StreamEvent] = TypeAdapter(StreamEvent)
 
 # Placeholders for what the log and the run's sink stamp later, so an emitted body validates alone.
 _STAMPS = {"seq": 0, "thread_id": "", "run_id": "", "agent": "main"}
@@ -380,6 +381,6 @@ def make_event(type_: EventType, **fields: object) -> JsonObject:
     return event
 
 
-def validate_event(event: JsonObject) -> Any:
+def validate_event(event: Mapping[str, object]) -> StreamEvent:
     """A stored or streamed event (stamps included) as its model; raises when it breaks the contract."""
     return STREAM_ADAPTER.validate_python(event)
