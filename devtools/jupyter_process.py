@@ -30,6 +30,16 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def port_is_free(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as tornado binds: TIME_WAIT is no obstacle
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
 def isolated_env(base: Path, env: dict[str, str]) -> dict[str, str]:
     """The process's environment: Jupyter's folders under `base`, and this working tree's code first."""
     return {
@@ -122,8 +132,9 @@ class JupyterProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 60) -> JupyterProcess:
-        self.port = free_port()
+    def start(self, timeout: float = 60, port: int = 0) -> JupyterProcess:
+        """Start and wait until it serves; on `port` if given and still free (else on any free one)."""
+        self.port = port if port and port_is_free(port) else free_port()
         # `jupyter <app>` runs the app's script found on PATH, whose Python is this one's: another
         # environment's Python runs the app's module itself.
         app = ["jupyter", self.app] if self.python == sys.executable else [APP_MODULES[self.app]]
@@ -134,6 +145,7 @@ class JupyterProcess:
             "--no-browser",
             "--allow-root",
             f"--port={self.port}",
+            "--ServerApp.port_retries=0",  # that port or none: the URL polled below is this one's
             "--ServerApp.ip=127.0.0.1",
             f"--IdentityProvider.token={TOKEN}",
             f"--ServerApp.root_dir={self.root}",

@@ -1,9 +1,12 @@
 """Browser fixtures: JupyterLab with Cellwright in a subprocess, Debian's chromium through Playwright.
 
 One chromium process serves every browser test of a test process (it takes seconds to start on the
-2-core machine); each test gets a context of its own (fresh cookies, storage and cache), reached over
-the DevTools protocol. Playwright's sync API cannot stay open across tests (it holds the thread's
-event loop, which the async route tests need), so each test connects for its own duration."""
+2-core machine), reached over the DevTools protocol. Each test's page starts with no cookies and no
+storage, but keeps chromium's HTTP cache, and each lab of a test process serves on the same port: so
+JupyterLab's scripts (the same files, at the same URLs) come from the cache with V8's compiled code
+after the first test. Loading the lab costs chromium ~1 s of CPU instead of ~7-9 (bench figures in
+tests/README.md). Playwright's sync API cannot stay open across tests (it holds the thread's event
+loop, which the async route tests need), so each test connects for its own duration."""
 
 from __future__ import annotations
 
@@ -52,9 +55,34 @@ def lab(tmp_path: Path, fake_llm: FakeLLM, lab_config: dict[str, Any]) -> Iterat
     cellwright = {"inline_completion": False, **lab_config.get("Cellwright", {})}
     config = {**lab_config, "Cellwright": cellwright}
     (tmp_path / "config" / "jupyter_server_config.json").write_text(json.dumps(config))
-    server = JupyterProcess(tmp_path, env, app="lab", extra_args=QUIET_LAB_ARGS).start()
+    server = JupyterProcess(tmp_path, env, app="lab", extra_args=QUIET_LAB_ARGS).start(port=LAB_PORT.port())
+    LAB_PORT.serving(server.port)
     yield server
     server.stop()
+
+
+class LabPort:
+    """The port the labs of this test process serve on, one after another: the page's URLs, and so
+    chromium's cache entries, stay the same from test to test. Taken anew only when it is busy."""
+
+    def __init__(self) -> None:
+        self._port = 0
+
+    def port(self) -> int:
+        if not self._port:
+            from devtools.jupyter_process import free_port
+
+            self._port = free_port()
+        return self._port
+
+    def serving(self, port: int) -> None:
+        self._port = port
+
+    def origin(self) -> str:
+        return f"http://127.0.0.1:{self.port()}"
+
+
+LAB_PORT = LabPort()
 
 
 class SharedChromium:
@@ -120,20 +148,37 @@ def chromium() -> Iterator[Any]:
         try:
             yield browser
         finally:
-            for context in browser.contexts:
+            for context in browser.contexts[1:]:  # the default context stays, with its cache
                 context.close()
             browser.close()  # over DevTools: disconnects, the process stays for the next test
 
 
 @contextmanager
 def browser_page() -> Iterator[Any]:
-    """A page in a fresh context of the shared chromium; `page.errors` collects the page's uncaught errors."""
+    """A page of the shared chromium with no cookies and no stored data (the labs' origin cleared),
+    chromium's HTTP cache kept; `page.errors` collects the page's uncaught errors."""
     with chromium() as browser:
-        page = browser.new_context(viewport={"width": 1500, "height": 950}).new_page()
+        context = browser.contexts[0]  # the default context: the one whose cache outlives a test
+        context.clear_cookies()
+        before = list(context.pages)  # chromium's first tab: closing every tab could end a headless chromium
+        page = context.new_page()
+        page.set_viewport_size({"width": 1500, "height": 950})
+        # What JupyterLab keeps in the browser (local storage, IndexedDB...), never the HTTP cache.
+        page.context.new_cdp_session(page).send(
+            "Storage.clearDataForOrigin", {"origin": LAB_PORT.origin(), "storageTypes": KEPT_BY_THE_PAGE}
+        )
         errors: list[str] = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
         page.errors = errors  # type: ignore[attr-defined]
-        yield page
+        try:
+            yield page
+        finally:
+            for opened in context.pages:
+                if opened not in before:
+                    opened.close()
+
+
+KEPT_BY_THE_PAGE = "cookies,local_storage,indexeddb,service_workers,cache_storage,file_systems,websql"
 
 
 @pytest.fixture
