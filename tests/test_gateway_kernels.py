@@ -239,6 +239,30 @@ def test_a_mentioned_dataframe_and_check_resource_read_the_gateway_kernel(
     assert "not local" in usage["kernel"]["error"], usage
 
 
+def test_explore_looks_at_the_gateway_kernels_variables_in_a_sandboxed_fork_unasked(
+    server: JupyterProcess, kernel: str, llm: FakeLLM
+) -> None:
+    """Issue 37 on a remote kernel: the fork is made inside the kernel's own process, wherever it runs."""
+    look = "looked['seen'] = True\nprint(int(looked['units'].sum()), sorted(looked.columns))"
+    llm.script(
+        tool_call("run_cell", {"code": "import pandas as pd\nlooked = pd.DataFrame({'units': [3, 5, 8]})"}, id="gw_l"),
+        text("made"),
+        tool_call("explore", {"code": look}, id="gw_look"),
+        text("16 units"),
+    )
+    thread = new_thread(server)
+    events = approve(server, thread, run(server, thread, "make a frame"), "gw_l")
+    explored = run(server, thread, "how many units?", events[-1]["seq"])
+    assert not of_type(explored, "approval_required"), "a sandboxed look asks nothing"
+    result = next(e for e in of_type(explored, "tool_result") if e["id"] == "gw_look")
+    assert result["status"] == "ok" and result["sandboxed"] is True, result
+    assert "16 ['seen', 'units']" in tool_message(llm, "gw_look")
+    assert explored[-1]["status"] == "completed"
+    # What the look assigned stayed in the fork: the kernel's frame has its one column.
+    listed = server.request("POST", "cellwright/api/variables", {"kernel_id": kernel}).json()["variables"]
+    assert {v["name"]: v for v in listed}["looked"]["shape"] == [3, 1]
+
+
 def test_undo_restores_the_gateway_kernels_variables(server: JupyterProcess, kernel: str, llm: FakeLLM) -> None:
     llm.script(
         tool_call("run_cell", {"code": "import pandas as pd\nstock = pd.DataFrame({'n': [1, 2, 3]})"}, id="gw_stock"),
