@@ -27,7 +27,7 @@ def __getattr__(name: str) -> Any:
         return "0+unknown"
 
 
-def load_ipython_extension(ipython: Any) -> None:
+def load_ipython_extension(ipython: object) -> None:
     from agent_core.kernel_side.magic import (
         load_ipython_extension as load,  # imported here: `import agent_core` stays cheap
     )
@@ -35,7 +35,7 @@ def load_ipython_extension(ipython: Any) -> None:
     load(ipython)
 
 
-def unload_ipython_extension(ipython: Any) -> None:
+def unload_ipython_extension(ipython: object) -> None:
     from agent_core.kernel_side.magic import unload_ipython_extension as unload
 
     unload(ipython)

@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 
 
-def dumps(value: Any) -> str:
+def dumps(value: object) -> str:
     try:
         return orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode()
     except TypeError:

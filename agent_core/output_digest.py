@@ -43,7 +43,7 @@ def bounded(text: str, limit: int = MAX_CHARS) -> str:
     return kept.text()
 
 
-def _joined(value: Any) -> str:
+def _joined(value: object) -> str:
     return "".join(value) if isinstance(value, list) else str(value)
 
 

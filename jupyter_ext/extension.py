@@ -58,7 +58,7 @@ class CellwrightApp(ExtensionApp):
     )
 
     @classmethod
-    def _load_jupyter_server_extension(cls, serverapp: Any) -> CellwrightApp:
+    def _load_jupyter_server_extension(cls, serverapp: ServerApp) -> CellwrightApp:
         loaded = cls._loaded.get(serverapp)
         if loaded is not None:  # the second name of a double enable: warned about at the first load
             return loaded

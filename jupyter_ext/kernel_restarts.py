@@ -20,7 +20,7 @@ class KernelRestarts:
         if event_logger is not None:
             event_logger.add_listener(schema_id=KERNEL_ACTIONS, listener=self._on_action)
 
-    async def _on_action(self, logger: Any, schema_id: str, data: JsonObject) -> None:
+    async def _on_action(self, logger: object, schema_id: str, data: JsonObject) -> None:
         kernel_id = data.get("kernel_id")
         if (
             data.get("action") == "restart"

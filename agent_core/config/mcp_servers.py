@@ -66,7 +66,7 @@ def _without_credentials(url: str) -> str:
     return redact_url(url)
 
 
-def _strings(value: Any, where: str, limit: int) -> dict[str, str]:
+def _strings(value: object, where: str, limit: int) -> dict[str, str]:
     if value is None:
         return {}
     if not isinstance(value, Mapping) or len(value) > limit:
@@ -77,7 +77,7 @@ def _strings(value: Any, where: str, limit: int) -> dict[str, str]:
     return dict(value)
 
 
-def _seconds(value: Any, where: str, default: float) -> float:
+def _seconds(value: object, where: str, default: float) -> float:
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 3600:
@@ -85,7 +85,7 @@ def _seconds(value: Any, where: str, default: float) -> float:
     return float(value)
 
 
-def server_config(name: str, raw: Any) -> ServerConfig:
+def server_config(name: str, raw: object) -> ServerConfig:
     where = f"mcp_servers[{name!r}]"
     if not isinstance(name, str) or not SERVER_NAME.match(name) or "__" in name:
         raise McpConfigError(f'{where}: a server name is letters, digits, - and single _ (at most 32), e.g. "github"')
@@ -136,7 +136,7 @@ def server_config(name: str, raw: Any) -> ServerConfig:
     )
 
 
-def parse_servers(raw: Any) -> dict[str, ServerConfig]:
+def parse_servers(raw: object) -> dict[str, ServerConfig]:
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
@@ -186,7 +186,7 @@ def with_kept_secrets(new: Mapping[str, Any], old: Mapping[str, Any]) -> JsonObj
     return merged
 
 
-def _masked_without_value(name: str, part: str, key: Any, before: Mapping[str, Any] | None, same: bool) -> str:
+def _masked_without_value(name: str, part: str, key: object, before: Mapping[str, Any] | None, same: bool) -> str:
     where = f"mcp_servers[{name!r}].{part}[{key!r}] is {MASK} (a secret the form could not show)"
     if before is None:
         why = f"no server {name!r} was saved with it (a renamed server does not take another's secrets)"

@@ -5,7 +5,7 @@ that says what to fix."""
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar, TypeVar
+from typing import ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -166,7 +166,7 @@ def parse_json(raw: bytes) -> JsonObject:
     return data
 
 
-def _depth_over(value: Any, limit: int) -> bool:
+def _depth_over(value: object, limit: int) -> bool:
     stack = [(value, 1)]
     while stack:
         item, depth = stack.pop()

@@ -45,7 +45,7 @@ def ref(name: str, ref_template: str) -> dict[str, str]:
     return {"$ref": ref_template.format(model=name)}
 
 
-def without_titles(node: Any) -> Any:
+def without_titles(node: object) -> Any:
     """pydantic's generated titles ("Thread Id") say nothing the names do not; a property called
     "title" is kept."""
     if isinstance(node, list):

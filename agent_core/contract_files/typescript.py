@@ -122,7 +122,7 @@ def _type(schema: dict[str, Any], indent: str) -> str:
     )
 
 
-def _literal(value: Any) -> str:
+def _literal(value: object) -> str:
     if isinstance(value, str):
         return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
     return json.dumps(value)

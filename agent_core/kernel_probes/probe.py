@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import json
 import keyword
-from typing import Any
 
 HELPERS = r'''
 import json
@@ -71,12 +70,12 @@ def _all_plain(values):
 '''
 
 
-def is_variable_name(name: Any) -> bool:
+def is_variable_name(name: object) -> bool:
     """A plain Python identifier that is not a keyword: all a probe may be asked to look up."""
     return isinstance(name, str) and len(name) <= 200 and name.isidentifier() and not keyword.iskeyword(name)
 
 
-def probe_expression(source: str, entry: str, payload: Any) -> str:
+def probe_expression(source: str, entry: str, payload: object) -> str:
     """One expression, evaluated in the kernel with the user's namespace as globals, that runs
     `entry(namespace, payload_json)` of `source` (after HELPERS). It looks up no global name (a
     user's variable called exec or globals would be found first); the payload travels as JSON data

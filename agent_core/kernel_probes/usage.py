@@ -96,7 +96,7 @@ def process_tree_usage(pid: int, sample_seconds: float = CPU_SAMPLE_SECONDS) -> 
     return usage
 
 
-async def kernel_usage(env: Any) -> dict[str, Any] | None:
+async def kernel_usage(env: object) -> dict[str, Any] | None:
     """The usage of the environment's kernel; None when the environment cannot name a kernel process
     (the `%agent` magic's own kernel included: it has no `kernel_pid`)."""
     if not isinstance(env, HasKernelProcess):

@@ -196,7 +196,7 @@ def _block(text: str, python: bool = False) -> str:
     return "\n".join(BAR + visible(line, keep="\t") for line in lines)
 
 
-def _edits_block(edits: Any) -> str:
+def _edits_block(edits: object) -> str:
     if not isinstance(edits, list):
         return _block(json.dumps(edits, ensure_ascii=False, indent=1))
     parts = []
@@ -208,7 +208,7 @@ def _edits_block(edits: Any) -> str:
     return "\n".join(parts)
 
 
-def _argument(key: str, value: Any) -> str:
+def _argument(key: str, value: object) -> str:
     """One argument as `key: value`, in JSON so that quotes, spaces and newlines show exactly; a long
     text of several lines (stdin) as a block under its name."""
     label = _one_line(key)
@@ -217,7 +217,7 @@ def _argument(key: str, value: Any) -> str:
     return f"{label}: {json.dumps(value, ensure_ascii=False)}"
 
 
-def _one_line(text: Any) -> str:
+def _one_line(text: object) -> str:
     """Model text for a place that must stay one line: its newlines show as markers too."""
     return visible(str(text), keep="")
 

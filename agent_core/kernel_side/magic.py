@@ -112,7 +112,7 @@ class AgentMagics(Magics):
         "Read when the extension loads.",
     )
 
-    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+    def __init__(self, shell: object = None, **kwargs: Any) -> None:
         super().__init__(shell=shell, **kwargs)
         global _session
         if _session is None:

@@ -73,7 +73,7 @@ def _spec(func: Callable[..., Any], read_only: bool) -> JsonObject:
     }
 
 
-def _json_value(value: Any) -> bool:
+def _json_value(value: object) -> bool:
     try:
         json.dumps(value)
         return True
@@ -81,7 +81,7 @@ def _json_value(value: Any) -> bool:
         return False
 
 
-def _is_dataframe_type(kind: Any) -> bool:
+def _is_dataframe_type(kind: object) -> bool:
     return (
         isinstance(kind, type)
         and kind.__name__ == "DataFrame"
@@ -89,7 +89,7 @@ def _is_dataframe_type(kind: Any) -> bool:
     )
 
 
-def _schema_of(kind: Any) -> tuple[JsonObject, bool]:
+def _schema_of(kind: object) -> tuple[JsonObject, bool]:
     """The JSON Schema of a type hint, and whether it is a DataFrame (passed by variable name)."""
     simple = {int: "integer", float: "number", str: "string", bool: "boolean", list: "array", dict: "object"}
     if kind in simple:

@@ -96,7 +96,7 @@ class KnowledgeBase:
             self.state.state = "ready"
             self._built.set()
 
-    def _wanted(self, change: Any, path: str) -> bool:
+    def _wanted(self, change: object, path: str) -> bool:
         # Documents, and folders (no suffix): a renamed or deleted folder is reported as the folder only.
         return (kind_of(path) is not None or not Path(path).suffix) and not self.workspace.is_denied(path)
 

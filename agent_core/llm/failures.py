@@ -3,8 +3,6 @@ message says what to fix, and whether (and when) to retry."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from agent_core.config.agent_settings import AgentSettings, endpoint_of
 from agent_core.contract.choices import LLMErrorKind
 from agent_core.redaction import redact_url
@@ -29,7 +27,7 @@ def not_configured() -> LLMError:
     )
 
 
-def _retry_after(exc: Any) -> float | None:
+def _retry_after(exc: object) -> float | None:
     response = getattr(exc, "response", None)
     raw = response.headers.get("retry-after") if response is not None else None
     try:
@@ -104,7 +102,7 @@ def timed_out(exc: BaseException) -> bool:
     return True
 
 
-def _has_images(exc: Any) -> bool:
+def _has_images(exc: object) -> bool:
     """Whether the refused request carried image parts (then the refusal may be of them)."""
     request = getattr(exc, "request", None)
     try:

@@ -259,7 +259,7 @@ def _page(cursor: str | None) -> Any:
     return PaginatedRequestParams(cursor=cursor)
 
 
-def read_only_hint(tool: Any) -> bool | None:
+def read_only_hint(tool: object) -> bool | None:
     annotations = getattr(tool, "annotations", None)
     return getattr(annotations, "read_only_hint", None) if annotations is not None else None
 

@@ -101,7 +101,7 @@ def _spec(conn: ServerConnection, tool: Any, name: str, schema: JsonObject, auto
     return ExternalToolSpec.make(name, description, schema, origin, call, auto_approvable=auto)
 
 
-def result_outcome(result: Any) -> ToolOutcome:
+def result_outcome(result: object) -> ToolOutcome:
     """A CallToolResult as what the model is told: text parts joined and bounded, images kept for
     vision models (a few, small) and described, resources by their text or their address."""
     parts: list[str] = []

@@ -77,7 +77,7 @@ class QueryResult:
     seconds: float
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     text = "NULL" if value is None else str(value)
     return text if len(text) <= MAX_CELL_CHARS else text[: MAX_CELL_CHARS - 1] + "…"
 

@@ -81,7 +81,7 @@ async def open_store(url: str, default_path: Path, database: Database | None = N
     return AgentStore(saver, ledger, "sqlite", stack)
 
 
-def _daemon_worker(connection: Any) -> Any:
+def _daemon_worker(connection: object) -> Any:
     """`connection` (aiosqlite's, not started yet) with its worker thread made a daemon. aiosqlite's
     is not one: when Jupyter's loop ends without the server's stop (a SIGINT with no terminal, how
     JupyterHub's LocalProcessSpawner stops a server), an open connection would keep the process from

@@ -83,7 +83,7 @@ def llm_schema(model: type[ToolArgs]) -> JsonObject:
     return _clean(schema, defs)
 
 
-def _clean(node: Any, defs: JsonObject) -> Any:
+def _clean(node: object, defs: JsonObject) -> Any:
     if isinstance(node, list):
         return [_clean(item, defs) for item in node]
     if not isinstance(node, dict):

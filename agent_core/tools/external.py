@@ -89,7 +89,7 @@ class ExternalToolSpec(ToolSpec[Any]):
         return dict(args)
 
 
-async def _unset(args: Any, ctx: ToolContext) -> ToolOutcome:  # replaced in make()
+async def _unset(args: object, ctx: ToolContext) -> ToolOutcome:  # replaced in make()
     raise ToolInputError("this tool has no action")
 
 

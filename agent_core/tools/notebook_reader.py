@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
 
 from pydantic import Field
 
@@ -104,7 +103,7 @@ def run_order(notebook: JsonObject) -> str:
     return "Run order in the notebook (execution_count: cell): " + ", ".join(f"[{n}]: {i}" for n, i in ran[-60:])
 
 
-async def kernel_history(env: Any) -> str:
+async def kernel_history(env: object) -> str:
     """The kernel's last inputs of its current session, oldest first; '' when it cannot tell."""
     if not isinstance(env, HasKernelHistory):
         return ""

@@ -55,7 +55,7 @@ def tool_call_of(cell: JsonObject) -> str | None:
     return call if isinstance(call, str) else None
 
 
-def placed_ids(metadata: Any) -> set[str]:
+def placed_ids(metadata: object) -> set[str]:
     """The tool calls ever placed in the notebook (its metadata `cellwright.placed`, which the panel
     keeps): an agent cell placed and then gone was deleted by the user."""
     meta = metadata.get(METADATA_KEY) if isinstance(metadata, dict) else None

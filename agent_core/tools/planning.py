@@ -34,7 +34,7 @@ class NextItemArg(ToolArgs):
 
     @model_validator(mode="before")
     @classmethod
-    def _from_string(cls, value: Any) -> Any:
+    def _from_string(cls, value: object) -> Any:
         return {"title": value, "prompt": value} if isinstance(value, str) else value
 
     @model_validator(mode="after")

@@ -151,11 +151,11 @@ _JSON_NAMES = {
 }
 
 
-def _json_kind(value: Any) -> str:
+def _json_kind(value: object) -> str:
     return "null" if value is None else _JSON_NAMES.get(type(value), type(value).__name__)
 
 
-def _items(raw: Any, what: str) -> list[str]:
+def _items(raw: object, what: str) -> list[str]:
     """The request's list of paths or names, checked: a caller gets a message it can act on, never a crash."""
     if raw is None:
         return []
@@ -267,7 +267,7 @@ async def gpus() -> tuple[list[JsonObject], str]:
 
 
 async def check_resources(
-    root: Path | Workspace, env: ToolEnvironment | None, files: Any = None, dataframes: Any = None
+    root: Path | Workspace, env: ToolEnvironment | None, files: object = None, dataframes: object = None
 ) -> JsonObject:
     """The `POST resources` answer. Raises WorkspaceError for a path outside the root,
     ToolInputError for malformed lists."""

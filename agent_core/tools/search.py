@@ -58,7 +58,7 @@ class SearchResult:
 _TYPE_RE = re.compile(r"^[A-Za-z0-9_+-]{1,20}$")
 
 
-def _file_types(raw: Any) -> list[str]:
+def _file_types(raw: object) -> list[str]:
     if raw is None:
         return []
     if isinstance(raw, str):
@@ -226,7 +226,9 @@ def search_with_python(
     return SearchResult(matches, False, "python")
 
 
-async def search_files(where: Workspace | Path, pattern: str, path: Any = None, file_types: Any = None) -> SearchResult:
+async def search_files(
+    where: Workspace | Path, pattern: str, path: object = None, file_types: object = None
+) -> SearchResult:
     workspace = workspace_for(where)
     check_pattern(pattern)
     target = confined(workspace, path or ".")
@@ -272,7 +274,7 @@ async def search_workspace(args: SearchWorkspaceArgs, ctx: ToolContext) -> ToolO
 def search_notebook_cells(
     where: Workspace | Path,
     pattern: str,
-    notebook_path: Any = None,
+    notebook_path: object = None,
     limit: int = MAX_SEARCH_RESULTS,
     stop: threading.Event | None = None,
     views: Mapping[str, list[JsonObject]] | None = None,

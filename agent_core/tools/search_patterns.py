@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 import threading
 import time
-from typing import Any
 
 import regex
 
@@ -91,7 +90,7 @@ def repeat_cost(pattern: str) -> int:
     return stack[0][0] + stack[0][1]
 
 
-def check_pattern(pattern: Any) -> str:
+def check_pattern(pattern: object) -> str:
     """Cheap checks, safe on the event loop, before any engine sees the pattern."""
     if not isinstance(pattern, str) or not pattern:
         raise ToolInputError("pattern must be a non-empty regular expression")

@@ -289,7 +289,7 @@ class ExecuteCommandArgs(ToolArgs):
 
     @field_validator("timeout", mode="before")
     @classmethod
-    def _seconds(cls, value: Any) -> Any:
+    def _seconds(cls, value: object) -> Any:
         # before the type check: `true` is no number of seconds, whatever JSON's loose typing allows
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
             raise argument_error("timeout must be a positive number of seconds")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
 
 from agent_core.json_types import JsonObject, json_object
 
@@ -17,7 +16,7 @@ _OMITTED = re.compile(r"\[\.\.\. \d+ lines omitted \.\.\.\]")  # agent_core.loop
 DETAIL_CHARS = 300
 
 
-def _text(value: Any) -> str:
+def _text(value: object) -> str:
     return "".join(value) if isinstance(value, list) else str(value or "")
 
 
