@@ -1,7 +1,7 @@
 import * as React from 'react';
 import { useEffect, useMemo, useState } from 'react';
 
-import { ToolCalling } from '../contract.gen';
+import { SandboxHealth, ToolCalling } from '../contract.gen';
 import {
   configUpdate,
   connectionTest,
@@ -14,6 +14,7 @@ import {
 } from '../model';
 import { endpointHasKey, endpointOf } from '../model/settings';
 import { useSignal } from './hooks';
+import { useTrans } from './translation';
 
 let formCount = 0;
 
@@ -50,6 +51,28 @@ function Source(props: { text: string | null; id: string }): JSX.Element | null 
  * prices; each says where its value comes from. "Test connection" tries the
  * form's values before they are saved; Save writes them (PUT config).
  */
+/** Whether looks (explore, read-only commands) run sandboxed here, as `GET health` says (issue 37). */
+function SandboxStatus(props: { sandbox: SandboxHealth | null | undefined }): JSX.Element | null {
+  const trans = useTrans();
+  const { sandbox } = props;
+  if (!sandbox) {
+    return null;
+  }
+  return (
+    <div className="cw-settings-field cw-settings-sandbox" data-testid="cw-sandbox-status">
+      <span className="cw-label">{trans.__('Sandbox for looks at the data')}</span>
+      <span className={sandbox.available ? 'cw-sandbox-on' : 'cw-sandbox-off'}>
+        {sandbox.available
+          ? trans.__(
+              'Available (%1): explore and read-only commands run in a sandbox, without asking.',
+              sandbox.mechanism ?? ''
+            )
+          : trans.__('Not available (%1): every look asks for approval.', sandbox.reason ?? '')}
+      </span>
+    </div>
+  );
+}
+
 export function SettingsForm(props: { model: PanelModel }): JSX.Element {
   const { model } = props;
   const settings = model.settings;
@@ -231,6 +254,8 @@ export function SettingsForm(props: { model: PanelModel }): JSX.Element {
         ))}
         <Source id={`${ids}-approve-source`} text={sourceLabel(config, 'auto_approve')} />
       </fieldset>
+
+      <SandboxStatus sandbox={model.health?.sandbox} />
 
       <fieldset className="cw-settings-field cw-settings-prices">
         <legend className="cw-label">Prices for this model (optional, per million tokens)</legend>

@@ -58,5 +58,7 @@ def test_the_settings_view_shows_the_workspace_index(page: Any, lab: JupyterProc
     expect(status).to_contain_text(
         "3 passages"
     )  # the three guides (the hidden file is not indexed; the new notebook is empty)
+    # GET health's sandbox (issue 37): the kernel can make it here (the escape suite proves it holds).
+    expect(page.get_by_test_id("cw-sandbox-status")).to_contain_text("Available (fork + user")
     page.screenshot(path=str(SHOTS / "15-knowledge-status.png"))
     assert not page.errors, page.errors  # type: ignore[attr-defined]
