@@ -1816,6 +1816,20 @@ export const TOOL_NAMES = [
 ] as const;
 export type ToolName = (typeof TOOL_NAMES)[number];
 
+/** The tools that ask before they run (ToolSpec.needs_approval): those `auto_approve` can let run unasked. */
+export const ASKING_TOOLS = [
+  'run_cell',
+  'execute_command',
+  'write_file',
+  'edit_file',
+  'edit_cell',
+  'restart_kernel',
+  'sql_query',
+  'verify_notebook',
+  'explore',
+] as const;
+export type AskingToolName = (typeof ASKING_TOOLS)[number];
+
 /** Each tool's arguments. */
 export interface ToolArgs {
   write_todos: WriteTodosArgs;

@@ -14,6 +14,7 @@ from typing import Any
 from agent_core.contract import answers, bodies, completions, events, shared
 from agent_core.contract.routes import EVENT_STREAM, OPENAPI_DOCUMENT, ROUTES, Lines, Route
 from agent_core.contract_files.catalog import definitions, tool_args
+from agent_core.tools import TOOLS
 
 REFS = "#/$defs/{model}"
 HEADER = """\
@@ -51,6 +52,15 @@ def typescript() -> str:
     tools = [_declaration(name, defs[name]) for name in defs if name not in placed]
     tools.append(
         _constant("TOOL_NAMES", tool_names, "ToolName", "Every tool the model can see (the registry's order).")
+    )
+    asking = [name for name, spec in TOOLS.items() if spec.needs_approval]
+    tools.append(
+        _constant(
+            "ASKING_TOOLS",
+            asking,
+            "AskingToolName",
+            "The tools that ask before they run (ToolSpec.needs_approval): those `auto_approve` can let run unasked.",
+        )
     )
     tools.append(
         _interface("ToolArgs", {name: model.__name__ for name, model in tool_args().items()}, "Each tool's arguments.")

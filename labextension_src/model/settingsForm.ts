@@ -4,21 +4,19 @@
  * The API key is write-only: the form starts with it empty, sends it only
  * when the user typed one, and never has the saved one to show.
  */
-import { ConfigUpdate, ConnectionTest, Price, PublicConfig, ToolCalling } from '../contract.gen';
+import {
+  ASKING_TOOLS,
+  ConfigUpdate,
+  ConnectionTest,
+  Price,
+  PublicConfig,
+  ToolCalling
+} from '../contract.gen';
 import { mcpServersText, parseMcpServers } from './mcpServers';
 
-/** Tools that ask before they run: the ones auto-approve can wave through. */
-export const RISKY_TOOLS: readonly string[] = [
-  'run_cell',
-  'edit_cell',
-  'add_markdown',
-  'execute_command',
-  'write_file',
-  'edit_file',
-  'restart_kernel',
-  'sql_query',
-  'verify_notebook'
-];
+/** Tools that ask before they run, the ones auto-approve can wave through: the registry's
+ * ToolSpec.needs_approval, generated into the contract (never a list kept here). */
+export const RISKY_TOOLS: readonly string[] = ASKING_TOOLS;
 
 export interface ISettingsForm {
   base_url: string;
