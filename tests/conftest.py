@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,6 +26,11 @@ NOTEBOOK = "analysis.ipynb"
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Started as a background job of a script (`.ci/run ... &`), the test command inherits SIGINT ignored,
+    # and so would every server, hub and kernel a test starts: unlike a server under a service manager or
+    # a hub's spawner, whose SIGINT stops it (tests/test_server_stop.py, the hub's stop). Python's default.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     config.addinivalue_line(
         "markers",
         "alone: a test whose outcome depends on the machine's speed (a real model under llama.cpp): the test "
