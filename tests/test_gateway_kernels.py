@@ -258,9 +258,16 @@ def test_explore_looks_at_the_gateway_kernels_variables_in_a_sandboxed_fork_unas
     assert result["status"] == "ok" and result["sandboxed"] is True, result
     assert "16 ['seen', 'units']" in tool_message(llm, "gw_look")
     assert explored[-1]["status"] == "completed"
+
     # What the look assigned stayed in the fork: the kernel's frame has its one column.
-    listed = server.request("POST", "cellwright/api/variables", {"kernel_id": kernel}).json()["variables"]
-    assert {v["name"]: v for v in listed}["looked"]["shape"] == [3, 1]
+    # A gateway's kernel can still read as busy a moment after the run (its execution_state lags, see
+    # kernel_executor): the listing then says so in a note instead of listing. Wait for a full one.
+    def full_listing() -> dict[str, Any] | None:
+        answer: dict[str, Any] = server.request("POST", "cellwright/api/variables", {"kernel_id": kernel}).json()
+        return None if "note" in answer else answer
+
+    listed = wait_for(full_listing, "a full listing of the kernel's variables")["variables"]
+    assert {v["name"]: v for v in listed}.get("looked", {}).get("shape") == [3, 1], listed
 
 
 def test_undo_restores_the_gateway_kernels_variables(server: JupyterProcess, kernel: str, llm: FakeLLM) -> None:
