@@ -2,7 +2,8 @@
 at `cellwright/mcp`, on the official mcp SDK's server side.
 
 It offers the agent's own tools, with their own schemas, plus a `notebook_path` each call names.
-A call becomes a run of a thread named for the client ("Claude Code via MCP") on that notebook: it
+A call becomes a run of a thread named for the client ("Claude Code via MCP") on that notebook, one
+per session (jupyter_ext.mcp_threads: sessions and parallel calls never wait on each other): it
 goes through the same tools node as the model's calls (agent_core.loop.graph, `outside_call`), so a
 risky one waits for the user's approval in the panel, with its card, diagnostics and preview, and
 lands in the notebook with provenance naming the client. The MCP call waits for the decision,
@@ -32,6 +33,7 @@ from agent_core.workspace import WorkspaceError
 
 from .errors import CellwrightError
 from .handler_base import notebook_path_in_root
+from .mcp_threads import SessionThreads
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -105,6 +107,7 @@ class McpEndpoint:
         self._started = asyncio.Event()
         self._stop = asyncio.Event()
         self._waiting: dict[str, _Waiting] = {}  # calls answered "still waiting", by tool_call_id
+        self._threads = SessionThreads(runs)
 
     async def handle(
         self,
@@ -192,22 +195,14 @@ class McpEndpoint:
         path = notebook_path_in_root(self._workspace(), notebook) or ""
         client = self._client(ctx)
         rules = self._rules(client)
-        thread_id = await self._thread(client, path)
         call_id = f"mcp_{uuid.uuid4().hex[:24]}"
         call = OutsideCall(tool_call_id=call_id, name=name, arguments=arguments, client=client, autonomy=rules.autonomy)
         settings = self._settings()
         if rules.auto_approve is not None:  # the operator's list for this client replaces the server's
             settings = dataclasses.replace(settings, auto_approve=frozenset(rules.auto_approve))
-        after = await self._runs.outside_call(thread_id, call, settings)
-        return await self._outcome(ctx, thread_id, call_id, after)
-
-    async def _thread(self, client: str, notebook: str) -> str:
-        """The client's thread on that notebook (the owner's threads only), made on its first call."""
-        title = f"{client} via MCP"
-        for record in await self._runs.threads.list():
-            if record.title == title and record.notebook_path == notebook:
-                return record.thread_id
-        return (await self._runs.threads.create(notebook, title)).thread_id
+        async with self._threads.thread_for_call(ctx.session, client, path) as thread_id:
+            after = await self._runs.outside_call(thread_id, call, settings)
+            return await self._outcome(ctx, thread_id, call_id, after)
 
     async def _outcome(
         self, ctx: ServerRequestContext[Any, Any], thread_id: str, call_id: str, after: int

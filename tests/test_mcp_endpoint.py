@@ -213,3 +213,40 @@ async def test_the_data_policy_holds_for_an_outside_agent(
         assert "name" in answer and "email" in answer and "Alice" not in answer, answer  # its header, no row
     else:
         assert "[REDACTED:email]" in answer and "Alice" in answer, answer
+
+
+async def waiting_cards(api: Api, title: str, count: int) -> dict[str, dict[str, Any]]:
+    """The pending cards of `count` threads of one client, as the panel reads them (by thread)."""
+    cards: dict[str, dict[str, Any]] = {}
+    while len(cards) < count:
+        _, listed = await api.call("GET", "threads", expect=200)
+        for thread in (t for t in listed["threads"] if t["title"] == title and t["thread_id"] not in cards):
+            _, detail = await api.call("GET", f"threads/{thread['thread_id']}", expect=200)
+            if detail["pending_approval"] is not None:
+                cards[thread["thread_id"]] = detail["pending_approval"]
+        if len(cards) < count:
+            await asyncio.sleep(0.1)  # polled as the panel's list is: until every card is there
+    return cards
+
+
+async def test_two_sessions_and_parallel_calls_each_wait_for_their_own_card(
+    api: Api, mcp_url: str, token: str, notebook_kernel: str
+) -> None:
+    """Two windows of one agent, and two calls at once in one of them: no call is refused because
+    another waits for approval; each gets its card, each is approved and answered."""
+    async with connected(mcp_url, token) as first, connected(mcp_url, token) as second:
+        codes = {"print('one' * 2)": "oneone", "print('two' * 2)": "twotwo", "print('three' * 2)": "threethree"}
+        sessions = [first, second, second]  # the second session makes two calls at once
+        calls = [
+            asyncio.create_task(session.call_tool("run_cell", {"code": code, "notebook_path": NOTEBOOK}))
+            for session, code in zip(sessions, codes, strict=True)
+        ]
+        cards = await asyncio.wait_for(waiting_cards(api, "Claude Code via MCP", len(codes)), 60)
+        assert sorted(card["args"]["code"] for card in cards.values()) == sorted(codes)
+        assert not any(call.done() for call in calls)  # all three wait for the user, none refused
+        for thread, card in cards.items():
+            code, _ = await api.approve(thread, card["id"])
+            assert code == 202
+        results = await asyncio.wait_for(asyncio.gather(*calls), 60)
+    for result, expected in zip(results, codes.values(), strict=True):
+        assert not result.is_error and expected in text_of(result), text_of(result)
