@@ -139,8 +139,24 @@ class RunsHandler(CellwrightHandler):
         if not body.message.strip():
             raise BadRequest('"message" must not be blank.', "bad_request")
         path = self._notebook_path(body.notebook_path)
+        waiting_run = await self.runs.queue_if_waiting(thread_id, body.message)
+        if waiting_run is not None:  # issue 38: kept for the model, given with the cell's outcome
+            self.write_json({"run_id": waiting_run, "queued": True}, 202)
+            return
         run_id = await self.runs.start_run(thread_id, body.model_copy(update={"notebook_path": path}))
         self.write_json({"run_id": run_id}, 202)
+
+
+class ContinueHandler(CellwrightHandler):
+    """POST threads/{id}/continue: continue without waiting for the cell in the background (issue 38)."""
+
+    route = "threads/{thread_id}/continue"
+
+    @web.authenticated
+    @authorized
+    async def post(self, thread_id: str) -> None:
+        await self.runs.thread(thread_id)  # another owner's thread is a 404
+        self.write_json({"run_id": await self.runs.background.continue_without_waiting(thread_id)}, 202)
 
 
 class ApprovalHandler(CellwrightHandler):
@@ -268,6 +284,7 @@ HANDLERS: tuple[type[CellwrightHandler], ...] = (
     AsCellHandler,
     *REWIND_HANDLERS,
     RequestsHandler,
+    ContinueHandler,
     CancelHandler,
     EventsHandler,
     DiagnosticsHandler,

@@ -20,12 +20,14 @@ from agent_core.contract.event_fields import CellStartedEventDict, CellStartedFi
 from agent_core.json_types import JsonObject, json_items, json_object
 from agent_core.tools import CellPlacement, CellRun, ToolInputError
 from agent_core.tools.base import Emit, cell_finished
+from agent_core.tools.cell_progress import ProgressReader
 
 from .iopub_outputs import kernel_died, outputs_of_burst, waiting_messages, went_idle
 from .kernel_clients import (
     KernelChannels,
     KernelClients,
     KernelManagerProtocol,
+    KernelMessage,
     MappingKernelManagerProtocol,
     connected_client,
     is_remote,
@@ -336,14 +338,18 @@ class KernelEnvironment:
         emit: Emit,
         started: float,
     ) -> tuple[CellStatus, int | None]:
-        """Forward this cell's outputs until the kernel is idle again; then read its reply."""
+        """Forward this cell's outputs until the kernel is idle again; then read its reply. Its `\\r`
+        redraws and progress widgets become coalesced `cell_progress` events (issue 38)."""
         reply: JsonObject | None = None
         process = process_of(manager)
+        progress = ProgressReader(call_id)
         try:
             while True:
                 try:
                     msg = await client.get_iopub_msg(timeout=POLL_SECONDS)
                 except queue.Empty:
+                    if event := progress.event():  # the last redraw of a bar that went quiet
+                        emit(event)
                     await self._check_alive(manager, process, call_id, outputs, emit, started)
                     # iopub is a broadcast: a kernel that prints faster than it is read overflows the
                     # socket's queue, and the dropped messages can include the "idle" that ends the
@@ -355,9 +361,14 @@ class KernelEnvironment:
                     continue
                 burst = [msg, *await waiting_messages(client)]
                 fresh, idle = outputs_of_burst(burst, msg_id)
+                _read_widgets(progress, burst, msg_id)
                 for output in fresh:
-                    outputs.append(output)
-                    emit(make_event("cell_output", id=call_id, output=output))
+                    kept = progress.stream(output) if output["output_type"] == "stream" else output
+                    if kept is not None:
+                        outputs.append(kept)
+                        emit(make_event("cell_output", id=call_id, output=kept))
+                if event := progress.event():
+                    emit(event)
                 if idle:
                     break
                 # A gateway restarts a kernel that died at once and keeps calling it alive: the status
@@ -365,6 +376,9 @@ class KernelEnvironment:
                 if any(kernel_died(m) for m in burst):
                     self._gone(call_id, outputs, emit, "KernelDied", KERNEL_RESTARTED)
             reply = reply or await self._reply(client, msg_id)
+            for output in progress.finish():  # a bar's last state stays in the cell, as a terminal shows it
+                outputs.append(output)
+                emit(make_event("cell_output", id=call_id, output=output))
         except ConnectionError as exc:  # a gateway's websocket closed: nothing more of this cell can come
             self._gone(call_id, outputs, emit, "KernelConnectionLost", f"The connection to the kernel ended: {exc}.")
         status: CellStatus = (
@@ -452,6 +466,14 @@ class KernelEnvironment:
 
 class _KernelGone(Exception):
     pass
+
+
+def _read_widgets(progress: ProgressReader, burst: list[KernelMessage], msg_id: str) -> None:
+    """Feed the burst's comm messages to `progress`: ipywidgets progress bars opened by this cell."""
+    for msg in burst:
+        kind = msg["header"]["msg_type"]
+        if kind == "comm_msg" or (kind == "comm_open" and msg.get("parent_header", {}).get("msg_id") == msg_id):
+            progress.comm(kind, msg["content"])
 
 
 def latest_session(history: list[Any]) -> list[tuple[int, str]]:

@@ -22,6 +22,7 @@ from agent_core.storage.database import DatabaseUnavailable
 from agent_core.storage.event_log import seq_of
 from agent_core.storage.thread_store import ThreadRecord, ThreadStore
 
+from .background_runs import BackgroundRuns
 from .errors import BadRequest, Conflict, NotFound
 from .heap_settling import settle_soon
 
@@ -79,6 +80,7 @@ class RunManager(LoggingConfigurable):
         # Threads whose segment has released them and only writes its run_finished now: a decision
         # or a new run waits for that instead of being refused.
         self._released: set[str] = set()
+        self.background = BackgroundRuns(self)  # issue 38: runs that wait for a cell in the background
 
     def _mcp_manager(self) -> McpManager | None:
         return self.mcp() if self.mcp is not None else None
@@ -92,7 +94,11 @@ class RunManager(LoggingConfigurable):
                 from agent_core.loop.thread_runner import ThreadRunner
 
                 self._runner = await ThreadRunner.open(
-                    self.threads, self._checkpointer_url, self._default_checkpoint_path, mcp=self._mcp_manager
+                    self.threads,
+                    self._checkpointer_url,
+                    self._default_checkpoint_path,
+                    mcp=self._mcp_manager,
+                    background=self.background.steps(),
                 )
         return self._runner
 
@@ -180,11 +186,26 @@ class RunManager(LoggingConfigurable):
         their approval shows again. Runs once at start-up, in the background."""
         runner = await self.runner()
         for record in await self.threads.list():
-            if record.status != "running" or record.thread_id in self._active:
+            if record.status not in ("running", "waiting_for_cell") or record.thread_id in self._active:
                 continue
             async with self._thread_locks[record.thread_id]:
-                if not await self.threads.leased_elsewhere(record.thread_id):
+                if await self.threads.leased_elsewhere(record.thread_id):
+                    continue
+                if record.status == "waiting_for_cell":  # issue 38: a restart cut the background cell's follower
+                    await self.background.recover_waiting(record, await self._kernel_alive(record))
+                else:
                     await runner.recovered(record, self._environment(self._settings()), self._settings())
+
+    async def _kernel_alive(self, record: ThreadRecord) -> bool:
+        """Whether the thread's kernel outlived the restart (a gateway's does; a local one stops with us)."""
+        return await self.environment_of(record).kernel_identity() is not None
+
+    async def queue_if_waiting(self, thread_id: str, message: str) -> str | None:
+        """POST runs while the thread waits for a cell: the message is kept for the model, given with
+        the cell's outcome; the waiting run's id, or None when the thread is not waiting."""
+        record = await self.thread(thread_id)
+        async with self._thread_locks[thread_id]:
+            return record.last_run_id if self.background.queue_message(thread_id, message) else None
 
     # -- runs
 
@@ -296,6 +317,7 @@ class RunManager(LoggingConfigurable):
             if task is not None and thread_id not in self._released:
                 await self._stop_task(thread_id)  # the run closes its open call itself
                 return
+            await self.background.stop_background(thread_id)  # a cell in the background: interrupted
             if task is not None:  # it waits for approval and only writes its run_finished now
                 await asyncio.wait([task])
             runner = await self.runner()
@@ -303,7 +325,8 @@ class RunManager(LoggingConfigurable):
             await runner.stop_pending(thread_id, record.last_run_id)
 
     def is_running(self, thread_id: str) -> bool:
-        return thread_id in self._active
+        """A run is active, or waits for a cell in the background (event streams stay open)."""
+        return thread_id in self._active or self.background.waiting_for_cell(thread_id)
 
     # -- following a thread's events
 

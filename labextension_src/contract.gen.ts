@@ -117,7 +117,12 @@ export type RouteErrorKind =
   | 'diagnostics_unavailable'
   | 'completion_off';
 
-export type RunStatus = 'completed' | 'awaiting_approval' | 'cancelled' | 'failed';
+export type RunStatus =
+  | 'completed'
+  | 'awaiting_approval'
+  | 'cancelled'
+  | 'failed'
+  | 'waiting_for_cell';
 
 export interface StreamOutput {
   output_type: 'stream';
@@ -132,7 +137,8 @@ export type ThreadStatus =
   | 'completed'
   | 'awaiting_approval'
   | 'cancelled'
-  | 'failed';
+  | 'failed'
+  | 'waiting_for_cell';
 
 export interface Todo {
   content: string;
@@ -289,6 +295,31 @@ export interface CellOutputEvent {
   overflow_summary?: boolean;
 }
 
+/**
+ * Where a running cell stands (issue 38), read from its `\r`-updated text bars (tqdm) and its
+ * ipywidgets progress bars; coalesced (at most two a second, then one per 5 s after a minute).
+ */
+export interface CellProgressEvent {
+  type: 'cell_progress';
+  /** Per-thread counter, strictly increasing by one, never reused; the SSE `id:`. */
+  seq: number;
+  thread_id: string;
+  run_id: string;
+  /** "main" in single mode; "planner" or the sub-agent's name in multi mode. */
+  agent: string;
+  /** Set on every event of a sub-agent: the id of the `task` call that started it. */
+  task_id?: string | null;
+  tool_call_id: string;
+  /** Seconds since the cell started. */
+  elapsed_s: number;
+  /** The cell's last output lines (bounded), the progress bar's line last. */
+  text: string;
+  /** 0-100, when a bar says it. */
+  percent?: number | null;
+  /** Seconds left, when a bar says it. */
+  eta_s?: number | null;
+}
+
 export interface CellStartedEvent {
   type: 'cell_started';
   /** Per-thread counter, strictly increasing by one, never reused; the SSE `id:`. */
@@ -330,6 +361,7 @@ export type CellwrightEvent =
   | CellStartedEvent
   | CellOutputEvent
   | CellFinishedEvent
+  | CellProgressEvent
   | ToolResultEvent
   | TodosEvent
   | AgentSwitchEvent
@@ -781,6 +813,7 @@ export const EVENT_TYPES = [
   'cell_started',
   'cell_output',
   'cell_finished',
+  'cell_progress',
   'tool_result',
   'todos',
   'agent_switch',
@@ -1099,6 +1132,11 @@ export interface Resources {
 
 export interface RunAccepted {
   run_id: string;
+  /**
+   * True when the thread waits for a cell (waiting_for_cell): the message is kept and reaches the
+   * model with the cell's outcome; run_id is then the waiting run's.
+   */
+  queued?: boolean | null;
 }
 
 /**
@@ -1129,6 +1167,11 @@ export interface SystemResources {
 
 export interface Thread {
   thread_id: string;
+  /**
+   * Who answers in it: "cellwright", or an ACP agent (c.Cellwright.acp_agents), which talks to its
+   * own model under its own account: Cellwright's data_policy does not govern what it sends.
+   */
+  agent?: string;
   title: string;
   notebook_path: string;
   /** Epoch seconds. */
@@ -1140,6 +1183,11 @@ export interface Thread {
 
 export interface ThreadDetail {
   thread_id: string;
+  /**
+   * Who answers in it: "cellwright", or an ACP agent (c.Cellwright.acp_agents), which talks to its
+   * own model under its own account: Cellwright's data_policy does not govern what it sends.
+   */
+  agent?: string;
   title: string;
   notebook_path: string;
   /** Epoch seconds. */
@@ -1885,6 +1933,7 @@ export interface Routes {
   'GET threads/{thread_id}/branches/{branch}': { body: null; answer: BranchDetail };
   'POST threads/{thread_id}/fork': { body: ForkRequest; answer: Forked };
   'GET threads/{thread_id}/diff': { body: null; answer: ThreadDiff };
+  'POST threads/{thread_id}/continue': { body: null; answer: RunAccepted };
   'POST threads/{thread_id}/cancel': { body: null; answer: CancelAccepted };
   'POST diagnostics': { body: DiagnosticsRequest; answer: DiagnosticsAnswer };
   'POST resources': { body: ResourcesRequest; answer: Resources };

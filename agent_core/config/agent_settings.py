@@ -46,6 +46,7 @@ class AgentSettings:
     auto_approve: frozenset[str] = field(default_factory=frozenset)
     max_model_calls: int | None = None  # None: the agent's own cap (30 single, 50 for the planner)
     cell_timeout: float | None = None  # long training cells are normal: no cap by default
+    background_after: float = 20.0  # issue 38: seconds before a running cell ends its run (waiting_for_cell); 0: never
     command_timeout: float = 120.0
     request_timeout: float = 120.0  # between streamed chunks
     connect_timeout: float = 10.0

@@ -106,6 +106,12 @@ class Cellwright(
     cell_timeout = Float(
         _AGENT.cell_timeout, allow_none=True, help="Seconds before a cell is interrupted; no cap by default."
     ).tag(config=True)
+    background_after = Float(
+        _AGENT.background_after,
+        min=0,
+        help="Seconds an approved cell may run before it goes on in the background: the run then ends as "
+        "waiting_for_cell (no model calls, the thread free) and resumes by itself when the cell ends. 0: never.",
+    ).tag(config=True)
     request_timeout = Float(_AGENT.request_timeout, help="Seconds to wait for the LLM's next streamed chunk.").tag(
         config=True
     )

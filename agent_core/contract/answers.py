@@ -126,6 +126,22 @@ class Thread(WireModel):
     created_at: float = Field(description="Epoch seconds.")
     updated_at: float = Field(description="Epoch seconds.")
     status: ThreadStatus
+    agent: str = Field(
+        default="cellwright",
+        description='Who answers in it: "cellwright", or an ACP agent (c.Cellwright.acp_agents), which talks to its '
+        "own model under its own account: Cellwright's data_policy does not govern what it sends.",
+    )
+
+
+class AgentInfo(WireModel):
+    name: str
+    kind: Literal["cellwright", "acp"]
+    available: bool = Field(description="Whether it could be started now.")
+    reason: str | None = Field(default=None, description="Why not, and what to install.")
+
+
+class AgentList(WireModel):
+    agents: list[AgentInfo] = Field(description="Cellwright's own agent first.")
 
 
 class ThreadList(WireModel):
@@ -160,6 +176,11 @@ class ThreadDetail(Thread):
 
 class RunAccepted(WireModel):
     run_id: str
+    queued: bool | None = Field(
+        default=None,
+        description="True when the thread waits for a cell (waiting_for_cell): the message is kept and reaches the "
+        "model with the cell's outcome; run_id is then the waiting run's.",
+    )
 
 
 class CancelAccepted(WireModel):

@@ -18,9 +18,13 @@ Mode = TypeAliasType("Mode", Literal["single", "multi"])
 Autonomy = TypeAliasType("Autonomy", Literal["ask", "plan", "agent"])
 ToolCalling = TypeAliasType("ToolCalling", Literal["native", "prompt", "auto"])
 CheckpointerKind = TypeAliasType("CheckpointerKind", Literal["sqlite", "postgres", "memory"])
-RunStatus = TypeAliasType("RunStatus", Literal["completed", "awaiting_approval", "cancelled", "failed"])
+# waiting_for_cell (issue 38): a long cell went on in the background; no model call until it ends.
+RunStatus = TypeAliasType(
+    "RunStatus", Literal["completed", "awaiting_approval", "cancelled", "failed", "waiting_for_cell"]
+)
 ThreadStatus = TypeAliasType(
-    "ThreadStatus", Literal["idle", "running", "completed", "awaiting_approval", "cancelled", "failed"]
+    "ThreadStatus",
+    Literal["idle", "running", "completed", "awaiting_approval", "cancelled", "failed", "waiting_for_cell"],
 )
 Vision = TypeAliasType("Vision", Literal["auto", "on", "off"])
 # What of the user's data may reach the model (agent_core/privacy), widest first.

@@ -122,6 +122,19 @@ class CellFinishedEventDict(EventStamps, CellFinishedFields):
     type: Literal["cell_finished"]
 
 
+class CellProgressFields(TypedDict):
+    task_id: NotRequired[str | None]
+    tool_call_id: str
+    elapsed_s: float
+    text: str
+    percent: NotRequired[float | None]
+    eta_s: NotRequired[float | None]
+
+
+class CellProgressEventDict(EventStamps, CellProgressFields):
+    type: Literal["cell_progress"]
+
+
 class ToolResultFields(TypedDict):
     task_id: NotRequired[str | None]
     id: str
@@ -278,6 +291,7 @@ EventDict: TypeAlias = (
     | CellStartedEventDict
     | CellOutputEventDict
     | CellFinishedEventDict
+    | CellProgressEventDict
     | ToolResultEventDict
     | TodosEventDict
     | AgentSwitchEventDict
@@ -320,6 +334,10 @@ def make_event(type_: Literal["cell_output"], **fields: Unpack[CellOutputFields]
 
 @overload
 def make_event(type_: Literal["cell_finished"], **fields: Unpack[CellFinishedFields]) -> CellFinishedEventDict: ...
+
+
+@overload
+def make_event(type_: Literal["cell_progress"], **fields: Unpack[CellProgressFields]) -> CellProgressEventDict: ...
 
 
 @overload

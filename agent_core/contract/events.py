@@ -181,6 +181,18 @@ class CellFinishedEvent(EventBase):
     duration_ms: int
 
 
+class CellProgressEvent(EventBase):
+    """Where a running cell stands (issue 38), read from its `\\r`-updated text bars (tqdm) and its
+    ipywidgets progress bars; coalesced (at most two a second, then one per 5 s after a minute)."""
+
+    type: Literal["cell_progress"]
+    tool_call_id: str
+    elapsed_s: float = Field(description="Seconds since the cell started.")
+    text: str = Field(description="The cell's last output lines (bounded), the progress bar's line last.")
+    percent: float | None = Field(default=None, description="0-100, when a bar says it.")
+    eta_s: float | None = Field(default=None, description="Seconds left, when a bar says it.")
+
+
 class ToolResultEvent(EventBase):
     type: Literal["tool_result"]
     id: str
@@ -297,6 +309,7 @@ THREAD_EVENTS: tuple[type[EventBase], ...] = (
     CellStartedEvent,
     CellOutputEvent,
     CellFinishedEvent,
+    CellProgressEvent,
     ToolResultEvent,
     TodosEvent,
     AgentSwitchEvent,
@@ -322,6 +335,7 @@ EventType = Literal[
     "cell_started",
     "cell_output",
     "cell_finished",
+    "cell_progress",
     "tool_result",
     "todos",
     "agent_switch",
@@ -347,6 +361,7 @@ CellwrightEvent = TypeAliasType(
         | CellStartedEvent
         | CellOutputEvent
         | CellFinishedEvent
+        | CellProgressEvent
         | ToolResultEvent
         | TodosEvent
         | AgentSwitchEvent

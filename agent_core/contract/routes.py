@@ -219,6 +219,14 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route(
         "post",
+        "threads/{thread_id}/continue",
+        "Continue without waiting for the cell that runs in the background (waiting_for_cell): the model gets its "
+        "output so far and goes on while the cell runs; 409 when the thread is not waiting for a cell.",
+        {202: RunAccepted},
+        errors=(404, 409),
+    ),
+    Route(
+        "post",
         "threads/{thread_id}/cancel",
         "Stop the run (interrupts the kernel if a cell runs).",
         {202: CancelAccepted},

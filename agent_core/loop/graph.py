@@ -43,6 +43,7 @@ from agent_core.tools import (
     ToolSpec,
     skills_prompt_section,
 )
+from agent_core.tools.background import IN_BACKGROUND, StepInBackground
 from agent_core.tools.base import Emit
 from agent_core.tools.gathering import gone_tool_hint
 from agent_core.undo.rules import prompt_section as rules_prompt_section
@@ -268,6 +269,8 @@ async def _run_tool(call: ToolCall, ctx: RunContext) -> ToolOutcome:
     if problem or args is None:
         return ToolOutcome("error", f"Invalid call to {name}: {problem}. Correct the arguments and call it again.")
     recorded = await ctx.ledger.lookup(ctx.ledger_scope, call["id"])
+    if recorded is not None and recorded.content == IN_BACKGROUND.content:
+        return await _background_outcome(call["id"], ctx)
     if recorded is not None:
         return recorded
     tool_ctx = ToolContext(
@@ -312,6 +315,9 @@ async def _run_recorded(spec: ToolSpec, args: JsonObject, tool_ctx: ToolContext,
     await ctx.ledger.started(ctx.ledger_scope, tool_ctx.call_id)
     try:
         outcome = await spec.run(args, tool_ctx)
+    except StepInBackground:  # the run ends as waiting_for_cell; the step's host has it now
+        await ctx.ledger.finished(ctx.ledger_scope, tool_ctx.call_id, IN_BACKGROUND)
+        raise
     except ToolInputError as exc:
         outcome = ToolOutcome("error", f"{spec.name} failed: {exc}")
     except asyncio.CancelledError:
@@ -321,6 +327,17 @@ async def _run_recorded(spec: ToolSpec, args: JsonObject, tool_ctx: ToolContext,
         log.exception("tool %s failed", spec.name)
         outcome = ToolOutcome("error", f"{spec.name} failed: {type(exc).__name__}: {exc}")
     await ctx.ledger.finished(ctx.ledger_scope, tool_ctx.call_id, outcome)
+    return outcome
+
+
+async def _background_outcome(call_id: str, ctx: RunContext) -> ToolOutcome:
+    """A step that went on in the background (issue 38), now that it ended or the user let it go: its
+    outcome from the host that followed it, recorded as any other. A host that does not know it (the
+    server restarted meanwhile) says so in its place."""
+    outcome = ctx.background.take(ctx.thread_id, call_id) if ctx.background is not None else None
+    if outcome is None:
+        outcome = IN_BACKGROUND
+    await ctx.ledger.finished(ctx.ledger_scope, call_id, outcome)
     return outcome
 
 

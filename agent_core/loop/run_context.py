@@ -20,6 +20,7 @@ from agent_core.loop.thread_policy import narrowed
 from agent_core.storage.request_log import RequestLog, ThreadAudit
 from agent_core.storage.tool_ledger import ToolLedger
 from agent_core.tools import TOOLS, ToolEnvironment, ToolInputError, ToolOutcome, ToolSpec
+from agent_core.tools.background import BackgroundHost
 from agent_core.tools.base import AgentCellRecord, Emit
 from agent_core.tools.external import ExternalToolSpec
 from agent_core.tools.gathering import EXTERNAL_TOOL_AGENTS
@@ -59,6 +60,7 @@ class RunContext:
     requests: RequestLog | None = None  # the thread's record of model requests (None: not recorded)
     last_sent: SentSummary | None = None  # the last model turn's request, as recorded
     agent_cells: AgentCellRecord | None = None  # the record's agent cells of a notebook (ToolContext.agent_cells)
+    background: BackgroundHost | None = None  # issue 38: who follows a cell that outlives its run (None: never)
 
     def __post_init__(self) -> None:
         if not self.tool_mode:
@@ -128,6 +130,7 @@ class RunContext:
             extra_tools=self.extra_tools,
             undo=self.undo,
             approvals=self.approvals,
+            background=self.background,
             requests=self.requests,
             agent_cells=self.agent_cells,
         )
@@ -168,6 +171,7 @@ def run_context(
     driver: str = "",
     requests: RequestLog | None = None,
     agent_cells: AgentCellRecord | None = None,
+    background: BackgroundHost | None = None,
 ) -> RunContext:
     """The context of a run's top agent: the single agent, or the planner in multi mode."""
     agent = agent_for_mode(mode)
@@ -186,6 +190,7 @@ def run_context(
         driver=driver,
         requests=requests,
         agent_cells=agent_cells,
+        background=background,
     )
 
 

@@ -26,6 +26,7 @@ from agent_core.llm.sdk_clients import close_clients
 from agent_core.loop.agent_cells import notebook_agent_cells
 from agent_core.loop.agents import agent_for_mode
 from agent_core.loop.approvals import ApprovalCards
+from agent_core.loop.background_steps import BackgroundSteps
 from agent_core.loop.event_pump import EventPump
 from agent_core.loop.graph import build_graph
 from agent_core.loop.mentions import run_context_notes
@@ -48,6 +49,7 @@ from agent_core.storage.checkpoint import AgentStore, open_store
 from agent_core.storage.thread_store import LEASE_SECONDS, ThreadRecord, ThreadStore
 from agent_core.storage.tool_ledger import INTERRUPTED, STOPPED
 from agent_core.tools import TOOLS
+from agent_core.tools.background import IN_BACKGROUND, StepInBackground
 from agent_core.tools.gathering import gather_tools
 from agent_core.undo.book import UndoBook
 from agent_core.undo.rules import save_rule
@@ -104,6 +106,8 @@ class ThreadRunner:
     undo: UndoBook = field(default_factory=UndoBook)
     # ... and the approval cards already made (a resumed node asks for its card again).
     approvals: ApprovalCards = field(default_factory=lambda: _approval_cards())
+    # issue 38: the server's follower of cells that outlive their run (None: the magic's cells never do)
+    background: BackgroundSteps | None = None
 
     @classmethod
     async def open(
@@ -113,10 +117,12 @@ class ThreadRunner:
         default_path: Path,
         mcp: McpSource | None = None,
         undo: UndoBook | None = None,
+        background: BackgroundSteps | None = None,
     ) -> ThreadRunner:
         """`undo`: a book that outlives this runner (the magic's, one per kernel), else one of its own."""
         store = await open_store(checkpointer_url, default_path, threads.database)
-        return cls(build_graph(store.saver), store, threads, mcp, undo=undo if undo is not None else UndoBook())
+        book = undo if undo is not None else UndoBook()
+        return cls(build_graph(store.saver), store, threads, mcp, undo=book, background=background)
 
     async def aclose(self) -> None:
         await self.store.aclose()
@@ -257,6 +263,31 @@ class ThreadRunner:
 
         return PreparedRun(thread_id, run_id, drive)
 
+    async def after_background(
+        self,
+        thread_id: str,
+        environment: EnvironmentFor,
+        settings: AgentSettings,
+        message: str = "",
+        on_released: Callable[[], None] | None = None,
+    ) -> PreparedRun:
+        """The segment that drives a waiting_for_cell run on once its cell ended or was let go (issue
+        38): the tools node, run again, takes the step's outcome from the background host. `message`:
+        what the user wrote meanwhile (it reaches the model with the outcome; run_started shows it)."""
+        record = await self._record(thread_id)
+        await self.ensure_not_leased(thread_id, "resume it")
+        snapshot = await self.snapshot(thread_id)
+        segment = Segment(mode_of(snapshot), autonomy_of(snapshot), message, driver=driver_of(snapshot))
+        env = environment(record)
+        disabled = (snapshot.values or {}).get("disabled_mcp_servers") or []
+        run_id = uuid.uuid4().hex
+
+        async def drive() -> str:
+            extra, _ = await self._outside_tools(thread_id, disabled, env, settings, fresh=False)
+            return await self._segment(record, run_id, None, segment, env, settings, extra, None, on_released)
+
+        return PreparedRun(thread_id, run_id, drive)
+
     async def ensure_not_leased(self, thread_id: str, action: str = "start another run") -> None:
         holder = await self.threads.leased_elsewhere(thread_id)
         if holder:
@@ -388,6 +419,7 @@ class ThreadRunner:
             driver=segment.driver,
             requests=self.threads.requests,
             agent_cells=recorded_cells,
+            background=self.background,
         )
         status: RunStatus = "completed"
         run_usage: JsonObject | None = None
@@ -405,6 +437,8 @@ class ThreadRunner:
                 for update in chunk.values():
                     if isinstance(update, dict) and update.get("run_usage"):
                         run_usage = update["run_usage"]
+        except StepInBackground:  # the cell goes on; the lease goes, and no model call is made until it ends
+            status = "waiting_for_cell"
         except asyncio.CancelledError:
             status = "cancelled"
             await self.close_open_call(thread_id, emit)
@@ -421,6 +455,8 @@ class ThreadRunner:
             )
         finally:
             await self._finish(thread_id, emit, status, run_usage, renewing, on_released)
+        if status == "waiting_for_cell" and self.background is not None:
+            self.background.run_ended(thread_id, run_id)  # the cell's events go on into the log by a sink of its own
         return status
 
     async def _finish(
@@ -474,7 +510,7 @@ class ThreadRunner:
         call = snapshot.values["messages"][-1]["tool_calls"][0]
         ledger = self.store.ledger
         outcome = await ledger.lookup(thread_id, call["id"])
-        if outcome is None or outcome.content == INTERRUPTED.content:
+        if outcome is None or outcome.content in (INTERRUPTED.content, IN_BACKGROUND.content):
             outcome = STOPPED
             await ledger.finished(thread_id, call["id"], outcome)
         tool_message: Message = {"role": "tool", "tool_call_id": call["id"], "content": outcome.content}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Generic, Literal, Protocol, TypedDict, TypeVar
+from typing import TYPE_CHECKING, Generic, Literal, Protocol, TypedDict, TypeVar
 
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.contract import ToolStatus, make_event
@@ -30,6 +30,9 @@ from agent_core.json_types import JsonObject
 from agent_core.messages import Preimage, ToolSchema
 from agent_core.tools.arguments import ToolArgs, llm_schema, validated
 from agent_core.undo.book import UndoBook
+
+if TYPE_CHECKING:  # background.py builds on this module
+    from agent_core.tools.background import BackgroundHost
 
 # The agent cells of a notebook (root-relative path) in the record of the owner's threads, in the order
 # they ran, with everything emitted so far (agent_core.loop.agent_cells).
@@ -123,6 +126,9 @@ class RunHost(Protocol):
     def policy(self) -> RunPolicyView: ...  # the run's mode: explore runs nothing unsandboxed in Ask
 
     async def delegate(self, name: str, description: str, call_id: str) -> ToolOutcome: ...
+
+    @property
+    def background(self) -> BackgroundHost | None: ...  # issue 38: who follows a cell that outlives its run
 
 
 @dataclass(frozen=True)

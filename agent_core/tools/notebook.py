@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import Field
@@ -12,6 +14,7 @@ from agent_core.contract.choices import ToolStatus
 from agent_core.json_types import JsonObject
 from agent_core.output_digest import digest
 from agent_core.tools.arguments import ToolArgs
+from agent_core.tools.background import EmitRelay, within
 from agent_core.tools.base import (
     CellPlacement,
     CellRun,
@@ -65,7 +68,31 @@ async def run_cell(args: RunCellArgs, ctx: ToolContext) -> ToolOutcome:
     if not args.code.strip():  # checked here, not in the model: the approval card of a blank cell still shows
         raise ToolInputError("run_cell needs non-empty code")
     placement = await before_cell(args.code, ctx, CellPlacement(new_cell_id(ctx.call_id)))
-    return await cell_outcome(await ctx.env.run_cell(ctx.call_id, args.code, ctx.emit, placement), placement, ctx)
+    host = ctx.run.background if ctx.run is not None else None
+    if host is None or ctx.settings.background_after <= 0:  # the magic's cells never go to the background
+        return await cell_outcome(await ctx.env.run_cell(ctx.call_id, args.code, ctx.emit, placement), placement, ctx)
+    relay = EmitRelay(ctx.emit, ctx.call_id)
+    started = time.monotonic()
+
+    async def work() -> ToolOutcome:
+        return await cell_outcome(await ctx.env.run_cell(ctx.call_id, args.code, relay, placement), placement, ctx)
+
+    def so_far() -> ToolOutcome:
+        return still_running(relay.outputs, placement, time.monotonic() - started)
+
+    return await within(ctx.settings.background_after, host, ctx.thread_id, ctx.call_id, relay, work(), so_far)
+
+
+def still_running(outputs: Iterable[JsonObject], placement: CellPlacement, elapsed: float) -> ToolOutcome:
+    """What the model is told when the user continues without waiting for a cell (issue 38)."""
+    text = digest(list(outputs))
+    return ToolOutcome(
+        "ok",
+        f"[cell_id {placement.cell_id}] The cell is still running ({elapsed:.0f} s so far): the user chose to "
+        f"continue without waiting for it. Its output so far:\n{text}\n[It goes on in the kernel: a cell you run "
+        "now waits until it ends.]",
+        summary=f"Still running after {elapsed:.0f} s; continued without waiting",
+    )
 
 
 async def cell_preview(args: RunCellArgs, ctx: ToolContext) -> JsonObject:

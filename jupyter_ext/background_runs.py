@@ -1,0 +1,93 @@
+"""The run manager's side of long cells (issue 38): a run whose cell went on in the background ended
+as waiting_for_cell; this drives it on when the cell ends (a callback of agent_core's
+BackgroundSteps, tab open or not), when the user continues without waiting, or at start-up for a
+step a restart cut off. A message sent meanwhile is kept for the model; Stop interrupts the cell."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from agent_core.storage.thread_store import ThreadRecord
+
+from .errors import Conflict
+
+if TYPE_CHECKING:
+    from agent_core.loop.background_steps import BackgroundSteps
+
+    from .run_manager import RunManager
+
+log = logging.getLogger(__name__)
+
+
+class BackgroundRuns:
+    """The run manager's helper for background steps: it drives runs on through the manager's locks,
+    tasks and runner."""
+
+    def __init__(self, manager: RunManager) -> None:
+        self._manager = manager
+        self._background: BackgroundSteps | None = None
+        self._resumes: set[asyncio.Task[None]] = set()
+
+    def steps(self) -> BackgroundSteps:
+        """Made with the runner (agent_core's loop loads on first use, not at server start)."""
+        if self._background is None:
+            from agent_core.loop.background_steps import BackgroundSteps
+
+            self._background = BackgroundSteps(self._manager.threads.events, self._cell_ended)
+        return self._background
+
+    def waiting_for_cell(self, thread_id: str) -> bool:
+        return self._background is not None and self._background.waiting(thread_id)
+
+    def queue_message(self, thread_id: str, message: str) -> bool:
+        """A message sent while the thread waits for a cell: kept for the model (False: not waiting)."""
+        return self._background is not None and self._background.queue(thread_id, message)
+
+    async def continue_without_waiting(self, thread_id: str) -> str:
+        """POST threads/{id}/continue: the model gets the cell's output so far and goes on."""
+        async with self._manager._thread_locks[thread_id]:
+            if self._background is None or not self._background.let_go(thread_id):
+                raise Conflict(
+                    "This thread is not waiting for a cell (or the cell has just ended and the agent goes on).",
+                    "conflict",
+                )
+            return await self._drive_on(thread_id)
+
+    async def stop_background(self, thread_id: str) -> bool:
+        """Stop: the background cell is interrupted; the caller ends the run as for a pending call."""
+        return self._background is not None and await self._background.stop(thread_id)
+
+    def _cell_ended(self, thread_id: str) -> None:
+        task = asyncio.create_task(self._resume(thread_id))
+        self._resumes.add(task)
+        task.add_done_callback(self._resumes.discard)
+
+    async def _resume(self, thread_id: str) -> None:
+        try:
+            async with self._manager._thread_locks[thread_id]:
+                await self._drive_on(thread_id)
+        except Exception:  # the thread stays waiting_for_cell; a restart or a new message drives it on
+            log.exception("Cellwright could not resume thread %s after its cell ended", thread_id)
+
+    async def _drive_on(self, thread_id: str) -> str:
+        """Under the thread's lock: once the run that sent the cell has ended, the next segment."""
+        manager = self._manager
+        task = manager._active.get(thread_id)
+        if task is not None:  # the run that sent the cell is still writing its run_finished
+            await asyncio.wait([task])
+        messages = await self.steps().resuming(thread_id)
+        settings = manager._settings()
+        run = await (await manager.runner()).after_background(
+            thread_id, manager._environment(settings), settings, "\n\n".join(messages), manager._on_released(thread_id)
+        )
+        return manager._launch(run)
+
+    async def recover_waiting(self, record: ThreadRecord, kernel_alive: bool) -> None:
+        """At start-up, a thread a restart left waiting_for_cell: nobody follows its cell any more.
+        Its run goes on at once with what can be said (the outcome itself is not recovered)."""
+        from agent_core.tools.background import KERNEL_DIED_MEANWHILE, UNFOLLOWED
+
+        self.steps().orphaned(record.thread_id, UNFOLLOWED if kernel_alive else KERNEL_DIED_MEANWHILE)
+        await self._drive_on(record.thread_id)
