@@ -198,6 +198,9 @@ class CellwrightApp(ExtensionApp):
             await asyncio.gather(self._recovery, return_exceptions=True)
         if self._mcp_endpoint is not None:  # its sessions end before the runs they wait on
             await self._mcp_endpoint.close()
+        acp_host = getattr(self, "acp_host", None)  # jupyter_ext.acp_routes makes it on first use
+        if acp_host is not None:  # hosted ACP agents' processes end with the server
+            await acp_host.shutdown()
         await self.run_manager.shutdown()
         if self.shared_cells is not None:
             await self.shared_cells.close()

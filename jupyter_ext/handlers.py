@@ -13,6 +13,8 @@ from tornado.iostream import StreamClosedError
 
 from agent_core import fast_json
 
+from . import acp_routes
+from .acp_routes import AgentsHandler
 from .as_cell import AsCellHandler
 from .completion_handlers import COMPLETION_HANDLERS
 from .errors import BadRequest, Misconfigured
@@ -108,7 +110,8 @@ class ThreadsHandler(CellwrightHandler):
     async def post(self) -> None:
         body = self.body(contract_bodies().CreateThread)
         path = self._notebook_path(body.notebook_path) or ""
-        record = await self.runs.threads.create(path, body.title.strip() or "New thread")
+        agent = acp_routes.new_thread_agent(self, body.agent)
+        record = await self.runs.threads.create(path, body.title.strip() or "New thread", agent)
         self.set_header("Location", self.base_url.rstrip("/") + f"/cellwright/api/threads/{record.thread_id}")
         self.write_json({**record.public(), "status": "idle"}, 201)
 
@@ -119,11 +122,12 @@ class ThreadHandler(CellwrightHandler):
     @web.authenticated
     @authorized
     async def get(self, thread_id: str) -> None:
-        self.write_json(await self.runs.thread_detail(thread_id))
+        self.write_json(acp_routes.with_hosted_state(self, await self.runs.thread_detail(thread_id)))
 
     @web.authenticated
     @authorized
     async def delete(self, thread_id: str) -> None:
+        await acp_routes.forget(self, thread_id)
         await self.runs.delete_thread(thread_id)
         self.set_status(204)
         self.finish()
@@ -139,6 +143,10 @@ class RunsHandler(CellwrightHandler):
         if not body.message.strip():
             raise BadRequest('"message" must not be blank.', "bad_request")
         path = self._notebook_path(body.notebook_path)
+        hosted_run = await acp_routes.start_run(self, thread_id, body.message)
+        if hosted_run is not None:  # an outside agent's thread (issue 40)
+            self.write_json({"run_id": hosted_run}, 202)
+            return
         waiting_run = await self.runs.queue_if_waiting(thread_id, body.message)
         if waiting_run is not None:  # issue 38: kept for the model, given with the cell's outcome
             self.write_json({"run_id": waiting_run, "queued": True}, 202)
@@ -165,7 +173,9 @@ class ApprovalHandler(CellwrightHandler):
     @web.authenticated
     @authorized
     async def post(self, thread_id: str, tool_call_id: str) -> None:
-        run_id = await self.runs.decide(thread_id, tool_call_id, self.body(contract_bodies().Decision))
+        decision = self.body(contract_bodies().Decision)
+        hosted_run = await acp_routes.decide(self, thread_id, tool_call_id, decision)
+        run_id = hosted_run if hosted_run is not None else await self.runs.decide(thread_id, tool_call_id, decision)
         self.write_json({"run_id": run_id}, 202)
 
 
@@ -187,7 +197,8 @@ class CancelHandler(CellwrightHandler):
     @web.authenticated
     @authorized
     async def post(self, thread_id: str) -> None:
-        await self.runs.cancel(thread_id)
+        if not await acp_routes.cancel(self, thread_id):
+            await self.runs.cancel(thread_id)
         self.write_json({"status": "cancelled"}, 202)
 
 
@@ -278,6 +289,7 @@ HANDLERS: tuple[type[CellwrightHandler], ...] = (
     ConfigTestHandler,
     ThreadsHandler,
     ThreadHandler,
+    AgentsHandler,
     RunsHandler,
     ApprovalHandler,
     UndoHandler,

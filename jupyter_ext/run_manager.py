@@ -80,6 +80,8 @@ class RunManager(LoggingConfigurable):
         # Threads whose segment has released them and only writes its run_finished now: a decision
         # or a new run waits for that instead of being refused.
         self._released: set[str] = set()
+        # Runs of threads whose agent is an outside one (jupyter_ext.acp_host): streams follow them too.
+        self.hosted_running: Callable[[str], bool] = lambda _thread_id: False
         self.background = BackgroundRuns(self)  # issue 38: runs that wait for a cell in the background
 
     def _mcp_manager(self) -> McpManager | None:
@@ -326,7 +328,11 @@ class RunManager(LoggingConfigurable):
 
     def is_running(self, thread_id: str) -> bool:
         """A run is active, or waits for a cell in the background (event streams stay open)."""
-        return thread_id in self._active or self.background.waiting_for_cell(thread_id)
+        return (
+            thread_id in self._active
+            or self.background.waiting_for_cell(thread_id)
+            or self.hosted_running(thread_id)
+        )
 
     # -- following a thread's events
 

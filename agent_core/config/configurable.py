@@ -24,6 +24,7 @@ from agent_core.config.agent_settings import AgentSettings, ToolCalling, Vision,
 from agent_core.config.completion_settings import CompletionSettings
 from agent_core.config.data_policy_settings import DataPolicySettings
 from agent_core.config.endpoint_keys import EndpointKeys, read_saved_keys
+from agent_core.config.acp_agents import AcpAgentSettings
 from agent_core.config.mcp_endpoint_settings import McpEndpointSettings
 from agent_core.config.sandbox_settings import SandboxSettings  # issue 37
 from agent_core.config.string_list import StringList
@@ -38,7 +39,13 @@ class SettingsError(ValueError):
 
 
 class Cellwright(
-    LoggingConfigurable, EndpointKeys, McpEndpointSettings, DataPolicySettings, CompletionSettings, SandboxSettings
+    LoggingConfigurable,
+    EndpointKeys,
+    McpEndpointSettings,
+    DataPolicySettings,
+    CompletionSettings,
+    SandboxSettings,
+    AcpAgentSettings,
 ):
     """Cellwright's settings. Tagged `runtime=True`: PUT config may change it at run time (saved in
     <data_dir>/settings.json, which wins over the config files). Tagged `env=...`: the environment

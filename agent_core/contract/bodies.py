@@ -48,6 +48,11 @@ class Body(BaseModel):
 class CreateThread(Body):
     notebook_path: str = Field(default="", max_length=MAX_PATH_CHARS)
     title: str = Field(default="", max_length=500)
+    agent: str = Field(
+        default="cellwright",
+        max_length=100,
+        description='"cellwright" (our own agent) or the name of an ACP agent of c.Cellwright.acp_agents (GET agents).',
+    )
 
 
 NotebookCells = Field(

@@ -59,6 +59,6 @@ LLMErrorKind = TypeAliasType(
 )
 # The `kind` of an `error` event: a failed model call, a retry notice, a bug, or a kernel that does not answer.
 EventErrorKind = TypeAliasType(
-    "EventErrorKind", LLMErrorKind | Literal["llm_retrying", "internal", "kernel_unresponsive"]
+    "EventErrorKind", LLMErrorKind | Literal["llm_retrying", "internal", "kernel_unresponsive", "agent_process"]
 )
 RewindChoice = TypeAliasType("RewindChoice", Literal["revert", "keep"])  # a rewind's notebook / files

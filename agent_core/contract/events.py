@@ -230,7 +230,8 @@ class FinalEvent(EventBase):
 class ErrorEvent(EventBase):
     type: Literal["error"]
     kind: EventErrorKind = Field(
-        description="llm_retrying (retryable), internal, kernel_unresponsive, or an LLMErrorKind."
+        description="llm_retrying (retryable), internal, kernel_unresponsive, agent_process (an ACP agent's "
+        "process died, hung or broke the protocol), or an LLMErrorKind."
     )
     message: str
     retryable: bool

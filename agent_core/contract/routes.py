@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from agent_core.contract.answers import (
+    AgentList,
     CancelAccepted,
     ConnectionReport,
     DiagnosticsAnswer,
@@ -101,6 +102,12 @@ ROUTES: tuple[Route, ...] = (
     ),
     Route("post", "threads", "Create a thread.", {201: Thread}, CreateThread, BODY_ERRORS),
     Route("get", "threads", "Every thread, newest first.", {200: ThreadList}),
+    Route(
+        "get",
+        "agents",
+        "Cellwright's own agent and each configured ACP agent, with whether it can start.",
+        {200: AgentList},
+    ),
     Route(
         "get",
         "threads/{thread_id}",

@@ -45,6 +45,10 @@ THREAD_OWNER = (
     "CREATE INDEX IF NOT EXISTS threads_by_owner ON threads (owner, updated_at)",
 )
 
+# Which agent answers in the thread: '' for Cellwright's own, else the name of an ACP agent
+# (c.Cellwright.acp_agents) hosted for it.
+THREAD_AGENT = ("ALTER TABLE threads ADD COLUMN agent TEXT NOT NULL DEFAULT ''",)
+
 
 class DatabaseUnavailable(RuntimeError):
     """The database cannot be reached (down, restarting, or too slow): says which, never the password.
@@ -211,6 +215,9 @@ def _migrate_sqlite(conn: sqlite3.Connection, owner: str) -> None:
             for statement in THREAD_OWNER:
                 conn.execute(statement)
             conn.execute("UPDATE threads SET owner = ? WHERE owner IS NULL", (owner,))
+        if "agent" not in _columns(conn, "threads"):
+            for statement in THREAD_AGENT:
+                conn.execute(statement)
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")

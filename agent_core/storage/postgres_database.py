@@ -29,6 +29,7 @@ from agent_core.storage.database import (
     LEASE_HOLDER,
     MODEL_REQUESTS,
     SCHEMA,
+    THREAD_AGENT,
     THREAD_OWNER,
     Connection,
     DatabaseUnavailable,
@@ -68,6 +69,7 @@ VERSIONS: dict[int, tuple[str, ...]] = {
     # whose they were, and the first server to start must not take them all.
     2: THREAD_OWNER,
     3: tuple(_pg_types(statement) for statement in MODEL_REQUESTS),  # the record of model requests
+    4: THREAD_AGENT,  # the ACP agent a thread hosts (issue 40)
 }
 
 

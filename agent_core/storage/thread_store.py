@@ -22,7 +22,7 @@ from agent_core.storage.event_log import EventLog, max_seq_in
 from agent_core.storage.request_log import RequestLog
 
 # The columns of a ThreadRecord, in its order (the owner is the store's: not in the record).
-RECORD_COLUMNS = "thread_id, title, notebook_path, created_at, updated_at, status, last_run_id, kernel_id"
+RECORD_COLUMNS = "thread_id, title, notebook_path, created_at, updated_at, status, last_run_id, kernel_id, agent"
 
 ThreadStatus = str  # "idle" | "running" | "awaiting_approval" | "completed" | "cancelled" | "failed"
 
@@ -39,10 +39,12 @@ class ThreadRecord:
     status: ThreadStatus
     last_run_id: str = ""
     kernel_id: str = ""
+    agent: str = ""  # "" for Cellwright's own agent, else an ACP agent's name (c.Cellwright.acp_agents)
 
     def public(self) -> JsonObject:
         data = asdict(self)
         del data["last_run_id"], data["kernel_id"]
+        data["agent"] = self.agent or "cellwright"
         return data
 
 
@@ -89,13 +91,13 @@ class ThreadStore:
     async def close(self) -> None:
         await self.database.close()
 
-    async def create(self, notebook_path: str, title: str) -> ThreadRecord:
+    async def create(self, notebook_path: str, title: str, agent: str = "") -> ThreadRecord:
         now = time.time()
-        record = ThreadRecord(uuid.uuid4().hex, title, notebook_path, now, now, "idle")
+        record = ThreadRecord(uuid.uuid4().hex, title, notebook_path, now, now, "idle", agent=agent)
+        row = (record.thread_id, title, notebook_path, now, now, record.status, "", "", agent, self.owner)
         await self._write(
             lambda conn: conn.execute(
-                f"INSERT INTO threads ({RECORD_COLUMNS}, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (record.thread_id, record.title, record.notebook_path, now, now, record.status, "", "", self.owner),
+                f"INSERT INTO threads ({RECORD_COLUMNS}, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row
             )
         )
         return record

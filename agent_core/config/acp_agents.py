@@ -1,0 +1,105 @@
+"""The `acp_agents` setting: outside coding agents (Claude Code, Codex, Gemini CLI, fast-agent) that
+Cellwright hosts per thread over the Agent Client Protocol, each named by the command that starts
+it. Operator settings: env values are secrets and never leave the server."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from traitlets import Dict, HasTraits, TraitError, validate
+
+from agent_core.json_types import JsonObject
+
+AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$")
+OWN_AGENT = "cellwright"
+MAX_AGENTS = 32
+MAX_ARGS = 100
+MAX_VALUE_CHARS = 10_000
+# What to install for the commands the agents' own docs name, when the command is missing.
+INSTALL_HINTS = {
+    "npx": "install Node.js and npm (npx runs the agent's npm package)",
+    "node": "install Node.js",
+    "gemini": "install Gemini CLI: npm install -g @google/gemini-cli",
+    "codex-acp": "install Codex's ACP adapter: npm install -g @zed-industries/codex-acp",
+    "claude-code-acp": "install Claude Code's ACP adapter: npm install -g @zed-industries/claude-code-acp",
+    "fast-agent-acp": "install fast-agent: pip install fast-agent-acp (Python 3.13 or newer)",
+    "uvx": "install uv (pip install uv)",
+}
+
+
+@dataclass(frozen=True)
+class AcpAgentConfig:
+    name: str
+    command: str
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+
+    def executable(self) -> str | None:
+        """The command's path, if it can be started here."""
+        return shutil.which(self.command)
+
+    def unavailable_reason(self) -> str | None:
+        if self.executable() is not None:
+            return None
+        base = self.command.rsplit("/", 1)[-1]
+        hint = INSTALL_HINTS.get(base, "install it or put it on the server's PATH")
+        return f"{self.command!r} was not found: {hint}."
+
+
+def parse_agents(value: Mapping[str, Any]) -> dict[str, AcpAgentConfig]:
+    """Each entry checked, with an error that names the agent and the field."""
+    if len(value) > MAX_AGENTS:
+        raise TraitError(f"acp_agents: at most {MAX_AGENTS} agents.")
+    agents: dict[str, AcpAgentConfig] = {}
+    for name, entry in value.items():
+        where = f"acp_agents[{name!r}]"
+        if not isinstance(name, str) or not AGENT_NAME.match(name) or name == OWN_AGENT:
+            raise TraitError(f"{where}: a name of letters, digits, spaces, '_', '.', '-' (not {OWN_AGENT!r}).")
+        if not isinstance(entry, Mapping) or set(entry) - {"command", "args", "env"}:
+            raise TraitError(f'{where} must be {{"command": ..., "args"?: [...], "env"?: {{...}}}}.')
+        command, args, env = entry.get("command"), entry.get("args", []), entry.get("env", {})
+        if not isinstance(command, str) or not command.strip() or len(command) > MAX_VALUE_CHARS:
+            raise TraitError(f"{where}['command'] must be the program that starts the agent.")
+        if not isinstance(args, list) or len(args) > MAX_ARGS or not all(isinstance(a, str) for a in args):
+            raise TraitError(f"{where}['args'] must be a list of strings (at most {MAX_ARGS}).")
+        if not isinstance(env, Mapping) or not all(
+            isinstance(k, str) and k and isinstance(v, str) and len(v) <= MAX_VALUE_CHARS for k, v in env.items()
+        ):
+            raise TraitError(f"{where}['env'] must map variable names to strings.")
+        agents[name] = AcpAgentConfig(name, command.strip(), tuple(args), dict(env))
+    return agents
+
+
+class AcpAgentSettings(HasTraits):
+    acp_agents = Dict(
+        help='Outside agents hosted per thread over ACP, by name: {"command", "args"?, "env"?}, e.g. '
+        '{"Codex": {"command": "npx", "args": ["@zed-industries/codex-acp"]}}. They use their own model and '
+        "account; their file writes, commands and permission requests go through Cellwright's approvals.",
+    ).tag(config=True)
+
+    @validate("acp_agents")
+    def _valid_agents(self, proposal: Any) -> JsonObject:
+        parse_agents(proposal.value)
+        return dict(proposal.value)
+
+    def acp_agent(self, name: str) -> AcpAgentConfig | None:
+        return parse_agents(self.acp_agents).get(name)
+
+    def agent_listing(self) -> list[JsonObject]:
+        """GET agents: ours first, then each ACP agent with whether it could start (never its env)."""
+        listing: list[JsonObject] = [{"name": OWN_AGENT, "kind": "cellwright", "available": True}]
+        for agent in parse_agents(self.acp_agents).values():
+            reason = agent.unavailable_reason()
+            listing.append(
+                {
+                    "name": agent.name,
+                    "kind": "acp",
+                    "available": reason is None,
+                    **({"reason": reason} if reason else {}),
+                }
+            )
+        return listing

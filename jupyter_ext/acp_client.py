@@ -1,0 +1,208 @@
+"""Cellwright as an ACP client for one hosted agent's thread: what the agent sends (session/update,
+session/request_permission, fs/*) becomes the thread's events and approval cards, and its file
+requests go through the workspace's rules (inside the root, no hidden files, every write approved
+with its diff). Terminals are not offered (clientCapabilities.terminal is false)."""
+
+from __future__ import annotations
+
+import difflib
+import uuid
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from acp import RequestError
+from acp.schema import (
+    AgentMessageChunk,
+    AgentPlanUpdate,
+    AllowedOutcome,
+    DeniedOutcome,
+    PermissionOption,
+    ReadTextFileResponse,
+    RequestPermissionResponse,
+    TextContentBlock,
+    ToolCallProgress,
+    ToolCallStart,
+    ToolCallUpdate,
+    WriteTextFileResponse,
+)
+
+from agent_core.contract import make_event
+from agent_core.json_types import JsonObject
+from agent_core.workspace import Workspace, WorkspaceError
+
+MAX_TEXT_CHARS = 1_000_000  # of an agent's visible answer per run: a flood beyond it is dropped
+MAX_FILE_CHARS = 2_000_000  # what fs/read_text_file and fs/write_text_file carry
+MAX_SUMMARY_CHARS = 500
+PLAN_STATUS = {"pending": "pending", "in_progress": "in_progress", "completed": "completed"}
+
+
+@dataclass(frozen=True)
+class UserDecision:
+    """What the user chose on a card: approve or reject (with a reason), or the run was stopped."""
+
+    approved: bool
+    reason: str = ""
+    stopped: bool = False
+
+
+class ThreadSink(Protocol):
+    """Where one hosted thread's traffic goes (jupyter_ext.acp_host)."""
+
+    workspace: Workspace
+
+    def emit(self, event: Any) -> None: ...
+
+    def activity(self) -> None: ...
+
+    async def ask(self, card: JsonObject) -> UserDecision: ...
+
+
+class ThreadClient:
+    """The ACP `Client` of one thread's agent process."""
+
+    def __init__(self, sink: ThreadSink) -> None:
+        self._sink = sink
+        self._text = 0  # chars of visible answer this run
+        self._calls: dict[str, str] = {}  # the agent's tool call id -> the name shown
+
+    def new_run(self) -> None:
+        self._text = 0
+
+    def on_connect(self, conn: Any) -> None:
+        pass
+
+    # -- what the agent reports
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self._sink.activity()
+        if isinstance(update, AgentMessageChunk) and isinstance(update.content, TextContentBlock):
+            text = update.content.text[: max(0, MAX_TEXT_CHARS - self._text)]
+            self._text += len(text)
+            if text:
+                self._sink.emit(make_event("token", text=text))
+        elif isinstance(update, ToolCallStart):
+            name = _bounded(update.kind or "tool", 60)
+            self._calls[update.tool_call_id] = name
+            args: JsonObject = {"title": _bounded(update.title, MAX_SUMMARY_CHARS)}
+            self._sink.emit(
+                make_event("tool_call", id=_call_id(update.tool_call_id), name=name, args=args, needs_approval=False)
+            )
+            if update.status in ("completed", "failed"):
+                self._finished(update.tool_call_id, update.status, update.title)
+        elif isinstance(update, ToolCallProgress) and update.status in ("completed", "failed"):
+            self._finished(update.tool_call_id, update.status, update.title or "")
+        elif isinstance(update, AgentPlanUpdate):
+            todos = [
+                {
+                    "content": _bounded(entry.content, MAX_SUMMARY_CHARS),
+                    "status": PLAN_STATUS.get(entry.status, "pending"),
+                }
+                for entry in update.entries[:100]
+            ]
+            self._sink.emit(make_event("todos", todos=todos))
+        # Thought chunks, available commands, mode and usage updates are not shown in the timeline.
+
+    def _finished(self, tool_call_id: str, status: str, title: str) -> None:
+        name = self._calls.pop(tool_call_id, "tool")
+        self._sink.emit(
+            make_event(
+                "tool_result",
+                id=_call_id(tool_call_id),
+                name=name,
+                status="ok" if status == "completed" else "error",
+                summary=_bounded(title, MAX_SUMMARY_CHARS),
+            )
+        )
+
+    # -- what the agent asks
+
+    async def request_permission(
+        self, session_id: str, tool_call: ToolCallUpdate, options: list[PermissionOption], **kwargs: Any
+    ) -> RequestPermissionResponse:
+        self._sink.activity()
+        title = _bounded(tool_call.title or "The agent asks to use a tool.", MAX_SUMMARY_CHARS)
+        args: JsonObject = {"title": title, "options": [_bounded(o.name, 100) for o in options[:20]]}
+        if tool_call.kind:
+            args["kind"] = _bounded(str(tool_call.kind), 60)
+        card: JsonObject = {
+            "name": _bounded(str(tool_call.kind or "permission"), 60),
+            "args": args,
+            "description": title,
+        }
+        decision = await self._sink.ask(card)
+        chosen = _option(
+            options, ("allow_once", "allow_always") if decision.approved else ("reject_once", "reject_always")
+        )
+        if decision.stopped or chosen is None:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=chosen.option_id))
+
+    async def read_text_file(
+        self, session_id: str, path: str, line: int | None = None, limit: int | None = None, **kwargs: Any
+    ) -> ReadTextFileResponse:
+        self._sink.activity()
+        target = self._resolve(path)
+        try:
+            text = target.read_text(encoding="utf-8", errors="replace")[:MAX_FILE_CHARS]
+        except OSError as exc:
+            raise RequestError.resource_not_found(str(path)[:200]) from exc
+        if line is not None or limit is not None:
+            lines = text.splitlines(keepends=True)
+            start = max(0, (line or 1) - 1)
+            text = "".join(lines[start : start + limit if limit is not None else None])
+        return ReadTextFileResponse(content=text)
+
+    async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> WriteTextFileResponse:
+        self._sink.activity()
+        if len(content) > MAX_FILE_CHARS:
+            raise RequestError.invalid_params({"content": f"at most {MAX_FILE_CHARS} characters"})
+        target = self._resolve(path)
+        relative = str(target.relative_to(self._sink.workspace.root))
+        before = target.read_text(encoding="utf-8", errors="replace") if target.is_file() else ""
+        diff = "".join(
+            difflib.unified_diff(
+                before.splitlines(keepends=True), content.splitlines(keepends=True), f"a/{relative}", f"b/{relative}"
+            )
+        )
+        card: JsonObject = {
+            "name": "write_file",
+            "args": {"path": relative, "content": content},
+            "description": f"The agent writes {relative}",
+            "diff": diff,
+        }
+        decision = await self._sink.ask(card)
+        if not decision.approved:
+            why = decision.reason or ("the run was stopped" if decision.stopped else "the user rejected the write")
+            raise RequestError.invalid_request({"rejected": _bounded(why, 2000)})
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+        return WriteTextFileResponse()
+
+    def _resolve(self, path: str) -> Any:
+        try:
+            return self._sink.workspace.resolve(str(path)[:4096])
+        except WorkspaceError as exc:
+            raise RequestError.invalid_params({"path": exc.message if hasattr(exc, "message") else str(exc)}) from None
+
+    async def create_terminal(self, *args: Any, **kwargs: Any) -> Any:
+        raise RequestError.method_not_found("terminal/create")
+
+
+def _option(options: list[PermissionOption], kinds: tuple[str, ...]) -> PermissionOption | None:
+    for kind in kinds:
+        for option in options:
+            if option.kind == kind:
+                return option
+    return None
+
+
+def _call_id(agent_id: str) -> str:
+    return "acp_" + "".join(ch for ch in str(agent_id)[:100] if ch.isalnum() or ch in "-_")
+
+
+def _bounded(text: str, limit: int) -> str:
+    return "".join(ch for ch in str(text)[:limit] if ch.isprintable() or ch in "\n\t")
+
+
+def new_card_id() -> str:
+    return f"acp_perm_{uuid.uuid4().hex[:20]}"

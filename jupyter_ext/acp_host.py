@@ -1,0 +1,343 @@
+"""Hosting outside ACP agents (c.Cellwright.acp_agents), one agent process and session per thread:
+each message is a session/prompt whose updates become the thread's events (stored and replayed as
+our own agent's), each permission request and file write an approval card decided through the
+approvals route, Stop a session/cancel. A process that dies, hangs or breaks the protocol ends the
+run with an `agent_process` error and is started afresh on the next message."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
+
+from agent_core.contract import make_event
+from agent_core.json_types import JsonObject
+from agent_core.loop.event_pump import EventPump
+from agent_core.workspace import Workspace
+
+from .acp_client import ThreadClient, UserDecision, new_card_id
+from .errors import BadRequest, Conflict
+
+if TYPE_CHECKING:
+    from agent_core.config.acp_agents import AcpAgentConfig
+    from agent_core.contract.bodies import Decision
+    from agent_core.contract.choices import RunStatus
+    from agent_core.storage.thread_store import ThreadRecord, ThreadStore
+
+log = logging.getLogger(__name__)
+
+START_TIMEOUT = 60.0  # seconds for the process to answer initialize and session/new
+STOP_GRACE = 5.0  # seconds an agent has to end its turn after session/cancel before it is killed
+MAX_CARDS_PER_RUN = 200  # permission requests beyond it are answered cancelled without a card
+STDIO_LIMIT = 4 * 1024 * 1024  # bytes of one JSON-RPC line from the agent
+
+
+class AgentGone(Exception):
+    """The agent process died, hung, or broke the protocol: the message says which."""
+
+
+@dataclass
+class _Pending:
+    event: JsonObject
+    decided: asyncio.Future[UserDecision]
+
+
+@dataclass
+class _Process:
+    stack: contextlib.AsyncExitStack
+    conn: Any
+    process: Any
+    session_id: str
+
+
+@dataclass
+class HostedThread:
+    """One thread's agent: its process (started on the first message), its run, its open card."""
+
+    thread_id: str
+    config: AcpAgentConfig
+    workspace: Workspace
+    threads: ThreadStore
+    idle_timeout: float
+    mcp_server: JsonObject | None = None
+    client: ThreadClient = field(init=False)
+    agent_process: _Process | None = None
+    pump: EventPump | None = None
+    task: asyncio.Task[None] | None = None
+    run_id: str = ""
+    message: str = ""
+    paused: bool = False  # a card is open: the segment ended awaiting_approval, the agent's turn goes on
+    held: list[Any] = field(default_factory=list)  # what the agent sends while paused
+    pending: _Pending | None = None
+    stopped: bool = False
+    cards: int = 0
+    last_activity: float = 0.0
+    _asking: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+    def __post_init__(self) -> None:
+        self.client = ThreadClient(self)
+
+    # -- the sink the ACP client reports to
+
+    def emit(self, event: Any) -> None:
+        if self.pump is not None:
+            self.pump(event)
+        elif self.paused and len(self.held) < 1000:
+            self.held.append(event)
+
+    def open_segment(self) -> str:
+        """A new segment of the run (its start, or after a decision), as our own agent's runs have."""
+        self.run_id = uuid.uuid4().hex
+        self.pump = EventPump(self.threads.events, self.thread_id, self.run_id, agent=self.config.name)
+        self.pump(make_event("run_started", mode="single", message=self.message))
+        self.paused = False
+        held, self.held = self.held, []
+        for event in held:
+            self.pump(event)
+        return self.run_id
+
+    def activity(self) -> None:
+        self.last_activity = asyncio.get_running_loop().time()
+
+    async def ask(self, card: JsonObject) -> UserDecision:
+        """One card at a time; the agent waits for the user's decision, however long it takes."""
+        async with self._asking:
+            if self.stopped or self.pump is None:
+                return UserDecision(False, stopped=True)
+            self.cards += 1
+            if self.cards > MAX_CARDS_PER_RUN:
+                return UserDecision(False, reason="too many permission requests in one turn", stopped=True)
+            event: JsonObject = {
+                "type": "approval_required",
+                "id": new_card_id(),
+                **card,
+            }  # card: the contract's fields
+            self.pending = _Pending(event, asyncio.get_running_loop().create_future())
+            self.emit(event)
+            await self.threads.update(self.thread_id, status="awaiting_approval")
+            # The segment ends here, as our own agent's does: readers see the card and the stream closes.
+            pump, self.pump, self.paused = self.pump, None, True
+            pump(make_event("run_finished", status="awaiting_approval"))
+            await pump.drain()
+            try:
+                decision = await self.pending.decided
+            finally:
+                self.pending = None
+            self.emit(
+                make_event(
+                    "tool_result",
+                    id=str(event["id"]),
+                    name=str(event["name"]),
+                    status="ok" if decision.approved else "rejected",
+                    summary="approved" if decision.approved else (decision.reason or "rejected")[:500],
+                    stopped=decision.stopped,
+                )
+            )
+            await self.threads.update(self.thread_id, status="running")
+            self.activity()
+            return decision
+
+    # -- the agent process
+
+    async def session(self) -> _Process:
+        if self.agent_process is None:
+            self.agent_process = await asyncio.wait_for(self._start(), START_TIMEOUT)
+        return self.agent_process
+
+    async def _start(self) -> _Process:
+        from acp import PROTOCOL_VERSION
+        from acp.schema import ClientCapabilities, FileSystemCapabilities, HttpHeader, HttpMcpServer, Implementation
+        from acp.stdio import spawn_agent_process
+
+        from agent_core import __version__
+
+        stack = contextlib.AsyncExitStack()
+        try:
+            executable = self.config.executable()
+            if executable is None:
+                raise AgentGone(self.config.unavailable_reason() or "the agent's command was not found")
+            env = {**os.environ, **self.config.env}
+            conn, process = await stack.enter_async_context(
+                spawn_agent_process(
+                    cast(Any, self.client),  # the SDK's Client protocol, implemented in part (no terminals)
+                    executable,
+                    *self.config.args,
+                    env=env,
+                    cwd=str(self.workspace.root),
+                    transport_kwargs={"limit": STDIO_LIMIT},
+                )
+            )
+            answer = await conn.initialize(
+                protocol_version=PROTOCOL_VERSION,
+                client_capabilities=ClientCapabilities(
+                    fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=False
+                ),
+                client_info=Implementation(name="cellwright", title="Cellwright", version=__version__),
+            )
+            servers: list[Any] = []
+            mcp_http = answer.agent_capabilities and answer.agent_capabilities.mcp_capabilities
+            if self.mcp_server is not None and mcp_http and mcp_http.http:
+                given = cast(dict[str, str], self.mcp_server["headers"])
+                headers = [HttpHeader(name=k, value=v) for k, v in given.items()]
+                servers.append(
+                    HttpMcpServer(type="http", name="cellwright", url=str(self.mcp_server["url"]), headers=headers)
+                )
+            new = await conn.new_session(cwd=str(self.workspace.root), mcp_servers=servers)
+            return _Process(stack, conn, process, new.session_id)
+        except BaseException:
+            await stack.aclose()
+            raise
+
+    async def close_process(self) -> None:
+        """End the agent process (killed if it does not go): the next message starts a new one."""
+        hosted, self.agent_process = self.agent_process, None
+        if hosted is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            hosted.process.kill()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(hosted.stack.aclose(), STOP_GRACE)
+
+    # -- a run: one message, one session/prompt
+
+    async def drive(self, message: str) -> None:
+        from acp import text_block
+
+        status: RunStatus = "completed"
+        loop = asyncio.get_running_loop()
+        try:
+            hosted = await self.session()
+            self.activity()
+            prompt = asyncio.ensure_future(
+                hosted.conn.prompt(session_id=hosted.session_id, prompt=[text_block(message)])
+            )
+            exited = asyncio.ensure_future(hosted.process.wait())
+            try:
+                while True:
+                    done, _ = await asyncio.wait({prompt, exited}, timeout=min(1.0, self.idle_timeout))
+                    if prompt in done:
+                        if prompt.result().stop_reason == "cancelled" or self.stopped:
+                            status = "cancelled"
+                        break
+                    if exited in done:
+                        raise AgentGone(f"the agent process exited (code {exited.result()}) before it answered")
+                    if self.pending is None and loop.time() - self.last_activity > self.idle_timeout:
+                        raise AgentGone(f"the agent sent nothing for {self.idle_timeout:g} s; it was stopped")
+            finally:
+                for waiting in (prompt, exited):
+                    waiting.cancel()
+        except asyncio.CancelledError:
+            status = "cancelled"
+        except Exception as exc:  # a dead, hung or broken agent: said, and started afresh next time
+            status = "cancelled" if self.stopped else "failed"
+            if not self.stopped:
+                if isinstance(exc, AgentGone):
+                    why = str(exc)
+                elif isinstance(exc, ConnectionError):  # its stdout closed: it exited or broke the pipe
+                    why = "the agent process exited or closed its connection before it answered"
+                else:
+                    why = f"{type(exc).__name__}: {str(exc)[:500]}"
+                self.emit(
+                    make_event(
+                        "error",
+                        kind="agent_process",
+                        message=f"{self.config.name}: {why}. Send a message to start it again.",
+                        retryable=True,
+                    )
+                )
+            await self.close_process()
+        finally:
+            await self._finish(status)
+
+    async def _finish(self, status: RunStatus) -> None:
+        pump, self.pump = self.pump, None
+        await self.threads.update(self.thread_id, status=status)
+        if pump is not None:
+            pump(make_event("run_finished", status=status))
+            await pump.drain()
+
+
+class AcpHost:
+    """The hosted threads of one server (made on first use; their processes end with it)."""
+
+    def __init__(self, threads: ThreadStore, workspace: Workspace, idle_timeout: float) -> None:
+        self._store = threads
+        self._workspace = workspace
+        self._idle_timeout = idle_timeout
+        self._hosted: dict[str, HostedThread] = {}
+        self.mcp_server: JsonObject | None = None  # our MCP endpoint, offered to each agent
+
+    def is_running(self, thread_id: str) -> bool:
+        hosted = self._hosted.get(thread_id)
+        return hosted is not None and hosted.task is not None and not hosted.task.done() and not hosted.paused
+
+    def pending(self, thread_id: str) -> JsonObject | None:
+        hosted = self._hosted.get(thread_id)
+        if hosted is None or hosted.pending is None:
+            return None
+        return {k: v for k, v in hosted.pending.event.items() if k not in ("type", "seq", "thread_id", "run_id")}
+
+    async def start_run(self, record: ThreadRecord, config: AcpAgentConfig, message: str) -> str:
+        if self.is_running(record.thread_id):
+            raise Conflict("A run of this thread is active: wait for it to finish or press Stop.", "run_active")
+        hosted = self._hosted.get(record.thread_id)
+        if hosted is None or hosted.config != config:
+            if hosted is not None:
+                await hosted.close_process()
+            hosted = HostedThread(
+                record.thread_id, config, self._workspace, self._store, self._idle_timeout, self.mcp_server
+            )
+            self._hosted[record.thread_id] = hosted
+        hosted.message, hosted.stopped, hosted.cards = message, False, 0
+        hosted.client.new_run()
+        run_id = hosted.open_segment()
+        await self._store.update(record.thread_id, status="running", last_run_id=run_id)
+        hosted.task = asyncio.create_task(hosted.drive(message))
+        return run_id
+
+    async def decide(self, thread_id: str, call_id: str, decision: Decision) -> str:
+        hosted = self._hosted.get(thread_id)
+        if hosted is None or hosted.pending is None or hosted.pending.event["id"] != call_id:
+            raise Conflict(f"{call_id[:200]!r} is not the call waiting for a decision.", "not_pending")
+        if decision.decision == "edit":
+            raise BadRequest("An outside agent's request can be approved or rejected, not edited.", "bad_decision")
+        if not hosted.pending.decided.done():
+            run_id = hosted.open_segment()
+            await self._store.update(thread_id, status="running", last_run_id=run_id)
+            hosted.pending.decided.set_result(UserDecision(decision.decision == "approve", decision.reason or ""))
+        return hosted.run_id
+
+    async def cancel(self, thread_id: str) -> None:
+        """Stop: open cards answered cancelled, session/cancel, and the process killed if it does not end its turn."""
+        hosted = self._hosted.get(thread_id)
+        if hosted is None or hosted.task is None or hosted.task.done():
+            return
+        hosted.stopped = True
+        if hosted.pending is not None and not hosted.pending.decided.done():
+            hosted.open_segment()
+            hosted.pending.decided.set_result(UserDecision(False, "stopped by the user", stopped=True))
+        if hosted.agent_process is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(
+                    hosted.agent_process.conn.cancel(session_id=hosted.agent_process.session_id), 1.0
+                )
+        done, _ = await asyncio.wait({hosted.task}, timeout=STOP_GRACE)
+        if not done:
+            await hosted.close_process()
+            hosted.task.cancel()
+            await asyncio.wait({hosted.task})
+
+    async def forget(self, thread_id: str) -> None:
+        """The thread is deleted, or the server stops: its run stopped, its process ended."""
+        await self.cancel(thread_id)
+        hosted = self._hosted.pop(thread_id, None)
+        if hosted is not None:
+            await hosted.close_process()
+
+    async def shutdown(self) -> None:
+        for thread_id in list(self._hosted):
+            await self.forget(thread_id)

@@ -1,0 +1,111 @@
+"""The routes' side of hosted ACP agents (jupyter_ext.acp_host): GET agents, and the thread routes'
+turn to the host when a thread's agent is an outside one (runs, approvals, Stop, detail, delete)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from jupyter_server.auth.decorator import authorized
+from tornado import web
+
+from .errors import BadRequest, Conflict
+from .handler_base import CellwrightHandler
+
+if TYPE_CHECKING:
+    from agent_core.config.acp_agents import AcpAgentConfig
+    from agent_core.contract.answers import ThreadDetail
+    from agent_core.contract.bodies import Decision
+
+    from .acp_host import AcpHost
+
+IDLE_TIMEOUT = 300.0  # seconds an agent may send nothing (and ask nothing) before it counts as hung
+
+
+class AgentsHandler(CellwrightHandler):
+    """GET agents: Cellwright's own agent, then each configured ACP agent with whether it can start."""
+
+    route = "agents"
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        self.write_json({"agents": self.app.configuration.agent_listing()})
+
+
+def host(handler: CellwrightHandler) -> AcpHost:
+    """The server's host of ACP agents, made on first use (the acp SDK loads only then)."""
+    app = handler.app
+    if getattr(app, "acp_host", None) is None:
+        from .acp_host import AcpHost
+
+        app.acp_host = AcpHost(app.threads, app.workspace, getattr(app, "acp_idle_timeout", IDLE_TIMEOUT))
+        app.acp_host.mcp_server = _our_mcp(handler)
+        app.run_manager.hosted_running = app.acp_host.is_running  # event streams follow hosted runs
+    return app.acp_host
+
+
+def new_thread_agent(handler: CellwrightHandler, name: str) -> str:
+    """What POST threads stores as the thread's agent: "" for ours, else a configured ACP agent."""
+    if name in ("", "cellwright"):
+        return ""
+    if handler.app.configuration.acp_agent(name) is None:
+        raise BadRequest(f"There is no agent {name[:100]!r}: GET cellwright/api/agents lists them.", "bad_request")
+    return name
+
+
+async def hosted_config(handler: CellwrightHandler, thread_id: str) -> AcpAgentConfig | None:
+    """The ACP agent of the owner's thread, or None for a thread of Cellwright's own agent."""
+    record = await handler.runs.thread(thread_id)  # another owner's: 404
+    if not record.agent:
+        return None
+    config = handler.app.configuration.acp_agent(record.agent)
+    if config is None:
+        raise Conflict(f"The agent {record.agent!r} of this thread is no longer configured (acp_agents).", "conflict")
+    return config
+
+
+async def start_run(handler: CellwrightHandler, thread_id: str, message: str) -> str | None:
+    config = await hosted_config(handler, thread_id)
+    if config is None:
+        return None
+    return await host(handler).start_run(await handler.runs.thread(thread_id), config, message)
+
+
+async def decide(handler: CellwrightHandler, thread_id: str, call_id: str, decision: Decision) -> str | None:
+    if await hosted_config(handler, thread_id) is None:
+        return None
+    return await host(handler).decide(thread_id, call_id, decision)
+
+
+async def cancel(handler: CellwrightHandler, thread_id: str) -> bool:
+    if await hosted_config(handler, thread_id) is None:
+        return False
+    await host(handler).cancel(thread_id)
+    return True
+
+
+async def forget(handler: CellwrightHandler, thread_id: str) -> None:
+    if getattr(handler.app, "acp_host", None) is not None:
+        await handler.app.acp_host.forget(thread_id)
+
+
+def with_hosted_state(handler: CellwrightHandler, detail: ThreadDetail) -> ThreadDetail:
+    """A hosted thread's detail: its open card comes from the host, not the graph."""
+    if detail.agent == "cellwright" or getattr(handler.app, "acp_host", None) is None:
+        return detail
+    from agent_core.contract.events import ApprovalRequest
+
+    pending = handler.app.acp_host.pending(detail.thread_id)
+    card = ApprovalRequest.model_validate(pending) if pending is not None else None
+    return detail.model_copy(update={"pending_approval": card})
+
+
+def _our_mcp(handler: CellwrightHandler) -> dict[str, Any] | None:
+    """Our MCP endpoint as the agent reaches it (session/new's mcpServers), when it is served."""
+    app = handler.app
+    if not app.configuration.serve_mcp:
+        return None
+    server = app.serverapp
+    token = getattr(server.identity_provider, "token", "")
+    url = f"http://127.0.0.1:{server.port}{server.base_url}cellwright/mcp"
+    return {"url": url, "headers": {"Authorization": f"token {token}"} if token else {}}

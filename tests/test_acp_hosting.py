@@ -1,0 +1,136 @@
+"""Hosting an outside ACP agent in a thread (jupyter_ext.acp_host), through the real server: the agent
+is a process speaking ACP over stdio, written with the official SDK (tests/acp/sdk_agent.py): its
+permission requests and file writes are our approval cards, and what a hostile one does is contained."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Api, of_type
+
+ROOT = str(Path(__file__).resolve().parent.parent)
+AGENT = {"command": sys.executable, "args": ["-m", "tests.acp.sdk_agent"], "env": {"PYTHONPATH": ROOT}}
+
+
+@pytest.fixture
+def cellwright_config(cellwright_config: dict[str, Any]) -> dict[str, Any]:
+    missing = {"command": "codex-acp-not-installed-here"}
+    return {**cellwright_config, "acp_agents": {"sdk": AGENT, "Codex": missing}}
+
+
+@pytest.fixture
+def hosted(jp_serverapp: Any) -> Any:
+    app = jp_serverapp.web_app.settings["cellwright"]
+    app.acp_idle_timeout = 3.0  # a hung agent is given up on after this (the default is minutes)
+    return app
+
+
+async def agent_thread(api: Api) -> str:
+    _, thread = await api.call("POST", "threads", {"notebook_path": "", "agent": "sdk"}, expect=201)
+    assert thread["agent"] == "sdk"
+    return str(thread["thread_id"])
+
+
+async def ask(api: Api, thread: str, message: str, after: int = 0) -> list[dict[str, Any]]:
+    """Send a message; the run's events up to its first card or its end."""
+    await api.call("POST", f"threads/{thread}/runs", {"message": message, "notebook_path": ""}, expect=202)
+    return await until(api, thread, after, ("approval_required", "run_finished"))
+
+
+async def until(api: Api, thread: str, after: int, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
+    collected: list[dict[str, Any]] = []
+    while not any(e["type"] in kinds for e in collected):
+        batch = await api.events(thread, after)  # open while the run is active
+        collected += batch
+        after = collected[-1]["seq"] if collected else after
+    return collected
+
+
+def answer(events: list[dict[str, Any]]) -> str:
+    return "".join(e["text"] for e in of_type(events, "token"))
+
+
+async def test_agents_are_listed_and_a_thread_names_its_agent(api: Api, hosted: Any) -> None:
+    _, listed = await api.call("GET", "agents", expect=200)
+    agents = {a["name"]: a for a in listed["agents"]}
+    assert listed["agents"][0] == {"name": "cellwright", "kind": "cellwright", "available": True}
+    assert agents["sdk"]["available"] and agents["sdk"]["kind"] == "acp"
+    assert not agents["Codex"]["available"] and "not found" in agents["Codex"]["reason"]
+    assert "PYTHONPATH" not in str(listed)  # an agent's env never leaves the server
+    code, _ = await api.call("POST", "threads", {"agent": "nobody"})
+    assert code == 400
+    thread = await agent_thread(api)
+    _, detail = await api.call("GET", f"threads/{thread}", expect=200)
+    assert detail["agent"] == "sdk"
+    _, threads = await api.call("GET", "threads", expect=200)
+    assert threads["threads"][0]["agent"] == "sdk"
+    events = await ask(api, thread, "hello there")
+    assert answer(events) == "echo: hello there" and events[-1]["status"] == "completed"
+    assert events[0]["type"] == "run_started" and events[0]["agent"] == "sdk"
+
+
+async def test_a_write_waits_for_both_cards_and_a_rejection_leaves_nothing(
+    api: Api, hosted: Any, jp_root_dir: Path
+) -> None:
+    thread = await agent_thread(api)
+    events = await ask(api, thread, "write notes.txt hello from the agent")
+    assert of_type(events, "todos")[-1]["todos"] == [{"content": "write the file", "status": "in_progress"}]
+    permission = of_type(events, "approval_required")[-1]
+    assert permission["description"] == "Write notes.txt" and permission["args"]["options"] == ["Allow", "Reject"]
+    _, detail = await api.call("GET", f"threads/{thread}", expect=200)
+    assert detail["pending_approval"]["id"] == permission["id"] and detail["status"] == "awaiting_approval"
+    assert not (jp_root_dir / "notes.txt").exists()
+    code, _ = await api.approve(thread, "acp_perm_not_this_one")
+    assert code == 409
+    await api.approve(thread, permission["id"])
+    events = await until(api, thread, events[-1]["seq"], ("approval_required",))
+    write = of_type(events, "approval_required")[-1]
+    assert write["name"] == "write_file" and "+hello from the agent" in write["diff"]
+    assert not (jp_root_dir / "notes.txt").exists()  # approved to ask, not yet to write
+    await api.approve(thread, write["id"])
+    events = await until(api, thread, events[-1]["seq"], ("run_finished",))
+    assert (jp_root_dir / "notes.txt").read_text() == "hello from the agent"
+    assert "write: written" in answer(events) and events[-1]["status"] == "completed"
+
+    events = await ask(api, thread, "write other.txt never", events[-1]["seq"])
+    card = of_type(events, "approval_required")[-1]
+    await api.approve(thread, card["id"], "reject", reason="not now")
+    events = await until(api, thread, events[-1]["seq"], ("run_finished",))
+    assert "permission: no" in answer(events) and not (jp_root_dir / "other.txt").exists()
+
+
+async def test_a_hostile_agent_is_contained(api: Api, hosted: Any, jp_root_dir: Path) -> None:
+    thread = await agent_thread(api)
+    seq = 0
+    for path in ("../outside.txt", ".hidden", "/etc/cellwright-test"):
+        events = await ask(api, thread, f"write {path} pwned", seq)
+        await api.approve(thread, of_type(events, "approval_required")[-1]["id"])  # the agent's own permission
+        events = await until(api, thread, events[-1]["seq"], ("run_finished",))
+        assert "refused" in answer(events) and not of_type(events, "approval_required"), path  # no write card
+        seq = events[-1]["seq"]
+    assert not (jp_root_dir.parent / "outside.txt").exists() and not (jp_root_dir / ".hidden").exists()
+    events = await ask(api, thread, "read .hidden", seq)
+    assert "read refused" in answer(events)
+
+    events = await ask(api, thread, "flood", events[-1]["seq"])  # 2 MB of chunks: bounded, stored coalesced
+    assert events[-1]["status"] == "completed" and len(answer(events)) <= 1_000_000
+    code, _ = await api.call("GET", "health")
+    assert code == 200
+
+    events = await ask(api, thread, "spam", events[-1]["seq"])  # 1000 requests: one card at a time
+    assert len(of_type(events, "approval_required")) == 1
+    await api.call("POST", f"threads/{thread}/cancel", {}, expect=202)
+    events = await until(api, thread, events[-1]["seq"], ("run_finished",))
+    assert events[-1]["status"] == "cancelled" and not of_type(events, "approval_required")
+
+    for message, why in (("hang", "sent nothing"), ("die", "exited"), ("garbage", "")):
+        events = await ask(api, thread, message, events[-1]["seq"])
+        if why:
+            assert events[-1]["status"] == "failed" and why in of_type(events, "error")[-1]["message"], events
+    # After all that, the next message starts the agent afresh and is answered.
+    events = await ask(api, thread, "still alive?", events[-1]["seq"])
+    assert answer(events) == "echo: still alive?"
