@@ -329,9 +329,7 @@ class RunManager(LoggingConfigurable):
     def is_running(self, thread_id: str) -> bool:
         """A run is active, or waits for a cell in the background (event streams stay open)."""
         return (
-            thread_id in self._active
-            or self.background.waiting_for_cell(thread_id)
-            or self.hosted_running(thread_id)
+            thread_id in self._active or self.background.waiting_for_cell(thread_id) or self.hosted_running(thread_id)
         )
 
     # -- following a thread's events

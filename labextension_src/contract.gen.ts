@@ -40,7 +40,12 @@ export interface ErrorOutput {
   traceback: string[];
 }
 
-export type EventErrorKind = LLMErrorKind | 'llm_retrying' | 'internal' | 'kernel_unresponsive';
+export type EventErrorKind =
+  | LLMErrorKind
+  | 'llm_retrying'
+  | 'internal'
+  | 'kernel_unresponsive'
+  | 'agent_process';
 
 export interface ExecuteResultOutput {
   output_type: 'execute_result';
@@ -384,7 +389,10 @@ export interface ErrorEvent {
   agent: string;
   /** Set on every event of a sub-agent: the id of the `task` call that started it. */
   task_id?: string | null;
-  /** llm_retrying (retryable), internal, kernel_unresponsive, or an LLMErrorKind. */
+  /**
+   * llm_retrying (retryable), internal, kernel_unresponsive, agent_process (an ACP agent's process
+   * died, hung or broke the protocol), or an LLMErrorKind.
+   */
   kind: EventErrorKind;
   message: string;
   retryable: boolean;
@@ -855,6 +863,11 @@ export interface ConnectionTest {
 }
 
 export interface CreateThread {
+  /**
+   * "cellwright" (our own agent) or the name of an ACP agent of c.Cellwright.acp_agents (GET
+   * agents).
+   */
+  agent?: string;
   notebook_path?: string;
   title?: string;
 }
@@ -939,6 +952,20 @@ export interface VariablesRequest {
 }
 
 // ---------------------------------------------------------------- route answers
+
+export interface AgentInfo {
+  name: string;
+  kind: 'cellwright' | 'acp';
+  /** Whether it could be started now. */
+  available: boolean;
+  /** Why not, and what to install. */
+  reason?: string | null;
+}
+
+export interface AgentList {
+  /** Cellwright's own agent first. */
+  agents: AgentInfo[];
+}
 
 export interface CancelAccepted {
   status: 'cancelled';
@@ -1919,6 +1946,7 @@ export interface Routes {
   'POST config/test': { body: ConnectionTest; answer: ConnectionReport };
   'POST threads': { body: CreateThread; answer: Thread };
   'GET threads': { body: null; answer: ThreadList };
+  'GET agents': { body: null; answer: AgentList };
   'GET threads/{thread_id}': { body: null; answer: ThreadDetail };
   'DELETE threads/{thread_id}': { body: null; answer: null };
   'POST threads/{thread_id}/runs': { body: StartRun; answer: RunAccepted };
