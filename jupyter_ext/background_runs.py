@@ -29,6 +29,7 @@ class BackgroundRuns:
         self._manager = manager
         self._background: BackgroundSteps | None = None
         self._resumes: set[asyncio.Task[None]] = set()
+        self._driving_on: set[str] = set()  # between the cell's end and the next segment's task: still busy
 
     def steps(self) -> BackgroundSteps:
         """Made with the runner (agent_core's loop loads on first use, not at server start)."""
@@ -39,7 +40,7 @@ class BackgroundRuns:
         return self._background
 
     def waiting_for_cell(self, thread_id: str) -> bool:
-        return self._background is not None and self._background.waiting(thread_id)
+        return thread_id in self._driving_on or (self._background is not None and self._background.waiting(thread_id))
 
     def queue_message(self, thread_id: str, message: str) -> bool:
         """A message sent while the thread waits for a cell: kept for the model (False: not waiting)."""
@@ -74,15 +75,23 @@ class BackgroundRuns:
     async def _drive_on(self, thread_id: str) -> str:
         """Under the thread's lock: once the run that sent the cell has ended, the next segment."""
         manager = self._manager
-        task = manager._active.get(thread_id)
-        if task is not None:  # the run that sent the cell is still writing its run_finished
-            await asyncio.wait([task])
-        messages = await self.steps().resuming(thread_id)
-        settings = manager._settings()
-        run = await (await manager.runner()).after_background(
-            thread_id, manager._environment(settings), settings, "\n\n".join(messages), manager._on_released(thread_id)
-        )
-        return manager._launch(run)
+        self._driving_on.add(thread_id)  # event streams stay open until the next segment is active
+        try:
+            task = manager._active.get(thread_id)
+            if task is not None:  # the run that sent the cell is still writing its run_finished
+                await asyncio.wait([task])
+            messages = await self.steps().resuming(thread_id)
+            settings = manager._settings()
+            run = await (await manager.runner()).after_background(
+                thread_id,
+                manager._environment(settings),
+                settings,
+                "\n\n".join(messages),
+                manager._on_released(thread_id),
+            )
+            return manager._launch(run)
+        finally:
+            self._driving_on.discard(thread_id)
 
     async def recover_waiting(self, record: ThreadRecord, kernel_alive: bool) -> None:
         """At start-up, a thread a restart left waiting_for_cell: nobody follows its cell any more.

@@ -141,7 +141,10 @@ class RunManager(LoggingConfigurable):
         runner = await self.runner()
         snapshot = await runner.snapshot(thread_id)
         values = snapshot.values or {}
-        pending = pending_approval(snapshot)
+        # issue 38: an approved cell that went to the background leaves its node's interrupt in the
+        # snapshot until the run goes on; it is not pending any more
+        waiting = record.status == "waiting_for_cell" or self.background.waiting_for_cell(thread_id)
+        pending = None if waiting else pending_approval(snapshot)
         detail = {
             **record.public(),
             "status": self._status(record, pending),
@@ -447,6 +450,12 @@ class RunManager(LoggingConfigurable):
         """Refuse while a run of the thread is active here; a segment that has released the thread
         and only writes its `run_finished` is waited for (milliseconds), not refused."""
         task = self._active.get(thread_id)
+        if self.background.waiting_for_cell(thread_id):
+            raise Conflict(
+                "This thread's run waits for a cell running in the background: press Stop, or continue without "
+                "waiting, first.",
+                "run_active",
+            )
         if task is not None and thread_id in self._released:
             await asyncio.wait([task])
         elif task is not None:

@@ -12,7 +12,7 @@ import pytest
 
 from devtools.fake_llm import FakeLLM, text, tool_call
 from devtools.sse import parse_sse
-from tests.conftest import Api, of_type
+from tests.conftest import NOTEBOOK, Api, of_type
 
 Events = list[dict[str, Any]]
 
@@ -99,3 +99,91 @@ async def test_a_long_cell_waits_in_the_background_and_the_run_resumes_when_it_e
     progress = of_type(rest, "cell_progress")
     percents = [p["percent"] for p in progress if p.get("percent") is not None]
     assert len(percents) >= 2 and percents == sorted(percents) and percents[-1] > percents[0], progress
+
+
+# A cell that runs until it is stopped (or its kernel goes), printing a first line at once.
+LONG = "import time\nprint('epoch 1 done', flush=True)\nfor _ in range(1200):\n    time.sleep(0.05)\n"
+
+
+async def test_stop_interrupts_the_background_cell_and_ends_the_run(
+    api: Api, jp_fetch: Any, fake_llm: FakeLLM, notebook_kernel: str
+) -> None:
+    fake_llm.script(tool_call("run_cell", {"code": LONG}, id="c1"), text("never asked"))
+    thread = await api.new_thread()
+    await api.run(thread, "train for a long time")
+    first = await until(jp_fetch, thread, run_finished("waiting_for_cell"))
+    await api.call("POST", f"threads/{thread}/cancel", {}, expect=202)
+    rest = await api.until_finished(thread, after=first[-1]["seq"])
+    assert [f["status"] for f in of_type(rest, "cell_finished")] == ["aborted"], rest
+    result = of_type(rest, "tool_result")[0]
+    assert result["id"] == "c1" and result["stopped"] is True
+    assert rest[-1]["type"] == "run_finished" and rest[-1]["status"] == "cancelled"
+    _, detail = await api.call("GET", f"threads/{thread}", expect=200)
+    assert detail["status"] == "cancelled"
+    assert len(fake_llm.requests) == 1, "a stopped run asks the model nothing more"
+    code, _ = await api.call("POST", f"threads/{thread}/continue", {})
+    assert code == 409, "nothing waits any more"
+
+
+async def test_continue_without_waiting_gives_the_model_the_output_so_far(
+    api: Api, jp_fetch: Any, fake_llm: FakeLLM, notebook_kernel: str
+) -> None:
+    fake_llm.script(tool_call("run_cell", {"code": LONG}, id="c1"), text("It is still training."))
+    thread = await api.new_thread()
+    await api.run(thread, "train for a long time")
+    first = await until(jp_fetch, thread, run_finished("waiting_for_cell"))
+    code, answer = await api.call("POST", f"threads/{thread}/continue", {})
+    assert code == 202 and answer["run_id"]
+    rest = await until(jp_fetch, thread, run_finished("completed"), after=first[-1]["seq"])
+    assert not of_type(rest, "cell_finished"), "the cell goes on in the kernel"
+    tool_message = [m for m in fake_llm.requests[-1]["messages"] if m["role"] == "tool"][-1]
+    assert "still running" in tool_message["content"] and "epoch 1 done" in tool_message["content"]
+    assert of_type(rest, "final")[0]["answer"] == "It is still training."
+    await api.call("POST", f"threads/{thread}/cancel", {})  # the test's kernel stops with the test anyway
+
+
+async def test_a_message_sent_while_the_cell_runs_reaches_the_model_with_its_outcome(
+    api: Api, jp_fetch: Any, fake_llm: FakeLLM, notebook_kernel: str
+) -> None:
+    fake_llm.script(tool_call("run_cell", {"code": BAR}, id="c1"), text("Plotted too."))
+    thread = await api.new_thread()
+    await api.run(thread, "train it")
+    first = await until(jp_fetch, thread, run_finished("waiting_for_cell"))
+    code, answer = await api.call(
+        "POST", f"threads/{thread}/runs", {"message": "and plot the loss", "notebook_path": NOTEBOOK}
+    )
+    assert code == 202 and answer["queued"] is True, answer
+    rest = await api.until_finished(thread, after=first[-1]["seq"])
+    assert rest[-1]["status"] == "completed"
+    assert of_type(rest, "run_started")[0]["message"] == "and plot the loss"
+    assert len(fake_llm.requests) == 2
+    tool_message = [m for m in fake_llm.requests[-1]["messages"] if m["role"] == "tool"][-1]
+    assert "trained: loss 0.1" in tool_message["content"] and "and plot the loss" in tool_message["content"]
+
+
+# About 1 MB of \r-redrawn progress a second for 2 s: a hostile (or merely chatty) bar.
+FLOOD = (
+    "import sys, time\n"
+    "for i in range(200):\n"
+    "    sys.stdout.write(''.join(f'\\r{\"x\" * 90} {i}/200 [00:01<00:01]' for _ in range(50)))\n"
+    "    time.sleep(0.01)\n"
+    "print('flood over')\n"
+)
+
+
+async def test_a_flood_of_redraws_stays_bounded_in_store_and_stream(
+    api: Api, jp_fetch: Any, fake_llm: FakeLLM, notebook_kernel: str
+) -> None:
+    fake_llm.script(tool_call("run_cell", {"code": FLOOD}, id="c1"), text("Done."))
+    thread = await api.new_thread()
+    await api.run(thread, "flood")
+    streamed = await until(jp_fetch, thread, run_finished("completed"))
+    stored = await api.events(thread)  # the thread is idle: what its log stored
+    size = sum(len(str(e)) for e in stored)
+    assert size < 60_000, f"{size} bytes stored for ~2 MB of redraws"
+    assert sum(len(str(e)) for e in streamed) < 60_000
+    progress = of_type(stored, "cell_progress")
+    assert 1 <= len(progress) <= 12, len(progress)
+    assert all(len(p["text"]) <= 1500 for p in progress)
+    outputs = "".join(e["output"].get("text", "") for e in of_type(stored, "cell_output"))
+    assert "flood over" in outputs and outputs.count("\r") == 0
