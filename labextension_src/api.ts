@@ -9,6 +9,8 @@ import { ServerConnection } from '@jupyterlab/services';
 
 import {
   AgentCells,
+  AgentInfo,
+  AgentList,
   AgentCellsRequest,
   AsCellStarted,
   ConfigUpdate,
@@ -250,6 +252,12 @@ export class CellwrightAPI {
 
   createThread(body: CreateThread): Promise<Thread> {
     return this.request<Thread>('threads', jsonInit('POST', body));
+  }
+
+  /** Cellwright's own agent and the ACP agents the server hosts (GET agents). */
+  async listAgents(): Promise<AgentInfo[]> {
+    const answer = await this.request<AgentList>('agents');
+    return answer?.agents ?? [];
   }
 
   async listThreads(): Promise<Thread[]> {

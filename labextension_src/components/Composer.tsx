@@ -7,6 +7,7 @@ import { activeMention, applyMention, menuKey } from '../mentions';
 import { MentionSource } from '../mentionSource';
 import { PanelModel } from '../model';
 import { MODES } from '../tokens';
+import { AgentPicker } from './AgentPicker';
 import { AutonomyPicker } from './AutonomyPicker';
 import { useSignal } from './hooks';
 import { MentionList, optionId, useMentionItems } from './Mentions';
@@ -182,6 +183,7 @@ export function Composer(props: {
         onKeyDown={onKeyDown}
       />
       <div className="cw-composer-bar">
+        <AgentPicker model={model} disabled={running || model.thread !== null} />
         <AutonomyPicker model={model} disabled={running} />
         <label className="cw-mode" title="Agent mode">
           <select

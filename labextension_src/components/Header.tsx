@@ -3,6 +3,7 @@ import * as React from 'react';
 
 import { AUTONOMY_HINTS, AUTONOMY_LABELS, DisplayStatus, PanelModel } from '../model';
 import { agentLabel } from '../tokens';
+import { AgentNotice } from './AgentPicker';
 import { ThreadHistory } from './ThreadHistory';
 
 const STATUS_TEXT: Record<DisplayStatus, string> = {
@@ -10,7 +11,8 @@ const STATUS_TEXT: Record<DisplayStatus, string> = {
   running: 'running',
   awaiting_approval: 'awaiting approval',
   cancelled: 'cancelled',
-  failed: 'failed'
+  failed: 'failed',
+  waiting_for_cell: 'running in the background'
 };
 
 /** The thread's title, else its first message, else its id. */
@@ -91,6 +93,7 @@ export function Header(props: {
           {threadTitle(model)}
         </div>
       )}
+      {thread && <AgentNotice agent={thread.agent} />}
       {historyOpen && (
         <ThreadHistory
           model={model}

@@ -12,6 +12,7 @@ export { ThreadModel } from './thread';
 export type { ConnectionState } from './thread';
 export type { IKeyValueStore } from './lastThreads';
 export { PanelModel } from './panel';
+export { AgentChoice, OWN_AGENT } from './agentChoice';
 export type { ILiveEvent } from './panel';
 export type { IPanelError } from './errorBanner';
 export type { INotebookBinding } from './runRequests';

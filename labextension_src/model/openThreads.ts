@@ -53,15 +53,17 @@ export class OpenThreads implements IDisposable {
   }
 
   /** Create a thread on the server for a first message; the caller connects it once its run starts. */
-  async create(message: string, notebookPath: string | null): Promise<ThreadModel> {
+  async create(message: string, notebookPath: string | null, agent = 'cellwright'): Promise<ThreadModel> {
     const created = await this._options.api.createThread({
       ...(notebookPath !== null ? { notebook_path: notebookPath } : {}),
+      ...(agent !== 'cellwright' ? { agent } : {}),
       title: message.length > 80 ? message.slice(0, 77) + '...' : message
     });
     return this._add({
       threadId: created.thread_id,
       title: created.title ?? message,
-      notebookPath: created.notebook_path ?? notebookPath
+      notebookPath: created.notebook_path ?? notebookPath,
+      agent: created.agent ?? agent
     });
   }
 
@@ -95,6 +97,7 @@ export class OpenThreads implements IDisposable {
     try {
       const detail = await this._options.api.getThread(thread.threadId);
       if (detail && typeof detail === 'object' && detail.usage) {
+        thread.agent = detail.agent ?? thread.agent;
         thread.setDetail(detail);
       }
     } catch {

@@ -24,6 +24,7 @@ import { ErrorBanner, IPanelError } from './errorBanner';
 import { SettingsModel } from './settings';
 import { IKeyValueStore, LastThreads } from './lastThreads';
 import { healthNotices } from './notices';
+import { AgentChoice } from './agentChoice';
 import { OpenThreads } from './openThreads';
 import { decisionBody, IDecisionExtra, INotebookBinding, startRunBody } from './runRequests';
 import { ServerSetup } from './serverSetup';
@@ -52,6 +53,7 @@ export namespace PanelModel {
 export class PanelModel implements IDisposable {
   constructor(options: PanelModel.IOptions) {
     this.api = options.api;
+    this.agents = new AgentChoice(options.api, () => this._changed.emit());
     this.version = options.version;
     this._lastThreads = new LastThreads(options.storage ?? null);
     this._autonomy = new AutonomyChoice(options.storage ?? null);
@@ -90,6 +92,8 @@ export class PanelModel implements IDisposable {
   readonly draft = new ComposerDraft();
   /** The model endpoint's settings form (GET/PUT config). */
   readonly settings: SettingsModel;
+  /** Which agent a new thread is for (GET agents). */
+  readonly agents: AgentChoice;
 
   /** Emitted when anything the panel shows changes. */
   get changed(): ISignal<this, void> {
@@ -361,7 +365,7 @@ export class PanelModel implements IDisposable {
       let thread = this.thread;
       const wasNew = !thread;
       if (!thread) {
-        thread = await this._threads.create(message, notebook?.path ?? null);
+        thread = await this._threads.create(message, notebook?.path ?? null, this.agents.chosen);
         if (notebook) {
           this._lastThreads.remember(notebook.path, thread.threadId);
         }

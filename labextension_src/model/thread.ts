@@ -23,6 +23,8 @@ export namespace ThreadModel {
     threadId: string;
     title?: string | null;
     notebookPath?: string | null;
+    /** Who answers: "cellwright", or an outside ACP agent hosted by the server. */
+    agent?: string;
   }
 }
 
@@ -32,11 +34,13 @@ export class ThreadModel implements IDisposable {
     this.threadId = options.threadId;
     this.title = options.title ?? null;
     this.notebookPath = options.notebookPath ?? null;
+    this.agent = options.agent ?? 'cellwright';
   }
 
   readonly threadId: string;
   title: string | null;
   notebookPath: string | null;
+  agent: string;
 
   /** The folded events, with what `GET threads/{id}` adds (usage, autonomy) once read. */
   get view(): IThreadView {
