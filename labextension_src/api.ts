@@ -327,6 +327,11 @@ export class CellwrightAPI {
     return this.request<BranchList>(`threads/${enc(threadId)}/branches`, { method: 'GET' });
   }
 
+  /** Continue without waiting for the cell that runs in the background (issue 38). */
+  continueWithoutWaiting(threadId: string): Promise<RunAccepted> {
+    return this.request<RunAccepted>(`threads/${enc(threadId)}/continue`, { method: 'POST' });
+  }
+
   cancel(threadId: string): Promise<void> {
     return this.request<void>(`threads/${enc(threadId)}/cancel`, {
       method: 'POST'

@@ -33,6 +33,8 @@ import { CommandIDs, PLUGIN_ID } from './tokens';
 import { FRONTEND_VERSION } from './version';
 import { CellwrightPanel } from './widgets/CellwrightPanel';
 import { kernelUsagePrefs } from './model/kernelUsage';
+import { noticeBackgroundEnds } from './backgroundNotices';
+import { bundleOf } from './components/translation';
 
 const CATEGORY = 'Cellwright';
 
@@ -107,6 +109,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
         reconcileWhenLoaded(tracker.currentWidget);
       }
     });
+    noticeBackgroundEnds(
+      model.liveEvent,
+      message => Notification.info(message, { autoClose: 10_000 }),
+      bundleOf(translator)
+    );
     model.caughtUp.connect((_, thread) => {
       const notebook = tracker.find(candidate => candidate.context.path === thread.notebookPath);
       if (notebook) {

@@ -22,6 +22,7 @@ import { UserMessageText } from './Mentions';
 import { TodoList } from './TodoList';
 import { UsageFigures } from './Usage';
 import { STATUS_ICON, ToolEntry, ToolResultLine } from './ToolEntry';
+import { CellProgress } from './CellProgress';
 import { RewindControls } from './RewindControls';
 import { SentStep } from './SentRequests';
 import { UndoButtons } from './UndoButtons';
@@ -189,6 +190,7 @@ function Item(props: {
           ) : (
             <ToolEntry item={item} rendermime={rendermime} showAgent={showAgent} />
           )}
+          <CellProgress item={item} model={model} waiting={model.thread?.view.status === 'waiting_for_cell'} />
           {item.undo && !item.rewoundBy && <UndoButtons model={model} item={item} />}
           {!container && <RewindControls model={model} item={item} />}
         </>

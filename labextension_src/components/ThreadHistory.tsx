@@ -1,6 +1,7 @@
 import * as React from 'react';
 
 import { PanelModel } from '../model';
+import { useTrans } from './translation';
 
 /** A timestamp as the server sends it: epoch seconds, or an ISO string. */
 function when(value: number | string): string {
@@ -17,6 +18,7 @@ export function ThreadHistory(props: {
   onPicked: () => void;
 }): JSX.Element {
   const { model } = props;
+  const trans = useTrans();
   const threads = model.threadList;
   const current = model.thread?.threadId;
   return (
@@ -47,7 +49,11 @@ export function ThreadHistory(props: {
               >
                 <span className="cw-history-title">{thread.title || thread.thread_id}</span>
                 <span className="cw-history-meta">
-                  {[thread.notebook_path, when(thread.updated_at), thread.status]
+                  {[
+                    thread.notebook_path,
+                    when(thread.updated_at),
+                    thread.status === 'waiting_for_cell' ? trans.__('running in the background') : thread.status
+                  ]
                     .filter(Boolean)
                     .join(' · ')}
                 </span>

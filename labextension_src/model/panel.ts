@@ -416,6 +416,20 @@ export class PanelModel implements IDisposable {
     }
   }
 
+  /** Let the active thread's run go on without waiting for its background cell (issue 38). */
+  async continueWithoutWaiting(): Promise<void> {
+    const thread = this.thread;
+    if (!thread) {
+      return;
+    }
+    try {
+      await this.api.continueWithoutWaiting(thread.threadId);
+      thread.connect();
+    } catch (error) {
+      this.reportError(error, 'Could not continue without waiting');
+    }
+  }
+
   /** Stop the active thread's run. */
   async cancel(): Promise<void> {
     const thread = this.thread;

@@ -45,7 +45,8 @@ const FINISHED_STATUS: Record<RunStatus, DisplayStatus> = {
   completed: 'idle',
   awaiting_approval: 'awaiting_approval',
   cancelled: 'cancelled',
-  failed: 'failed'
+  failed: 'failed',
+  waiting_for_cell: 'waiting_for_cell'
 };
 
 function newTool(
@@ -189,14 +190,20 @@ function foldStored(view: IThreadView, event: CellwrightEvent): IThreadView {
 
   switch (event.type) {
     case 'run_started': {
-      if (view.status === 'awaiting_approval') {
+      if (view.status === 'waiting_for_cell' && event.message) {
+        // The run goes on after its background cell, with what the user wrote meanwhile.
+        draft.items = [
+          ...draft.items,
+          { kind: 'user', key, text: event.message, autonomy: event.autonomy ?? null }
+        ];
+      } else if (view.status === 'awaiting_approval') {
         // The decision resumes the paused run: the same request, no new message.
         draft.items = mapAll(draft.items, item =>
           item.kind === 'tool' && item.status === 'awaiting_approval'
             ? { ...item, status: 'running' }
             : item
         );
-      } else {
+      } else if (view.status !== 'waiting_for_cell') {
         if (view.status === 'running') {
           // The previous run ended without its run_finished.
           draft.items = settle(draft.items, 'cancelled');
@@ -336,8 +343,20 @@ function foldStored(view: IThreadView, event: CellwrightEvent): IThreadView {
       }));
       break;
     }
+    case 'cell_progress': {
+      draft.items = updateTool(draft.items, event.tool_call_id, () => ({
+        progress: {
+          elapsedS: event.elapsed_s,
+          text: event.text,
+          percent: event.percent ?? null,
+          etaS: event.eta_s ?? null
+        }
+      }));
+      break;
+    }
     case 'cell_finished': {
       draft.items = updateTool(draft.items, event.id, () => ({
+        progress: undefined,
         executionCount: event.execution_count ?? null,
         cellStatus: event.status,
         durationMs: event.duration_ms ?? null,
@@ -422,7 +441,9 @@ function foldStored(view: IThreadView, event: CellwrightEvent): IThreadView {
       const status = FINISHED_STATUS[event.status] ?? 'idle';
       next.status = status;
       const usage = event.usage ?? null;
-      if (status !== 'awaiting_approval') {
+      if (status === 'waiting_for_cell') {
+        next.pendingApproval = null; // the cell's step stays running: it goes on in the kernel
+      } else if (status !== 'awaiting_approval') {
         next.pendingApproval = null;
         draft.items = settle(draft.items, status === 'idle' ? 'ok' : 'cancelled');
       }

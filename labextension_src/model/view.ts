@@ -25,7 +25,9 @@ export type DisplayStatus =
   | 'running'
   | 'awaiting_approval'
   | 'cancelled'
-  | 'failed';
+  | 'failed'
+  /** issue 38: the run ended while its cell goes on in the background; it resumes by itself. */
+  | 'waiting_for_cell';
 
 export type ToolItemStatus =
   | 'running'
@@ -96,6 +98,16 @@ export interface IToolItem {
   inherited?: boolean;
   /** explore (issue 37): how it ran, from its `tool_result`; its outputs are the step's scratchpad. */
   exploration?: IExploration;
+  /** A long cell's last `cell_progress` (issue 38), while it runs. */
+  progress?: ICellProgress;
+}
+
+/** Where a running cell stands: elapsed seconds, its last lines, a bar's percent and ETA if it prints one. */
+export interface ICellProgress {
+  elapsedS: number;
+  text: string;
+  percent: number | null;
+  etaS: number | null;
 }
 
 /** How an explore step ran: in the sandbox unasked, or approved where no sandbox could be had. */
