@@ -1,7 +1,8 @@
 """Cellwright as an ACP client for one hosted agent's thread: what the agent sends (session/update,
 session/request_permission, fs/*) becomes the thread's events and approval cards, and its file
 requests go through the workspace's rules (inside the root, no hidden files, every write approved
-with its diff). Terminals are not offered (clientCapabilities.terminal is false)."""
+with its diff). terminal/* runs through our shell tool's runner, each command approved on a card
+(jupyter_ext.acp_terminals)."""
 
 from __future__ import annotations
 
@@ -15,20 +16,27 @@ from acp.schema import (
     AgentMessageChunk,
     AgentPlanUpdate,
     AllowedOutcome,
+    CreateTerminalResponse,
     DeniedOutcome,
+    KillTerminalResponse,
     PermissionOption,
     ReadTextFileResponse,
+    ReleaseTerminalResponse,
     RequestPermissionResponse,
+    TerminalOutputResponse,
     TextContentBlock,
     ToolCallProgress,
     ToolCallStart,
     ToolCallUpdate,
+    WaitForTerminalExitResponse,
     WriteTextFileResponse,
 )
 
 from agent_core.contract import make_event
 from agent_core.json_types import JsonObject
 from agent_core.workspace import Workspace, WorkspaceError
+
+from .acp_terminals import Terminals
 
 MAX_TEXT_CHARS = 1_000_000  # of an agent's visible answer per run: a flood beyond it is dropped
 MAX_FILE_CHARS = 2_000_000  # what fs/read_text_file and fs/write_text_file carry
@@ -49,6 +57,7 @@ class ThreadSink(Protocol):
     """Where one hosted thread's traffic goes (jupyter_ext.acp_host)."""
 
     workspace: Workspace
+    terminals: Terminals
 
     def emit(self, event: Any) -> None: ...
 
@@ -184,8 +193,34 @@ class ThreadClient:
         except WorkspaceError as exc:
             raise RequestError.invalid_params({"path": exc.message if hasattr(exc, "message") else str(exc)}) from None
 
-    async def create_terminal(self, *args: Any, **kwargs: Any) -> Any:
-        raise RequestError.method_not_found("terminal/create")
+    async def create_terminal(
+        self,
+        session_id: str,
+        command: str,
+        args: list[str] | None = None,
+        env: list[Any] | None = None,
+        cwd: str | None = None,
+        output_byte_limit: int | None = None,
+        **kwargs: Any,
+    ) -> CreateTerminalResponse:
+        self._sink.activity()
+        return await self._sink.terminals.create(command, args, env, cwd, output_byte_limit)
+
+    async def terminal_output(self, session_id: str, terminal_id: str, **kwargs: Any) -> TerminalOutputResponse:
+        self._sink.activity()
+        return await self._sink.terminals.output(terminal_id)
+
+    async def wait_for_terminal_exit(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> WaitForTerminalExitResponse:
+        self._sink.activity()
+        return await self._sink.terminals.wait_for_exit(terminal_id)
+
+    async def kill_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> KillTerminalResponse:
+        return await self._sink.terminals.kill(terminal_id)
+
+    async def release_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> ReleaseTerminalResponse:
+        return await self._sink.terminals.release(terminal_id)
 
 
 def _option(options: list[PermissionOption], kinds: tuple[str, ...]) -> PermissionOption | None:

@@ -11,6 +11,7 @@ import contextlib
 import logging
 import os
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -20,6 +21,7 @@ from agent_core.loop.event_pump import EventPump
 from agent_core.workspace import Workspace
 
 from .acp_client import ThreadClient, UserDecision, new_card_id
+from .acp_terminals import Terminals
 from .errors import BadRequest, Conflict
 
 if TYPE_CHECKING:
@@ -63,13 +65,16 @@ class HostedThread:
     workspace: Workspace
     threads: ThreadStore
     idle_timeout: float
+    command_timeout: Callable[[], float]
     mcp_server: JsonObject | None = None
     client: ThreadClient = field(init=False)
+    terminals: Terminals = field(init=False)
     agent_process: _Process | None = None
     pump: EventPump | None = None
     task: asyncio.Task[None] | None = None
     run_id: str = ""
     message: str = ""
+    active: bool = False  # from the message until its run_finished is written (readers follow it meanwhile)
     paused: bool = False  # a card is open: the segment ended awaiting_approval, the agent's turn goes on
     held: list[Any] = field(default_factory=list)  # what the agent sends while paused
     pending: _Pending | None = None
@@ -80,6 +85,7 @@ class HostedThread:
 
     def __post_init__(self) -> None:
         self.client = ThreadClient(self)
+        self.terminals = Terminals(self.workspace, self.command_timeout, self.ask)
 
     # -- the sink the ACP client reports to
 
@@ -174,7 +180,7 @@ class HostedThread:
             answer = await conn.initialize(
                 protocol_version=PROTOCOL_VERSION,
                 client_capabilities=ClientCapabilities(
-                    fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=False
+                    fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=True
                 ),
                 client_info=Implementation(name="cellwright", title="Cellwright", version=__version__),
             )
@@ -194,6 +200,7 @@ class HostedThread:
 
     async def close_process(self) -> None:
         """End the agent process (killed if it does not go): the next message starts a new one."""
+        await self.terminals.close()
         hosted, self.agent_process = self.agent_process, None
         if hosted is None:
             return
@@ -254,7 +261,7 @@ class HostedThread:
             await self._finish(status)
 
     async def _finish(self, status: RunStatus) -> None:
-        pump, self.pump = self.pump, None
+        pump, self.pump, self.active = self.pump, None, False  # readers close at the run_finished below
         await self.threads.update(self.thread_id, status=status)
         if pump is not None:
             pump(make_event("run_finished", status=status))
@@ -264,16 +271,19 @@ class HostedThread:
 class AcpHost:
     """The hosted threads of one server (made on first use; their processes end with it)."""
 
-    def __init__(self, threads: ThreadStore, workspace: Workspace, idle_timeout: float) -> None:
+    def __init__(
+        self, threads: ThreadStore, workspace: Workspace, idle_timeout: float, command_timeout: Callable[[], float]
+    ) -> None:
         self._store = threads
         self._workspace = workspace
         self._idle_timeout = idle_timeout
+        self._command_timeout = command_timeout
         self._hosted: dict[str, HostedThread] = {}
         self.mcp_server: JsonObject | None = None  # our MCP endpoint, offered to each agent
 
     def is_running(self, thread_id: str) -> bool:
         hosted = self._hosted.get(thread_id)
-        return hosted is not None and hosted.task is not None and not hosted.task.done() and not hosted.paused
+        return hosted is not None and hosted.active and not hosted.paused
 
     def pending(self, thread_id: str) -> JsonObject | None:
         hosted = self._hosted.get(thread_id)
@@ -282,17 +292,26 @@ class AcpHost:
         return {k: v for k, v in hosted.pending.event.items() if k not in ("type", "seq", "thread_id", "run_id")}
 
     async def start_run(self, record: ThreadRecord, config: AcpAgentConfig, message: str) -> str:
-        if self.is_running(record.thread_id):
+        busy = self._hosted.get(record.thread_id)
+        if busy is not None and busy.active:  # running, or waiting for a decision
             raise Conflict("A run of this thread is active: wait for it to finish or press Stop.", "run_active")
-        hosted = self._hosted.get(record.thread_id)
+        if busy is not None and busy.task is not None:  # its run_finished is written: only its task ends now
+            await asyncio.wait({busy.task})
+        hosted = busy
         if hosted is None or hosted.config != config:
             if hosted is not None:
                 await hosted.close_process()
             hosted = HostedThread(
-                record.thread_id, config, self._workspace, self._store, self._idle_timeout, self.mcp_server
+                record.thread_id,
+                config,
+                self._workspace,
+                self._store,
+                self._idle_timeout,
+                self._command_timeout,
+                self.mcp_server,
             )
             self._hosted[record.thread_id] = hosted
-        hosted.message, hosted.stopped, hosted.cards = message, False, 0
+        hosted.message, hosted.stopped, hosted.cards, hosted.active = message, False, 0, True
         hosted.client.new_run()
         run_id = hosted.open_segment()
         await self._store.update(record.thread_id, status="running", last_run_id=run_id)

@@ -38,7 +38,12 @@ def host(handler: CellwrightHandler) -> AcpHost:
     if getattr(app, "acp_host", None) is None:
         from .acp_host import AcpHost
 
-        app.acp_host = AcpHost(app.threads, app.workspace, getattr(app, "acp_idle_timeout", IDLE_TIMEOUT))
+        app.acp_host = AcpHost(
+            app.threads,
+            app.workspace,
+            getattr(app, "acp_idle_timeout", IDLE_TIMEOUT),
+            lambda: float(app.configuration.command_timeout),
+        )
         app.acp_host.mcp_server = _our_mcp(handler)
         app.run_manager.hosted_running = app.acp_host.is_running  # event streams follow hosted runs
     return app.acp_host

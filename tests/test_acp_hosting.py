@@ -4,13 +4,15 @@ permission requests and file writes are our approval cards, and what a hostile o
 
 from __future__ import annotations
 
+import asyncio
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import Api, of_type
+from tests.conftest import NOTEBOOK, Api, of_type
 
 ROOT = str(Path(__file__).resolve().parent.parent)
 AGENT = {"command": sys.executable, "args": ["-m", "tests.acp.sdk_agent"], "env": {"PYTHONPATH": ROOT}}
@@ -19,7 +21,7 @@ AGENT = {"command": sys.executable, "args": ["-m", "tests.acp.sdk_agent"], "env"
 @pytest.fixture
 def cellwright_config(cellwright_config: dict[str, Any]) -> dict[str, Any]:
     missing = {"command": "codex-acp-not-installed-here"}
-    return {**cellwright_config, "acp_agents": {"sdk": AGENT, "Codex": missing}}
+    return {**cellwright_config, "acp_agents": {"sdk": AGENT, "Codex": missing}, "command_timeout": 3.0}
 
 
 @pytest.fixture
@@ -71,6 +73,9 @@ async def test_agents_are_listed_and_a_thread_names_its_agent(api: Api, hosted: 
     events = await ask(api, thread, "hello there")
     assert answer(events) == "echo: hello there" and events[-1]["status"] == "completed"
     assert events[0]["type"] == "run_started" and events[0]["agent"] == "sdk"
+    # A reconnect replays the outside agent's thread as our own: every event after the last seen, once.
+    replayed = await api.events(thread, headers={"Last-Event-ID": str(events[1]["seq"])})
+    assert [e["seq"] for e in replayed] == [e["seq"] for e in events[2:]]
 
 
 async def test_a_write_waits_for_both_cards_and_a_rejection_leaves_nothing(
@@ -116,7 +121,7 @@ async def test_a_hostile_agent_is_contained(api: Api, hosted: Any, jp_root_dir: 
     events = await ask(api, thread, "read .hidden", seq)
     assert "read refused" in answer(events)
 
-    events = await ask(api, thread, "flood", events[-1]["seq"])  # 2 MB of chunks: bounded, stored coalesced
+    events = await ask(api, thread, "flood", events[-1]["seq"])  # 1.2 MB in 2000 chunks: bounded, stored coalesced
     assert events[-1]["status"] == "completed" and len(answer(events)) <= 1_000_000
     code, _ = await api.call("GET", "health")
     assert code == 200
@@ -131,6 +136,52 @@ async def test_a_hostile_agent_is_contained(api: Api, hosted: Any, jp_root_dir: 
         events = await ask(api, thread, message, events[-1]["seq"])
         if why:
             assert events[-1]["status"] == "failed" and why in of_type(events, "error")[-1]["message"], events
+    assert events[-1]["status"] == "completed" and answer(events) == "still here"  # lines not JSON-RPC: skipped
     # After all that, the next message starts the agent afresh and is answered.
     events = await ask(api, thread, "still alive?", events[-1]["seq"])
     assert answer(events) == "echo: still alive?"
+
+
+async def test_a_terminal_command_asks_and_runs_with_our_timeout(api: Api, hosted: Any, jp_root_dir: Path) -> None:
+    thread = await agent_thread(api)
+    events = await ask(api, thread, "run echo out; echo err >&2")
+    card = of_type(events, "approval_required")[-1]
+    assert card["name"] == "execute_command" and card["command"] == "bash -c 'echo out; echo err >&2'"
+    await api.approve(thread, card["id"])
+    events = await until(api, thread, events[-1]["seq"], ("run_finished",))
+    assert "output: out\nerr exit: 0" in answer(events)
+
+    events = await ask(api, thread, "run sleep 60", events[-1]["seq"])
+    await api.approve(thread, of_type(events, "approval_required")[-1]["id"])
+    events = await until(api, thread, events[-1]["seq"], ("run_finished",))
+    assert "exit: None SIGKILL" in answer(events)  # stopped by c.Cellwright.command_timeout (3 s here)
+
+    events = await ask(api, thread, "run touch made.txt", events[-1]["seq"])
+    await api.approve(thread, of_type(events, "approval_required")[-1]["id"], "reject", reason="no files")
+    events = await until(api, thread, events[-1]["seq"], ("run_finished",))
+    assert "terminal refused" in answer(events) and "no files" in answer(events)
+    assert not (jp_root_dir / "made.txt").exists()
+
+
+async def test_the_agent_gets_our_mcp_endpoint_and_its_cell_waits_for_approval(
+    api: Api, hosted: Any, notebook_kernel: str
+) -> None:
+    hosted.acp_idle_timeout = 60.0  # the agent is silent while its MCP call waits for the user
+    thread = await agent_thread(api)
+    call = json.dumps({"code": "print(6 * 7)", "notebook_path": NOTEBOOK})
+    await api.call("POST", f"threads/{thread}/runs", {"message": f"mcp run_cell {call}"}, expect=202)
+    mcp_thread, card = None, None
+    while card is None:  # the MCP call's card, on the thread of the agent's MCP client
+        _, listed = await api.call("GET", "threads", expect=200)
+        mcp_thread = next((t["thread_id"] for t in listed["threads"] if t["title"] == "SDK agent via MCP"), None)
+        if mcp_thread is not None:
+            _, detail = await api.call("GET", f"threads/{mcp_thread}", expect=200)
+            card = detail["pending_approval"]
+        if card is None:
+            await asyncio.sleep(0.1)  # polled as the panel's list of waiting threads is
+    assert card["name"] == "run_cell" and card["args"]["code"] == "print(6 * 7)"
+    await api.approve(str(mcp_thread), card["id"])
+    events = await until(api, thread, 0, ("run_finished",))
+    assert "mcp cellwright ok" in answer(events) and "42" in answer(events)
+    cells = [e for e in of_type(await api.events(str(mcp_thread)), "cell_started") if not e.get("waiting_for_kernel")]
+    assert len(cells) == 1  # in the notebook once

@@ -2,7 +2,9 @@
 Each prompt's first word picks what it does, so one process can play several turns:
   write <path> <text>: plan, tool call, permission, then fs/write_text_file; says what came back
   read <path>: fs/read_text_file, answers the text
-  flood: 20000 message chunks, then "flood done"
+  run <command line>: terminal/create (bash -c), waits for its exit, answers its output and status
+  mcp <tool> <json arguments>: calls the tool on the MCP server session/new offered, answers the result
+  flood: 2000 message chunks of 600 characters, then "flood done"
   spam: 1000 permission requests at once
   hang: never answers (until session/cancel, which it ignores)
   die: exits mid-turn
@@ -11,28 +13,59 @@ Each prompt's first word picks what it does, so one process can play several tur
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from typing import Any
 
 from acp import PROTOCOL_VERSION, RequestError, run_agent
 from acp.helpers import plan_entry, start_tool_call, update_agent_message_text, update_plan, update_tool_call
-from acp.schema import AgentCapabilities, InitializeResponse, NewSessionResponse, PermissionOption, PromptResponse
+from acp.schema import (
+    AgentCapabilities,
+    InitializeResponse,
+    McpCapabilities,
+    NewSessionResponse,
+    PermissionOption,
+    PromptResponse,
+)
 
 
 class SdkAgent:
     def __init__(self) -> None:
         self._conn: Any = None
         self._cancelled = asyncio.Event()
+        self._mcp: list[Any] = []
 
     def on_connect(self, conn: Any) -> None:
         self._conn = conn
 
     async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
-        return InitializeResponse(protocol_version=PROTOCOL_VERSION, agent_capabilities=AgentCapabilities())
+        capabilities = AgentCapabilities(mcp_capabilities=McpCapabilities(http=True))
+        return InitializeResponse(protocol_version=PROTOCOL_VERSION, agent_capabilities=capabilities)
 
     async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
+        self._mcp = list(mcp_servers or [])
         return NewSessionResponse(session_id="s1")
+
+    async def call_mcp(self, tool: str, arguments: dict[str, Any]) -> str:
+        """The MCP server Cellwright offered in session/new, called with the official mcp client."""
+        import mcp_types as types
+        from mcp import ClientSession
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        if not self._mcp:
+            return "no MCP server was offered"
+        server = self._mcp[0]
+        headers = {h.name: h.value for h in server.headers}
+        async with create_mcp_http_client(headers=headers) as http:
+            async with streamable_http_client(server.url, http_client=http) as (read, write):
+                info = types.Implementation(name="SDK agent", version="1.0")
+                async with ClientSession(read, write, client_info=info) as session:
+                    await session.initialize()
+                    result = await session.call_tool(tool, arguments, read_timeout_seconds=60)
+        text = "".join(part.text for part in result.content if isinstance(part, types.TextContent))
+        return f"mcp {server.name} {'error' if result.is_error else 'ok'}: {text}"
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         self._cancelled.set()
@@ -41,7 +74,8 @@ class SdkAgent:
         await self._conn.session_update(session_id=session_id, update=update_agent_message_text(text))
 
     async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
-        words = "".join(getattr(block, "text", "") for block in prompt).split(" ", 2)
+        text = "".join(getattr(block, "text", "") for block in prompt)
+        words = text.split(" ", 2) if not text.startswith("run ") else text.split(" ")
         mode = words[0]
         if mode == "write":
             await self._conn.session_update(
@@ -77,9 +111,22 @@ class SdkAgent:
                 await self.say(session_id, f"read: {read.content}")
             except RequestError as exc:
                 await self.say(session_id, f"read refused: {exc.data}")
+        elif mode == "run":
+            line = " ".join(words[1:])
+            try:
+                terminal = await self._conn.create_terminal(session_id=session_id, command="bash", args=["-c", line])
+            except RequestError as exc:
+                await self.say(session_id, f"terminal refused: {exc.data}")
+                return PromptResponse(stop_reason="end_turn")
+            exited = await self._conn.wait_for_terminal_exit(session_id=session_id, terminal_id=terminal.terminal_id)
+            output = await self._conn.terminal_output(session_id=session_id, terminal_id=terminal.terminal_id)
+            await self._conn.release_terminal(session_id=session_id, terminal_id=terminal.terminal_id)
+            await self.say(session_id, f"output: {output.output.strip()} exit: {exited.exit_code} {exited.signal}")
+        elif mode == "mcp":
+            await self.say(session_id, await self.call_mcp(words[1], json.loads(words[2])))
         elif mode == "flood":
-            for _i in range(20000):
-                await self.say(session_id, "x" * 100)
+            for _i in range(2000):
+                await self.say(session_id, "x" * 600)
             await self.say(session_id, "flood done")
         elif mode == "spam":
             options = [PermissionOption(option_id="yes", name="Allow", kind="allow_once")]
