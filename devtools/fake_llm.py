@@ -1,7 +1,7 @@
 """A scripted fake OpenAI-compatible chat-completions server (standard library only).
 
-Each POST /v1/chat/completions consumes the next scripted reply; the test then
-inspects ``llm.requests`` to see what the client sent. POST /v1/completions (the legacy
+Each POST /v1/chat/completions (or /v1/responses, devtools/fake_llm_responses.py) consumes the next
+scripted reply; the test then inspects ``llm.requests`` to see what the client sent. POST /v1/completions (the legacy
 endpoint, fill-in-the-middle with ``suffix``) consumes the same script, unless the fake is made
 with ``completions=False`` (then it answers 404, as a chat-only endpoint does); while it streams,
 the server watches its connection and notes in ``closed`` when the client hung up.
@@ -139,6 +139,9 @@ class _Handler(LegacyCompletions, BaseHTTPRequestHandler):
             return
         if self.path.rstrip("/") == "/v1/completions":
             self.fake.refused_completions += 1
+        if self.path.rstrip("/") == "/v1/responses":  # the Responses API (Codex): same script
+            self._responses(raw)
+            return
         if self.path.rstrip("/") != "/v1/chat/completions":
             self._send_json(404, error_body(f"unknown path {self.path}", "invalid_request_error"))
             return
@@ -175,6 +178,27 @@ class _Handler(LegacyCompletions, BaseHTTPRequestHandler):
             self._hang()
         else:
             self._send_json(200, self.fake._completion(body, reply), reply.headers)
+
+    def _responses(self, raw: bytes) -> None:
+        from devtools.fake_llm_responses import response_events, sse
+
+        body = json.loads(raw or b"{}")
+        reply = self.fake._next_reply(body, {k.lower(): v for k, v in self.headers.items()}, raw, "/v1/responses")
+        if reply.status != 200:
+            self._send_json(reply.status, reply.error_body or error_body("error"), reply.headers)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        try:
+            for event in response_events(reply, self.fake._tool_calls(reply), len(self.fake.requests)):
+                self._write_chunk(sse(event))
+            if reply.hang:
+                self._hang()
+            self._write_chunk(b"")
+        except (_Stopped, ConnectionError):
+            self.close_connection = True
 
     def _stream(self, body: dict, reply: Reply) -> None:
         self.send_response(200)
