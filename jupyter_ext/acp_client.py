@@ -7,6 +7,7 @@ with its diff). terminal/* runs through our shell tool's runner, each command ap
 from __future__ import annotations
 
 import difflib
+import shlex
 import uuid
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -18,6 +19,7 @@ from acp.schema import (
     AllowedOutcome,
     CreateTerminalResponse,
     DeniedOutcome,
+    FileEditToolCallContent,
     KillTerminalResponse,
     PermissionOption,
     ReadTextFileResponse,
@@ -137,14 +139,19 @@ class ThreadClient:
             "name": _bounded(str(tool_call.kind or "permission"), 60),
             "args": args,
             "description": title,
+            **_what_it_does(tool_call),
         }
         decision = await self._sink.ask(card)
         chosen = _option(
             options, ("allow_once", "allow_always") if decision.approved else ("reject_once", "reject_always")
         )
+        # ACP's answer has no field for a reason: it goes in _meta, for an agent that reads it.
+        meta = {"cellwright": {"reason": decision.reason[:2000]}} if decision.reason else None
         if decision.stopped or chosen is None:
-            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
-        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=chosen.option_id))
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"), field_meta=meta)
+        return RequestPermissionResponse(
+            outcome=AllowedOutcome(outcome="selected", option_id=chosen.option_id), field_meta=meta
+        )
 
     async def read_text_file(
         self, session_id: str, path: str, line: int | None = None, limit: int | None = None, **kwargs: Any
@@ -221,6 +228,32 @@ class ThreadClient:
 
     async def release_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> ReleaseTerminalResponse:
         return await self._sink.terminals.release(terminal_id)
+
+
+def _what_it_does(tool_call: ToolCallUpdate) -> JsonObject:
+    """What the card shows besides the title: the command an `execute` call runs, the diff of an edit."""
+    shown: JsonObject = {}
+    raw = tool_call.raw_input if isinstance(tool_call.raw_input, dict) else {}
+    command = raw.get("command")
+    if isinstance(command, list) and all(isinstance(part, str) for part in command):
+        command = shlex.join(command)
+    if isinstance(command, str) and command:
+        shown["command"] = _bounded(command, MAX_SUMMARY_CHARS * 4)
+    diffs = [
+        "".join(
+            difflib.unified_diff(
+                (item.old_text or "").splitlines(keepends=True),
+                item.new_text.splitlines(keepends=True),
+                f"a/{item.path}",
+                f"b/{item.path}",
+            )
+        )
+        for item in (tool_call.content or [])[:20]
+        if isinstance(item, FileEditToolCallContent)
+    ]
+    if diffs:
+        shown["diff"] = "".join(diffs)[:MAX_FILE_CHARS]
+    return shown
 
 
 def _option(options: list[PermissionOption], kinds: tuple[str, ...]) -> PermissionOption | None:

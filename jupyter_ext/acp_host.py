@@ -83,6 +83,8 @@ class HostedThread:
     last_activity: float = 0.0
     _asking: asyncio.Lock = field(default_factory=asyncio.Lock)
 
+    had_turns: bool = False  # the thread has earlier turns: a new process does not remember them
+
     def __post_init__(self) -> None:
         self.client = ThreadClient(self)
         self.terminals = Terminals(self.workspace, self.command_timeout, self.ask)
@@ -174,7 +176,8 @@ class HostedThread:
                     *self.config.args,
                     env=env,
                     cwd=str(self.workspace.root),
-                    transport_kwargs={"limit": STDIO_LIMIT},
+                    # stderr unread would fill its pipe and stall a chatty agent; it may hold its secrets
+                    transport_kwargs={"limit": STDIO_LIMIT, "stderr": asyncio.subprocess.DEVNULL},
                 )
             )
             answer = await conn.initialize(
@@ -204,8 +207,7 @@ class HostedThread:
         hosted, self.agent_process = self.agent_process, None
         if hosted is None:
             return
-        with contextlib.suppress(ProcessLookupError):
-            hosted.process.kill()
+        _kill_tree(hosted.process.pid)
         with contextlib.suppress(Exception):
             await asyncio.wait_for(hosted.stack.aclose(), STOP_GRACE)
 
@@ -217,7 +219,19 @@ class HostedThread:
         status: RunStatus = "completed"
         loop = asyncio.get_running_loop()
         try:
+            fresh = self.agent_process is None
             hosted = await self.session()
+            if fresh and self.had_turns:  # no session/load yet: say what the agent lost
+                self.emit(
+                    make_event(
+                        "error",
+                        kind="agent_process",
+                        message=f"{self.config.name} was started afresh: it does not remember this thread's earlier "
+                        "turns (its process ended). They are still shown here.",
+                        retryable=False,
+                    )
+                )
+            self.had_turns = True
             self.activity()
             prompt = asyncio.ensure_future(
                 hosted.conn.prompt(session_id=hosted.session_id, prompt=[text_block(message)])
@@ -268,6 +282,21 @@ class HostedThread:
             await pump.drain()
 
 
+def _kill_tree(pid: int) -> None:
+    """Kill the agent's process and every process under it: a launcher (npx, a node wrapper) that
+    dies alone leaves the real agent running, holding our pipes."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        processes = [*root.children(recursive=True), root]
+    except psutil.NoSuchProcess:
+        return
+    for process in processes:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.kill()
+
+
 class AcpHost:
     """The hosted threads of one server (made on first use; their processes end with it)."""
 
@@ -312,6 +341,7 @@ class AcpHost:
             )
             self._hosted[record.thread_id] = hosted
         hosted.message, hosted.stopped, hosted.cards, hosted.active = message, False, 0, True
+        hosted.had_turns = hosted.had_turns or bool(record.last_run_id)
         hosted.client.new_run()
         run_id = hosted.open_segment()
         await self._store.update(record.thread_id, status="running", last_run_id=run_id)

@@ -47,7 +47,7 @@ async def test_codex_asks_on_our_cards_and_stops(api: Api, fake_llm: FakeLLM, jp
 
     events = await ask(api, thread_id, "make a file")
     card = of_type(events, "approval_required")[-1]
-    assert "echo hi > made.txt" in card["description"]
+    assert "echo hi > made.txt" in card["description"] and "echo hi > made.txt" in card["command"]
     assert not (jp_root_dir / "made.txt").exists()  # nothing runs before the decision
     await api.approve(thread_id, card["id"])
     events = await until(api, thread_id, events[-1]["seq"], ("run_finished",))

@@ -21,7 +21,7 @@ AGENT = {"command": sys.executable, "args": ["-m", "tests.acp.sdk_agent"], "env"
 @pytest.fixture
 def cellwright_config(cellwright_config: dict[str, Any]) -> dict[str, Any]:
     missing = {"command": "codex-acp-not-installed-here"}
-    return {**cellwright_config, "acp_agents": {"sdk": AGENT, "Codex": missing}, "command_timeout": 3.0}
+    return {**cellwright_config, "acp_agents": {"sdk": AGENT, "Codex": missing}, "command_timeout": 2.0}
 
 
 @pytest.fixture
@@ -136,6 +136,8 @@ async def test_a_hostile_agent_is_contained(api: Api, hosted: Any, jp_root_dir: 
         events = await ask(api, thread, message, events[-1]["seq"])
         if why:
             assert events[-1]["status"] == "failed" and why in of_type(events, "error")[-1]["message"], events
+        if message != "hang":  # a new process after the last one was stopped: the thread says so
+            assert "started afresh" in of_type(events, "error")[0]["message"]
     assert events[-1]["status"] == "completed" and answer(events) == "still here"  # lines not JSON-RPC: skipped
     # After all that, the next message starts the agent afresh and is answered.
     events = await ask(api, thread, "still alive?", events[-1]["seq"])
@@ -154,7 +156,7 @@ async def test_a_terminal_command_asks_and_runs_with_our_timeout(api: Api, hoste
     events = await ask(api, thread, "run sleep 60", events[-1]["seq"])
     await api.approve(thread, of_type(events, "approval_required")[-1]["id"])
     events = await until(api, thread, events[-1]["seq"], ("run_finished",))
-    assert "exit: None SIGKILL" in answer(events)  # stopped by c.Cellwright.command_timeout (3 s here)
+    assert "exit: None SIGKILL" in answer(events)  # stopped by c.Cellwright.command_timeout (2 s here)
 
     events = await ask(api, thread, "run touch made.txt", events[-1]["seq"])
     await api.approve(thread, of_type(events, "approval_required")[-1]["id"], "reject", reason="no files")
