@@ -10,6 +10,7 @@ import difflib
 import shlex
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from acp import RequestError
@@ -53,6 +54,7 @@ class UserDecision:
     approved: bool
     reason: str = ""
     stopped: bool = False
+    card_id: str = ""  # the card it was made on
 
 
 class ThreadSink(Protocol):
@@ -66,6 +68,8 @@ class ThreadSink(Protocol):
     def activity(self) -> None: ...
 
     async def ask(self, card: JsonObject) -> UserDecision: ...
+
+    def wrote(self, card_id: str, path: Path, before: str | None, after: str) -> None: ...
 
 
 class ThreadClient:
@@ -190,8 +194,10 @@ class ThreadClient:
         if not decision.approved:
             why = decision.reason or ("the run was stopped" if decision.stopped else "the user rejected the write")
             raise RequestError.invalid_request({"rejected": _bounded(why, 2000)})
+        existed = target.is_file()
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(content, encoding="utf-8")
+        self._sink.wrote(decision.card_id, target, before if existed else None, content)  # for undo
         return WriteTextFileResponse()
 
     def _resolve(self, path: str) -> Any:

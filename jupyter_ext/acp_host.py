@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from agent_core.contract import make_event
@@ -34,6 +36,7 @@ log = logging.getLogger(__name__)
 
 START_TIMEOUT = 60.0  # seconds for the process to answer initialize and session/new
 STOP_GRACE = 5.0  # seconds an agent has to end its turn after session/cancel before it is killed
+MAX_UNDOABLE = 100  # approved file writes per thread kept for undo (in memory: not across a restart)
 MAX_CARDS_PER_RUN = 200  # permission requests beyond it are answered cancelled without a card
 STDIO_LIMIT = 4 * 1024 * 1024  # bytes of one JSON-RPC line from the agent
 
@@ -46,6 +49,13 @@ class AgentGone(Exception):
 class _Pending:
     event: JsonObject
     decided: asyncio.Future[UserDecision]
+
+
+@dataclass(frozen=True)
+class _Written:
+    path: Path
+    before: str | None  # None: the write created the file
+    after: str
 
 
 @dataclass
@@ -84,6 +94,7 @@ class HostedThread:
     _asking: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     had_turns: bool = False  # the thread has earlier turns: a new process does not remember them
+    written: dict[str, _Written] = field(default_factory=dict)  # approved fs writes, by card id: for undo
 
     def __post_init__(self) -> None:
         self.client = ThreadClient(self)
@@ -132,7 +143,7 @@ class HostedThread:
             pump(make_event("run_finished", status="awaiting_approval"))
             await pump.drain()
             try:
-                decision = await self.pending.decided
+                decision = dataclasses.replace(await self.pending.decided, card_id=str(event["id"]))
             finally:
                 self.pending = None
             self.emit(
@@ -148,6 +159,31 @@ class HostedThread:
             await self.threads.update(self.thread_id, status="running")
             self.activity()
             return decision
+
+    def wrote(self, card_id: str, path: Path, before: str | None, after: str) -> None:
+        if len(self.written) >= MAX_UNDOABLE:  # the oldest write stops being undoable
+            self.written.pop(next(iter(self.written)))
+        self.written[card_id] = _Written(path, before, after)
+
+    def undo(self, card_id: str) -> tuple[list[str], list[str]]:
+        """Put a file the agent wrote back as it was before (deleted, if the write made it): the
+        paths restored, and removed."""
+        written = self.written.get(card_id)
+        if written is None:
+            raise Conflict(f"{card_id[:200]!r} is no file write of this thread that can be undone.", "conflict")
+        relative = str(written.path.relative_to(self.workspace.root))
+        try:
+            now = written.path.read_text(encoding="utf-8") if written.path.is_file() else None
+        except OSError:
+            now = None
+        if now != written.after:
+            raise Conflict(f"{relative} changed after the agent wrote it: it is left as it is.", "conflict")
+        if written.before is None:
+            written.path.unlink()
+        else:
+            written.path.write_text(written.before, encoding="utf-8")
+        del self.written[card_id]
+        return ([], [relative]) if written.before is None else ([relative], [])
 
     # -- the agent process
 
@@ -359,6 +395,20 @@ class AcpHost:
             await self._store.update(thread_id, status="running", last_run_id=run_id)
             hosted.pending.decided.set_result(UserDecision(decision.decision == "approve", decision.reason or ""))
         return hosted.run_id
+
+    async def undo(self, thread_id: str, card_id: str) -> JsonObject:
+        hosted = self._hosted.get(thread_id)
+        if hosted is None:
+            raise Conflict(f"{card_id[:200]!r} is no file write of this thread that can be undone.", "conflict")
+        if hosted.active:
+            raise Conflict(
+                "A run of this thread is active: undo its steps once it has finished or stopped.", "run_active"
+            )
+        restored, removed = hosted.undo(card_id)
+        pump = EventPump(self._store.events, thread_id, hosted.run_id, agent=hosted.config.name)
+        pump(make_event("step_undone", id=card_id, restored=restored, removed=removed, not_undone=[]))
+        await pump.drain()
+        return {"restored": restored, "removed": removed, "not_undone": []}
 
     async def cancel(self, thread_id: str) -> None:
         """Stop: open cards answered cancelled, session/cancel, and the process killed if it does not end its turn."""

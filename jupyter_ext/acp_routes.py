@@ -82,6 +82,12 @@ async def decide(handler: CellwrightHandler, thread_id: str, call_id: str, decis
     return await host(handler).decide(thread_id, call_id, decision)
 
 
+async def undo(handler: CellwrightHandler, thread_id: str, call_id: str) -> dict[str, Any] | None:
+    if await hosted_config(handler, thread_id) is None:
+        return None
+    return await host(handler).undo(thread_id, call_id)
+
+
 async def cancel(handler: CellwrightHandler, thread_id: str) -> bool:
     if await hosted_config(handler, thread_id) is None:
         return False

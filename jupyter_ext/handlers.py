@@ -188,7 +188,8 @@ class UndoHandler(CellwrightHandler):
     @web.authenticated
     @authorized
     async def post(self, thread_id: str, tool_call_id: str) -> None:
-        self.write_json(await self.runs.undo(thread_id, tool_call_id))
+        hosted = await acp_routes.undo(self, thread_id, tool_call_id)  # an outside agent's file write
+        self.write_json(hosted if hosted is not None else await self.runs.undo(thread_id, tool_call_id))
 
 
 class CancelHandler(CellwrightHandler):

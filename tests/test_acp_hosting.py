@@ -100,6 +100,12 @@ async def test_a_write_waits_for_both_cards_and_a_rejection_leaves_nothing(
     events = await until(api, thread, events[-1]["seq"], ("run_finished",))
     assert (jp_root_dir / "notes.txt").read_text() == "hello from the agent"
     assert "write: written" in answer(events) and events[-1]["status"] == "completed"
+    # Undone as our own steps are: the file the write made goes; the permission card has nothing to undo.
+    code, _ = await api.call("POST", f"threads/{thread}/undo/{permission['id']}", {})
+    assert code == 409
+    _, undone = await api.call("POST", f"threads/{thread}/undo/{write['id']}", {}, expect=200)
+    assert undone["removed"] == ["notes.txt"] and not (jp_root_dir / "notes.txt").exists()
+    assert of_type(await api.events(thread, events[-1]["seq"]), "step_undone")[0]["id"] == write["id"]
 
     events = await ask(api, thread, "write other.txt never", events[-1]["seq"])
     card = of_type(events, "approval_required")[-1]
