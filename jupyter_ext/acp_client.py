@@ -44,6 +44,7 @@ from .acp_terminals import Terminals
 MAX_TEXT_CHARS = 1_000_000  # of an agent's visible answer per run: a flood beyond it is dropped
 MAX_FILE_CHARS = 2_000_000  # what fs/read_text_file and fs/write_text_file carry
 MAX_SUMMARY_CHARS = 500
+MAX_OPEN_CALLS = 1000  # the agent's tool calls whose end is awaited, to name it
 PLAN_STATUS = {"pending": "pending", "in_progress": "in_progress", "completed": "completed"}
 
 
@@ -97,7 +98,8 @@ class ThreadClient:
                 self._sink.emit(make_event("token", text=text))
         elif isinstance(update, ToolCallStart):
             name = _bounded(update.kind or "tool", 60)
-            self._calls[update.tool_call_id] = name
+            if len(self._calls) < MAX_OPEN_CALLS:
+                self._calls[update.tool_call_id] = name
             args: JsonObject = {"title": _bounded(update.title, MAX_SUMMARY_CHARS)}
             self._sink.emit(
                 make_event("tool_call", id=_call_id(update.tool_call_id), name=name, args=args, needs_approval=False)

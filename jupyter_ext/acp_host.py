@@ -37,7 +37,8 @@ log = logging.getLogger(__name__)
 START_TIMEOUT = 60.0  # seconds for the process to answer initialize and session/new
 STOP_GRACE = 5.0  # seconds an agent has to end its turn after session/cancel before it is killed
 MAX_UNDOABLE = 100  # approved file writes per thread kept for undo (in memory: not across a restart)
-MAX_CARDS_PER_RUN = 200  # permission requests beyond it are answered cancelled without a card
+MAX_CARDS_PER_RUN = 200
+MAX_EVENTS_PER_RUN = 5000  # what an agent's updates may add to the log in one turn; the rest is dropped  # permission requests beyond it are answered cancelled without a card
 STDIO_LIMIT = 4 * 1024 * 1024  # bytes of one JSON-RPC line from the agent
 
 
@@ -90,6 +91,7 @@ class HostedThread:
     pending: _Pending | None = None
     stopped: bool = False
     cards: int = 0
+    events: int = 0  # this turn's
     last_activity: float = 0.0
     _asking: asyncio.Lock = field(default_factory=asyncio.Lock)
 
@@ -103,6 +105,17 @@ class HostedThread:
     # -- the sink the ACP client reports to
 
     def emit(self, event: Any) -> None:
+        self.events += 1
+        if self.events == MAX_EVENTS_PER_RUN:  # a flood: said once, then dropped
+            event = make_event(
+                "error",
+                kind="agent_process",
+                message=f"{self.config.name} sent more than {MAX_EVENTS_PER_RUN} updates in this turn: "
+                "the rest are not shown.",
+                retryable=False,
+            )
+        elif self.events > MAX_EVENTS_PER_RUN and event.get("type") not in ("approval_required", "tool_result"):
+            return
         if self.pump is not None:
             self.pump(event)
         elif self.paused and len(self.held) < 1000:
@@ -376,7 +389,7 @@ class AcpHost:
                 self.mcp_server,
             )
             self._hosted[record.thread_id] = hosted
-        hosted.message, hosted.stopped, hosted.cards, hosted.active = message, False, 0, True
+        hosted.message, hosted.stopped, hosted.cards, hosted.events, hosted.active = message, False, 0, 0, True
         hosted.had_turns = hosted.had_turns or bool(record.last_run_id)
         hosted.client.new_run()
         run_id = hosted.open_segment()

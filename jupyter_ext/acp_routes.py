@@ -96,6 +96,7 @@ async def cancel(handler: CellwrightHandler, thread_id: str) -> bool:
 
 
 async def forget(handler: CellwrightHandler, thread_id: str) -> None:
+    await handler.runs.thread(thread_id)  # another owner's: 404 before anything is stopped
     if getattr(handler.app, "acp_host", None) is not None:
         await handler.app.acp_host.forget(thread_id)
 

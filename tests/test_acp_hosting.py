@@ -129,6 +129,9 @@ async def test_a_hostile_agent_is_contained(api: Api, hosted: Any, jp_root_dir: 
 
     events = await ask(api, thread, "flood", events[-1]["seq"])  # 1.2 MB in 2000 chunks: bounded, stored coalesced
     assert events[-1]["status"] == "completed" and len(answer(events)) <= 1_000_000
+    assert (
+        len(of_type(events, "tool_call")) < 5000 and "more than 5000 updates" in of_type(events, "error")[0]["message"]
+    )
     code, _ = await api.call("GET", "health")
     assert code == 200
 

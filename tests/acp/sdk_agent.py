@@ -4,7 +4,7 @@ Each prompt's first word picks what it does, so one process can play several tur
   read <path>: fs/read_text_file, answers the text
   run <command line>: terminal/create (bash -c), waits for its exit, answers its output and status
   mcp <tool> <json arguments>: calls the tool on the MCP server session/new offered, answers the result
-  flood: 2000 message chunks of 600 characters, then "flood done"
+  flood: 2000 message chunks of 600 characters, then 3500 tool calls, then "flood done"
   spam: 1000 permission requests at once
   hang: never answers (until session/cancel, which it ignores)
   die: exits mid-turn
@@ -127,6 +127,8 @@ class SdkAgent:
         elif mode == "flood":
             for _i in range(2000):
                 await self.say(session_id, "x" * 600)
+            for i in range(3500):
+                await self._conn.session_update(session_id=session_id, update=start_tool_call(f"f{i}", "flood"))
             await self.say(session_id, "flood done")
         elif mode == "spam":
             options = [PermissionOption(option_id="yes", name="Allow", kind="allow_once")]
