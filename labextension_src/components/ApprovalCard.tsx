@@ -1,7 +1,7 @@
 import * as React from 'react';
 import { useEffect, useRef, useState } from 'react';
 
-import { PanelModel } from '../model';
+import { OWN_AGENT, PanelModel } from '../model';
 import { originText } from '../model/mcpServers';
 import { ApprovalRequest, Todo } from '../contract.gen';
 import { agentLabel } from '../tokens';
@@ -104,6 +104,8 @@ export function ApprovalCard(props: {
   pending: ApprovalRequest;
 }): JSX.Element {
   const { model, pending } = props;
+  // An outside ACP agent's request is approved or rejected as it stands: ACP has no edited answer.
+  const outsideAgent = (model.thread?.agent ?? OWN_AGENT) !== OWN_AGENT;
   const busy = model.deciding;
   const field = EDITABLE_FIELD[pending.name] ?? null;
   const [mode, setMode] = useState<'view' | 'edit' | 'reject'>('view');
@@ -383,7 +385,7 @@ export function ApprovalCard(props: {
             >
               Discard edits
             </button>
-          ) : (
+          ) : outsideAgent ? null : (
             <button
               type="button"
               className="cw-button"
