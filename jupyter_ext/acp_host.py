@@ -84,7 +84,6 @@ class HostedThread:
     pump: EventPump | None = None
     task: asyncio.Task[None] | None = None
     run_id: str = ""
-    message: str = ""
     active: bool = False  # from the message until its run_finished is written (readers follow it meanwhile)
     paused: bool = False  # a card is open: the segment ended awaiting_approval, the agent's turn goes on
     held: list[Any] = field(default_factory=list)  # what the agent sends while paused
@@ -121,11 +120,12 @@ class HostedThread:
         elif self.paused and len(self.held) < 1000:
             self.held.append(event)
 
-    def open_segment(self) -> str:
+    def open_segment(self, message: str = "") -> str:
         """A new segment of the run (its start, or after a decision), as our own agent's runs have."""
         self.run_id = uuid.uuid4().hex
         self.pump = EventPump(self.threads.events, self.thread_id, self.run_id, agent=self.config.name)
-        self.pump(make_event("run_started", mode="single", message=self.message))
+        # A segment after a decision starts with no message, as our own agent's resumed ones do.
+        self.pump(make_event("run_started", mode="single", message=message))
         self.paused = False
         held, self.held = self.held, []
         for event in held:
@@ -389,10 +389,10 @@ class AcpHost:
                 self.mcp_server,
             )
             self._hosted[record.thread_id] = hosted
-        hosted.message, hosted.stopped, hosted.cards, hosted.events, hosted.active = message, False, 0, 0, True
+        hosted.stopped, hosted.cards, hosted.events, hosted.active = False, 0, 0, True
         hosted.had_turns = hosted.had_turns or bool(record.last_run_id)
         hosted.client.new_run()
-        run_id = hosted.open_segment()
+        run_id = hosted.open_segment(message)
         await self._store.update(record.thread_id, status="running", last_run_id=run_id)
         hosted.task = asyncio.create_task(hosted.drive(message))
         return run_id

@@ -101,15 +101,26 @@ async def forget(handler: CellwrightHandler, thread_id: str) -> None:
         await handler.app.acp_host.forget(thread_id)
 
 
-def with_hosted_state(handler: CellwrightHandler, detail: ThreadDetail) -> ThreadDetail:
-    """A hosted thread's detail: its open card comes from the host, not the graph."""
-    if detail.agent == "cellwright" or getattr(handler.app, "acp_host", None) is None:
+async def with_hosted_state(handler: CellwrightHandler, detail: ThreadDetail) -> ThreadDetail:
+    """A hosted thread's detail: its turns from its events (the graph has none), its open card from
+    the host."""
+    if detail.agent == "cellwright":
         return detail
+    from agent_core.contract.answers import ThreadMessage
     from agent_core.contract.events import ApprovalRequest
 
-    pending = handler.app.acp_host.pending(detail.thread_id)
+    turns: list[ThreadMessage] = []
+    for event in await handler.runs.threads.events.events_after(detail.thread_id, 0):
+        if event["type"] == "run_started" and event.get("message"):  # a resumed segment has none
+            turns.append(ThreadMessage(role="user", content=str(event["message"])))
+        elif event["type"] == "token":
+            if not turns or turns[-1].role != "assistant":
+                turns.append(ThreadMessage(role="assistant", content=""))
+            turns[-1].content += str(event["text"])
+    host = getattr(handler.app, "acp_host", None)
+    pending = host.pending(detail.thread_id) if host is not None else None
     card = ApprovalRequest.model_validate(pending) if pending is not None else None
-    return detail.model_copy(update={"pending_approval": card})
+    return detail.model_copy(update={"pending_approval": card, "messages": turns})
 
 
 def _our_mcp(handler: CellwrightHandler) -> dict[str, Any] | None:

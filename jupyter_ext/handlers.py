@@ -122,7 +122,7 @@ class ThreadHandler(CellwrightHandler):
     @web.authenticated
     @authorized
     async def get(self, thread_id: str) -> None:
-        self.write_json(acp_routes.with_hosted_state(self, await self.runs.thread_detail(thread_id)))
+        self.write_json(await acp_routes.with_hosted_state(self, await self.runs.thread_detail(thread_id)))
 
     @web.authenticated
     @authorized

@@ -72,6 +72,11 @@ async def test_agents_are_listed_and_a_thread_names_its_agent(api: Api, hosted: 
     assert threads["threads"][0]["agent"] == "sdk"
     events = await ask(api, thread, "hello there")
     assert answer(events) == "echo: hello there" and events[-1]["status"] == "completed"
+    _, detail = await api.call("GET", f"threads/{thread}", expect=200)
+    assert [(m["role"], m["content"]) for m in detail["messages"]] == [
+        ("user", "hello there"),
+        ("assistant", "echo: hello there"),
+    ]
     assert events[0]["type"] == "run_started" and events[0]["agent"] == "sdk"
     # A reconnect replays the outside agent's thread as our own: every event after the last seen, once.
     replayed = await api.events(thread, headers={"Last-Event-ID": str(events[1]["seq"])})
