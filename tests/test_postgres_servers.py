@@ -90,7 +90,7 @@ async def test_servers_starting_together_create_the_schema_once(tmp_path: Path, 
             await agent.aclose()
         with psycopg.connect(postgres_url) as conn:
             versions = conn.execute("SELECT version FROM cellwright.schema_version ORDER BY version").fetchall()
-            assert versions == [(1,), (2,), (3,)]
+            assert versions == [(1,), (2,), (3,), (4,)]
             tables = {
                 row[0]
                 for row in conn.execute(
