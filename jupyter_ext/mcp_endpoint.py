@@ -73,6 +73,7 @@ class ClientRules:
 class _Waiting:
     thread_id: str
     after: int  # the seq the call's events follow
+    in_background: bool = False  # issue 38: a cell that outlived background_after, not a decision
 
 
 class McpEndpoint:
@@ -179,7 +180,7 @@ class McpEndpoint:
                 waiting = self._waiting.pop(call_id, None)
                 if waiting is None:
                     return _error(f"No call {call_id!r} is waiting for a decision here.")
-                return await self._outcome(ctx, waiting.thread_id, call_id, waiting.after)
+                return await self._outcome(ctx, waiting.thread_id, call_id, waiting.after, waiting.in_background)
             if params.name not in CATALOG:
                 return _error(f"There is no tool {params.name[:200]!r}. Tools: {', '.join(CATALOG)}.")
             notebook = arguments.pop(NOTEBOOK_ARG, None)
@@ -205,10 +206,16 @@ class McpEndpoint:
             return await self._outcome(ctx, thread_id, call_id, after)
 
     async def _outcome(
-        self, ctx: ServerRequestContext[Any, Any], thread_id: str, call_id: str, after: int
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        thread_id: str,
+        call_id: str,
+        after: int,
+        in_background: bool = False,
     ) -> types.CallToolResult:
-        """Wait for the call's result, reporting progress while the user decides; after the
-        configured wait, answer that it still waits (the card stays)."""
+        """Wait for the call's result, reporting progress while the user decides or its cell runs;
+        after the configured wait, or when its cell went on in the background, answer that it still
+        waits or runs (the card stays; the cell goes on)."""
         events = self._runs.threads.events
         loop = asyncio.get_running_loop()
         started = loop.time()
@@ -238,20 +245,19 @@ class McpEndpoint:
                         ],
                         is_error=result["status"] not in ("ok", "completed"),
                     )
+                elif kind == "cell_progress" and event.get("tool_call_id") == call_id:
+                    percent = event.get("percent")
+                    done = float(percent) if isinstance(percent, (int, float)) else 0.0
+                    await ctx.session.report_progress(done, 100.0, message=str(event.get("text", ""))[-200:])
+                elif kind == "run_finished" and event.get("status") == "waiting_for_cell" and result is None:
+                    self._waiting[call_id] = _Waiting(thread_id, after, in_background=True)
+                    return _still(call_id, True)
                 elif kind == "run_finished" and event.get("status") in ("failed", "cancelled"):
                     why = problem or ("The user stopped it." if event["status"] == "cancelled" else "The run failed.")
                     return _error(f"The call did not run: {why}")
             if loop.time() >= deadline and result is None:
-                self._waiting[call_id] = _Waiting(thread_id, after)
-                return types.CallToolResult(
-                    content=[
-                        types.TextContent(
-                            type="text",
-                            text=f"Still waiting for the user's approval (tool_call_id {call_id}); the card stays "
-                            f"in Cellwright's panel. Call {WAIT_TOOL} with this id to wait again.",
-                        )
-                    ]
-                )
+                self._waiting[call_id] = _Waiting(thread_id, after, in_background)
+                return _still(call_id, in_background)
             # Never a zero wait: events read from memory do not yield, and a loop that never yields
             # would starve the run it waits for (seen: a result in, its run_finished never written).
             # With the result in, the run's end is waited for whatever the deadline.
@@ -271,6 +277,21 @@ def with_notebook_path(schema: dict[str, Any]) -> JsonObject:  # a JSON schema, 
         },
     }
     return {**schema, "properties": properties, "required": [*schema.get("required", []), NOTEBOOK_ARG]}
+
+
+def _still(call_id: str, in_background: bool) -> types.CallToolResult:
+    """The answer to a call that has no outcome yet: a decision to wait for, or a cell still running."""
+    if in_background:
+        text = (
+            f"Still running in the background (tool_call_id {call_id}): the cell goes on in the kernel and "
+            f"Cellwright follows it. Call {WAIT_TOOL} with this id to wait for its outcome."
+        )
+    else:
+        text = (
+            f"Still waiting for the user's approval (tool_call_id {call_id}); the card stays "
+            f"in Cellwright's panel. Call {WAIT_TOOL} with this id to wait again."
+        )
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 
 
 def _error(text: str) -> types.CallToolResult:

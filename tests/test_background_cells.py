@@ -1,10 +1,11 @@
 """Long cells (issue 38) through the real routes, a real kernel and the scripted model: a cell that
 outlives background_after ends its run as waiting_for_cell, the server follows it (progress from a
-tqdm-style bar) and drives the run on by itself when it ends; Stop, continue without waiting and a
-message sent meanwhile."""
+tqdm-style bar) and drives the run on by itself when it ends; Stop, continue without waiting, a
+message sent meanwhile, and an outside agent's call over MCP."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -13,6 +14,7 @@ import pytest
 from devtools.fake_llm import FakeLLM, text, tool_call
 from devtools.sse import parse_sse
 from tests.conftest import NOTEBOOK, Api, of_type
+from tests.test_mcp_endpoint import connected, text_of
 
 Events = list[dict[str, Any]]
 
@@ -83,8 +85,13 @@ async def test_a_long_cell_waits_in_the_background_and_the_run_resumes_when_it_e
     first = await until(jp_fetch, thread, run_finished("waiting_for_cell"))
     assert not of_type(first, "cell_finished"), "the cell still runs"
     _, detail = await api.call("GET", f"threads/{thread}", expect=200)
-    assert detail["status"] == "waiting_for_cell"
+    assert detail["status"] == "waiting_for_cell" and detail["pending_approval"] is None
     assert len(fake_llm.requests) == 1
+    # A message sent meanwhile is kept and reaches the model with the cell's outcome.
+    code, answer = await api.call(
+        "POST", f"threads/{thread}/runs", {"message": "and plot the loss", "notebook_path": NOTEBOOK}
+    )
+    assert code == 202 and answer["queued"] is True, answer
 
     rest = await api.until_finished(thread, after=first[-1]["seq"])
     requests = len(fake_llm.requests)
@@ -95,7 +102,8 @@ async def test_a_long_cell_waits_in_the_background_and_the_run_resumes_when_it_e
     assert rest[-1]["status"] == "completed" and of_type(rest, "final")[0]["answer"] == "The loss is 0.1."
     assert requests == 2, "no model request while the cell ran"
     tool_message = [m for m in fake_llm.requests[-1]["messages"] if m["role"] == "tool"][-1]
-    assert "trained: loss 0.1" in tool_message["content"]
+    assert "trained: loss 0.1" in tool_message["content"] and "and plot the loss" in tool_message["content"]
+    assert of_type(rest, "run_started")[0]["message"] == "and plot the loss"
     progress = of_type(rest, "cell_progress")
     percents = [p["percent"] for p in progress if p.get("percent") is not None]
     assert len(percents) >= 2 and percents == sorted(percents) and percents[-1] > percents[0], progress
@@ -142,25 +150,6 @@ async def test_continue_without_waiting_gives_the_model_the_output_so_far(
     await api.call("POST", f"threads/{thread}/cancel", {})  # the test's kernel stops with the test anyway
 
 
-async def test_a_message_sent_while_the_cell_runs_reaches_the_model_with_its_outcome(
-    api: Api, jp_fetch: Any, fake_llm: FakeLLM, notebook_kernel: str
-) -> None:
-    fake_llm.script(tool_call("run_cell", {"code": BAR}, id="c1"), text("Plotted too."))
-    thread = await api.new_thread()
-    await api.run(thread, "train it")
-    first = await until(jp_fetch, thread, run_finished("waiting_for_cell"))
-    code, answer = await api.call(
-        "POST", f"threads/{thread}/runs", {"message": "and plot the loss", "notebook_path": NOTEBOOK}
-    )
-    assert code == 202 and answer["queued"] is True, answer
-    rest = await api.until_finished(thread, after=first[-1]["seq"])
-    assert rest[-1]["status"] == "completed"
-    assert of_type(rest, "run_started")[0]["message"] == "and plot the loss"
-    assert len(fake_llm.requests) == 2
-    tool_message = [m for m in fake_llm.requests[-1]["messages"] if m["role"] == "tool"][-1]
-    assert "trained: loss 0.1" in tool_message["content"] and "and plot the loss" in tool_message["content"]
-
-
 # About 1 MB of \r-redrawn progress a second for 2 s: a hostile (or merely chatty) bar.
 FLOOD = (
     "import sys, time\n"
@@ -187,3 +176,19 @@ async def test_a_flood_of_redraws_stays_bounded_in_store_and_stream(
     assert all(len(p["text"]) <= 1500 for p in progress)
     outputs = "".join(e["output"].get("text", "") for e in of_type(stored, "cell_output"))
     assert "flood over" in outputs and outputs.count("\r") == 0
+
+
+async def test_an_outside_agent_is_told_still_running_then_gets_the_outcome(
+    api: Api, jp_serverapp: Any, jp_http_port: int, jp_base_url: str, fake_llm: FakeLLM, notebook_kernel: str
+) -> None:
+    # (api: its jp_fetch is what makes the test server listen)
+    url = f"http://localhost:{jp_http_port}{jp_base_url}cellwright/mcp"
+    async with connected(url, str(jp_serverapp.identity_provider.token)) as session:
+        first = await session.call_tool("run_cell", {"code": BAR, "notebook_path": NOTEBOOK})
+        said = text_of(first)
+        assert not first.is_error and "Still running in the background" in said, said
+        found = re.search(r"tool_call_id (\S+)\)", said)
+        assert found, said
+        outcome = await session.call_tool("wait_for_decision", {"tool_call_id": found[1]})
+        assert not outcome.is_error and "trained: loss 0.1" in text_of(outcome), text_of(outcome)
+    assert not fake_llm.requests, "an outside agent's call asks Cellwright's model nothing"
