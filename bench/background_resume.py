@@ -1,0 +1,62 @@
+"""Cell end -> the agent's next model request, for a cell that went on in the background (issue 38):
+the run ended as waiting_for_cell, and the server drives it on by itself when the cell ends. The
+cell prints time.time() as its last act; the scripted model notes time.time() when the request
+arrives. Prints p50/p95 over the rounds, from one run (goal: under 50 ms).
+
+    python bench/background_resume.py [rounds]
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from devtools.fake_llm import FakeLLM, text, tool_call  # noqa: E402
+from devtools.fake_llm_script import Reply  # noqa: E402
+from devtools.jupyter_process import JupyterProcess  # noqa: E402
+
+CELL = "import time\ntime.sleep(0.8)\nprint('ended at', time.time())"
+
+
+def main(rounds: int) -> None:
+    arrivals: list[float] = []
+
+    def arrived(_body: dict) -> Reply:
+        arrivals.append(time.time())
+        return text("done")
+
+    with FakeLLM() as llm, tempfile.TemporaryDirectory() as tmp:
+        env = {"OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "sk-bench", "CELLWRIGHT_MODEL": "fake-model"}
+        server = JupyterProcess(Path(tmp), env, extra_args=["--Cellwright.background_after=0.3"]).start()
+        try:
+            kernel = server.open_notebook("bench.ipynb")
+            gaps: list[float] = []
+            for i in range(rounds):
+                llm.script(tool_call("run_cell", {"code": CELL}, id=f"c{i}"), arrived)
+                thread = server.request("POST", "cellwright/api/threads", {"notebook_path": "bench.ipynb"}).json()
+                thread_id = thread["thread_id"]
+                server.request("POST", f"cellwright/api/threads/{thread_id}/runs", {"message": "go"})
+                asked = server.events(thread_id)
+                approve = {"decision": "approve", "kernel_id": kernel}
+                server.request("POST", f"cellwright/api/threads/{thread_id}/approvals/c{i}", approve)
+                events = server.events(thread_id, asked[-1]["seq"])  # open until the resumed run ends
+                statuses = [e["status"] for e in events if e["type"] == "run_finished"]
+                assert statuses == ["waiting_for_cell", "completed"], statuses
+                printed = "".join(e["output"].get("text", "") for e in events if e["type"] == "cell_output").split()
+                ended = float(printed[printed.index("at") + 1])
+                gaps.append((arrivals[-1] - ended) * 1000)
+        finally:
+            server.stop()
+    gaps.sort()
+    p95 = gaps[min(len(gaps) - 1, round(0.95 * (len(gaps) - 1)))]
+    print(f"cell end -> next model request, {rounds} rounds: p50 {statistics.median(gaps):.1f} ms, p95 {p95:.1f} ms")
+    print(f"  all (ms): {', '.join(f'{g:.1f}' for g in gaps)}")
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 10)
