@@ -83,6 +83,12 @@ class ThreadClient:
 
     def new_run(self) -> None:
         self._text = 0
+        self._calls.clear()  # a call a past turn left open is no sign of life now
+
+    @property
+    def open_calls(self) -> int:
+        """The agent's tool calls under way (started, not yet completed or failed)."""
+        return len(self._calls)
 
     def on_connect(self, conn: Any) -> None:
         pass

@@ -295,7 +295,10 @@ class HostedThread:
                         break
                     if exited in done:
                         raise AgentGone(f"the agent process exited (code {exited.result()}) before it answered")
-                    if self.pending is None and loop.time() - self.last_activity > self.idle_timeout:
+                    # Silent while a card waits, or while a tool call of its own runs (an MCP call to us
+                    # waiting for the user's approval), is not hung.
+                    waiting = self.pending is not None or self.client.open_calls > 0
+                    if not waiting and loop.time() - self.last_activity > self.idle_timeout:
                         raise AgentGone(f"the agent sent nothing for {self.idle_timeout:g} s; it was stopped")
             finally:
                 for waiting in (prompt, exited):

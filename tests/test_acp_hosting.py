@@ -182,7 +182,7 @@ async def test_a_terminal_command_asks_and_runs_with_our_timeout(api: Api, hoste
 async def test_the_agent_gets_our_mcp_endpoint_and_its_cell_waits_for_approval(
     api: Api, hosted: Any, notebook_kernel: str
 ) -> None:
-    hosted.acp_idle_timeout = 60.0  # the agent is silent while its MCP call waits for the user
+    hosted.acp_idle_timeout = 1.0  # silent while its MCP call waits for the user, it is not taken for hung
     thread = await agent_thread(api)
     call = json.dumps({"code": "print(6 * 7)", "notebook_path": NOTEBOOK})
     await api.call("POST", f"threads/{thread}/runs", {"message": f"mcp run_cell {call}"}, expect=202)
@@ -196,6 +196,7 @@ async def test_the_agent_gets_our_mcp_endpoint_and_its_cell_waits_for_approval(
         if card is None:
             await asyncio.sleep(0.1)  # polled as the panel's list of waiting threads is
     assert card["name"] == "run_cell" and card["args"]["code"] == "print(6 * 7)"
+    await asyncio.sleep(1.5)  # the user takes longer than the idle time-out to decide: nothing must end
     await api.approve(str(mcp_thread), card["id"])
     events = await until(api, thread, 0, ("run_finished",))
     assert "mcp cellwright ok" in answer(events) and "42" in answer(events)

@@ -122,8 +122,13 @@ class SdkAgent:
             output = await self._conn.terminal_output(session_id=session_id, terminal_id=terminal.terminal_id)
             await self._conn.release_terminal(session_id=session_id, terminal_id=terminal.terminal_id)
             await self.say(session_id, f"output: {output.output.strip()} exit: {exited.exit_code} {exited.signal}")
-        elif mode == "mcp":
-            await self.say(session_id, await self.call_mcp(words[1], json.loads(words[2])))
+        elif mode == "mcp":  # reported as a tool call of its own while it runs, as Codex does
+            await self._conn.session_update(
+                session_id=session_id, update=start_tool_call("m1", f"mcp {words[1]}", status="in_progress")
+            )
+            said = await self.call_mcp(words[1], json.loads(words[2]))
+            await self._conn.session_update(session_id=session_id, update=update_tool_call("m1", status="completed"))
+            await self.say(session_id, said)
         elif mode == "flood":
             for _i in range(2000):
                 await self.say(session_id, "x" * 600)
