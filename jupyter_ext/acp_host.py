@@ -75,7 +75,7 @@ class HostedThread:
     config: AcpAgentConfig
     workspace: Workspace
     threads: ThreadStore
-    idle_timeout: float
+    idle_timeout: Callable[[], float]
     command_timeout: Callable[[], float]
     mcp_server: JsonObject | None = None
     client: ThreadClient = field(init=False)
@@ -288,7 +288,8 @@ class HostedThread:
             exited = asyncio.ensure_future(hosted.process.wait())
             try:
                 while True:
-                    done, _ = await asyncio.wait({prompt, exited}, timeout=min(1.0, self.idle_timeout))
+                    idle = self.idle_timeout()
+                    done, _ = await asyncio.wait({prompt, exited}, timeout=min(1.0, idle))
                     if prompt in done:
                         if prompt.result().stop_reason == "cancelled" or self.stopped:
                             status = "cancelled"
@@ -298,8 +299,8 @@ class HostedThread:
                     # Silent while a card waits, or while a tool call of its own runs (an MCP call to us
                     # waiting for the user's approval), is not hung.
                     waiting = self.pending is not None or self.client.open_calls > 0
-                    if not waiting and loop.time() - self.last_activity > self.idle_timeout:
-                        raise AgentGone(f"the agent sent nothing for {self.idle_timeout:g} s; it was stopped")
+                    if not waiting and loop.time() - self.last_activity > idle:
+                        raise AgentGone(f"the agent sent nothing for {idle:g} s; it was stopped")
             finally:
                 for waiting in (prompt, exited):
                     waiting.cancel()
@@ -353,7 +354,11 @@ class AcpHost:
     """The hosted threads of one server (made on first use; their processes end with it)."""
 
     def __init__(
-        self, threads: ThreadStore, workspace: Workspace, idle_timeout: float, command_timeout: Callable[[], float]
+        self,
+        threads: ThreadStore,
+        workspace: Workspace,
+        idle_timeout: Callable[[], float],
+        command_timeout: Callable[[], float],
     ) -> None:
         self._store = threads
         self._workspace = workspace

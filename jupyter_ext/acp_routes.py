@@ -18,8 +18,6 @@ if TYPE_CHECKING:
 
     from .acp_host import AcpHost
 
-IDLE_TIMEOUT = 300.0  # seconds an agent may send nothing (and ask nothing) before it counts as hung
-
 
 class AgentsHandler(CellwrightHandler):
     """GET agents: Cellwright's own agent, then each configured ACP agent with whether it can start."""
@@ -41,7 +39,7 @@ def host(handler: CellwrightHandler) -> AcpHost:
         app.acp_host = AcpHost(
             app.threads,
             app.workspace,
-            getattr(app, "acp_idle_timeout", IDLE_TIMEOUT),
+            lambda: float(app.configuration.acp_idle_timeout),
             lambda: float(app.configuration.command_timeout),
         )
         app.acp_host.mcp_server = _our_mcp(handler)

@@ -21,14 +21,18 @@ AGENT = {"command": sys.executable, "args": ["-m", "tests.acp.sdk_agent"], "env"
 @pytest.fixture
 def cellwright_config(cellwright_config: dict[str, Any]) -> dict[str, Any]:
     missing = {"command": "codex-acp-not-installed-here"}
-    return {**cellwright_config, "acp_agents": {"sdk": AGENT, "Codex": missing}, "command_timeout": 2.0}
+    # a hung agent is given up on after 3 s here (the default is minutes)
+    return {
+        **cellwright_config,
+        "acp_agents": {"sdk": AGENT, "Codex": missing},
+        "command_timeout": 2.0,
+        "acp_idle_timeout": 3.0,
+    }
 
 
 @pytest.fixture
 def hosted(jp_serverapp: Any) -> Any:
-    app = jp_serverapp.web_app.settings["cellwright"]
-    app.acp_idle_timeout = 3.0  # a hung agent is given up on after this (the default is minutes)
-    return app
+    return jp_serverapp.web_app.settings["cellwright"]
 
 
 async def agent_thread(api: Api) -> str:
@@ -182,7 +186,7 @@ async def test_a_terminal_command_asks_and_runs_with_our_timeout(api: Api, hoste
 async def test_the_agent_gets_our_mcp_endpoint_and_its_cell_waits_for_approval(
     api: Api, hosted: Any, notebook_kernel: str
 ) -> None:
-    hosted.acp_idle_timeout = 1.0  # silent while its MCP call waits for the user, it is not taken for hung
+    hosted.configuration.acp_idle_timeout = 1.0  # silent while its MCP call waits for the user: not hung
     thread = await agent_thread(api)
     call = json.dumps({"code": "print(6 * 7)", "notebook_path": NOTEBOOK})
     await api.call("POST", f"threads/{thread}/runs", {"message": f"mcp run_cell {call}"}, expect=202)

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from traitlets import Dict, HasTraits, TraitError, validate
+from traitlets import Dict, Float, HasTraits, TraitError, validate
 
 from agent_core.json_types import JsonObject
 
@@ -79,6 +79,13 @@ class AcpAgentSettings(HasTraits):
         help='Outside agents hosted per thread over ACP, by name: {"command", "args"?, "env"?}, e.g. '
         '{"Codex": {"command": "npx", "args": ["@zed-industries/codex-acp"]}}. They use their own model and '
         "account; their file writes, commands and permission requests go through Cellwright's approvals.",
+    ).tag(config=True)
+
+    acp_idle_timeout = Float(
+        300.0,
+        min=1.0,
+        help="Seconds a hosted ACP agent may send nothing, with no approval card open and no tool call of its "
+        "own under way, before its run ends as hung (its process is stopped; the next message starts it again).",
     ).tag(config=True)
 
     @validate("acp_agents")
