@@ -34,6 +34,7 @@ def test_an_acp_agent_picked_in_the_panel_writes_after_approval(page: Any, lab: 
     card = page.get_by_role("region", name="Approval required")
     expect(card).to_contain_text("Write notes.txt", timeout=60_000)
     expect(page.get_by_test_id("cw-agent-notice")).to_contain_text("SDK agent")
+    expect(card.get_by_role("button", name="Edit")).to_have_count(0)  # an ACP request cannot be edited
     card.get_by_role("button", name="Approve").click()
 
     expect(card).to_contain_text("hello from the browser", timeout=30_000)  # the write's own card, its diff
