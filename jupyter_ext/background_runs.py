@@ -57,7 +57,8 @@ class BackgroundRuns:
             return await self._drive_on(thread_id)
 
     async def stop_background(self, thread_id: str) -> bool:
-        """Stop: the background cell is interrupted; the caller ends the run as for a pending call."""
+        """Stop: the background cell (waited for, or one the run went on without) is interrupted; the
+        caller ends the run as for a pending call."""
         return self._background is not None and await self._background.stop(thread_id)
 
     def _cell_ended(self, thread_id: str) -> None:

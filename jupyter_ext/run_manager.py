@@ -321,6 +321,7 @@ class RunManager(LoggingConfigurable):
             task = self._active.get(thread_id)
             if task is not None and thread_id not in self._released:
                 await self._stop_task(thread_id)  # the run closes its open call itself
+                await self.background.stop_background(thread_id)  # a cell it went on without: interrupted
                 return
             await self.background.stop_background(thread_id)  # a cell in the background: interrupted
             if task is not None:  # it waits for approval and only writes its run_finished now

@@ -147,7 +147,10 @@ async def test_continue_without_waiting_gives_the_model_the_output_so_far(
     tool_message = [m for m in fake_llm.requests[-1]["messages"] if m["role"] == "tool"][-1]
     assert "still running" in tool_message["content"] and "epoch 1 done" in tool_message["content"]
     assert of_type(rest, "final")[0]["answer"] == "It is still training."
-    await api.call("POST", f"threads/{thread}/cancel", {})  # the test's kernel stops with the test anyway
+    # Stop still reaches the cell the run went on without.
+    await api.call("POST", f"threads/{thread}/cancel", {}, expect=202)
+    after = await api.events(thread, after=rest[-1]["seq"])
+    assert [f["status"] for f in of_type(after, "cell_finished")] == ["aborted"], after
 
 
 # About 1 MB of \r-redrawn progress a second for 2 s: a hostile (or merely chatty) bar.

@@ -37,6 +37,7 @@ class BackgroundSteps:
         self._on_ended = on_ended
         self._waiting: dict[str, _Followed] = {}  # until the run is driven on
         self._detached: set[asyncio.Task[None]] = set()  # sinks of let-go cells, drained when they end
+        self._let_go: dict[str, _Followed] = {}  # cells the user went on without, still running (Stop ends them)
         self._outcomes: dict[tuple[str, str], ToolOutcome] = {}
         self._orphans: dict[str, ToolOutcome] = {}  # after a restart: what a step nobody followed says
 
@@ -89,9 +90,11 @@ class BackgroundSteps:
         if followed.sink is not None and step.outcome.done():
             await followed.sink.drain()
         elif followed.sink is not None:  # let go: the cell still runs, its sink writes until it ends
+            self._let_go[thread_id] = followed
             drain = asyncio.create_task(_drain_after(step, followed.sink))
             self._detached.add(drain)
             drain.add_done_callback(self._detached.discard)
+            drain.add_done_callback(lambda _: self._forget_let_go(thread_id, followed))
         key = (thread_id, step.call_id)
         if followed.messages and key in self._outcomes:
             outcome = self._outcomes[key]
@@ -101,8 +104,9 @@ class BackgroundSteps:
         return followed.messages
 
     async def stop(self, thread_id: str) -> bool:
-        """Stop the thread's background cell (the kernel is interrupted); False if there is none."""
-        followed = self._waiting.pop(thread_id, None)
+        """Stop the thread's background cell, waited for or let go (the kernel is interrupted); False
+        if there is none."""
+        followed = self._waiting.pop(thread_id, None) or self._let_go.pop(thread_id, None)
         if followed is None:
             return False
         followed.step.outcome.cancel()
@@ -111,6 +115,10 @@ class BackgroundSteps:
         if followed.sink is not None:
             await followed.sink.drain()
         return True
+
+    def _forget_let_go(self, thread_id: str, followed: _Followed) -> None:
+        if self._let_go.get(thread_id) is followed:
+            del self._let_go[thread_id]
 
     def orphaned(self, thread_id: str, outcome: ToolOutcome) -> None:
         """After a restart: the outcome of the step the thread waited for, which nobody followed."""
