@@ -24,6 +24,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from importlib.metadata import EntryPoint
 from typing import Any
 
@@ -105,6 +106,9 @@ class _Zygote:
     """The warm process of this test process; started on first use, asked over a socket pair."""
 
     def __init__(self) -> None:
+        # What the interpreter read at its start (its path, warnings, modes): a kernel whose
+        # environment says otherwise is launched as usual, not forked from this one.
+        self.interpreter_variables = _interpreter_variables(os.environ)
         ours, theirs = socket.socketpair()
         self._process = subprocess.Popen(
             [sys.executable, "-c", _ZYGOTE, str(theirs.fileno())],
@@ -198,11 +202,18 @@ class ForkedProvisioner(LocalProvisioner):  # type: ignore[misc]
         if len(cmd) < 3 or cmd[1:3] != ["-m", "ipykernel_launcher"] or not _this_python(cmd[0], kwargs.get("env")):
             return await super().launch_kernel(cmd, **kwargs)
         env = dict(kwargs.get("env") or os.environ)
+        zygote = _the_zygote()
+        if _interpreter_variables(env) != zygote.interpreter_variables:
+            return await super().launch_kernel(cmd, **kwargs)
         cwd = str(kwargs.get("cwd") or os.getcwd())
-        self.process = ForkedKernel(_the_zygote().ask(("fork", cmd[3:], env, cwd)))
+        self.process = ForkedKernel(zygote.ask(("fork", cmd[3:], env, cwd)))
         self.pid = self.pgid = self.process.pid  # a session of its own: its group is itself
         self.cwd = cwd
         return self.connection_info
+
+
+def _interpreter_variables(env: Mapping[str, str]) -> dict[str, str]:
+    return {name: value for name, value in env.items() if name.startswith("PYTHON")}
 
 
 def _this_python(program: str, env: dict[str, str] | None) -> bool:
