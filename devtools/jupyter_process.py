@@ -112,6 +112,7 @@ class JupyterProcess:
         cellwright: bool = True,
         python: str = sys.executable,
         extensions: dict[str, bool] | None = None,
+        forked_kernels: bool = False,
     ) -> None:
         self.base = base
         self.python = python  # another environment's, e.g. devtools.collaboration's venv
@@ -127,6 +128,10 @@ class JupyterProcess:
         if app == "lab":
             use_working_tree_panel(base / "data")
         self.log_path = base / f"{app}.log"
+        if forked_kernels:  # devtools/forked_kernels.py, in the server's process (its config is Python)
+            config = base / "config" / "jupyter_server_config.py"
+            config.parent.mkdir(parents=True, exist_ok=True)
+            config.write_text("from devtools import forked_kernels\n\nforked_kernels.install()\n")
 
     @property
     def url(self) -> str:

@@ -44,7 +44,9 @@ def serve(log_dir: Path, chat_format: str | None = None) -> Iterator[str]:
     native tool calls; None serves the model's own chat template (prompt tool calling)."""
     port = free_port()
     args = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf()), "--host", "127.0.0.1"]
-    args += ["--port", str(port), "--model_alias", "smollm2", "--n_threads", "2", "--n_ctx", "4096"]
+    # 8192, the model's own context: the agent's prompt with its tools described in words (prompt tool
+    # calling) is ~4,400 tokens, and a 4096 window made llama.cpp end every such stream empty.
+    args += ["--port", str(port), "--model_alias", "smollm2", "--n_threads", "2", "--n_ctx", "8192"]
     if chat_format:
         args += ["--chat_format", chat_format]
     with open(log_dir / "server.log", "wb") as log:

@@ -27,14 +27,14 @@ def bench(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     tasks = all_tasks()
     expected = prepare(tmp_path_factory.mktemp("answers"), tasks)
     with PolicyProcess(tasks, {t: e.answers for t, e in expected.items()}) as policy:
-        settings = Settings(policy.base_url, "reference")
+        settings = Settings(policy.base_url, "reference", forked_kernels=True)
         with cellwright_server(settings, base=tmp_path_factory.mktemp("bench-server")) as server:
             generate(server.root)
             yield {"server": server, "policy": policy, "tasks": tasks, "expected": expected}
 
 
 def _run(bench: dict[str, Any], **settings: Any) -> dict[str, Any]:
-    chosen = Settings(bench["policy"].base_url, **settings)
+    chosen = Settings(bench["policy"].base_url, forked_kernels=True, **settings)
     return run_benchmark(bench["server"].url, bench["server"].root, bench["tasks"], chosen, bench["expected"])
 
 
@@ -104,7 +104,11 @@ def test_compare_puts_two_reports_side_by_side(tmp_path: Path, capsys: pytest.Ca
 @pytest.mark.timeout(120)
 def test_the_reject_first_shell_policy_rejects_each_tasks_first_shell_command(bench: dict[str, Any]) -> None:
     chosen = Settings(
-        bench["policy"].base_url, "shell-first", policy="reject-first-shell", tasks="sales_rows,sql_customers"
+        bench["policy"].base_url,
+        "shell-first",
+        policy="reject-first-shell",
+        tasks="sales_rows,sql_customers",
+        forked_kernels=True,
     )
     tasks = [t for t in bench["tasks"] if t.id in ("sql_customers", "sales_rows")]
     report = run_benchmark(bench["server"].url, bench["server"].root, tasks, chosen, bench["expected"])
@@ -120,7 +124,7 @@ def test_the_reject_first_shell_policy_rejects_each_tasks_first_shell_command(be
 def test_the_runner_drives_multi_agent_mode_and_prompt_tool_calling(
     bench: dict[str, Any], mode: str, tool_calling: str
 ) -> None:
-    chosen = Settings(bench["policy"].base_url, "reference", mode=mode, tool_calling=tool_calling)
+    chosen = Settings(bench["policy"].base_url, "reference", mode=mode, tool_calling=tool_calling, forked_kernels=True)
     tasks = [t for t in bench["tasks"] if t.id in ("sales_rows", "sql_paid_orders", "plot_dept_salary")]
     report = run_benchmark(bench["server"].url, bench["server"].root, tasks, chosen, bench["expected"])
     assert report["summary"]["correct"] == 3 and report["settings"]["mode"] == mode, report["results"]

@@ -26,7 +26,7 @@ def test_with_the_sandbox_no_look_asks_and_the_same_tasks_are_solved(tmp_path: P
     assert len(tasks) == 3, "the test extra installs matplotlib (the plot task)"
     expected = prepare(tmp_path, tasks)
     with PolicyProcess(tasks, {t: e.answers for t, e in expected.items()}) as policy:
-        settings = Settings(policy.base_url, "exploring", tasks=SAMPLE, jobs=3, verify=False)
+        settings = Settings(policy.base_url, "exploring", tasks=SAMPLE, jobs=3, verify=False, forked_kernels=True)
         compared = compare_sandbox(settings, tasks, expected)
     record("agent_tasks: approvals with and without the sandbox (3 tasks)", sandbox_table(compared))
     without, with_sandbox = compared["without"]["results"], compared["with"]["results"]

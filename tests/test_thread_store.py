@@ -64,3 +64,63 @@ async def test_one_process_drives_a_thread_at_a_time(tmp_path: Path, database_ur
     finally:
         await server.close()
         await kernel.close()
+
+
+HOLD_A_LEASE = """
+import asyncio, sys
+from pathlib import Path
+from agent_core.storage.thread_store import ThreadStore
+
+async def main():
+    store = ThreadStore(Path(sys.argv[1]), owner="alice", database_url=sys.argv[2])
+    await store.open()
+    assert await store.take_lease(sys.argv[3])
+    print("held", flush=True)
+    await asyncio.sleep(3600)
+
+asyncio.run(main())
+"""
+
+
+async def test_a_killed_holders_lease_is_taken_over_at_once(tmp_path: Path, database_url: str) -> None:
+    """A server killed with -9 on this machine leaves its lease behind: another process sees the
+    holder has ended and takes the thread at once, not after LEASE_SECONDS."""
+    import signal
+    import sys
+
+    server = ThreadStore(tmp_path / "threads.sqlite", owner="alice", database_url=database_url)
+    await server.open()
+    holder = None
+    try:
+        thread = (await server.create("nb.ipynb", "t")).thread_id
+        args = (str(tmp_path / "threads.sqlite"), database_url, thread)
+        holder = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", HOLD_A_LEASE, *args, stdout=asyncio.subprocess.PIPE
+        )
+        assert holder.stdout is not None
+        assert await asyncio.wait_for(holder.stdout.readline(), 60) == b"held\n"
+        assert await server.leased_elsewhere(thread) and not await server.take_lease(thread), "a live holder keeps it"
+
+        holder.send_signal(signal.SIGKILL)
+        await holder.wait()
+        assert await server.leased_elsewhere(thread) is None
+        assert await server.take_lease(thread), "taken over at once: the holder has ended"
+    finally:
+        if holder is not None and holder.returncode is None:
+            holder.kill()
+            await holder.wait()
+        await server.close()
+
+
+def test_only_a_process_of_this_machine_that_has_ended_counts_as_ended() -> None:
+    import os
+
+    from agent_core.storage.process_names import has_ended, new_process_name
+
+    mine = new_process_name()
+    assert not has_ended(mine), "this process runs"
+    uuid_part, place, pid, start = mine.split("/")
+    assert has_ended("/".join((uuid_part, place, pid, str(int(start) + 1)))), "the pid reused by a newer process"
+    assert not has_ended("/".join((uuid_part, "elsewhere", pid, "1"))), "another machine's: cannot tell"
+    assert not has_ended(uuid_part) and not has_ended(""), "a name from before process names"
+    assert str(os.getpid()) == pid

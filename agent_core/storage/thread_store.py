@@ -19,6 +19,7 @@ from typing import Any
 from agent_core.json_types import JsonObject
 from agent_core.storage.database import Connection, open_database
 from agent_core.storage.event_log import EventLog, max_seq_in
+from agent_core.storage.process_names import has_ended, new_process_name
 from agent_core.storage.request_log import RequestLog
 
 # The columns of a ThreadRecord, in its order (the owner is the store's: not in the record).
@@ -26,7 +27,9 @@ RECORD_COLUMNS = "thread_id, title, notebook_path, created_at, updated_at, statu
 
 ThreadStatus = str  # "idle" | "running" | "awaiting_approval" | "completed" | "cancelled" | "failed"
 
-LEASE_SECONDS = 30.0  # renewed every third of it while a run goes on; a crashed owner's lease expires
+# Renewed every third of it while a run goes on. A crashed holder's lease expires, or is taken over
+# at once by a process of the same machine that sees the holder has ended (process_names.py).
+LEASE_SECONDS = 30.0
 
 
 @dataclass
@@ -63,7 +66,7 @@ class ThreadStore:
     ) -> None:
         self._path = path
         self.owner = owner  # the user whose threads these are (c.Cellwright.owner)
-        self.process = uuid.uuid4().hex  # this process's name on the leases it holds
+        self.process = new_process_name()  # this process's name on the leases it holds
         self.database = open_database(database_url, path, self.process, owner, pool_size)
         self.holder = holder  # ... and how a refusal names it to the user
         # The threads' events, over the same database: the log keeps a leased thread's recent
@@ -154,15 +157,26 @@ class ThreadStore:
     def _lease_in(self, conn: Connection, thread_id: str) -> int | None:
         """Take or renew the lease inside a transaction; the thread's last seq if taken, else None."""
         now = time.time()
-        cursor = conn.execute(
+        upsert = (
             "INSERT INTO leases (thread_id, owner, until, holder) VALUES (?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE"
             " SET owner = excluded.owner, until = excluded.until, holder = excluded.holder"
-            " WHERE leases.owner = excluded.owner OR leases.until < ?",
-            (thread_id, self.process, now + LEASE_SECONDS, self.holder, now),
+            " WHERE leases.owner = excluded.owner OR leases.until < ?"
         )
-        if cursor.rowcount != 1:
-            return None
+        params = (thread_id, self.process, now + LEASE_SECONDS, self.holder, now)
+        if conn.execute(upsert, params).rowcount != 1:
+            if not self._clear_ended_holder(conn, thread_id):
+                return None
+            conn.execute(upsert, params)
         return max_seq_in(conn, thread_id)
+
+    def _clear_ended_holder(self, conn: Connection, thread_id: str) -> bool:
+        """Drop the lease of a holder that has ended (this machine's process, killed or crashed);
+        whether there was one. Only on a refused take, so the hot path stays one statement."""
+        rows = conn.execute("SELECT owner FROM leases WHERE thread_id = ?", (thread_id,)).fetchall()
+        if not rows or not has_ended(rows[0][0]):
+            return False
+        conn.execute("DELETE FROM leases WHERE thread_id = ? AND owner = ?", (thread_id, rows[0][0]))
+        return True
 
     async def take_lease(self, thread_id: str) -> bool:
         """Take (or renew) the right to drive `thread_id`; False while another process holds it."""
@@ -193,7 +207,9 @@ class ThreadStore:
     async def leased_elsewhere(self, thread_id: str) -> str | None:
         """Who else drives `thread_id` right now (in words), or None."""
         rows = await self._rows(
-            "SELECT holder FROM leases WHERE thread_id = ? AND owner != ? AND until >= ?",
+            "SELECT holder, owner FROM leases WHERE thread_id = ? AND owner != ? AND until >= ?",
             (thread_id, self.process, time.time()),
         )
-        return None if not rows else (rows[0][0] or "another process")
+        if not rows or has_ended(rows[0][1]):
+            return None
+        return rows[0][0] or "another process"

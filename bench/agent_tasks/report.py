@@ -81,7 +81,8 @@ def table(report: dict[str, Any]) -> str:
     lines += [
         "",
         f"{settings['model']} at {settings['base_url']} ({settings['mode']}, {settings['tool_calling']} tool calling, "
-        f"{settings['policy']}), {report['date']}",
+        f"{settings['policy']}{', kernels forked (test run)' if settings.get('forked_kernels') else ''}), "
+        f"{report['date']}",
         f"score {s['correct']}/{s['tasks']} = {s['score_pct']}% (by level {s['by_level']}); model calls "
         f"{s['model_calls']}, approvals {s['approvals_asked']} asked / {s['approvals_rejected']} rejected, tokens "
         f"{s['prompt_tokens']} + {s['completion_tokens']}",

@@ -55,7 +55,9 @@ def lab(tmp_path: Path, fake_llm: FakeLLM, lab_config: dict[str, Any]) -> Iterat
     cellwright = {"inline_completion": False, **lab_config.get("Cellwright", {})}
     config = {**lab_config, "Cellwright": cellwright}
     (tmp_path / "config" / "jupyter_server_config.json").write_text(json.dumps(config))
-    server = JupyterProcess(tmp_path, env, app="lab", extra_args=QUIET_LAB_ARGS).start(port=LAB_PORT.port())
+    # Its kernels forked from a warm process, as the in-process servers' are (devtools/forked_kernels.py).
+    server = JupyterProcess(tmp_path, env, app="lab", extra_args=QUIET_LAB_ARGS, forked_kernels=True)
+    server.start(port=LAB_PORT.port())
     LAB_PORT.serving(server.port)
     yield server
     server.stop()
