@@ -1,7 +1,8 @@
 /**
  * A long cell's progress under its step (issue 38): elapsed time, a bar with
  * percent and ETA when the cell prints one (tqdm, ipywidgets), its last lines;
- * and, while the run waits for it in the background, "Continue without waiting".
+ * and, while the run waits for it in the background, "Continue without waiting"
+ * and Stop (the composer's Stop shows only while a run is active).
  */
 import * as React from 'react';
 
@@ -47,6 +48,15 @@ export function CellProgress(props: { item: IToolItem; model: PanelModel; waitin
             onClick={() => void props.model.continueWithoutWaiting()}
           >
             {trans.__('Continue without waiting')}
+          </button>
+          <button
+            type="button"
+            className="jp-mod-styled cw-button-danger"
+            data-testid="cw-stop-background-cell"
+            title={trans.__('Interrupt the cell and end the run')}
+            onClick={() => void props.model.cancel()}
+          >
+            {trans.__('Stop')}
           </button>
         </div>
       )}
