@@ -49,7 +49,7 @@ function badgeTitle(p: ICellProvenance): string {
  * still be replaying: tried for a few seconds).
  */
 export function revealStep(toolCallId: string, tries = 40): void {
-  const selector = `.cw-undo[data-tool-call-id="${CSS.escape(toolCallId)}"]`;
+  const selector = `.cw-step[data-tool-call-id="${CSS.escape(toolCallId)}"]`;
   const node = document.querySelector<HTMLElement>(selector);
   if (node) {
     node.scrollIntoView({ block: 'center' });

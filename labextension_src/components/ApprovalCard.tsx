@@ -18,7 +18,9 @@ import { ImpactView, SaveRuleOption } from './ImpactView';
 import { suggestedRule } from '../model/review';
 import { TodoEditor, todosOf } from './TodoEditor';
 import { TodoList } from './TodoList';
+import { useTrans } from './translation';
 import { VisibleText } from './VisibleText';
+import { TranslationBundle } from '@jupyterlab/translation';
 
 /** The argument a user edits for each tool; others edit the JSON of all args. */
 const EDITABLE_FIELD: Record<string, string> = {
@@ -68,6 +70,19 @@ export function approvalQuestion(pending: { agent?: string; name: string }): str
   return `${who} asks to ${ACTION[pending.name] ?? `use ${pending.name}`}`;
 }
 
+/** The card's one title: the verb ("Run a cell"), with who asks when it is a sub-agent. */
+export function approvalTitle(trans: TranslationBundle, pending: { agent?: string; name: string }): string {
+  const action = trans.__(ACTION[pending.name] ?? 'use %1', pending.name);
+  const agent = pending.agent;
+  if (!agent || agent === 'main') {
+    return action.charAt(0).toUpperCase() + action.slice(1);
+  }
+  return trans.__('%1 asks to %2', agentLabel(agent), action);
+}
+
+/** The key that goes with Enter to approve: ⌘ on a Mac, Ctrl elsewhere. */
+const MOD_KEY = typeof navigator !== 'undefined' && /Mac|iP(hone|ad)/.test(navigator.platform) ? '⌘' : 'Ctrl';
+
 /**
  * A preview that says the call cannot succeed. Servers before `will_fail`
  * said so only in the description ("… will fail: <reason>").
@@ -104,6 +119,7 @@ export function ApprovalCard(props: {
   pending: ApprovalRequest;
 }): JSX.Element {
   const { model, pending } = props;
+  const trans = useTrans();
   // An outside ACP agent's request is approved or rejected as it stands: ACP has no edited answer.
   const outsideAgent = (model.thread?.agent ?? OWN_AGENT) !== OWN_AGENT;
   const busy = model.deciding;
@@ -136,7 +152,7 @@ export function ApprovalCard(props: {
     if (isPlan) {
       const kept = todos.filter(todo => todo.content.trim());
       if (!kept.length) {
-        setEditError('The plan needs at least one step (or reject it).');
+        setEditError(trans.__('The plan needs at least one step (or reject it).'));
         return;
       }
       if (JSON.stringify(kept) === JSON.stringify(todosOf(pending.args))) {
@@ -161,11 +177,11 @@ export function ApprovalCard(props: {
       try {
         const parsed = JSON.parse(draft);
         if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) {
-          throw new Error('the arguments must be a JSON object');
+          throw new Error(trans.__('the arguments must be a JSON object'));
         }
         args = parsed;
       } catch (error) {
-        setEditError(`Invalid JSON: ${(error as Error).message}`);
+        setEditError(trans.__('Invalid JSON: %1', (error as Error).message));
         return;
       }
     }
@@ -184,11 +200,49 @@ export function ApprovalCard(props: {
   const args = pending.args ?? {};
   const diagnostics = Array.isArray(pending.diagnostics) ? pending.diagnostics : [];
   const diff = pending.diff ?? (typeof args.diff === 'string' ? args.diff : null);
-  // The card's first render: bring it (and its buttons) into view if the panel scrolled.
+  // The card's first render: bring it (and its buttons) into view and give it the focus, so the
+  // keys below work at once (a screen reader reads its title).
   const ref = useRef<HTMLElement>(null);
   useEffect(() => {
     ref.current?.scrollIntoView?.({ block: 'nearest' });
+    ref.current?.focus({ preventScroll: true });
   }, [pending.id]);
+  // Ctrl/Cmd+Enter approves (confirms a rejection in its form), E edits, R rejects, Escape goes back.
+  const onKeyDown = (event: React.KeyboardEvent): void => {
+    if (busy) {
+      return;
+    }
+    if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      event.stopPropagation();
+      if (mode === 'reject') {
+        reject();
+      } else {
+        approve();
+      }
+      return;
+    }
+    const target = event.target as HTMLElement;
+    const typing = target.tagName === 'TEXTAREA' || target.tagName === 'INPUT' || target.tagName === 'SELECT';
+    if (event.key === 'Escape' && mode !== 'view') {
+      event.preventDefault();
+      setMode('view');
+      ref.current?.focus();
+      return;
+    }
+    if (typing || mode !== 'view' || event.ctrlKey || event.metaKey || event.altKey) {
+      return;
+    }
+    const key = event.key.toLowerCase();
+    if (key === 'e' && !outsideAgent) {
+      event.preventDefault();
+      setMode('edit');
+    } else if (key === 'r') {
+      event.preventDefault();
+      setMode('reject');
+    }
+  };
+  const title = approvalTitle(trans, pending);
   const isFile = pending.name === 'write_file' || pending.name === 'edit_file';
   const warning = isFailureWarning(pending);
 
@@ -197,20 +251,18 @@ export function ApprovalCard(props: {
       ref={ref}
       className="cw-approval"
       role="region"
-      aria-label="Approval required"
+      aria-label={trans.__('Approval required: %1', title)}
+      tabIndex={-1}
+      onKeyDown={onKeyDown}
       data-testid="cw-approval-card"
       data-tool-name={pending.name}
       data-tool-call-id={pending.id}
       data-agent={pending.agent}
     >
       <div className="cw-approval-body" data-testid="cw-approval-body">
-      <div className="cw-approval-head">
-        <span className="cw-approval-title">Approval required</span>
-        <span className="cw-approval-tool">{pending.name}</span>
-      </div>
-      <div className="cw-approval-agent" data-testid="cw-approval-agent">
-        {approvalQuestion(pending)}
-      </div>
+      <h3 className="cw-approval-title cw-approval-agent" data-testid="cw-approval-agent" title={pending.name}>
+        {title}
+      </h3>
       {pending.description &&
         (warning ? (
           <div className="cw-approval-warning" data-testid="cw-approval-warning" role="alert">
@@ -244,12 +296,12 @@ export function ApprovalCard(props: {
       {pending.name === 'execute_command' && mode !== 'edit' && <CommandPreview pending={pending} />}
 
       {pending.name === 'run_cell' && mode !== 'edit' && (
-        <CodePreview code={args.code} description={args.description} />
+        <CodePreview code={args.code} />
       )}
 
       {pending.name === 'edit_cell' && (
         <div className="cw-approval-path">
-          <span className="cw-label">Cell: </span>
+          <span className="cw-label">{trans.__('Cell: ')}</span>
           <code data-testid="cw-approval-cell-id">
             <VisibleText text={String(args.cell_id ?? '')} />
           </code>
@@ -257,7 +309,7 @@ export function ApprovalCard(props: {
       )}
       {pending.name === 'edit_cell' && !diff && mode !== 'edit' && <CodePreview code={args.source} />}
       {pending.name === 'sql_query' && mode !== 'edit' && (
-        <CodePreview code={args.sql} description={`Database: ${String(args.database ?? '')}`} />
+        <CodePreview code={args.sql} description={trans.__('Database: %1', String(args.database ?? ''))} />
       )}
 
       {pending.name === 'restart_kernel' && (
@@ -265,18 +317,18 @@ export function ApprovalCard(props: {
           <span className="cw-approval-warning-icon" aria-hidden="true">
             ⚠
           </span>
-          <span>{RESTART_WARNING}</span>
+          <span>{trans.__(RESTART_WARNING)}</span>
         </div>
       )}
 
       {isPlan && mode !== 'edit' && (
-        <TodoList todos={todos} title="Proposed plan" testId="cw-approval-todos" />
+        <TodoList todos={todos} title={trans.__('Proposed plan')} testId="cw-approval-todos" />
       )}
       {isPlan && mode === 'edit' && <TodoEditor todos={todos} onChange={setTodos} disabled={busy} />}
 
       {isFile && !!args.path && (
         <div className="cw-approval-path">
-          <span className="cw-label">File: </span>
+          <span className="cw-label">{trans.__('File: ')}</span>
           <code>
             <VisibleText text={String(args.path)} />
           </code>
@@ -295,7 +347,7 @@ export function ApprovalCard(props: {
         <div className="cw-approval-edit">
           <textarea
             className="cw-textarea cw-code"
-            aria-label={(field && EDIT_LABEL[field]) || 'Edit arguments (JSON)'}
+            aria-label={trans.__((field && EDIT_LABEL[field]) || 'Edit arguments (JSON)')}
             value={draft}
             spellCheck={false}
             rows={Math.min(20, Math.max(field === 'command' ? 2 : 4, draft.split('\n').length + 1))}
@@ -322,14 +374,14 @@ export function ApprovalCard(props: {
       {mode === 'reject' ? (
         <div className="cw-approval-reject">
           <label className="cw-label" htmlFor={`cw-reason-${pending.id}`}>
-            Reason for rejecting
+            {trans.__('Reason for rejecting')}
           </label>
           <textarea
             id={`cw-reason-${pending.id}`}
             className="cw-textarea"
             value={reason}
             rows={3}
-            placeholder="Tell the agent what to do instead (optional)"
+            placeholder={trans.__('Tell the agent what to do instead (optional)')}
             onChange={e => setReason(e.target.value)}
             disabled={busy}
             autoFocus
@@ -348,8 +400,10 @@ export function ApprovalCard(props: {
               className="cw-button cw-button-danger"
               onClick={reject}
               disabled={busy}
+              aria-keyshortcuts="Control+Enter Meta+Enter"
             >
-              Confirm reject
+              {trans.__('Confirm reject')}
+              <kbd className="cw-kbd" aria-hidden="true">{`${MOD_KEY}+↵`}</kbd>
             </button>
             <button
               type="button"
@@ -357,7 +411,7 @@ export function ApprovalCard(props: {
               onClick={() => setMode('view')}
               disabled={busy}
             >
-              Cancel
+              {trans.__('Cancel')}
             </button>
           </div>
         </div>
@@ -368,8 +422,10 @@ export function ApprovalCard(props: {
             className="cw-button cw-button-primary"
             onClick={approve}
             disabled={busy}
+            aria-keyshortcuts="Control+Enter Meta+Enter"
           >
-            {mode === 'edit' ? 'Approve edited' : 'Approve'}
+            {mode === 'edit' ? trans.__('Approve edited') : trans.__('Approve')}
+            <kbd className="cw-kbd" aria-hidden="true">{`${MOD_KEY}+↵`}</kbd>
           </button>
           {mode === 'edit' ? (
             <button
@@ -383,7 +439,7 @@ export function ApprovalCard(props: {
               }}
               disabled={busy}
             >
-              Discard edits
+              {trans.__('Discard edits')}
             </button>
           ) : outsideAgent ? null : (
             <button
@@ -391,8 +447,10 @@ export function ApprovalCard(props: {
               className="cw-button"
               onClick={() => setMode('edit')}
               disabled={busy}
+              aria-keyshortcuts="E"
             >
-              Edit
+              {trans.__('Edit')}
+              <kbd className="cw-kbd" aria-hidden="true">E</kbd>
             </button>
           )}
           <button
@@ -400,14 +458,16 @@ export function ApprovalCard(props: {
             className="cw-button cw-button-danger"
             onClick={() => setMode('reject')}
             disabled={busy}
+            aria-keyshortcuts="R"
           >
-            Reject
+            {trans.__('Reject')}
+            <kbd className="cw-kbd" aria-hidden="true">R</kbd>
           </button>
         </div>
       )}
       {busy && (
         <div className="cw-approval-busy" role="status">
-          Sending your decision…
+          {trans.__('Sending your decision…')}
         </div>
       )}
       </div>

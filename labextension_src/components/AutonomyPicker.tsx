@@ -2,6 +2,7 @@ import * as React from 'react';
 import { useMemo } from 'react';
 
 import { AUTONOMIES, AUTONOMY_HINTS, AUTONOMY_LABELS, PanelModel } from '../model';
+import { useTrans } from './translation';
 
 let pickerCount = 0;
 
@@ -12,10 +13,11 @@ let pickerCount = 0;
  */
 export function AutonomyPicker(props: { model: PanelModel; disabled: boolean }): JSX.Element {
   const { model, disabled } = props;
+  const trans = useTrans();
   const name = useMemo(() => `cw-autonomy-${++pickerCount}`, []);
   return (
     <fieldset className="cw-autonomy" disabled={disabled} data-testid="cw-autonomy">
-      <legend className="cw-visually-hidden">What the agent may do</legend>
+      <legend className="cw-visually-hidden">{trans.__('What the agent may do')}</legend>
       {AUTONOMIES.map(autonomy => (
         <label
           key={autonomy}

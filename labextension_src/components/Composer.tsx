@@ -153,8 +153,6 @@ export function Composer(props: {
         className="cw-textarea cw-composer-input"
         aria-label="Message Cellwright"
         aria-autocomplete="list"
-        aria-haspopup="listbox"
-        aria-expanded={open}
         aria-controls={open ? listId : undefined}
         aria-activedescendant={open && items.length ? optionId(listId, activeIndex) : undefined}
         placeholder={

@@ -23,9 +23,16 @@ import { TodoList } from './TodoList';
 import { UsageFigures } from './Usage';
 import { STATUS_ICON, ToolEntry, ToolResultLine } from './ToolEntry';
 import { CellProgress } from './CellProgress';
-import { RewindControls } from './RewindControls';
+import { useRewind } from './RewindControls';
 import { SentStep } from './SentRequests';
-import { UndoButtons } from './UndoButtons';
+import { IStepAction, StepMenu } from './StepMenu';
+import { useTrans } from './translation';
+import { useUndo } from './UndoButtons';
+import { hasNotebookCell, showCell } from '../showCell';
+import { SentSummary } from '../contract.gen';
+import { usageText } from '../model';
+import { IToolItem } from '../model';
+import { stepVerb } from './ToolEntry';
 import { VerifyButton } from './VerifyButton';
 import { VisibleText } from './VisibleText';
 
@@ -78,6 +85,7 @@ function SubtaskBlock(props: {
   rendermime: IRenderMimeRegistry;
 }): JSX.Element {
   const { item, model, rendermime } = props;
+  const trans = useTrans();
   const [open, setOpen] = useState(item.active);
   useEffect(() => {
     setOpen(item.active);
@@ -96,7 +104,7 @@ function SubtaskBlock(props: {
       data-active={item.active ? 'true' : 'false'}
       data-tool-call-id={item.id ?? undefined}
       role="group"
-      aria-label={`${label} subtask`}
+      aria-label={trans.__('%1 subtask', label)}
     >
       <details
         className="cw-subtask-details"
@@ -123,22 +131,63 @@ function SubtaskBlock(props: {
         </summary>
         <div className="cw-subtask-body">
           {item.items.length === 0 && item.active && (
-            <div className="cw-muted">{`${label} is starting…`}</div>
+            <div className="cw-muted">{trans.__('%1 is starting…', label)}</div>
           )}
-          {item.items.map(child => (
-            <Item
-              key={child.key}
-              item={child}
-              model={model}
-              rendermime={rendermime}
-              container={item.agent}
-            />
-          ))}
+          <Items items={item.items} model={model} rendermime={rendermime} container={item.agent} />
           {item.summary && item.status !== 'ok' && (
             <ToolResultLine className="cw-subtask-result" summary={item.summary} />
           )}
         </div>
       </details>
+    </div>
+  );
+}
+
+/**
+ * One step of the timeline: its line (expandable to code and output), the
+ * cell's progress while it runs, and its actions in the step's menu (only
+ * those that apply: no rewind under a plan or inside a sub-agent's block).
+ */
+function ToolStep(props: {
+  item: IToolItem;
+  model: PanelModel;
+  rendermime: IRenderMimeRegistry;
+  container?: string;
+  sent?: SentSummary;
+}): JSX.Element {
+  const { item, model, rendermime, container } = props;
+  const trans = useTrans();
+  const showAgent = !ROOT_AGENTS.has(item.agent) && item.agent !== container;
+  const undo = useUndo(model, item);
+  const rewind = useRewind(model, item, !container && item.name !== 'write_todos');
+  const actions: IStepAction[] = [];
+  if (hasNotebookCell(item)) {
+    actions.push({
+      label: trans.__('Show in notebook'),
+      testId: 'cw-show-in-notebook',
+      title: trans.__('Select this cell in the notebook and scroll to it'),
+      onSelect: () => showCell(item.id)
+    });
+  }
+  actions.push(...undo.actions, ...rewind.actions);
+  const sent =
+    props.sent && model.thread ? (
+      <SentStep api={model.api} threadId={model.thread.threadId} sent={props.sent} />
+    ) : undefined;
+  return (
+    <div className="cw-step" data-testid="cw-step" data-tool-call-id={item.id} data-tool-name={item.name}>
+      <div className="cw-step-row">
+        {isExplore(item) ? (
+          <ExploreStep item={item} model={model} rendermime={rendermime} showAgent={showAgent} />
+        ) : (
+          <ToolEntry item={item} rendermime={rendermime} showAgent={showAgent} sent={sent} />
+        )}
+        <StepMenu actions={actions} stepLabel={stepVerb(trans, item.name)} toolCallId={item.id} />
+      </div>
+      <CellProgress item={item} model={model} waiting={model.thread?.view.status === 'waiting_for_cell'} />
+      {undo.view}
+      {rewind.view}
+      {isExplore(item) && sent}
     </div>
   );
 }
@@ -149,8 +198,15 @@ function Item(props: {
   rendermime: IRenderMimeRegistry;
   /** The sub-agent whose block holds the item; undefined at the top level. */
   container?: string;
+  /** What the model call that produced this item sent (shown in its details). */
+  sent?: SentSummary;
 }): JSX.Element | null {
   const { item, model, rendermime, container } = props;
+  const trans = useTrans();
+  const sentView =
+    props.sent && model.thread ? (
+      <SentStep api={model.api} threadId={model.thread.threadId} sent={props.sent} />
+    ) : null;
   switch (item.kind) {
     case 'user':
       return (
@@ -161,7 +217,7 @@ function Item(props: {
         >
           {item.autonomy && (
             <span className="cw-autonomy-badge" title={AUTONOMY_HINTS[item.autonomy]}>
-              <span className="cw-visually-hidden">Mode: </span>
+              <span className="cw-visually-hidden">{trans.__('Mode: ')}</span>
               {AUTONOMY_LABELS[item.autonomy]}
             </span>
           )}
@@ -179,23 +235,11 @@ function Item(props: {
         >
           <AgentBadge agent={item.agent} container={container} />
           <Markdown rendermime={rendermime} source={item.text} streaming={item.streaming} />
+          {sentView}
         </div>
       );
-    case 'tool': {
-      const showAgent = !ROOT_AGENTS.has(item.agent) && item.agent !== container;
-      return (
-        <>
-          {isExplore(item) ? (
-            <ExploreStep item={item} model={model} rendermime={rendermime} showAgent={showAgent} />
-          ) : (
-            <ToolEntry item={item} rendermime={rendermime} showAgent={showAgent} />
-          )}
-          <CellProgress item={item} model={model} waiting={model.thread?.view.status === 'waiting_for_cell'} />
-          {item.undo && !item.rewoundBy && <UndoButtons model={model} item={item} />}
-          {!container && <RewindControls model={model} item={item} />}
-        </>
-      );
-    }
+    case 'tool':
+      return <ToolStep item={item} model={model} rendermime={rendermime} container={container} sent={props.sent} />;
     case 'subtask':
       return <SubtaskBlock item={item} model={model} rendermime={rendermime} />;
     case 'final': {
@@ -205,7 +249,7 @@ function Item(props: {
           <AgentBadge agent={item.agent} container={container} />
           <Markdown rendermime={rendermime} source={item.answer} testId="cw-final" />
           {item.nextItems.length > 0 && (
-            <div className="cw-next-items" role="group" aria-label="Suggested next steps">
+            <div className="cw-next-items" role="group" aria-label={trans.__('Suggested next steps')}>
               {item.nextItems.map((next, i) => (
                 <button
                   key={i}
@@ -222,6 +266,7 @@ function Item(props: {
             </div>
           )}
           {!container && <VerifyButton model={model} />}
+          {sentView}
         </div>
       );
     }
@@ -229,43 +274,83 @@ function Item(props: {
       return (
         <div className="cw-error-block" data-testid="cw-error">
           <AgentBadge agent={item.agent} />
-          <span className="cw-label">{`Error${item.errorKind ? ` (${item.errorKind})` : ''}: `}</span>
+          <span className="cw-label">
+            {item.errorKind ? trans.__('Error (%1): ', item.errorKind) : trans.__('Error: ')}
+          </span>
           <span className="cw-error-message">{item.message}</span>
-          {item.retryable && <span className="cw-error-hint"> You can send the request again.</span>}
+          {item.retryable && <span className="cw-error-hint">{' ' + trans.__('You can send the request again.')}</span>}
           {item.errorKind === 'kernel_unresponsive' && item.kernelId && (
             <RestartKernelButton kernelId={item.kernelId} />
           )}
         </div>
       );
-    case 'run_end':
+    case 'run_end': {
+      // Usage once: a run that is the whole thread so far has its figure in the footer only.
+      const threadUsage = model.view.usage.thread;
+      const ownFigure = !!item.usage && !(threadUsage && usageText(threadUsage) === usageText(item.usage));
+      if (item.status === 'completed' && !ownFigure) {
+        return null;
+      }
       return (
         <div className={`cw-run-end cw-run-end-${item.status}`} data-testid="cw-run-end">
-          {item.status === 'cancelled' ? 'Run stopped.' : item.status === 'failed' ? 'Run failed.' : null}
-          {item.usage && (
+          {item.status === 'cancelled' ? trans.__('Run stopped.') : item.status === 'failed' ? trans.__('Run failed.') : null}
+          {item.usage && ownFigure && (
             <span className="cw-run-usage" data-testid="cw-run-usage">
-              <span className="cw-label">{item.status === 'completed' ? 'This run: ' : ' This run: '}</span>
+              <span className="cw-label">{(item.status === 'completed' ? '' : ' ') + trans.__('This run: ')}</span>
               <UsageFigures usage={item.usage} />
             </span>
           )}
         </div>
       );
+    }
     case 'sent':
-      return model.thread ? (
-        <SentStep api={model.api} threadId={model.thread.threadId} sent={item.request} />
-      ) : null;
+      return sentView; // a request no step or message followed (an error's): on its own
     case 'forked':
       return (
         <div className="cw-forked" role="note" data-testid="cw-forked">
-          {'Tried again from just before that step of '}
+          {trans.__('Tried again from just before that step of ')}
           <button type="button" className="cw-link-button" onClick={() => void model.openThread(item.fromThread)}>
-            <VisibleText text={item.fromTitle || 'the earlier thread'} />
+            <VisibleText text={item.fromTitle || trans.__('the earlier thread')} />
           </button>
-          {', which stays as it was. Send a message to continue from here.'}
+          {trans.__(', which stays as it was. Send a message to continue from here.')}
         </div>
       );
     default:
       return null;
   }
+}
+
+/**
+ * The items of a thread or a sub-agent's block. What a model call sent goes
+ * into the details of what that call produced (a step, a message), not
+ * between them; the whole thread's requests are in the footer's view.
+ */
+function Items(props: {
+  items: ConversationItem[];
+  model: PanelModel;
+  rendermime: IRenderMimeRegistry;
+  container?: string;
+}): JSX.Element {
+  const { items, model, rendermime, container } = props;
+  const shown: JSX.Element[] = [];
+  let sent: SentSummary | undefined;
+  items.forEach((item, index) => {
+    if (item.kind === 'sent') {
+      sent = item.request;
+      const next = items[index + 1];
+      if (next && next.kind !== 'sent' && ['tool', 'assistant', 'final'].includes(next.kind)) {
+        return; // shown with the next item
+      }
+      if (!next) {
+        return; // the call is still answering
+      }
+    }
+    shown.push(
+      <Item key={item.key} item={item} model={model} rendermime={rendermime} container={container} sent={sent} />
+    );
+    sent = undefined;
+  });
+  return <>{shown}</>;
 }
 
 /** The conversation log, with the todo list on top. */
@@ -298,13 +383,16 @@ export function Conversation(props: {
     pinned.current = true;
   }, [model.thread]);
 
+  const trans = useTrans();
   const streaming = isStreaming(view);
   return (
     <div
       ref={log}
       className="cw-log"
       role="log"
-      aria-label="Conversation"
+      aria-label={trans.__('Conversation')}
+      aria-live="polite"
+      aria-relevant="additions"
       aria-busy={streaming || model.loadingThread}
       onScroll={onScroll}
       tabIndex={0}
@@ -312,21 +400,20 @@ export function Conversation(props: {
       <TodoList todos={view.todos} />
       {view.items.length === 0 && !model.loadingThread && (
         <div className="cw-empty">
-          <p>Ask Cellwright to explore data, write and run cells, or fix an error.</p>
+          <p>{trans.__('Ask Cellwright to explore data, write and run cells, or fix an error.')}</p>
           <p>
-            Code cells, shell commands and file edits wait for your approval; approved cells
-            run in this notebook's kernel and appear in the notebook.
+            {trans.__(
+              "Code cells, shell commands and file edits wait for your approval; approved cells run in this notebook's kernel and appear in the notebook."
+            )}
           </p>
         </div>
       )}
       {model.loadingThread && view.items.length === 0 && (
         <div className="cw-loading" role="status">
-          Loading the conversation…
+          {trans.__('Loading the conversation…')}
         </div>
       )}
-      {view.items.map(item => (
-        <Item key={item.key} item={item} model={model} rendermime={rendermime} />
-      ))}
+      <Items items={view.items} model={model} rendermime={rendermime} />
     </div>
   );
 }

@@ -5,15 +5,27 @@ import { AUTONOMY_HINTS, AUTONOMY_LABELS, DisplayStatus, PanelModel } from '../m
 import { agentLabel } from '../tokens';
 import { AgentNotice } from './AgentPicker';
 import { ThreadHistory } from './ThreadHistory';
+import { TranslationBundle } from '@jupyterlab/translation';
+import { useTrans } from './translation';
 
-const STATUS_TEXT: Record<DisplayStatus, string> = {
-  idle: 'idle',
-  running: 'running',
-  awaiting_approval: 'awaiting approval',
-  cancelled: 'cancelled',
-  failed: 'failed',
-  waiting_for_cell: 'running in the background'
-};
+function statusText(trans: TranslationBundle, status: DisplayStatus): string {
+  switch (status) {
+    case 'idle':
+      return trans.__('idle');
+    case 'running':
+      return trans.__('running');
+    case 'awaiting_approval':
+      return trans.__('awaiting approval');
+    case 'cancelled':
+      return trans.__('cancelled');
+    case 'failed':
+      return trans.__('failed');
+    case 'waiting_for_cell':
+      return trans.__('running in the background');
+    default:
+      return status;
+  }
+}
 
 /** The thread's title, else its first message, else its id. */
 function threadTitle(model: PanelModel): string {
@@ -34,6 +46,7 @@ export function Header(props: {
   const { model, historyOpen, setHistoryOpen } = props;
   const notebook = model.notebook;
   const thread = model.thread;
+  const trans = useTrans();
   return (
     <div className="cw-header">
       <div className="cw-header-row">
@@ -52,7 +65,7 @@ export function Header(props: {
             }
           }}
         >
-          History
+          {trans.__('History')}
         </button>
         <button
           type="button"
@@ -63,14 +76,14 @@ export function Header(props: {
           }}
           disabled={!thread}
         >
-          New thread
+          {trans.__('New thread')}
         </button>
         <button
           type="button"
           className={`cw-icon-button cw-settings-button${model.settingsOpen ? ' cw-mod-active' : ''}`}
-          aria-label="Model settings"
+          aria-label={trans.__('Model settings')}
           aria-pressed={model.settingsOpen}
-          title="Model settings: endpoint, model, API key"
+          title={trans.__('Model settings: endpoint, model, API key')}
           onClick={() => model.openSettings(!model.settingsOpen)}
           disabled={model.needsSetup}
         >
@@ -80,16 +93,16 @@ export function Header(props: {
       <div className="cw-binding" data-testid="cw-notebook-path" title={notebook?.path ?? ''}>
         {notebook ? (
           <>
-            <span className="cw-label">Notebook: </span>
+            <span className="cw-label">{trans.__('Notebook: ')}</span>
             <span className="cw-path">{notebook.path}</span>
           </>
         ) : (
-          <span className="cw-muted">No notebook open: open one so the agent can use its kernel.</span>
+          <span className="cw-muted">{trans.__('No notebook open: open one so the agent can use its kernel.')}</span>
         )}
       </div>
       {thread && (
         <div className="cw-thread-title" title={thread.threadId}>
-          <span className="cw-label">Thread: </span>
+          <span className="cw-label">{trans.__('Thread: ')}</span>
           {threadTitle(model)}
         </div>
       )}
@@ -111,6 +124,7 @@ export function StatusLine(props: { model: PanelModel }): JSX.Element {
   const thread = model.thread;
   const connection = thread?.connection ?? 'closed';
   const agent = view.agent || 'main';
+  const trans = useTrans();
   return (
     <div
       className={`cw-status cw-status-${view.status}`}
@@ -119,26 +133,28 @@ export function StatusLine(props: { model: PanelModel }): JSX.Element {
       role="status"
     >
       <span className={`cw-status-dot cw-status-dot-${view.status}`} aria-hidden="true" />
-      <span className="cw-status-text">{STATUS_TEXT[view.status]}</span>
+      <span className="cw-status-text">{statusText(trans, view.status)}</span>
+      {/* The agent by name only where there are several: "Agent" beside the mode "Agent" said it twice. */}
       <span
         className="cw-status-agent"
         data-testid="cw-agent"
         data-agent={agent}
         data-mode={view.mode ?? undefined}
-        title={view.mode === 'multi' ? 'Active agent (multi-agent mode)' : 'Active agent'}
+        title={view.mode === 'multi' ? trans.__('Active agent (multi-agent mode)') : trans.__('Active agent')}
+        hidden={view.mode !== 'multi' && agent === 'main'}
       >
-        <span className="cw-visually-hidden">Active agent: </span>
+        <span className="cw-visually-hidden">{trans.__('Active agent: ')}</span>
         {agentLabel(agent)}
       </span>
       {view.autonomy && (
         <span className="cw-status-autonomy" data-testid="cw-thread-autonomy" title={AUTONOMY_HINTS[view.autonomy]}>
-          <span className="cw-visually-hidden">Mode of the last run: </span>
+          <span className="cw-visually-hidden">{trans.__('Mode of the last run: ')}</span>
           {AUTONOMY_LABELS[view.autonomy]}
         </span>
       )}
       {connection === 'reconnecting' && (
         <span className="cw-status-conn">
-          {`reconnecting…${thread?.lastError ? ` (${thread.lastError})` : ''}`}
+          {thread?.lastError ? trans.__('reconnecting… (%1)', thread.lastError) : trans.__('reconnecting…')}
         </span>
       )}
     </div>

@@ -3,6 +3,7 @@ import { useContext, useState } from 'react';
 
 import { errorMessage } from '../api';
 import { KernelRestarter } from '../kernels';
+import { useTrans } from './translation';
 
 /** How the panel restarts a kernel (given by the plugin: the notebook's own session first). */
 export const KernelRestartContext = React.createContext<KernelRestarter | null>(null);
@@ -15,6 +16,7 @@ export function RestartKernelButton(props: { kernelId: string }): JSX.Element | 
   const restart = useContext(KernelRestartContext);
   const [state, setState] = useState<'idle' | 'restarting' | 'done' | 'failed'>('idle');
   const [failure, setFailure] = useState<string | null>(null);
+  const trans = useTrans();
   if (!restart) {
     return null;
   }
@@ -30,14 +32,18 @@ export function RestartKernelButton(props: { kernelId: string }): JSX.Element | 
     );
   };
   const label =
-    state === 'restarting' ? 'Restarting…' : state === 'done' ? 'Kernel restarted' : 'Restart kernel';
+    state === 'restarting'
+      ? trans.__('Restarting…')
+      : state === 'done'
+        ? trans.__('Kernel restarted')
+        : trans.__('Restart kernel');
   return (
     <div className="cw-restart-kernel">
       <button
         type="button"
         className="cw-button cw-button-danger"
         data-testid="cw-restart-kernel"
-        title="Restart the kernel: its variables are lost"
+        title={trans.__('Restart the kernel: its variables are lost')}
         disabled={state === 'restarting' || state === 'done'}
         onClick={onClick}
       >
@@ -45,7 +51,7 @@ export function RestartKernelButton(props: { kernelId: string }): JSX.Element | 
       </button>
       {failure && (
         <span className="cw-error-hint" role="alert">
-          {` Could not restart it: ${failure}`}
+          {' ' + trans.__('Could not restart it: %1', failure)}
         </span>
       )}
     </div>

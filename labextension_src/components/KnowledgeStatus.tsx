@@ -8,10 +8,12 @@ import {
   KNOWLEDGE_STATUS_INTERVAL_MS,
   knowledgeText
 } from '../model/knowledge';
+import { useTrans } from './translation';
 
 /** The workspace index's state, files, passages, last update and latest errors; refreshed while shown. */
 export function KnowledgeStatusView(props: { api: CellwrightAPI }): JSX.Element {
   const { api } = props;
+  const trans = useTrans();
   const [status, setStatus] = useState<KnowledgeStatus | null>(null);
   const [error, setError] = useState<string | null>(null);
   useEffect(() => {
@@ -31,7 +33,7 @@ export function KnowledgeStatusView(props: { api: CellwrightAPI }): JSX.Element 
   }, [api]);
   return (
     <div className="cw-knowledge-status" data-testid="cw-knowledge-status">
-      <span className="cw-knowledge-status-label">Workspace index</span>{' '}
+      <span className="cw-knowledge-status-label">{trans.__('Workspace index')}</span>{' '}
       {status && <span data-testid="cw-knowledge-status-text">{knowledgeText(status)}</span>}
       {error && <span className="cw-knowledge-status-error">{error}</span>}
       {status && status.errors.length > 0 && (

@@ -1,10 +1,12 @@
 import * as React from 'react';
 
 import { PanelModel } from '../model';
+import { useTrans } from './translation';
 
 /** Health notices, threads waiting for a decision elsewhere, and dismissable error banners. */
 export function Notices(props: { model: PanelModel }): JSX.Element | null {
   const { model } = props;
+  const trans = useTrans();
   const notices = model.notices;
   const errors = model.errors;
   const waiting = model.waitingThreads;
@@ -15,9 +17,14 @@ export function Notices(props: { model: PanelModel }): JSX.Element | null {
     <div className="cw-notices">
       {waiting.map(thread => (
         <div key={thread.thread_id} className="cw-notice cw-waiting" data-testid="cw-waiting" role="status">
-          <span className="cw-waiting-text">{thread.title} is waiting for your approval.</span>
-          <button type="button" className="cw-button cw-button-small" onClick={() => void model.reviewWaiting(thread)}>
-            Review
+          <span className="cw-waiting-text">{trans.__('%1 is waiting for your approval.', thread.title)}</span>
+          <button
+            type="button"
+            className="cw-button cw-button-small"
+            aria-label={trans.__('Review: %1', thread.title)}
+            onClick={() => void model.reviewWaiting(thread)}
+          >
+            {trans.__('Review')}
           </button>
         </div>
       ))}
@@ -32,8 +39,8 @@ export function Notices(props: { model: PanelModel }): JSX.Element | null {
           <button
             type="button"
             className="cw-icon-button"
-            aria-label="Dismiss error"
-            title="Dismiss"
+            aria-label={trans.__('Dismiss error')}
+            title={trans.__('Dismiss')}
             onClick={() => model.dismissError(error.id)}
           >
             ×

@@ -4,19 +4,25 @@ import { useState } from 'react';
 import { errorMessage } from '../api';
 import { RewindChoice, RewindResult, ThreadDiff } from '../contract.gen';
 import { IToolItem, PanelModel } from '../model';
+import { IStepAction } from './StepMenu';
 import { StepChanges } from './StepChanges';
+import { useTrans } from './translation';
 import { VisibleText } from './VisibleText';
 
 /**
- * Under a finished step: "Rewind to here" (issue 25). It first shows what
+ * A finished step's "Rewind to here" (issue 25), an item of the step's menu. It first shows what
  * going back would restore and what cannot go back, per later step, with the
  * choice to revert or keep the agent's notebook cells and file edits; the
  * rewind then leaves the earlier attempt as a branch and can be undone.
  * "Try again from here" undoes nothing: it opens a new thread that continues
  * from just before the step, and this one stays as it is.
  */
-export function RewindControls(props: { model: PanelModel; item: IToolItem }): JSX.Element | null {
-  const { model, item } = props;
+export function useRewind(
+  model: PanelModel,
+  item: IToolItem,
+  enabled: boolean
+): { actions: IStepAction[]; view: JSX.Element | null } {
+  const trans = useTrans();
   const [preview, setPreview] = useState<RewindResult | null>(null);
   const [changes, setChanges] = useState<ThreadDiff | null>(null);
   const [notebook, setNotebook] = useState<RewindChoice>('revert');
@@ -25,8 +31,8 @@ export function RewindControls(props: { model: PanelModel; item: IToolItem }): J
   const [message, setMessage] = useState<string | null>(null);
   const [undoable, setUndoable] = useState(false);
   const thread = model.thread;
-  if (!thread || item.inherited || item.status === 'running' || item.status === 'awaiting_approval') {
-    return null; // an inherited step is the thread it was forked from's, to go back to there
+  if (!enabled || !thread || item.inherited || item.status === 'running' || item.status === 'awaiting_approval') {
+    return { actions: [], view: null }; // an inherited step is the thread it was forked from's, to go back to there
   }
   const threadId = thread.threadId;
   const act = async (work: () => Promise<void>): Promise<void> => {
@@ -53,8 +59,12 @@ export function RewindControls(props: { model: PanelModel; item: IToolItem }): J
       setPreview(null);
       setUndoable(true);
       setMessage(
-        `Went back over ${done.steps.length} step${done.steps.length === 1 ? '' : 's'}; the earlier attempt is ` +
-          `kept as a branch (${listed.branches.length} branches).`
+        trans._n(
+          'Went back over %1 step; the earlier attempt is kept as a branch (%2 branches).',
+          'Went back over %1 steps; the earlier attempt is kept as a branch (%2 branches).',
+          done.steps.length,
+          listed.branches.length
+        )
       );
       thread.connect(); // the `rewound` event: the timeline and the notebook's cells
     });
@@ -68,43 +78,54 @@ export function RewindControls(props: { model: PanelModel; item: IToolItem }): J
     act(async () => {
       const undone = await model.api.undoRewind(threadId);
       setUndoable(false);
-      setMessage(['Rewind undone.', ...undone.not_restored].join(' '));
+      setMessage([trans.__('Rewind undone.'), ...undone.not_restored].join(' '));
       thread.connect();
     });
   const disabled = busy || model.running;
-  return (
+  const actions: IStepAction[] = [];
+  if (!preview) {
+    if (!item.rewoundBy) {
+      actions.push({
+        label: trans.__('Rewind to here'),
+        testId: 'cw-rewind-open',
+        disabled,
+        onSelect: () => void show(notebook, files)
+      });
+    }
+    actions.push({
+      label: trans.__('Try again from here'),
+      testId: 'cw-try-again',
+      title: trans.__(
+        'A new thread with the conversation up to just before this step; nothing is undone and this thread stays as it is'
+      ),
+      disabled,
+      onSelect: () => void tryAgain()
+    });
+  }
+  if (undoable) {
+    actions.push({ label: trans.__('Undo rewind'), testId: 'cw-rewind-undo', disabled, onSelect: () => void undo() });
+  }
+  const view = (
     <div className="cw-rewind" data-testid="cw-rewind" data-tool-call-id={item.id}>
-      {item.rewoundBy && <span className="cw-rewind-state">Gone back over: kept in an earlier branch</span>}
-      {!item.rewoundBy && !preview && (
-        <button type="button" className="cw-button" data-testid="cw-rewind-open" disabled={disabled} onClick={() => void show(notebook, files)}>
-          Rewind to here
-        </button>
-      )}
-      {!preview && (
-        <button
-          type="button"
-          className="cw-button"
-          data-testid="cw-try-again"
-          title="A new thread with the conversation up to just before this step; nothing is undone and this thread stays as it is"
-          disabled={disabled}
-          onClick={() => void tryAgain()}
-        >
-          Try again from here
-        </button>
-      )}
+      {item.rewoundBy && <span className="cw-rewind-state">{trans.__('Gone back over: kept in an earlier branch')}</span>}
       {preview && (
-        <div className="cw-rewind-card" role="region" aria-label="Rewind" data-testid="cw-rewind-card">
+        <div className="cw-rewind-card" role="region" aria-label={trans.__('Rewind')} data-testid="cw-rewind-card">
           <div className="cw-rewind-title">
-            Go back to just before this step: {preview.steps.length} step{preview.steps.length === 1 ? '' : 's'} undone, newest first
+            {trans._n(
+              'Go back to just before this step: %1 step undone, newest first',
+              'Go back to just before this step: %1 steps undone, newest first',
+              preview.steps.length
+            )}
           </div>
           <ul className="cw-rewind-steps">
             {preview.steps.map(step => (
               <li key={step.tool_call_id} data-testid="cw-rewind-step" data-tool-call-id={step.tool_call_id}>
                 <span className="cw-tool-name">{step.name}</span>:{' '}
-                <VisibleText text={step.restores.join('; ') || 'the conversation only'} />
+                <VisibleText text={step.restores.join('; ') || trans.__('the conversation only')} />
                 {step.cannot.map((why, i) => (
                   <div key={i} className="cw-rewind-cannot" data-testid="cw-rewind-cannot">
-                    Cannot go back: <VisibleText text={why} />
+                    {trans.__('Cannot go back: ')}
+                    <VisibleText text={why} />
                   </div>
                 ))}
               </li>
@@ -112,7 +133,7 @@ export function RewindControls(props: { model: PanelModel; item: IToolItem }): J
           </ul>
           {preview.file_diffs?.map(file => (
             <details key={file.path} className="cw-rewind-diff">
-              <summary>{`What going back does to ${file.path}`}</summary>
+              <summary>{trans.__('What going back does to %1', file.path)}</summary>
               <pre className="cw-code" data-testid="cw-rewind-diff">
                 <VisibleText text={file.diff} code />
               </pre>
@@ -120,34 +141,29 @@ export function RewindControls(props: { model: PanelModel; item: IToolItem }): J
           ))}
           {changes && (
             <details className="cw-rewind-diff">
-              <summary>What the agent changed from this step on</summary>
+              <summary>{trans.__('What the agent changed from this step on')}</summary>
               <StepChanges diff={changes} />
             </details>
           )}
           <label>
             <input type="checkbox" data-testid="cw-rewind-notebook" checked={notebook === 'revert'} disabled={busy}
               onChange={e => void show(e.target.checked ? 'revert' : 'keep', files)} />
-            Revert notebook edits (remove the agent's later cells)
+            {trans.__("Revert notebook edits (remove the agent's later cells)")}
           </label>
           <label>
             <input type="checkbox" data-testid="cw-rewind-files" checked={files === 'revert'} disabled={busy}
               onChange={e => void show(notebook, e.target.checked ? 'revert' : 'keep')} />
-            Revert file edits
+            {trans.__('Revert file edits')}
           </label>
           <div className="cw-rewind-actions">
             <button type="button" className="cw-button cw-button-primary" data-testid="cw-rewind-confirm" disabled={disabled} onClick={() => void confirm()}>
-              Rewind
+              {trans.__('Rewind')}
             </button>
             <button type="button" className="cw-button" disabled={busy} onClick={() => setPreview(null)}>
-              Cancel
+              {trans.__('Cancel')}
             </button>
           </div>
         </div>
-      )}
-      {undoable && (
-        <button type="button" className="cw-button" data-testid="cw-rewind-undo" disabled={disabled} onClick={() => void undo()}>
-          Undo rewind
-        </button>
       )}
       {message && (
         <span className="cw-rewind-message" role="status" data-testid="cw-rewind-message">
@@ -156,4 +172,5 @@ export function RewindControls(props: { model: PanelModel; item: IToolItem }): J
       )}
     </div>
   );
+  return { actions, view };
 }

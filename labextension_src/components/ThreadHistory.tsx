@@ -25,14 +25,14 @@ export function ThreadHistory(props: {
     <div id="cw-history" className="cw-history" data-testid="cw-history">
       {model.threadListLoading && threads === null && (
         <div className="cw-muted" role="status">
-          Loading threads…
+          {trans.__('Loading threads…')}
         </div>
       )}
       {threads !== null && threads.length === 0 && (
-        <div className="cw-muted">No threads yet.</div>
+        <div className="cw-muted">{trans.__('No threads yet.')}</div>
       )}
       {threads !== null && threads.length > 0 && (
-        <ul className="cw-history-list" aria-label="Thread history">
+        <ul className="cw-history-list" aria-label={trans.__('Thread history')}>
           {threads.map(thread => (
             <li key={thread.thread_id}>
               <button

@@ -1,6 +1,7 @@
 import * as React from 'react';
 
 import { Todo, TodoStatus } from '../contract.gen';
+import { useTrans } from './translation';
 
 const MARK: Record<TodoStatus, string> = {
   pending: '☐',
@@ -17,15 +18,16 @@ const SPOKEN: Record<TodoStatus, string> = {
 /** The agent's live checklist (or, on an approval card, the plan it proposes). */
 export function TodoList(props: { todos: Todo[]; title?: string; testId?: string }): JSX.Element | null {
   const { todos } = props;
-  const title = props.title ?? 'Plan';
+  const trans = useTrans();
+  const title = props.title ?? trans.__('Plan');
   if (!todos.length) {
     return null;
   }
   const done = todos.filter(t => t.status === 'completed').length;
   return (
-    <section className="cw-todos" data-testid={props.testId ?? 'cw-todos'} aria-label={title === 'Plan' ? 'Todo list' : title}>
+    <section className="cw-todos" data-testid={props.testId ?? 'cw-todos'} aria-label={props.title === undefined ? trans.__('Todo list') : title}>
       <div className="cw-todos-title">
-        {title} <span className="cw-todos-count">{`${done}/${todos.length} done`}</span>
+        {title} <span className="cw-todos-count">{trans.__('%1/%2 done', done, todos.length)}</span>
       </div>
       <ul className="cw-todos-list">
         {todos.map((todo, i) => (
@@ -38,7 +40,7 @@ export function TodoList(props: { todos: Todo[]; title?: string; testId?: string
               {MARK[todo.status] ?? '☐'}
             </span>
             <span className="cw-todo-text">{todo.content}</span>
-            <span className="cw-visually-hidden">{` (${SPOKEN[todo.status] ?? todo.status})`}</span>
+            <span className="cw-visually-hidden">{` (${trans.__(SPOKEN[todo.status] ?? todo.status)})`}</span>
           </li>
         ))}
       </ul>

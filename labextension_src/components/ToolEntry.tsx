@@ -6,27 +6,78 @@ import { agentLabel } from '../tokens';
 import { visibleString } from '../visibleControls';
 import { CommandOutput } from './CommandOutput';
 import { CellOutputs } from './CellOutputs';
-import { hasNotebookCell, showCell } from '../showCell';
+import { TranslationBundle } from '@jupyterlab/translation';
+import { useTrans } from './translation';
 import { VisibleText } from './VisibleText';
 
 /** "Result: <summary>", under a tool entry or a sub-agent's task. */
 export function ToolResultLine(props: { className: string; summary: string }): JSX.Element {
+  const trans = useTrans();
   return (
     <div className={props.className}>
-      <span className="cw-label">Result: </span>
+      <span className="cw-label">{trans.__('Result: ')}</span>
       <span className="cw-tool-result-text">{props.summary}</span>
     </div>
   );
 }
 
-const STATUS_LABEL: Record<ToolItemStatus, string> = {
-  running: 'running',
-  awaiting_approval: 'awaiting approval',
-  ok: 'done',
-  error: 'error',
-  rejected: 'rejected',
-  cancelled: 'stopped'
-};
+function statusLabel(trans: TranslationBundle, status: ToolItemStatus): string {
+  switch (status) {
+    case 'running':
+      return trans.__('running');
+    case 'awaiting_approval':
+      return trans.__('awaiting approval');
+    case 'ok':
+      return trans.__('done');
+    case 'error':
+      return trans.__('error');
+    case 'rejected':
+      return trans.__('rejected');
+    case 'cancelled':
+      return trans.__('stopped');
+    default:
+      return status;
+  }
+}
+
+/** The verb a step's line opens with ("Run cell", "Shell"...); the tool's own name otherwise. */
+export function stepVerb(trans: TranslationBundle, name: string): string {
+  switch (name) {
+    case 'run_cell':
+      return trans.__('Run cell');
+    case 'edit_cell':
+      return trans.__('Edit cell');
+    case 'add_markdown':
+      return trans.__('Add Markdown');
+    case 'execute_command':
+      return trans.__('Shell');
+    case 'write_file':
+      return trans.__('Write');
+    case 'edit_file':
+      return trans.__('Edit');
+    case 'read_file':
+      return trans.__('Read');
+    case 'list_files':
+      return trans.__('List');
+    case 'search_workspace':
+    case 'search_notebooks':
+      return trans.__('Search');
+    case 'write_todos':
+      return trans.__('Plan');
+    case 'check_resource':
+      return trans.__('Check');
+    case 'load_skill':
+      return trans.__('Load skill');
+    case 'sql_query':
+      return trans.__('SQL');
+    case 'restart_kernel':
+      return trans.__('Restart kernel');
+    case 'read_notebook':
+      return trans.__('Read notebook');
+    default:
+      return name;
+  }
+}
 
 export const STATUS_ICON: Record<ToolItemStatus, string> = {
   running: '◌',
@@ -75,14 +126,14 @@ function formatDuration(ms: number | null): string {
 }
 
 /** The status as the entry shows it: a call the user's Stop ended reads "stopped". */
-export function toolStatusLabel(item: IToolItem): string {
+export function toolStatusLabel(item: IToolItem, trans: TranslationBundle): string {
   if (isStopped(item)) {
-    return 'stopped';
+    return trans.__('stopped');
   }
   if (item.status === 'running' && item.waitingForKernel) {
-    return 'waiting for the kernel…';
+    return trans.__('waiting for the kernel…');
   }
-  return STATUS_LABEL[item.status] ?? item.status;
+  return statusLabel(trans, item.status);
 }
 
 /**
@@ -94,8 +145,11 @@ export function ToolEntry(props: {
   item: IToolItem;
   rendermime: IRenderMimeRegistry;
   showAgent: boolean;
+  /** What the model call that asked for this step sent (the call's details). */
+  sent?: React.ReactNode;
 }): JSX.Element {
   const { item, rendermime } = props;
+  const trans = useTrans();
   const stopped = isStopped(item);
   const isCell = item.isCell || item.name === 'run_cell' || item.name === 'edit_cell';
   const code =
@@ -122,10 +176,13 @@ export function ToolEntry(props: {
           <span className="cw-tool-icon" aria-hidden="true">
             {stopped ? STATUS_ICON.cancelled : STATUS_ICON[item.status]}
           </span>
-          <span className="cw-tool-name">{item.name}</span>
+          <span className="cw-tool-name" title={item.name}>
+            {stepVerb(trans, item.name)}
+          </span>
           <span className="cw-tool-args">{shortArgs(item.name, item.args)}</span>
           <span className="cw-tool-status" data-testid="cw-tool-status">
-            {toolStatusLabel(item)}
+            <span className="cw-visually-hidden">, </span>
+            {toolStatusLabel(item, trans)}
             {item.executionCount !== null ? ` · [${item.executionCount}]` : ''}
             {item.durationMs !== null ? ` · ${formatDuration(item.durationMs)}` : ''}
           </span>
@@ -133,7 +190,7 @@ export function ToolEntry(props: {
         <div className="cw-tool-body">
           {props.showAgent && (
             <div className="cw-tool-agent">
-              <span className="cw-label">Agent: </span>
+              <span className="cw-label">{trans.__('Agent: ')}</span>
               {agentLabel(item.agent)}
             </div>
           )}
@@ -149,20 +206,9 @@ export function ToolEntry(props: {
             </pre>
           )}
           {item.summary && <ToolResultLine className="cw-tool-result" summary={item.summary} />}
+          {props.sent}
         </div>
       </details>
-      {hasNotebookCell(item) && (
-        <button
-          type="button"
-          className="cw-show-cell jp-mod-styled"
-          data-testid="cw-show-in-notebook"
-          data-tool-call-id={item.id}
-          title="Select this cell in the notebook and scroll to it"
-          onClick={() => showCell(item.id)}
-        >
-          Show in notebook
-        </button>
-      )}
       {item.outputs.length > 0 && !isCell && (
         <CommandOutput
           outputs={item.outputs}
@@ -172,7 +218,7 @@ export function ToolEntry(props: {
         />
       )}
       {item.outputs.length > 0 && isCell && (
-        <CellOutputs outputs={item.outputs} rendermime={rendermime} label={`Outputs of ${item.name}`} />
+        <CellOutputs outputs={item.outputs} rendermime={rendermime} label={trans.__('Outputs of %1', item.name)} />
       )}
       {item.summary && item.status !== 'ok' && (item.outputs.length === 0 || !isCell) && (
         <div className="cw-tool-inline-result">{firstLine(item.summary, 200)}</div>

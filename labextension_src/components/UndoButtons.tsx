@@ -4,22 +4,24 @@ import { useState } from 'react';
 import { IToolItem, PanelModel } from '../model';
 import { canUndo, runStepsToUndo } from '../model/review';
 import { undoSteps, undoSummary } from '../model/undo';
+import { IStepAction } from './StepMenu';
+import { useTrans } from './translation';
 import { VisibleText } from './VisibleText';
 
 /**
- * Under a cell step of the timeline: whether it can still be undone, "Undo"
- * (this step) and "Undo run" (the run's undoable steps, newest first), and
- * what an undo did or why it was refused.
+ * A cell step's undo: "Undo" (this step) and "Undo run" (the run's undoable
+ * steps, newest first) as items of the step's menu; under the step, whether
+ * it was undone or cannot be, and what an undo did or why it was refused.
  */
-export function UndoButtons(props: { model: PanelModel; item: IToolItem }): JSX.Element | null {
-  const { model, item } = props;
+export function useUndo(model: PanelModel, item: IToolItem): { actions: IStepAction[]; view: JSX.Element | null } {
+  const trans = useTrans();
   const [busy, setBusy] = useState(false);
   const [message, setMessage] = useState<string | null>(null);
   const [refused, setRefused] = useState(false); // a refusal (409) is final: the kernel lost the snapshot
-  const state = item.undo;
+  const state = item.rewoundBy ? null : item.undo;
   const thread = model.thread;
   if (!state || !thread) {
-    return null;
+    return { actions: [], view: null };
   }
   const run = async (ids: string[]): Promise<void> => {
     setBusy(true);
@@ -33,24 +35,31 @@ export function UndoButtons(props: { model: PanelModel; item: IToolItem }): JSX.
   };
   const runSteps = runStepsToUndo(model.view.items, item);
   const disabled = busy || model.running;
-  return (
-    <div className="cw-undo" data-testid="cw-undo" data-tool-call-id={item.id} data-undo-state={state.undone ? 'undone' : state.undoable ? 'undoable' : 'not-undoable'}>
-      {state.undone && <span className="cw-undo-state">Undone</span>}
-      {!state.undone && !state.undoable && (
-        <span className="cw-undo-state" title={state.reason ?? ''}>
-          Cannot be undone{state.reason ? ': ' : ''}
-          {state.reason && <VisibleText text={state.reason} />}
+  const actions: IStepAction[] = [];
+  if (canUndo(item) && !refused) {
+    actions.push({ label: trans.__('Undo'), testId: 'cw-undo-step', disabled, onSelect: () => void run([item.id]) });
+  }
+  if (runSteps.length > 1 && !refused) {
+    actions.push({
+      label: trans.__('Undo run (%1 steps)', runSteps.length),
+      testId: 'cw-undo-run',
+      disabled,
+      onSelect: () => void run(runSteps)
+    });
+  }
+  const view = (
+    <div
+      className="cw-undo"
+      data-testid="cw-undo"
+      data-tool-call-id={item.id}
+      data-undo-state={state.undone ? 'undone' : state.undoable ? 'undoable' : 'not-undoable'}
+    >
+      {state.undone && <span className="cw-undo-state">{trans.__('Undone')}</span>}
+      {!state.undone && !state.undoable && state.reason && (
+        <span className="cw-undo-state">
+          {trans.__('Cannot be undone: ')}
+          <VisibleText text={state.reason} />
         </span>
-      )}
-      {canUndo(item) && !refused && (
-        <button type="button" className="cw-button" data-testid="cw-undo-step" disabled={disabled} onClick={() => void run([item.id])}>
-          Undo
-        </button>
-      )}
-      {runSteps.length > 1 && !refused && (
-        <button type="button" className="cw-button" data-testid="cw-undo-run" disabled={disabled} onClick={() => void run(runSteps)}>
-          Undo run ({runSteps.length} steps)
-        </button>
       )}
       {message && (
         <span className="cw-undo-message" role="status" data-testid="cw-undo-message">
@@ -59,4 +68,5 @@ export function UndoButtons(props: { model: PanelModel; item: IToolItem }): JSX.
       )}
     </div>
   );
+  return { actions, view };
 }

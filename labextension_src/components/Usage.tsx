@@ -2,6 +2,7 @@ import * as React from 'react';
 
 import { Usage } from '../contract.gen';
 import { contextFraction, contextText, costText, IUsageView, usageText } from '../model';
+import { useTrans } from './translation';
 
 /** One usage figure: tokens (marked when estimated) and the cost when prices are set. */
 export function UsageFigures(props: { usage: Usage; testId?: string }): JSX.Element {
@@ -22,18 +23,24 @@ export function UsageFigures(props: { usage: Usage; testId?: string }): JSX.Elem
 /** How full the model's context is, as a meter, and whether older turns were summarised. */
 export function ContextMeter(props: { usage: IUsageView }): JSX.Element | null {
   const { contextTokens, contextBudget, summarized } = props.usage;
+  const trans = useTrans();
   const fraction = contextFraction(contextTokens, contextBudget);
   if (fraction === null || contextTokens === null || contextBudget === null) {
     return null;
   }
   const label = contextText(contextTokens, contextBudget);
+  const percent = Math.round(fraction * 100);
   const level = fraction >= 0.9 ? 'high' : fraction >= 0.7 ? 'medium' : 'low';
   return (
     <div className="cw-context" data-testid="cw-context">
+      <span className="cw-context-label" aria-hidden="true">
+        {trans.__('Context %1%', percent)}
+      </span>
       <div
         className={`cw-context-meter cw-context-${level}`}
         role="meter"
-        aria-label={label}
+        aria-label={trans.__('Context window used')}
+        aria-valuetext={label}
         aria-valuemin={0}
         aria-valuemax={contextBudget}
         aria-valuenow={Math.min(contextTokens, contextBudget)}
@@ -43,7 +50,7 @@ export function ContextMeter(props: { usage: IUsageView }): JSX.Element | null {
       </div>
       {summarized && (
         <span className="cw-context-note" data-testid="cw-context-summarized">
-          older turns summarised
+          {trans.__('older turns summarised')}
         </span>
       )}
     </div>
@@ -53,14 +60,15 @@ export function ContextMeter(props: { usage: IUsageView }): JSX.Element | null {
 /** The panel's footer: the thread's tokens so far, and the context meter. */
 export function UsageFooter(props: { usage: IUsageView }): JSX.Element | null {
   const { usage } = props;
+  const trans = useTrans();
   if (!usage.thread && usage.contextTokens === null) {
     return null;
   }
   return (
-    <div className="cw-usage" data-testid="cw-usage" role="group" aria-label="Usage of this thread">
+    <div className="cw-usage" data-testid="cw-usage" role="group" aria-label={trans.__('Usage of this thread')}>
       {usage.thread && (
         <div className="cw-usage-thread">
-          <span className="cw-label">Thread: </span>
+          <span className="cw-label">{trans.__('Thread: ')}</span>
           <UsageFigures usage={usage.thread} testId="cw-usage-thread" />
         </div>
       )}

@@ -4,6 +4,7 @@ import { useState } from 'react';
 import { PanelModel } from '../model';
 import { IVerifyBadge, verifyNotebook } from '../model/verify';
 import { VisibleText } from './VisibleText';
+import { useTrans } from './translation';
 
 /**
  * Under the final answer: "Verify" re-runs the saved notebook from the top
@@ -17,6 +18,7 @@ export function VerifyButton(props: { model: PanelModel }): JSX.Element | null {
   if (!model.notebook) {
     return null;
   }
+  const trans = useTrans();
   const verify = async (): Promise<void> => {
     setBusy(true);
     try {
@@ -31,11 +33,11 @@ export function VerifyButton(props: { model: PanelModel }): JSX.Element | null {
         type="button"
         className="cw-button"
         data-testid="cw-verify-button"
-        title="Save the notebook and re-run it from the top in a fresh kernel (yours is untouched)"
+        title={trans.__('Save the notebook and re-run it from the top in a fresh kernel (yours is untouched)')}
         disabled={busy || model.running}
         onClick={() => void verify()}
       >
-        {busy ? 'Verifying…' : 'Verify'}
+        {busy ? trans.__('Verifying…') : trans.__('Verify')}
       </button>
       {badge && (
         <span

@@ -294,8 +294,17 @@ export class PanelModel implements IDisposable {
    * is not on show (an outside agent's call, a run started elsewhere).
    */
   get waitingThreads(): Thread[] {
-    const shown = this.thread?.pendingApproval ? this.thread.threadId : null;
-    return awaitingHere(this._waiting.threads, this._notebook?.path ?? null).filter(t => t.thread_id !== shown);
+    const active = this.thread;
+    // The thread on show is followed: its own events say whether it waits, unless the poll is newer
+    // (a run started elsewhere, which the panel has not read yet). A card shown or decided here
+    // needs no banner either.
+    const followed =
+      active &&
+      (active.view.pendingApproval ||
+        (active.view.status !== 'awaiting_approval' && active.lastEventAt >= this._waiting.askedAt))
+        ? active.threadId
+        : null;
+    return awaitingHere(this._waiting.threads, this._notebook?.path ?? null).filter(t => t.thread_id !== followed);
   }
 
   /** Show a waiting thread with its card (its stream read again: the run started elsewhere). */

@@ -40,6 +40,11 @@ export class WaitingThreads implements IDisposable {
     return this._disposed;
   }
 
+  /** When (Date.now()) the request behind `threads` was sent; 0 before any answer. */
+  get askedAt(): number {
+    return this._askedAt;
+  }
+
   /** Ask now and then every WAITING_POLL_MS while the page is visible. */
   start(): void {
     if (this._timer !== null || this._disposed) {
@@ -58,8 +63,10 @@ export class WaitingThreads implements IDisposable {
       return;
     }
     this._asking = true;
+    const askedAt = Date.now();
     try {
       const threads = await this._options.api.listThreads();
+      this._askedAt = askedAt;
       const before = this._threads.map(t => `${t.thread_id}:${t.status}`).join();
       this._threads = threads;
       if (threads.map(t => `${t.thread_id}:${t.status}`).join() !== before) {
@@ -83,5 +90,6 @@ export class WaitingThreads implements IDisposable {
   private _threads: Thread[] = [];
   private _timer: ReturnType<typeof setInterval> | null = null;
   private _asking = false;
+  private _askedAt = 0;
   private _disposed = false;
 }

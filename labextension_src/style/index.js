@@ -4,3 +4,4 @@ import './workflow.css';
 import './review.css';
 import './knowledge.css';
 import './sent.css';
+import './panel.css';

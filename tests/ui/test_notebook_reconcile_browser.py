@@ -191,6 +191,7 @@ def test_a_reload_between_two_approved_cells_loses_neither(page: Any, lab: Jupyt
     expect(cells).to_have_count(2)
 
     # "Show in notebook" selects the step's cell.
+    page.locator('.cw-step[data-tool-call-id="one"]').get_by_test_id("cw-step-menu-button").click()  # its "⋯" menu
     page.locator('[data-testid="cw-show-in-notebook"][data-tool-call-id="one"]').click()
     expect(cells.nth(0)).to_have_class(re.compile("jp-mod-active"))
     assert not page.errors, page.errors  # type: ignore[attr-defined]

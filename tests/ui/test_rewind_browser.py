@@ -38,9 +38,10 @@ def test_rewind_from_the_panel_removes_the_later_cells_and_keeps_the_branch(
     cells = page.locator(".jp-Notebook .jp-Cell")
     for source in ("kept_here = 1", "gone_two = 2", "Gone markdown", "gone_four = 4"):
         expect(cells.filter(has_text=source)).to_have_count(1, timeout=60_000)
-    expect(page.locator('.cw-rewind[data-tool-call-id="r5"]')).to_be_visible(timeout=30_000)
+    expect(page.locator('.cw-step[data-tool-call-id="r5"]')).to_be_visible(timeout=30_000)
 
-    page.locator('.cw-rewind[data-tool-call-id="r2"]').get_by_test_id("cw-rewind-open").click()
+    # A step's actions are in its "⋯" menu.
+    step_action(page, "r2", "cw-rewind-open")
     card = page.get_by_role("region", name="Rewind")
     expect(card.get_by_test_id("cw-rewind-step")).to_have_count(4)
     expect(card.get_by_test_id("cw-rewind-cannot").filter(has_text="shell command")).to_have_count(1)
@@ -58,12 +59,12 @@ def test_rewind_from_the_panel_removes_the_later_cells_and_keeps_the_branch(
     expect(cells.filter(has_text="kept_here = 1")).to_have_count(1)
     expect(page.get_by_test_id("cw-rewind-message")).to_contain_text("kept as a branch (2 branches)")
     expect(page.locator('.cw-rewind[data-tool-call-id="r5"]')).to_contain_text("kept in an earlier branch")
-    expect(page.locator('.cw-rewind[data-tool-call-id="r1"]').get_by_test_id("cw-rewind-open")).to_be_visible()
+    expect(page.locator('.cw-step[data-tool-call-id="r1"]').get_by_test_id("cw-rewind-open")).to_have_count(1)
     page.screenshot(path=str(SHOTS / "25-rewound.png"))
 
     # "Try again from here" on r1: a new thread from just before it, this one untouched.
     fake_llm.script(tool_call("run_cell", {"code": "second_try = 5"}, id="n1"), text("Tried again."))
-    page.locator('.cw-rewind[data-tool-call-id="r1"]').get_by_test_id("cw-try-again").click()
+    step_action(page, "r1", "cw-try-again")
     forked = page.get_by_test_id("cw-forked")
     expect(forked).to_contain_text("make cells", timeout=20_000)
     expect(page.get_by_test_id("cw-user-message")).to_have_count(1)
@@ -82,3 +83,10 @@ def test_rewind_from_the_panel_removes_the_later_cells_and_keeps_the_branch(
     expect(page.locator('.cw-rewind[data-tool-call-id="r5"]')).to_contain_text("kept in an earlier branch")
     expect(page.get_by_test_id("cw-forked")).to_have_count(0)
     assert not page.errors, page.errors  # type: ignore[attr-defined]
+
+
+def step_action(page: Any, tool_call_id: str, action: str) -> None:
+    """Open the "⋯" menu of step `tool_call_id` and pick the item `action` (its test id)."""
+    step = page.locator(f'.cw-step[data-tool-call-id="{tool_call_id}"]')
+    step.get_by_test_id("cw-step-menu-button").click()
+    step.get_by_test_id(action).click()
