@@ -5,7 +5,9 @@ message sent meanwhile, and an outside agent's call over MCP."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 from collections.abc import Callable
 from typing import Any
 
@@ -13,6 +15,7 @@ import pytest
 
 from devtools.fake_llm import FakeLLM, text, tool_call
 from devtools.sse import parse_sse
+from jupyter_ext.kernel_clients import process_of
 from tests.conftest import NOTEBOOK, Api, of_type
 from tests.test_mcp_endpoint import connected, text_of
 
@@ -195,3 +198,20 @@ async def test_an_outside_agent_is_told_still_running_then_gets_the_outcome(
         outcome = await session.call_tool("wait_for_decision", {"tool_call_id": found[1]})
         assert not outcome.is_error and "trained: loss 0.1" in text_of(outcome), text_of(outcome)
     assert not fake_llm.requests, "an outside agent's call asks Cellwright's model nothing"
+
+
+async def test_a_kernel_killed_while_the_cell_runs_in_the_background_resumes_the_run_saying_so(
+    api: Api, jp_fetch: Any, jp_serverapp: Any, fake_llm: FakeLLM, notebook_kernel: str
+) -> None:
+    fake_llm.script(tool_call("run_cell", {"code": LONG}, id="c1"), text("The kernel died; I will run it again."))
+    thread = await api.new_thread()
+    await api.run(thread, "train for a long time")
+    first = await until(jp_fetch, thread, run_finished("waiting_for_cell"))
+    process = process_of(jp_serverapp.kernel_manager.get_kernel(notebook_kernel))
+    os.kill(process.pid, signal.SIGKILL)
+    rest = await api.until_finished(thread, after=first[-1]["seq"])
+    assert rest[-1]["status"] == "completed", rest
+    assert [f["status"] for f in of_type(rest, "cell_finished")] == ["error"]
+    tool_message = [m for m in fake_llm.requests[-1]["messages"] if m["role"] == "tool"][-1]
+    assert "kernel died while running this cell" in tool_message["content"], tool_message
+    assert len(fake_llm.requests) == 2
