@@ -20,11 +20,11 @@ from traitlets import Bool, Dict, Enum, Float, Int, TraitError, Unicode, default
 from traitlets.config import LoggingConfigurable
 
 from agent_core.config import saved_settings as settings_file
+from agent_core.config.acp_agents import AcpAgentSettings
 from agent_core.config.agent_settings import AgentSettings, ToolCalling, Vision, endpoint_of
 from agent_core.config.completion_settings import CompletionSettings
 from agent_core.config.data_policy_settings import DataPolicySettings
 from agent_core.config.endpoint_keys import EndpointKeys, read_saved_keys
-from agent_core.config.acp_agents import AcpAgentSettings
 from agent_core.config.mcp_endpoint_settings import McpEndpointSettings
 from agent_core.config.sandbox_settings import SandboxSettings  # issue 37
 from agent_core.config.string_list import StringList
