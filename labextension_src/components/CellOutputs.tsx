@@ -6,6 +6,7 @@ import { NbOutput } from '../contract.gen';
 import { exceptionLine } from '../fixCell';
 import { OutputView } from './OutputView';
 import { VisibleText } from './VisibleText';
+import { useTrans } from './translation';
 
 /**
  * A notebook cell's outputs in the timeline. The notebook shows them in
@@ -19,6 +20,7 @@ export function CellOutputs(props: {
   label: string;
 }): JSX.Element {
   const { outputs, rendermime, label } = props;
+  const trans = useTrans();
   const [expanded, setExpanded] = useState(false);
   const [overflows, setOverflows] = useState(false);
   const box = useRef<HTMLDivElement>(null);
@@ -57,7 +59,7 @@ export function CellOutputs(props: {
           aria-expanded={expanded}
           onClick={() => setExpanded(!expanded)}
         >
-          {expanded ? 'Show less' : hasError ? 'Show the traceback' : 'Show all'}
+          {expanded ? trans.__('Show less') : hasError ? trans.__('Show the traceback') : trans.__('Show all')}
         </button>
       )}
     </div>

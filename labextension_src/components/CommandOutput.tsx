@@ -4,6 +4,7 @@ import { useLayoutEffect, useRef, useState } from 'react';
 
 import { NbOutput } from '../contract.gen';
 import { OutputView } from './OutputView';
+import { useTrans } from './translation';
 
 /** Lines shown while the output is folded (the newest ones). */
 export const COMMAND_TAIL_LINES = 20;
@@ -91,6 +92,7 @@ export function CommandOutput(props: {
   running: boolean;
 }): JSX.Element {
   const { outputs, rendermime, label, running } = props;
+  const trans = useTrans();
   const [showAll, setShowAll] = useState(false);
   const pre = useRef<HTMLPreElement>(null);
 
@@ -123,10 +125,12 @@ export function CommandOutput(props: {
       className="cw-command-output"
       data-testid="cw-command-output"
       role="group"
-      aria-label={`Output of ${label}`}
+      aria-label={trans.__('Output of %1', label)}
     >
       {folded && hidden > 0 && (
-        <div className="cw-command-output-hidden">{`${hidden} earlier line${hidden === 1 ? '' : 's'} hidden`}</div>
+        <div className="cw-command-output-hidden">
+          {trans._n('%1 earlier line hidden', '%1 earlier lines hidden', hidden)}
+        </div>
       )}
       {streams.length > 0 && (
         <pre ref={pre} className="cw-terminal">
@@ -136,7 +140,7 @@ export function CommandOutput(props: {
               className={`cw-stream cw-stream-${segment.stream}`}
               data-stream={segment.stream ?? undefined}
             >
-              {segment.stream === 'stderr' && <span className="cw-visually-hidden">stderr: </span>}
+              {segment.stream === 'stderr' && <span className="cw-visually-hidden">{trans.__('stderr: ')}</span>}
               {segment.text}
             </span>
           ))}
@@ -152,7 +156,7 @@ export function CommandOutput(props: {
           aria-expanded={showAll}
           onClick={() => setShowAll(!showAll)}
         >
-          {showAll ? 'Show less' : `Show all (${total} lines)`}
+          {showAll ? trans.__('Show less') : trans.__('Show all (%1 lines)', total)}
         </button>
       )}
     </div>

@@ -11,6 +11,7 @@ import { AgentPicker } from './AgentPicker';
 import { AutonomyPicker } from './AutonomyPicker';
 import { useSignal } from './hooks';
 import { MentionList, optionId, useMentionItems } from './Mentions';
+import { useTrans } from './translation';
 
 let composerCount = 0;
 
@@ -26,6 +27,7 @@ export function Composer(props: {
 }): JSX.Element {
   const { model } = props;
   const draft = model.draft;
+  const trans = useTrans();
   useSignal(draft.changed);
   const [text, setText] = useState('');
   const [caret, setCaret] = useState(0);
@@ -130,7 +132,7 @@ export function Composer(props: {
           <button
             type="button"
             className="cw-icon-button"
-            aria-label={`Remove ${attached.label}`}
+            aria-label={trans.__('Remove %1', attached.label)}
             onClick={() => draft.clear()}
           >
             ×
@@ -151,16 +153,16 @@ export function Composer(props: {
       <textarea
         ref={props.inputRef}
         className="cw-textarea cw-composer-input"
-        aria-label="Message Cellwright"
+        aria-label={trans.__('Message Cellwright')}
         aria-autocomplete="list"
         aria-controls={open ? listId : undefined}
         aria-activedescendant={open && items.length ? optionId(listId, activeIndex) : undefined}
         placeholder={
           attached
-            ? 'Ask about the attached cell… (Enter to send)'
+            ? trans.__('Ask about the attached cell… (Enter to send)')
             : notebook
-            ? 'Ask Cellwright… (@ mentions a variable or file; Enter sends, Shift+Enter adds a line)'
-            : 'Ask Cellwright… (open a notebook to let it run cells there)'
+            ? trans.__('Ask Cellwright… (@ mentions a variable or file; Enter sends, Shift+Enter adds a line)')
+            : trans.__('Ask Cellwright… (open a notebook to let it run cells there)')
         }
         rows={3}
         value={text}
@@ -183,17 +185,17 @@ export function Composer(props: {
       <div className="cw-composer-bar">
         <AgentPicker model={model} disabled={running || model.thread !== null} />
         <AutonomyPicker model={model} disabled={running} />
-        <label className="cw-mode" title="Agent mode">
+        <label className="cw-mode" title={trans.__('Agent mode')}>
           <select
             className="cw-select"
-            aria-label="Agent mode"
+            aria-label={trans.__('Agent mode')}
             value={model.mode}
             disabled={running}
             onChange={e => model.pickMode(e.target.value as Mode)}
           >
             {MODES.map(mode => (
               <option key={mode} value={mode}>
-                {mode === 'single' ? 'Single agent' : 'Multi-agent'}
+                {mode === 'single' ? trans.__('Single agent') : trans.__('Multi-agent')}
               </option>
             ))}
           </select>
@@ -205,7 +207,7 @@ export function Composer(props: {
             className="cw-button cw-button-danger"
             onClick={() => void model.cancel()}
           >
-            Stop
+            {trans.__('Stop')}
           </button>
         )}
         <button
@@ -215,7 +217,7 @@ export function Composer(props: {
           disabled={!canSend}
           aria-busy={model.sending}
         >
-          Send
+          {trans.__('Send')}
         </button>
       </div>
     </div>

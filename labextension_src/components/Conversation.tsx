@@ -338,8 +338,8 @@ function Items(props: {
     if (item.kind === 'sent') {
       sent = item.request;
       const next = items[index + 1];
-      if (next && next.kind !== 'sent' && ['tool', 'assistant', 'final'].includes(next.kind)) {
-        return; // shown with the next item
+      if (next && ['tool', 'assistant', 'final', 'sent'].includes(next.kind)) {
+        return; // shown with the next item; a call that produced nothing shown (a plan) only in the thread's view
       }
       if (!next) {
         return; // the call is still answering

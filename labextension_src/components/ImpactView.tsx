@@ -3,6 +3,7 @@ import * as React from 'react';
 import { Impact } from '../contract.gen';
 import { impactChips } from '../model/review';
 import { VisibleText } from './VisibleText';
+import { useTrans } from './translation';
 
 /**
  * What the call will touch, before it is approved: one chip per finding of
@@ -12,6 +13,7 @@ import { VisibleText } from './VisibleText';
  */
 export function ImpactView(props: { impact: Impact | null | undefined }): JSX.Element | null {
   const { impact } = props;
+  const trans = useTrans();
   if (!impact) {
     return null;
   }
@@ -30,24 +32,26 @@ export function ImpactView(props: { impact: Impact | null | undefined }): JSX.El
         </div>
       ))}
       {chips.length > 0 && (
-        <ul className="cw-impact-chips" aria-label="What this will touch">
+        <ul className="cw-impact-chips" aria-label={trans.__('What this will touch')}>
           {chips.map((chip, i) => (
             <li
               key={i}
               className={`cw-impact-chip cw-impact-${chip.kind}`}
               data-testid="cw-impact-chip"
               data-kind={chip.kind}
-              title={`line ${chip.line}`}
+              title={trans.__('line %1', chip.line)}
             >
               <span className="cw-impact-kind">{chip.label}</span> <VisibleText text={chip.name} />
-              <span className="cw-impact-line"> · line {chip.line}</span>
+              <span className="cw-impact-line">{' · ' + trans.__('line %1', chip.line)}</span>
             </li>
           ))}
         </ul>
       )}
       {impact.parse_error && (
         <div className="cw-impact-note" data-testid="cw-impact-unknown">
-          Unknown: the code could not be analysed (<VisibleText text={impact.parse_error} />).
+          {trans.__('Unknown: the code could not be analysed (')}
+          <VisibleText text={impact.parse_error} />
+          {')'}.
         </div>
       )}
       <div
@@ -55,7 +59,7 @@ export function ImpactView(props: { impact: Impact | null | undefined }): JSX.El
         data-testid="cw-impact-undo"
         data-undoable={impact.undoable ? 'true' : 'false'}
       >
-        {impact.undoable ? 'Can be undone in the kernel.' : 'Cannot be undone in the kernel'}
+        {impact.undoable ? trans.__('Can be undone in the kernel.') : trans.__('Cannot be undone in the kernel')}
         {impact.not_undoable_reason && (
           <>
             {impact.undoable ? ' ' : ': '}
@@ -79,6 +83,7 @@ export function SaveRuleOption(props: {
   onSaving: (saving: boolean) => void;
   onText: (text: string) => void;
 }): JSX.Element {
+  const trans = useTrans();
   return (
     <div className="cw-save-rule">
       <label className="cw-label">
@@ -89,13 +94,13 @@ export function SaveRuleOption(props: {
           disabled={props.disabled}
           onChange={e => props.onSaving(e.target.checked)}
         />{' '}
-        Save as rule (the agent follows it from now on in this workspace)
+        {trans.__('Save as rule (the agent follows it from now on in this workspace)')}
       </label>
       {props.saving && (
         <input
           id={`cw-rule-${props.id}`}
           className="cw-input"
-          aria-label="Rule"
+          aria-label={trans.__('Rule')}
           data-testid="cw-rule-text"
           value={props.text}
           maxLength={300}

@@ -4,6 +4,7 @@ import { useEffect, useState } from 'react';
 import { PanelModel } from '../model';
 import { KernelUsageMonitor, usageLine } from '../model/kernelUsage';
 import { useSignal } from './hooks';
+import { useTrans } from './translation';
 
 /**
  * The bound kernel's CPU and memory, live while a run is active (polled from
@@ -11,6 +12,7 @@ import { useSignal } from './hooks';
  */
 export function KernelUsageView(props: { model: PanelModel }): JSX.Element | null {
   const { model } = props;
+  const trans = useTrans();
   const [monitor] = useState(
     () => new KernelUsageMonitor(model.api, () => model.notebook?.kernelId())
   );
@@ -23,8 +25,8 @@ export function KernelUsageView(props: { model: PanelModel }): JSX.Element | nul
     return null;
   }
   return (
-    <div className="cw-kernel-usage" data-testid="cw-kernel-usage" role="status" aria-label="Kernel usage">
-      <span className="cw-kernel-usage-label">Kernel</span>{' '}
+    <div className="cw-kernel-usage" data-testid="cw-kernel-usage" role="status" aria-label={trans.__('Kernel usage')}>
+      <span className="cw-kernel-usage-label">{trans.__('Kernel')}</span>{' '}
       {usage ? (
         <span data-testid="cw-kernel-usage-figures" data-memory-bytes={usage.memory_bytes}>
           {usageLine(usage)}
@@ -35,7 +37,7 @@ export function KernelUsageView(props: { model: PanelModel }): JSX.Element | nul
       {warning && (
         <span className="cw-kernel-usage-warning" data-testid="cw-kernel-usage-warning">
           {' '}
-          — memory is high
+          {trans.__('— memory is high')}
         </span>
       )}
     </div>

@@ -5,6 +5,7 @@ import { isAbort } from '../api';
 import { splitCellContext } from '../cellContext';
 import { filterCandidates, IMentionCandidate, splitMentions } from '../mentions';
 import { MentionSource } from '../mentionSource';
+import { useTrans } from './translation';
 
 /** Wait this long after the last keystroke before asking the server. */
 const DEBOUNCE_MS = 150;
@@ -81,6 +82,7 @@ export function MentionList(props: {
   onHover: (index: number) => void;
 }): JSX.Element {
   const { id, items, active, loading, notes } = props;
+  const trans = useTrans();
   const listRef = useRef<HTMLUListElement>(null);
   useEffect(() => {
     const node = listRef.current?.querySelector(`#${CSS.escape(optionId(id, active))}`);
@@ -93,7 +95,7 @@ export function MentionList(props: {
         ref={listRef}
         id={id}
         role="listbox"
-        aria-label="Variables and files to mention"
+        aria-label={trans.__('Variables and files to mention')}
         className="cw-mentions-list"
       >
         {items.map((item, i) => (
@@ -118,7 +120,7 @@ export function MentionList(props: {
       </ul>
       {(empty || notes.length > 0) && (
         <div className="cw-mentions-note" role="status">
-          {empty ? (loading ? 'Loading…' : 'Nothing to mention matches') : ''}
+          {empty ? (loading ? trans.__('Loading…') : trans.__('Nothing to mention matches')) : ''}
           {notes.map(note => (
             <div key={note}>{note}</div>
           ))}
@@ -133,6 +135,7 @@ export function MentionList(props: {
  * escapes them): a message is never HTML.
  */
 export function MentionText(props: { text: string }): JSX.Element {
+  const trans = useTrans();
   const parts = useMemo(() => splitMentions(props.text), [props.text]);
   return (
     <>
@@ -140,7 +143,7 @@ export function MentionText(props: { text: string }): JSX.Element {
         part.kind === 'text' ? (
           <React.Fragment key={i}>{part.text}</React.Fragment>
         ) : (
-          <span key={i} className="cw-mention-chip" data-testid="cw-mention-chip" title={`Mentions ${part.name}`}>
+          <span key={i} className="cw-mention-chip" data-testid="cw-mention-chip" title={trans.__('Mentions %1', part.name)}>
             @{part.name}
           </span>
         )
@@ -154,13 +157,14 @@ export function MentionText(props: { text: string }): JSX.Element {
  * Cellwright about this cell" folded under its label (plain text when open).
  */
 export function UserMessageText(props: { text: string }): JSX.Element {
+  const trans = useTrans();
   const { question, block, label } = useMemo(() => splitCellContext(props.text), [props.text]);
   return (
     <>
       {question && <MentionText text={question} />}
       {block !== null && (
         <details className="cw-cell-context" data-testid="cw-cell-context">
-          <summary>{label} attached</summary>
+          <summary>{trans.__('%1 attached', label)}</summary>
           <pre className="cw-code">{block}</pre>
         </details>
       )}

@@ -9,6 +9,7 @@ import * as React from 'react';
 import { ApprovalRequest, Diagnostic } from '../contract.gen';
 import { countHiddenControls } from '../visibleControls';
 import { VisibleText } from './VisibleText';
+import { useTrans } from './translation';
 
 // ---------------------------------------------------------------- arguments
 
@@ -30,13 +31,14 @@ export function OtherArgs(props: {
   shown?: readonly string[];
 }): JSX.Element | null {
   const shown = props.shown ?? PREVIEWED_ARGS[props.name] ?? [];
+  const trans = useTrans();
   const rest = Object.fromEntries(Object.entries(props.args).filter(([key]) => !shown.includes(key)));
   if (!Object.keys(rest).length) {
     return null;
   }
   return (
     <>
-      {shown.length > 0 && <div className="cw-label">Other arguments</div>}
+      {shown.length > 0 && <div className="cw-label">{trans.__('Other arguments')}</div>}
       <pre className="cw-code cw-approval-args" data-testid="cw-approval-args">
         <VisibleText text={JSON.stringify(rest, null, 2)} />
       </pre>
@@ -52,6 +54,7 @@ export function commandOf(pending: ApprovalRequest): string {
 
 /** The shell command, its folder, its input and its time limit. */
 export function CommandPreview(props: { pending: ApprovalRequest }): JSX.Element {
+  const trans = useTrans();
   const { pending } = props;
   const args = pending.args ?? {};
   const cwd = asText(pending.cwd ?? args.cwd ?? '.') || '.';
@@ -60,33 +63,33 @@ export function CommandPreview(props: { pending: ApprovalRequest }): JSX.Element
   const hasTimeout = args.timeout !== undefined && args.timeout !== null;
   return (
     <div className="cw-approval-command">
-      <div className="cw-label">Command</div>
+      <div className="cw-label">{trans.__('Command')}</div>
       <pre className="cw-code" data-testid="cw-approval-command">
         <code>
           <VisibleText text={commandOf(pending)} />
         </code>
       </pre>
       <div className="cw-approval-cwd">
-        <span className="cw-label">Working directory: </span>
+        <span className="cw-label">{trans.__('Working directory: ')}</span>
         <span className="cw-path" data-testid="cw-approval-cwd">
           <VisibleText text={cwd} />
         </span>
-        {root && <span className="cw-muted"> (the workspace root)</span>}
+        {root && <span className="cw-muted">{' ' + trans.__('(the workspace root)')}</span>}
       </div>
       {hasStdin && (
         <>
-          <div className="cw-label">Input (stdin)</div>
+          <div className="cw-label">{trans.__('Input (stdin)')}</div>
           <pre className="cw-code" data-testid="cw-approval-stdin">
             <VisibleText text={asText(args.stdin)} />
           </pre>
         </>
       )}
       <div data-testid="cw-approval-timeout">
-        <span className="cw-label">Timeout: </span>
+        <span className="cw-label">{trans.__('Timeout: ')}</span>
         {hasTimeout ? (
           <VisibleText text={typeof args.timeout === 'number' ? `${args.timeout} s` : asText(args.timeout)} />
         ) : (
-          <span className="cw-muted">the server's default</span>
+          <span className="cw-muted">{trans.__("the server's default")}</span>
         )}
       </div>
     </div>
@@ -113,6 +116,7 @@ export function CodePreview(props: { code: unknown; description?: unknown }): JS
 
 /** A warning when the arguments hold characters that show nothing on their own. */
 export function HiddenControlsWarning(props: { value: unknown }): JSX.Element | null {
+  const trans = useTrans();
   const n = countHiddenControls(props.value);
   if (!n) {
     return null;
@@ -124,8 +128,8 @@ export function HiddenControlsWarning(props: { value: unknown }): JSX.Element | 
       </span>
       <span>
         {n === 1
-          ? '1 hidden control character, shown as a boxed marker: check what it does before approving.'
-          : `${n} hidden control characters, shown as boxed markers: check what they do before approving.`}
+          ? trans.__('1 hidden control character, shown as a boxed marker: check what it does before approving.')
+          : trans.__('%1 hidden control characters, shown as boxed markers: check what they do before approving.', n)}
       </span>
     </div>
   );
@@ -166,15 +170,16 @@ const SPOKEN_DIFF: Partial<Record<DiffLineKind, string>> = {
 
 /** A unified diff with added and removed lines set apart. */
 export function DiffView(props: { diff: string }): JSX.Element {
+  const trans = useTrans();
   const lines = classifyDiff(props.diff);
   const added = lines.filter(l => l.kind === 'add').length;
   const removed = lines.filter(l => l.kind === 'del').length;
   return (
-    <div className="cw-diff-view" role="group" aria-label="Proposed changes">
+    <div className="cw-diff-view" role="group" aria-label={trans.__('Proposed changes')}>
       <div className="cw-diff-stat">
         <span className="cw-diff-stat-add">{`+${added}`}</span>{' '}
         <span className="cw-diff-stat-del">{`−${removed}`}</span>
-        <span className="cw-visually-hidden">{` (${added} lines added, ${removed} removed)`}</span>
+        <span className="cw-visually-hidden">{' ' + trans.__('(%1 lines added, %2 removed)', added, removed)}</span>
       </div>
       <pre className="cw-diff" data-testid="cw-diff">
         <span className="cw-diff-lines">
@@ -233,14 +238,15 @@ export function diagnosticText(d: Diagnostic): string {
 
 /** The linter's findings on a proposed cell, one compact line each. */
 export function DiagnosticsList(props: { diagnostics: Diagnostic[] }): JSX.Element | null {
+  const trans = useTrans();
   const { diagnostics } = props;
   if (!diagnostics.length) {
     return null;
   }
   return (
-    <div className="cw-diagnostics" data-testid="cw-diagnostics" role="group" aria-label="Diagnostics">
+    <div className="cw-diagnostics" data-testid="cw-diagnostics" role="group" aria-label={trans.__('Diagnostics')}>
       <div className="cw-diagnostics-title">
-        <span className="cw-label">Diagnostics: </span>
+        <span className="cw-label">{trans.__('Diagnostics: ')}</span>
         {diagnosticsSummary(diagnostics)}
       </div>
       <ul className="cw-diagnostics-list">
@@ -251,7 +257,7 @@ export function DiagnosticsList(props: { diagnostics: Diagnostic[] }): JSX.Eleme
               key={i}
               className={`cw-diagnostic cw-diagnostic-${severity}`}
               data-severity={severity}
-              title={`line ${d.line}, column ${d.column}${d.source ? ` · ${d.source}` : ''}`}
+              title={trans.__('line %1, column %2', d.line, d.column) + (d.source ? ` · ${d.source}` : '')}
             >
               <span className="cw-diagnostic-icon" aria-hidden="true">
                 {SEVERITY_ICON[severity]}

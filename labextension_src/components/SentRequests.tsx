@@ -14,6 +14,7 @@ import {
   stepSentLine,
   totalsText
 } from '../model/sentRequests';
+import { useTrans } from './translation';
 
 /** One request: its line, what it added, and its full text on demand. */
 function SentRequest(props: {
@@ -23,6 +24,7 @@ function SentRequest(props: {
   index: number;
 }): JSX.Element {
   const { api, threadId, records, index } = props;
+  const trans = useTrans();
   const record = records[index];
   const [text, setText] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -41,10 +43,10 @@ function SentRequest(props: {
     <li className="cw-sent-request" data-testid="cw-sent-request">
       <span className="cw-sent-request-line">{requestLine(record)}</span>
       {added.length > 0 && (
-        <span className="cw-sent-request-sources"> · new: {added.map(sourceText).join('; ')}</span>
+        <span className="cw-sent-request-sources">{' · ' + trans.__('new: %1', added.map(sourceText).join('; '))}</span>
       )}{' '}
       <button className="cw-link-button" onClick={toggle} data-testid="cw-sent-request-text-toggle">
-        {text === null ? 'Show text' : 'Hide text'}
+        {text === null ? trans.__('Show text') : trans.__('Hide text')}
       </button>
       {error && <span className="cw-sent-error"> {error}</span>}
       {text !== null && (
@@ -62,6 +64,7 @@ function SentRequest(props: {
  */
 export function SentStep(props: { api: CellwrightAPI; threadId: string; sent: SentSummary }): JSX.Element {
   const { api, threadId, sent } = props;
+  const trans = useTrans();
   const [text, setText] = useState<string | null>(null);
   const [error, setError] = useState<string | null>(null);
   const showText = (): void => {
@@ -82,7 +85,7 @@ export function SentStep(props: { api: CellwrightAPI; threadId: string; sent: Se
       )}
       {text === null ? (
         <button className="cw-link-button" onClick={showText} data-testid="cw-sent-step-text-toggle">
-          Show the request as sent
+          {trans.__('Show the request as sent')}
         </button>
       ) : (
         <pre className="cw-sent-request-text" data-testid="cw-sent-step-text">
@@ -106,6 +109,7 @@ export function SentRequests(props: {
   version: string;
 }): JSX.Element | null {
   const { api, threadId, version } = props;
+  const trans = useTrans();
   const [open, setOpen] = useState(false);
   const [sent, setSent] = useState<ModelRequests | null>(null);
   const [error, setError] = useState<string | null>(null);
@@ -135,7 +139,7 @@ export function SentRequests(props: {
         aria-expanded={open}
         data-testid="cw-sent-toggle"
       >
-        {open ? '▾' : '▸'} What was sent to the model
+        {open ? '▾' : '▸'} {trans.__('What was sent to the model')}
       </button>
       {open && error && <div className="cw-sent-error">{error}</div>}
       {open && sent && (

@@ -73,7 +73,11 @@ function SandboxStatus(props: { sandbox: SandboxHealth | null | undefined }): JS
   );
 }
 
+/** The MCP servers field's example: code, not text to translate. */
+const MCP_EXAMPLE = '{"github": {"command": "npx", "args": ["-y", "server-github"], "env": {"TOKEN": "..."}}}';
+
 export function SettingsForm(props: { model: PanelModel }): JSX.Element {
+  const trans = useTrans();
   const { model } = props;
   const settings = model.settings;
   useSignal(settings.changed);
@@ -122,41 +126,42 @@ export function SettingsForm(props: { model: PanelModel }): JSX.Element {
   return (
     <form
       className="cw-settings"
-      aria-label="Model settings"
+      aria-label={trans.__('Model settings')}
       data-testid="cw-settings"
       onSubmit={e => void save(e)}
     >
       <div className="cw-settings-head">
-        <h3 className="cw-settings-title">Model settings</h3>
+        <h3 className="cw-settings-title">{trans.__('Model settings')}</h3>
         <span className="cw-spacer" />
         {!model.needsSetup && (
           <button type="button" className="cw-button cw-button-small" onClick={() => model.openSettings(false)}>
-            Close
+            {trans.__('Close')}
           </button>
         )}
       </div>
       {model.needsSetup && (
         <p className="cw-settings-intro" data-testid="cw-setup-intro">
-          No language model is configured yet: enter an OpenAI-compatible endpoint and a model,
-          test the connection, then save.
+          {trans.__(
+            'No language model is configured yet: enter an OpenAI-compatible endpoint and a model, test the connection, then save.'
+          )}
         </p>
       )}
       {settings.loading && !config && (
         <div className="cw-muted" role="status">
-          Reading the settings…
+          {trans.__('Reading the settings…')}
         </div>
       )}
 
       <div className="cw-settings-field">
         <label className="cw-label" htmlFor={`${ids}-url`}>
-          Endpoint (base URL)
+          {trans.__('Endpoint (base URL)')}
         </label>
         <input
           id={`${ids}-url`}
           className="cw-input"
           type="url"
           value={form.base_url}
-          placeholder="http://127.0.0.1:8000/v1"
+          placeholder={trans.__('http://127.0.0.1:8000/v1')}
           aria-describedby={`${ids}-url-source`}
           onChange={e => set('base_url', e.target.value)}
         />
@@ -165,7 +170,7 @@ export function SettingsForm(props: { model: PanelModel }): JSX.Element {
 
       <div className="cw-settings-field">
         <label className="cw-label" htmlFor={`${ids}-model`}>
-          Model
+          {trans.__('Model')}
         </label>
         <input
           id={`${ids}-model`}
@@ -173,7 +178,7 @@ export function SettingsForm(props: { model: PanelModel }): JSX.Element {
           type="text"
           value={form.model}
           list={settings.models.length ? `${ids}-models` : undefined}
-          placeholder={settings.models.length ? 'Pick or type a model' : 'The model’s name'}
+          placeholder={settings.models.length ? trans.__('Pick or type a model') : trans.__('The model’s name')}
           aria-describedby={`${ids}-model-source ${ids}-model-note`}
           onChange={e => set('model', e.target.value)}
         />
@@ -187,19 +192,19 @@ export function SettingsForm(props: { model: PanelModel }): JSX.Element {
         <Source id={`${ids}-model-source`} text={sourceLabel(config, 'model')} />
         <span className="cw-settings-note" id={`${ids}-model-note`}>
           {settings.models.length
-            ? `${settings.models.length} model${settings.models.length === 1 ? '' : 's'} listed by the endpoint`
+            ? trans._n('%1 model listed by the endpoint', '%1 models listed by the endpoint', settings.models.length)
             : settings.modelsError
-              ? `No list of models (${settings.modelsError}): type the name.`
+              ? trans.__('No list of models (%1): type the name.', settings.modelsError)
               : ''}
         </span>
       </div>
 
       <div className="cw-settings-field">
         <label className="cw-label" htmlFor={`${ids}-key`}>
-          API key
+          {trans.__('API key')}
         </label>
         <span className="cw-settings-key-status" data-testid="cw-api-key-status" data-set={keySet ? 'true' : 'false'}>
-          {keySet ? 'set' : 'not set'}
+          {keySet ? trans.__('set') : trans.__('not set')}
         </span>
         <input
           id={`${ids}-key`}
@@ -207,22 +212,22 @@ export function SettingsForm(props: { model: PanelModel }): JSX.Element {
           type="password"
           autoComplete="new-password"
           value={form.api_key}
-          placeholder={keySet ? 'Type a new key to replace it' : 'Empty for local servers'}
+          placeholder={keySet ? trans.__('Type a new key to replace it') : trans.__('Empty for local servers')}
           aria-describedby={`${ids}-key-source ${ids}-key-note`}
           onChange={e => set('api_key', e.target.value)}
         />
         <Source id={`${ids}-key-source`} text={otherEndpoint ? null : sourceLabel(config, 'api_key')} />
         <span className="cw-settings-note" id={`${ids}-key-note`} data-testid="cw-api-key-note">
           {otherEndpoint && !keySet && !form.api_key
-            ? `No key for ${endpoint}: none is sent there (a key stays with the endpoint it was given for). `
-            : `The key of ${endpoint}; a key is never sent to another endpoint. `}
-          {keptFor.length > 0 && `Keys kept for: ${keptFor.join(', ')}.`}
+            ? trans.__('No key for %1: none is sent there (a key stays with the endpoint it was given for). ', endpoint)
+            : trans.__('The key of %1; a key is never sent to another endpoint. ', endpoint)}
+          {keptFor.length > 0 && trans.__('Keys kept for: %1.', keptFor.join(', '))}
         </span>
       </div>
 
       <div className="cw-settings-field">
         <label className="cw-label" htmlFor={`${ids}-tools`}>
-          Tool calling
+          {trans.__('Tool calling')}
         </label>
         <select
           id={`${ids}-tools`}
@@ -241,7 +246,7 @@ export function SettingsForm(props: { model: PanelModel }): JSX.Element {
       </div>
 
       <fieldset className="cw-settings-field cw-settings-approve">
-        <legend className="cw-label">Run without asking</legend>
+        <legend className="cw-label">{trans.__('Run without asking')}</legend>
         {RISKY_TOOLS.map(tool => (
           <label key={tool} className="cw-checkbox">
             <input
@@ -258,7 +263,7 @@ export function SettingsForm(props: { model: PanelModel }): JSX.Element {
       <SandboxStatus sandbox={model.health?.sandbox} />
 
       <fieldset className="cw-settings-field cw-settings-prices">
-        <legend className="cw-label">Prices for this model (optional, per million tokens)</legend>
+        <legend className="cw-label">{trans.__('Prices for this model (optional, per million tokens)')}</legend>
         {PRICE_FIELDS.map(([key, label]) => (
           <label className="cw-settings-price" key={key}>
             <span>{label}</span>
@@ -266,7 +271,7 @@ export function SettingsForm(props: { model: PanelModel }): JSX.Element {
               className="cw-input"
               inputMode="decimal"
               value={form[key]}
-              aria-label={`${label} price per million tokens`}
+              aria-label={trans.__('%1 price per million tokens', label)}
               onChange={e => set(key, e.target.value)}
             />
           </label>
@@ -276,7 +281,7 @@ export function SettingsForm(props: { model: PanelModel }): JSX.Element {
 
       <div className="cw-settings-field cw-settings-mcp">
         <label className="cw-label" htmlFor={`${ids}-mcp`}>
-          MCP servers (JSON)
+          {trans.__('MCP servers (JSON)')}
         </label>
         <textarea
           id={`${ids}-mcp`}
@@ -284,12 +289,12 @@ export function SettingsForm(props: { model: PanelModel }): JSX.Element {
           rows={4}
           spellCheck={false}
           value={form.mcp_servers}
-          placeholder='{"github": {"command": "npx", "args": ["-y", "server-github"], "env": {"TOKEN": "..."}}}'
+          placeholder={MCP_EXAMPLE}
           aria-describedby={`${ids}-mcp-source`}
           onChange={e => set('mcp_servers', e.target.value)}
         />
         <Source id={`${ids}-mcp-source`} text={sourceLabel(config, 'mcp_servers')} />
-        <span className="cw-settings-note">Secrets show as ******** and are kept when left so.</span>
+        <span className="cw-settings-note">{trans.__('Secrets show as ******** and are kept when left so.')}</span>
       </div>
 
       {problem && (
@@ -308,26 +313,26 @@ export function SettingsForm(props: { model: PanelModel }): JSX.Element {
           className={`cw-settings-report${report.ok ? ' cw-mod-ok' : ' cw-mod-failed'}`}
           data-testid="cw-connection-report"
           data-ok={report.ok ? 'true' : 'false'}
-          aria-label="Connection test"
+          aria-label={trans.__('Connection test')}
         >
           {report.checks.map(check => (
             <li key={check.name} className={`cw-check cw-check-${check.ok ? 'ok' : 'failed'}`} data-check={check.name}>
               <span className="cw-check-icon" aria-hidden="true">
                 {check.ok ? '✓' : '✕'}
               </span>
-              <span className="cw-visually-hidden">{check.ok ? 'passed: ' : 'failed: '}</span>
+              <span className="cw-visually-hidden">{check.ok ? trans.__('passed: ') : trans.__('failed: ')}</span>
               <span className="cw-check-name">{CHECK_LABELS[check.name] ?? check.name}</span>
               {check.message && <span className="cw-check-message">{` — ${check.message}`}</span>}
             </li>
           ))}
           <li className="cw-check-summary" role="status">
-            {report.ok ? 'The connection works.' : 'The connection does not work yet.'}
+            {report.ok ? trans.__('The connection works.') : trans.__('The connection does not work yet.')}
           </li>
         </ul>
       )}
       {savedNote && !settings.error && (
         <div className="cw-settings-saved" role="status" data-testid="cw-settings-saved">
-          Saved: used from the next message on.
+          {trans.__('Saved: used from the next message on.')}
         </div>
       )}
 
@@ -339,10 +344,10 @@ export function SettingsForm(props: { model: PanelModel }): JSX.Element {
           aria-busy={settings.testing}
           onClick={() => void settings.test(connectionTest(form))}
         >
-          {settings.testing ? 'Testing…' : 'Test connection'}
+          {settings.testing ? trans.__('Testing…') : trans.__('Test connection')}
         </button>
         <button type="submit" className="cw-button cw-button-primary" disabled={busy || !!problem} aria-busy={settings.saving}>
-          Save
+          {trans.__('Save')}
         </button>
       </div>
     </form>

@@ -1,6 +1,7 @@
 import * as React from 'react';
 
 import { Todo, TodoStatus } from '../contract.gen';
+import { useTrans } from './translation';
 
 const STATUSES: readonly TodoStatus[] = ['pending', 'in_progress', 'completed'];
 
@@ -31,12 +32,13 @@ export function TodoEditor(props: {
   disabled: boolean;
 }): JSX.Element {
   const { todos, onChange, disabled } = props;
+  const trans = useTrans();
   const update = (index: number, content: string): void =>
     onChange(todos.map((todo, i) => (i === index ? { ...todo, content } : todo)));
   const remove = (index: number): void => onChange(todos.filter((_, i) => i !== index));
   const add = (): void => onChange([...todos, { content: '', status: 'pending' }]);
   return (
-    <div className="cw-todo-editor" role="group" aria-label="Edit the plan" data-testid="cw-todo-editor">
+    <div className="cw-todo-editor" role="group" aria-label={trans.__('Edit the plan')} data-testid="cw-todo-editor">
       <ol className="cw-todo-editor-list">
         {todos.map((todo, i) => (
           <li key={i} className="cw-todo-editor-item">
@@ -44,7 +46,7 @@ export function TodoEditor(props: {
               className="cw-input"
               type="text"
               value={todo.content}
-              aria-label={`Step ${i + 1}`}
+              aria-label={trans.__('Step %1', i + 1)}
               disabled={disabled}
               autoFocus={i === todos.length - 1 && !todo.content}
               onChange={e => update(i, e.target.value)}
@@ -52,8 +54,8 @@ export function TodoEditor(props: {
             <button
               type="button"
               className="cw-icon-button"
-              aria-label={`Remove step ${i + 1}`}
-              title="Remove this step"
+              aria-label={trans.__('Remove step %1', i + 1)}
+              title={trans.__('Remove this step')}
               disabled={disabled}
               onClick={() => remove(i)}
             >
@@ -63,7 +65,7 @@ export function TodoEditor(props: {
         ))}
       </ol>
       <button type="button" className="cw-button cw-button-small" onClick={add} disabled={disabled}>
-        Add a step
+        {trans.__('Add a step')}
       </button>
     </div>
   );

@@ -5,6 +5,7 @@ import { errorMessage } from '../api';
 import { McpServerStatus, NotebookTools } from '../contract.gen';
 import { PanelModel } from '../model';
 import { serverStatusText } from '../model/mcpServers';
+import { useTrans } from './translation';
 
 /**
  * The Tools section: the configured MCP servers with their status (connected,
@@ -12,6 +13,7 @@ import { serverStatusText } from '../model/mcpServers';
  * thread. Text from servers is rendered as plain text (React escapes it).
  */
 export function ToolsSection(props: { model: PanelModel }): JSX.Element {
+  const trans = useTrans();
   const { model } = props;
   const [servers, setServers] = useState<McpServerStatus[] | null>(null);
   const [notebookTools, setNotebookTools] = useState<NotebookTools | null>(null);
@@ -51,12 +53,12 @@ export function ToolsSection(props: { model: PanelModel }): JSX.Element {
   const disabled = model.disabledServers.get(threadId);
 
   return (
-    <section className="cw-tools" aria-label="Tools" data-testid="cw-tools">
+    <section className="cw-tools" aria-label={trans.__('Tools')} data-testid="cw-tools">
       <div className="cw-settings-head">
-        <h3 className="cw-settings-title">Tools from MCP servers</h3>
+        <h3 className="cw-settings-title">{trans.__('Tools from MCP servers')}</h3>
         <span className="cw-spacer" />
         <button type="button" className="cw-button cw-button-small" onClick={() => void load()}>
-          Refresh
+          {trans.__('Refresh')}
         </button>
       </div>
       {error && (
@@ -66,8 +68,9 @@ export function ToolsSection(props: { model: PanelModel }): JSX.Element {
       )}
       {servers && servers.length === 0 && (
         <p className="cw-muted">
-          No MCP servers are configured. Functions a notebook marks with <code>@tool</code> are offered to the
-          agent too (from <code>agent_core import tool</code>).
+          {trans.__('No MCP servers are configured. Functions a notebook marks with')} <code>@tool</code>{' '}
+          {trans.__('are offered to the agent too (from')} <code>agent_core import tool</code>
+          {').'}
         </p>
       )}
       <ul className="cw-tools-servers">
@@ -77,7 +80,7 @@ export function ToolsSection(props: { model: PanelModel }): JSX.Element {
               <input
                 type="checkbox"
                 checked={!disabled.includes(server.name)}
-                aria-label={`Use ${server.name} in this thread`}
+                aria-label={trans.__('Use %1 in this thread', server.name)}
                 onChange={e => toggle(server.name, e.target.checked)}
               />
               <strong>{server.name}</strong>
@@ -90,7 +93,7 @@ export function ToolsSection(props: { model: PanelModel }): JSX.Element {
                 {(server.tools ?? []).map(tool => (
                   <li key={tool.name} title={tool.description}>
                     <code>{`mcp__${server.name}__${tool.name}`}</code>
-                    {tool.read_only_hint ? <span className="cw-muted"> (says read-only; still asks)</span> : null}
+                    {tool.read_only_hint ? <span className="cw-muted">{' ' + trans.__('(says read-only; still asks)')}</span> : null}
                   </li>
                 ))}
               </ul>
@@ -98,17 +101,18 @@ export function ToolsSection(props: { model: PanelModel }): JSX.Element {
           </li>
         ))}
       </ul>
-      <h3 className="cw-settings-title">Tools from this notebook</h3>
+      <h3 className="cw-settings-title">{trans.__('Tools from this notebook')}</h3>
       {notebookTools && notebookTools.tools.length === 0 && (
         <p className="cw-muted">
-          None: mark a function with <code>@tool</code> (<code>from agent_core import tool</code>) and run its cell.
+          {trans.__('None: mark a function with')} <code>@tool</code> (<code>from agent_core import tool</code>){' '}
+          {trans.__('and run its cell.')}
         </p>
       )}
       <ul className="cw-tools-list" data-testid="cw-notebook-tools">
         {(notebookTools?.tools ?? []).map(tool => (
           <li key={tool.name} title={tool.description}>
             <code>{tool.name}</code>
-            <span className="cw-muted">{` ${tool.file ? `${tool.file.split('/').pop()}:${tool.line}` : ''}${tool.read_only ? ' (read-only)' : ''}`}</span>
+            <span className="cw-muted">{` ${tool.file ? `${tool.file.split('/').pop()}:${tool.line}` : ''}${tool.read_only ? ` ${trans.__('(read-only)')}` : ''}`}</span>
           </li>
         ))}
         {(notebookTools?.notes ?? []).map(note => (

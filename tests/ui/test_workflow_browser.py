@@ -127,7 +127,7 @@ def _assert_buttons_in_view(page: Any, shot: str) -> None:
     # Nothing had to scroll: the button is where a click lands.
     hit = page.evaluate(
         """() => { const b = [...document.querySelectorAll('[data-testid="cw-approval-footer"] button')]
-              .find(x => x.textContent.trim() === 'Approve'); const r = b.getBoundingClientRect();
+              .find(x => x.textContent.trim().startsWith('Approve')); const r = b.getBoundingClientRect();
               return document.elementFromPoint(r.x + r.width / 2, r.y + r.height / 2) === b; }"""
     )
     assert hit, "the Approve button is covered or clipped"
