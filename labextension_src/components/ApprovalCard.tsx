@@ -264,6 +264,7 @@ export function ApprovalCard(props: {
         {title}
       </h3>
       {pending.description &&
+        (pending.name !== 'run_cell' || warning || !!args.description) &&
         (warning ? (
           <div className="cw-approval-warning" data-testid="cw-approval-warning" role="alert">
             <span className="cw-approval-warning-icon" aria-hidden="true">
@@ -401,6 +402,7 @@ export function ApprovalCard(props: {
               onClick={reject}
               disabled={busy}
               aria-keyshortcuts="Control+Enter Meta+Enter"
+              title={trans.__('%1+Enter', MOD_KEY)}
             >
               {trans.__('Confirm reject')}
               <kbd className="cw-kbd" aria-hidden="true">{`${MOD_KEY}+↵`}</kbd>
@@ -423,6 +425,7 @@ export function ApprovalCard(props: {
             onClick={approve}
             disabled={busy}
             aria-keyshortcuts="Control+Enter Meta+Enter"
+            title={trans.__('%1+Enter', MOD_KEY)}
           >
             {mode === 'edit' ? trans.__('Approve edited') : trans.__('Approve')}
             <kbd className="cw-kbd" aria-hidden="true">{`${MOD_KEY}+↵`}</kbd>
@@ -448,6 +451,7 @@ export function ApprovalCard(props: {
               onClick={() => setMode('edit')}
               disabled={busy}
               aria-keyshortcuts="E"
+              title="E"
             >
               {trans.__('Edit')}
               <kbd className="cw-kbd" aria-hidden="true">E</kbd>
@@ -459,6 +463,7 @@ export function ApprovalCard(props: {
             onClick={() => setMode('reject')}
             disabled={busy}
             aria-keyshortcuts="R"
+            title="R"
           >
             {trans.__('Reject')}
             <kbd className="cw-kbd" aria-hidden="true">R</kbd>

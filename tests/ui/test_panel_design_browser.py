@@ -225,6 +225,13 @@ def test_the_panel_designed(page: Any, lab: JupyterProcess, fake_llm: FakeLLM) -
     waiting = [t for t in threads if t["status"] == "awaiting_approval"]
     assert len(waiting) == 1, threads
     thread_id = waiting[0]["thread_id"]
+    # At the narrowest width the card shares the panel with the composer, never covers it.
+    _panel_width(page, 280)
+    card_box, box_box = card.bounding_box(), box.bounding_box()
+    assert box_box and box_box["y"] >= card_box["y"] + card_box["height"] - 1, (card_box, box_box)
+    assert box_box["y"] + box_box["height"] <= page.viewport_size["height"], box_box
+    card.get_by_role("button", name="Approve").scroll_into_view_if_needed()
+    root.screenshot(path=str(SHOTS / "39-card-280.png"))
     # The panel asks for waiting threads every 3 s: let one answer see this one waiting.
     page.wait_for_timeout(3_200)
     answer = lab.request("POST", f"cellwright/api/threads/{thread_id}/approvals/again", {"decision": "approve"})
