@@ -1,0 +1,72 @@
+/**
+ * The "is waiting for your approval [Review]" banner (issue 39): the thread on show is followed, so
+ * its own events say whether it still waits; the waiting-threads poll decides only when it is newer
+ * than those events (a run started elsewhere that this panel has not read yet).
+ */
+import * as assert from 'node:assert/strict';
+import { afterEach, test } from 'node:test';
+
+import { CellwrightAPI } from '../api';
+import { PanelModel } from '../model';
+import { asMessages, caughtUp, fakeServer, ICall, jsonResponse, recording, sse, streamResponse, until } from './helpers';
+
+const panels: PanelModel[] = [];
+
+afterEach(() => {
+  panels.splice(0).forEach(panel => panel.dispose());
+});
+
+function route(call: ICall): string {
+  return `${call.method} ${new URL(call.url).pathname.replace('/cellwright/api/', '')}`;
+}
+
+const WAITING = {
+  thread_id: 'thread-1',
+  title: 'load data',
+  notebook_path: 'analysis.ipynb',
+  created_at: 0,
+  updated_at: 0,
+  status: 'awaiting_approval'
+};
+
+test('the banner goes as soon as the thread on show stops waiting, before the poll catches up', async () => {
+  const { events } = recording('single_agent.json');
+  const paused = events.findIndex(e => e.type === 'run_finished') + 1;
+  const { settings } = fakeServer(call => {
+    switch (route(call)) {
+      case 'GET threads':
+        return jsonResponse(200, { threads: [WAITING] });
+      case 'GET threads/thread-1':
+        return jsonResponse(200, { ...WAITING, messages: [] });
+      default:
+        return streamResponse({ chunks: [sse([...asMessages(events.slice(0, paused)), caughtUp(paused)])] });
+    }
+  });
+  const panel = new PanelModel({ api: new CellwrightAPI(settings), version: '0.1.0', storage: null });
+  panels.push(panel);
+  panel.setNotebook({ path: 'analysis.ipynb', kernelId: () => 'kernel-1' });
+  void panel.openThread('thread-1');
+  await until(() => panel.pendingApproval?.id === 'call_load');
+  const waiting = (panel as any)._waiting;
+  await waiting.refresh();
+  assert.equal(waiting.threads.length, 1, 'the poll says the thread waits');
+  assert.deepEqual(panel.waitingThreads, [], 'its card is on show: no banner');
+
+  // Approved elsewhere: the thread's own events (newer than the poll) end the wait.
+  await new Promise(resolve => setTimeout(resolve, 5));
+  for (const event of events.slice(paused)) {
+    panel.thread!.applyEvent(event, true);
+  }
+  assert.equal(panel.pendingApproval, null);
+  assert.notEqual(panel.view.status, 'awaiting_approval');
+  assert.deepEqual(panel.waitingThreads, [], 'no stale banner while the poll still says it waits');
+
+  // A poll newer than the thread's events that says it waits (a run started elsewhere): the banner.
+  await new Promise(resolve => setTimeout(resolve, 5));
+  await waiting.refresh();
+  const shown: { thread_id: string }[] = panel.waitingThreads;
+  assert.deepEqual(
+    shown.map(t => t.thread_id),
+    ['thread-1']
+  );
+});
