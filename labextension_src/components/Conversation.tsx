@@ -187,7 +187,6 @@ function ToolStep(props: {
       <CellProgress item={item} model={model} waiting={model.thread?.view.status === 'waiting_for_cell'} />
       {undo.view}
       {rewind.view}
-      {isExplore(item) && sent}
     </div>
   );
 }
