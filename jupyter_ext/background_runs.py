@@ -42,9 +42,25 @@ class BackgroundRuns:
     def waiting_for_cell(self, thread_id: str) -> bool:
         return thread_id in self._driving_on or (self._background is not None and self._background.waiting(thread_id))
 
-    def queue_message(self, thread_id: str, message: str) -> bool:
-        """A message sent while the thread waits for a cell: kept for the model (False: not waiting)."""
-        return self._background is not None and self._background.queue(thread_id, message)
+    def waits(self, record: ThreadRecord) -> bool:
+        """The thread's run waits for a cell, as stored (until recovery at start drives it on) or here."""
+        return record.status == "waiting_for_cell" or self.waiting_for_cell(record.thread_id)
+
+    def refuse_if_waiting(self, thread_id: str) -> None:
+        if self.waiting_for_cell(thread_id):
+            raise Conflict(
+                "This thread's run waits for a cell running in the background: press Stop, or continue without "
+                "waiting, first.",
+                "run_active",
+            )
+
+    async def queue_if_waiting(self, thread_id: str, message: str) -> str | None:
+        """POST runs while the thread waits for a cell: the message is kept for the model, given with
+        the cell's outcome; the waiting run's id, or None when the thread is not waiting."""
+        record = await self._manager.thread(thread_id)
+        async with self._manager._thread_locks[thread_id]:
+            queued = self._background is not None and self._background.queue(thread_id, message)
+            return record.last_run_id if queued else None
 
     async def continue_without_waiting(self, thread_id: str) -> str:
         """POST threads/{id}/continue: the model gets the cell's output so far and goes on."""
@@ -94,10 +110,12 @@ class BackgroundRuns:
         finally:
             self._driving_on.discard(thread_id)
 
-    async def recover_waiting(self, record: ThreadRecord, kernel_alive: bool) -> None:
+    async def recover_waiting(self, record: ThreadRecord) -> None:
         """At start-up, a thread a restart left waiting_for_cell: nobody follows its cell any more.
         Its run goes on at once with what can be said (the outcome itself is not recovered)."""
         from agent_core.tools.background import KERNEL_DIED_MEANWHILE, UNFOLLOWED
 
+        # Whether the thread's kernel outlived the restart (a gateway's does; a local one stops with us).
+        kernel_alive = await self._manager.environment_of(record).kernel_identity() is not None
         self.steps().orphaned(record.thread_id, UNFOLLOWED if kernel_alive else KERNEL_DIED_MEANWHILE)
         await self._drive_on(record.thread_id)

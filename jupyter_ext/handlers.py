@@ -147,7 +147,7 @@ class RunsHandler(CellwrightHandler):
         if hosted_run is not None:  # an outside agent's thread (issue 40)
             self.write_json({"run_id": hosted_run}, 202)
             return
-        waiting_run = await self.runs.queue_if_waiting(thread_id, body.message)
+        waiting_run = await self.runs.background.queue_if_waiting(thread_id, body.message)
         if waiting_run is not None:  # issue 38: kept for the model, given with the cell's outcome
             self.write_json({"run_id": waiting_run, "queued": True}, 202)
             return

@@ -17,7 +17,7 @@ from traitlets import Float
 from traitlets.config import LoggingConfigurable
 
 from agent_core.config.agent_settings import AgentSettings
-from agent_core.json_types import JsonObject, json_items, json_object
+from agent_core.json_types import JsonObject
 from agent_core.storage.database import DatabaseUnavailable
 from agent_core.storage.event_log import seq_of
 from agent_core.storage.thread_store import ThreadRecord, ThreadStore
@@ -143,8 +143,7 @@ class RunManager(LoggingConfigurable):
         values = snapshot.values or {}
         # issue 38: an approved cell that went to the background leaves its node's interrupt in the
         # snapshot until the run goes on; it is not pending any more
-        waiting = record.status == "waiting_for_cell" or self.background.waiting_for_cell(thread_id)
-        pending = None if waiting else pending_approval(snapshot)
+        pending = None if self.background.waits(record) else pending_approval(snapshot)
         detail = {
             **record.public(),
             "status": self._status(record, pending),
@@ -197,20 +196,9 @@ class RunManager(LoggingConfigurable):
                 if await self.threads.leased_elsewhere(record.thread_id):
                     continue
                 if record.status == "waiting_for_cell":  # issue 38: a restart cut the background cell's follower
-                    await self.background.recover_waiting(record, await self._kernel_alive(record))
+                    await self.background.recover_waiting(record)
                 else:
                     await runner.recovered(record, self._environment(self._settings()), self._settings())
-
-    async def _kernel_alive(self, record: ThreadRecord) -> bool:
-        """Whether the thread's kernel outlived the restart (a gateway's does; a local one stops with us)."""
-        return await self.environment_of(record).kernel_identity() is not None
-
-    async def queue_if_waiting(self, thread_id: str, message: str) -> str | None:
-        """POST runs while the thread waits for a cell: the message is kept for the model, given with
-        the cell's outcome; the waiting run's id, or None when the thread is not waiting."""
-        record = await self.thread(thread_id)
-        async with self._thread_locks[thread_id]:
-            return record.last_run_id if self.background.queue_message(thread_id, message) else None
 
     # -- runs
 
@@ -279,12 +267,13 @@ class RunManager(LoggingConfigurable):
         into the thread's log, and a note for the agent into its next run."""
         from agent_core.contract import make_event
         from agent_core.contract.review import UndoResult
+        from agent_core.loop.thread_view import has_call
         from agent_core.undo.steps import UndoRefused, undo_step
 
         busy = "A run of this thread is active: undo its steps once it has finished or stopped."
         async with self.idle_thread(thread_id, busy) as (record, runner):
             # A sub-agent's steps are not in the thread's own messages, but their snapshots are known.
-            if not runner.undo.knows(thread_id, call_id) and not _has_call(
+            if not runner.undo.knows(thread_id, call_id) and not has_call(
                 (await runner.snapshot(thread_id)).values or {}, call_id
             ):
                 raise NotFound(f"Thread {thread_id!r} has no step {call_id[:200]!r}.", "step_not_found")
@@ -451,12 +440,7 @@ class RunManager(LoggingConfigurable):
         """Refuse while a run of the thread is active here; a segment that has released the thread
         and only writes its `run_finished` is waited for (milliseconds), not refused."""
         task = self._active.get(thread_id)
-        if self.background.waiting_for_cell(thread_id):
-            raise Conflict(
-                "This thread's run waits for a cell running in the background: press Stop, or continue without "
-                "waiting, first.",
-                "run_active",
-            )
+        self.background.refuse_if_waiting(thread_id)
         if task is not None and thread_id in self._released:
             await asyncio.wait([task])
         elif task is not None:
@@ -507,15 +491,6 @@ class RunManager(LoggingConfigurable):
         if pending is not None:
             return "awaiting_approval"
         return record.status
-
-
-def _has_call(values: JsonObject, call_id: str) -> bool:
-    """Whether the thread's messages hold a tool call with this id."""
-    return any(
-        json_object(call).get("id") == call_id
-        for message in json_items(values.get("messages"))
-        for call in json_items(json_object(message).get("tool_calls"))
-    )
 
 
 def _public_pending(pending: Mapping[str, object] | None) -> JsonObject | None:

@@ -63,6 +63,15 @@ def run_finished(status: str) -> Callable[[Events], bool]:
     return lambda events: any(e["type"] == "run_finished" and e["status"] == status for e in events)
 
 
+async def waiting_run(api: Api, jp_fetch: Any, fake_llm: FakeLLM, code: str, answer: str) -> tuple[str, Events]:
+    """A new thread whose run (the scripted model runs `code`, then answers `answer`) waits for its
+    cell in the background: the thread and its events up to that run_finished."""
+    fake_llm.script(tool_call("run_cell", {"code": code}, id="c1"), text(answer))
+    thread = await api.new_thread()
+    await api.run(thread, "train it")
+    return thread, await until(jp_fetch, thread, run_finished("waiting_for_cell"))
+
+
 # A bar in tqdm's text format (what tqdm writes to stderr), 20 steps over about 2 s, then a last line.
 BAR = (
     "import sys, time\n"
@@ -82,10 +91,7 @@ def cellwright_config(cellwright_config: dict[str, Any]) -> dict[str, Any]:
 async def test_a_long_cell_waits_in_the_background_and_the_run_resumes_when_it_ends(
     api: Api, jp_fetch: Any, fake_llm: FakeLLM, notebook_kernel: str
 ) -> None:
-    fake_llm.script(tool_call("run_cell", {"code": BAR}, id="c1"), text("The loss is 0.1."))
-    thread = await api.new_thread()
-    await api.run(thread, "train it")
-    first = await until(jp_fetch, thread, run_finished("waiting_for_cell"))
+    thread, first = await waiting_run(api, jp_fetch, fake_llm, BAR, "The loss is 0.1.")
     assert not of_type(first, "cell_finished"), "the cell still runs"
     _, detail = await api.call("GET", f"threads/{thread}", expect=200)
     assert detail["status"] == "waiting_for_cell" and detail["pending_approval"] is None
@@ -119,10 +125,7 @@ LONG = "import time\nprint('epoch 1 done', flush=True)\nfor _ in range(1200):\n 
 async def test_stop_interrupts_the_background_cell_and_ends_the_run(
     api: Api, jp_fetch: Any, fake_llm: FakeLLM, notebook_kernel: str
 ) -> None:
-    fake_llm.script(tool_call("run_cell", {"code": LONG}, id="c1"), text("never asked"))
-    thread = await api.new_thread()
-    await api.run(thread, "train for a long time")
-    first = await until(jp_fetch, thread, run_finished("waiting_for_cell"))
+    thread, first = await waiting_run(api, jp_fetch, fake_llm, LONG, "never asked")
     await api.call("POST", f"threads/{thread}/cancel", {}, expect=202)
     rest = await api.until_finished(thread, after=first[-1]["seq"])
     assert [f["status"] for f in of_type(rest, "cell_finished")] == ["aborted"], rest
@@ -139,10 +142,7 @@ async def test_stop_interrupts_the_background_cell_and_ends_the_run(
 async def test_continue_without_waiting_gives_the_model_the_output_so_far(
     api: Api, jp_fetch: Any, fake_llm: FakeLLM, notebook_kernel: str
 ) -> None:
-    fake_llm.script(tool_call("run_cell", {"code": LONG}, id="c1"), text("It is still training."))
-    thread = await api.new_thread()
-    await api.run(thread, "train for a long time")
-    first = await until(jp_fetch, thread, run_finished("waiting_for_cell"))
+    thread, first = await waiting_run(api, jp_fetch, fake_llm, LONG, "It is still training.")
     code, answer = await api.call("POST", f"threads/{thread}/continue", {})
     assert code == 202 and answer["run_id"]
     rest = await until(jp_fetch, thread, run_finished("completed"), after=first[-1]["seq"])
@@ -203,10 +203,7 @@ async def test_an_outside_agent_is_told_still_running_then_gets_the_outcome(
 async def test_a_kernel_killed_while_the_cell_runs_in_the_background_resumes_the_run_saying_so(
     api: Api, jp_fetch: Any, jp_serverapp: Any, fake_llm: FakeLLM, notebook_kernel: str
 ) -> None:
-    fake_llm.script(tool_call("run_cell", {"code": LONG}, id="c1"), text("The kernel died; I will run it again."))
-    thread = await api.new_thread()
-    await api.run(thread, "train for a long time")
-    first = await until(jp_fetch, thread, run_finished("waiting_for_cell"))
+    thread, first = await waiting_run(api, jp_fetch, fake_llm, LONG, "The kernel died; I will run it again.")
     process = process_of(jp_serverapp.kernel_manager.get_kernel(notebook_kernel))
     os.kill(process.pid, signal.SIGKILL)
     rest = await api.until_finished(thread, after=first[-1]["seq"])

@@ -20,7 +20,7 @@ from agent_core.config.agent_settings import AgentSettings
 from agent_core.contract import EventDict, make_event
 from agent_core.contract.choices import RunStatus
 from agent_core.contract.event_fields import RunFinishedFields, RunStartedFields
-from agent_core.json_types import JsonObject, json_items
+from agent_core.json_types import JsonObject
 from agent_core.llm.failures import LLMError
 from agent_core.llm.sdk_clients import close_clients
 from agent_core.loop.agent_cells import notebook_agent_cells
@@ -29,7 +29,6 @@ from agent_core.loop.approvals import ApprovalCards
 from agent_core.loop.background_steps import BackgroundSteps
 from agent_core.loop.event_pump import EventPump
 from agent_core.loop.graph import build_graph
-from agent_core.loop.mentions import run_context_notes
 from agent_core.loop.refusals import (
     ApprovalPending,
     BadDecision,
@@ -39,8 +38,9 @@ from agent_core.loop.refusals import (
     ThreadNotFound,
 )
 from agent_core.loop.run_context import run_context
-from agent_core.loop.segments import PreparedRun, Segment, approval_event, browser_cells, with_tool_notes
-from agent_core.loop.state import appended, new_run_input, outside_call_input
+from agent_core.loop.run_tools import McpSource, RunTools
+from agent_core.loop.segments import PreparedRun, Segment, approval_event, browser_cells
+from agent_core.loop.state import appended, outside_call_input
 from agent_core.loop.thread_policy import run_settings
 from agent_core.loop.thread_view import autonomy_of, driver_of, mode_of, pending_approval, stuck, title_from
 from agent_core.loop.usage import public
@@ -50,10 +50,8 @@ from agent_core.storage.thread_store import LEASE_SECONDS, ThreadRecord, ThreadS
 from agent_core.storage.tool_ledger import INTERRUPTED, STOPPED
 from agent_core.tools import TOOLS
 from agent_core.tools.background import IN_BACKGROUND, StepInBackground
-from agent_core.tools.gathering import gather_tools
 from agent_core.undo.book import UndoBook
 from agent_core.undo.rules import save_rule
-from agent_core.undo.steps import pending_notes
 
 if TYPE_CHECKING:  # the contract's route models and the tool registry load on a run's first use
     from langchain_core.runnables import RunnableConfig
@@ -64,8 +62,6 @@ if TYPE_CHECKING:  # the contract's route models and the tool registry load on a
     from agent_core.contract.outside_tools import OutsideCall
     from agent_core.loop.graph import AgentGraph
     from agent_core.loop.mentions import MentionView
-    from agent_core.loop.state import AgentUpdate
-    from agent_core.mcp.manager import McpManager
     from agent_core.tools import ToolEnvironment
     from agent_core.tools.external import ExternalToolSpec
 
@@ -86,8 +82,6 @@ class _RecordUpdates(TypedDict, total=False):
 
 EventSink = Callable[[JsonObject], None]  # sees each event as the log stored it (seq and all)
 EnvironmentFor = Callable[[ThreadRecord], "ToolEnvironment"]  # where a thread's tools act (its notebook's kernel)
-McpSource = Callable[[], "McpManager | None"]  # the MCP servers' connections, made on first use (None: none yet)
-RUN_TOOLS_KEPT = 256  # threads whose outside tools are remembered for their resumed segments
 
 
 @dataclass
@@ -98,9 +92,6 @@ class ThreadRunner:
     store: AgentStore
     threads: ThreadStore
     mcp: McpSource | None = None
-    # Each thread's outside tools as its run's first segment found them: a segment an approval
-    # resumes offers the same (asking the kernel again sat between Approve and the cell).
-    _run_tools: dict[str, tuple[dict[str, ExternalToolSpec], list[str]]] = field(default_factory=dict)
     # What this process remembers of its threads' runs, handed to each run's tools (RunContext):
     # the steps an undo may restore, with the notes it leaves for the next run ...
     undo: UndoBook = field(default_factory=UndoBook)
@@ -108,6 +99,10 @@ class ThreadRunner:
     approvals: ApprovalCards = field(default_factory=lambda: _approval_cards())
     # issue 38: the server's follower of cells that outlive their run (None: the magic's cells never do)
     background: BackgroundSteps | None = None
+    _tools: RunTools = field(init=False, repr=False)  # each thread's outside tools, kept for its resumed segments
+
+    def __post_init__(self) -> None:
+        self._tools = RunTools(self.mcp)
 
     @classmethod
     async def open(
@@ -173,7 +168,9 @@ class ThreadRunner:
 
         async def drive() -> str:
             # Resolved here, in the segment's own time: a caller answering HTTP does not wait for the kernel.
-            graph_input, mentions, extra = await self._new_run_input(record, request, env, settings, prior)
+            graph_input, mentions, extra = await self._tools.first_segment(
+                thread_id, request, env, settings, prior, self.undo
+            )
             return await self._segment(
                 record, run_id, graph_input, segment, env, settings, extra, on_event, on_released, mentions
             )
@@ -226,9 +223,7 @@ class ThreadRunner:
         run_id = uuid.uuid4().hex
 
         async def drive() -> str:
-            extra, _ = await self._outside_tools(
-                thread_id, prior.get("disabled_mcp_servers") or [], env, settings, fresh=False
-            )
+            extra, _ = await self._tools.of(thread_id, prior.get("disabled_mcp_servers") or [], env, settings, False)
             return await self._segment(record, run_id, resume, segment, env, settings, extra, on_event, on_released)
 
         return PreparedRun(thread_id, run_id, drive)
@@ -277,16 +272,7 @@ class ThreadRunner:
         record = await self._record(thread_id)
         await self.ensure_not_leased(thread_id, "resume it")
         snapshot = await self.snapshot(thread_id)
-        segment = Segment(mode_of(snapshot), autonomy_of(snapshot), message, driver=driver_of(snapshot))
-        env = environment(record)
-        disabled = (snapshot.values or {}).get("disabled_mcp_servers") or []
-        run_id = uuid.uuid4().hex
-
-        async def drive() -> str:
-            extra, _ = await self._outside_tools(thread_id, disabled, env, settings, fresh=False)
-            return await self._segment(record, run_id, None, segment, env, settings, extra, None, on_released)
-
-        return PreparedRun(thread_id, run_id, drive)
+        return self._driven_on(record, snapshot, environment(record), settings, message, on_released)
 
     async def ensure_not_leased(self, thread_id: str, action: str = "start another run") -> None:
         holder = await self.threads.leased_elsewhere(thread_id)
@@ -300,13 +286,29 @@ class ThreadRunner:
         step and its approval request, so that its approval shows again (read once: a hot path)."""
         snapshot = await self.snapshot(record.thread_id)
         if stuck(snapshot):
-            segment = Segment(mode_of(snapshot), autonomy_of(snapshot), "")
-            env = environment(record)
-            disabled = (snapshot.values or {}).get("disabled_mcp_servers") or []
-            extra, _ = await self._outside_tools(record.thread_id, disabled, env, settings, fresh=False)
-            await self._segment(record, uuid.uuid4().hex, None, segment, env, settings, extra)
+            await self._driven_on(record, snapshot, environment(record), settings).drive()
             snapshot = await self.snapshot(record.thread_id)
         return snapshot
+
+    def _driven_on(
+        self,
+        record: ThreadRecord,
+        snapshot: StateSnapshot,
+        env: ToolEnvironment,
+        settings: AgentSettings,
+        message: str = "",
+        on_released: Callable[[], None] | None = None,
+    ) -> PreparedRun:
+        """A segment that drives the thread on from its saved state (graph input None), as it was."""
+        segment = Segment(mode_of(snapshot), autonomy_of(snapshot), message, driver=driver_of(snapshot))
+        disabled = (snapshot.values or {}).get("disabled_mcp_servers") or []
+        run_id = uuid.uuid4().hex
+
+        async def drive() -> str:
+            extra, _ = await self._tools.of(record.thread_id, disabled, env, settings, fresh=False)
+            return await self._segment(record, run_id, None, segment, env, settings, extra, None, on_released)
+
+        return PreparedRun(record.thread_id, run_id, drive)
 
     async def _record(self, thread_id: str) -> ThreadRecord:
         record = await self.threads.get(thread_id)
@@ -315,65 +317,6 @@ class ThreadRunner:
                 f"There is no thread {thread_id[:200]!r}. List threads with GET cellwright/api/threads."
             )
         return record
-
-    # -- what a segment starts with
-
-    async def _new_run_input(
-        self,
-        record: ThreadRecord,
-        request: StartRun,
-        env: ToolEnvironment,
-        settings: AgentSettings,
-        prior: JsonObject,
-    ) -> tuple[AgentUpdate, list[MentionView], dict[str, ExternalToolSpec]]:
-        """A new run's graph input (the message after its context and notes), the mentions for
-        `run_started`, and its outside tools. The notebook's @tool functions and the run's context
-        are both read from the kernel: asked at once, it answers one after the other with no round
-        trip in between."""
-        disabled = request.disabled_mcp_servers
-        (extra, notes), (context, mentions, told) = await asyncio.gather(
-            self._outside_tools(
-                record.thread_id,
-                disabled if disabled is not None else [str(n) for n in json_items(prior.get("disabled_mcp_servers"))],
-                env,
-                settings,
-                fresh=True,
-            ),
-            run_context_notes(
-                request.message,
-                env,
-                settings,
-                _str_or_none(prior.get("kernel_identity")),
-                pending_notes(self.undo, record.thread_id),
-            ),
-        )
-        graph_input: AgentUpdate = {
-            **new_run_input(request.message, request.mode, context, request.autonomy, request.data_policy),
-            **told,
-        }
-        if disabled is not None:  # kept with the thread (in its state) until another list comes
-            graph_input["disabled_mcp_servers"] = list(disabled)
-        return with_tool_notes(graph_input, extra, notes, prior), mentions, extra
-
-    async def _outside_tools(
-        self, thread_id: str, disabled: list[str], env: ToolEnvironment, settings: AgentSettings, fresh: bool
-    ) -> tuple[dict[str, ExternalToolSpec], list[str]]:
-        """This segment's MCP and notebook tools (and notes about them, for a new run): gathered at
-        the start of each run, and for a resumed segment this process did not start the run of."""
-        if not fresh and thread_id in self._run_tools:
-            return self._run_tools[thread_id]
-        found = await self._gather(env, settings, disabled)
-        self._run_tools.pop(thread_id, None)
-        if len(self._run_tools) >= RUN_TOOLS_KEPT:
-            del self._run_tools[next(iter(self._run_tools))]
-        self._run_tools[thread_id] = found
-        return found
-
-    async def _gather(
-        self, env: ToolEnvironment, settings: AgentSettings, disabled: list[str]
-    ) -> tuple[dict[str, ExternalToolSpec], list[str]]:
-        mcp = self.mcp() if self.mcp is not None and settings.mcp_servers else None
-        return await gather_tools(mcp, env, settings, disabled)
 
     # -- driving
 
@@ -525,7 +468,3 @@ class ThreadRunner:
     async def delete_thread(self, thread_id: str) -> None:  # its record of model requests goes with it
         await self.store.delete_thread(thread_id)
         await self.threads.delete(thread_id)
-
-
-def _str_or_none(value: object) -> str | None:
-    return value if isinstance(value, str) else None

@@ -7,12 +7,21 @@ from typing import TYPE_CHECKING, cast, get_args
 
 from agent_core.contract.choices import Autonomy, Mode
 from agent_core.contract.event_fields import ApprovalRequiredFields
-from agent_core.json_types import JsonObject
+from agent_core.json_types import JsonObject, json_items, json_object
 from agent_core.loop.state import parse_args
 from agent_core.messages import CONTEXT_KEY, Message
 
 if TYPE_CHECKING:
     from langgraph.types import StateSnapshot
+
+
+def has_call(values: JsonObject, call_id: str) -> bool:
+    """Whether the thread's messages (its saved state's values) hold a tool call with this id."""
+    return any(
+        json_object(call).get("id") == call_id
+        for message in json_items(values.get("messages"))
+        for call in json_items(json_object(message).get("tool_calls"))
+    )
 
 
 def view_message(message: Message) -> JsonObject:
