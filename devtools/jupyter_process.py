@@ -185,13 +185,14 @@ class JupyterProcess:
         assert response.status_code == 200, response.text
         return parse_sse(response.text)
 
-    def open_notebook(self, path: str) -> str:
-        """What JupyterLab does when it opens a notebook: a session with a kernel. Returns the kernel id."""
+    def open_notebook(self, path: str, kernel: str = "python3") -> str:
+        """What JupyterLab does when it opens a notebook: a session with a kernel (of the kernel spec
+        `kernel`). Returns the kernel id."""
         import nbformat
 
         if not (self.root / path).exists():
             nbformat.write(nbformat.v4.new_notebook(), str(self.root / path))
-        body = {"path": path, "name": path, "type": "notebook", "kernel": {"name": "python3"}}
+        body = {"path": path, "name": path, "type": "notebook", "kernel": {"name": kernel}}
         response = self.request("POST", "api/sessions", body)
         assert response.status_code == 201, response.text
         return response.json()["kernel"]["id"]

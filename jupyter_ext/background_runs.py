@@ -1,14 +1,18 @@
 """The run manager's side of long cells (issue 38): a run whose cell went on in the background ended
 as waiting_for_cell; this drives it on when the cell ends (a callback of agent_core's
 BackgroundSteps, tab open or not), when the user continues without waiting, or at start-up for a
-step a restart cut off. A message sent meanwhile is kept for the model; Stop interrupts the cell."""
+step a restart cut off (its cell followed again when its kernel outlived the server: cell_reattach.py).
+A message sent meanwhile is kept for the model; Stop interrupts the cell."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import TYPE_CHECKING
 
+from agent_core.json_types import JsonObject
+from agent_core.storage.event_log import seq_of
 from agent_core.storage.thread_store import ThreadRecord
 
 from .errors import Conflict
@@ -111,11 +115,50 @@ class BackgroundRuns:
             self._driving_on.discard(thread_id)
 
     async def recover_waiting(self, record: ThreadRecord) -> None:
-        """At start-up, a thread a restart left waiting_for_cell: nobody follows its cell any more.
-        Its run goes on at once with what can be said (the outcome itself is not recovered)."""
+        """At start-up, a thread a restart left waiting_for_cell: its cell is followed again when its
+        kernel outlived the restart (the run goes on when the cell ends); otherwise the run goes on
+        at once with what can be said."""
         from agent_core.tools.background import KERNEL_DIED_MEANWHILE, UNFOLLOWED
 
-        # Whether the thread's kernel outlived the restart (a gateway's does; a local one stops with us).
+        if await self._follow_again(record):
+            return
+        # A kernel the server knows again (a gateway's) but could not follow; else it died with the server.
         kernel_alive = await self._manager.environment_of(record).kernel_identity() is not None
         self.steps().orphaned(record.thread_id, UNFOLLOWED if kernel_alive else KERNEL_DIED_MEANWHILE)
         await self._drive_on(record.thread_id)
+
+    async def _follow_again(self, record: ThreadRecord) -> bool:
+        """Follow the thread's lost cell again in a kernel left by the server that died
+        (jupyter_ext.cell_reattach): its events go on into the log under the waiting run's id."""
+        from agent_core.tools.background import BackgroundStep, EmitRelay
+        from agent_core.tools.base import CellPlacement, ToolOutcome
+        from agent_core.tools.notebook import still_running
+
+        from .cell_reattach import follow_again, lost_cell, reattached
+
+        cell = lost_cell(await self._log_of(record.thread_id))
+        kernel_manager = getattr(getattr(self._manager.parent, "serverapp", None), "kernel_manager", None)
+        directory = str(getattr(kernel_manager, "connection_dir", "") or "")
+        client = await reattached(directory, cell.kernel_id) if cell is not None else None
+        if cell is None or client is None:
+            return False
+        log.info("Cellwright follows again cell %s of thread %s after the restart", cell.call_id, record.thread_id)
+        relay = EmitRelay(lambda _event: None, cell.call_id)  # held until run_ended redirects it to the log
+        relay.outputs.extend(cell.outputs)
+        relay.hold()
+        since = time.monotonic()
+
+        def so_far() -> ToolOutcome:
+            return still_running(relay.outputs, CellPlacement(cell.cell_id), time.monotonic() - since)
+
+        task = asyncio.create_task(follow_again(client, cell, relay))
+        self.steps().follow(BackgroundStep(record.thread_id, cell.call_id, task, relay, so_far))
+        self.steps().run_ended(record.thread_id, record.last_run_id)
+        return True
+
+    async def _log_of(self, thread_id: str) -> list[JsonObject]:
+        """The thread's whole event log (read once, at start-up, for a thread left waiting)."""
+        events: list[JsonObject] = []
+        while page := await self._manager.threads.events.events_after(thread_id, seq_of(events[-1]) if events else 0):
+            events += page
+        return events

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 from agent_core.json_types import JsonObject, json_items, json_object
 
 if TYPE_CHECKING:
+    from agent_core.tools.cell_progress import ProgressReader
+
     from .kernel_clients import KernelChannels, KernelMessage
 
 OUTPUT_MSG_TYPES = frozenset({"stream", "display_data", "execute_result", "error"})
@@ -72,6 +74,14 @@ def outputs_of_burst(burst: list[KernelMessage], msg_id: str) -> tuple[list[Json
         elif went_idle(msg):
             return outputs, True
     return outputs, False
+
+
+def read_widgets(progress: ProgressReader, burst: list[KernelMessage], msg_id: str) -> None:
+    """Feed the burst's comm messages to `progress`: ipywidgets progress bars opened by cell `msg_id`."""
+    for msg in burst:
+        kind = msg["header"]["msg_type"]
+        if kind == "comm_msg" or (kind == "comm_open" and msg.get("parent_header", {}).get("msg_id") == msg_id):
+            progress.comm(kind, msg["content"])
 
 
 def went_idle(msg: KernelMessage) -> bool:

@@ -22,12 +22,11 @@ from agent_core.tools import CellPlacement, CellRun, ToolInputError
 from agent_core.tools.base import Emit, cell_finished
 from agent_core.tools.cell_progress import ProgressReader
 
-from .iopub_outputs import kernel_died, outputs_of_burst, waiting_messages, went_idle
+from .iopub_outputs import kernel_died, outputs_of_burst, read_widgets, waiting_messages, went_idle
 from .kernel_clients import (
     KernelChannels,
     KernelClients,
     KernelManagerProtocol,
-    KernelMessage,
     MappingKernelManagerProtocol,
     connected_client,
     is_remote,
@@ -120,7 +119,7 @@ class KernelEnvironment:
         shared = await self.clients.get(kernel_id, manager, self.kernel_manager)
         started, queued, turn_taken = time.monotonic(), shared.turn.locked(), False
         if queued:  # another run's cell is on this kernel
-            emit(self._started(call_id, code, kernel_id, True, placement))
+            emit(self._started(call_id, code, kernel_id, None, placement))
         try:
             async with shared.turn:
                 turn_taken = True
@@ -233,7 +232,7 @@ class KernelEnvironment:
                     # for longer is another cell to wait for, and said so.
                     if not waiting and time.monotonic() - started >= BUSY_NOTICE_SECONDS:
                         waiting = True
-                        emit(self._started(call_id, code, kernel_id, True, placement))
+                        emit(self._started(call_id, code, kernel_id, None, placement))
                     if not await manager.is_alive():
                         raise NoKernel(
                             f"the kernel of {self.notebook_path or kernel_id} died while the cell waited for it"
@@ -258,7 +257,7 @@ class KernelEnvironment:
                         ) from None
                     if remote and not waiting:
                         waiting = True
-                        emit(self._started(call_id, code, kernel_id, True, placement))
+                        emit(self._started(call_id, code, kernel_id, None, placement))
                 except ConnectionError as exc:  # a gateway's websocket could not be made anew
                     raise NoKernel(
                         f"the connection to the kernel of {self.notebook_path or kernel_id} was lost ({exc}): the "
@@ -284,7 +283,7 @@ class KernelEnvironment:
         for attempt in range(2):
             msg_id = client.execute(code, store_history=True, allow_stdin=False)
             if attempt == 0:
-                emit(self._started(call_id, code, kernel_id, False, placement))
+                emit(self._started(call_id, code, kernel_id, msg_id, placement))
             try:
                 status, count = await self._collect(client, manager, msg_id, call_id, outputs, emit, started)
             except asyncio.CancelledError:
@@ -355,13 +354,13 @@ class KernelEnvironment:
                     # socket's queue, and the dropped messages can include the "idle" that ends the
                     # cell (seen with 20 000 flushed lines). The reply on shell is never dropped: with
                     # it in and iopub quiet for a poll interval, the cell is over.
-                    reply = reply or await self._reply_or_none(client, msg_id, timeout=0)
+                    reply = reply or await shell_reply(client, msg_id, timeout=0)
                     if reply is not None:
                         break
                     continue
                 burst = [msg, *await waiting_messages(client)]
                 fresh, idle = outputs_of_burst(burst, msg_id)
-                _read_widgets(progress, burst, msg_id)
+                read_widgets(progress, burst, msg_id)
                 for output in fresh:
                     kept = progress.stream(output) if output["output_type"] == "stream" else output
                     if kept is not None:
@@ -412,21 +411,21 @@ class KernelEnvironment:
         raise _KernelGone()
 
     async def _reply(self, client: KernelChannels, msg_id: str, timeout: float = 10) -> JsonObject:
-        return await self._reply_or_none(client, msg_id, timeout) or {"status": "error"}
-
-    async def _reply_or_none(self, client: KernelChannels, msg_id: str, timeout: float) -> JsonObject | None:
-        return await shell_reply(client, msg_id, timeout)
+        return await shell_reply(client, msg_id, timeout) or {"status": "error"}
 
     def _started(
-        self, call_id: str, code: str, kernel_id: str, waiting_for_kernel: bool, placement: CellPlacement | None
+        self, call_id: str, code: str, kernel_id: str, msg_id: str | None, placement: CellPlacement | None
     ) -> CellStartedEventDict:
+        """The cell's cell_started: waiting for the kernel (`msg_id` None), or sent as request `msg_id`."""
         fields: CellStartedFields = {
             "id": call_id,
             "code": code,
             "notebook_path": self.notebook_path,
             "kernel_id": kernel_id,
-            "waiting_for_kernel": waiting_for_kernel,
+            "waiting_for_kernel": msg_id is None,
         }
+        if msg_id is not None:  # the cell's messages are told by it after a restart (cell_reattach.py)
+            fields["kernel_msg_id"] = msg_id
         if placement is not None:
             fields["cell_id"], fields["edit"] = placement.cell_id, placement.edit
             if placement.provenance:
@@ -466,14 +465,6 @@ class KernelEnvironment:
 
 class _KernelGone(Exception):
     pass
-
-
-def _read_widgets(progress: ProgressReader, burst: list[KernelMessage], msg_id: str) -> None:
-    """Feed the burst's comm messages to `progress`: ipywidgets progress bars opened by this cell."""
-    for msg in burst:
-        kind = msg["header"]["msg_type"]
-        if kind == "comm_msg" or (kind == "comm_open" and msg.get("parent_header", {}).get("msg_id") == msg_id):
-            progress.comm(kind, msg["content"])
 
 
 def latest_session(history: list[Any]) -> list[tuple[int, str]]:

@@ -356,6 +356,11 @@ export interface CellStartedEvent {
   waiting_for_kernel?: boolean;
   /** Where the cell came from; the panel keeps it in the cell's metadata as `cellwright`. */
   provenance?: Provenance | null;
+  /**
+   * The msg_id of the cell's execute_request (once it runs): after a server restart, the cell's
+   * messages are told by it from the kernel's others (issue 38).
+   */
+  kernel_msg_id?: string | null;
 }
 
 export type CellwrightEvent =

@@ -1,11 +1,19 @@
-"""A server killed (kill -9) while a cell runs in the background (issue 38): a local kernel stops with
-its server, so the next server's start resumes the run saying the kernel died while the cell ran, and
-the thread is not left running or waiting."""
+"""A server killed (kill -9) while cells run in the background (issue 38), then started again. A local
+kernel launched as ipykernel is by default stops with its server: the next server's start resumes that
+run saying the kernel died. A kernel that outlives its server (here one whose spec turns off
+ipykernel's watch of its parent, as a supervisor's or a remote provisioner's would) is found again
+through the connection file the dead server left: a cell still running is followed to its end and the
+run resumes with its real output and execution count; a cell that ended while the server was down
+resumes the run saying so, with its execution count from the kernel's history."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,41 +22,134 @@ from devtools.jupyter_process import JupyterProcess
 from tests.conftest import of_type
 from tests.test_crash import read_until
 
-LONG = "import time\nprint('started', flush=True)\nfor _ in range(1200):\n    time.sleep(0.05)\n"
+DETACHED = "python3-detached"  # a kernel spec whose kernels do not stop with their server
+PID = "import os, time, pathlib\nprint('pid', os.getpid(), flush=True)\n"
+# Still running when the server comes back: it ticks (with the time) until the test lets it end.
+FOLLOWED = (
+    PID + "while not pathlib.Path('release_a').exists():\n    print('tick', time.time(), flush=True)\n"
+    "    time.sleep(0.3)\n"
+    "print('trained: loss 0.1')\n"
+)
+# Ends while the server is down.
+ENDED_MEANWHILE = (
+    PID + "while not pathlib.Path('release_b').exists():\n    time.sleep(0.05)\n"
+    "print('ended meanwhile')\npathlib.Path('done_b').write_text('1')\n"
+)
+# Runs until its kernel stops with the server.
+DIES = PID + "for _ in range(1200):\n    time.sleep(0.05)\n"
 
 
-def test_a_restart_resumes_the_waiting_run_saying_the_kernel_died(
+def detached_kernel_spec(data_dir: Path) -> None:
+    spec = data_dir / "kernels" / DETACHED
+    spec.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}", "--IPKernelApp.parent_handle=0"]
+    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "Python 3", "language": "python"}))
+
+
+def waiting_thread(server: JupyterProcess, notebook: str, kernel: str, code: str) -> tuple[str, int, int]:
+    """A thread whose approved cell went on in the background: the thread, its last event's seq and
+    the kernel's pid (the cell's first line)."""
+    thread = server.request("POST", "cellwright/api/threads", {"notebook_path": notebook}).json()["thread_id"]
+    assert server.request("POST", f"cellwright/api/threads/{thread}/runs", {"message": code}).status_code == 202
+    asked = server.events(thread)
+    call = asked[-2]["id"]
+    approve = {"decision": "approve", "kernel_id": kernel}
+    assert server.request("POST", f"cellwright/api/threads/{thread}/approvals/{call}", approve).status_code == 202
+    seen: list[dict[str, Any]] = []
+    read_until(server, thread, asked[-1]["seq"], lambda events: bool(of_type(events, "run_finished")), seen)
+    assert of_type(seen, "run_finished")[0]["status"] == "waiting_for_cell", seen
+    pid = int(re.findall(r"pid (\d+)", "".join(e["output"].get("text", "") for e in of_type(seen, "cell_output")))[0])
+    return thread, seen[-1]["seq"], pid
+
+
+def wait_for(found: Any, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not found():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def finished(server: JupyterProcess, thread: str) -> list[dict[str, Any]]:
+    """The thread's log once its resumed run completed (recovery starts in the background at start)."""
+    log = server.events(thread)
+    while not any(e["type"] == "run_finished" and e["status"] == "completed" for e in log):
+        log = server.events(thread)
+    return log
+
+
+def told(fake_llm: FakeLLM, code: str) -> str:
+    """What the model was told of the cell of the thread that asked for `code`."""
+    for request in fake_llm.requests:
+        messages = request["messages"]
+        if any(m["role"] == "user" and code in str(m["content"]) for m in messages):
+            results = [m for m in messages if m["role"] == "tool"]
+            if results:
+                return str(results[-1]["content"])
+    raise AssertionError("the model was never told the cell's outcome")
+
+
+def test_a_restart_follows_cells_in_kernels_that_outlived_it_and_says_when_the_kernel_died(
     tmp_path: Path, fake_llm: FakeLLM, servers: list
 ) -> None:
-    fake_llm.script(tool_call("run_cell", {"code": LONG}, id="c1"), text("The kernel died; I will run it again."))
+    fake_llm.script(
+        *(tool_call("run_cell", {"code": code}, id=f"c{n}") for n, code in enumerate([FOLLOWED, ENDED_MEANWHILE, DIES]))
+    )
+    fake_llm.script(*(text("Noted.") for _ in range(3)))
     env = {"OPENAI_BASE_URL": fake_llm.base_url, "OPENAI_API_KEY": "sk-secret", "CELLWRIGHT_MODEL": "fake-model"}
     args = ["--Cellwright.background_after=1"]
+    detached_kernel_spec(tmp_path / "data")
     first = JupyterProcess(tmp_path, env, extra_args=args).start()
     servers.append(first)
-    kernel = first.open_notebook("work.ipynb")
-    thread = first.request("POST", "cellwright/api/threads", {"notebook_path": "work.ipynb"}).json()["thread_id"]
-    assert first.request("POST", f"cellwright/api/threads/{thread}/runs", {"message": "train"}).status_code == 202
-    asked = first.events(thread)
-    assert asked[-1]["status"] == "awaiting_approval"
-    approve = {"decision": "approve", "kernel_id": kernel}
-    assert first.request("POST", f"cellwright/api/threads/{thread}/approvals/c1", approve).status_code == 202
-    # The stream stays open while the cell runs: read it until the run waits for the cell.
-    seen: list[dict[str, Any]] = []
-    read_until(first, thread, asked[-1]["seq"], lambda events: bool(of_type(events, "run_finished")), seen)
-    assert of_type(seen, "run_finished")[0]["status"] == "waiting_for_cell", seen
-    assert first.get(f"cellwright/api/threads/{thread}").json()["status"] == "waiting_for_cell"
+    threads, pids = {}, []
+    for name, code, spec in [("a", FOLLOWED, DETACHED), ("b", ENDED_MEANWHILE, DETACHED), ("c", DIES, "python3")]:
+        kernel = first.open_notebook(f"{name}.ipynb", spec)
+        thread, seq, pid = waiting_thread(first, f"{name}.ipynb", kernel, code)
+        threads[name] = (thread, seq)
+        pids.append(pid)
     assert first.proc is not None
     os.kill(first.proc.pid, signal.SIGKILL)
     first.proc.wait()
+    killed_at = time.time()
+    try:
+        (first.root / "release_b").write_text("")
+        wait_for((first.root / "done_b").exists, "cell b to end while no server runs")
 
-    second = JupyterProcess(tmp_path, env, extra_args=args).start()
-    servers.append(second)
-    log = second.events(thread)
-    while not any(e["type"] == "run_finished" and e["status"] == "completed" for e in log):
-        # Recovery runs in the background at start: the stream closes at once until it has begun.
-        log = second.events(thread)
-    tool_message = [m for m in fake_llm.requests[-1]["messages"] if m["role"] == "tool"][-1]
-    assert "kernel died while this cell ran" in tool_message["content"]
-    assert len(fake_llm.requests) == 2
-    assert of_type(log, "final")[0]["answer"] == "The kernel died; I will run it again."
-    assert second.get(f"cellwright/api/threads/{thread}").json()["status"] == "completed"
+        second = JupyterProcess(tmp_path, env, extra_args=args).start()
+        servers.append(second)
+        # a: followed again; a tick printed after the kill reaches the log once the new server has found the kernel.
+        thread_a, before = threads["a"]
+        seen: list[dict[str, Any]] = []
+
+        def ticked_since_the_kill(events: list[dict[str, Any]]) -> bool:
+            text = "".join(e["output"].get("text", "") for e in of_type(events, "cell_output"))
+            return any(float(t) > killed_at for t in re.findall(r"tick ([\d.]+)", text))
+
+        deadline = time.monotonic() + 60
+        while not ticked_since_the_kill(seen) and time.monotonic() < deadline:
+            # The stream closes at once until recovery (in the background at start) follows the cell.
+            read_until(second, thread_a, seen[-1]["seq"] if seen else before, ticked_since_the_kill, seen)
+        assert ticked_since_the_kill(seen) and not of_type(seen, "run_started"), seen
+        (first.root / "release_a").write_text("")
+        log = finished(second, thread_a)
+        ended = of_type(log, "cell_finished")[-1]
+        assert ended["id"] == "c0" and ended["status"] == "ok" and isinstance(ended["execution_count"], int), ended
+        outcome = told(fake_llm, FOLLOWED)
+        assert "trained: loss 0.1" in outcome and "followed it again" in outcome, outcome
+        assert f"execution_count {ended['execution_count']}" in outcome and "pid" in outcome, outcome
+
+        log = finished(second, threads["b"][0])
+        outcome = told(fake_llm, ENDED_MEANWHILE)
+        assert "ended while the server was down" in outcome and "execution 1" in outcome, outcome
+        assert "pid" in outcome and "ended meanwhile" not in outcome, "what it printed meanwhile was not seen"
+
+        finished(second, threads["c"][0])
+        assert "kernel died while this cell ran" in told(fake_llm, DIES)
+        assert len(fake_llm.requests) == 6, "each thread: its first request, and one after its cell's outcome"
+        for thread, _ in threads.values():
+            assert second.get(f"cellwright/api/threads/{thread}").json()["status"] == "completed"
+    finally:
+        for pid in pids[:2]:  # the kernels that outlived their server belong to no server now
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

@@ -92,6 +92,7 @@ class CellStartedFields(TypedDict):
     previous_source: NotRequired[str | None]
     waiting_for_kernel: NotRequired[bool]
     provenance: NotRequired[Mapping[str, object] | None]
+    kernel_msg_id: NotRequired[str | None]
 
 
 class CellStartedEventDict(EventStamps, CellStartedFields):

@@ -157,6 +157,11 @@ class CellStartedEvent(EventBase):
     provenance: Provenance | None = Field(
         default=None, description="Where the cell came from; the panel keeps it in the cell's metadata as `cellwright`."
     )
+    kernel_msg_id: str | None = Field(
+        default=None,
+        description="The msg_id of the cell's execute_request (once it runs): after a server restart, the cell's "
+        "messages are told by it from the kernel's others (issue 38).",
+    )
 
 
 class CellOutputEvent(EventBase):
