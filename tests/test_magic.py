@@ -290,6 +290,26 @@ def test_yes_approves_and_threads_continue(
     assert titles[:2] == ["%agent: hello", "%agent: make y"]  # newest first; the second call continued
 
 
+def test_a_long_cell_says_in_its_output_that_the_agent_waits_for_it(
+    kernel: Kernel, llm: FakeLLM, places: dict[str, Path], requests_after: Callable[[], list[dict[str, Any]]]
+) -> None:
+    """Issue 38: a cell of %agent cannot go on in the background (the kernel is busy with the %agent
+    cell); past background_after its output says the agent waits for it, and the model is not told that."""
+    config = places["config"] / "jupyter_cellwright_config.json"  # read by each %agent call
+    config.write_text(json.dumps({"Cellwright": {"background_after": 0.3}}))
+    try:
+        code = "import time\nprint('epoch 1', flush=True)\ntime.sleep(1.5)\nprint('epoch 2')"
+        llm.script(tool_call("run_cell", {"code": code}), text("Trained."))
+        out = kernel.run("%agent --new --yes train the model")
+    finally:
+        config.unlink()
+    assert out.status == "ok" and not out.errors, out
+    said = out.stdout.index("[Cellwright] This cell has run for 0.3 s; the agent waits for it")
+    assert out.stdout.index("\nepoch 1\n") < said < out.stdout.index("\nepoch 2\n"), out.stdout  # as printed
+    told = tool_messages(requests_after()[1])[-1]
+    assert "epoch 2" in told and "waits for it" not in told, told
+
+
 def test_auto_approve_from_the_environment(
     llm: FakeLLM, places: dict[str, Path], requests_after: Callable[[], list[dict[str, Any]]]
 ) -> None:

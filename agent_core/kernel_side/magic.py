@@ -186,6 +186,7 @@ class AgentCall:
             kernel_id=session.kernel_id,
             root_dir=session.root_dir,
             workspace=workspace,
+            long_after=self.agent_settings.background_after,
         )
         self.printer = Printer()
         self.prompt = ApprovalPrompt(self.printer, approve_all)

@@ -24,6 +24,7 @@ from typing import Any
 
 from agent_core.contract import make_event
 from agent_core.json_types import JsonObject
+from agent_core.kernel_side.cell_console import DIM, RESET
 from agent_core.tools import CellPlacement, CellRun, ToolInputError
 from agent_core.tools.base import Emit, cell_finished
 
@@ -85,6 +86,9 @@ class ShellEnvironment:
     # An agent_core.workspace.Workspace; None is the kernel side's policy: no hidden files, and
     # jupyter_data_dir()/cellwright and the runtime folder denied (Workspace.default).
     workspace: Any = None
+    # Seconds after which a cell's note says the agent waits for it (the magic's background_after; 0: never).
+    long_after: float = 0.0
+    _shown: Any = None  # the kernel's own stdout while a cell runs (not the tee): what the worker writes to
 
     edits_cells = False  # no browser writes the magic's cells into the notebook
 
@@ -95,15 +99,34 @@ class ShellEnvironment:
                 "cell_started", id=call_id, code=code, notebook_path=self.notebook_path, kernel_id=self.kernel_id
             )
         )
+        work = asyncio.ensure_future(self.main.call(self._run_here, code))
         try:
-            outputs, status, count = await self.main.call(self._run_here, code)
+            if self.long_after > 0 and not (await asyncio.wait({work}, timeout=self.long_after))[0]:
+                self._say_it_waits()
+            outputs, status, count = await work
         except asyncio.CancelledError:
+            work.cancel()  # a request not yet started never runs
             emit(cell_finished(call_id, "aborted", None, started))
             raise
         for output in outputs:  # already shown in the cell; into the thread's log for the panel
             emit(make_event("cell_output", id=call_id, output=output))
         emit(cell_finished(call_id, status, count, started))
         return CellRun(status, outputs, count, int((time.monotonic() - started) * 1000))
+
+    def _say_it_waits(self) -> None:
+        """Issue 38: a cell of %agent cannot go on in the background (the kernel is busy with the
+        %agent cell itself), so its output says why the agent waits, written from the worker thread
+        past the tee (the model is not told it)."""
+        stream = self._shown
+        if stream is None:
+            return
+        stream.write(
+            f"\n{DIM}[Cellwright] This cell has run for {self.long_after:g} s; the agent waits for it. A cell that "
+            "%agent runs cannot go on in the background: the kernel is busy with this %agent cell until it ends. "
+            "Its output shows here as it comes, and the agent goes on by itself when it ends; interrupt the kernel "
+            f"to stop both. The Cellwright panel shows this conversation too.{RESET}\n"
+        )
+        stream.flush()
 
     async def restart_kernel(self) -> str:
         raise ToolInputError("%agent runs inside this kernel and cannot restart it: use Kernel > Restart Kernel")
@@ -145,6 +168,7 @@ class ShellEnvironment:
             return publish(data, *args, **kwargs)
 
         stdout, stderr = sys.stdout, sys.stderr
+        self._shown = stdout
         try:
             sys.stdout, sys.stderr = _Tee(stdout, "stdout", outputs), _Tee(stderr, "stderr", outputs)
             shell.display_pub.publish = published
@@ -152,6 +176,7 @@ class ShellEnvironment:
         finally:
             sys.stdout, sys.stderr = stdout, stderr
             shell.display_pub.publish = publish
+            self._shown = None
         error = result.error_before_exec or result.error_in_exec
         if isinstance(error, KeyboardInterrupt):
             raise KeyboardInterrupt  # the user stopped the run, not just this cell
