@@ -1,10 +1,16 @@
 """The progress reader of long cells (issue 38) on the messages a kernel sends: tqdm's `\\r` redraws
 become progress and leave only finished lines as outputs; ipywidgets progress bars are read from
-their comm messages; events are coalesced."""
+their comm messages (real ones, from a real kernel); events are coalesced."""
 
 from __future__ import annotations
 
+import asyncio
+
+from jupyter_client.manager import AsyncKernelManager
+
 from agent_core.tools.cell_progress import LINE_CHARS, ProgressReader, bar_figures
+from jupyter_ext.iopub_outputs import outputs_of_burst, read_widgets, went_idle
+from jupyter_ext.kernel_clients import KernelMessage
 
 
 def stream(text: str, name: str = "stderr") -> dict[str, object]:
@@ -35,20 +41,61 @@ def test_plain_output_passes_untouched_and_a_bar_left_open_is_kept_at_the_end() 
     assert reader.finish() == [stream("step 2")]
 
 
-def test_an_ipywidgets_progress_bar_is_read_from_its_comm_messages() -> None:
+# A real IntProgress (and an IntSlider, which is no progress) over 5 steps, then a real tqdm loop.
+BARS = (
+    "from IPython.display import display\n"
+    "from ipywidgets import IntProgress, IntSlider\n"
+    "from tqdm import tqdm\n"
+    "loading, knob = IntProgress(min=0, max=5), IntSlider(value=1)\n"
+    "display(loading, knob)\n"
+    "for i in range(5):\n"
+    "    loading.value = i + 1\n"
+    "    knob.value = 90 + i\n"
+    "for i in tqdm(range(4), mininterval=0):\n"
+    "    pass\n"
+    "print('done')\n"
+)
+
+
+async def iopub_of(code: str) -> tuple[str, list[KernelMessage]]:
+    """Run `code` in a real kernel: its request's msg_id and every iopub message up to its idle."""
+    manager = AsyncKernelManager()
+    await manager.start_kernel()
+    client = manager.client()
+    client.start_channels()
+    try:
+        await client.wait_for_ready(timeout=60)
+        msg_id = client.execute(code)
+        messages: list[KernelMessage] = []
+        while not (messages and went_idle(messages[-1]) and messages[-1]["parent_header"].get("msg_id") == msg_id):
+            messages.append(await client.get_iopub_msg(timeout=30))
+        return msg_id, messages
+    finally:
+        client.stop_channels()
+        await manager.shutdown_kernel(now=True)
+
+
+def test_real_ipywidgets_and_tqdm_bars_of_a_real_kernel_become_progress() -> None:
+    """The server's reading of a cell's iopub messages (jupyter_ext.iopub_outputs), message by
+    message, as real ipywidgets and tqdm send them: the widget's percentages, then tqdm's."""
+    msg_id, messages = asyncio.run(iopub_of(BARS))
     reader = ProgressReader("c1")
-    opened = {
-        "comm_id": "w1",
-        "data": {"state": {"_model_name": "FloatProgressModel", "min": 0, "max": 50, "value": 0}},
-    }
-    reader.comm("comm_open", opened)
-    reader.comm("comm_msg", {"comm_id": "w1", "data": {"method": "update", "state": {"value": 20}}})
-    event = reader.event()
-    assert event is not None and event["percent"] == 40.0
-    other = {"comm_id": "w2", "data": {"state": {"_model_name": "IntSliderModel", "value": 90}}}
-    reader.comm("comm_open", other)
-    reader.comm("comm_msg", {"comm_id": "w2", "data": {"method": "update", "state": {"value": 99}}})
-    assert reader.event(force=True) is None, "a slider is not progress"
+    percents: list[tuple[str, float]] = []
+    kept: list[dict[str, object]] = []
+    for msg in messages:
+        read_widgets(reader, [msg], msg_id)
+        outputs, _ = outputs_of_burst([msg], msg_id)
+        kept += [o for o in (reader.stream(o) if o["output_type"] == "stream" else o for o in outputs) if o]
+        if (event := reader.event(force=True)) is not None and event.get("percent") is not None:
+            percents.append(("tqdm" if "it/s" in event["text"] else "widget", event["percent"]))
+    kept += reader.finish()
+    widget = [p for source, p in percents if source == "widget"]
+    bar = [p for source, p in percents if source == "tqdm"]
+    assert widget == [0.0, 20.0, 40.0, 60.0, 80.0, 100.0], percents  # the slider's 90..94 are no progress
+    assert bar and bar == sorted(bar) and bar[-1] == 100.0, percents
+    assert percents.index(("widget", 100.0)) < percents.index(("tqdm", bar[0])), "in the cell's order"
+    text = "".join(str(o.get("text", "")) for o in kept)
+    assert "\r" not in text and "4/4 [" in text and "done\n" in text, kept  # the bar's last state stays
 
 
 def test_bar_figures() -> None:
