@@ -949,6 +949,12 @@ export interface StartRun {
    * refused (400 policy_wider).
    */
   data_policy?: DataPolicy | null;
+  /**
+   * Seconds this run's approved cells may run before they go on in the background (issue 38); 0:
+   * never. For this run only (its later segments too); without it, the server's
+   * c.Cellwright.background_after.
+   */
+  background_after?: number | null;
 }
 
 export interface VariablesRequest {

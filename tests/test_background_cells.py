@@ -215,3 +215,20 @@ async def test_a_kernel_killed_while_the_cell_runs_in_the_background_resumes_the
     tool_message = [m for m in fake_llm.requests[-1]["messages"] if m["role"] == "tool"][-1]
     assert "kernel died while running this cell" in tool_message["content"], tool_message
     assert len(fake_llm.requests) == 2
+
+
+async def test_a_run_may_ask_for_its_own_background_after_within_bounds(
+    api: Api, fake_llm: FakeLLM, notebook_kernel: str
+) -> None:
+    thread = await api.new_thread()
+    for bad in ("5", -1, 100_000, True):  # a string, below 0, beyond a day, not a number
+        body = {"message": "train it", "notebook_path": NOTEBOOK, "background_after": bad}
+        code, answer = await api.call("POST", f"threads/{thread}/runs", body)
+        assert code == 400 and "background_after" in answer["message"], (bad, answer)
+    assert not fake_llm.requests, "a refused run asks nothing"
+    # 0: never to the background, though the server's threshold (0.7 s) is shorter than the cell.
+    fake_llm.script(tool_call("run_cell", {"code": TRAIN}, id="c1"), text("Trained in one go."))
+    await api.run(thread, "train it", background_after=0)
+    events = await api.until_finished(thread)
+    assert [e["status"] for e in of_type(events, "run_finished")] == ["completed"], events
+    assert [f["status"] for f in of_type(events, "cell_finished")] == ["ok"]

@@ -31,6 +31,7 @@ MAX_ID_CHARS = 200
 MAX_NAMES = 100
 MAX_CELLS = 5000
 MAX_RULE_CHARS = 300  # agent_core.impact.rules keeps a rule to one line of this size
+MAX_BACKGROUND_AFTER = 86_400.0  # a day: a run that asks for more never sends its cells to the background (0 says so)
 
 Path_ = Field(default=None, max_length=MAX_PATH_CHARS)
 Id_ = Field(default=None, max_length=MAX_ID_CHARS)
@@ -79,6 +80,13 @@ class StartRun(Body):
         default=None,
         description="Narrow the server's data_policy for this thread (kept for its later runs); a wider one is "
         "refused (400 policy_wider).",
+    )
+    background_after: float | None = Field(
+        default=None,
+        ge=0,
+        le=MAX_BACKGROUND_AFTER,
+        description="Seconds this run's approved cells may run before they go on in the background (issue 38); 0: "
+        "never. For this run only (its later segments too); without it, the server's c.Cellwright.background_after.",
     )
     field_kinds: ClassVar[dict[str, RouteErrorKind]] = {"mode": "bad_mode", "autonomy": "bad_autonomy"}
 

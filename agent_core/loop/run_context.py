@@ -103,6 +103,8 @@ class RunContext:
     def begin_node(self, state: Mapping[str, Any]) -> None:
         self.policy = policy_of(state)
         self.settings = narrowed(self.settings, state.get("data_policy"))  # every request of the thread's runs
+        if isinstance(after := state.get("background_after"), (int, float)):  # this run's own (POST runs)
+            self.settings = self.settings.with_overrides(background_after=float(after))
         if not self.agent.is_subagent:  # a sub-agent's calls add to its parent's totals
             self.meter.load(state)
 

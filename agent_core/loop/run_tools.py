@@ -84,7 +84,9 @@ class RunTools:
             ),
         )
         graph_input: AgentUpdate = {
-            **new_run_input(request.message, request.mode, context, request.autonomy, request.data_policy),
+            **new_run_input(
+                request.message, request.mode, context, request.autonomy, request.data_policy, request.background_after
+            ),
             **told,
         }
         if disabled is not None:  # kept with the thread (in its state) until another list comes

@@ -71,6 +71,7 @@ class _StateFields(TypedDict, total=False):
     outside_client: str  # who asked for it ("Claude Code via MCP"): named where a cell names its model
     forked_from: str  # "<thread id>:<tool call id>" a forked thread continues from (agent_core.loop.branches)
     data_policy: str  # the narrower data policy a run asked for, kept for the thread's later runs (agent_core.privacy)
+    background_after: float | None  # what this run asked for (POST runs), else None: the server's (issue 38)
 
 
 class AgentState(_StateMessages, _StateFields, total=False):
@@ -89,9 +90,11 @@ def new_run_input(
     context: list[Message] | None = None,
     autonomy: str = "agent",
     data_policy: str | None = None,
+    background_after: float | None = None,
 ) -> AgentUpdate:
     """A run's input: the user's message, after the context Cellwright attached to it (if any); a
-    narrower data policy it asked for is kept in the state for the thread's later runs."""
+    narrower data policy it asked for is kept in the state for the thread's later runs, the
+    background_after it asked for for this run's segments."""
     messages: list[Message] = [*(context or []), {"role": "user", "content": message}]
     kept: AgentUpdate = {"data_policy": data_policy} if data_policy else {}
     return {
@@ -106,6 +109,7 @@ def new_run_input(
         "run_usage": token_usage.zero(),
         "outside_call": None,
         "outside_client": "",
+        "background_after": background_after,
     }
 
 
@@ -122,6 +126,7 @@ def outside_call_input(call_id: str, name: str, arguments: JsonObject, autonomy:
         "run_usage": token_usage.zero(),
         "outside_call": call,
         "outside_client": client,
+        "background_after": None,  # the server's: what an earlier run asked for was for that run
     }
 
 
