@@ -8,6 +8,7 @@ resumes the run saying so, with its execution count from the kernel's history.""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -19,6 +20,7 @@ from typing import Any
 
 from devtools.fake_llm import FakeLLM, text, tool_call
 from devtools.jupyter_process import JupyterProcess
+from jupyter_ext.cell_reattach import lost_cell, reattached
 from tests.conftest import of_type
 from tests.test_crash import read_until
 
@@ -153,3 +155,30 @@ def test_a_restart_follows_cells_in_kernels_that_outlived_it_and_says_when_the_k
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def started(call_id: str, msg_id: str | None = "m") -> dict[str, Any]:
+    event = {"type": "cell_started", "id": call_id, "code": "train()", "kernel_id": "k", "cell_id": f"cw-{call_id}"}
+    return {**event, "kernel_msg_id": msg_id} if msg_id else event
+
+
+def printed(call_id: str, text: str) -> dict[str, Any]:
+    return {"type": "cell_output", "id": call_id, "output": {"output_type": "stream", "name": "stdout", "text": text}}
+
+
+def test_the_lost_cell_is_the_last_one_started_and_not_finished_with_its_own_outputs() -> None:
+    done = [started("c1"), printed("c1", "one\n"), {"type": "cell_finished", "id": "c1"}]
+    log = [*done, started("c2", "m2"), printed("c2", "epoch 1\n"), printed("c9", "another's\n")]
+    cell = lost_cell(log)
+    assert cell is not None and (cell.call_id, cell.msg_id, cell.cell_id) == ("c2", "m2", "cw-c2")
+    assert [o["text"] for o in cell.outputs] == ["epoch 1\n"]
+    assert lost_cell(done) is None
+    assert lost_cell([started("c3", None)]) is None, "an older server's cell names no request: not followed"
+
+
+def test_a_kernel_id_that_is_not_one_reaches_no_file(tmp_path: Path) -> None:
+    (tmp_path / "kernel-..").mkdir()
+    (tmp_path / "secret.json").write_text(json.dumps({"control_port": 1, "ip": "127.0.0.1", "transport": "tcp"}))
+    for kernel_id in ("../secret", "..", "/etc/passwd", "1" * 36):
+        assert asyncio.run(reattached(str(tmp_path), kernel_id)) is None
+    assert asyncio.run(reattached(str(tmp_path), "0" * 8 + "-0000-0000-0000-" + "0" * 12)) is None  # no such file
