@@ -6,9 +6,11 @@ with its diff). terminal/* runs through our shell tool's runner, each command ap
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import shlex
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -80,6 +82,16 @@ class ThreadClient:
         self._sink = sink
         self._text = 0  # chars of visible answer this run
         self._calls: dict[str, str] = {}  # the agent's tool call id -> the name shown
+        self._replaying = False
+
+    @contextlib.contextmanager
+    def replaying(self) -> Iterator[None]:
+        """While session/load runs: the agent replays the conversation the thread already shows."""
+        self._replaying = True
+        try:
+            yield
+        finally:
+            self._replaying = False
 
     def new_run(self) -> None:
         self._text = 0
@@ -97,6 +109,8 @@ class ThreadClient:
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self._sink.activity()
+        if self._replaying:
+            return
         if isinstance(update, AgentMessageChunk) and isinstance(update.content, TextContentBlock):
             text = update.content.text[: max(0, MAX_TEXT_CHARS - self._text)]
             self._text += len(text)

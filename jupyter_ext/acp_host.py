@@ -10,12 +10,11 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import os
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from agent_core.contract import make_event
 from agent_core.json_types import JsonObject
@@ -23,8 +22,11 @@ from agent_core.loop.event_pump import EventPump
 from agent_core.workspace import Workspace
 
 from .acp_client import ThreadClient, UserDecision, new_card_id
+from .acp_process import AgentGone, AgentProcess, McpOffer, start
+from .acp_sessions import SavedSessions
 from .acp_terminals import Terminals
 from .errors import BadRequest, Conflict
+from .mcp_tokens import McpTokens
 
 if TYPE_CHECKING:
     from agent_core.config.acp_agents import AcpAgentConfig
@@ -34,16 +36,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-START_TIMEOUT = 60.0  # seconds for the process to answer initialize and session/new
+START_TIMEOUT = 60.0  # seconds for the process to answer initialize and session/new (or session/load)
 STOP_GRACE = 5.0  # seconds an agent has to end its turn after session/cancel before it is killed
 MAX_UNDOABLE = 100  # approved file writes per thread kept for undo (in memory: not across a restart)
-MAX_CARDS_PER_RUN = 200
-MAX_EVENTS_PER_RUN = 5000  # what an agent's updates may add to the log in one turn; the rest is dropped  # permission requests beyond it are answered cancelled without a card
-STDIO_LIMIT = 4 * 1024 * 1024  # bytes of one JSON-RPC line from the agent
-
-
-class AgentGone(Exception):
-    """The agent process died, hung, or broke the protocol: the message says which."""
+MAX_CARDS_PER_RUN = 200  # permission requests beyond it are answered cancelled without a card
+MAX_EVENTS_PER_RUN = 5000  # what an agent's updates may add to the log in one turn; the rest is dropped
 
 
 @dataclass
@@ -60,14 +57,6 @@ class _Written:
 
 
 @dataclass
-class _Process:
-    stack: contextlib.AsyncExitStack
-    conn: Any
-    process: Any
-    session_id: str
-
-
-@dataclass
 class HostedThread:
     """One thread's agent: its process (started on the first message), its run, its open card."""
 
@@ -77,10 +66,11 @@ class HostedThread:
     threads: ThreadStore
     idle_timeout: Callable[[], float]
     command_timeout: Callable[[], float]
-    mcp_server: JsonObject | None = None
+    sessions: SavedSessions
+    mcp: McpOffer | None = None
     client: ThreadClient = field(init=False)
     terminals: Terminals = field(init=False)
-    agent_process: _Process | None = None
+    agent_process: AgentProcess | None = None
     pump: EventPump | None = None
     task: asyncio.Task[None] | None = None
     run_id: str = ""
@@ -200,65 +190,24 @@ class HostedThread:
 
     # -- the agent process
 
-    async def session(self) -> _Process:
+    async def session(self) -> AgentProcess:
+        """The agent's process, started on the first message (taking up its earlier session where it can)."""
         if self.agent_process is None:
-            self.agent_process = await asyncio.wait_for(self._start(), START_TIMEOUT)
+            earlier = self.sessions.get(self.thread_id, self.config.name) if self.had_turns else ""
+            started = await asyncio.wait_for(
+                start(self.config, self.client, self.workspace.root, self.mcp, earlier), START_TIMEOUT
+            )
+            self.agent_process = started
+            if not started.loaded:
+                self.sessions.put(self.thread_id, self.config.name, started.session_id)
         return self.agent_process
 
-    async def _start(self) -> _Process:
-        from acp import PROTOCOL_VERSION
-        from acp.schema import ClientCapabilities, FileSystemCapabilities, HttpHeader, HttpMcpServer, Implementation
-        from acp.stdio import spawn_agent_process
-
-        from agent_core import __version__
-
-        stack = contextlib.AsyncExitStack()
-        try:
-            executable = self.config.executable()
-            if executable is None:
-                raise AgentGone(self.config.unavailable_reason() or "the agent's command was not found")
-            env = {**os.environ, **self.config.env}
-            conn, process = await stack.enter_async_context(
-                spawn_agent_process(
-                    cast(Any, self.client),  # the SDK's Client protocol, implemented in part (no terminals)
-                    executable,
-                    *self.config.args,
-                    env=env,
-                    cwd=str(self.workspace.root),
-                    # stderr unread would fill its pipe and stall a chatty agent; it may hold its secrets
-                    transport_kwargs={"limit": STDIO_LIMIT, "stderr": asyncio.subprocess.DEVNULL},
-                )
-            )
-            answer = await conn.initialize(
-                protocol_version=PROTOCOL_VERSION,
-                client_capabilities=ClientCapabilities(
-                    fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=True
-                ),
-                client_info=Implementation(name="cellwright", title="Cellwright", version=__version__),
-            )
-            servers: list[Any] = []
-            mcp_http = answer.agent_capabilities and answer.agent_capabilities.mcp_capabilities
-            if self.mcp_server is not None and mcp_http and mcp_http.http:
-                given = cast(dict[str, str], self.mcp_server["headers"])
-                headers = [HttpHeader(name=k, value=v) for k, v in given.items()]
-                servers.append(
-                    HttpMcpServer(type="http", name="cellwright", url=str(self.mcp_server["url"]), headers=headers)
-                )
-            new = await conn.new_session(cwd=str(self.workspace.root), mcp_servers=servers)
-            return _Process(stack, conn, process, new.session_id)
-        except BaseException:
-            await stack.aclose()
-            raise
-
     async def close_process(self) -> None:
-        """End the agent process (killed if it does not go): the next message starts a new one."""
+        """End the agent process (killed if it does not go) and its MCP token: the next message starts a new one."""
         await self.terminals.close()
         hosted, self.agent_process = self.agent_process, None
-        if hosted is None:
-            return
-        _kill_tree(hosted.process.pid)
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(hosted.stack.aclose(), STOP_GRACE)
+        if hosted is not None:
+            await hosted.close()
 
     # -- a run: one message, one session/prompt
 
@@ -270,7 +219,7 @@ class HostedThread:
         try:
             fresh = self.agent_process is None
             hosted = await self.session()
-            if fresh and self.had_turns:  # no session/load yet: say what the agent lost
+            if fresh and self.had_turns and not hosted.loaded:  # say what the agent lost
                 self.emit(
                     make_event(
                         "error",
@@ -302,8 +251,8 @@ class HostedThread:
                     if not waiting and loop.time() - self.last_activity > idle:
                         raise AgentGone(f"the agent sent nothing for {idle:g} s; it was stopped")
             finally:
-                for waiting in (prompt, exited):
-                    waiting.cancel()
+                for future in (prompt, exited):
+                    future.cancel()
         except asyncio.CancelledError:
             status = "cancelled"
         except Exception as exc:  # a dead, hung or broken agent: said, and started afresh next time
@@ -335,21 +284,6 @@ class HostedThread:
             await pump.drain()
 
 
-def _kill_tree(pid: int) -> None:
-    """Kill the agent's process and every process under it: a launcher (npx, a node wrapper) that
-    dies alone leaves the real agent running, holding our pipes."""
-    import psutil
-
-    try:
-        root = psutil.Process(pid)
-        processes = [*root.children(recursive=True), root]
-    except psutil.NoSuchProcess:
-        return
-    for process in processes:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            process.kill()
-
-
 class AcpHost:
     """The hosted threads of one server (made on first use; their processes end with it)."""
 
@@ -359,13 +293,18 @@ class AcpHost:
         workspace: Workspace,
         idle_timeout: Callable[[], float],
         command_timeout: Callable[[], float],
+        sessions: SavedSessions,
+        mcp_url: str | None,
     ) -> None:
         self._store = threads
         self._workspace = workspace
         self._idle_timeout = idle_timeout
         self._command_timeout = command_timeout
+        self._sessions = sessions
         self._hosted: dict[str, HostedThread] = {}
-        self.mcp_server: JsonObject | None = None  # our MCP endpoint, offered to each agent
+        self.tokens = McpTokens()  # the hosted agents' tokens for our MCP endpoint (jupyter_ext.mcp_handler)
+        # our MCP endpoint, offered to each agent as the owner of the threads
+        self._mcp = McpOffer(mcp_url, self.tokens, threads.owner) if mcp_url else None
 
     def is_running(self, thread_id: str) -> bool:
         hosted = self._hosted.get(thread_id)
@@ -394,7 +333,8 @@ class AcpHost:
                 self._store,
                 self._idle_timeout,
                 self._command_timeout,
-                self.mcp_server,
+                self._sessions,
+                self._mcp,
             )
             self._hosted[record.thread_id] = hosted
         hosted.stopped, hosted.cards, hosted.events, hosted.active = False, 0, 0, True
@@ -452,12 +392,17 @@ class AcpHost:
             await asyncio.wait({hosted.task})
 
     async def forget(self, thread_id: str) -> None:
-        """The thread is deleted, or the server stops: its run stopped, its process ended."""
+        """The thread is deleted: its run stopped, its process ended, its session no longer to be loaded."""
+        await self._end(thread_id)
+        self._sessions.drop(thread_id)
+
+    async def _end(self, thread_id: str) -> None:
         await self.cancel(thread_id)
         hosted = self._hosted.pop(thread_id, None)
         if hosted is not None:
             await hosted.close_process()
 
     async def shutdown(self) -> None:
+        """The server stops: every process ends; their sessions stay saved, for session/load after the restart."""
         for thread_id in list(self._hosted):
-            await self.forget(thread_id)
+            await self._end(thread_id)

@@ -3,6 +3,7 @@ turn to the host when a thread's agent is an outside one (runs, approvals, Stop,
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jupyter_server.auth.decorator import authorized
@@ -35,14 +36,16 @@ def host(handler: CellwrightHandler) -> AcpHost:
     app = handler.app
     if getattr(app, "acp_host", None) is None:
         from .acp_host import AcpHost
+        from .acp_sessions import SavedSessions
 
         app.acp_host = AcpHost(
             app.threads,
             app.workspace,
             lambda: float(app.configuration.acp_idle_timeout),
             lambda: float(app.configuration.command_timeout),
+            SavedSessions(Path(app.configuration.data_dir) / "acp_sessions.json"),
+            _our_mcp(handler),
         )
-        app.acp_host.mcp_server = _our_mcp(handler)
         app.run_manager.hosted_running = app.acp_host.is_running  # event streams follow hosted runs
     return app.acp_host
 
@@ -121,12 +124,11 @@ async def with_hosted_state(handler: CellwrightHandler, detail: ThreadDetail) ->
     return detail.model_copy(update={"pending_approval": card, "messages": turns})
 
 
-def _our_mcp(handler: CellwrightHandler) -> dict[str, Any] | None:
-    """Our MCP endpoint as the agent reaches it (session/new's mcpServers), when it is served."""
+def _our_mcp(handler: CellwrightHandler) -> str | None:
+    """Our MCP endpoint's URL as the agent reaches it (session/new's mcpServers), when it is served. The
+    agent gets a token for it alone (jupyter_ext.mcp_tokens), never the server's own."""
     app = handler.app
     if not app.configuration.serve_mcp:
         return None
     server = app.serverapp
-    token = getattr(server.identity_provider, "token", "")
-    url = f"http://127.0.0.1:{server.port}{server.base_url}cellwright/mcp"
-    return {"url": url, "headers": {"Authorization": f"token {token}"} if token else {}}
+    return f"http://127.0.0.1:{server.port}{server.base_url}cellwright/mcp"

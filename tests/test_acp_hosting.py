@@ -13,18 +13,27 @@ from typing import Any
 import pytest
 
 from tests.conftest import NOTEBOOK, Api, of_type
+from tests.test_mcp_endpoint import connected
 
 ROOT = str(Path(__file__).resolve().parent.parent)
 AGENT = {"command": sys.executable, "args": ["-m", "tests.acp.sdk_agent"], "env": {"PYTHONPATH": ROOT}}
 
 
 @pytest.fixture
-def cellwright_config(cellwright_config: dict[str, Any]) -> dict[str, Any]:
+def cellwright_config(cellwright_config: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
     missing = {"command": "codex-acp-not-installed-here"}
+    (tmp_path / "agent-state").mkdir()
+    env = {
+        **AGENT["env"],
+        "SDK_AGENT_REPORT": str(tmp_path / "mcp.json"),
+        "SDK_AGENT_STATE": str(tmp_path / "agent-state"),
+    }
+    sdk = {**AGENT, "env": env}
+    loads = {**AGENT, "env": {**env, "SDK_AGENT_LOAD": "1"}}  # advertises loadSession
     # a hung agent is given up on after 3 s here (the default is minutes)
     return {
         **cellwright_config,
-        "acp_agents": {"sdk": AGENT, "Codex": missing},
+        "acp_agents": {"sdk": sdk, "sdk-load": loads, "Codex": missing},
         "command_timeout": 2.0,
         "acp_idle_timeout": 3.0,
     }
@@ -35,9 +44,9 @@ def hosted(jp_serverapp: Any) -> Any:
     return jp_serverapp.web_app.settings["cellwright"]
 
 
-async def agent_thread(api: Api) -> str:
-    _, thread = await api.call("POST", "threads", {"notebook_path": "", "agent": "sdk"}, expect=201)
-    assert thread["agent"] == "sdk"
+async def agent_thread(api: Api, agent: str = "sdk") -> str:
+    _, thread = await api.call("POST", "threads", {"notebook_path": "", "agent": agent}, expect=201)
+    assert thread["agent"] == agent
     return str(thread["thread_id"])
 
 
@@ -184,7 +193,13 @@ async def test_a_terminal_command_asks_and_runs_with_our_timeout(api: Api, hoste
 
 
 async def test_the_agent_gets_our_mcp_endpoint_and_its_cell_waits_for_approval(
-    api: Api, hosted: Any, notebook_kernel: str
+    api: Api,
+    hosted: Any,
+    notebook_kernel: str,
+    jp_fetch: Any,
+    jp_serverapp: Any,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     hosted.configuration.acp_idle_timeout = 1.0  # silent while its MCP call waits for the user: not hung
     thread = await agent_thread(api)
@@ -206,3 +221,58 @@ async def test_the_agent_gets_our_mcp_endpoint_and_its_cell_waits_for_approval(
     assert "mcp cellwright ok" in answer(events) and "42" in answer(events)
     cells = [e for e in of_type(await api.events(str(mcp_thread)), "cell_started") if not e.get("waiting_for_kernel")]
     assert len(cells) == 1  # in the notebook once
+
+    # What the agent was given for our endpoint (as a hostile one would log it): a token for that
+    # endpoint alone, never the Jupyter server's own.
+    events = await ask(api, thread, "mcpconfig", events[-1]["seq"])
+    given = (tmp_path / "mcp.json").read_text()
+    server_token = str(jp_serverapp.identity_provider.token)
+    assert server_token and server_token not in given
+    header = json.loads(given)[0]["headers"][0]
+    token = header["value"].removeprefix("Bearer ")
+    assert header["name"] == "Authorization" and token.startswith("cwmcp_")
+    scoped = {"Authorization": f"Bearer {token}"}
+    async with connected(json.loads(given)[0]["url"], token) as session:  # the mcp SDK's client, in by it
+        assert "run_cell" in {tool.name for tool in (await session.list_tools()).tools}
+    for route in (("api", "contents"), ("api", "kernels"), ("cellwright", "api", "threads")):
+        assert (await jp_fetch(*route, headers=scoped, raise_error=False)).code == 403, route
+    seen = [await api.call("GET", f"threads/{t}") for t in (thread, str(mcp_thread))]
+    seen += [await api.events(t) for t in (thread, str(mcp_thread))]
+    assert token not in json.dumps(seen) and token not in caplog.text  # in no answer, event, stored thread or log
+    assert await mcp_status(jp_fetch, scoped) == 200
+    # Revoked with the agent's process (here: the thread deleted); a token never minted is refused too.
+    await api.call("DELETE", f"threads/{thread}", expect=204)
+    assert await mcp_status(jp_fetch, scoped) == 403
+    assert await mcp_status(jp_fetch, {"Authorization": "Bearer cwmcp_" + "x" * 43}) == 403
+    assert len(hosted.acp_host.tokens) == 0
+
+
+async def mcp_status(jp_fetch: Any, headers: dict[str, str]) -> int:
+    """The status of an MCP initialize request to cellwright/mcp with `headers`."""
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "probe", "version": "1"},
+        },
+    }
+    accept = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    response = await jp_fetch(
+        "cellwright", "mcp", method="POST", body=json.dumps(hello), headers={**headers, **accept}, raise_error=False
+    )
+    return int(response.code)
+
+
+def test_a_scoped_token_is_read_from_its_header_only_and_ends_with_its_process() -> None:
+    from jupyter_ext.mcp_tokens import McpTokens, presented
+
+    tokens, alive = McpTokens(), [True]
+    token = tokens.mint("alice", lambda: alive[0])
+    assert presented(f"Bearer {token}") == token == presented(f"token {token}")
+    assert presented("token the-jupyter-token") is None and presented(f"Basic {token}") is None
+    assert tokens.owner_of(token) == "alice" and tokens.owner_of(token + "x") is None
+    alive[0] = False  # the process died between turns, before anything closed it
+    assert tokens.owner_of(token) is None and len(tokens) == 0
