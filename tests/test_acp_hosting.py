@@ -276,3 +276,54 @@ def test_a_scoped_token_is_read_from_its_header_only_and_ends_with_its_process()
     assert tokens.owner_of(token) == "alice" and tokens.owner_of(token + "x") is None
     alive[0] = False  # the process died between turns, before anything closed it
     assert tokens.owner_of(token) is None and len(tokens) == 0
+
+
+async def test_another_owners_hosted_thread_is_not_found(api: Api, hosted: Any) -> None:
+    """Another user's hosted thread, with a card waiting, on the same database (their server's store,
+    as tests/test_as_cell_routes.py makes one): as one that does not exist, on every route it has."""
+    from agent_core.contract import make_event
+    from agent_core.storage.thread_store import ThreadStore
+
+    other = ThreadStore(hosted.threads._path, owner="someone-else")
+    await other.open()
+    try:
+        theirs = (await other.create("", "theirs", agent="sdk")).thread_id
+        card = make_event("approval_required", id="acp_perm_theirs", name="edit", args={}, description="Write x")
+        await other.events.append(theirs, {**card, "run_id": "r"})
+        await other.update(theirs, status="awaiting_approval")
+    finally:
+        await other.close()
+    nobodys = "0" * 32
+    for method, path, body in (
+        ("GET", "threads/{}", None),
+        ("GET", "threads/{}/events", None),
+        ("POST", "threads/{}/approvals/acp_perm_theirs", {"decision": "approve"}),
+        ("POST", "threads/{}/runs", {"message": "hello"}),
+        ("POST", "threads/{}/cancel", {}),
+        ("POST", "threads/{}/undo/acp_perm_theirs", {}),
+        ("DELETE", "threads/{}", None),
+    ):
+        code, error = await api.call(method, path.format(theirs), body)
+        _, nobody = await api.call(method, path.format(nobodys), body)
+        assert (code, error["error"]) == (404, "thread_not_found"), (method, path, error)
+        assert error["message"].replace(theirs, nobodys) == nobody["message"], path
+    host = getattr(hosted, "acp_host", None)
+    assert host is None or host.pending(theirs) is None and not host.is_running(theirs)  # no agent started for it
+
+
+async def test_after_a_restart_an_agent_that_can_load_its_session_remembers(api: Api, hosted: Any) -> None:
+    threads = [await agent_thread(api, "sdk-load"), await agent_thread(api)]
+    remembers = threads[0]
+    # The two threads' agents start side by side: each start is seconds of the acp SDK's import.
+    said = await asyncio.gather(*(ask(api, thread, "remember the blue door") for thread in threads))
+    assert [answer(events) for events in said] == ["noted", "noted"]
+    # The server's stop ends every agent process (CellwrightApp.stop_extension); the next server's host is new.
+    await hosted.acp_host.shutdown()
+    hosted.acp_host = None
+    remembered, forgot = await asyncio.gather(
+        *(ask(api, t, "recall", e[-1]["seq"]) for t, e in zip(threads, said, strict=True))
+    )
+    assert answer(remembered) == "I remember: the blue door" and not of_type(remembered, "error")  # session/load
+    assert "replayed" not in answer(await api.events(remembers))  # its replay of the conversation is not shown twice
+    assert answer(forgot) == "I remember: nothing"  # no loadSession: a new session, and the thread says so
+    assert "started afresh" in of_type(forgot, "error")[0]["message"]
