@@ -47,6 +47,7 @@ MAX_TEXT_CHARS = 1_000_000  # of an agent's visible answer per run: a flood beyo
 MAX_FILE_CHARS = 2_000_000  # what fs/read_text_file and fs/write_text_file carry
 MAX_SUMMARY_CHARS = 500
 MAX_OPEN_CALLS = 1000  # the agent's tool calls whose end is awaited, to name it
+ALLOW_ONCE_FIRST = ("allow_once", "allow_always")  # an agent offering only "always" gets it for a plain approval
 PLAN_STATUS = {"pending": "pending", "in_progress": "in_progress", "completed": "completed"}
 
 
@@ -58,6 +59,7 @@ class UserDecision:
     reason: str = ""
     stopped: bool = False
     card_id: str = ""  # the card it was made on
+    always: bool = False  # approved for this kind of request from now on in the thread
 
 
 class ThreadSink(Protocol):
@@ -159,18 +161,17 @@ class ThreadClient:
         self._sink.activity()
         title = _bounded(tool_call.title or "The agent asks to use a tool.", MAX_SUMMARY_CHARS)
         args: JsonObject = {"title": title, "options": [_bounded(o.name, 100) for o in options[:20]]}
+        kind = _bounded(str(tool_call.kind or "permission"), 60)
         if tool_call.kind:
-            args["kind"] = _bounded(str(tool_call.kind), 60)
-        card: JsonObject = {
-            "name": _bounded(str(tool_call.kind or "permission"), 60),
-            "args": args,
-            "description": title,
-            **_what_it_does(tool_call),
-        }
+            args["kind"] = kind
+        card: JsonObject = {"name": kind, "args": args, "description": title, **_what_it_does(tool_call)}
+        if _option(options, ("allow_always",)) is not None:  # our card's "Always allow" for this kind
+            card["always"] = kind
         decision = await self._sink.ask(card)
-        chosen = _option(
-            options, ("allow_once", "allow_always") if decision.approved else ("reject_once", "reject_always")
-        )
+        if decision.approved:
+            chosen = _option(options, ("allow_always", "allow_once") if decision.always else ALLOW_ONCE_FIRST)
+        else:
+            chosen = _option(options, ("reject_once", "reject_always"))
         # ACP's answer has no field for a reason: it goes in _meta, for an agent that reads it.
         meta = {"cellwright": {"reason": decision.reason[:2000]}} if decision.reason else None
         if decision.stopped or chosen is None:

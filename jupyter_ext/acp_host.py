@@ -85,6 +85,7 @@ class HostedThread:
     _asking: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     had_turns: bool = False  # the thread has earlier turns: a new process does not remember them
+    always: set[str] = field(default_factory=set)  # kinds of request the user allows unasked here (until cleared)
     written: dict[str, _Written] = field(default_factory=dict)  # approved fs writes, by card id: for undo
 
     def __post_init__(self) -> None:
@@ -126,10 +127,14 @@ class HostedThread:
         self.last_activity = asyncio.get_running_loop().time()
 
     async def ask(self, card: JsonObject) -> UserDecision:
-        """One card at a time; the agent waits for the user's decision, however long it takes."""
+        """One card at a time; the agent waits for the user's decision, however long it takes. A kind
+        the user allowed with "always" in this thread is allowed unasked, and the thread says so."""
         async with self._asking:
             if self.stopped or self.pump is None:
                 return UserDecision(False, stopped=True)
+            kind = card.get("always")
+            if isinstance(kind, str) and kind in self.always:
+                return self._allowed_unasked(card, kind)
             self.cards += 1
             if self.cards > MAX_CARDS_PER_RUN:
                 return UserDecision(False, reason="too many permission requests in one turn", stopped=True)
@@ -149,19 +154,33 @@ class HostedThread:
                 decision = dataclasses.replace(await self.pending.decided, card_id=str(event["id"]))
             finally:
                 self.pending = None
+            summary = "approved" if decision.approved else (decision.reason or "rejected")[:500]
+            if decision.approved and decision.always and isinstance(kind, str):
+                self.always.add(kind)
+                summary = f"approved, and always allowed for {kind} requests in this thread"
             self.emit(
                 make_event(
                     "tool_result",
                     id=str(event["id"]),
                     name=str(event["name"]),
                     status="ok" if decision.approved else "rejected",
-                    summary="approved" if decision.approved else (decision.reason or "rejected")[:500],
+                    summary=summary,
                     stopped=decision.stopped,
                 )
             )
             await self.threads.update(self.thread_id, status="running")
             self.activity()
             return decision
+
+    def _allowed_unasked(self, card: JsonObject, kind: str) -> UserDecision:
+        """A request of a kind the user always allows here: shown as a step, answered without a card."""
+        step = new_card_id()
+        args = card["args"] if isinstance(card["args"], dict) else {}
+        self.emit(make_event("tool_call", id=step, name=str(card["name"]), args=args, needs_approval=False))
+        summary = f"allowed unasked: you chose always for {kind} requests in this thread"
+        self.emit(make_event("tool_result", id=step, name=str(card["name"]), status="ok", summary=summary))
+        self.activity()
+        return UserDecision(True, card_id=step, always=True)
 
     def wrote(self, card_id: str, path: Path, before: str | None, after: str) -> None:
         if len(self.written) >= MAX_UNDOABLE:  # the oldest write stops being undoable
@@ -351,11 +370,25 @@ class AcpHost:
             raise Conflict(f"{call_id[:200]!r} is not the call waiting for a decision.", "not_pending")
         if decision.decision == "edit":
             raise BadRequest("An outside agent's request can be approved or rejected, not edited.", "bad_decision")
+        always = bool(decision.always)
+        if always and (decision.decision != "approve" or not hosted.pending.event.get("always")):
+            raise BadRequest("always is for approving a request that offers it (its card's `always`).", "bad_decision")
         if not hosted.pending.decided.done():
             run_id = hosted.open_segment()
             await self._store.update(thread_id, status="running", last_run_id=run_id)
-            hosted.pending.decided.set_result(UserDecision(decision.decision == "approve", decision.reason or ""))
+            hosted.pending.decided.set_result(
+                UserDecision(decision.decision == "approve", decision.reason or "", always=always)
+            )
         return hosted.run_id
+
+    def always_allowed(self, thread_id: str) -> list[str]:
+        hosted = self._hosted.get(thread_id)
+        return sorted(hosted.always) if hosted is not None else []
+
+    def clear_always(self, thread_id: str) -> None:
+        hosted = self._hosted.get(thread_id)
+        if hosted is not None:
+            hosted.always.clear()
 
     async def undo(self, thread_id: str, card_id: str) -> JsonObject:
         hosted = self._hosted.get(thread_id)

@@ -31,6 +31,26 @@ class AgentsHandler(CellwrightHandler):
         self.write_json({"agents": self.app.configuration.agent_listing()})
 
 
+class AlwaysAllowedHandler(CellwrightHandler):
+    """DELETE threads/{id}/always_allowed: the user takes back every "always" given in an outside agent's
+    thread; each kind of its requests asks again."""
+
+    route = "threads/{thread_id}/always_allowed"
+
+    @web.authenticated
+    @authorized
+    async def delete(self, thread_id: str) -> None:
+        await handler_thread(self, thread_id)
+        hosted = getattr(self.app, "acp_host", None)
+        if hosted is not None:
+            hosted.clear_always(thread_id)
+        self.write_json({"always_allowed": []})
+
+
+async def handler_thread(handler: CellwrightHandler, thread_id: str) -> None:
+    await handler.runs.thread(thread_id)  # another owner's: 404 before anything is read or changed
+
+
 def host(handler: CellwrightHandler) -> AcpHost:
     """The server's host of ACP agents, made on first use (the acp SDK loads only then)."""
     app = handler.app
@@ -79,6 +99,12 @@ async def start_run(handler: CellwrightHandler, thread_id: str, message: str) ->
 
 async def decide(handler: CellwrightHandler, thread_id: str, call_id: str, decision: Decision) -> str | None:
     if await hosted_config(handler, thread_id) is None:
+        if decision.always:
+            raise BadRequest(
+                "always is for an outside agent's request that offers it; Cellwright's own tools are allowed "
+                "unasked in the settings (auto_approve).",
+                "bad_decision",
+            )
         return None
     return await host(handler).decide(thread_id, call_id, decision)
 
@@ -97,7 +123,7 @@ async def cancel(handler: CellwrightHandler, thread_id: str) -> bool:
 
 
 async def forget(handler: CellwrightHandler, thread_id: str) -> None:
-    await handler.runs.thread(thread_id)  # another owner's: 404 before anything is stopped
+    await handler_thread(handler, thread_id)
     if getattr(handler.app, "acp_host", None) is not None:
         await handler.app.acp_host.forget(thread_id)
 
@@ -121,7 +147,8 @@ async def with_hosted_state(handler: CellwrightHandler, detail: ThreadDetail) ->
     host = getattr(handler.app, "acp_host", None)
     pending = host.pending(detail.thread_id) if host is not None else None
     card = ApprovalRequest.model_validate(pending) if pending is not None else None
-    return detail.model_copy(update={"pending_approval": card, "messages": turns})
+    always = host.always_allowed(detail.thread_id) if host is not None else []
+    return detail.model_copy(update={"pending_approval": card, "messages": turns, "always_allowed": always})
 
 
 def _our_mcp(handler: CellwrightHandler) -> str | None:

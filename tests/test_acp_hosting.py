@@ -327,3 +327,38 @@ async def test_after_a_restart_an_agent_that_can_load_its_session_remembers(api:
     assert "replayed" not in answer(await api.events(remembers))  # its replay of the conversation is not shown twice
     assert answer(forgot) == "I remember: nothing"  # no loadSession: a new session, and the thread says so
     assert "started afresh" in of_type(forgot, "error")[0]["message"]
+
+
+async def test_always_allow_holds_for_its_kind_in_its_thread_until_cleared(api: Api, hosted: Any) -> None:
+    thread = await agent_thread(api)
+    events = await ask(api, thread, "ask execute")
+    card = of_type(events, "approval_required")[-1]
+    assert card["always"] == "execute" and card["args"]["options"] == ["Allow once", "Always allow", "Reject"]
+    code, error = await api.approve(thread, card["id"], "reject", always=True)
+    assert (code, error["error"]) == (400, "bad_decision")
+    await api.approve(thread, card["id"], always=True)
+    events = await until(api, thread, events[-1]["seq"], ("run_finished",))
+    assert answer(events) == "permission: always"  # the agent's own allow_always option
+    assert "always allowed for execute" in of_type(events, "tool_result")[-1]["summary"]
+
+    events = await ask(api, thread, "ask execute", events[-1]["seq"])  # the same kind: unasked, and said
+    assert answer(events) == "permission: always" and not of_type(events, "approval_required")
+    assert "allowed unasked" in of_type(events, "tool_result")[-1]["summary"]
+    _, detail = await api.call("GET", f"threads/{thread}", expect=200)
+    assert detail["always_allowed"] == ["execute"]
+    events = await ask(api, thread, "ask edit", events[-1]["seq"])  # another kind still asks
+    await api.approve(thread, of_type(events, "approval_required")[-1]["id"])
+    events = await until(api, thread, events[-1]["seq"], ("run_finished",))
+    assert answer(events) == "permission: once"
+
+    _, cleared = await api.call("DELETE", f"threads/{thread}/always_allowed", expect=200)
+    assert cleared == {"always_allowed": []}
+    events = await ask(api, thread, "ask execute", events[-1]["seq"])  # asks again
+    card = of_type(events, "approval_required")[-1]
+    await api.approve(thread, card["id"], "reject")
+    events = await until(api, thread, events[-1]["seq"], ("run_finished",))
+    assert answer(events) == "permission: no"
+    # Cellwright's own tools are not allowed "always" from a card (auto_approve is their setting).
+    ours = await api.new_thread()
+    code, error = await api.approve(ours, "call_x", always=True)
+    assert (code, error["error"]) == (400, "bad_decision")

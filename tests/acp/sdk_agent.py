@@ -10,6 +10,7 @@ Each prompt's first word picks what it does, so one process can play several tur
   die: exits mid-turn
   garbage: writes a line that is not JSON-RPC, then answers "still here"
   mcpconfig: writes the mcpServers session/new gave it to $SDK_AGENT_REPORT (an agent logging its config)
+  ask <kind>: asks permission for a tool call of that kind, offering once, always and reject; says the option
   remember <words>: keeps the words in its session; recall: answers what its session holds.
 With SDK_AGENT_STATE set, its sessions are kept in that folder; with SDK_AGENT_LOAD=1 it advertises
 loadSession and takes one up again (replaying it as session/load does)."""
@@ -170,6 +171,15 @@ class SdkAgent:
             answers = await asyncio.gather(*asks, return_exceptions=True)
             granted = sum(1 for a in answers if getattr(a.outcome, "option_id", None) == "yes")  # type: ignore[union-attr]
             await self.say(session_id, f"spam granted {granted}")
+        elif mode == "ask":
+            options = [
+                PermissionOption(option_id="once", name="Allow once", kind="allow_once"),
+                PermissionOption(option_id="always", name="Always allow", kind="allow_always"),
+                PermissionOption(option_id="no", name="Reject", kind="reject_once"),
+            ]
+            call = update_tool_call("k1", title=f"Do a {words[1]}", kind=words[1])
+            asked = await self._conn.request_permission(session_id=session_id, tool_call=call, options=options)
+            await self.say(session_id, f"permission: {getattr(asked.outcome, 'option_id', asked.outcome.outcome)}")
         elif mode == "mcpconfig":
             servers = [server.model_dump(mode="json") for server in self._mcp]
             Path(os.environ["SDK_AGENT_REPORT"]).write_text(json.dumps(servers))
