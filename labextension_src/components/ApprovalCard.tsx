@@ -189,6 +189,17 @@ export function ApprovalCard(props: {
     void model.decide('edit', { args });
   };
 
+  // An outside agent's request that offers "always": approved, and that kind allowed unasked in this thread.
+  const alwaysKind = outsideAgent ? pending.always : null;
+  const approveAlways = (): void => {
+    const thread = model.thread;
+    void model.decide('approve', { always: true }).then(done => {
+      if (done && alwaysKind) {
+        thread?.allowAlways(alwaysKind);
+      }
+    });
+  };
+
   const reject = (): void => {
     const ruleText = (rule ?? suggestedRule(pending.impact, reason)).trim();
     void model.decide('reject', {
@@ -430,6 +441,18 @@ export function ApprovalCard(props: {
             {mode === 'edit' ? trans.__('Approve edited') : trans.__('Approve')}
             <kbd className="cw-kbd" aria-hidden="true">{`${MOD_KEY}+↵`}</kbd>
           </button>
+          {alwaysKind && mode !== 'edit' && (
+            <button
+              type="button"
+              className="cw-button"
+              data-testid="cw-approve-always"
+              onClick={approveAlways}
+              disabled={busy}
+              title={trans.__('Approve, and allow %1 requests of this agent without asking in this thread', alwaysKind)}
+            >
+              {trans.__('Always allow')}
+            </button>
+          )}
           {mode === 'edit' ? (
             <button
               type="button"
