@@ -75,3 +75,32 @@ export function AgentNotice(props: {
     </div>
   );
 }
+
+/**
+ * On an outside agent's card that offers "always": approve, and let that
+ * kind of its requests run without asking in this thread (until "Ask again").
+ */
+export function AlwaysAllowButton(props: { model: PanelModel; kind: string }): JSX.Element {
+  const { model, kind } = props;
+  const trans = useTrans();
+  const approveAlways = (): void => {
+    const thread = model.thread;
+    void model.decide('approve', { always: true }).then(done => {
+      if (done) {
+        thread?.allowAlways(kind);
+      }
+    });
+  };
+  return (
+    <button
+      type="button"
+      className="cw-button"
+      data-testid="cw-approve-always"
+      onClick={approveAlways}
+      disabled={model.deciding}
+      title={trans.__('Approve, and allow %1 requests of this agent without asking in this thread', kind)}
+    >
+      {trans.__('Always allow')}
+    </button>
+  );
+}

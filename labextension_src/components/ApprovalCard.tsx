@@ -5,6 +5,7 @@ import { OWN_AGENT, PanelModel } from '../model';
 import { originText } from '../model/mcpServers';
 import { ApprovalRequest, Todo } from '../contract.gen';
 import { agentLabel } from '../tokens';
+import { AlwaysAllowButton } from './AgentPicker';
 import {
   CodePreview,
   CommandPreview,
@@ -189,16 +190,7 @@ export function ApprovalCard(props: {
     void model.decide('edit', { args });
   };
 
-  // An outside agent's request that offers "always": approved, and that kind allowed unasked in this thread.
-  const alwaysKind = outsideAgent ? pending.always : null;
-  const approveAlways = (): void => {
-    const thread = model.thread;
-    void model.decide('approve', { always: true }).then(done => {
-      if (done && alwaysKind) {
-        thread?.allowAlways(alwaysKind);
-      }
-    });
-  };
+  const alwaysKind = outsideAgent ? pending.always : null; // the agent offers "always" for this kind
 
   const reject = (): void => {
     const ruleText = (rule ?? suggestedRule(pending.impact, reason)).trim();
@@ -441,18 +433,7 @@ export function ApprovalCard(props: {
             {mode === 'edit' ? trans.__('Approve edited') : trans.__('Approve')}
             <kbd className="cw-kbd" aria-hidden="true">{`${MOD_KEY}+↵`}</kbd>
           </button>
-          {alwaysKind && mode !== 'edit' && (
-            <button
-              type="button"
-              className="cw-button"
-              data-testid="cw-approve-always"
-              onClick={approveAlways}
-              disabled={busy}
-              title={trans.__('Approve, and allow %1 requests of this agent without asking in this thread', alwaysKind)}
-            >
-              {trans.__('Always allow')}
-            </button>
-          )}
+          {alwaysKind && mode !== 'edit' && <AlwaysAllowButton model={model} kind={alwaysKind} />}
           {mode === 'edit' ? (
             <button
               type="button"
