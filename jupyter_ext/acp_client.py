@@ -12,7 +12,6 @@ import shlex
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 from acp import RequestError
@@ -39,6 +38,8 @@ from acp.schema import (
 
 from agent_core.contract import make_event
 from agent_core.json_types import JsonObject
+from agent_core.messages import Preimage
+from agent_core.undo import preimages
 from agent_core.workspace import Workspace, WorkspaceError
 
 from .acp_terminals import Terminals
@@ -74,7 +75,7 @@ class ThreadSink(Protocol):
 
     async def ask(self, card: JsonObject) -> UserDecision: ...
 
-    def wrote(self, card_id: str, path: Path, before: str | None, after: str) -> None: ...
+    def wrote(self, card_id: str, image: Preimage) -> None: ...
 
 
 class ThreadClient:
@@ -217,10 +218,10 @@ class ThreadClient:
         if not decision.approved:
             why = decision.reason or ("the run was stopped" if decision.stopped else "the user rejected the write")
             raise RequestError.invalid_request({"rejected": _bounded(why, 2000)})
-        existed = target.is_file()
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content, encoding="utf-8")
-        self._sink.wrote(decision.card_id, target, before if existed else None, content)  # for undo
+        data = content.encode("utf-8")
+        image = preimages.capture(target, relative, data)  # the file just before the write, for undo
+        preimages.write_atomic(target, data)
+        self._sink.wrote(decision.card_id, image)
         return WriteTextFileResponse()
 
     def _resolve(self, path: str) -> Any:

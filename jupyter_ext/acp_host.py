@@ -13,7 +13,6 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agent_core.contract import make_event
@@ -25,6 +24,7 @@ from .acp_client import ThreadClient, UserDecision, new_card_id
 from .acp_process import AgentGone, AgentProcess, McpOffer, start
 from .acp_sessions import SavedSessions
 from .acp_terminals import Terminals
+from .acp_undo import HostedWrites
 from .errors import BadRequest, Conflict
 from .mcp_tokens import McpTokens
 
@@ -32,13 +32,13 @@ if TYPE_CHECKING:
     from agent_core.config.acp_agents import AcpAgentConfig
     from agent_core.contract.bodies import Decision
     from agent_core.contract.choices import RunStatus
+    from agent_core.messages import Preimage
     from agent_core.storage.thread_store import ThreadRecord, ThreadStore
 
 log = logging.getLogger(__name__)
 
 START_TIMEOUT = 60.0  # seconds for the process to answer initialize and session/new (or session/load)
 STOP_GRACE = 5.0  # seconds an agent has to end its turn after session/cancel before it is killed
-MAX_UNDOABLE = 100  # approved file writes per thread kept for undo (in memory: not across a restart)
 MAX_CARDS_PER_RUN = 200  # permission requests beyond it are answered cancelled without a card
 MAX_EVENTS_PER_RUN = 5000  # what an agent's updates may add to the log in one turn; the rest is dropped
 
@@ -47,13 +47,6 @@ MAX_EVENTS_PER_RUN = 5000  # what an agent's updates may add to the log in one t
 class _Pending:
     event: JsonObject
     decided: asyncio.Future[UserDecision]
-
-
-@dataclass(frozen=True)
-class _Written:
-    path: Path
-    before: str | None  # None: the write created the file
-    after: str
 
 
 @dataclass
@@ -67,6 +60,7 @@ class HostedThread:
     idle_timeout: Callable[[], float]
     command_timeout: Callable[[], float]
     sessions: SavedSessions
+    writes: HostedWrites
     mcp: McpOffer | None = None
     client: ThreadClient = field(init=False)
     terminals: Terminals = field(init=False)
@@ -86,7 +80,6 @@ class HostedThread:
 
     had_turns: bool = False  # the thread has earlier turns: a new process does not remember them
     always: set[str] = field(default_factory=set)  # kinds of request the user allows unasked here (until cleared)
-    written: dict[str, _Written] = field(default_factory=dict)  # approved fs writes, by card id: for undo
 
     def __post_init__(self) -> None:
         self.client = ThreadClient(self)
@@ -182,30 +175,8 @@ class HostedThread:
         self.activity()
         return UserDecision(True, card_id=step, always=True)
 
-    def wrote(self, card_id: str, path: Path, before: str | None, after: str) -> None:
-        if len(self.written) >= MAX_UNDOABLE:  # the oldest write stops being undoable
-            self.written.pop(next(iter(self.written)))
-        self.written[card_id] = _Written(path, before, after)
-
-    def undo(self, card_id: str) -> tuple[list[str], list[str]]:
-        """Put a file the agent wrote back as it was before (deleted, if the write made it): the
-        paths restored, and removed."""
-        written = self.written.get(card_id)
-        if written is None:
-            raise Conflict(f"{card_id[:200]!r} is no file write of this thread that can be undone.", "conflict")
-        relative = str(written.path.relative_to(self.workspace.root))
-        try:
-            now = written.path.read_text(encoding="utf-8") if written.path.is_file() else None
-        except OSError:
-            now = None
-        if now != written.after:
-            raise Conflict(f"{relative} changed after the agent wrote it: it is left as it is.", "conflict")
-        if written.before is None:
-            written.path.unlink()
-        else:
-            written.path.write_text(written.before, encoding="utf-8")
-        del self.written[card_id]
-        return ([], [relative]) if written.before is None else ([relative], [])
+    def wrote(self, card_id: str, image: Preimage) -> None:
+        self.writes.keep(self.thread_id, card_id, image)
 
     # -- the agent process
 
@@ -313,6 +284,7 @@ class AcpHost:
         idle_timeout: Callable[[], float],
         command_timeout: Callable[[], float],
         sessions: SavedSessions,
+        writes: HostedWrites,
         mcp_url: str | None,
     ) -> None:
         self._store = threads
@@ -320,6 +292,7 @@ class AcpHost:
         self._idle_timeout = idle_timeout
         self._command_timeout = command_timeout
         self._sessions = sessions
+        self._writes = writes
         self._hosted: dict[str, HostedThread] = {}
         self.tokens = McpTokens()  # the hosted agents' tokens for our MCP endpoint (jupyter_ext.mcp_handler)
         # our MCP endpoint, offered to each agent as the owner of the threads
@@ -353,6 +326,7 @@ class AcpHost:
                 self._idle_timeout,
                 self._command_timeout,
                 self._sessions,
+                self._writes,
                 self._mcp,
             )
             self._hosted[record.thread_id] = hosted
@@ -390,16 +364,16 @@ class AcpHost:
         if hosted is not None:
             hosted.always.clear()
 
-    async def undo(self, thread_id: str, card_id: str) -> JsonObject:
+    async def undo(self, record: ThreadRecord, agent: str, card_id: str) -> JsonObject:
+        """Undo one approved file write of the thread (kept on disk: also after a restart)."""
+        thread_id = record.thread_id
         hosted = self._hosted.get(thread_id)
-        if hosted is None:
-            raise Conflict(f"{card_id[:200]!r} is no file write of this thread that can be undone.", "conflict")
-        if hosted.active:
+        if hosted is not None and hosted.active:
             raise Conflict(
                 "A run of this thread is active: undo its steps once it has finished or stopped.", "run_active"
             )
-        restored, removed = hosted.undo(card_id)
-        pump = EventPump(self._store.events, thread_id, hosted.run_id, agent=hosted.config.name)
+        restored, removed = self._writes.undo(thread_id, card_id)
+        pump = EventPump(self._store.events, thread_id, record.last_run_id, agent=agent)
         pump(make_event("step_undone", id=card_id, restored=restored, removed=removed, not_undone=[]))
         await pump.drain()
         return {"restored": restored, "removed": removed, "not_undone": []}
@@ -428,6 +402,7 @@ class AcpHost:
         """The thread is deleted: its run stopped, its process ended, its session no longer to be loaded."""
         await self._end(thread_id)
         self._sessions.drop(thread_id)
+        self._writes.drop(thread_id)
 
     async def _end(self, thread_id: str) -> None:
         await self.cancel(thread_id)

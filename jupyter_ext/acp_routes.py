@@ -57,6 +57,7 @@ def host(handler: CellwrightHandler) -> AcpHost:
     if getattr(app, "acp_host", None) is None:
         from .acp_host import AcpHost
         from .acp_sessions import SavedSessions
+        from .acp_undo import HostedWrites
 
         app.acp_host = AcpHost(
             app.threads,
@@ -64,6 +65,7 @@ def host(handler: CellwrightHandler) -> AcpHost:
             lambda: float(app.configuration.acp_idle_timeout),
             lambda: float(app.configuration.command_timeout),
             SavedSessions(Path(app.configuration.data_dir) / "acp_sessions.json"),
+            HostedWrites(Path(app.configuration.data_dir) / "acp_undo", app.workspace),
             _our_mcp(handler),
         )
         app.run_manager.hosted_running = app.acp_host.is_running  # event streams follow hosted runs
@@ -110,9 +112,10 @@ async def decide(handler: CellwrightHandler, thread_id: str, call_id: str, decis
 
 
 async def undo(handler: CellwrightHandler, thread_id: str, call_id: str) -> dict[str, Any] | None:
-    if await hosted_config(handler, thread_id) is None:
+    config = await hosted_config(handler, thread_id)
+    if config is None:
         return None
-    return await host(handler).undo(thread_id, call_id)
+    return await host(handler).undo(await handler.runs.thread(thread_id), config.name, call_id)
 
 
 async def cancel(handler: CellwrightHandler, thread_id: str) -> bool:

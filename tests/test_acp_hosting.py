@@ -118,18 +118,24 @@ async def test_a_write_waits_for_both_cards_and_a_rejection_leaves_nothing(
     events = await until(api, thread, events[-1]["seq"], ("run_finished",))
     assert (jp_root_dir / "notes.txt").read_text() == "hello from the agent"
     assert "write: written" in answer(events) and events[-1]["status"] == "completed"
-    # Undone as our own steps are: the file the write made goes; the permission card has nothing to undo.
-    code, _ = await api.call("POST", f"threads/{thread}/undo/{permission['id']}", {})
-    assert code == 409
-    _, undone = await api.call("POST", f"threads/{thread}/undo/{write['id']}", {}, expect=200)
-    assert undone["removed"] == ["notes.txt"] and not (jp_root_dir / "notes.txt").exists()
-    assert of_type(await api.events(thread, events[-1]["seq"]), "step_undone")[0]["id"] == write["id"]
 
     events = await ask(api, thread, "write other.txt never", events[-1]["seq"])
     card = of_type(events, "approval_required")[-1]
     await api.approve(thread, card["id"], "reject", reason="not now")
     events = await until(api, thread, events[-1]["seq"], ("run_finished",))
     assert "permission: no" in answer(events) and not (jp_root_dir / "other.txt").exists()
+
+    # Undone as our own steps are, also after the server's restart (the copy from before the write is kept
+    # in the data folder): the file the write made goes; the permission card has nothing to undo.
+    await hosted.acp_host.shutdown()  # as CellwrightApp.stop_extension; the next server's host is new
+    hosted.acp_host = None
+    code, _ = await api.call("POST", f"threads/{thread}/undo/{permission['id']}", {})
+    assert code == 409
+    _, undone = await api.call("POST", f"threads/{thread}/undo/{write['id']}", {}, expect=200)
+    assert undone["removed"] == ["notes.txt"] and not (jp_root_dir / "notes.txt").exists()
+    assert of_type(await api.events(thread, events[-1]["seq"]), "step_undone")[0]["id"] == write["id"]
+    code, _ = await api.call("POST", f"threads/{thread}/undo/{write['id']}", {})  # once
+    assert code == 409
 
 
 async def test_a_hostile_agent_is_contained(api: Api, hosted: Any, jp_root_dir: Path) -> None:
