@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from agent_core.contract import make_event
 from agent_core.json_types import JsonObject
 from agent_core.loop.event_pump import EventPump
+from agent_core.loop.refusals import ThreadBusy
+from agent_core.storage.thread_store import LEASE_SECONDS
 from agent_core.workspace import Workspace
 
 from .acp_client import ThreadClient, UserDecision, new_card_id
@@ -67,6 +69,7 @@ class HostedThread:
     agent_process: AgentProcess | None = None
     pump: EventPump | None = None
     task: asyncio.Task[None] | None = None
+    renewing: asyncio.Task[None] | None = None  # the thread's lease, renewed while the turn goes on
     run_id: str = ""
     active: bool = False  # from the message until its run_finished is written (readers follow it meanwhile)
     paused: bool = False  # a card is open: the segment ended awaiting_approval, the agent's turn goes on
@@ -104,9 +107,9 @@ class HostedThread:
         elif self.paused and len(self.held) < 1000:
             self.held.append(event)
 
-    def open_segment(self, message: str = "") -> str:
+    def open_segment(self, message: str = "", run_id: str = "") -> str:
         """A new segment of the run (its start, or after a decision), as our own agent's runs have."""
-        self.run_id = uuid.uuid4().hex
+        self.run_id = run_id or uuid.uuid4().hex
         self.pump = EventPump(self.threads.events, self.thread_id, self.run_id, agent=self.config.name)
         # A segment after a decision starts with no message, as our own agent's resumed ones do.
         self.pump(make_event("run_started", mode="single", message=message))
@@ -268,10 +271,21 @@ class HostedThread:
 
     async def _finish(self, status: RunStatus) -> None:
         pump, self.pump, self.active = self.pump, None, False  # readers close at the run_finished below
-        await self.threads.update(self.thread_id, status=status)
+        try:
+            await self.threads.update(self.thread_id, status=status)
+        finally:  # released before run_finished, as our own runs do: a client acting on it finds the thread free
+            if self.renewing is not None:
+                self.renewing.cancel()
+            await self.threads.release_lease(self.thread_id)
         if pump is not None:
             pump(make_event("run_finished", status=status))
             await pump.drain()
+
+
+async def _renew_lease(store: ThreadStore, thread_id: str) -> None:
+    while True:
+        await asyncio.sleep(LEASE_SECONDS / 3)
+        await store.take_lease(thread_id)
 
 
 class AcpHost:
@@ -330,11 +344,17 @@ class AcpHost:
                 self._mcp,
             )
             self._hosted[record.thread_id] = hosted
-        hosted.stopped, hosted.cards, hosted.events, hosted.active = False, 0, 0, True
+        # The thread's lease, as our own runs take it, held for the whole turn (its cards too: the agent's
+        # process is here): another server of the owner on a shared database, or a kernel's %agent, is
+        # refused meanwhile, and this run is refused while one of theirs holds it.
+        run_id = uuid.uuid4().hex
+        if not await self._store.begin_run(record.thread_id, status="running", last_run_id=run_id):
+            raise ThreadBusy(await self._store.leased_elsewhere(record.thread_id) or "another process")
+        hosted.renewing = asyncio.create_task(_renew_lease(self._store, record.thread_id))
         hosted.had_turns = hosted.had_turns or bool(record.last_run_id)
+        hosted.stopped, hosted.cards, hosted.events, hosted.active = False, 0, 0, True
         hosted.client.new_run()
-        run_id = hosted.open_segment(message)
-        await self._store.update(record.thread_id, status="running", last_run_id=run_id)
+        hosted.open_segment(message, run_id)
         hosted.task = asyncio.create_task(hosted.drive(message))
         return run_id
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from agent_core.storage.thread_store import ThreadStore
 from tests.conftest import NOTEBOOK, Api, of_type
 from tests.test_mcp_endpoint import connected
 
@@ -109,6 +110,11 @@ async def test_a_write_waits_for_both_cards_and_a_rejection_leaves_nothing(
     assert not (jp_root_dir / "notes.txt").exists()
     code, _ = await api.approve(thread, "acp_perm_not_this_one")
     assert code == 409
+    # The turn holds the thread's lease, its cards included, as our own runs do: a kernel's %agent on the
+    # same database (a second store of the owner) cannot take the thread meanwhile.
+    kernel = ThreadStore(hosted.threads._path, owner=hosted.threads.owner, holder="a %agent call in kernel 1234")
+    await kernel.open()
+    assert not await kernel.take_lease(thread)
     await api.approve(thread, permission["id"])
     events = await until(api, thread, events[-1]["seq"], ("approval_required",))
     write = of_type(events, "approval_required")[-1]
@@ -118,6 +124,13 @@ async def test_a_write_waits_for_both_cards_and_a_rejection_leaves_nothing(
     events = await until(api, thread, events[-1]["seq"], ("run_finished",))
     assert (jp_root_dir / "notes.txt").read_text() == "hello from the agent"
     assert "write: written" in answer(events) and events[-1]["status"] == "completed"
+    try:  # released at the end of the turn; and a thread the kernel holds refuses the agent's next message
+        assert await kernel.take_lease(thread)
+        code, error = await api.call("POST", f"threads/{thread}/runs", {"message": "write x.txt no"})
+        assert (code, error["error"]) == (409, "run_active") and "kernel 1234" in error["message"]
+        await kernel.release_lease(thread)
+    finally:
+        await kernel.close()
 
     events = await ask(api, thread, "write other.txt never", events[-1]["seq"])
     card = of_type(events, "approval_required")[-1]
@@ -288,7 +301,6 @@ async def test_another_owners_hosted_thread_is_not_found(api: Api, hosted: Any) 
     """Another user's hosted thread, with a card waiting, on the same database (their server's store,
     as tests/test_as_cell_routes.py makes one): as one that does not exist, on every route it has."""
     from agent_core.contract import make_event
-    from agent_core.storage.thread_store import ThreadStore
 
     other = ThreadStore(hosted.threads._path, owner="someone-else")
     await other.open()
