@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 START_TIMEOUT = 60.0  # seconds for the process to answer initialize and session/new (or session/load)
 STOP_GRACE = 5.0  # seconds an agent has to end its turn after session/cancel before it is killed
-MAX_CARDS_PER_RUN = 200  # permission requests beyond it are answered cancelled without a card
+MAX_CARDS_PER_RUN = 200  # permission requests (asked or always allowed) beyond it are answered cancelled
 MAX_EVENTS_PER_RUN = 5000  # what an agent's updates may add to the log in one turn; the rest is dropped
 
 
@@ -128,12 +128,12 @@ class HostedThread:
         async with self._asking:
             if self.stopped or self.pump is None:
                 return UserDecision(False, stopped=True)
+            self.cards += 1  # requests allowed unasked count too: each is a step in the log
+            if self.cards > MAX_CARDS_PER_RUN:
+                return UserDecision(False, reason="too many permission requests in one turn", stopped=True)
             kind = card.get("always")
             if isinstance(kind, str) and kind in self.always:
                 return self._allowed_unasked(card, kind)
-            self.cards += 1
-            if self.cards > MAX_CARDS_PER_RUN:
-                return UserDecision(False, reason="too many permission requests in one turn", stopped=True)
             event: JsonObject = {
                 "type": "approval_required",
                 "id": new_card_id(),
