@@ -26,6 +26,10 @@ log = logging.getLogger(__name__)
 
 STOP_GRACE = 5.0  # seconds the SDK's connection has to close after the process is killed
 STDIO_LIMIT = 4 * 1024 * 1024  # bytes of one JSON-RPC line from the agent
+# What the server's environment holds that opens more than the agent is given: Jupyter's and the hub's
+# tokens (every route of this server; the user's hub account) and the shared database (every owner's
+# threads). The operator can still hand one to an agent on purpose, in its own `env`.
+WITHHELD_ENV = ("JUPYTER_TOKEN", "JPY_API_TOKEN", "JUPYTERHUB_API_TOKEN", "CELLWRIGHT_DATABASE_URL")
 
 
 class AgentGone(Exception):
@@ -85,7 +89,7 @@ async def start(
                 cast(Any, client),  # the SDK's Client protocol, implemented in part
                 executable,
                 *config.args,
-                env={**os.environ, **config.env},
+                env={**{k: v for k, v in os.environ.items() if k not in WITHHELD_ENV}, **config.env},
                 cwd=str(root),
                 # stderr unread would fill its pipe and stall a chatty agent; it may hold its secrets
                 transport_kwargs={"limit": STDIO_LIMIT, "stderr": asyncio.subprocess.DEVNULL},

@@ -219,7 +219,11 @@ async def test_the_agent_gets_our_mcp_endpoint_and_its_cell_waits_for_approval(
     jp_serverapp: Any,
     tmp_path: Path,
     caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # The server's own secrets in its environment (as `JUPYTER_TOKEN=... jupyter lab`, or a hub's spawner sets them)
+    monkeypatch.setenv("JUPYTER_TOKEN", str(jp_serverapp.identity_provider.token))
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "hub-token-of-this-user")
     hosted.configuration.acp_idle_timeout = 1.0  # silent while its MCP call waits for the user: not hung
     thread = await agent_thread(api)
     call = json.dumps({"code": "print(6 * 7)", "notebook_path": NOTEBOOK})
@@ -246,12 +250,13 @@ async def test_the_agent_gets_our_mcp_endpoint_and_its_cell_waits_for_approval(
     events = await ask(api, thread, "mcpconfig", events[-1]["seq"])
     given = (tmp_path / "mcp.json").read_text()
     server_token = str(jp_serverapp.identity_provider.token)
-    assert server_token and server_token not in given
-    header = json.loads(given)[0]["headers"][0]
+    assert server_token and server_token not in given  # not in its MCP configuration, nor in its environment
+    assert "JUPYTERHUB_API_TOKEN" not in json.loads(given)["env"]
+    header = json.loads(given)["servers"][0]["headers"][0]
     token = header["value"].removeprefix("Bearer ")
     assert header["name"] == "Authorization" and token.startswith("cwmcp_")
     scoped = {"Authorization": f"Bearer {token}"}
-    async with connected(json.loads(given)[0]["url"], token) as session:  # the mcp SDK's client, in by it
+    async with connected(json.loads(given)["servers"][0]["url"], token) as session:  # the mcp SDK's client, in by it
         assert "run_cell" in {tool.name for tool in (await session.list_tools()).tools}
     for route in (("api", "contents"), ("api", "kernels"), ("cellwright", "api", "threads")):
         assert (await jp_fetch(*route, headers=scoped, raise_error=False)).code == 403, route

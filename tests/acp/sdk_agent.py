@@ -9,7 +9,8 @@ Each prompt's first word picks what it does, so one process can play several tur
   hang: never answers (until session/cancel, which it ignores)
   die: exits mid-turn
   garbage: writes a line that is not JSON-RPC, then answers "still here"
-  mcpconfig: writes the mcpServers session/new gave it to $SDK_AGENT_REPORT (an agent logging its config)
+  mcpconfig: writes the mcpServers session/new gave it, and its environment, to $SDK_AGENT_REPORT (an agent
+    logging its config)
   ask <kind>: asks permission for a tool call of that kind, offering once, always and reject; says the option
   remember <words>: keeps the words in its session; recall: answers what its session holds.
 With SDK_AGENT_STATE set, its sessions are kept in that folder; with SDK_AGENT_LOAD=1 it advertises
@@ -182,7 +183,7 @@ class SdkAgent:
             await self.say(session_id, f"permission: {getattr(asked.outcome, 'option_id', asked.outcome.outcome)}")
         elif mode == "mcpconfig":
             servers = [server.model_dump(mode="json") for server in self._mcp]
-            Path(os.environ["SDK_AGENT_REPORT"]).write_text(json.dumps(servers))
+            Path(os.environ["SDK_AGENT_REPORT"]).write_text(json.dumps({"servers": servers, "env": dict(os.environ)}))
             await self.say(session_id, "reported")
         elif mode == "remember":
             self._memory.append(" ".join(words[1:]))
