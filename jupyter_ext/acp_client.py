@@ -6,11 +6,12 @@ with its diff). terminal/* runs through our shell tool's runner, each command ap
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import shlex
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Protocol
 
 from acp import RequestError
@@ -37,6 +38,8 @@ from acp.schema import (
 
 from agent_core.contract import make_event
 from agent_core.json_types import JsonObject
+from agent_core.messages import Preimage
+from agent_core.undo import preimages
 from agent_core.workspace import Workspace, WorkspaceError
 
 from .acp_terminals import Terminals
@@ -45,6 +48,7 @@ MAX_TEXT_CHARS = 1_000_000  # of an agent's visible answer per run: a flood beyo
 MAX_FILE_CHARS = 2_000_000  # what fs/read_text_file and fs/write_text_file carry
 MAX_SUMMARY_CHARS = 500
 MAX_OPEN_CALLS = 1000  # the agent's tool calls whose end is awaited, to name it
+ALLOW_ONCE_FIRST = ("allow_once", "allow_always")  # an agent offering only "always" gets it for a plain approval
 PLAN_STATUS = {"pending": "pending", "in_progress": "in_progress", "completed": "completed"}
 
 
@@ -56,6 +60,7 @@ class UserDecision:
     reason: str = ""
     stopped: bool = False
     card_id: str = ""  # the card it was made on
+    always: bool = False  # approved for this kind of request from now on in the thread
 
 
 class ThreadSink(Protocol):
@@ -70,7 +75,7 @@ class ThreadSink(Protocol):
 
     async def ask(self, card: JsonObject) -> UserDecision: ...
 
-    def wrote(self, card_id: str, path: Path, before: str | None, after: str) -> None: ...
+    def wrote(self, card_id: str, image: Preimage) -> None: ...
 
 
 class ThreadClient:
@@ -80,6 +85,16 @@ class ThreadClient:
         self._sink = sink
         self._text = 0  # chars of visible answer this run
         self._calls: dict[str, str] = {}  # the agent's tool call id -> the name shown
+        self._replaying = False
+
+    @contextlib.contextmanager
+    def replaying(self) -> Iterator[None]:
+        """While session/load runs: the agent replays the conversation the thread already shows."""
+        self._replaying = True
+        try:
+            yield
+        finally:
+            self._replaying = False
 
     def new_run(self) -> None:
         self._text = 0
@@ -97,6 +112,8 @@ class ThreadClient:
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self._sink.activity()
+        if self._replaying:
+            return
         if isinstance(update, AgentMessageChunk) and isinstance(update.content, TextContentBlock):
             text = update.content.text[: max(0, MAX_TEXT_CHARS - self._text)]
             self._text += len(text)
@@ -145,18 +162,17 @@ class ThreadClient:
         self._sink.activity()
         title = _bounded(tool_call.title or "The agent asks to use a tool.", MAX_SUMMARY_CHARS)
         args: JsonObject = {"title": title, "options": [_bounded(o.name, 100) for o in options[:20]]}
+        kind = _bounded(str(tool_call.kind or "permission"), 60)
         if tool_call.kind:
-            args["kind"] = _bounded(str(tool_call.kind), 60)
-        card: JsonObject = {
-            "name": _bounded(str(tool_call.kind or "permission"), 60),
-            "args": args,
-            "description": title,
-            **_what_it_does(tool_call),
-        }
+            args["kind"] = kind
+        card: JsonObject = {"name": kind, "args": args, "description": title, **_what_it_does(tool_call)}
+        if _option(options, ("allow_always",)) is not None:  # our card's "Always allow" for this kind
+            card["always"] = kind
         decision = await self._sink.ask(card)
-        chosen = _option(
-            options, ("allow_once", "allow_always") if decision.approved else ("reject_once", "reject_always")
-        )
+        if decision.approved:
+            chosen = _option(options, ("allow_always", "allow_once") if decision.always else ALLOW_ONCE_FIRST)
+        else:
+            chosen = _option(options, ("reject_once", "reject_always"))
         # ACP's answer has no field for a reason: it goes in _meta, for an agent that reads it.
         meta = {"cellwright": {"reason": decision.reason[:2000]}} if decision.reason else None
         if decision.stopped or chosen is None:
@@ -202,10 +218,10 @@ class ThreadClient:
         if not decision.approved:
             why = decision.reason or ("the run was stopped" if decision.stopped else "the user rejected the write")
             raise RequestError.invalid_request({"rejected": _bounded(why, 2000)})
-        existed = target.is_file()
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content, encoding="utf-8")
-        self._sink.wrote(decision.card_id, target, before if existed else None, content)  # for undo
+        data = content.encode("utf-8")
+        image = preimages.capture(target, relative, data)  # the file just before the write, for undo
+        preimages.write_atomic(target, data)
+        self._sink.wrote(decision.card_id, image)
         return WriteTextFileResponse()
 
     def _resolve(self, path: str) -> Any:

@@ -10,61 +10,45 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import os
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from agent_core.contract import make_event
 from agent_core.json_types import JsonObject
 from agent_core.loop.event_pump import EventPump
+from agent_core.loop.refusals import ThreadBusy
+from agent_core.storage.thread_store import LEASE_SECONDS
 from agent_core.workspace import Workspace
 
 from .acp_client import ThreadClient, UserDecision, new_card_id
+from .acp_process import AgentGone, AgentProcess, McpOffer, start
+from .acp_sessions import SavedSessions
 from .acp_terminals import Terminals
+from .acp_undo import HostedWrites
 from .errors import BadRequest, Conflict
+from .mcp_tokens import McpTokens
 
 if TYPE_CHECKING:
     from agent_core.config.acp_agents import AcpAgentConfig
     from agent_core.contract.bodies import Decision
     from agent_core.contract.choices import RunStatus
+    from agent_core.messages import Preimage
     from agent_core.storage.thread_store import ThreadRecord, ThreadStore
 
 log = logging.getLogger(__name__)
 
-START_TIMEOUT = 60.0  # seconds for the process to answer initialize and session/new
+START_TIMEOUT = 60.0  # seconds for the process to answer initialize and session/new (or session/load)
 STOP_GRACE = 5.0  # seconds an agent has to end its turn after session/cancel before it is killed
-MAX_UNDOABLE = 100  # approved file writes per thread kept for undo (in memory: not across a restart)
-MAX_CARDS_PER_RUN = 200
-MAX_EVENTS_PER_RUN = 5000  # what an agent's updates may add to the log in one turn; the rest is dropped  # permission requests beyond it are answered cancelled without a card
-STDIO_LIMIT = 4 * 1024 * 1024  # bytes of one JSON-RPC line from the agent
-
-
-class AgentGone(Exception):
-    """The agent process died, hung, or broke the protocol: the message says which."""
+MAX_CARDS_PER_RUN = 200  # permission requests (asked or always allowed) beyond it are answered cancelled
+MAX_EVENTS_PER_RUN = 5000  # what an agent's updates may add to the log in one turn; the rest is dropped
 
 
 @dataclass
 class _Pending:
     event: JsonObject
     decided: asyncio.Future[UserDecision]
-
-
-@dataclass(frozen=True)
-class _Written:
-    path: Path
-    before: str | None  # None: the write created the file
-    after: str
-
-
-@dataclass
-class _Process:
-    stack: contextlib.AsyncExitStack
-    conn: Any
-    process: Any
-    session_id: str
 
 
 @dataclass
@@ -77,12 +61,15 @@ class HostedThread:
     threads: ThreadStore
     idle_timeout: Callable[[], float]
     command_timeout: Callable[[], float]
-    mcp_server: JsonObject | None = None
+    sessions: SavedSessions
+    writes: HostedWrites
+    mcp: McpOffer | None = None
     client: ThreadClient = field(init=False)
     terminals: Terminals = field(init=False)
-    agent_process: _Process | None = None
+    agent_process: AgentProcess | None = None
     pump: EventPump | None = None
     task: asyncio.Task[None] | None = None
+    renewing: asyncio.Task[None] | None = None  # the thread's lease, renewed while the turn goes on
     run_id: str = ""
     active: bool = False  # from the message until its run_finished is written (readers follow it meanwhile)
     paused: bool = False  # a card is open: the segment ended awaiting_approval, the agent's turn goes on
@@ -95,7 +82,7 @@ class HostedThread:
     _asking: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     had_turns: bool = False  # the thread has earlier turns: a new process does not remember them
-    written: dict[str, _Written] = field(default_factory=dict)  # approved fs writes, by card id: for undo
+    always: set[str] = field(default_factory=set)  # kinds of request the user allows unasked here (until cleared)
 
     def __post_init__(self) -> None:
         self.client = ThreadClient(self)
@@ -120,9 +107,9 @@ class HostedThread:
         elif self.paused and len(self.held) < 1000:
             self.held.append(event)
 
-    def open_segment(self, message: str = "") -> str:
+    def open_segment(self, message: str = "", run_id: str = "") -> str:
         """A new segment of the run (its start, or after a decision), as our own agent's runs have."""
-        self.run_id = uuid.uuid4().hex
+        self.run_id = run_id or uuid.uuid4().hex
         self.pump = EventPump(self.threads.events, self.thread_id, self.run_id, agent=self.config.name)
         # A segment after a decision starts with no message, as our own agent's resumed ones do.
         self.pump(make_event("run_started", mode="single", message=message))
@@ -136,13 +123,17 @@ class HostedThread:
         self.last_activity = asyncio.get_running_loop().time()
 
     async def ask(self, card: JsonObject) -> UserDecision:
-        """One card at a time; the agent waits for the user's decision, however long it takes."""
+        """One card at a time; the agent waits for the user's decision, however long it takes. A kind
+        the user allowed with "always" in this thread is allowed unasked, and the thread says so."""
         async with self._asking:
             if self.stopped or self.pump is None:
                 return UserDecision(False, stopped=True)
-            self.cards += 1
+            self.cards += 1  # requests allowed unasked count too: each is a step in the log
             if self.cards > MAX_CARDS_PER_RUN:
                 return UserDecision(False, reason="too many permission requests in one turn", stopped=True)
+            kind = card.get("always")
+            if isinstance(kind, str) and kind in self.always:
+                return self._allowed_unasked(card, kind)
             event: JsonObject = {
                 "type": "approval_required",
                 "id": new_card_id(),
@@ -159,13 +150,17 @@ class HostedThread:
                 decision = dataclasses.replace(await self.pending.decided, card_id=str(event["id"]))
             finally:
                 self.pending = None
+            summary = "approved" if decision.approved else (decision.reason or "rejected")[:500]
+            if decision.approved and decision.always and isinstance(kind, str):
+                self.always.add(kind)
+                summary = f"approved, and always allowed for {kind} requests in this thread"
             self.emit(
                 make_event(
                     "tool_result",
                     id=str(event["id"]),
                     name=str(event["name"]),
                     status="ok" if decision.approved else "rejected",
-                    summary="approved" if decision.approved else (decision.reason or "rejected")[:500],
+                    summary=summary,
                     stopped=decision.stopped,
                 )
             )
@@ -173,92 +168,39 @@ class HostedThread:
             self.activity()
             return decision
 
-    def wrote(self, card_id: str, path: Path, before: str | None, after: str) -> None:
-        if len(self.written) >= MAX_UNDOABLE:  # the oldest write stops being undoable
-            self.written.pop(next(iter(self.written)))
-        self.written[card_id] = _Written(path, before, after)
+    def _allowed_unasked(self, card: JsonObject, kind: str) -> UserDecision:
+        """A request of a kind the user always allows here: shown as a step, answered without a card."""
+        step = new_card_id()
+        args = card["args"] if isinstance(card["args"], dict) else {}
+        self.emit(make_event("tool_call", id=step, name=str(card["name"]), args=args, needs_approval=False))
+        summary = f"allowed unasked: you chose always for {kind} requests in this thread"
+        self.emit(make_event("tool_result", id=step, name=str(card["name"]), status="ok", summary=summary))
+        self.activity()
+        return UserDecision(True, card_id=step, always=True)
 
-    def undo(self, card_id: str) -> tuple[list[str], list[str]]:
-        """Put a file the agent wrote back as it was before (deleted, if the write made it): the
-        paths restored, and removed."""
-        written = self.written.get(card_id)
-        if written is None:
-            raise Conflict(f"{card_id[:200]!r} is no file write of this thread that can be undone.", "conflict")
-        relative = str(written.path.relative_to(self.workspace.root))
-        try:
-            now = written.path.read_text(encoding="utf-8") if written.path.is_file() else None
-        except OSError:
-            now = None
-        if now != written.after:
-            raise Conflict(f"{relative} changed after the agent wrote it: it is left as it is.", "conflict")
-        if written.before is None:
-            written.path.unlink()
-        else:
-            written.path.write_text(written.before, encoding="utf-8")
-        del self.written[card_id]
-        return ([], [relative]) if written.before is None else ([relative], [])
+    def wrote(self, card_id: str, image: Preimage) -> None:
+        self.writes.keep(self.thread_id, card_id, image)
 
     # -- the agent process
 
-    async def session(self) -> _Process:
+    async def session(self) -> AgentProcess:
+        """The agent's process, started on the first message (taking up its earlier session where it can)."""
         if self.agent_process is None:
-            self.agent_process = await asyncio.wait_for(self._start(), START_TIMEOUT)
+            earlier = self.sessions.get(self.thread_id, self.config.name) if self.had_turns else ""
+            started = await asyncio.wait_for(
+                start(self.config, self.client, self.workspace.root, self.mcp, earlier), START_TIMEOUT
+            )
+            self.agent_process = started
+            if not started.loaded:
+                self.sessions.put(self.thread_id, self.config.name, started.session_id)
         return self.agent_process
 
-    async def _start(self) -> _Process:
-        from acp import PROTOCOL_VERSION
-        from acp.schema import ClientCapabilities, FileSystemCapabilities, HttpHeader, HttpMcpServer, Implementation
-        from acp.stdio import spawn_agent_process
-
-        from agent_core import __version__
-
-        stack = contextlib.AsyncExitStack()
-        try:
-            executable = self.config.executable()
-            if executable is None:
-                raise AgentGone(self.config.unavailable_reason() or "the agent's command was not found")
-            env = {**os.environ, **self.config.env}
-            conn, process = await stack.enter_async_context(
-                spawn_agent_process(
-                    cast(Any, self.client),  # the SDK's Client protocol, implemented in part (no terminals)
-                    executable,
-                    *self.config.args,
-                    env=env,
-                    cwd=str(self.workspace.root),
-                    # stderr unread would fill its pipe and stall a chatty agent; it may hold its secrets
-                    transport_kwargs={"limit": STDIO_LIMIT, "stderr": asyncio.subprocess.DEVNULL},
-                )
-            )
-            answer = await conn.initialize(
-                protocol_version=PROTOCOL_VERSION,
-                client_capabilities=ClientCapabilities(
-                    fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=True
-                ),
-                client_info=Implementation(name="cellwright", title="Cellwright", version=__version__),
-            )
-            servers: list[Any] = []
-            mcp_http = answer.agent_capabilities and answer.agent_capabilities.mcp_capabilities
-            if self.mcp_server is not None and mcp_http and mcp_http.http:
-                given = cast(dict[str, str], self.mcp_server["headers"])
-                headers = [HttpHeader(name=k, value=v) for k, v in given.items()]
-                servers.append(
-                    HttpMcpServer(type="http", name="cellwright", url=str(self.mcp_server["url"]), headers=headers)
-                )
-            new = await conn.new_session(cwd=str(self.workspace.root), mcp_servers=servers)
-            return _Process(stack, conn, process, new.session_id)
-        except BaseException:
-            await stack.aclose()
-            raise
-
     async def close_process(self) -> None:
-        """End the agent process (killed if it does not go): the next message starts a new one."""
+        """End the agent process (killed if it does not go) and its MCP token: the next message starts a new one."""
         await self.terminals.close()
         hosted, self.agent_process = self.agent_process, None
-        if hosted is None:
-            return
-        _kill_tree(hosted.process.pid)
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(hosted.stack.aclose(), STOP_GRACE)
+        if hosted is not None:
+            await hosted.close()
 
     # -- a run: one message, one session/prompt
 
@@ -270,7 +212,7 @@ class HostedThread:
         try:
             fresh = self.agent_process is None
             hosted = await self.session()
-            if fresh and self.had_turns:  # no session/load yet: say what the agent lost
+            if fresh and self.had_turns and not hosted.loaded:  # say what the agent lost
                 self.emit(
                     make_event(
                         "error",
@@ -302,8 +244,8 @@ class HostedThread:
                     if not waiting and loop.time() - self.last_activity > idle:
                         raise AgentGone(f"the agent sent nothing for {idle:g} s; it was stopped")
             finally:
-                for waiting in (prompt, exited):
-                    waiting.cancel()
+                for future in (prompt, exited):
+                    future.cancel()
         except asyncio.CancelledError:
             status = "cancelled"
         except Exception as exc:  # a dead, hung or broken agent: said, and started afresh next time
@@ -329,25 +271,21 @@ class HostedThread:
 
     async def _finish(self, status: RunStatus) -> None:
         pump, self.pump, self.active = self.pump, None, False  # readers close at the run_finished below
-        await self.threads.update(self.thread_id, status=status)
+        try:
+            await self.threads.update(self.thread_id, status=status)
+        finally:  # released before run_finished, as our own runs do: a client acting on it finds the thread free
+            if self.renewing is not None:
+                self.renewing.cancel()
+            await self.threads.release_lease(self.thread_id)
         if pump is not None:
             pump(make_event("run_finished", status=status))
             await pump.drain()
 
 
-def _kill_tree(pid: int) -> None:
-    """Kill the agent's process and every process under it: a launcher (npx, a node wrapper) that
-    dies alone leaves the real agent running, holding our pipes."""
-    import psutil
-
-    try:
-        root = psutil.Process(pid)
-        processes = [*root.children(recursive=True), root]
-    except psutil.NoSuchProcess:
-        return
-    for process in processes:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            process.kill()
+async def _renew_lease(store: ThreadStore, thread_id: str) -> None:
+    while True:
+        await asyncio.sleep(LEASE_SECONDS / 3)
+        await store.take_lease(thread_id)
 
 
 class AcpHost:
@@ -359,13 +297,20 @@ class AcpHost:
         workspace: Workspace,
         idle_timeout: Callable[[], float],
         command_timeout: Callable[[], float],
+        sessions: SavedSessions,
+        writes: HostedWrites,
+        mcp_url: str | None,
     ) -> None:
         self._store = threads
         self._workspace = workspace
         self._idle_timeout = idle_timeout
         self._command_timeout = command_timeout
+        self._sessions = sessions
+        self._writes = writes
         self._hosted: dict[str, HostedThread] = {}
-        self.mcp_server: JsonObject | None = None  # our MCP endpoint, offered to each agent
+        self.tokens = McpTokens()  # the hosted agents' tokens for our MCP endpoint (jupyter_ext.mcp_handler)
+        # our MCP endpoint, offered to each agent as the owner of the threads
+        self._mcp = McpOffer(mcp_url, self.tokens, threads.owner) if mcp_url else None
 
     def is_running(self, thread_id: str) -> bool:
         hosted = self._hosted.get(thread_id)
@@ -394,14 +339,22 @@ class AcpHost:
                 self._store,
                 self._idle_timeout,
                 self._command_timeout,
-                self.mcp_server,
+                self._sessions,
+                self._writes,
+                self._mcp,
             )
             self._hosted[record.thread_id] = hosted
-        hosted.stopped, hosted.cards, hosted.events, hosted.active = False, 0, 0, True
+        # The thread's lease, as our own runs take it, held for the whole turn (its cards too: the agent's
+        # process is here): another server of the owner on a shared database, or a kernel's %agent, is
+        # refused meanwhile, and this run is refused while one of theirs holds it.
+        run_id = uuid.uuid4().hex
+        if not await self._store.begin_run(record.thread_id, status="running", last_run_id=run_id):
+            raise ThreadBusy(await self._store.leased_elsewhere(record.thread_id) or "another process")
+        hosted.renewing = asyncio.create_task(_renew_lease(self._store, record.thread_id))
         hosted.had_turns = hosted.had_turns or bool(record.last_run_id)
+        hosted.stopped, hosted.cards, hosted.events, hosted.active = False, 0, 0, True
         hosted.client.new_run()
-        run_id = hosted.open_segment(message)
-        await self._store.update(record.thread_id, status="running", last_run_id=run_id)
+        hosted.open_segment(message, run_id)
         hosted.task = asyncio.create_task(hosted.drive(message))
         return run_id
 
@@ -411,22 +364,36 @@ class AcpHost:
             raise Conflict(f"{call_id[:200]!r} is not the call waiting for a decision.", "not_pending")
         if decision.decision == "edit":
             raise BadRequest("An outside agent's request can be approved or rejected, not edited.", "bad_decision")
+        always = bool(decision.always)
+        if always and (decision.decision != "approve" or not hosted.pending.event.get("always")):
+            raise BadRequest("always is for approving a request that offers it (its card's `always`).", "bad_decision")
         if not hosted.pending.decided.done():
             run_id = hosted.open_segment()
             await self._store.update(thread_id, status="running", last_run_id=run_id)
-            hosted.pending.decided.set_result(UserDecision(decision.decision == "approve", decision.reason or ""))
+            hosted.pending.decided.set_result(
+                UserDecision(decision.decision == "approve", decision.reason or "", always=always)
+            )
         return hosted.run_id
 
-    async def undo(self, thread_id: str, card_id: str) -> JsonObject:
+    def always_allowed(self, thread_id: str) -> list[str]:
         hosted = self._hosted.get(thread_id)
-        if hosted is None:
-            raise Conflict(f"{card_id[:200]!r} is no file write of this thread that can be undone.", "conflict")
-        if hosted.active:
+        return sorted(hosted.always) if hosted is not None else []
+
+    def clear_always(self, thread_id: str) -> None:
+        hosted = self._hosted.get(thread_id)
+        if hosted is not None:
+            hosted.always.clear()
+
+    async def undo(self, record: ThreadRecord, agent: str, card_id: str) -> JsonObject:
+        """Undo one approved file write of the thread (kept on disk: also after a restart)."""
+        thread_id = record.thread_id
+        hosted = self._hosted.get(thread_id)
+        if hosted is not None and hosted.active:
             raise Conflict(
                 "A run of this thread is active: undo its steps once it has finished or stopped.", "run_active"
             )
-        restored, removed = hosted.undo(card_id)
-        pump = EventPump(self._store.events, thread_id, hosted.run_id, agent=hosted.config.name)
+        restored, removed = self._writes.undo(thread_id, card_id)
+        pump = EventPump(self._store.events, thread_id, record.last_run_id, agent=agent)
         pump(make_event("step_undone", id=card_id, restored=restored, removed=removed, not_undone=[]))
         await pump.drain()
         return {"restored": restored, "removed": removed, "not_undone": []}
@@ -452,12 +419,18 @@ class AcpHost:
             await asyncio.wait({hosted.task})
 
     async def forget(self, thread_id: str) -> None:
-        """The thread is deleted, or the server stops: its run stopped, its process ended."""
+        """The thread is deleted: its run stopped, its process ended, its session no longer to be loaded."""
+        await self._end(thread_id)
+        self._sessions.drop(thread_id)
+        self._writes.drop(thread_id)
+
+    async def _end(self, thread_id: str) -> None:
         await self.cancel(thread_id)
         hosted = self._hosted.pop(thread_id, None)
         if hosted is not None:
             await hosted.close_process()
 
     async def shutdown(self) -> None:
+        """The server stops: every process ends; their sessions stay saved, for session/load after the restart."""
         for thread_id in list(self._hosted):
-            await self.forget(thread_id)
+            await self._end(thread_id)

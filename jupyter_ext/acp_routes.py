@@ -3,6 +3,7 @@ turn to the host when a thread's agent is an outside one (runs, approvals, Stop,
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jupyter_server.auth.decorator import authorized
@@ -30,19 +31,43 @@ class AgentsHandler(CellwrightHandler):
         self.write_json({"agents": self.app.configuration.agent_listing()})
 
 
+class AlwaysAllowedHandler(CellwrightHandler):
+    """DELETE threads/{id}/always_allowed: the user takes back every "always" given in an outside agent's
+    thread; each kind of its requests asks again."""
+
+    route = "threads/{thread_id}/always_allowed"
+
+    @web.authenticated
+    @authorized
+    async def delete(self, thread_id: str) -> None:
+        await handler_thread(self, thread_id)
+        hosted = getattr(self.app, "acp_host", None)
+        if hosted is not None:
+            hosted.clear_always(thread_id)
+        self.write_json({"always_allowed": []})
+
+
+async def handler_thread(handler: CellwrightHandler, thread_id: str) -> None:
+    await handler.runs.thread(thread_id)  # another owner's: 404 before anything is read or changed
+
+
 def host(handler: CellwrightHandler) -> AcpHost:
     """The server's host of ACP agents, made on first use (the acp SDK loads only then)."""
     app = handler.app
     if getattr(app, "acp_host", None) is None:
         from .acp_host import AcpHost
+        from .acp_sessions import SavedSessions
+        from .acp_undo import HostedWrites
 
         app.acp_host = AcpHost(
             app.threads,
             app.workspace,
             lambda: float(app.configuration.acp_idle_timeout),
             lambda: float(app.configuration.command_timeout),
+            SavedSessions(Path(app.configuration.data_dir) / "acp_sessions.json"),
+            HostedWrites(Path(app.configuration.data_dir) / "acp_undo", app.workspace),
+            _our_mcp(handler),
         )
-        app.acp_host.mcp_server = _our_mcp(handler)
         app.run_manager.hosted_running = app.acp_host.is_running  # event streams follow hosted runs
     return app.acp_host
 
@@ -76,14 +101,21 @@ async def start_run(handler: CellwrightHandler, thread_id: str, message: str) ->
 
 async def decide(handler: CellwrightHandler, thread_id: str, call_id: str, decision: Decision) -> str | None:
     if await hosted_config(handler, thread_id) is None:
+        if decision.always:
+            raise BadRequest(
+                "always is for an outside agent's request that offers it; Cellwright's own tools are allowed "
+                "unasked in the settings (auto_approve).",
+                "bad_decision",
+            )
         return None
     return await host(handler).decide(thread_id, call_id, decision)
 
 
 async def undo(handler: CellwrightHandler, thread_id: str, call_id: str) -> dict[str, Any] | None:
-    if await hosted_config(handler, thread_id) is None:
+    config = await hosted_config(handler, thread_id)
+    if config is None:
         return None
-    return await host(handler).undo(thread_id, call_id)
+    return await host(handler).undo(await handler.runs.thread(thread_id), config.name, call_id)
 
 
 async def cancel(handler: CellwrightHandler, thread_id: str) -> bool:
@@ -94,7 +126,7 @@ async def cancel(handler: CellwrightHandler, thread_id: str) -> bool:
 
 
 async def forget(handler: CellwrightHandler, thread_id: str) -> None:
-    await handler.runs.thread(thread_id)  # another owner's: 404 before anything is stopped
+    await handler_thread(handler, thread_id)
     if getattr(handler.app, "acp_host", None) is not None:
         await handler.app.acp_host.forget(thread_id)
 
@@ -118,15 +150,15 @@ async def with_hosted_state(handler: CellwrightHandler, detail: ThreadDetail) ->
     host = getattr(handler.app, "acp_host", None)
     pending = host.pending(detail.thread_id) if host is not None else None
     card = ApprovalRequest.model_validate(pending) if pending is not None else None
-    return detail.model_copy(update={"pending_approval": card, "messages": turns})
+    always = host.always_allowed(detail.thread_id) if host is not None else []
+    return detail.model_copy(update={"pending_approval": card, "messages": turns, "always_allowed": always})
 
 
-def _our_mcp(handler: CellwrightHandler) -> dict[str, Any] | None:
-    """Our MCP endpoint as the agent reaches it (session/new's mcpServers), when it is served."""
+def _our_mcp(handler: CellwrightHandler) -> str | None:
+    """Our MCP endpoint's URL as the agent reaches it (session/new's mcpServers), when it is served. The
+    agent gets a token for it alone (jupyter_ext.mcp_tokens), never the server's own."""
     app = handler.app
     if not app.configuration.serve_mcp:
         return None
     server = app.serverapp
-    token = getattr(server.identity_provider, "token", "")
-    url = f"http://127.0.0.1:{server.port}{server.base_url}cellwright/mcp"
-    return {"url": url, "headers": {"Authorization": f"token {token}"} if token else {}}
+    return f"http://127.0.0.1:{server.port}{server.base_url}cellwright/mcp"

@@ -48,6 +48,10 @@ class CellwrightHandler(APIHandler):
 
     async def prepare(self) -> None:  # type: ignore[override]  # tornado's, not JupyterHandler's login redirect
         await super().prepare()
+        await self.accepted()
+
+    async def accepted(self) -> None:
+        """What an authenticated request passes before any work: its body bounded, the store open."""
         if (
             len(self.request.body or b"") > contract_bodies().MAX_BODY_BYTES
         ):  # before any work, even for a wrong route body

@@ -14,7 +14,7 @@ from tornado.iostream import StreamClosedError
 from agent_core import fast_json
 
 from . import acp_routes
-from .acp_routes import AgentsHandler
+from .acp_routes import AgentsHandler, AlwaysAllowedHandler
 from .as_cell import AsCellHandler
 from .completion_handlers import COMPLETION_HANDLERS
 from .errors import BadRequest, Misconfigured
@@ -291,6 +291,7 @@ HANDLERS: tuple[type[CellwrightHandler], ...] = (
     ThreadsHandler,
     ThreadHandler,
     AgentsHandler,
+    AlwaysAllowedHandler,
     RunsHandler,
     ApprovalHandler,
     UndoHandler,

@@ -10,6 +10,7 @@ import { ServerConnection } from '@jupyterlab/services';
 import {
   AgentCells,
   AgentInfo,
+  AlwaysAllowed,
   AgentList,
   AgentCellsRequest,
   AsCellStarted,
@@ -248,6 +249,11 @@ export class CellwrightAPI {
 
   getThread(threadId: string): Promise<ThreadDetail> {
     return this.request<ThreadDetail>(`threads/${enc(threadId)}`);
+  }
+
+  /** Take back every "always" given to an outside agent in the thread: each kind asks again. */
+  clearAlwaysAllowed(threadId: string): Promise<AlwaysAllowed> {
+    return this.request<AlwaysAllowed>(`threads/${enc(threadId)}/always_allowed`, { method: 'DELETE' });
   }
 
   createThread(body: CreateThread): Promise<Thread> {

@@ -222,6 +222,11 @@ export interface ApprovalRequest {
   origin?: ToolOrigin | null;
   /** explore, execute_command: why this step is asked rather than run in the sandbox. */
   sandbox_reason?: string | null;
+  /**
+   * An outside agent's request that offers to be always allowed: its kind (edit, execute, ...);
+   * approved with always=true, that kind runs unasked in this thread until the user clears it.
+   */
+  always?: string | null;
 }
 
 export interface ApprovalRequiredEvent {
@@ -256,6 +261,11 @@ export interface ApprovalRequiredEvent {
   origin?: ToolOrigin | null;
   /** explore, execute_command: why this step is asked rather than run in the sandbox. */
   sandbox_reason?: string | null;
+  /**
+   * An outside agent's request that offers to be always allowed: its kind (edit, execute, ...);
+   * approved with always=true, that kind runs unasked in this thread until the user clears it.
+   */
+  always?: string | null;
 }
 
 /** Sent once after the replayed backlog, before live events; not stored, no `id:` line. */
@@ -888,6 +898,11 @@ export interface Decision {
    * every run.
    */
   save_rule?: string | null;
+  /**
+   * approve, on a card with `always`: also allow that kind of the agent's request unasked in this
+   * thread, until DELETE threads/{id}/always_allowed.
+   */
+  always?: boolean | null;
   kernel_id?: string | null;
   /**
    * The notebook's cells as the browser has them (saved or not): what edit_cell diffs against and
@@ -976,6 +991,11 @@ export interface AgentInfo {
 export interface AgentList {
   /** Cellwright's own agent first. */
   agents: AgentInfo[];
+}
+
+export interface AlwaysAllowed {
+  /** The kinds still allowed unasked in the thread (none once cleared). */
+  always_allowed: string[];
 }
 
 export interface CancelAccepted {
@@ -1242,6 +1262,8 @@ export interface ThreadDetail {
   autonomy: Autonomy;
   /** "<thread id>:<tool call id>" when the thread was forked from that step (POST fork). */
   forked_from?: string | null;
+  /** An outside agent's thread: the kinds of its requests allowed there unasked. */
+  always_allowed?: string[] | null;
 }
 
 export interface ThreadList {
@@ -1960,6 +1982,7 @@ export interface Routes {
   'GET agents': { body: null; answer: AgentList };
   'GET threads/{thread_id}': { body: null; answer: ThreadDetail };
   'DELETE threads/{thread_id}': { body: null; answer: null };
+  'DELETE threads/{thread_id}/always_allowed': { body: null; answer: AlwaysAllowed };
   'POST threads/{thread_id}/runs': { body: StartRun; answer: RunAccepted };
   'GET threads/{thread_id}/events': { body: null; answer: StreamEvent };
   'POST threads/{thread_id}/approvals/{tool_call_id}': { body: Decision; answer: RunAccepted };

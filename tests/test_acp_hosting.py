@@ -12,19 +12,29 @@ from typing import Any
 
 import pytest
 
+from agent_core.storage.thread_store import ThreadStore
 from tests.conftest import NOTEBOOK, Api, of_type
+from tests.test_mcp_endpoint import connected
 
 ROOT = str(Path(__file__).resolve().parent.parent)
 AGENT = {"command": sys.executable, "args": ["-m", "tests.acp.sdk_agent"], "env": {"PYTHONPATH": ROOT}}
 
 
 @pytest.fixture
-def cellwright_config(cellwright_config: dict[str, Any]) -> dict[str, Any]:
+def cellwright_config(cellwright_config: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
     missing = {"command": "codex-acp-not-installed-here"}
+    (tmp_path / "agent-state").mkdir()
+    env = {
+        **AGENT["env"],
+        "SDK_AGENT_REPORT": str(tmp_path / "mcp.json"),
+        "SDK_AGENT_STATE": str(tmp_path / "agent-state"),
+    }
+    sdk = {**AGENT, "env": env}
+    loads = {**AGENT, "env": {**env, "SDK_AGENT_LOAD": "1"}}  # advertises loadSession
     # a hung agent is given up on after 3 s here (the default is minutes)
     return {
         **cellwright_config,
-        "acp_agents": {"sdk": AGENT, "Codex": missing},
+        "acp_agents": {"sdk": sdk, "sdk-load": loads, "Codex": missing},
         "command_timeout": 2.0,
         "acp_idle_timeout": 3.0,
     }
@@ -35,9 +45,9 @@ def hosted(jp_serverapp: Any) -> Any:
     return jp_serverapp.web_app.settings["cellwright"]
 
 
-async def agent_thread(api: Api) -> str:
-    _, thread = await api.call("POST", "threads", {"notebook_path": "", "agent": "sdk"}, expect=201)
-    assert thread["agent"] == "sdk"
+async def agent_thread(api: Api, agent: str = "sdk") -> str:
+    _, thread = await api.call("POST", "threads", {"notebook_path": "", "agent": agent}, expect=201)
+    assert thread["agent"] == agent
     return str(thread["thread_id"])
 
 
@@ -100,6 +110,11 @@ async def test_a_write_waits_for_both_cards_and_a_rejection_leaves_nothing(
     assert not (jp_root_dir / "notes.txt").exists()
     code, _ = await api.approve(thread, "acp_perm_not_this_one")
     assert code == 409
+    # The turn holds the thread's lease, its cards included, as our own runs do: a kernel's %agent on the
+    # same database (a second store of the owner) cannot take the thread meanwhile.
+    kernel = ThreadStore(hosted.threads._path, owner=hosted.threads.owner, holder="a %agent call in kernel 1234")
+    await kernel.open()
+    assert not await kernel.take_lease(thread)
     await api.approve(thread, permission["id"])
     events = await until(api, thread, events[-1]["seq"], ("approval_required",))
     write = of_type(events, "approval_required")[-1]
@@ -109,18 +124,31 @@ async def test_a_write_waits_for_both_cards_and_a_rejection_leaves_nothing(
     events = await until(api, thread, events[-1]["seq"], ("run_finished",))
     assert (jp_root_dir / "notes.txt").read_text() == "hello from the agent"
     assert "write: written" in answer(events) and events[-1]["status"] == "completed"
-    # Undone as our own steps are: the file the write made goes; the permission card has nothing to undo.
-    code, _ = await api.call("POST", f"threads/{thread}/undo/{permission['id']}", {})
-    assert code == 409
-    _, undone = await api.call("POST", f"threads/{thread}/undo/{write['id']}", {}, expect=200)
-    assert undone["removed"] == ["notes.txt"] and not (jp_root_dir / "notes.txt").exists()
-    assert of_type(await api.events(thread, events[-1]["seq"]), "step_undone")[0]["id"] == write["id"]
+    try:  # released at the end of the turn; and a thread the kernel holds refuses the agent's next message
+        assert await kernel.take_lease(thread)
+        code, error = await api.call("POST", f"threads/{thread}/runs", {"message": "write x.txt no"})
+        assert (code, error["error"]) == (409, "run_active") and "kernel 1234" in error["message"]
+        await kernel.release_lease(thread)
+    finally:
+        await kernel.close()
 
     events = await ask(api, thread, "write other.txt never", events[-1]["seq"])
     card = of_type(events, "approval_required")[-1]
     await api.approve(thread, card["id"], "reject", reason="not now")
     events = await until(api, thread, events[-1]["seq"], ("run_finished",))
     assert "permission: no" in answer(events) and not (jp_root_dir / "other.txt").exists()
+
+    # Undone as our own steps are, also after the server's restart (the copy from before the write is kept
+    # in the data folder): the file the write made goes; the permission card has nothing to undo.
+    await hosted.acp_host.shutdown()  # as CellwrightApp.stop_extension; the next server's host is new
+    hosted.acp_host = None
+    code, _ = await api.call("POST", f"threads/{thread}/undo/{permission['id']}", {})
+    assert code == 409
+    _, undone = await api.call("POST", f"threads/{thread}/undo/{write['id']}", {}, expect=200)
+    assert undone["removed"] == ["notes.txt"] and not (jp_root_dir / "notes.txt").exists()
+    assert of_type(await api.events(thread, events[-1]["seq"]), "step_undone")[0]["id"] == write["id"]
+    code, _ = await api.call("POST", f"threads/{thread}/undo/{write['id']}", {})  # once
+    assert code == 409
 
 
 async def test_a_hostile_agent_is_contained(api: Api, hosted: Any, jp_root_dir: Path) -> None:
@@ -184,8 +212,18 @@ async def test_a_terminal_command_asks_and_runs_with_our_timeout(api: Api, hoste
 
 
 async def test_the_agent_gets_our_mcp_endpoint_and_its_cell_waits_for_approval(
-    api: Api, hosted: Any, notebook_kernel: str
+    api: Api,
+    hosted: Any,
+    notebook_kernel: str,
+    jp_fetch: Any,
+    jp_serverapp: Any,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # The server's own secrets in its environment (as `JUPYTER_TOKEN=... jupyter lab`, or a hub's spawner sets them)
+    monkeypatch.setenv("JUPYTER_TOKEN", str(jp_serverapp.identity_provider.token))
+    monkeypatch.setenv("JUPYTERHUB_API_TOKEN", "hub-token-of-this-user")
     hosted.configuration.acp_idle_timeout = 1.0  # silent while its MCP call waits for the user: not hung
     thread = await agent_thread(api)
     call = json.dumps({"code": "print(6 * 7)", "notebook_path": NOTEBOOK})
@@ -206,3 +244,144 @@ async def test_the_agent_gets_our_mcp_endpoint_and_its_cell_waits_for_approval(
     assert "mcp cellwright ok" in answer(events) and "42" in answer(events)
     cells = [e for e in of_type(await api.events(str(mcp_thread)), "cell_started") if not e.get("waiting_for_kernel")]
     assert len(cells) == 1  # in the notebook once
+
+    # What the agent was given for our endpoint (as a hostile one would log it): a token for that
+    # endpoint alone, never the Jupyter server's own.
+    events = await ask(api, thread, "mcpconfig", events[-1]["seq"])
+    given = (tmp_path / "mcp.json").read_text()
+    server_token = str(jp_serverapp.identity_provider.token)
+    assert server_token and server_token not in given  # not in its MCP configuration, nor in its environment
+    assert "JUPYTERHUB_API_TOKEN" not in json.loads(given)["env"]
+    header = json.loads(given)["servers"][0]["headers"][0]
+    token = header["value"].removeprefix("Bearer ")
+    assert header["name"] == "Authorization" and token.startswith("cwmcp_")
+    scoped = {"Authorization": f"Bearer {token}"}
+    async with connected(json.loads(given)["servers"][0]["url"], token) as session:  # the mcp SDK's client, in by it
+        assert "run_cell" in {tool.name for tool in (await session.list_tools()).tools}
+    for route in (("api", "contents"), ("api", "kernels"), ("cellwright", "api", "threads")):
+        assert (await jp_fetch(*route, headers=scoped, raise_error=False)).code == 403, route
+    seen = [await api.call("GET", f"threads/{t}") for t in (thread, str(mcp_thread))]
+    seen += [await api.events(t) for t in (thread, str(mcp_thread))]
+    assert token not in json.dumps(seen) and token not in caplog.text  # in no answer, event, stored thread or log
+    assert await mcp_status(jp_fetch, scoped) == 200
+    # Revoked with the agent's process (here: the thread deleted); a token never minted is refused too.
+    await api.call("DELETE", f"threads/{thread}", expect=204)
+    assert await mcp_status(jp_fetch, scoped) == 403
+    assert await mcp_status(jp_fetch, {"Authorization": "Bearer cwmcp_" + "x" * 43}) == 403
+    assert len(hosted.acp_host.tokens) == 0
+
+
+async def mcp_status(jp_fetch: Any, headers: dict[str, str]) -> int:
+    """The status of an MCP initialize request to cellwright/mcp with `headers`."""
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "probe", "version": "1"},
+        },
+    }
+    accept = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    response = await jp_fetch(
+        "cellwright", "mcp", method="POST", body=json.dumps(hello), headers={**headers, **accept}, raise_error=False
+    )
+    return int(response.code)
+
+
+def test_a_scoped_token_is_read_from_its_header_only_and_ends_with_its_process() -> None:
+    from jupyter_ext.mcp_tokens import McpTokens, presented
+
+    tokens, alive = McpTokens(), [True]
+    token = tokens.mint("alice", lambda: alive[0])
+    assert presented(f"Bearer {token}") == token == presented(f"token {token}")
+    assert presented("token the-jupyter-token") is None and presented(f"Basic {token}") is None
+    assert tokens.owner_of(token) == "alice" and tokens.owner_of(token + "x") is None
+    alive[0] = False  # the process died between turns, before anything closed it
+    assert tokens.owner_of(token) is None and len(tokens) == 0
+
+
+async def test_another_owners_hosted_thread_is_not_found(api: Api, hosted: Any) -> None:
+    """Another user's hosted thread, with a card waiting, on the same database (their server's store,
+    as tests/test_as_cell_routes.py makes one): as one that does not exist, on every route it has."""
+    from agent_core.contract import make_event
+
+    other = ThreadStore(hosted.threads._path, owner="someone-else")
+    await other.open()
+    try:
+        theirs = (await other.create("", "theirs", agent="sdk")).thread_id
+        card = make_event("approval_required", id="acp_perm_theirs", name="edit", args={}, description="Write x")
+        await other.events.append(theirs, {**card, "run_id": "r"})
+        await other.update(theirs, status="awaiting_approval")
+    finally:
+        await other.close()
+    nobodys = "0" * 32
+    for method, path, body in (
+        ("GET", "threads/{}", None),
+        ("GET", "threads/{}/events", None),
+        ("POST", "threads/{}/approvals/acp_perm_theirs", {"decision": "approve"}),
+        ("POST", "threads/{}/runs", {"message": "hello"}),
+        ("POST", "threads/{}/cancel", {}),
+        ("POST", "threads/{}/undo/acp_perm_theirs", {}),
+        ("DELETE", "threads/{}", None),
+    ):
+        code, error = await api.call(method, path.format(theirs), body)
+        _, nobody = await api.call(method, path.format(nobodys), body)
+        assert (code, error["error"]) == (404, "thread_not_found"), (method, path, error)
+        assert error["message"].replace(theirs, nobodys) == nobody["message"], path
+    host = getattr(hosted, "acp_host", None)
+    assert host is None or host.pending(theirs) is None and not host.is_running(theirs)  # no agent started for it
+
+
+async def test_after_a_restart_an_agent_that_can_load_its_session_remembers(api: Api, hosted: Any) -> None:
+    threads = [await agent_thread(api, "sdk-load"), await agent_thread(api)]
+    remembers = threads[0]
+    # The two threads' agents start side by side: each start is seconds of the acp SDK's import.
+    said = await asyncio.gather(*(ask(api, thread, "remember the blue door") for thread in threads))
+    assert [answer(events) for events in said] == ["noted", "noted"]
+    # The server's stop ends every agent process (CellwrightApp.stop_extension); the next server's host is new.
+    await hosted.acp_host.shutdown()
+    hosted.acp_host = None
+    remembered, forgot = await asyncio.gather(
+        *(ask(api, t, "recall", e[-1]["seq"]) for t, e in zip(threads, said, strict=True))
+    )
+    assert answer(remembered) == "I remember: the blue door" and not of_type(remembered, "error")  # session/load
+    assert "replayed" not in answer(await api.events(remembers))  # its replay of the conversation is not shown twice
+    assert answer(forgot) == "I remember: nothing"  # no loadSession: a new session, and the thread says so
+    assert "started afresh" in of_type(forgot, "error")[0]["message"]
+
+
+async def test_always_allow_holds_for_its_kind_in_its_thread_until_cleared(api: Api, hosted: Any) -> None:
+    thread = await agent_thread(api)
+    events = await ask(api, thread, "ask execute")
+    card = of_type(events, "approval_required")[-1]
+    assert card["always"] == "execute" and card["args"]["options"] == ["Allow once", "Always allow", "Reject"]
+    code, error = await api.approve(thread, card["id"], "reject", always=True)
+    assert (code, error["error"]) == (400, "bad_decision")
+    await api.approve(thread, card["id"], always=True)
+    events = await until(api, thread, events[-1]["seq"], ("run_finished",))
+    assert answer(events) == "permission: always"  # the agent's own allow_always option
+    assert "always allowed for execute" in of_type(events, "tool_result")[-1]["summary"]
+
+    events = await ask(api, thread, "ask execute", events[-1]["seq"])  # the same kind: unasked, and said
+    assert answer(events) == "permission: always" and not of_type(events, "approval_required")
+    assert "allowed unasked" in of_type(events, "tool_result")[-1]["summary"]
+    _, detail = await api.call("GET", f"threads/{thread}", expect=200)
+    assert detail["always_allowed"] == ["execute"]
+    events = await ask(api, thread, "ask edit", events[-1]["seq"])  # another kind still asks
+    await api.approve(thread, of_type(events, "approval_required")[-1]["id"])
+    events = await until(api, thread, events[-1]["seq"], ("run_finished",))
+    assert answer(events) == "permission: once"
+
+    _, cleared = await api.call("DELETE", f"threads/{thread}/always_allowed", expect=200)
+    assert cleared == {"always_allowed": []}
+    events = await ask(api, thread, "ask execute", events[-1]["seq"])  # asks again
+    card = of_type(events, "approval_required")[-1]
+    await api.approve(thread, card["id"], "reject")
+    events = await until(api, thread, events[-1]["seq"], ("run_finished",))
+    assert answer(events) == "permission: no"
+    # Cellwright's own tools are not allowed "always" from a card (auto_approve is their setting).
+    ours = await api.new_thread()
+    code, error = await api.approve(ours, "call_x", always=True)
+    assert (code, error["error"]) == (400, "bad_decision")

@@ -172,6 +172,13 @@ class ThreadDetail(Thread):
     forked_from: str | None = Field(
         default=None, description='"<thread id>:<tool call id>" when the thread was forked from that step (POST fork).'
     )
+    always_allowed: list[str] | None = Field(
+        default=None, description="An outside agent's thread: the kinds of its requests allowed there unasked."
+    )
+
+
+class AlwaysAllowed(WireModel):
+    always_allowed: list[str] = Field(description="The kinds still allowed unasked in the thread (none once cleared).")
 
 
 class RunAccepted(WireModel):

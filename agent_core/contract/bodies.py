@@ -100,6 +100,11 @@ class Decision(Body):
         max_length=MAX_RULE_CHARS,
         description="reject: also keep this text as a workspace rule (.cellwright/rules.md), given to the agent on every run.",
     )
+    always: bool | None = Field(
+        default=None,
+        description="approve, on a card with `always`: also allow that kind of the agent's request unasked in this "
+        "thread, until DELETE threads/{id}/always_allowed.",
+    )
     kernel_id: str | None = Id_
     notebook_cells: list[LiveCell] | None = NotebookCells
     field_kinds: ClassVar[dict[str, RouteErrorKind]] = {"decision": "bad_decision", "args": "bad_args"}

@@ -74,6 +74,7 @@ class ApprovalRequiredFields(TypedDict):
     impact: NotRequired[Mapping[str, object] | None]
     origin: NotRequired[Mapping[str, object] | None]
     sandbox_reason: NotRequired[str | None]
+    always: NotRequired[str | None]
     task_id: NotRequired[str | None]
 
 

@@ -124,6 +124,11 @@ class ApprovalRequest(WireModel):
     sandbox_reason: str | None = Field(  # issue 37
         default=None, description="explore, execute_command: why this step is asked rather than run in the sandbox."
     )
+    always: str | None = Field(
+        default=None,
+        description="An outside agent's request that offers to be always allowed: its kind (edit, execute, ...); "
+        "approved with always=true, that kind runs unasked in this thread until the user clears it.",
+    )
     agent: str = "main"
     task_id: str | None = None
 

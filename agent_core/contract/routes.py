@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from agent_core.contract.answers import (
     AgentList,
+    AlwaysAllowed,
     CancelAccepted,
     ConnectionReport,
     DiagnosticsAnswer,
@@ -116,6 +117,13 @@ ROUTES: tuple[Route, ...] = (
         errors=(404,),
     ),
     Route("delete", "threads/{thread_id}", "Delete a thread.", {204: None}, errors=(404, 409)),
+    Route(
+        "delete",
+        "threads/{thread_id}/always_allowed",
+        "Ask again for every kind of an outside agent's request that was approved with always in this thread.",
+        {200: AlwaysAllowed},
+        errors=(404,),
+    ),
     Route(
         "post",
         "threads/{thread_id}/runs",

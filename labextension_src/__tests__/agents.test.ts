@@ -7,7 +7,8 @@ import * as assert from 'node:assert/strict';
 import { afterEach, test } from 'node:test';
 
 import { CellwrightAPI } from '../api';
-import { PanelModel } from '../model';
+import { PanelModel, ThreadModel } from '../model';
+import { decisionBody } from '../model/runRequests';
 import { asMessages, caughtUp, fakeServer, ICall, jsonResponse, sse, streamResponse, until } from './helpers';
 
 const panels: PanelModel[] = [];
@@ -56,4 +57,26 @@ test('a new thread is created for the chosen agent, which the thread then names'
   assert.equal(JSON.parse(created!.body).agent, 'Codex');
   await until(() => panel.thread !== null);
   assert.equal(panel.thread!.agent, 'Codex');
+});
+
+test('"always" on an outside agent\'s card is sent, kept on its thread, and taken back by "Ask again"', async () => {
+  const { settings, calls } = fakeServer(call =>
+    route(call) === 'DELETE threads/t1/always_allowed'
+      ? jsonResponse(200, { always_allowed: [] })
+      : streamResponse({ chunks: [sse([caughtUp(0), ...asMessages([])])] })
+  );
+  assert.deepEqual(decisionBody('approve', { always: true }, null, null), { decision: 'approve', always: true });
+  assert.deepEqual(decisionBody('approve', {}, null, null), { decision: 'approve' });
+  const thread = new ThreadModel({ api: new CellwrightAPI(settings), threadId: 't1', agent: 'Codex' });
+  try {
+    thread.setDetail({ usage: { prompt_tokens: 0, completion_tokens: 0, estimated: false }, autonomy: 'agent', always_allowed: ['edit'] });
+    thread.allowAlways('execute');
+    thread.allowAlways('execute');
+    assert.deepEqual(thread.alwaysAllowed, ['edit', 'execute']);
+    await thread.askAgain();
+    assert.deepEqual(thread.alwaysAllowed, []);
+    assert.equal(calls.filter(c => route(c) === 'DELETE threads/t1/always_allowed').length, 1);
+  } finally {
+    thread.dispose();
+  }
 });

@@ -43,18 +43,64 @@ export function AgentPicker(props: { model: PanelModel; disabled: boolean }): JS
   );
 }
 
-/** On a thread of an outside agent: which one, and that our data policy does not govern it. */
-export function AgentNotice(props: { agent: string }): JSX.Element | null {
+/**
+ * On a thread of an outside agent: which one, that our data policy does not
+ * govern it, and the kinds of its requests allowed unasked here ("always"),
+ * with the button that takes them back.
+ */
+export function AgentNotice(props: {
+  agent: string;
+  alwaysAllowed?: readonly string[];
+  onAskAgain?: () => void;
+}): JSX.Element | null {
   const trans = useTrans();
   if (props.agent === OWN_AGENT) {
     return null;
   }
+  const always = props.alwaysAllowed ?? [];
   return (
     <div className="cw-agent-notice" data-testid="cw-agent-notice">
       {trans.__(
         'Agent: %1. It talks to its own model under its own account and settings; Cellwright\'s data policy governs what Cellwright sends, not what this agent sends. Its file writes and permission requests still wait for your approval here.',
         props.agent
       )}
+      {always.length > 0 && (
+        <div className="cw-agent-always" data-testid="cw-agent-always">
+          {trans.__('Allowed without asking in this thread: %1. ', always.join(', '))}
+          <button type="button" className="cw-button" onClick={props.onAskAgain}>
+            {trans.__('Ask again')}
+          </button>
+        </div>
+      )}
     </div>
+  );
+}
+
+/**
+ * On an outside agent's card that offers "always": approve, and let that
+ * kind of its requests run without asking in this thread (until "Ask again").
+ */
+export function AlwaysAllowButton(props: { model: PanelModel; kind: string }): JSX.Element {
+  const { model, kind } = props;
+  const trans = useTrans();
+  const approveAlways = (): void => {
+    const thread = model.thread;
+    void model.decide('approve', { always: true }).then(done => {
+      if (done) {
+        thread?.allowAlways(kind);
+      }
+    });
+  };
+  return (
+    <button
+      type="button"
+      className="cw-button"
+      data-testid="cw-approve-always"
+      onClick={approveAlways}
+      disabled={model.deciding}
+      title={trans.__('Approve, and allow %1 requests of this agent without asking in this thread', kind)}
+    >
+      {trans.__('Always allow')}
+    </button>
   );
 }

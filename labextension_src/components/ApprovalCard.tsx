@@ -5,6 +5,7 @@ import { OWN_AGENT, PanelModel } from '../model';
 import { originText } from '../model/mcpServers';
 import { ApprovalRequest, Todo } from '../contract.gen';
 import { agentLabel } from '../tokens';
+import { AlwaysAllowButton } from './AgentPicker';
 import {
   CodePreview,
   CommandPreview,
@@ -188,6 +189,8 @@ export function ApprovalCard(props: {
     setEditError(null);
     void model.decide('edit', { args });
   };
+
+  const alwaysKind = outsideAgent ? pending.always : null; // the agent offers "always" for this kind
 
   const reject = (): void => {
     const ruleText = (rule ?? suggestedRule(pending.impact, reason)).trim();
@@ -430,6 +433,7 @@ export function ApprovalCard(props: {
             {mode === 'edit' ? trans.__('Approve edited') : trans.__('Approve')}
             <kbd className="cw-kbd" aria-hidden="true">{`${MOD_KEY}+↵`}</kbd>
           </button>
+          {alwaysKind && mode !== 'edit' && <AlwaysAllowButton model={model} kind={alwaysKind} />}
           {mode === 'edit' ? (
             <button
               type="button"

@@ -106,7 +106,13 @@ export function Header(props: {
           {threadTitle(model)}
         </div>
       )}
-      {thread && <AgentNotice agent={thread.agent} />}
+      {thread && (
+        <AgentNotice
+          agent={thread.agent}
+          alwaysAllowed={thread.alwaysAllowed}
+          onAskAgain={() => void thread.askAgain().catch(error => model.reportError(error))}
+        />
+      )}
       {historyOpen && (
         <ThreadHistory
           model={model}

@@ -31,6 +31,8 @@ export interface IDecisionExtra {
   args?: Record<string, unknown>;
   reason?: string;
   save_rule?: string;
+  /** approve: also allow this kind of an outside agent's request unasked in the thread. */
+  always?: boolean;
 }
 
 /** `POST threads/{id}/runs` for the thread at `threadPath`. */
@@ -62,6 +64,7 @@ export function decisionBody(
     ...(extra.args ? { args: extra.args } : {}),
     ...(extra.reason ? { reason: extra.reason } : {}),
     ...(extra.save_rule ? { save_rule: extra.save_rule } : {}),
+    ...(extra.always ? { always: true } : {}),
     ...notebookNow(notebook, threadPath)
   };
 }

@@ -118,11 +118,12 @@ export class ThreadModel implements IDisposable {
    * What `GET threads/{id}` said of the thread (usage, autonomy): shown
    * where its events say nothing (logs without `usage` events).
    */
-  setDetail(detail: Pick<ThreadDetail, 'usage' | 'autonomy'>): void {
+  setDetail(detail: Pick<ThreadDetail, 'usage' | 'autonomy' | 'always_allowed'>): void {
     if (this._isDisposed) {
       return;
     }
     this._detail = { usage: detail.usage, autonomy: detail.autonomy };
+    this._alwaysAllowed = detail.always_allowed ?? this._alwaysAllowed;
     this._shownFrom = null;
     this._emitChanged(false);
   }
@@ -130,6 +131,26 @@ export class ThreadModel implements IDisposable {
   /** When (Date.now()) the last event changed the view; 0 before any. */
   get lastEventAt(): number {
     return this._lastEventAt;
+  }
+
+  /** The kinds of an outside agent's requests allowed unasked in this thread ("always" on its card). */
+  get alwaysAllowed(): readonly string[] {
+    return this._alwaysAllowed;
+  }
+
+  /** A card of this kind was approved with "always" here. */
+  allowAlways(kind: string): void {
+    if (!this._alwaysAllowed.includes(kind)) {
+      this._alwaysAllowed = [...this._alwaysAllowed, kind].sort();
+      this._emitChanged(false);
+    }
+  }
+
+  /** Take back every "always" of the thread: the server forgets them, each kind asks again. */
+  async askAgain(): Promise<void> {
+    const answer = await this._api.clearAlwaysAllowed(this.threadId);
+    this._alwaysAllowed = answer?.always_allowed ?? [];
+    this._emitChanged(false);
   }
 
   markDecided(toolCallId: string): void {
@@ -315,6 +336,7 @@ export class ThreadModel implements IDisposable {
   private _api: CellwrightAPI;
   private _view: IThreadView = EMPTY_VIEW;
   private _detail: Pick<ThreadDetail, 'usage' | 'autonomy'> | null = null;
+  private _alwaysAllowed: readonly string[] = [];
   private _shown: IThreadView = EMPTY_VIEW;
   private _shownFrom: IThreadView | null = null;
   private _controller: AbortController | null = null;

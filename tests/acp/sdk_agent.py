@@ -8,7 +8,13 @@ Each prompt's first word picks what it does, so one process can play several tur
   spam: 1000 permission requests at once
   hang: never answers (until session/cancel, which it ignores)
   die: exits mid-turn
-  garbage: writes a line that is not JSON-RPC, then answers "still here"."""
+  garbage: writes a line that is not JSON-RPC, then answers "still here"
+  mcpconfig: writes the mcpServers session/new gave it, and its environment, to $SDK_AGENT_REPORT (an agent
+    logging its config)
+  ask <kind>: asks permission for a tool call of that kind, offering once, always and reject; says the option
+  remember <words>: keeps the words in its session; recall: answers what its session holds.
+With SDK_AGENT_STATE set, its sessions are kept in that folder; with SDK_AGENT_LOAD=1 it advertises
+loadSession and takes one up again (replaying it as session/load does)."""
 
 from __future__ import annotations
 
@@ -16,6 +22,8 @@ import asyncio
 import json
 import os
 import sys
+import uuid
+from pathlib import Path
 from typing import Any
 
 from acp import PROTOCOL_VERSION, RequestError, run_agent
@@ -23,6 +31,7 @@ from acp.helpers import plan_entry, start_tool_call, update_agent_message_text, 
 from acp.schema import (
     AgentCapabilities,
     InitializeResponse,
+    LoadSessionResponse,
     McpCapabilities,
     NewSessionResponse,
     PermissionOption,
@@ -35,17 +44,34 @@ class SdkAgent:
         self._conn: Any = None
         self._cancelled = asyncio.Event()
         self._mcp: list[Any] = []
+        self._memory: list[str] = []
+        state = os.environ.get("SDK_AGENT_STATE")
+        self._state = Path(state) if state else None
 
     def on_connect(self, conn: Any) -> None:
         self._conn = conn
 
     async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
-        capabilities = AgentCapabilities(mcp_capabilities=McpCapabilities(http=True))
+        capabilities = AgentCapabilities(
+            mcp_capabilities=McpCapabilities(http=True), load_session=os.environ.get("SDK_AGENT_LOAD") == "1"
+        )
         return InitializeResponse(protocol_version=PROTOCOL_VERSION, agent_capabilities=capabilities)
 
     async def new_session(self, cwd: str, mcp_servers: Any = None, **kwargs: Any) -> NewSessionResponse:
         self._mcp = list(mcp_servers or [])
-        return NewSessionResponse(session_id="s1")
+        return NewSessionResponse(session_id=f"s-{uuid.uuid4().hex[:12]}")
+
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: Any = None, **kwargs: Any
+    ) -> LoadSessionResponse:
+        kept = self._state / f"{session_id}.json" if self._state else None
+        if kept is None or not kept.exists():
+            raise RequestError.resource_not_found(session_id)
+        self._mcp = list(mcp_servers or [])
+        self._memory = json.loads(kept.read_text())
+        for words in self._memory:  # as the protocol asks: the conversation replayed to the client
+            await self.say(session_id, f"replayed: {words}")
+        return LoadSessionResponse()
 
     async def call_mcp(self, tool: str, arguments: dict[str, Any]) -> str:
         """The MCP server Cellwright offered in session/new, called with the official mcp client."""
@@ -146,6 +172,26 @@ class SdkAgent:
             answers = await asyncio.gather(*asks, return_exceptions=True)
             granted = sum(1 for a in answers if getattr(a.outcome, "option_id", None) == "yes")  # type: ignore[union-attr]
             await self.say(session_id, f"spam granted {granted}")
+        elif mode == "ask":
+            options = [
+                PermissionOption(option_id="once", name="Allow once", kind="allow_once"),
+                PermissionOption(option_id="always", name="Always allow", kind="allow_always"),
+                PermissionOption(option_id="no", name="Reject", kind="reject_once"),
+            ]
+            call = update_tool_call("k1", title=f"Do a {words[1]}", kind=words[1])
+            asked = await self._conn.request_permission(session_id=session_id, tool_call=call, options=options)
+            await self.say(session_id, f"permission: {getattr(asked.outcome, 'option_id', asked.outcome.outcome)}")
+        elif mode == "mcpconfig":
+            servers = [server.model_dump(mode="json") for server in self._mcp]
+            Path(os.environ["SDK_AGENT_REPORT"]).write_text(json.dumps({"servers": servers, "env": dict(os.environ)}))
+            await self.say(session_id, "reported")
+        elif mode == "remember":
+            self._memory.append(" ".join(words[1:]))
+            if self._state is not None:
+                (self._state / f"{session_id}.json").write_text(json.dumps(self._memory))
+            await self.say(session_id, "noted")
+        elif mode == "recall":
+            await self.say(session_id, f"I remember: {'; '.join(self._memory) or 'nothing'}")
         elif mode == "hang":
             await asyncio.Event().wait()
         elif mode == "die":
