@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from devtools import forked_kernels
+from devtools import forked_kernels, jupyter_process, warm_fork
 from devtools.fake_llm import FakeLLM
 from devtools.sse import parse_sse
 
@@ -35,6 +35,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # The kernels of this process's in-process servers are forked from a warm process: the same
     # ipykernel, ~1 s of CPU less each (devtools/forked_kernels.py says what changes and what does not).
     forked_kernels.install()
+    # So are the Jupyter servers it starts as processes (~3 s of CPU less each): devtools/warm_fork.py.
+    jupyter_process.fork_servers()
     config.addinivalue_line(
         "markers",
         "alone: a test whose outcome depends on the machine's speed (a real model under llama.cpp): the test "
@@ -48,7 +50,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    forked_kernels.stop_zygote()
+    warm_fork.stop_all()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
