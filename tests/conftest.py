@@ -59,6 +59,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.get_closest_marker("runs_long") is None)
 
 
+@pytest.fixture(scope="session")
+def llama_prompt_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """llama.cpp's server with SmolLM2-135M and the model's own chat template (prompt tool calling),
+    shared by the tests that run alone: the agent's prompt (~4,400 tokens) is evaluated once, and the
+    next runs take its prefix from the server's cache (the first evaluation took ~35 s in CI)."""
+    from devtools.llama_server import serve
+
+    with serve(tmp_path_factory.mktemp("llama-prompt")) as url:
+        yield url
+
+
 @pytest.fixture
 def fake_llm() -> Iterator[FakeLLM]:
     with FakeLLM() as llm:
