@@ -23,7 +23,8 @@ from . import warm_fork
 
 NAME = "cellwright-test-forked"
 
-# What every kernel imports at start (none of them reads the environment while imported).
+# What every kernel imports at start. Of what they read from the environment while imported, only
+# IPKernelApp's parent (JPY_PARENT_PID) matters here: it is given on the command line below.
 PRELOAD = ("IPython", "ipykernel.kernelapp", "ipykernel.ipkernel", "jupyter_client", "tornado.ioloop", "zmq")
 
 
@@ -39,8 +40,10 @@ class ForkedProvisioner(LocalProvisioner):  # type: ignore[misc]
         if zygote is None:
             return await super().launch_kernel(cmd, **kwargs)
         cwd = str(kwargs.get("cwd") or os.getcwd())
-        # In a session of its own, as jupyter_client starts a kernel: its group is itself.
-        self.process = zygote.fork("ipykernel_launcher", cmd[3:], env, cwd, new_session=True)
+        # Its parent is the zygote: it ends when that does, as a kernel ends with the server that
+        # started it. In a session of its own, as jupyter_client starts a kernel: its group is itself.
+        argv = [*cmd[3:], f"--IPKernelApp.parent_handle={zygote.pid}"]
+        self.process = zygote.fork("ipykernel_launcher", argv, env, cwd, new_session=True)
         self.pid = self.pgid = self.process.pid
         self.cwd = cwd
         return self.connection_info

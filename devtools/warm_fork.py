@@ -89,8 +89,6 @@ def become(module, argv, env, cwd, output, new_session):
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(env)
-    if "JPY_PARENT_PID" in env:  # an ipykernel watches its parent: that is this zygote now
-        os.environ["JPY_PARENT_PID"] = str(os.getppid())
     sys.argv = [module, *argv]
     sys.path[0] = cwd
     # Named for what it runs (ps, top), not for the zygote's command line it inherited.
@@ -144,6 +142,7 @@ class Zygote:
         self._channel = ours
         self._lock = threading.Lock()  # one request at a time: the kernel manager's and the tests' threads
         self.usable = bool(self._answer())
+        self.pid = self._process.pid
 
     def fork(
         self,
