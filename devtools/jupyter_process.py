@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from . import warm_fork
 from .sse import parse_sse
 
 TOKEN = "cellwright-test-token"
@@ -22,6 +23,22 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 APP_MODULES = {"server": "jupyter_server", "lab": "jupyterlab"}
+
+# What a Jupyter server with Cellwright imports at start and on its first run (~4 s of CPU; importing
+# jupyterlab.labapp also runs node to read yarn's configuration). Checked for what they read from the
+# environment while imported: only LabApp's two folders below, which a forked lab is given explicitly.
+SERVER_PRELOAD = ("jupyter_server.serverapp", "jupyterlab.labapp", "jupyter_ext.extension", "langgraph.graph", "openai")
+
+
+class _Forking:
+    """Whether this process starts its Jupyter servers forked from a warm process (devtools/warm_fork.py):
+    the test processes do (tests/conftest.py), a benchmark's command line never does."""
+
+    on = False
+
+
+def fork_servers() -> None:
+    _Forking.on = True
 
 
 def free_port() -> int:
@@ -54,7 +71,9 @@ def isolated_env(base: Path, env: dict[str, str]) -> dict[str, str]:
     }
 
 
-def wait_serving(proc: subprocess.Popen[bytes], url: str, log_path: Path, name: str, timeout: float) -> None:
+def wait_serving(
+    proc: subprocess.Popen[bytes] | warm_fork.ForkedProcess, url: str, log_path: Path, name: str, timeout: float
+) -> None:
     """Poll `url` until it answers 200; RuntimeError with the log's tail if the process exits or never does."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -69,7 +88,7 @@ def wait_serving(proc: subprocess.Popen[bytes], url: str, log_path: Path, name: 
     raise RuntimeError(f"{name} did not start: {log_path.read_text()[-3000:]}")
 
 
-def stop_process(proc: subprocess.Popen[bytes] | None) -> None:
+def stop_process(proc: subprocess.Popen[bytes] | warm_fork.ForkedProcess | None) -> None:
     if proc and proc.poll() is None:
         proc.terminate()
         try:
@@ -123,7 +142,7 @@ class JupyterProcess:
         self.app = app
         self.extra_args = extra_args or []
         self.cellwright = cellwright
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.proc: subprocess.Popen[bytes] | warm_fork.ForkedProcess | None = None
         self.port = 0
         if app == "lab":
             use_working_tree_panel(base / "data")
@@ -140,13 +159,7 @@ class JupyterProcess:
     def start(self, timeout: float = 60, port: int = 0) -> JupyterProcess:
         """Start and wait until it serves; on `port` if given and still free (else on any free one)."""
         self.port = port if port and port_is_free(port) else free_port()
-        # `jupyter <app>` runs the app's script found on PATH, whose Python is this one's: another
-        # environment's Python runs the app's module itself.
-        app = ["jupyter", self.app] if self.python == sys.executable else [APP_MODULES[self.app]]
-        args = [
-            self.python,
-            "-m",
-            *app,
+        options = [
             "--no-browser",
             "--allow-root",
             f"--port={self.port}",
@@ -157,14 +170,39 @@ class JupyterProcess:
             f"--ServerApp.jpserver_extensions={ {'cellwright': self.cellwright, **self.extensions} }",
             *self.extra_args,
         ]
+        self.proc = self._forked(options) or self._launched(options)
+        wait_serving(self.proc, f"{self.url}/api/status", self.log_path, f"jupyter {self.app}", timeout)
+        return self
+
+    def _launched(self, options: list[str]) -> subprocess.Popen[bytes]:
+        # `jupyter <app>` runs the app's script found on PATH, whose Python is this one's: another
+        # environment's Python runs the app's module itself.
+        app = ["jupyter", self.app] if self.python == sys.executable else [APP_MODULES[self.app]]
         log = open(self.log_path, "ab")
         # No terminal on stdin, as under a service manager or JupyterHub: a SIGINT then ends the event
         # loop at once (Jupyter asks "Shut down?" only on a terminal).
-        self.proc = subprocess.Popen(
-            args, env=self.env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=self.root
+        return subprocess.Popen(
+            [self.python, "-m", *app, *options],
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=self.root,
         )
-        wait_serving(self.proc, f"{self.url}/api/status", self.log_path, f"jupyter {self.app}", timeout)
-        return self
+
+    def _forked(self, options: list[str]) -> warm_fork.ForkedProcess | None:
+        """The same server forked from a warm process, in a test process that asked for it."""
+        if not _Forking.on or self.python != sys.executable:
+            return None
+        zygote = warm_fork.zygote_for(SERVER_PRELOAD, self.env)
+        if zygote is None:
+            return None
+        if self.app == "lab":  # what LabApp's defaults would be in a fresh process with this environment
+            lab = Path(self.env["JUPYTER_CONFIG_DIR"]) / "lab"
+            settings = self.env.get("JUPYTERLAB_SETTINGS_DIR") or lab / "user-settings"
+            workspaces = self.env.get("JUPYTERLAB_WORKSPACES_DIR") or lab / "workspaces"
+            options = [f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={workspaces}", *options]
+        return zygote.fork(APP_MODULES[self.app], options, self.env, str(self.root), output=str(self.log_path))
 
     def stop(self) -> None:
         stop_process(self.proc)

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from devtools import forked_kernels
+from devtools import forked_kernels, jupyter_process, warm_fork
 from devtools.fake_llm import FakeLLM
 from devtools.sse import parse_sse
 
@@ -35,6 +35,8 @@ def pytest_configure(config: pytest.Config) -> None:
     # The kernels of this process's in-process servers are forked from a warm process: the same
     # ipykernel, ~1 s of CPU less each (devtools/forked_kernels.py says what changes and what does not).
     forked_kernels.install()
+    # So are the Jupyter servers it starts as processes (~3 s of CPU less each): devtools/warm_fork.py.
+    jupyter_process.fork_servers()
     config.addinivalue_line(
         "markers",
         "alone: a test whose outcome depends on the machine's speed (a real model under llama.cpp): the test "
@@ -48,13 +50,24 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    forked_kernels.stop_zygote()
+    warm_fork.stop_all()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Long tests first (a stable sort: otherwise collection order). pytest-xdist hands tests out in this
     order, so each worker starts on a long one and the short ones fill in around them."""
     items.sort(key=lambda item: item.get_closest_marker("runs_long") is None)
+
+
+@pytest.fixture(scope="session")
+def llama_prompt_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """llama.cpp's server with SmolLM2-135M and the model's own chat template (prompt tool calling),
+    shared by the tests that run alone: the agent's prompt (~4,400 tokens) is evaluated once, and the
+    next runs take its prefix from the server's cache (the first evaluation took ~35 s in CI)."""
+    from devtools.llama_server import serve
+
+    with serve(tmp_path_factory.mktemp("llama-prompt")) as url:
+        yield url
 
 
 @pytest.fixture

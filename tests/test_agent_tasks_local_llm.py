@@ -4,7 +4,6 @@ SmolLM2-135M, as in tests/test_local_llm.py): five easy tasks, run to their end.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,7 +12,7 @@ from bench.agent_tasks.datasets import generate
 from bench.agent_tasks.report import table
 from bench.agent_tasks.runner import Settings, cellwright_server, prepare, run_benchmark
 from bench.agent_tasks.tasks import all_tasks, select
-from devtools.llama_server import missing, serve
+from devtools.llama_server import missing
 from tests.bench_tables import record
 
 MISSING = missing()
@@ -26,14 +25,8 @@ pytestmark = [
 FIVE = "sales_rows,sales_products,emp_count_engineering,sql_customers,messy_rows"
 
 
-@pytest.fixture(scope="module")
-def llama_prompt_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Served with the model's own chat template: prompt tool calling (streamed function calling with
-    automatic tool choice gives an empty stream on this server, TESTING.md)."""
-    with serve(tmp_path_factory.mktemp("llama")) as url:
-        yield url
-
-
+# Served with the model's own chat template (tests/conftest.py's llama_prompt_server): prompt tool calling
+# (streamed function calling with automatic tool choice gives an empty stream on this server, TESTING.md).
 @pytest.mark.timeout(600)
 def test_five_tasks_against_the_local_model(llama_prompt_server: str, tmp_path_factory: Any) -> None:
     tasks = select(all_tasks(), FIVE)

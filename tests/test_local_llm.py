@@ -26,10 +26,13 @@ def mode(request: Any) -> str:
 
 
 @pytest.fixture(scope="module")
-def llama_server(tmp_path_factory: Any, mode: str) -> Iterator[str]:
+def llama_server(tmp_path_factory: Any, mode: str, request: pytest.FixtureRequest) -> Iterator[str]:
     """Served as users would: with function calling for native mode, with the model's own chat
-    template for prompt mode."""
-    with serve(tmp_path_factory.mktemp("llama"), "chatml-function-calling" if mode == "native" else None) as url:
+    template for prompt mode (the server the task benchmark's test also uses: tests/conftest.py)."""
+    if mode == "prompt":
+        yield request.getfixturevalue("llama_prompt_server")
+        return
+    with serve(tmp_path_factory.mktemp("llama"), "chatml-function-calling") as url:
         yield url
 
 

@@ -11,7 +11,11 @@ from devtools.fake_llm import FakeLLM, tool_call
 from devtools.jupyter_process import JupyterProcess
 from tests.ui.conftest import SHOTS, ask_until_card, open_new_notebook, open_panel_from_palette
 
-ALLOCATE = "ballast = bytearray(500 * 2**20)\nballast[::4096] = b'x' * len(ballast[::4096])\nimport time\ntime.sleep(25)\nprint('held')"
+# Holds the memory until the test has seen it (the test then creates `release` in the kernel's folder).
+ALLOCATE = (
+    "ballast = bytearray(500 * 2**20)\nballast[::4096] = b'x' * len(ballast[::4096])\nimport os, time\n"
+    "while not os.path.exists('release'):\n    time.sleep(0.05)\nprint('held')"
+)
 
 
 def test_the_panel_shows_the_kernels_memory_rise(page: Any, lab: JupyterProcess, fake_llm: FakeLLM) -> None:
@@ -36,6 +40,7 @@ def test_the_panel_shows_the_kernels_memory_rise(page: Any, lab: JupyterProcess,
     expect(figures).to_contain_text("CPU")
     expect(page.get_by_test_id("cw-kernel-usage-warning")).to_be_visible(timeout=10_000)
     page.screenshot(path=str(SHOTS / "15-kernel-usage.png"))
+    (lab.root / "release").touch()
     expect(page.get_by_test_id("cw-final")).to_contain_text("Allocated.", timeout=60_000)
     expect(page.get_by_test_id("cw-kernel-usage")).to_have_count(0)  # gone once the run is over
     assert not page.errors, page.errors  # type: ignore[attr-defined]

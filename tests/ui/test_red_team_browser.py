@@ -226,17 +226,21 @@ def test_panel_follows_waiting_overflowing_and_unresponsive_cells(
     open_new_notebook(page, lab)
     editor = page.locator(".jp-Notebook .jp-Cell .cm-content").first
     editor.click()
-    page.keyboard.insert_text("import time; time.sleep(10); print('user cell done')")
+    # Busy until the test has seen the agent's cell wait for it (the test then creates `go`).
+    page.keyboard.insert_text(
+        "import os, time\nwhile not os.path.exists('go'):\n    time.sleep(0.05)\nprint('user cell done')"
+    )
     open_panel_from_palette(page)
     page.get_by_role("textbox", name="Message Cellwright").fill("go")
     page.get_by_role("button", name="Send").click()
     card = page.get_by_role("region", name="Approval required")
     card.wait_for(timeout=60_000)  # the first run of a server imports langgraph and openai
-    run_cell_from_editor(page, page.locator(".jp-Notebook .jp-CodeCell").first)  # busy for 10 s
+    run_cell_from_editor(page, page.locator(".jp-Notebook .jp-CodeCell").first)
     card.get_by_role("button", name="Approve").click()
 
     status = page.locator('[data-testid="cw-tool"][data-tool-name="run_cell"] [data-testid="cw-tool-status"]').first
     expect(status).to_contain_text("waiting for the kernel", timeout=10_000)
+    (lab.root / "go").touch()
     expect(status).to_contain_text("done", timeout=30_000)
     agent_cell = page.locator(".jp-Notebook .jp-CodeCell").filter(has_text="print('agent cell ran')")
     expect(agent_cell).to_have_count(1)
