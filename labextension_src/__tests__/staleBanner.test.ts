@@ -8,7 +8,7 @@ import { afterEach, test } from 'node:test';
 
 import { CellwrightAPI } from '../api';
 import { PanelModel } from '../model';
-import { asMessages, caughtUp, fakeServer, ICall, jsonResponse, recording, sse, streamResponse, until } from './helpers';
+import { asMessages, caughtUp, fakeServer, ICall, jsonResponse, recording, sse, streamResponse, trans, until } from './helpers';
 
 const panels: PanelModel[] = [];
 
@@ -42,7 +42,7 @@ test('the banner goes as soon as the thread on show stops waiting, before the po
         return streamResponse({ chunks: [sse([...asMessages(events.slice(0, paused)), caughtUp(paused)])] });
     }
   });
-  const panel = new PanelModel({ api: new CellwrightAPI(settings), version: '0.1.0', storage: null });
+  const panel = new PanelModel({ trans, api: new CellwrightAPI(settings), version: '0.1.0', storage: null });
   panels.push(panel);
   panel.setNotebook({ path: 'analysis.ipynb', kernelId: () => 'kernel-1' });
   void panel.openThread('thread-1');

@@ -63,13 +63,6 @@ const ACTION: Record<string, string> = {
   write_todos: 'follow this plan'
 };
 
-/** "Python developer asks to run a cell" ("Cellwright asks …" in single mode). */
-export function approvalQuestion(pending: { agent?: string; name: string }): string {
-  const agent = pending.agent;
-  const who = !agent || agent === 'main' ? 'Cellwright' : agentLabel(agent);
-  return `${who} asks to ${ACTION[pending.name] ?? `use ${pending.name}`}`;
-}
-
 /** The card's one title: the verb ("Run a cell"), with who asks when it is a sub-agent. */
 export function approvalTitle(trans: TranslationBundle, pending: { agent?: string; name: string }): string {
   const action = trans.__(ACTION[pending.name] ?? 'use %1', pending.name);
@@ -77,7 +70,7 @@ export function approvalTitle(trans: TranslationBundle, pending: { agent?: strin
   if (!agent || agent === 'main') {
     return action.charAt(0).toUpperCase() + action.slice(1);
   }
-  return trans.__('%1 asks to %2', agentLabel(agent), action);
+  return trans.__('%1 asks to %2', agentLabel(trans, agent), action);
 }
 
 /** The key that goes with Enter to approve: ⌘ on a Mac, Ctrl elsewhere. */
@@ -282,7 +275,7 @@ export function ApprovalCard(props: {
 
       {pending.origin && (
         <div className="cw-approval-origin" data-testid="cw-approval-origin">
-          <VisibleText text={originText(pending.origin)} />
+          <VisibleText text={originText(trans, pending.origin)} />
         </div>
       )}
 

@@ -21,7 +21,7 @@ export function CellProgress(props: { item: IToolItem; model: PanelModel; waitin
     <div className="cw-cell-progress" data-testid="cw-cell-progress" role="status">
       <div className="cw-cell-progress-line">
         <span className="cw-cell-progress-elapsed">
-          {trans.__('Running for %1', formatSeconds(progress.elapsedS))}
+          {trans.__('Running for %1', formatSeconds(trans, progress.elapsedS))}
         </span>
         {percent !== null && (
           <progress
@@ -33,7 +33,7 @@ export function CellProgress(props: { item: IToolItem; model: PanelModel; waitin
         )}
         {percent !== null && <span className="cw-cell-progress-percent">{`${Math.round(percent)}%`}</span>}
         {progress.etaS !== null && (
-          <span className="cw-cell-progress-eta">{trans.__('about %1 left', formatSeconds(progress.etaS))}</span>
+          <span className="cw-cell-progress-eta">{trans.__('about %1 left', formatSeconds(trans, progress.etaS))}</span>
         )}
       </div>
       {progress.text && <pre className="cw-cell-progress-text">{progress.text}</pre>}

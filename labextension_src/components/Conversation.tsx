@@ -3,8 +3,8 @@ import * as React from 'react';
 import { useEffect, useLayoutEffect, useRef, useState } from 'react';
 
 import {
-  AUTONOMY_HINTS,
-  AUTONOMY_LABELS,
+  autonomyHint,
+  autonomyLabel,
   ConversationItem,
   isStopped,
   isStreaming,
@@ -39,10 +39,11 @@ import { VisibleText } from './VisibleText';
 /** The agent's name, when it is not the one its container already names. */
 function AgentBadge(props: { agent: string; container?: string }): JSX.Element | null {
   const { agent, container } = props;
+  const trans = useTrans();
   if (ROOT_AGENTS.has(agent) || agent === container) {
     return null;
   }
-  return <span className="cw-agent-badge">{agentLabel(agent)}</span>;
+  return <span className="cw-agent-badge">{agentLabel(trans, agent)}</span>;
 }
 
 /** True when a call inside the block waits for the user (a `task` call itself never does). */
@@ -90,7 +91,7 @@ function SubtaskBlock(props: {
   useEffect(() => {
     setOpen(item.active);
   }, [item.active]);
-  const label = agentLabel(item.agent);
+  const label = agentLabel(trans, item.agent);
   const status = subtaskStatus(item);
   const stopped = isStopped(item) || item.status === 'cancelled';
   return (
@@ -215,9 +216,9 @@ function Item(props: {
           data-autonomy={item.autonomy ?? undefined}
         >
           {item.autonomy && (
-            <span className="cw-autonomy-badge" title={AUTONOMY_HINTS[item.autonomy]}>
+            <span className="cw-autonomy-badge" title={autonomyHint(trans, item.autonomy)}>
               <span className="cw-visually-hidden">{trans.__('Mode: ')}</span>
-              {AUTONOMY_LABELS[item.autonomy]}
+              {autonomyLabel(trans, item.autonomy)}
             </span>
           )}
           <div className="cw-message-text">
@@ -286,7 +287,7 @@ function Item(props: {
     case 'run_end': {
       // Usage once: a run that is the whole thread so far has its figure in the footer only.
       const threadUsage = model.view.usage.thread;
-      const ownFigure = !!item.usage && !(threadUsage && usageText(threadUsage) === usageText(item.usage));
+      const ownFigure = !!item.usage && !(threadUsage && usageText(trans, threadUsage) === usageText(trans, item.usage));
       if (item.status === 'completed' && !ownFigure) {
         return null;
       }

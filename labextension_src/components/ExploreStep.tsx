@@ -84,7 +84,7 @@ export function ExploreStep(props: {
           {props.showAgent && (
             <div className="cw-tool-agent">
               <span className="cw-label">{trans.__('Agent: ')}</span>
-              {agentLabel(item.agent)}
+              {agentLabel(trans, item.agent)}
             </div>
           )}
           {code && (

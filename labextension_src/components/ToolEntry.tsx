@@ -191,7 +191,7 @@ export function ToolEntry(props: {
           {props.showAgent && (
             <div className="cw-tool-agent">
               <span className="cw-label">{trans.__('Agent: ')}</span>
-              {agentLabel(item.agent)}
+              {agentLabel(trans, item.agent)}
             </div>
           )}
           {description && <div className="cw-tool-description">{description}</div>}

@@ -4,6 +4,7 @@
  * user's settings; and the user's actions (send, decide, stop). Emits
  * `changed` for the views and `liveEvent` for the notebook bridge.
  */
+import type { TranslationBundle } from '@jupyterlab/translation';
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
@@ -41,6 +42,8 @@ export interface ILiveEvent {
 export namespace PanelModel {
   export interface IOptions {
     api: CellwrightAPI;
+    /** The panel's translation bundle (`cellwright`): what the model words itself. */
+    trans: TranslationBundle;
     /** The frontend's version, compared with the server's. */
     version: string;
     /** Where the last thread per notebook is remembered. */
@@ -53,6 +56,7 @@ export namespace PanelModel {
 export class PanelModel implements IDisposable {
   constructor(options: PanelModel.IOptions) {
     this.api = options.api;
+    this.trans = options.trans;
     this.agents = new AgentChoice(options.api, () => this._changed.emit());
     this.version = options.version;
     this._lastThreads = new LastThreads(options.storage ?? null);
@@ -64,10 +68,11 @@ export class PanelModel implements IDisposable {
       onCaughtUp: thread => this._caughtUp.emit(thread),
       onError: (thread, error) => this._threadError(thread, error)
     });
-    this.settings = new SettingsModel(options.api);
+    this.settings = new SettingsModel(options.api, options.trans);
     this.settings.saved.connect(() => void this.checkHealth());
     const owner = {
       api: options.api,
+      trans: options.trans,
       onChanged: () => this._changed.emit(),
       onError: (error: unknown, context: string) => this.reportError(error, context)
     };
@@ -85,6 +90,7 @@ export class PanelModel implements IDisposable {
   }
 
   readonly api: CellwrightAPI;
+  readonly trans: TranslationBundle;
   /** MCP servers the user turned off per thread (the Tools section). */
   readonly disabledServers = new DisabledServers();
   readonly version: string;
@@ -260,7 +266,7 @@ export class PanelModel implements IDisposable {
 
   /** Notices derived from the health answer. */
   get notices(): string[] {
-    return healthNotices(this._setup.health, this.version);
+    return healthNotices(this.trans, this._setup.health, this.version);
   }
 
   // ------------------------------------------------------------ notebook and threads
@@ -435,7 +441,7 @@ export class PanelModel implements IDisposable {
       await this.api.continueWithoutWaiting(thread.threadId);
       thread.connect();
     } catch (error) {
-      this.reportError(error, 'Could not continue without waiting');
+      this.reportError(error, this.trans.__('Could not continue without waiting'));
     }
   }
 
@@ -449,7 +455,7 @@ export class PanelModel implements IDisposable {
       await this.api.cancel(thread.threadId);
       thread.connect();
     } catch (error) {
-      this.reportError(error, 'Could not stop the run');
+      this.reportError(error, this.trans.__('Could not stop the run'));
     }
   }
 
@@ -481,7 +487,7 @@ export class PanelModel implements IDisposable {
         this._lastThreads.forget(this._notebook.path);
       }
     }
-    this.reportError(error, `Thread ${thread.title ?? thread.threadId}`);
+    this.reportError(error, this.trans.__('Thread %1', thread.title ?? thread.threadId));
   }
 
   private _setActive(thread: ThreadModel | null): void {
