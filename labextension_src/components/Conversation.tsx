@@ -15,7 +15,7 @@ import {
   ROOT_AGENTS
 } from '../model';
 import { agentLabel } from '../tokens';
-import { ExploreStep } from './ExploreStep';
+import { ExploreStep, useRunAsCell } from './ExploreStep';
 import { RestartKernelButton } from './KernelRestart';
 import { Markdown } from './Markdown';
 import { UserMessageText } from './Mentions';
@@ -161,6 +161,7 @@ function ToolStep(props: {
   const showAgent = !ROOT_AGENTS.has(item.agent) && item.agent !== container;
   const undo = useUndo(model, item);
   const rewind = useRewind(model, item, !container && item.name !== 'write_todos');
+  const asCell = useRunAsCell(model, item);
   const actions: IStepAction[] = [];
   if (hasNotebookCell(item)) {
     actions.push({
@@ -170,7 +171,7 @@ function ToolStep(props: {
       onSelect: () => showCell(item.id)
     });
   }
-  actions.push(...undo.actions, ...rewind.actions);
+  actions.push(...asCell.actions, ...undo.actions, ...rewind.actions);
   const sent =
     props.sent && model.thread ? (
       <SentStep api={model.api} threadId={model.thread.threadId} sent={props.sent} />
@@ -179,13 +180,14 @@ function ToolStep(props: {
     <div className="cw-step" data-testid="cw-step" data-tool-call-id={item.id} data-tool-name={item.name}>
       <div className="cw-step-row">
         {isExplore(item) ? (
-          <ExploreStep item={item} model={model} rendermime={rendermime} showAgent={showAgent} />
+          <ExploreStep item={item} rendermime={rendermime} showAgent={showAgent} />
         ) : (
           <ToolEntry item={item} rendermime={rendermime} showAgent={showAgent} sent={sent} />
         )}
         <StepMenu actions={actions} stepLabel={stepVerb(trans, item.name)} toolCallId={item.id} />
       </div>
       <CellProgress item={item} model={model} waiting={model.thread?.view.status === 'waiting_for_cell'} />
+      {asCell.view}
       {undo.view}
       {rewind.view}
     </div>
