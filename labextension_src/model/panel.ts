@@ -32,7 +32,7 @@ import { ServerSetup } from './serverSetup';
 import { ThreadModel } from './thread';
 import { ThreadHistory } from './threadHistory';
 import { EMPTY_VIEW, isActive, IThreadView } from './view';
-import { awaitingHere, WaitingThreads } from './waitingThreads';
+import { WaitingBanner } from './waitingBanner';
 
 export interface ILiveEvent {
   thread: ThreadModel;
@@ -78,12 +78,11 @@ export class PanelModel implements IDisposable {
     };
     this._setup = new ServerSetup({ ...owner, settings: this.settings });
     this._history = new ThreadHistory(owner);
-    this._waiting = new WaitingThreads({
+    this._banner = new WaitingBanner({
       api: options.api,
-      onChanged: () => {
-        this._followWaiting();
-        this._changed.emit();
-      }
+      active: () => this.thread,
+      notebookPath: () => this._notebook?.path ?? null,
+      onChanged: () => this._changed.emit()
     });
     this._mode = options.mode ?? 'single';
     this._autoScroll = options.autoScroll ?? true;
@@ -285,7 +284,7 @@ export class PanelModel implements IDisposable {
     }
     this._bound = true;
     if (binding) {
-      this._waiting.start();
+      this._banner.poll.start();
     }
     const remembered = binding ? this._lastThreads.recall(binding.path) : null;
     if (remembered) {
@@ -300,17 +299,7 @@ export class PanelModel implements IDisposable {
    * is not on show (an outside agent's call, a run started elsewhere).
    */
   get waitingThreads(): Thread[] {
-    const active = this.thread;
-    // The thread on show is followed: its own events say whether it waits, unless the poll is newer
-    // (a run started elsewhere, which the panel has not read yet). A card shown or decided here
-    // needs no banner either.
-    const followed =
-      active &&
-      (active.view.pendingApproval ||
-        (active.view.status !== 'awaiting_approval' && active.lastEventAt >= this._waiting.askedAt))
-        ? active.threadId
-        : null;
-    return awaitingHere(this._waiting.threads, this._notebook?.path ?? null).filter(t => t.thread_id !== followed);
+    return this._banner.threads;
   }
 
   /** Show a waiting thread with its card (its stream read again: the run started elsewhere). */
@@ -464,21 +453,13 @@ export class PanelModel implements IDisposable {
       return;
     }
     this._isDisposed = true;
-    this._waiting.dispose();
+    this._banner.dispose();
     this.settings.dispose();
     this._threads.dispose();
     Signal.clearData(this);
   }
 
   // ------------------------------------------------------------ private
-
-  /** The thread on show waits for a decision its view does not have yet: read its stream again. */
-  private _followWaiting(): void {
-    const active = this.thread;
-    if (active && !active.pendingApproval && this.waitingThreads.some(t => t.thread_id === active.threadId)) {
-      active.connect();
-    }
-  }
 
   /** A thread's error: a thread gone from the server is no longer the notebook's last. */
   private _threadError(thread: ThreadModel, error: unknown): void {
@@ -501,7 +482,7 @@ export class PanelModel implements IDisposable {
   private _notebook: INotebookBinding | null = null;
   private _bound = false;
   private _history: ThreadHistory;
-  private _waiting: WaitingThreads;
+  private _banner: WaitingBanner;
   private _errors = new ErrorBanner();
   private _setup: ServerSetup;
   private _mode: Mode;
