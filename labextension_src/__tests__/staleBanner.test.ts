@@ -1,7 +1,9 @@
 /**
  * The "is waiting for your approval [Review]" banner (issue 39): the thread on show is followed, so
  * its own events say whether it still waits; the waiting-threads poll decides only when it is newer
- * than those events (a run started elsewhere that this panel has not read yet).
+ * than those events (a run started elsewhere that this panel has not read yet). The panel asks the
+ * server to keep the stream open while the card waits (`waiting=1`), so a decision made elsewhere
+ * arrives as those events, with no polling.
  */
 import * as assert from 'node:assert/strict';
 import { afterEach, test } from 'node:test';
@@ -32,7 +34,7 @@ const WAITING = {
 test('the banner goes as soon as the thread on show stops waiting, before the poll catches up', async () => {
   const { events } = recording('single_agent.json');
   const paused = events.findIndex(e => e.type === 'run_finished') + 1;
-  const { settings } = fakeServer(call => {
+  const { settings, calls } = fakeServer(call => {
     switch (route(call)) {
       case 'GET threads':
         return jsonResponse(200, { threads: [WAITING] });
@@ -47,7 +49,12 @@ test('the banner goes as soon as the thread on show stops waiting, before the po
   panel.setNotebook({ path: 'analysis.ipynb', kernelId: () => 'kernel-1' });
   void panel.openThread('thread-1');
   await until(() => panel.pendingApproval?.id === 'call_load');
-  const waiting = (panel as any)._waiting;
+  const streams = calls.filter(call => route(call) === 'GET threads/thread-1/events');
+  assert.ok(streams.length > 0);
+  for (const call of streams) {
+    assert.equal(new URL(call.url).searchParams.get('waiting'), '1', 'the stream follows the waiting thread');
+  }
+  const waiting = (panel as any)._banner.poll;
   await waiting.refresh();
   assert.equal(waiting.threads.length, 1, 'the poll says the thread waits');
   assert.deepEqual(panel.waitingThreads, [], 'its card is on show: no banner');
