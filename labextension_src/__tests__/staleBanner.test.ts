@@ -77,3 +77,36 @@ test('the banner goes as soon as the thread on show stops waiting, before the po
     ['thread-1']
   );
 });
+
+test('a thread left while its card waits lets go of its stream; reopened, its card is back', async () => {
+  const { events } = recording('single_agent.json');
+  const paused = events.findIndex(e => e.type === 'run_finished') + 1;
+  // The server holds a waiting thread's stream open (pings) until the client leaves.
+  const pings = Array.from({ length: 400 }, () => ': ping\n\n');
+  const { settings, calls } = fakeServer(call => {
+    switch (route(call)) {
+      case 'GET threads':
+        return jsonResponse(200, { threads: [WAITING] });
+      case 'GET threads/thread-1':
+        return jsonResponse(200, { ...WAITING, messages: [] });
+      default:
+        return streamResponse({
+          chunks: [sse([...asMessages(events.slice(0, paused)), caughtUp(paused)]), ...pings],
+          pauseMs: 25,
+          signal: call.signal
+        });
+    }
+  });
+  const panel = new PanelModel({ trans, api: new CellwrightAPI(settings), version: '0.1.0', storage: null });
+  panels.push(panel);
+  panel.setNotebook({ path: 'analysis.ipynb', kernelId: () => 'kernel-1' });
+  void panel.openThread('thread-1');
+  await until(() => panel.pendingApproval?.id === 'call_load');
+  const stream = calls.find(call => route(call) === 'GET threads/thread-1/events')!;
+  assert.equal(panel.thread!.streaming, true, 'the stream stays open while the card waits');
+
+  panel.newThread(); // the user leaves the thread: its waiting stream must not hold a connection
+  assert.equal(stream.signal.aborted, true);
+  void panel.openThread('thread-1');
+  await until(() => panel.pendingApproval?.id === 'call_load');
+});

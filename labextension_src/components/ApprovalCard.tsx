@@ -60,7 +60,8 @@ const ACTION: Record<string, string> = {
   edit_cell: 'change a cell and run it again',
   restart_kernel: 'restart the kernel',
   sql_query: 'run SQL on a database',
-  write_todos: 'follow this plan'
+  write_todos: 'follow this plan',
+  explore: 'explore in a copy of the kernel, unsandboxed'
 };
 
 /** The card's one title: the verb ("Run a cell"), with who asks when it is a sub-agent. */

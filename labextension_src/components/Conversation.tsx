@@ -84,6 +84,8 @@ function SubtaskBlock(props: {
   item: ISubtaskItem;
   model: PanelModel;
   rendermime: IRenderMimeRegistry;
+  /** What the model call that handed over the task sent (in the block's details, as a step's). */
+  sent?: React.ReactNode;
 }): JSX.Element {
   const { item, model, rendermime } = props;
   const trans = useTrans();
@@ -131,6 +133,7 @@ function SubtaskBlock(props: {
           </span>
         </summary>
         <div className="cw-subtask-body">
+          {props.sent}
           {item.items.length === 0 && item.active && (
             <div className="cw-muted">{trans.__('%1 is starting…', label)}</div>
           )}
@@ -172,20 +175,18 @@ function ToolStep(props: {
     });
   }
   actions.push(...asCell.actions, ...undo.actions, ...rewind.actions);
+  const menu = <StepMenu actions={actions} stepLabel={stepVerb(trans, item.name)} toolCallId={item.id} />;
   const sent =
     props.sent && model.thread ? (
       <SentStep api={model.api} threadId={model.thread.threadId} sent={props.sent} />
     ) : undefined;
   return (
     <div className="cw-step" data-testid="cw-step" data-tool-call-id={item.id} data-tool-name={item.name}>
-      <div className="cw-step-row">
-        {isExplore(item) ? (
-          <ExploreStep item={item} rendermime={rendermime} showAgent={showAgent} />
-        ) : (
-          <ToolEntry item={item} rendermime={rendermime} showAgent={showAgent} sent={sent} />
-        )}
-        <StepMenu actions={actions} stepLabel={stepVerb(trans, item.name)} toolCallId={item.id} />
-      </div>
+      {isExplore(item) ? (
+        <ExploreStep item={item} rendermime={rendermime} showAgent={showAgent} menu={menu} />
+      ) : (
+        <ToolEntry item={item} rendermime={rendermime} showAgent={showAgent} sent={sent} menu={menu} />
+      )}
       <CellProgress item={item} model={model} waiting={model.thread?.view.status === 'waiting_for_cell'} />
       {asCell.view}
       {undo.view}
@@ -243,7 +244,7 @@ function Item(props: {
     case 'tool':
       return <ToolStep item={item} model={model} rendermime={rendermime} container={container} sent={props.sent} />;
     case 'subtask':
-      return <SubtaskBlock item={item} model={model} rendermime={rendermime} />;
+      return <SubtaskBlock item={item} model={model} rendermime={rendermime} sent={sentView} />;
     case 'final': {
       const disabled = model.running || model.sending;
       return (
@@ -340,7 +341,7 @@ function Items(props: {
     if (item.kind === 'sent') {
       sent = item.request;
       const next = items[index + 1];
-      if (next && ['tool', 'assistant', 'final', 'sent'].includes(next.kind)) {
+      if (next && ['tool', 'subtask', 'assistant', 'final', 'sent'].includes(next.kind)) {
         return; // shown with the next item; a call that produced nothing shown (a plan) only in the thread's view
       }
       if (!next) {

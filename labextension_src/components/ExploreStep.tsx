@@ -37,7 +37,13 @@ function stateLabel(trans: TranslationBundle, state: ExploreState): string {
  * sandbox blocked. "Run as cell" (useRunAsCell, in the step's menu)
  * proposes the code as a real cell, which then waits for the usual approval.
  */
-export function ExploreStep(props: { item: IToolItem; rendermime: IRenderMimeRegistry; showAgent: boolean }): JSX.Element {
+export function ExploreStep(props: {
+  item: IToolItem;
+  rendermime: IRenderMimeRegistry;
+  showAgent: boolean;
+  /** The step's menu: on the step's line, before the scratchpad, in reading (and focus) order. */
+  menu?: React.ReactNode;
+}): JSX.Element {
   const { item, rendermime } = props;
   const trans = useTrans();
   const state = exploreState(item);
@@ -78,6 +84,7 @@ export function ExploreStep(props: { item: IToolItem; rendermime: IRenderMimeReg
           )}
         </div>
       </details>
+      {props.menu}
       {item.outputs.length > 0 && (
         <div
           className="cw-explore-scratchpad"
