@@ -31,7 +31,11 @@ const WAITING = {
   status: 'awaiting_approval'
 };
 
-test('the banner goes as soon as the thread on show stops waiting, before the poll catches up', async () => {
+/**
+ * A panel bound to analysis.ipynb whose server says thread-1 waits; its stream replays the run up to
+ * its card, then sends `after` (the pings of a stream held open while the card waits).
+ */
+function panelWithWaitingThread(after: string[] = []) {
   const { events } = recording('single_agent.json');
   const paused = events.findIndex(e => e.type === 'run_finished') + 1;
   const { settings, calls } = fakeServer(call => {
@@ -41,12 +45,21 @@ test('the banner goes as soon as the thread on show stops waiting, before the po
       case 'GET threads/thread-1':
         return jsonResponse(200, { ...WAITING, messages: [] });
       default:
-        return streamResponse({ chunks: [sse([...asMessages(events.slice(0, paused)), caughtUp(paused)])] });
+        return streamResponse({
+          chunks: [sse([...asMessages(events.slice(0, paused)), caughtUp(paused)]), ...after],
+          pauseMs: 25,
+          signal: call.signal
+        });
     }
   });
   const panel = new PanelModel({ trans, api: new CellwrightAPI(settings), version: '0.1.0', storage: null });
   panels.push(panel);
   panel.setNotebook({ path: 'analysis.ipynb', kernelId: () => 'kernel-1' });
+  return { panel, calls, events, paused };
+}
+
+test('the banner goes as soon as the thread on show stops waiting, before the poll catches up', async () => {
+  const { panel, calls, events, paused } = panelWithWaitingThread();
   void panel.openThread('thread-1');
   await until(() => panel.pendingApproval?.id === 'call_load');
   const streams = calls.filter(call => route(call) === 'GET threads/thread-1/events');
@@ -79,27 +92,8 @@ test('the banner goes as soon as the thread on show stops waiting, before the po
 });
 
 test('a thread left while its card waits lets go of its stream; reopened, its card is back', async () => {
-  const { events } = recording('single_agent.json');
-  const paused = events.findIndex(e => e.type === 'run_finished') + 1;
   // The server holds a waiting thread's stream open (pings) until the client leaves.
-  const pings = Array.from({ length: 400 }, () => ': ping\n\n');
-  const { settings, calls } = fakeServer(call => {
-    switch (route(call)) {
-      case 'GET threads':
-        return jsonResponse(200, { threads: [WAITING] });
-      case 'GET threads/thread-1':
-        return jsonResponse(200, { ...WAITING, messages: [] });
-      default:
-        return streamResponse({
-          chunks: [sse([...asMessages(events.slice(0, paused)), caughtUp(paused)]), ...pings],
-          pauseMs: 25,
-          signal: call.signal
-        });
-    }
-  });
-  const panel = new PanelModel({ trans, api: new CellwrightAPI(settings), version: '0.1.0', storage: null });
-  panels.push(panel);
-  panel.setNotebook({ path: 'analysis.ipynb', kernelId: () => 'kernel-1' });
+  const { panel, calls } = panelWithWaitingThread(Array.from({ length: 400 }, () => ': ping\n\n'));
   void panel.openThread('thread-1');
   await until(() => panel.pendingApproval?.id === 'call_load');
   const stream = calls.find(call => route(call) === 'GET threads/thread-1/events')!;

@@ -135,6 +135,18 @@ def _axe(page: Any, selector: str) -> list[str]:
     return page.evaluate(AXE_RUN, selector)
 
 
+def _ask_for_a_cell(page: Any, fake_llm: FakeLLM, message: str, call_id: str, code: str, answer: str) -> None:
+    """Send `message` by keyboard to a model that asks to run `code`, then answers; wait for its card."""
+    from playwright.sync_api import expect
+
+    fake_llm.script(tool_call("run_cell", {"code": code}, id=call_id), tool_call("final_answer", {"answer": answer}))
+    page.get_by_role("textbox", name="Message Cellwright").focus()
+    page.keyboard.type(message)
+    page.keyboard.press("Enter")
+    card = page.get_by_role("region", name="Approval required")
+    expect(card).to_have_attribute("data-tool-call-id", call_id, timeout=30_000)
+
+
 def test_the_panel_designed(page: Any, lab: JupyterProcess, fake_llm: FakeLLM) -> None:
     from playwright.sync_api import expect
 
@@ -238,14 +250,7 @@ def test_the_panel_designed(page: Any, lab: JupyterProcess, fake_llm: FakeLLM) -
     expect(explore.locator('button[data-testid="cw-run-as-cell"]:not([role="menuitem"])')).to_have_count(0)
 
     # A step rewound: a second run's cell, then "Rewind to here" from its menu, confirmed by keyboard.
-    fake_llm.script(
-        tool_call("run_cell", {"code": "scratch = 1"}, id="scratch"),
-        tool_call("final_answer", {"answer": "Scratch set."}),
-    )
-    box.focus()
-    page.keyboard.type("set a scratch value")
-    page.keyboard.press("Enter")
-    expect(card).to_have_attribute("data-tool-call-id", "scratch", timeout=30_000)
+    _ask_for_a_cell(page, fake_llm, "set a scratch value", "scratch", "scratch = 1", "Scratch set.")
     expect(card).to_be_focused()
     page.keyboard.press("Control+Enter")
     expect(page.get_by_test_id("cw-final").last).to_contain_text("Scratch set", timeout=30_000)
@@ -326,14 +331,7 @@ def test_the_panel_designed(page: Any, lab: JupyterProcess, fake_llm: FakeLLM) -
     # The stale banner: a card approved from a second client (here over REST) leaves no
     # "waiting for your approval" behind, though the panel's poll still says it waits.
     _theme(page, "JupyterLab Light")
-    fake_llm.script(
-        tool_call("run_cell", {"code": "print('again')"}, id="again"),
-        tool_call("final_answer", {"answer": "Again done."}),
-    )
-    box.focus()
-    page.keyboard.type("once more")
-    page.keyboard.press("Enter")
-    expect(card).to_have_attribute("data-tool-call-id", "again", timeout=30_000)
+    _ask_for_a_cell(page, fake_llm, "once more", "again", "print('again')", "Again done.")
     threads = lab.get("cellwright/api/threads").json()["threads"]
     waiting = [t for t in threads if t["status"] == "awaiting_approval"]
     assert len(waiting) == 1, threads
