@@ -26,7 +26,7 @@ html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
     "navbar_align": "left",
-    "header_links_before_dropdown": 9,  # every section of the site in the top bar: one click away
+    "header_links_before_dropdown": 6,  # the rest under "More": any page within two clicks
     "secondary_sidebar_items": ["page-toc"],
     "footer_start": ["copyright"],
     "footer_end": [],

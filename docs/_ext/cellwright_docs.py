@@ -170,7 +170,10 @@ class ScreenshotDirective(SphinxDirective):
             target.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(shot, target / name)
             # absolute to the source dir, whatever the page's folder
-            return [nodes.image(uri=f"/_static/screenshots/{name}", alt=caption)]
+            figure = nodes.figure()
+            figure += nodes.image(uri=f"/_static/screenshots/{name}", alt=caption)
+            figure += nodes.caption(text=caption)
+            return [figure]
         note = nodes.note()
         note += nodes.paragraph(
             text=f"Screenshot: {caption}. It is taken by {test} and written to .output/ui/{name}; "
