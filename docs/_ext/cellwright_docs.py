@@ -16,12 +16,14 @@ import json
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 
 from docutils import nodes
 from docutils.statemachine import StringList
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 from sphinx.util.nodes import nested_parse_with_titles
+from traitlets import Enum, TraitType
 
 REPO = Path(__file__).resolve().parents[2]
 OPENAPI = REPO / "jupyter_ext" / "openapi.json"
@@ -37,14 +39,14 @@ def route_anchor(method: str, path: str) -> str:
     return "api-" + re.sub(r"[^a-z0-9]+", "-", f"{method} {path}".lower()).strip("-")
 
 
-def cellwright_traits() -> dict[str, object]:
+def cellwright_traits() -> dict[str, TraitType[Any, Any]]:
     """The configurable traits, by name, from the class itself (its mixins included)."""
     from agent_core.config.configurable import Cellwright
 
     return dict(sorted(Cellwright.class_traits(config=True).items()))
 
 
-def openapi_routes() -> list[tuple[str, str, dict]]:
+def openapi_routes() -> list[tuple[str, str, dict[str, Any]]]:
     """(method, path, operation) for every operation of the OpenAPI document, in its order."""
     document = json.loads(OPENAPI.read_text(encoding="utf-8"))
     return [
@@ -60,10 +62,10 @@ def _literal(text: str) -> str:
     return f"``{text}``" if "`" not in text else text
 
 
-def _trait_rst(name: str, trait, owner: str, dynamic: bool) -> list[str]:
+def _trait_rst(name: str, trait: TraitType[Any, Any], owner: str, dynamic: bool) -> list[str]:
     kind = type(trait).__name__
-    if kind == "Enum":
-        kind += " of " + ", ".join(_literal(repr(v)) for v in trait.values)
+    if isinstance(trait, Enum):
+        kind += " of " + ", ".join(_literal(repr(v)) for v in trait.values or ())
     default = trait.default_value_repr()
     default_text = "computed when unset (see the description)" if dynamic else _literal(default)
     env = trait.metadata.get("env")
@@ -97,7 +99,7 @@ class TraitsDirective(SphinxDirective):
     def run(self) -> list[nodes.Node]:
         from agent_core.config.configurable import Cellwright
 
-        dynamic = set()
+        dynamic: set[str] = set()
         for klass in Cellwright.__mro__:
             dynamic |= set(getattr(klass, "_trait_default_generators", {}))
         lines: list[str] = []
@@ -113,7 +115,7 @@ class TraitsDirective(SphinxDirective):
         return list(container.children)
 
 
-def _schema_name(content: dict) -> str:
+def _schema_name(content: dict[str, Any]) -> str:
     for media, body in content.items():
         schema = body.get("schema", {})
         ref = schema.get("$ref") or schema.get("items", {}).get("$ref")
@@ -122,7 +124,7 @@ def _schema_name(content: dict) -> str:
     return "none"
 
 
-def _route_rst(method: str, path: str, operation: dict) -> list[str]:
+def _route_rst(method: str, path: str, operation: dict[str, Any]) -> list[str]:
     title = f"{method.upper()} {path}"
     summary = " ".join(operation.get("summary", "").split()).replace("*", r"\*").replace("|", r"\|")
     lines = [f".. _{route_anchor(method, path)}:", "", title, "-" * len(title), "", summary, ""]
@@ -146,7 +148,10 @@ class OpenApiDirective(SphinxDirective):
         self.env.note_dependency(str(OPENAPI))
         document = json.loads(OPENAPI.read_text(encoding="utf-8"))
         server = document["servers"][0]["url"]
-        lines = [f"Every path below is under ``{server}`` (``base_url`` is the Jupyter server's, ``/`` by default).", ""]
+        lines = [
+            f"Every path below is under ``{server}`` (``base_url`` is the Jupyter server's, ``/`` by default).",
+            "",
+        ]
         for method, path, operation in openapi_routes():
             lines += _route_rst(method, path, operation)
         container = nodes.section()
