@@ -170,10 +170,8 @@ class ScreenshotDirective(SphinxDirective):
         name, test = self.arguments[0], self.arguments[1]
         caption = " ".join(self.content) or name
         shot = SCREENSHOTS / name
-        if shot.is_file():
-            target = Path(self.env.srcdir) / "_static" / "screenshots"
-            target.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(shot, target / name)
+        target = Path(self.env.srcdir) / "_static" / "screenshots"
+        if shot.is_file() and _copied(shot, target / name):
             # absolute to the source dir, whatever the page's folder
             figure = nodes.figure()
             figure += nodes.image(uri=f"/_static/screenshots/{name}", alt=caption)
@@ -185,6 +183,16 @@ class ScreenshotDirective(SphinxDirective):
             "run the browser tests, then build the docs again, to see it here."
         )
         return [note]
+
+
+def _copied(source: Path, target: Path) -> bool:
+    """Copied into the docs' static files; False when it cannot be (a browser test rewriting it right now)."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+    except OSError:
+        return False
+    return True
 
 
 def setup(app: Sphinx) -> dict[str, object]:
