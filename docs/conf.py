@@ -18,6 +18,7 @@ source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3  # `[text](page.md#a-heading)` links resolve, and -n checks them
+smartquotes = False  # JSON and Python in the generated help text stay copyable (straight quotes)
 
 html_theme = "pydata_sphinx_theme"
 html_title = "Cellwright"

@@ -62,6 +62,11 @@ def _literal(text: str) -> str:
     return f"``{text}``" if "`" not in text else text
 
 
+def _plain(text: str) -> str:
+    """Help or summary text shown as written: reST's inline markup characters escaped, one line."""
+    return re.sub(r"([\\*`_|])", r"\\\1", " ".join(text.split()))
+
+
 def _trait_rst(name: str, trait: TraitType[Any, Any], owner: str, dynamic: bool) -> list[str]:
     kind = type(trait).__name__
     if isinstance(trait, Enum):
@@ -77,7 +82,7 @@ def _trait_rst(name: str, trait: TraitType[Any, Any], owner: str, dynamic: bool)
         + ("yes" if trait.metadata.get("runtime") else "no (read when the server starts)"),
         f"- **Defined in**: ``{owner}``",
     ]
-    help_text = " ".join(trait.help.split()).replace("*", r"\*").replace("|", r"\|")
+    help_text = _plain(trait.help)
     return [
         f".. _{trait_anchor(name)}:",
         "",
@@ -126,7 +131,7 @@ def _schema_name(content: dict[str, Any]) -> str:
 
 def _route_rst(method: str, path: str, operation: dict[str, Any]) -> list[str]:
     title = f"{method.upper()} {path}"
-    summary = " ".join(operation.get("summary", "").split()).replace("*", r"\*").replace("|", r"\|")
+    summary = _plain(operation.get("summary", ""))
     lines = [f".. _{route_anchor(method, path)}:", "", title, "-" * len(title), "", summary, ""]
     lines += [f"- **Operation id**: ``{operation.get('operationId', '')}``"]
     for parameter in operation.get("parameters", []):
