@@ -29,7 +29,7 @@ from tests.test_magic import Kernel, llm, magic_env, magic_kernel, places  # noq
 from tests.test_postgres_servers import follow, postgres_server_env, start
 
 pytestmark = pytest.mark.postgres
-README = Path(__file__).resolve().parent.parent / "README.md"
+DEPLOYING = Path(__file__).resolve().parent.parent / "docs" / "deploying" / "index.md"  # "Deploying for a team"
 PENDING_CALL = "call_alice"  # the call alice's thread waits to have approved
 BOBS_POOL = 3  # bob's server's database_pool_size (the others keep the default, 2)
 
@@ -179,7 +179,7 @@ def connections(url: str, owner: str) -> Counter[str]:
 
 
 def test_a_server_holds_at_most_two_pools_and_one_listener(team: Team, llm: FakeLLM) -> None:  # noqa: F811
-    """The arithmetic of README's "Deploying for a team": per server, database_pool_size connections
+    """The arithmetic of the docs' "Deploying for a team": per server, database_pool_size connections
     for threads and events, one for the agent's checkpoints (LangGraph's saver uses one at a time)
     and one LISTEN connection. Under load each pool fills to its size and no further."""
     llm.script(text("ready"))
@@ -248,11 +248,11 @@ OLD_THREAD = ("old-thread", "from before owners", "old.ipynb", 1.0, 2.0, "comple
 
 
 def assign_command() -> str:
-    """The SQL of README's one-line command that gives the threads without an owner to alice."""
+    """The SQL of the docs' one-line command that gives the threads without an owner to alice."""
     found = re.search(
-        r"""-c "(UPDATE cellwright\.threads SET owner = 'alice' WHERE owner IS NULL)\"""", README.read_text()
+        r"""-c "(UPDATE cellwright\.threads SET owner = 'alice' WHERE owner IS NULL)\"""", DEPLOYING.read_text()
     )
-    assert found, "README documents the command that assigns threads stored before owners existed"
+    assert found, "docs/deploying documents the command that assigns threads stored before owners existed"
     return found[1]
 
 
