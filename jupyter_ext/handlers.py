@@ -220,9 +220,10 @@ class EventsHandler(CellwrightHandler):
         self.request.connection.stream.set_nodelay(True)  # type: ignore[union-attr]
         try:
             previews = self.get_query_argument("previews", "0") in ("1", "true")
+            waiting = self.get_query_argument("waiting", "0") in ("1", "true")
             # aclosing: a reader that leaves stops counting as a preview reader at once, not at GC.
             # An unknown thread is refused (404) before the first batch: no event has been written.
-            async with aclosing(self.runs.follow_batches(thread_id, after, previews)) as batches:
+            async with aclosing(self.runs.follow_batches(thread_id, after, previews, waiting)) as batches:
                 async for batch in batches:
                     for item in batch:
                         self._write_item(item)

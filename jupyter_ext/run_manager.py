@@ -337,28 +337,31 @@ class RunManager(LoggingConfigurable):
                     yield item
 
     async def follow_batches(
-        self, thread_id: str, after: int, previews: bool = False
+        self, thread_id: str, after: int, previews: bool = False, waiting: bool = False
     ) -> AsyncGenerator[list[StreamItem], None]:  # a generator: callers close it with aclosing
-        """`follow`'s items, grouped by wake-up: what was ready at once, so a writer flushes once."""
+        """`follow`'s items, grouped by wake-up: what was ready at once, so a writer flushes once.
+        With `waiting`, a thread that waits for a decision is followed too, until its next run ends:
+        a decision made elsewhere then reaches this reader as events, without asking again."""
         await self.thread(thread_id)
         if previews:
             self.threads.events.reading_previews(thread_id, 1)
-            try:
-                async for batch in self._follow(thread_id, after, True):
-                    yield batch
-            finally:
-                self.threads.events.reading_previews(thread_id, -1)
-        else:
-            async for batch in self._follow(thread_id, after, False):
+        try:
+            async for batch in self._follow(thread_id, after, previews, waiting):
                 yield batch
+        finally:
+            if previews:
+                self.threads.events.reading_previews(thread_id, -1)
 
-    async def _follow(self, thread_id: str, after: int, previews: bool) -> AsyncIterator[list[StreamItem]]:
+    async def _follow(
+        self, thread_id: str, after: int, previews: bool, waiting: bool
+    ) -> AsyncIterator[list[StreamItem]]:
         event_log = self.threads.events
         live = event_log.live_start(thread_id, after)
         caught_up = False
         followed_elsewhere = False  # a run another process drives: it ends after the lease goes
         last_type = ""  # of the last stored event sent
         while True:
+            undecided = False  # the thread waits for a decision, and this reader follows that too
             elsewhere = await self._driven_elsewhere(thread_id)
             followed_elsewhere = followed_elsewhere or elsewhere
             running = elsewhere or self.is_running(thread_id)
@@ -387,19 +390,23 @@ class RunManager(LoggingConfigurable):
                     followed_elsewhere = False
                     await event_log.wait_for_events(thread_id, after, RUN_FINISHED_GRACE)
                     continue
-                return
+                # The status is saved before the segment's run_finished(awaiting_approval) is written.
+                record = await self.threads.get(thread_id) if waiting else None
+                if record is None or record.status != "awaiting_approval":
+                    return
+                undecided = True
             before, live_before = after, live
             await event_log.wait_for_events(
                 thread_id,
                 after,
                 self.ping_interval,
-                still=lambda: elsewhere or self.is_running(thread_id),  # noqa: B023 (awaited in this turn)
+                still=lambda: elsewhere or undecided or self.is_running(thread_id),  # noqa: B023 (awaited in this turn)
                 live_start=live,
             )
             idle = not await event_log.events_after(thread_id, before, 1) and not event_log.has_live_after(
                 thread_id, live_before
             )
-            if (elsewhere or self.is_running(thread_id)) and idle:
+            if (elsewhere or undecided or self.is_running(thread_id)) and idle:
                 yield [StreamItem("ping")]
 
     async def _ensure_kernel_here(self, thread_id: str, chosen: str | None) -> None:

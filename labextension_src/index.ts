@@ -67,6 +67,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     completionManager?.registerInlineProvider(inlineProvider);
     const model = new PanelModel({
       api: new CellwrightAPI(app.serviceManager.serverSettings),
+      trans: bundleOf(translator),
       version: FRONTEND_VERSION,
       storage: localStorageOrNull()
     });
@@ -97,8 +98,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
     model.liveEvent.connect((_, live) => bridge.handle(live));
     onStepUndone(({ id }) => bridge.stepUndone(id, model.thread?.notebookPath ?? null));
     // ... and what a notebook missed while no page had it open, when it is bound or a thread catches up.
-    const reconciler = new NotebookReconciler(bridge, model.api, message =>
-      Notification.info(message, { autoClose: 10_000 })
+    const reconciler = new NotebookReconciler(
+      bridge,
+      model.api,
+      message => Notification.info(message, { autoClose: 10_000 }),
+      model.trans
     );
     const reconcileWhenLoaded = (notebook: NotebookPanel): void => void reconciler.reconcile(notebook);
     tracker.widgetAdded.connect((_, notebook) => reconcileWhenLoaded(notebook));
@@ -142,7 +146,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       },
       undo: async provenance => {
         const outcome = await undoSteps(model, provenance.thread_id, [provenance.tool_call_id]);
-        return { ok: !outcome.error, message: undoSummary(outcome) };
+        return { ok: !outcome.error, message: undoSummary(bundleOf(translator), outcome) };
       }
     });
 

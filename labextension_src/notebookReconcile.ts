@@ -13,6 +13,7 @@
  * server writes the cells into the shared document: nothing is done here.
  */
 import type { NotebookPanel } from '@jupyterlab/notebook';
+import type { TranslationBundle } from '@jupyterlab/translation';
 
 import { AgentCell, AgentCells, AgentCellsRequest, Health } from './contract.gen';
 import { METADATA_KEY, planReconcile, reconcileMessage } from './model/agentCells';
@@ -30,7 +31,8 @@ export class NotebookReconciler {
   constructor(
     private _bridge: NotebookBridge,
     private _api: IReconcileAPI,
-    private _notify: (message: string) => void
+    private _notify: (message: string) => void,
+    private _trans: TranslationBundle
   ) {}
 
   /** Reconcile `panel` once it is loaded; a request while one runs makes it run once more after. */
@@ -78,7 +80,7 @@ export class NotebookReconciler {
     panel.node.dataset.cwReconciled = String(Number(panel.node.dataset.cwReconciled ?? 0) + 1);
     // In the browser's performance timeline (devtools, bench/notebook_reconcile.py): the bind's cost.
     performance.measure('cellwright:reconcile', { start: started, detail: { inserted: plan.insert.length } });
-    const message = reconcileMessage(plan.insert.length, plan.edit.length);
+    const message = reconcileMessage(this._trans, plan.insert.length, plan.edit.length);
     if (message) {
       this._notify(message);
     }

@@ -93,7 +93,9 @@ export function followEvents(
 ): Promise<void> {
   const path = `threads/${encodeURIComponent(threadId)}/events`;
   // Previews show each token as the model writes it; the stored rows come coalesced, later.
-  const url = URLExt.join(settings.baseUrl, API_NAMESPACE, path) + '?previews=1';
+  // `waiting`: the stream stays open while a card waits, so a decision made elsewhere (another
+  // tab, another client) arrives as the thread's events, and the card and any banner go at once.
+  const url = URLExt.join(settings.baseUrl, API_NAMESPACE, path) + '?previews=1&waiting=1';
   let failures = 0;
   let emptyCloses = 0;
   let received = 0;

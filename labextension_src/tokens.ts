@@ -7,6 +7,8 @@
  * models by scripts/generate_contract.py (a Python test fails when it is stale).
  */
 
+import type { TranslationBundle } from '@jupyterlab/translation';
+
 import { EVENT_TYPES, Mode, TOOL_NAMES } from './contract.gen';
 export { EVENT_TYPES, TOOL_NAMES };
 
@@ -40,21 +42,26 @@ export const MODES: readonly Mode[] = ['single', 'multi'];
  * The `agent` field of events: "main" in single mode; in multi mode the
  * planner and the sub-agents it delegates to with the `task` tool.
  */
-export const AGENT_LABELS: Readonly<Record<string, string>> = {
-  main: 'Agent',
-  planner: 'Planner',
-  python_developer: 'Python developer',
-  researcher: 'Researcher'
-};
-
-/** A readable name for an agent ("python_developer" -> "Python developer"). */
-export function agentLabel(agent: string | null | undefined): string {
-  if (!agent) {
-    return AGENT_LABELS.main;
+function knownAgentLabel(trans: TranslationBundle, agent: string): string | null {
+  switch (agent) {
+    case 'main':
+      return trans.__('Agent');
+    case 'planner':
+      return trans.__('Planner');
+    case 'python_developer':
+      return trans.__('Python developer');
+    case 'researcher':
+      return trans.__('Researcher');
+    default:
+      return null;
   }
-  const known = AGENT_LABELS[agent];
-  if (known) {
-    return known;
+}
+
+/** A readable name for an agent ("python_developer" -> "Python developer"); another agent's own name as it is. */
+export function agentLabel(trans: TranslationBundle, agent: string | null | undefined): string {
+  const known = knownAgentLabel(trans, agent || 'main');
+  if (known || !agent) {
+    return known ?? '';
   }
   const words = agent.replace(/[_-]+/g, ' ').trim();
   return words ? words.charAt(0).toUpperCase() + words.slice(1) : agent;

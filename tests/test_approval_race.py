@@ -1,5 +1,6 @@
 """A client that acts the moment an event arrives is served correctly: an approval sent as soon as
-`run_finished(awaiting_approval)` reaches the stream is accepted, every time."""
+`run_finished(awaiting_approval)` reaches the stream is accepted, every time; and a reader that asked
+to follow a waiting thread (`waiting=1`, the panel) hears a decision made by another client."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import httpx
 import pytest
 
 from devtools.fake_llm import FakeLLM, text, tool_call
-from tests.conftest import Api
+from tests.conftest import Api, of_type
 
 pytestmark = pytest.mark.also_postgres
 
@@ -68,3 +69,51 @@ async def test_an_approval_sent_as_the_card_arrives_is_accepted(
             assert [e["status"] for e in resumed if e["type"] == "cell_finished"] == ["ok"], resumed
             assert resumed[-1]["status"] == "completed"
     assert codes == [202] * ROUNDS
+
+
+async def test_a_stream_that_follows_a_waiting_thread_hears_the_decision_made_elsewhere(
+    api: Api,
+    fake_llm: FakeLLM,
+    notebook_kernel: str,
+    jp_serverapp: Any,
+    jp_http_port: int,
+    jp_base_url: str,
+    jp_auth_header: dict[str, str],
+) -> None:
+    """With `waiting=1` the stream of a thread whose card waits stays open (it pings) and carries the
+    run that another client's approval resumes, then closes when that run ends. Without it the stream
+    closes at once, as every other reader expects."""
+    fake_llm.script(tool_call("run_cell", {"code": "waited = 41 + 1"}, id="call_w"), text("done"))
+    # A ping shows the stream is waiting (not closed) before the decision is sent: no race to win.
+    jp_serverapp.web_app.settings["cellwright"].run_manager.ping_interval = 0.2
+    thread = await api.new_thread()
+    await api.run(thread, "set waited")
+    first = await api.until_finished(thread)
+    assert first[-1]["status"] == "awaiting_approval", first
+    card, seq = of_type(first, "approval_required")[0], first[-1]["seq"]
+    assert await api.events(thread, after=seq, timeout=10) == []  # the default: closed, nothing more
+
+    base = f"http://127.0.0.1:{jp_http_port}{jp_base_url.rstrip('/')}/cellwright/api"
+    events: list[dict[str, Any]] = []
+    decided = None
+    async with httpx.AsyncClient(headers=jp_auth_header, timeout=30) as client:
+        url = f"{base}/threads/{thread}/events"
+        async with client.stream("GET", url, params={"after": seq, "waiting": 1}) as response:
+            assert response.status_code == 200
+            data = None
+            async for line in response.aiter_lines():
+                if line.startswith(": ping") and decided is None:
+                    decided = await client.post(
+                        f"{base}/threads/{thread}/approvals/{card['id']}", json={"decision": "approve"}
+                    )
+                elif line.startswith("data: "):
+                    data = json.loads(line[len("data: ") :])
+                elif not line and data is not None:
+                    events.append(data)
+                    data = None
+    # The loop ended: the server closed the stream once the resumed run had finished.
+    assert decided is not None and decided.status_code == 202, (decided, events)
+    types = [e["type"] for e in events]
+    assert types[0] == "caught_up" and "run_started" in types, types
+    assert [e["status"] for e in events if e["type"] == "cell_finished"] == ["ok"], events
+    assert events[-1]["type"] == "run_finished" and events[-1]["status"] == "completed", events

@@ -52,6 +52,7 @@ class Param:
     name: str
     where: Literal["query", "header"]
     description: str
+    type: Literal["integer", "boolean"] = "integer"
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,16 @@ ROUTES: tuple[Route, ...] = (
         "The thread's events after `after`, then the active run's live.",
         {200: EVENT_STREAM},
         errors=(400, 404),
-        params=AFTER,
+        params=(
+            *AFTER,
+            Param(
+                "waiting",
+                "query",
+                "1: stay open while the thread waits for a decision, until the run it resumes ends "
+                "(a decision made elsewhere arrives as events); without it the stream closes then.",
+                "boolean",
+            ),
+        ),
     ),
     Route(
         "post",

@@ -62,7 +62,7 @@ def _operation(route: Route) -> JsonObject:
     operation: JsonObject = {"operationId": operation_id(route), "summary": route.summary}
     parameters = [_path_parameter(name) for name in re.findall(r"{(\w+)}", route.path)]
     parameters += [
-        {"name": p.name, "in": p.where, "required": False, "description": p.description, "schema": {"type": "integer"}}
+        {"name": p.name, "in": p.where, "required": False, "description": p.description, "schema": {"type": p.type}}
         for p in route.params
     ]
     if parameters:

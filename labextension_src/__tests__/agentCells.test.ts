@@ -22,6 +22,7 @@ import {
 import { provenanceMetadata } from '../model/review';
 import { NotebookBridge } from '../notebook';
 import { NotebookReconciler } from '../notebookReconcile';
+import { trans } from './helpers';
 
 function cell(id: string, extra: Partial<AgentCell> = {}): AgentCell {
   return {
@@ -95,9 +96,9 @@ test('the placed record: read from any metadata, added to once, capped', () => {
 });
 
 test('what a reconcile says it added', () => {
-  assert.equal(reconcileMessage(0, 0), null);
-  assert.equal(reconcileMessage(3, 0), 'Cellwright: 3 cells the agent ran while this notebook was closed were added.');
-  assert.equal(reconcileMessage(1, 1), 'Cellwright: 1 cell the agent ran while this notebook was closed was added; 1 cell the agent edited was updated.');
+  assert.equal(reconcileMessage(trans, 0, 0), null);
+  assert.equal(reconcileMessage(trans, 3, 0), 'Cellwright: 3 cells the agent ran while this notebook was closed were added.');
+  assert.equal(reconcileMessage(trans, 1, 1), 'Cellwright: 1 cell the agent ran while this notebook was closed was added; 1 cell the agent edited was updated.');
 });
 
 /** A tracker that counts each time the bridge looks for a notebook to write into (it catches errors). */
@@ -149,7 +150,7 @@ test('shared document: the reconcile neither asks for the cells nor writes', asy
     node: { dataset: {} as Record<string, string> },
     content: { model: null }
   } as any;
-  await new NotebookReconciler(bridge, api, message => notices.push(message)).reconcile(panel);
+  await new NotebookReconciler(bridge, api, message => notices.push(message), trans).reconcile(panel);
   assert.equal(bridge.sharedDocument, true);
   assert.deepEqual(asked, []);
   assert.deepEqual(notices, []);
@@ -172,7 +173,7 @@ test('without a shared document the reconcile asks for every page of the noteboo
     node: { dataset: {} as Record<string, string> },
     content: { model: null } // not loaded: nothing is written
   } as any;
-  await new NotebookReconciler(bridge, api, () => assert.fail('nothing was added')).reconcile(panel);
+  await new NotebookReconciler(bridge, api, () => assert.fail('nothing was added'), trans).reconcile(panel);
   assert.deepEqual(asked, [{ notebook_path: 'n.ipynb', offset: 0 }, { notebook_path: 'n.ipynb', offset: 200 }]);
   assert.equal(bridge.sharedDocument, false);
 });

@@ -9,7 +9,7 @@ import { afterEach, test } from 'node:test';
 import { CellwrightAPI } from '../api';
 import { PanelModel, ThreadModel } from '../model';
 import { decisionBody } from '../model/runRequests';
-import { asMessages, caughtUp, fakeServer, ICall, jsonResponse, sse, streamResponse, until } from './helpers';
+import { asMessages, caughtUp, fakeServer, ICall, jsonResponse, sse, streamResponse, trans, until } from './helpers';
 
 const panels: PanelModel[] = [];
 
@@ -40,7 +40,7 @@ test('a new thread is created for the chosen agent, which the thread then names'
         return streamResponse({ chunks: [sse([caughtUp(0), ...asMessages([])])] });
     }
   });
-  const panel = new PanelModel({ api: new CellwrightAPI(settings), version: '0.1.0', storage: null });
+  const panel = new PanelModel({ trans, api: new CellwrightAPI(settings), version: '0.1.0', storage: null });
   panels.push(panel);
   await panel.agents.load();
   assert.deepEqual(

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 
 import { EMPTY_VIEW, IToolItem, reduceEvents } from '../model';
 import { formatSeconds } from '../model/progress';
-import { ev, resetSeq } from './helpers';
+import { ev, resetSeq, trans } from './helpers';
 
 function cellStep(items: readonly { kind: string }[]): IToolItem {
   const found = items.find(item => item.kind === 'tool');
@@ -55,7 +55,7 @@ test('the cell ends, the run goes on with the queued message, the bar goes', () 
 });
 
 test('durations read as people say them', () => {
-  assert.equal(formatSeconds(42), '42 s');
-  assert.equal(formatSeconds(185), '3 min 05 s');
-  assert.equal(formatSeconds(3720), '1 h 02 min');
+  assert.equal(formatSeconds(trans, 42), '42 s');
+  assert.equal(formatSeconds(trans, 185), '3 min 05 s');
+  assert.equal(formatSeconds(trans, 3720), '1 h 02 min');
 });

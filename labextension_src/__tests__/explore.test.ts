@@ -11,7 +11,7 @@ import { CellwrightAPI } from '../api';
 import { CellwrightEvent } from '../contract.gen';
 import { EMPTY_VIEW, exploreState, IToolItem, PanelModel, reduceEvents, runAsCell, runnableCode } from '../model';
 import { allTools } from '../model/review';
-import { asMessages, caughtUp, ev, fakeServer, jsonResponse, resetSeq, sse, streamResponse, until } from './helpers';
+import { asMessages, caughtUp, ev, fakeServer, jsonResponse, resetSeq, sse, streamResponse, trans, until } from './helpers';
 
 const CODE = "print(df.describe())\ndf['a'].plot()";
 const FIGURE = { output_type: 'display_data', data: { 'image/png': 'iVBORw0KGgo=', 'text/plain': '<Figure>' }, metadata: {} };
@@ -96,7 +96,7 @@ test('Run as cell posts the step id only, then follows the thread to the cell\'s
     const events = asked ? [...before, ...after] : before;
     return streamResponse({ chunks: [sse([...asMessages(events), caughtUp(events.length)])] });
   });
-  const panel = new PanelModel({ api: new CellwrightAPI(settings), version: '0.1.0', storage: null });
+  const panel = new PanelModel({ trans, api: new CellwrightAPI(settings), version: '0.1.0', storage: null });
   panels.push(panel);
   void panel.openThread('thread-1');
   await until(() => !panel.loadingThread && panel.view.items.length > 0);

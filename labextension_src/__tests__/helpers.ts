@@ -4,6 +4,7 @@
  * ServerConnection, auth headers included), and SSE bodies.
  */
 import { ServerConnection } from '@jupyterlab/services';
+import type { TranslationBundle } from '@jupyterlab/translation';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 
@@ -65,6 +66,37 @@ class Anchor {
 export function setCookie(cookie: string): void {
   browser.document.cookie = cookie;
 }
+
+// ------------------------------------------------------------------ translation
+
+/** `%1`, `%2`... filled in, `%%` kept as `%`: @jupyterlab/translation's Gettext.strfmt. */
+function strfmt(fmt: string, args: readonly unknown[]): string {
+  return fmt
+    .replace(/%%/g, '%% ')
+    .replace(/%(\d+)/g, (_, n: string) => String(args[Number(n) - 1]))
+    .replace(/%% /g, '%');
+}
+
+function ngettext(one: string, many: string, n: number, ...args: unknown[]): string {
+  return strfmt(n === 1 ? one : many, [n, ...args]);
+}
+
+/**
+ * The bundle the panel gets from JupyterLab's nullTranslator (no language
+ * pack): the English text, placeholders filled in. Written out because
+ * @jupyterlab/translation's ES modules do not load in these CommonJS tests.
+ */
+export const trans: TranslationBundle = {
+  __: (msgid, ...args) => strfmt(msgid, args),
+  _n: ngettext,
+  _p: (_, msgid, ...args) => strfmt(msgid, args),
+  _np: (_, one, many, n, ...args) => ngettext(one, many, n, ...args),
+  gettext: (msgid, ...args) => strfmt(msgid, args),
+  ngettext,
+  pgettext: (_, msgid, ...args) => strfmt(msgid, args),
+  npgettext: (_, one, many, n, ...args) => ngettext(one, many, n, ...args),
+  dcnpgettext: (_domain, _context, one, many, n, ...args) => ngettext(one, many, n, ...args)
+};
 
 // ------------------------------------------------------------------ recorded streams
 

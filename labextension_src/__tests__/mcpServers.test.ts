@@ -9,6 +9,7 @@ import { test } from 'node:test';
 import { PublicConfig } from '../contract.gen';
 import { DisabledServers, mcpServersText, originText, parseMcpServers, serverStatusText } from '../model/mcpServers';
 import { configUpdate, formError, formFromConfig } from '../model/settingsForm';
+import { trans } from './helpers';
 
 const config = {
   model: 'm',
@@ -30,16 +31,16 @@ test('the MCP text shows masked secrets and sends nothing when untouched', () =>
   assert.equal(configUpdate(form, config).mcp_servers, undefined);
   const edited = { ...form, mcp_servers: JSON.stringify({ web: { url: 'http://h/mcp' } }) };
   assert.deepEqual(configUpdate(edited, config).mcp_servers, { web: { url: 'http://h/mcp' } });
-  assert.match(formError({ ...form, mcp_servers: '{"gh": ' }) ?? '', /not valid JSON/);
-  assert.match(formError({ ...form, mcp_servers: '[1]' }) ?? '', /JSON object/);
+  assert.match(formError(trans, { ...form, mcp_servers: '{"gh": ' }) ?? '', /not valid JSON/);
+  assert.match(formError(trans, { ...form, mcp_servers: '[1]' }) ?? '', /JSON object/);
   assert.equal(mcpServersText(null), '');
-  assert.deepEqual(parseMcpServers('  ').value, {});
+  assert.deepEqual(parseMcpServers(trans, '  ').value, {});
 });
 
 test('status lines and per-thread switches', () => {
   const base = { name: 's', transport: 'stdio', start_timeout: 1, call_timeout: 1, disabled: false } as const;
-  assert.equal(serverStatusText({ ...base, status: 'connected', tools: [{ name: 'a', description: '' }] }), 'connected, 1 tool');
-  assert.equal(serverStatusText({ ...base, status: 'failed', error: 'did not start within 2 s' }), 'failed: did not start within 2 s');
+  assert.equal(serverStatusText(trans, { ...base, status: 'connected', tools: [{ name: 'a', description: '' }] }), 'connected, 1 tool');
+  assert.equal(serverStatusText(trans, { ...base, status: 'failed', error: 'did not start within 2 s' }), 'failed: did not start within 2 s');
   const off = new DisabledServers();
   off.set(null, 'web', true); // before the thread exists
   assert.deepEqual(off.take('t1', true), ['web']);
@@ -51,11 +52,11 @@ test('status lines and per-thread switches', () => {
 
 test('the approval card says where a tool comes from, and that a read-only claim is not verified', () => {
   assert.equal(
-    originText({ kind: 'mcp', server: 'gh', tool: 'search', read_only_hint: true }),
+    originText(trans, { kind: 'mcp', server: 'gh', tool: 'search', read_only_hint: true }),
     'MCP server gh, tool search · the server says it is read-only (not verified)'
   );
   assert.equal(
-    originText({ kind: 'notebook', tool: 'top', file: '/tmp/ipykernel_1/123.py', line: 4 }),
+    originText(trans, { kind: 'notebook', tool: 'top', file: '/tmp/ipykernel_1/123.py', line: 4 }),
     'Notebook function top() · /tmp/ipykernel_1/123.py:4'
   );
 });

@@ -11,19 +11,7 @@ import { afterEach, test } from 'node:test';
 import { APIError, CellwrightAPI, requestAPI } from '../api';
 import { ILiveEvent, IKeyValueStore, PanelModel } from '../model';
 import { agentLabel } from '../tokens';
-import {
-  asMessages,
-  caughtUp,
-  fakeServer,
-  Handler,
-  ICall,
-  jsonResponse,
-  recording,
-  sleep,
-  sse,
-  streamResponse,
-  until
-} from './helpers';
+import { asMessages, caughtUp, fakeServer, Handler, ICall, jsonResponse, recording, sleep, sse, streamResponse, trans, until } from './helpers';
 
 const panels: PanelModel[] = [];
 
@@ -39,7 +27,7 @@ function memoryStore(): IKeyValueStore & { data: Map<string, string> } {
 
 function panelOn(handler: Handler, storage: IKeyValueStore | null = null) {
   const { settings, calls } = fakeServer(handler);
-  const panel = new PanelModel({ api: new CellwrightAPI(settings), version: '0.1.0', storage });
+  const panel = new PanelModel({ trans, api: new CellwrightAPI(settings), version: '0.1.0', storage });
   const live: ILiveEvent[] = [];
   panel.liveEvent.connect((_, event) => live.push(event));
   panels.push(panel);
@@ -150,9 +138,9 @@ test('requestAPI: a non-JSON 404 says the server extension may be missing', asyn
 });
 
 test('agentLabel: readable agent names', () => {
-  assert.equal(agentLabel('python_developer'), 'Python developer');
-  assert.equal(agentLabel('planner'), 'Planner');
-  assert.equal(agentLabel('main'), 'Agent');
-  assert.equal(agentLabel(''), 'Agent');
-  assert.equal(agentLabel('data_engineer'), 'Data engineer');
+  assert.equal(agentLabel(trans, 'python_developer'), 'Python developer');
+  assert.equal(agentLabel(trans, 'planner'), 'Planner');
+  assert.equal(agentLabel(trans, 'main'), 'Agent');
+  assert.equal(agentLabel(trans, ''), 'Agent');
+  assert.equal(agentLabel(trans, 'data_engineer'), 'Data engineer');
 });

@@ -9,7 +9,7 @@ import { test } from 'node:test';
 import { CellStartedEvent, Impact } from '../contract.gen';
 import { EMPTY_VIEW, IToolItem, reduceEvents } from '../model';
 import { allTools, impactChips, provenanceMetadata, runStepsToUndo, suggestedRule } from '../model/review';
-import { ev, resetSeq } from './helpers';
+import { ev, resetSeq, trans } from './helpers';
 
 function provenance(id: string, undoable: boolean): Record<string, unknown> {
   return { thread_id: 't1', tool_call_id: id, model: 'm', agent: 'main', decision: 'approved', undoable };
@@ -51,10 +51,10 @@ test('Undo run takes the run\'s undoable steps, newest first', () => {
 test('impact chips keep each line, unknown included', () => {
   const impact = { ...EMPTY_IMPACT, mutates: [{ name: 'df', line: 2 }], unknown: [{ name: 'exec', line: 5 }] };
   assert.deepEqual(
-    impactChips(impact).map(c => [c.kind, c.name, c.line]),
+    impactChips(trans, impact).map(c => [c.kind, c.name, c.line]),
     [['mutates', 'df', 2], ['unknown', 'exec', 5]]
   );
-  assert.deepEqual(impactChips(null), []);
+  assert.deepEqual(impactChips(trans, null), []);
 });
 
 test('the suggested rule is the reason, else the server\'s suggestion', () => {

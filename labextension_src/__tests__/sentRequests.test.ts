@@ -13,7 +13,7 @@ import {
   totalsText
 } from '../model/sentRequests';
 import { EMPTY_VIEW, reduceEvents } from '../model';
-import { ev, resetSeq } from './helpers';
+import { ev, resetSeq, trans } from './helpers';
 
 const ZERO = { prompt_tokens: 0, completion_tokens: 0, estimated: false };
 
@@ -42,21 +42,21 @@ function record(seq: number, fields: Partial<ModelRequestRecord> = {}): ModelReq
 
 test('the summary names the data that reached the model, by kind', () => {
   assert.equal(
-    sourcesText(SUMMARY),
+    sourcesText(trans, SUMMARY),
     'Data that reached the model: 3 files, 2 DataFrames, 4 cell outputs, 1 MCP result, 2 custom kind'
   );
   assert.equal(
-    sourcesText({ ...SUMMARY, sources: {} }),
+    sourcesText(trans, { ...SUMMARY, sources: {} }),
     'Data that reached the model: none from your files or kernel'
   );
-  assert.equal(totalsText(SUMMARY), '12 requests · 340.2 KB · 5 redactions · schema only, no values');
-  assert.equal(totalsText({ ...SUMMARY, requests: 1, redactions: 0, data_policy: 'full' }), '1 request · 340.2 KB · full data');
+  assert.equal(totalsText(trans, SUMMARY), '12 requests · 340.2 KB · 5 redactions · schema only, no values');
+  assert.equal(totalsText(trans, { ...SUMMARY, requests: 1, redactions: 0, data_policy: 'full' }), '1 request · 340.2 KB · full data');
 });
 
 test('a request says who asked, what kind, its size and redactions', () => {
-  assert.equal(requestLine(record(3, { redactions: 2 })), '#3 Planner · 24.1 KB · 2 redactions');
-  assert.equal(requestLine(record(4, { kind: 'summary', bytes: 900 })), '#4 Planner · summary · 900 B');
-  assert.equal(sourceText({ kind: 'cell_output', name: 'show the people' }), 'cell output: show the people');
+  assert.equal(requestLine(trans, record(3, { redactions: 2 })), '#3 Planner · 24.1 KB · 2 redactions');
+  assert.equal(requestLine(trans, record(4, { kind: 'summary', bytes: 900 })), '#4 Planner · summary · 900 B');
+  assert.equal(sourceText(trans, { kind: 'cell_output', name: 'show the people' }), 'cell output: show the people');
 });
 
 test("each request shows the sources it added to the same agent's previous request", () => {
@@ -74,8 +74,8 @@ test("each request shows the sources it added to the same agent's previous reque
 
 test('the full text is the messages and tools as sent, or says it was compacted', () => {
   const messages = [{ role: 'user', content: 'hi' }];
-  assert.deepEqual(JSON.parse(sentText(record(1, { messages }))), { messages });
-  assert.match(sentText(record(1, { kept: false })), /^Compacted: only its size \(24.1 KB\) and SHA-256 abab/);
+  assert.deepEqual(JSON.parse(sentText(trans, record(1, { messages }))), { messages });
+  assert.match(sentText(trans, record(1, { kept: false })), /^Compacted: only its size \(24.1 KB\) and SHA-256 abab/);
 });
 
 test('a model call\'s usage event puts what its request sent under the step, in its agent\'s place', () => {
@@ -97,6 +97,6 @@ test('a model call\'s usage event puts what its request sent under the step, in 
     ev('final', { answer: 'There are 50.' })
   ]);
   assert.deepEqual(answered.items.map(item => item.kind), ['user', 'sent', 'final']);
-  assert.equal(stepSentLine(request), 'Sent to the model: 2.0 KB · 2 redactions · 1 source');
-  assert.equal(stepSentLine({ ...request, redactions: 0, sources: [] }), 'Sent to the model: 2.0 KB · no data from your files or kernel');
+  assert.equal(stepSentLine(trans, request), 'Sent to the model: 2.0 KB · 2 redactions · 1 source');
+  assert.equal(stepSentLine(trans, { ...request, redactions: 0, sources: [] }), 'Sent to the model: 2.0 KB · no data from your files or kernel');
 });

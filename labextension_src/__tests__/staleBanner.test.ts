@@ -1,14 +1,16 @@
 /**
  * The "is waiting for your approval [Review]" banner (issue 39): the thread on show is followed, so
  * its own events say whether it still waits; the waiting-threads poll decides only when it is newer
- * than those events (a run started elsewhere that this panel has not read yet).
+ * than those events (a run started elsewhere that this panel has not read yet). The panel asks the
+ * server to keep the stream open while the card waits (`waiting=1`), so a decision made elsewhere
+ * arrives as those events, with no polling.
  */
 import * as assert from 'node:assert/strict';
 import { afterEach, test } from 'node:test';
 
 import { CellwrightAPI } from '../api';
 import { PanelModel } from '../model';
-import { asMessages, caughtUp, fakeServer, ICall, jsonResponse, recording, sse, streamResponse, until } from './helpers';
+import { asMessages, caughtUp, fakeServer, ICall, jsonResponse, recording, sse, streamResponse, trans, until } from './helpers';
 
 const panels: PanelModel[] = [];
 
@@ -29,25 +31,43 @@ const WAITING = {
   status: 'awaiting_approval'
 };
 
-test('the banner goes as soon as the thread on show stops waiting, before the poll catches up', async () => {
+/**
+ * A panel bound to analysis.ipynb whose server says thread-1 waits; its stream replays the run up to
+ * its card, then sends `after` (the pings of a stream held open while the card waits).
+ */
+function panelWithWaitingThread(after: string[] = []) {
   const { events } = recording('single_agent.json');
   const paused = events.findIndex(e => e.type === 'run_finished') + 1;
-  const { settings } = fakeServer(call => {
+  const { settings, calls } = fakeServer(call => {
     switch (route(call)) {
       case 'GET threads':
         return jsonResponse(200, { threads: [WAITING] });
       case 'GET threads/thread-1':
         return jsonResponse(200, { ...WAITING, messages: [] });
       default:
-        return streamResponse({ chunks: [sse([...asMessages(events.slice(0, paused)), caughtUp(paused)])] });
+        return streamResponse({
+          chunks: [sse([...asMessages(events.slice(0, paused)), caughtUp(paused)]), ...after],
+          pauseMs: 25,
+          signal: call.signal
+        });
     }
   });
-  const panel = new PanelModel({ api: new CellwrightAPI(settings), version: '0.1.0', storage: null });
+  const panel = new PanelModel({ trans, api: new CellwrightAPI(settings), version: '0.1.0', storage: null });
   panels.push(panel);
   panel.setNotebook({ path: 'analysis.ipynb', kernelId: () => 'kernel-1' });
+  return { panel, calls, events, paused };
+}
+
+test('the banner goes as soon as the thread on show stops waiting, before the poll catches up', async () => {
+  const { panel, calls, events, paused } = panelWithWaitingThread();
   void panel.openThread('thread-1');
   await until(() => panel.pendingApproval?.id === 'call_load');
-  const waiting = (panel as any)._waiting;
+  const streams = calls.filter(call => route(call) === 'GET threads/thread-1/events');
+  assert.ok(streams.length > 0);
+  for (const call of streams) {
+    assert.equal(new URL(call.url).searchParams.get('waiting'), '1', 'the stream follows the waiting thread');
+  }
+  const waiting = (panel as any)._banner.poll;
   await waiting.refresh();
   assert.equal(waiting.threads.length, 1, 'the poll says the thread waits');
   assert.deepEqual(panel.waitingThreads, [], 'its card is on show: no banner');
@@ -69,4 +89,18 @@ test('the banner goes as soon as the thread on show stops waiting, before the po
     shown.map(t => t.thread_id),
     ['thread-1']
   );
+});
+
+test('a thread left while its card waits lets go of its stream; reopened, its card is back', async () => {
+  // The server holds a waiting thread's stream open (pings) until the client leaves.
+  const { panel, calls } = panelWithWaitingThread(Array.from({ length: 400 }, () => ': ping\n\n'));
+  void panel.openThread('thread-1');
+  await until(() => panel.pendingApproval?.id === 'call_load');
+  const stream = calls.find(call => route(call) === 'GET threads/thread-1/events')!;
+  assert.equal(panel.thread!.streaming, true, 'the stream stays open while the card waits');
+
+  panel.newThread(); // the user leaves the thread: its waiting stream must not hold a connection
+  assert.equal(stream.signal.aborted, true);
+  void panel.openThread('thread-1');
+  await until(() => panel.pendingApproval?.id === 'call_load');
 });

@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import './helpers';
 import { VerifyResult } from '../contract.gen';
 import { verifyBadge } from '../model/verify';
+import { trans } from './helpers';
 
 function result(extra: Partial<VerifyResult>): VerifyResult {
   return {
@@ -21,14 +22,14 @@ function result(extra: Partial<VerifyResult>): VerifyResult {
 }
 
 test('a notebook that re-runs is verified', () => {
-  const badge = verifyBadge(result({}));
+  const badge = verifyBadge(trans, result({}));
   assert.equal(badge.label, 'verified');
   assert.equal(badge.tone, 'ok');
   assert.match(badge.detail, /Re-ran 2 code cells in a fresh python3 kernel in 1\.3 s/);
 });
 
 test('a failing cell names its number, its error and the hidden state', () => {
-  const badge = verifyBadge(
+  const badge = verifyBadge(trans, 
     result({
       status: 'fails',
       at_cell: 2,
@@ -46,7 +47,7 @@ test('a failing cell names its number, its error and the hidden state', () => {
 });
 
 test('differing outputs and cells run out of order warn', () => {
-  const badge = verifyBadge(
+  const badge = verifyBadge(trans, 
     result({
       status: 'differs',
       at_cell: 3,

@@ -29,7 +29,7 @@ import {
   withThreadDetail
 } from '../model';
 import { PublicConfig, Usage } from '../contract.gen';
-import { asMessages, caughtUp, ev, fakeServer, jsonResponse, resetSeq, sse, streamResponse, until } from './helpers';
+import { asMessages, caughtUp, ev, fakeServer, jsonResponse, resetSeq, sse, streamResponse, trans, until } from './helpers';
 
 function memoryStore(): IKeyValueStore {
   const data = new Map<string, string>();
@@ -118,15 +118,15 @@ test("the thread detail fills in what no event said, and never overrides the eve
 // ------------------------------------------------------------------ usage text
 
 test('usage text: cached when reported, estimates marked, the context as a fraction', () => {
-  assert.equal(usageText(usage(1234, 56)), '1,234 prompt · 56 completion tokens');
+  assert.equal(usageText(trans, usage(1234, 56)), '1,234 prompt · 56 completion tokens');
   assert.equal(
-    usageText(usage(1234, 56, { cached_tokens: 1000, estimated: true })),
+    usageText(trans, usage(1234, 56, { cached_tokens: 1000, estimated: true })),
     '≈ 1,234 prompt · 56 completion · 1,000 cached tokens (estimated)'
   );
   assert.equal(contextFraction(250, 1000), 0.25);
   assert.equal(contextFraction(5000, 1000), 1);
   assert.equal(contextFraction(10, 0), null);
-  assert.equal(contextText(250, 1000), 'Context: 250 of 1,000 tokens (25%)');
+  assert.equal(contextText(trans, 250, 1000), 'Context: 250 of 1,000 tokens (25%)');
 });
 
 // ------------------------------------------------------------------ live cells
@@ -173,7 +173,7 @@ test('a run and a decision carry the mode and the live notebook cells', async ()
     return streamResponse({ chunks: [sse([caughtUp(0), ...asMessages(paused)])] });
   });
   const storage = memoryStore();
-  const panel = new PanelModel({ api: new CellwrightAPI(settings), version: '0.1.0', storage });
+  const panel = new PanelModel({ trans, api: new CellwrightAPI(settings), version: '0.1.0', storage });
   try {
     const cells = [{ id: 'c1', cell_type: 'code', source: '1/0' }];
     panel.setNotebook({ path: 'nb.ipynb', kernelId: () => 'k1', cells: () => cells });
@@ -306,8 +306,8 @@ test('save sends what changed; the key only when typed; prices per model', () =>
 
 test('the form says what is wrong before anything is sent', () => {
   const form = formFromConfig(config);
-  assert.equal(formError(form), null);
-  assert.match(formError({ ...form, price_prompt: 'cheap' }) ?? '', /numbers/);
-  assert.match(formError({ ...form, price_completion: '' }) ?? '', /both/);
-  assert.match(formError({ ...form, base_url: 'localhost:8000' }) ?? '', /http/);
+  assert.equal(formError(trans, form), null);
+  assert.match(formError(trans, { ...form, price_prompt: 'cheap' }) ?? '', /numbers/);
+  assert.match(formError(trans, { ...form, price_completion: '' }) ?? '', /both/);
+  assert.match(formError(trans, { ...form, base_url: 'localhost:8000' }) ?? '', /http/);
 });

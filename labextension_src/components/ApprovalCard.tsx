@@ -61,15 +61,9 @@ const ACTION: Record<string, string> = {
   edit_cell: 'change a cell and run it again',
   restart_kernel: 'restart the kernel',
   sql_query: 'run SQL on a database',
-  write_todos: 'follow this plan'
+  write_todos: 'follow this plan',
+  explore: 'explore in a copy of the kernel, unsandboxed'
 };
-
-/** "Python developer asks to run a cell" ("Cellwright asks …" in single mode). */
-export function approvalQuestion(pending: { agent?: string; name: string }): string {
-  const agent = pending.agent;
-  const who = !agent || agent === 'main' ? 'Cellwright' : agentLabel(agent);
-  return `${who} asks to ${ACTION[pending.name] ?? `use ${pending.name}`}`;
-}
 
 /** The card's one title: the verb ("Run a cell"), with who asks when it is a sub-agent. */
 export function approvalTitle(trans: TranslationBundle, pending: { agent?: string; name: string }): string {
@@ -78,7 +72,7 @@ export function approvalTitle(trans: TranslationBundle, pending: { agent?: strin
   if (!agent || agent === 'main') {
     return action.charAt(0).toUpperCase() + action.slice(1);
   }
-  return trans.__('%1 asks to %2', agentLabel(agent), action);
+  return trans.__('%1 asks to %2', agentLabel(trans, agent), action);
 }
 
 /** The key that goes with Enter to approve: ⌘ on a Mac, Ctrl elsewhere. */
@@ -285,7 +279,7 @@ export function ApprovalCard(props: {
 
       {pending.origin && (
         <div className="cw-approval-origin" data-testid="cw-approval-origin">
-          <VisibleText text={originText(pending.origin)} />
+          <VisibleText text={originText(trans, pending.origin)} />
         </div>
       )}
 

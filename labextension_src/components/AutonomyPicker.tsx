@@ -1,7 +1,7 @@
 import * as React from 'react';
 import { useMemo } from 'react';
 
-import { AUTONOMIES, AUTONOMY_HINTS, AUTONOMY_LABELS, PanelModel } from '../model';
+import { AUTONOMIES, autonomyHint, autonomyLabel, PanelModel } from '../model';
 import { useTrans } from './translation';
 
 let pickerCount = 0;
@@ -22,7 +22,7 @@ export function AutonomyPicker(props: { model: PanelModel; disabled: boolean }):
         <label
           key={autonomy}
           className={`cw-autonomy-option${model.autonomy === autonomy ? ' cw-mod-selected' : ''}`}
-          title={AUTONOMY_HINTS[autonomy]}
+          title={autonomyHint(trans, autonomy)}
         >
           <input
             type="radio"
@@ -31,7 +31,7 @@ export function AutonomyPicker(props: { model: PanelModel; disabled: boolean }):
             checked={model.autonomy === autonomy}
             onChange={() => model.pickAutonomy(autonomy)}
           />
-          <span>{AUTONOMY_LABELS[autonomy]}</span>
+          <span>{autonomyLabel(trans, autonomy)}</span>
         </label>
       ))}
     </fieldset>

@@ -3,8 +3,8 @@ import * as React from 'react';
 import { useEffect, useLayoutEffect, useRef, useState } from 'react';
 
 import {
-  AUTONOMY_HINTS,
-  AUTONOMY_LABELS,
+  autonomyHint,
+  autonomyLabel,
   ConversationItem,
   isStopped,
   isStreaming,
@@ -15,7 +15,7 @@ import {
   ROOT_AGENTS
 } from '../model';
 import { agentLabel } from '../tokens';
-import { ExploreStep } from './ExploreStep';
+import { ExploreStep, useRunAsCell } from './ExploreStep';
 import { RestartKernelButton } from './KernelRestart';
 import { Markdown } from './Markdown';
 import { UserMessageText } from './Mentions';
@@ -39,10 +39,11 @@ import { VisibleText } from './VisibleText';
 /** The agent's name, when it is not the one its container already names. */
 function AgentBadge(props: { agent: string; container?: string }): JSX.Element | null {
   const { agent, container } = props;
+  const trans = useTrans();
   if (ROOT_AGENTS.has(agent) || agent === container) {
     return null;
   }
-  return <span className="cw-agent-badge">{agentLabel(agent)}</span>;
+  return <span className="cw-agent-badge">{agentLabel(trans, agent)}</span>;
 }
 
 /** True when a call inside the block waits for the user (a `task` call itself never does). */
@@ -83,6 +84,8 @@ function SubtaskBlock(props: {
   item: ISubtaskItem;
   model: PanelModel;
   rendermime: IRenderMimeRegistry;
+  /** What the model call that handed over the task sent (in the block's details, as a step's). */
+  sent?: React.ReactNode;
 }): JSX.Element {
   const { item, model, rendermime } = props;
   const trans = useTrans();
@@ -90,7 +93,7 @@ function SubtaskBlock(props: {
   useEffect(() => {
     setOpen(item.active);
   }, [item.active]);
-  const label = agentLabel(item.agent);
+  const label = agentLabel(trans, item.agent);
   const status = subtaskStatus(item);
   const stopped = isStopped(item) || item.status === 'cancelled';
   return (
@@ -130,6 +133,7 @@ function SubtaskBlock(props: {
           </span>
         </summary>
         <div className="cw-subtask-body">
+          {props.sent}
           {item.items.length === 0 && item.active && (
             <div className="cw-muted">{trans.__('%1 is starting…', label)}</div>
           )}
@@ -160,6 +164,7 @@ function ToolStep(props: {
   const showAgent = !ROOT_AGENTS.has(item.agent) && item.agent !== container;
   const undo = useUndo(model, item);
   const rewind = useRewind(model, item, !container && item.name !== 'write_todos');
+  const asCell = useRunAsCell(model, item);
   const actions: IStepAction[] = [];
   if (hasNotebookCell(item)) {
     actions.push({
@@ -169,22 +174,21 @@ function ToolStep(props: {
       onSelect: () => showCell(item.id)
     });
   }
-  actions.push(...undo.actions, ...rewind.actions);
+  actions.push(...asCell.actions, ...undo.actions, ...rewind.actions);
+  const menu = <StepMenu actions={actions} stepLabel={stepVerb(trans, item.name)} toolCallId={item.id} />;
   const sent =
     props.sent && model.thread ? (
       <SentStep api={model.api} threadId={model.thread.threadId} sent={props.sent} />
     ) : undefined;
   return (
     <div className="cw-step" data-testid="cw-step" data-tool-call-id={item.id} data-tool-name={item.name}>
-      <div className="cw-step-row">
-        {isExplore(item) ? (
-          <ExploreStep item={item} model={model} rendermime={rendermime} showAgent={showAgent} />
-        ) : (
-          <ToolEntry item={item} rendermime={rendermime} showAgent={showAgent} sent={sent} />
-        )}
-        <StepMenu actions={actions} stepLabel={stepVerb(trans, item.name)} toolCallId={item.id} />
-      </div>
+      {isExplore(item) ? (
+        <ExploreStep item={item} rendermime={rendermime} showAgent={showAgent} menu={menu} />
+      ) : (
+        <ToolEntry item={item} rendermime={rendermime} showAgent={showAgent} sent={sent} menu={menu} />
+      )}
       <CellProgress item={item} model={model} waiting={model.thread?.view.status === 'waiting_for_cell'} />
+      {asCell.view}
       {undo.view}
       {rewind.view}
     </div>
@@ -215,9 +219,9 @@ function Item(props: {
           data-autonomy={item.autonomy ?? undefined}
         >
           {item.autonomy && (
-            <span className="cw-autonomy-badge" title={AUTONOMY_HINTS[item.autonomy]}>
+            <span className="cw-autonomy-badge" title={autonomyHint(trans, item.autonomy)}>
               <span className="cw-visually-hidden">{trans.__('Mode: ')}</span>
-              {AUTONOMY_LABELS[item.autonomy]}
+              {autonomyLabel(trans, item.autonomy)}
             </span>
           )}
           <div className="cw-message-text">
@@ -240,7 +244,7 @@ function Item(props: {
     case 'tool':
       return <ToolStep item={item} model={model} rendermime={rendermime} container={container} sent={props.sent} />;
     case 'subtask':
-      return <SubtaskBlock item={item} model={model} rendermime={rendermime} />;
+      return <SubtaskBlock item={item} model={model} rendermime={rendermime} sent={sentView} />;
     case 'final': {
       const disabled = model.running || model.sending;
       return (
@@ -286,7 +290,7 @@ function Item(props: {
     case 'run_end': {
       // Usage once: a run that is the whole thread so far has its figure in the footer only.
       const threadUsage = model.view.usage.thread;
-      const ownFigure = !!item.usage && !(threadUsage && usageText(threadUsage) === usageText(item.usage));
+      const ownFigure = !!item.usage && !(threadUsage && usageText(trans, threadUsage) === usageText(trans, item.usage));
       if (item.status === 'completed' && !ownFigure) {
         return null;
       }
@@ -337,7 +341,7 @@ function Items(props: {
     if (item.kind === 'sent') {
       sent = item.request;
       const next = items[index + 1];
-      if (next && ['tool', 'assistant', 'final', 'sent'].includes(next.kind)) {
+      if (next && ['tool', 'subtask', 'assistant', 'final', 'sent'].includes(next.kind)) {
         return; // shown with the next item; a call that produced nothing shown (a plan) only in the thread's view
       }
       if (!next) {

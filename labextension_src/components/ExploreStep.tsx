@@ -6,6 +6,7 @@ import { useState } from 'react';
 import { ExploreState, exploreState, IToolItem, PanelModel, runAsCell, runnableCode } from '../model';
 import { agentLabel } from '../tokens';
 import { OutputView } from './OutputView';
+import { IStepAction } from './StepMenu';
 import { firstLine, shortArgs, STATUS_ICON } from './ToolEntry';
 import { useTrans } from './translation';
 import { VisibleText } from './VisibleText';
@@ -33,32 +34,21 @@ function stateLabel(trans: TranslationBundle, state: ExploreState): string {
  * An explore step (issue 37): one compact line saying how it ran, its code
  * on demand, and its outputs as a scratchpad that is plainly not a notebook
  * cell (nothing of it is in the notebook or the kernel), with what the
- * sandbox blocked. "Run as cell" proposes the code as a real cell, which
- * then waits for the usual approval.
+ * sandbox blocked. "Run as cell" (useRunAsCell, in the step's menu)
+ * proposes the code as a real cell, which then waits for the usual approval.
  */
 export function ExploreStep(props: {
   item: IToolItem;
-  model: PanelModel;
   rendermime: IRenderMimeRegistry;
   showAgent: boolean;
+  /** The step's menu: on the step's line, before the scratchpad, in reading (and focus) order. */
+  menu?: React.ReactNode;
 }): JSX.Element {
-  const { item, model, rendermime } = props;
+  const { item, rendermime } = props;
   const trans = useTrans();
-  const [busy, setBusy] = useState(false);
-  const [message, setMessage] = useState<string | null>(null);
   const state = exploreState(item);
   const code = typeof item.args?.code === 'string' ? item.args.code : '';
-  const runnable = runnableCode(item) !== null;
   const blocked = item.exploration?.blocked ?? [];
-  const asCell = async (): Promise<void> => {
-    setBusy(true);
-    setMessage(null);
-    try {
-      setMessage(await runAsCell(model, item));
-    } finally {
-      setBusy(false);
-    }
-  };
   return (
     <div
       className={`cw-tool cw-explore cw-tool-${item.status} cw-explore-${state}`}
@@ -84,7 +74,7 @@ export function ExploreStep(props: {
           {props.showAgent && (
             <div className="cw-tool-agent">
               <span className="cw-label">{trans.__('Agent: ')}</span>
-              {agentLabel(item.agent)}
+              {agentLabel(trans, item.agent)}
             </div>
           )}
           {code && (
@@ -94,6 +84,7 @@ export function ExploreStep(props: {
           )}
         </div>
       </details>
+      {props.menu}
       {item.outputs.length > 0 && (
         <div
           className="cw-explore-scratchpad"
@@ -117,25 +108,41 @@ export function ExploreStep(props: {
       {!item.exploration && item.summary && item.status !== 'ok' && (
         <div className="cw-tool-inline-result">{firstLine(item.summary, 200)}</div>
       )}
-      {runnable && (
-        <div className="cw-explore-actions">
-          <button
-            type="button"
-            className="cw-button"
-            data-testid="cw-run-as-cell"
-            title={trans.__('Add this code to the notebook as a cell; it runs in the kernel once you approve it')}
-            disabled={busy || model.running || !!model.pendingApproval}
-            onClick={() => void asCell()}
-          >
-            {trans.__('Run as cell')}
-          </button>
-          {message && (
-            <span className="cw-explore-message" role="status">
-              <VisibleText text={message} />
-            </span>
-          )}
-        </div>
-      )}
     </div>
   );
+}
+
+/**
+ * "Run as cell" for an explore step that ran: an item of the step's menu, like the other steps'
+ * actions; under the step, why the server refused, if it did.
+ */
+export function useRunAsCell(model: PanelModel, item: IToolItem): { actions: IStepAction[]; view: JSX.Element | null } {
+  const trans = useTrans();
+  const [busy, setBusy] = useState(false);
+  const [message, setMessage] = useState<string | null>(null);
+  if (runnableCode(item) === null) {
+    return { actions: [], view: null };
+  }
+  const asCell = async (): Promise<void> => {
+    setBusy(true);
+    setMessage(null);
+    try {
+      setMessage(await runAsCell(model, item));
+    } finally {
+      setBusy(false);
+    }
+  };
+  const action: IStepAction = {
+    label: trans.__('Run as cell'),
+    testId: 'cw-run-as-cell',
+    title: trans.__('Add this code to the notebook as a cell; it runs in the kernel once you approve it'),
+    disabled: busy || model.running || !!model.pendingApproval,
+    onSelect: () => void asCell()
+  };
+  const view = message ? (
+    <div className="cw-explore-message" role="status" data-testid="cw-run-as-cell-message">
+      <VisibleText text={message} />
+    </div>
+  ) : null;
+  return { actions: [action], view };
 }

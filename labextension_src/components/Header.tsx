@@ -1,7 +1,7 @@
 import { settingsIcon } from '@jupyterlab/ui-components';
 import * as React from 'react';
 
-import { AUTONOMY_HINTS, AUTONOMY_LABELS, DisplayStatus, PanelModel } from '../model';
+import { autonomyHint, autonomyLabel, DisplayStatus, PanelModel } from '../model';
 import { agentLabel } from '../tokens';
 import { AgentNotice } from './AgentPicker';
 import { ThreadHistory } from './ThreadHistory';
@@ -150,12 +150,12 @@ export function StatusLine(props: { model: PanelModel }): JSX.Element {
         hidden={view.mode !== 'multi' && agent === 'main'}
       >
         <span className="cw-visually-hidden">{trans.__('Active agent: ')}</span>
-        {agentLabel(agent)}
+        {agentLabel(trans, agent)}
       </span>
       {view.autonomy && (
-        <span className="cw-status-autonomy" data-testid="cw-thread-autonomy" title={AUTONOMY_HINTS[view.autonomy]}>
+        <span className="cw-status-autonomy" data-testid="cw-thread-autonomy" title={autonomyHint(trans, view.autonomy)}>
           <span className="cw-visually-hidden">{trans.__('Mode of the last run: ')}</span>
-          {AUTONOMY_LABELS[view.autonomy]}
+          {autonomyLabel(trans, view.autonomy)}
         </span>
       )}
       {connection === 'reconnecting' && (

@@ -17,7 +17,7 @@ export function ImpactView(props: { impact: Impact | null | undefined }): JSX.El
   if (!impact) {
     return null;
   }
-  const chips = impactChips(impact);
+  const chips = impactChips(trans, impact);
   const warnings = Array.isArray(impact.rule_warnings) ? impact.rule_warnings : [];
   return (
     <div className="cw-impact" data-testid="cw-impact">

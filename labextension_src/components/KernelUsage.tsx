@@ -29,7 +29,7 @@ export function KernelUsageView(props: { model: PanelModel }): JSX.Element | nul
       <span className="cw-kernel-usage-label">{trans.__('Kernel')}</span>{' '}
       {usage ? (
         <span data-testid="cw-kernel-usage-figures" data-memory-bytes={usage.memory_bytes}>
-          {usageLine(usage)}
+          {usageLine(trans, usage)}
         </span>
       ) : (
         <span className="cw-kernel-usage-error">{error}</span>

@@ -34,7 +34,7 @@ export function KnowledgeStatusView(props: { api: CellwrightAPI }): JSX.Element 
   return (
     <div className="cw-knowledge-status" data-testid="cw-knowledge-status">
       <span className="cw-knowledge-status-label">{trans.__('Workspace index')}</span>{' '}
-      {status && <span data-testid="cw-knowledge-status-text">{knowledgeText(status)}</span>}
+      {status && <span data-testid="cw-knowledge-status-text">{knowledgeText(trans, status)}</span>}
       {error && <span className="cw-knowledge-status-error">{error}</span>}
       {status && status.errors.length > 0 && (
         <ul className="cw-knowledge-status-errors">

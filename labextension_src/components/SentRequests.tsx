@@ -35,15 +35,15 @@ function SentRequest(props: {
       return;
     }
     fetchSentText(api, threadId, record.seq).then(
-      full => setText(full ? sentText(full) : 'This request is no longer recorded.'),
+      full => setText(full ? sentText(trans, full) : trans.__('This request is no longer recorded.')),
       reason => setError(errorMessage(reason))
     );
   };
   return (
     <li className="cw-sent-request" data-testid="cw-sent-request">
-      <span className="cw-sent-request-line">{requestLine(record)}</span>
+      <span className="cw-sent-request-line">{requestLine(trans, record)}</span>
       {added.length > 0 && (
-        <span className="cw-sent-request-sources">{' · ' + trans.__('new: %1', added.map(sourceText).join('; '))}</span>
+        <span className="cw-sent-request-sources">{' · ' + trans.__('new: %1', added.map(source => sourceText(trans, source)).join('; '))}</span>
       )}{' '}
       <button className="cw-link-button" onClick={toggle} data-testid="cw-sent-request-text-toggle">
         {text === null ? trans.__('Show text') : trans.__('Hide text')}
@@ -69,17 +69,17 @@ export function SentStep(props: { api: CellwrightAPI; threadId: string; sent: Se
   const [error, setError] = useState<string | null>(null);
   const showText = (): void => {
     fetchSentText(api, threadId, sent.request_seq).then(
-      full => setText(full ? sentText(full) : 'This request is no longer recorded.'),
+      full => setText(full ? sentText(trans, full) : trans.__('This request is no longer recorded.')),
       reason => setError(errorMessage(reason))
     );
   };
   return (
     <details className="cw-sent-step" data-testid="cw-sent-step" data-request-seq={sent.request_seq}>
-      <summary>{stepSentLine(sent)}</summary>
+      <summary>{stepSentLine(trans, sent)}</summary>
       {sent.sources.length > 0 && (
         <ul className="cw-sent-step-sources">
           {sent.sources.map((source, i) => (
-            <li key={i}>{sourceText(source)}</li>
+            <li key={i}>{sourceText(trans, source)}</li>
           ))}
         </ul>
       )}
@@ -145,10 +145,10 @@ export function SentRequests(props: {
       {open && sent && (
         <>
           <div className="cw-sent-summary" data-testid="cw-sent-summary">
-            {sourcesText(sent.summary)}
+            {sourcesText(trans, sent.summary)}
           </div>
           <div className="cw-sent-totals" data-testid="cw-sent-totals">
-            {totalsText(sent.summary)}
+            {totalsText(trans, sent.summary)}
           </div>
           <ol className="cw-sent-requests">
             {sent.requests.map((record, index) => (

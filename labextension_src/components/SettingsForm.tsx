@@ -97,7 +97,7 @@ export function SettingsForm(props: { model: PanelModel }): JSX.Element {
     settings.clearReport();
   };
 
-  const problem = formError(form);
+  const problem = formError(trans, form);
   const busy = settings.saving || settings.testing;
   const report = settings.report;
   // A key belongs to its endpoint: the status is the typed endpoint's, never the saved one's.
@@ -165,7 +165,7 @@ export function SettingsForm(props: { model: PanelModel }): JSX.Element {
           aria-describedby={`${ids}-url-source`}
           onChange={e => set('base_url', e.target.value)}
         />
-        <Source id={`${ids}-url-source`} text={sourceLabel(config, 'base_url')} />
+        <Source id={`${ids}-url-source`} text={sourceLabel(trans, config, 'base_url')} />
       </div>
 
       <div className="cw-settings-field">
@@ -189,7 +189,7 @@ export function SettingsForm(props: { model: PanelModel }): JSX.Element {
             ))}
           </datalist>
         )}
-        <Source id={`${ids}-model-source`} text={sourceLabel(config, 'model')} />
+        <Source id={`${ids}-model-source`} text={sourceLabel(trans, config, 'model')} />
         <span className="cw-settings-note" id={`${ids}-model-note`}>
           {settings.models.length
             ? trans._n('%1 model listed by the endpoint', '%1 models listed by the endpoint', settings.models.length)
@@ -216,7 +216,7 @@ export function SettingsForm(props: { model: PanelModel }): JSX.Element {
           aria-describedby={`${ids}-key-source ${ids}-key-note`}
           onChange={e => set('api_key', e.target.value)}
         />
-        <Source id={`${ids}-key-source`} text={otherEndpoint ? null : sourceLabel(config, 'api_key')} />
+        <Source id={`${ids}-key-source`} text={otherEndpoint ? null : sourceLabel(trans, config, 'api_key')} />
         <span className="cw-settings-note" id={`${ids}-key-note`} data-testid="cw-api-key-note">
           {otherEndpoint && !keySet && !form.api_key
             ? trans.__('No key for %1: none is sent there (a key stays with the endpoint it was given for). ', endpoint)
@@ -242,7 +242,7 @@ export function SettingsForm(props: { model: PanelModel }): JSX.Element {
             </option>
           ))}
         </select>
-        <Source id={`${ids}-tools-source`} text={sourceLabel(config, 'tool_calling')} />
+        <Source id={`${ids}-tools-source`} text={sourceLabel(trans, config, 'tool_calling')} />
       </div>
 
       <fieldset className="cw-settings-field cw-settings-approve">
@@ -257,7 +257,7 @@ export function SettingsForm(props: { model: PanelModel }): JSX.Element {
             <code>{tool}</code>
           </label>
         ))}
-        <Source id={`${ids}-approve-source`} text={sourceLabel(config, 'auto_approve')} />
+        <Source id={`${ids}-approve-source`} text={sourceLabel(trans, config, 'auto_approve')} />
       </fieldset>
 
       <SandboxStatus sandbox={model.health?.sandbox} />
@@ -276,7 +276,7 @@ export function SettingsForm(props: { model: PanelModel }): JSX.Element {
             />
           </label>
         ))}
-        <Source id={`${ids}-prices-source`} text={sourceLabel(config, 'prices')} />
+        <Source id={`${ids}-prices-source`} text={sourceLabel(trans, config, 'prices')} />
       </fieldset>
 
       <div className="cw-settings-field cw-settings-mcp">
@@ -293,7 +293,7 @@ export function SettingsForm(props: { model: PanelModel }): JSX.Element {
           aria-describedby={`${ids}-mcp-source`}
           onChange={e => set('mcp_servers', e.target.value)}
         />
-        <Source id={`${ids}-mcp-source`} text={sourceLabel(config, 'mcp_servers')} />
+        <Source id={`${ids}-mcp-source`} text={sourceLabel(trans, config, 'mcp_servers')} />
         <span className="cw-settings-note">{trans.__('Secrets show as ******** and are kept when left so.')}</span>
       </div>
 

@@ -147,6 +147,8 @@ export function ToolEntry(props: {
   showAgent: boolean;
   /** What the model call that asked for this step sent (the call's details). */
   sent?: React.ReactNode;
+  /** The step's menu: on the step's line, before its outputs, in reading (and focus) order. */
+  menu?: React.ReactNode;
 }): JSX.Element {
   const { item, rendermime } = props;
   const trans = useTrans();
@@ -191,7 +193,7 @@ export function ToolEntry(props: {
           {props.showAgent && (
             <div className="cw-tool-agent">
               <span className="cw-label">{trans.__('Agent: ')}</span>
-              {agentLabel(item.agent)}
+              {agentLabel(trans, item.agent)}
             </div>
           )}
           {description && <div className="cw-tool-description">{description}</div>}
@@ -209,6 +211,7 @@ export function ToolEntry(props: {
           {props.sent}
         </div>
       </details>
+      {props.menu}
       {item.outputs.length > 0 && !isCell && (
         <CommandOutput
           outputs={item.outputs}

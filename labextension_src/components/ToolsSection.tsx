@@ -86,7 +86,7 @@ export function ToolsSection(props: { model: PanelModel }): JSX.Element {
               <strong>{server.name}</strong>
             </label>
             <span className={`cw-tools-status cw-tools-${server.status}`} data-testid="cw-tools-status">
-              {serverStatusText(server)}
+              {serverStatusText(trans, server)}
             </span>
             {(server.tools ?? []).length > 0 && (
               <ul className="cw-tools-list">

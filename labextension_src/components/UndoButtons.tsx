@@ -27,7 +27,7 @@ export function useUndo(model: PanelModel, item: IToolItem): { actions: IStepAct
     setBusy(true);
     try {
       const outcome = await undoSteps(model, thread.threadId, ids);
-      setMessage(undoSummary(outcome));
+      setMessage(undoSummary(trans, outcome));
       setRefused(!!outcome.error && !outcome.undone.some(u => u.id === item.id));
     } finally {
       setBusy(false);

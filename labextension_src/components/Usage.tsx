@@ -7,14 +7,15 @@ import { useTrans } from './translation';
 /** One usage figure: tokens (marked when estimated) and the cost when prices are set. */
 export function UsageFigures(props: { usage: Usage; testId?: string }): JSX.Element {
   const { usage } = props;
-  const cost = costText(usage);
+  const trans = useTrans();
+  const cost = costText(trans, usage);
   return (
     <span
       className="cw-usage-figures"
       data-testid={props.testId}
       data-estimated={usage.estimated ? 'true' : 'false'}
     >
-      {usageText(usage)}
+      {usageText(trans, usage)}
       {cost && <span className="cw-usage-cost">{` · ${cost}`}</span>}
     </span>
   );
@@ -28,7 +29,7 @@ export function ContextMeter(props: { usage: IUsageView }): JSX.Element | null {
   if (fraction === null || contextTokens === null || contextBudget === null) {
     return null;
   }
-  const label = contextText(contextTokens, contextBudget);
+  const label = contextText(trans, contextTokens, contextBudget);
   const percent = Math.round(fraction * 100);
   const level = fraction >= 0.9 ? 'high' : fraction >= 0.7 ? 'medium' : 'low';
   return (

@@ -22,7 +22,7 @@ export function VerifyButton(props: { model: PanelModel }): JSX.Element | null {
   const verify = async (): Promise<void> => {
     setBusy(true);
     try {
-      setBadge(await verifyNotebook(model));
+      setBadge(await verifyNotebook(trans, model));
     } finally {
       setBusy(false);
     }

@@ -9,6 +9,8 @@
  * for every browser that opens it). A placed cell the notebook no longer has
  * was deleted by the user, and stays deleted.
  */
+import type { TranslationBundle } from '@jupyterlab/translation';
+
 import { AgentCell, CellStartedEvent, ToolCallEvent } from '../contract.gen';
 import { ICellProvenance, provenanceMetadata } from './review';
 
@@ -145,17 +147,19 @@ export function planReconcile(
 }
 
 /** The line that says what a reconcile added (non-modal), or null when it added nothing. */
-export function reconcileMessage(inserted: number, edited: number): string | null {
+export function reconcileMessage(trans: TranslationBundle, inserted: number, edited: number): string | null {
   const parts: string[] = [];
   if (inserted) {
     parts.push(
-      inserted === 1
-        ? '1 cell the agent ran while this notebook was closed was added'
-        : `${inserted} cells the agent ran while this notebook was closed were added`
+      trans._n(
+        '%1 cell the agent ran while this notebook was closed was added',
+        '%1 cells the agent ran while this notebook was closed were added',
+        inserted
+      )
     );
   }
   if (edited) {
-    parts.push(edited === 1 ? '1 cell the agent edited was updated' : `${edited} cells the agent edited were updated`);
+    parts.push(trans._n('%1 cell the agent edited was updated', '%1 cells the agent edited were updated', edited));
   }
-  return parts.length ? `Cellwright: ${parts.join('; ')}.` : null;
+  return parts.length ? trans.__('Cellwright: %1.', parts.join('; ')) : null;
 }

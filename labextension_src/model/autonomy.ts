@@ -4,6 +4,8 @@
  * A storage that fails only makes the panel forget; a notebook without a
  * remembered mode gets Agent, the server's default.
  */
+import type { TranslationBundle } from '@jupyterlab/translation';
+
 import { Autonomy } from '../contract.gen';
 import { IKeyValueStore } from './lastThreads';
 
@@ -14,17 +16,29 @@ export const AUTONOMIES: readonly Autonomy[] = ['ask', 'plan', 'agent'];
 
 export const DEFAULT_AUTONOMY: Autonomy = 'agent';
 
-export const AUTONOMY_LABELS: Readonly<Record<Autonomy, string>> = {
-  ask: 'Ask',
-  plan: 'Plan',
-  agent: 'Agent'
-};
+/** A mode's name, as the composer's picker and the thread's header say it. */
+export function autonomyLabel(trans: TranslationBundle, autonomy: Autonomy): string {
+  switch (autonomy) {
+    case 'ask':
+      return trans.__('Ask');
+    case 'plan':
+      return trans.__('Plan');
+    case 'agent':
+      return trans.__('Agent');
+  }
+}
 
-export const AUTONOMY_HINTS: Readonly<Record<Autonomy, string>> = {
-  ask: 'Ask: the agent reads and explains; it runs and changes nothing',
-  plan: 'Plan: the agent writes a plan for you to approve or edit, then works step by step',
-  agent: 'Agent: the agent works on its own, asking before each risky step'
-};
+/** What a mode lets the agent do (the picker's and the badge's tooltip). */
+export function autonomyHint(trans: TranslationBundle, autonomy: Autonomy): string {
+  switch (autonomy) {
+    case 'ask':
+      return trans.__('Ask: the agent reads and explains; it runs and changes nothing');
+    case 'plan':
+      return trans.__('Plan: the agent writes a plan for you to approve or edit, then works step by step');
+    case 'agent':
+      return trans.__('Agent: the agent works on its own, asking before each risky step');
+  }
+}
 
 export function isAutonomy(value: unknown): value is Autonomy {
   return typeof value === 'string' && (AUTONOMIES as readonly string[]).includes(value);

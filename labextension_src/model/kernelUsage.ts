@@ -4,6 +4,7 @@
  * and a warning when memory passes the threshold of the settings registry
  * (`kernelMemoryWarningMB`). No polling when nothing runs.
  */
+import type { TranslationBundle } from '@jupyterlab/translation';
 import { ISignal, Signal } from '@lumino/signaling';
 
 import { CellwrightAPI } from '../api';
@@ -22,15 +23,15 @@ export interface IKernelUsageView {
 }
 
 /** Bytes as MiB/GiB, one decimal. */
-export function bytesText(bytes: number): string {
+export function bytesText(trans: TranslationBundle, bytes: number): string {
   const gib = bytes / 1024 ** 3;
-  return gib >= 1 ? `${gib.toFixed(1)} GiB` : `${(bytes / 1024 ** 2).toFixed(0)} MiB`;
+  return gib >= 1 ? trans.__('%1 GiB', gib.toFixed(1)) : trans.__('%1 MiB', (bytes / 1024 ** 2).toFixed(0));
 }
 
-export function usageLine(usage: KernelUsage): string {
-  let text = `CPU ${Math.round(usage.cpu_percent)}% · memory ${bytesText(usage.memory_bytes)}`;
+export function usageLine(trans: TranslationBundle, usage: KernelUsage): string {
+  const text = trans.__('CPU %1% · memory %2', Math.round(usage.cpu_percent), bytesText(trans, usage.memory_bytes));
   if (usage.gpu_memory_bytes !== null && usage.gpu_memory_bytes !== undefined) {
-    text += ` · GPU ${bytesText(usage.gpu_memory_bytes)}`;
+    return trans.__('%1 · GPU %2', text, bytesText(trans, usage.gpu_memory_bytes));
   }
   return text;
 }

@@ -2,6 +2,8 @@
  * The workspace index behind search_knowledge, as `GET knowledge/status`
  * reports it, in words for the settings view.
  */
+import type { TranslationBundle } from '@jupyterlab/translation';
+
 import { CellwrightAPI } from '../api';
 import { KnowledgeStatus } from '../contract.gen';
 
@@ -12,22 +14,42 @@ export function fetchKnowledgeStatus(api: CellwrightAPI): Promise<KnowledgeStatu
 }
 
 /** "ready · 200 files · 610 passages · 3 tables · updated 12:04:31". */
-export function knowledgeText(status: KnowledgeStatus): string {
+export function knowledgeText(trans: TranslationBundle, status: KnowledgeStatus): string {
   if (status.state === 'off') {
-    return 'off (c.Cellwright.knowledge_index)';
+    return trans.__('off (%1)', 'c.Cellwright.knowledge_index');
   }
-  const parts: string[] = [status.state, `${status.files} files`, `${status.chunks} passages`];
+  const parts: string[] = [
+    knowledgeState(trans, status.state),
+    trans._n('%1 file', '%1 files', status.files),
+    trans._n('%1 passage', '%1 passages', status.chunks)
+  ];
   if (status.tables) {
-    parts.push(`${status.tables} tables`);
+    parts.push(trans._n('%1 table', '%1 tables', status.tables));
   }
   if (status.skipped) {
-    parts.push(`${status.skipped} skipped (size caps)`);
+    parts.push(trans.__('%1 skipped (size caps)', status.skipped));
   }
   if (status.embedding_model) {
-    parts.push(`embeddings: ${status.embedding_model}`);
+    parts.push(trans.__('embeddings: %1', status.embedding_model));
   }
   if (status.last_update !== null) {
-    parts.push(`updated ${new Date(status.last_update * 1000).toLocaleTimeString()}`);
+    parts.push(trans.__('updated %1', new Date(status.last_update * 1000).toLocaleTimeString()));
   }
   return parts.join(' · ');
+}
+
+/** The index's state in words (the server's names are identifiers). */
+function knowledgeState(trans: TranslationBundle, state: KnowledgeStatus['state']): string {
+  switch (state) {
+    case 'off':
+      return trans.__('off');
+    case 'idle':
+      return trans.__('idle');
+    case 'building':
+      return trans.__('building');
+    case 'ready':
+      return trans.__('ready');
+    case 'stopped':
+      return trans.__('stopped');
+  }
 }

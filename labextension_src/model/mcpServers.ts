@@ -5,6 +5,8 @@
  * off per thread (sent with the next run as `disabled_mcp_servers`; the
  * server keeps it with the thread).
  */
+import type { TranslationBundle } from '@jupyterlab/translation';
+
 import { McpServerSetting, McpServerStatus, PublicConfig, PublicMcpServer, ToolOrigin } from '../contract.gen';
 
 const SETTING_KEYS: readonly (keyof McpServerSetting)[] = [
@@ -39,31 +41,58 @@ export function mcpServersText(config: PublicConfig | null): string {
   return Object.keys(shown).length ? JSON.stringify(shown, null, 2) : '';
 }
 
-/** The typed text as the setting, or what is wrong with it. */
-export function parseMcpServers(text: string): { value: Record<string, McpServerSetting> | null; error: string | null } {
-  if (!text.trim()) {
-    return { value: {}, error: null };
-  }
+/** The typed text as a JSON value, or why it is not one (the parser's message). */
+function parseJson(text: string): { value: unknown; notJson: string | null } {
   try {
-    const value = JSON.parse(text);
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-      return { value: null, error: 'MCP servers: a JSON object, server name -> {"command", "args", "env"} or {"url", "headers"}.' };
-    }
-    return { value, error: null };
+    return { value: JSON.parse(text), notJson: null };
   } catch (error) {
-    return { value: null, error: `MCP servers: not valid JSON (${(error as Error).message}).` };
+    return { value: null, notJson: (error as Error).message };
   }
 }
 
+function isServerMap(value: unknown): value is Record<string, McpServerSetting> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The typed text as the setting ({} when empty), or null when it is not one. */
+export function mcpServersValue(text: string): Record<string, McpServerSetting> | null {
+  if (!text.trim()) {
+    return {};
+  }
+  const { value } = parseJson(text);
+  return isServerMap(value) ? value : null;
+}
+
+/** The typed text as the setting, or what is wrong with it. */
+export function parseMcpServers(
+  trans: TranslationBundle,
+  text: string
+): { value: Record<string, McpServerSetting> | null; error: string | null } {
+  const value = mcpServersValue(text);
+  if (value) {
+    return { value, error: null };
+  }
+  const { notJson } = parseJson(text);
+  return {
+    value: null,
+    error:
+      notJson !== null
+        ? trans.__('MCP servers: not valid JSON (%1).', notJson)
+        : trans.__('MCP servers: a JSON object, server name -> %1 or %2.', '{"command", "args", "env"}', '{"url", "headers"}')
+  };
+}
+
 /** One line for a server's state in the Tools section. */
-export function serverStatusText(server: McpServerStatus): string {
+export function serverStatusText(trans: TranslationBundle, server: McpServerStatus): string {
   switch (server.status) {
     case 'connected':
-      return `connected, ${server.tools?.length ?? 0} tool${server.tools?.length === 1 ? '' : 's'}`;
+      return trans._n('connected, %1 tool', 'connected, %1 tools', server.tools?.length ?? 0);
     case 'failed':
-      return `failed: ${server.error ?? 'no reason given'}`;
+      return trans.__('failed: %1', server.error ?? trans.__('no reason given'));
     case 'not_started':
-      return server.disabled ? 'disabled in the settings' : 'not started yet (starts with the next message)';
+      return server.disabled
+        ? trans.__('disabled in the settings')
+        : trans.__('not started yet (starts with the next message)');
     default:
       return server.status;
   }
@@ -102,11 +131,14 @@ export class DisabledServers {
 }
 
 /** The approval card's line for a tool from outside: where it comes from, and what it claims. */
-export function originText(origin: ToolOrigin): string {
+export function originText(trans: TranslationBundle, origin: ToolOrigin): string {
   if (origin.kind === 'mcp') {
-    const claim = origin.read_only_hint ? ' · the server says it is read-only (not verified)' : '';
-    return `MCP server ${origin.server ?? '?'}, tool ${origin.tool}${claim}`;
+    const line = trans.__('MCP server %1, tool %2', origin.server ?? '?', origin.tool);
+    return origin.read_only_hint ? trans.__('%1 · the server says it is read-only (not verified)', line) : line;
   }
-  const where = origin.file ? ` · ${origin.file}:${origin.line ?? '?'}` : '';
-  return `Notebook function ${origin.tool}()${where}${origin.read_only_hint ? ' · declared read-only' : ''}`;
+  let line = trans.__('Notebook function %1()', origin.tool);
+  if (origin.file) {
+    line += ` · ${origin.file}:${origin.line ?? '?'}`;
+  }
+  return origin.read_only_hint ? trans.__('%1 · declared read-only', line) : line;
 }

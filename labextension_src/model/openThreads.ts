@@ -121,9 +121,13 @@ export class OpenThreads implements IDisposable {
     return thread;
   }
 
-  /** Drop a thread that is neither shown nor streaming. */
+  /**
+   * Drop a thread that is not shown and not streaming, or whose stream only waits for a decision
+   * (the server keeps it open while a card waits): hidden threads must not hold the browser's few
+   * connections to the server. Its card comes back with it when it is opened again.
+   */
   private _release(thread: ThreadModel): void {
-    if (thread !== this._active && !thread.streaming) {
+    if (thread !== this._active && (!thread.streaming || thread.pendingApproval !== null)) {
       this._threads.delete(thread.threadId);
       thread.dispose();
     }

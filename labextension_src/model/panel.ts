@@ -4,6 +4,7 @@
  * user's settings; and the user's actions (send, decide, stop). Emits
  * `changed` for the views and `liveEvent` for the notebook bridge.
  */
+import type { TranslationBundle } from '@jupyterlab/translation';
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
@@ -31,7 +32,7 @@ import { ServerSetup } from './serverSetup';
 import { ThreadModel } from './thread';
 import { ThreadHistory } from './threadHistory';
 import { EMPTY_VIEW, isActive, IThreadView } from './view';
-import { awaitingHere, WaitingThreads } from './waitingThreads';
+import { WaitingBanner } from './waitingBanner';
 
 export interface ILiveEvent {
   thread: ThreadModel;
@@ -41,6 +42,8 @@ export interface ILiveEvent {
 export namespace PanelModel {
   export interface IOptions {
     api: CellwrightAPI;
+    /** The panel's translation bundle (`cellwright`): what the model words itself. */
+    trans: TranslationBundle;
     /** The frontend's version, compared with the server's. */
     version: string;
     /** Where the last thread per notebook is remembered. */
@@ -53,6 +56,7 @@ export namespace PanelModel {
 export class PanelModel implements IDisposable {
   constructor(options: PanelModel.IOptions) {
     this.api = options.api;
+    this.trans = options.trans;
     this.agents = new AgentChoice(options.api, () => this._changed.emit());
     this.version = options.version;
     this._lastThreads = new LastThreads(options.storage ?? null);
@@ -64,27 +68,28 @@ export class PanelModel implements IDisposable {
       onCaughtUp: thread => this._caughtUp.emit(thread),
       onError: (thread, error) => this._threadError(thread, error)
     });
-    this.settings = new SettingsModel(options.api);
+    this.settings = new SettingsModel(options.api, options.trans);
     this.settings.saved.connect(() => void this.checkHealth());
     const owner = {
       api: options.api,
+      trans: options.trans,
       onChanged: () => this._changed.emit(),
       onError: (error: unknown, context: string) => this.reportError(error, context)
     };
     this._setup = new ServerSetup({ ...owner, settings: this.settings });
     this._history = new ThreadHistory(owner);
-    this._waiting = new WaitingThreads({
+    this._banner = new WaitingBanner({
       api: options.api,
-      onChanged: () => {
-        this._followWaiting();
-        this._changed.emit();
-      }
+      active: () => this.thread,
+      notebookPath: () => this._notebook?.path ?? null,
+      onChanged: () => this._changed.emit()
     });
     this._mode = options.mode ?? 'single';
     this._autoScroll = options.autoScroll ?? true;
   }
 
   readonly api: CellwrightAPI;
+  readonly trans: TranslationBundle;
   /** MCP servers the user turned off per thread (the Tools section). */
   readonly disabledServers = new DisabledServers();
   readonly version: string;
@@ -260,7 +265,7 @@ export class PanelModel implements IDisposable {
 
   /** Notices derived from the health answer. */
   get notices(): string[] {
-    return healthNotices(this._setup.health, this.version);
+    return healthNotices(this.trans, this._setup.health, this.version);
   }
 
   // ------------------------------------------------------------ notebook and threads
@@ -279,7 +284,7 @@ export class PanelModel implements IDisposable {
     }
     this._bound = true;
     if (binding) {
-      this._waiting.start();
+      this._banner.poll.start();
     }
     const remembered = binding ? this._lastThreads.recall(binding.path) : null;
     if (remembered) {
@@ -294,17 +299,7 @@ export class PanelModel implements IDisposable {
    * is not on show (an outside agent's call, a run started elsewhere).
    */
   get waitingThreads(): Thread[] {
-    const active = this.thread;
-    // The thread on show is followed: its own events say whether it waits, unless the poll is newer
-    // (a run started elsewhere, which the panel has not read yet). A card shown or decided here
-    // needs no banner either.
-    const followed =
-      active &&
-      (active.view.pendingApproval ||
-        (active.view.status !== 'awaiting_approval' && active.lastEventAt >= this._waiting.askedAt))
-        ? active.threadId
-        : null;
-    return awaitingHere(this._waiting.threads, this._notebook?.path ?? null).filter(t => t.thread_id !== followed);
+    return this._banner.threads;
   }
 
   /** Show a waiting thread with its card (its stream read again: the run started elsewhere). */
@@ -435,7 +430,7 @@ export class PanelModel implements IDisposable {
       await this.api.continueWithoutWaiting(thread.threadId);
       thread.connect();
     } catch (error) {
-      this.reportError(error, 'Could not continue without waiting');
+      this.reportError(error, this.trans.__('Could not continue without waiting'));
     }
   }
 
@@ -449,7 +444,7 @@ export class PanelModel implements IDisposable {
       await this.api.cancel(thread.threadId);
       thread.connect();
     } catch (error) {
-      this.reportError(error, 'Could not stop the run');
+      this.reportError(error, this.trans.__('Could not stop the run'));
     }
   }
 
@@ -458,21 +453,13 @@ export class PanelModel implements IDisposable {
       return;
     }
     this._isDisposed = true;
-    this._waiting.dispose();
+    this._banner.dispose();
     this.settings.dispose();
     this._threads.dispose();
     Signal.clearData(this);
   }
 
   // ------------------------------------------------------------ private
-
-  /** The thread on show waits for a decision its view does not have yet: read its stream again. */
-  private _followWaiting(): void {
-    const active = this.thread;
-    if (active && !active.pendingApproval && this.waitingThreads.some(t => t.thread_id === active.threadId)) {
-      active.connect();
-    }
-  }
 
   /** A thread's error: a thread gone from the server is no longer the notebook's last. */
   private _threadError(thread: ThreadModel, error: unknown): void {
@@ -481,7 +468,7 @@ export class PanelModel implements IDisposable {
         this._lastThreads.forget(this._notebook.path);
       }
     }
-    this.reportError(error, `Thread ${thread.title ?? thread.threadId}`);
+    this.reportError(error, this.trans.__('Thread %1', thread.title ?? thread.threadId));
   }
 
   private _setActive(thread: ThreadModel | null): void {
@@ -495,7 +482,7 @@ export class PanelModel implements IDisposable {
   private _notebook: INotebookBinding | null = null;
   private _bound = false;
   private _history: ThreadHistory;
-  private _waiting: WaitingThreads;
+  private _banner: WaitingBanner;
   private _errors = new ErrorBanner();
   private _setup: ServerSetup;
   private _mode: Mode;

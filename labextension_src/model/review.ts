@@ -4,21 +4,52 @@
  * notebook keeps in a cell's metadata (`cellwright`), and which steps of a
  * thread are still undoable.
  */
+import type { TranslationBundle } from '@jupyterlab/translation';
+
 import { CellStartedEvent, Impact, ImpactItem } from '../contract.gen';
 import { ConversationItem, IToolItem, IUndoState } from './view';
 
-/** The finding kinds of `impact`, in the card's order, with their labels. */
-export const IMPACT_KINDS: readonly [keyof Impact & string, string][] = [
-  ['assigns', 'assigns'],
-  ['mutates', 'changes in place'],
-  ['deletes', 'deletes'],
-  ['reads', 'reads'],
-  ['files_written', 'writes file'],
-  ['network', 'network'],
-  ['installs', 'installs'],
-  ['shell', 'shell'],
-  ['unknown', 'unknown']
+type ImpactKind = Extract<
+  keyof Impact,
+  'assigns' | 'mutates' | 'deletes' | 'reads' | 'files_written' | 'network' | 'installs' | 'shell' | 'unknown'
+>;
+
+/** The finding kinds of `impact`, in the card's order. */
+export const IMPACT_KINDS: readonly ImpactKind[] = [
+  'assigns',
+  'mutates',
+  'deletes',
+  'reads',
+  'files_written',
+  'network',
+  'installs',
+  'shell',
+  'unknown'
 ];
+
+/** A finding kind as the card's chip says it. */
+export function impactLabel(trans: TranslationBundle, kind: ImpactKind): string {
+  switch (kind) {
+    case 'assigns':
+      return trans.__('assigns');
+    case 'mutates':
+      return trans.__('changes in place');
+    case 'deletes':
+      return trans.__('deletes');
+    case 'reads':
+      return trans.__('reads');
+    case 'files_written':
+      return trans.__('writes file');
+    case 'network':
+      return trans.__('network');
+    case 'installs':
+      return trans.__('installs');
+    case 'shell':
+      return trans.__('shell');
+    case 'unknown':
+      return trans.__('unknown');
+  }
+}
 
 export interface IChip {
   kind: string;
@@ -28,12 +59,13 @@ export interface IChip {
 }
 
 /** One chip per finding, each with the line it comes from. */
-export function impactChips(impact: Impact | null | undefined): IChip[] {
+export function impactChips(trans: TranslationBundle, impact: Impact | null | undefined): IChip[] {
   if (!impact) {
     return [];
   }
   const chips: IChip[] = [];
-  for (const [kind, label] of IMPACT_KINDS) {
+  for (const kind of IMPACT_KINDS) {
+    const label = impactLabel(trans, kind);
     const items = (impact as unknown as Record<string, ImpactItem[] | undefined>)[kind];
     for (const item of Array.isArray(items) ? items : []) {
       chips.push({ kind, label, name: String(item.name), line: Number(item.line) });

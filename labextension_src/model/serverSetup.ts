@@ -4,6 +4,8 @@
  * conversation: opened with the gear, or shown while no model is
  * configured, since then nothing else can work.
  */
+import type { TranslationBundle } from '@jupyterlab/translation';
+
 import { CellwrightAPI } from '../api';
 import { Health } from '../contract.gen';
 import { SettingsModel } from './settings';
@@ -12,6 +14,7 @@ export namespace ServerSetup {
   export interface IOptions {
     api: CellwrightAPI;
     settings: SettingsModel;
+    trans: TranslationBundle;
     onChanged(): void;
     onError(error: unknown, context: string): void;
   }
@@ -54,7 +57,7 @@ export class ServerSetup {
       }
     } catch (error) {
       this._health = null;
-      this._options.onError(error, 'Cellwright server check failed');
+      this._options.onError(error, this._options.trans.__('Cellwright server check failed'));
     }
     this._options.onChanged();
   }

@@ -4,6 +4,7 @@
  * (then `saved` fires, and the panel checks `GET health` again). The form's
  * values themselves live in the form (settingsForm.ts builds the bodies).
  */
+import type { TranslationBundle } from '@jupyterlab/translation';
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
@@ -48,7 +49,10 @@ export function endpointHasKey(config: PublicConfig | null, baseUrl: string): bo
 }
 
 export class SettingsModel implements IDisposable {
-  constructor(private _api: CellwrightAPI) {}
+  constructor(
+    private _api: CellwrightAPI,
+    private _trans: TranslationBundle
+  ) {}
 
   get changed(): ISignal<this, void> {
     return this._changed;
@@ -109,7 +113,7 @@ export class SettingsModel implements IDisposable {
       this._config = await this._api.getConfig();
       this._error = null;
     } catch (error) {
-      this._error = `Could not read the settings: ${errorMessage(error)}`;
+      this._error = this._trans.__('Could not read the settings: %1', errorMessage(error));
     } finally {
       this._loading = false;
       this._emit();
@@ -142,7 +146,7 @@ export class SettingsModel implements IDisposable {
       }
       return this._report;
     } catch (error) {
-      this._error = `The test could not run: ${errorMessage(error)}`;
+      this._error = this._trans.__('The test could not run: %1', errorMessage(error));
       return null;
     } finally {
       this._testing = false;
@@ -160,7 +164,7 @@ export class SettingsModel implements IDisposable {
       void this.refreshModels();
       return true;
     } catch (error) {
-      this._error = `Could not save the settings: ${errorMessage(error)}`;
+      this._error = this._trans.__('Could not save the settings: %1', errorMessage(error));
       return false;
     } finally {
       this._saving = false;

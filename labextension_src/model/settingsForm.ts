@@ -4,6 +4,8 @@
  * The API key is write-only: the form starts with it empty, sends it only
  * when the user typed one, and never has the saved one to show.
  */
+import type { TranslationBundle } from '@jupyterlab/translation';
+
 import {
   ASKING_TOOLS,
   ConfigUpdate,
@@ -12,7 +14,7 @@ import {
   PublicConfig,
   ToolCalling
 } from '../contract.gen';
-import { mcpServersText, parseMcpServers } from './mcpServers';
+import { mcpServersText, mcpServersValue, parseMcpServers } from './mcpServers';
 
 /** Tools that ask before they run, the ones auto-approve can wave through: the registry's
  * ToolSpec.needs_approval, generated into the contract (never a list kept here). */
@@ -33,16 +35,21 @@ export interface ISettingsForm {
 }
 
 /** Where a setting's value comes from, as the form says it. */
-export const SOURCE_LABELS: Readonly<Record<string, string>> = {
-  settings: 'saved here',
-  config: 'from a Jupyter config file',
-  environment: 'from the environment',
-  default: 'default'
-};
-
-export function sourceLabel(config: PublicConfig | null, name: string): string | null {
+export function sourceLabel(trans: TranslationBundle, config: PublicConfig | null, name: string): string | null {
   const source = config?.sources?.[name];
-  return source ? (SOURCE_LABELS[source] ?? source) : null;
+  if (!source) {
+    return null;
+  }
+  switch (source) {
+    case 'settings':
+      return trans.__('saved here');
+    case 'config':
+      return trans.__('from a Jupyter config file');
+    case 'environment':
+      return trans.__('from the environment');
+    case 'default':
+      return trans.__('default');
+  }
 }
 
 function priceText(value: number | undefined): string {
@@ -75,21 +82,21 @@ export function parsePrice(text: string): number | null {
 }
 
 /** What is wrong with the form, or null. */
-export function formError(form: ISettingsForm): string | null {
+export function formError(trans: TranslationBundle, form: ISettingsForm): string | null {
   const prompt = parsePrice(form.price_prompt);
   const completion = parsePrice(form.price_completion);
   if (Number.isNaN(prompt) || Number.isNaN(completion)) {
-    return 'Prices are numbers (per million tokens), or empty.';
+    return trans.__('Prices are numbers (per million tokens), or empty.');
   }
   if ((prompt === null) !== (completion === null)) {
-    return 'Give both prices, or neither.';
+    return trans.__('Give both prices, or neither.');
   }
-  const servers = parseMcpServers(form.mcp_servers);
+  const servers = parseMcpServers(trans, form.mcp_servers);
   if (servers.error) {
     return servers.error;
   }
   if (form.base_url.trim() && !/^https?:\/\//i.test(form.base_url.trim())) {
-    return 'The endpoint is an http:// or https:// URL, e.g. http://127.0.0.1:8000/v1.';
+    return trans.__('The endpoint is an %1 or %2 URL, e.g. %3.', 'http://', 'https://', 'http://127.0.0.1:8000/v1');
   }
   return null;
 }
@@ -130,7 +137,7 @@ export function configUpdate(form: ISettingsForm, config: PublicConfig | null): 
   if (JSON.stringify(prices) !== before) {
     update.prices = prices;
   }
-  const servers = parseMcpServers(form.mcp_servers).value;
+  const servers = mcpServersValue(form.mcp_servers);
   if (servers && form.mcp_servers.trim() !== saved.mcp_servers.trim()) {
     update.mcp_servers = servers;
   }

@@ -15,11 +15,6 @@ import { reduceEvent } from './reducer';
 import { withThreadDetail } from './threadUsage';
 import { EMPTY_VIEW, isLiveOnly, IThreadView } from './view';
 
-/** How often a thread whose card is on show is read again: every 300 ms for 30 s, then every 2 s. */
-const WATCH_FAST_MS = 300;
-const WATCH_FAST_FOR_MS = 30_000;
-const WATCH_SLOW_MS = 2_000;
-
 export type ConnectionState = 'closed' | 'open' | 'reconnecting';
 
 export namespace ThreadModel {
@@ -218,7 +213,6 @@ export class ThreadModel implements IDisposable {
       return;
     }
     this._isDisposed = true;
-    clearTimeout(this._watchTimer);
     this._controller?.abort();
     clearTimeout(this._changedTimer);
     Signal.clearData(this);
@@ -263,38 +257,8 @@ export class ThreadModel implements IDisposable {
       this._setConnection('closed');
       if (!this._isDisposed) {
         this._streamEnded.emit();
-        if (!controller.signal.aborted) {
-          this._watchWhileWaiting();
-        }
       }
     }
-  }
-
-  /**
-   * A card waits for the user: the server ends the stream while nothing runs, so a decision made
-   * elsewhere (another tab, another user) would reach this panel only with the next poll. Read the
-   * thread again shortly (quickly at first, then more slowly) while the card is on show and the
-   * page is visible: its own events then take the card (and any banner) away.
-   */
-  private _watchWhileWaiting(): void {
-    clearTimeout(this._watchTimer);
-    if (typeof document === 'undefined' || !this.pendingApproval) {
-      this._waitingSince = 0;
-      return;
-    }
-    const now = Date.now();
-    this._waitingSince = this._waitingSince || now;
-    const delay = now - this._waitingSince < WATCH_FAST_FOR_MS ? WATCH_FAST_MS : WATCH_SLOW_MS;
-    this._watchTimer = setTimeout(() => {
-      if (this._isDisposed || this._controller) {
-        return;
-      }
-      if (document.visibilityState === 'visible' && this.pendingApproval) {
-        this.connect();
-      } else {
-        this._watchWhileWaiting();
-      }
-    }, delay);
   }
 
   private _endCatchUp(): void {
@@ -342,8 +306,6 @@ export class ThreadModel implements IDisposable {
   private _controller: AbortController | null = null;
   private _connection: ConnectionState = 'closed';
   private _lastEventAt = 0;
-  private _watchTimer: ReturnType<typeof setTimeout> | undefined = undefined;
-  private _waitingSince = 0;
   private _catchingUp = false;
   private _expectRun = false;
   private _again = false;

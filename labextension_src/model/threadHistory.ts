@@ -2,12 +2,15 @@
  * The thread history list (`GET threads`): fetched when the user opens
  * it, and forgotten when a new thread makes it stale.
  */
+import type { TranslationBundle } from '@jupyterlab/translation';
+
 import { CellwrightAPI } from '../api';
 import { Thread } from '../contract.gen';
 
 export namespace ThreadHistory {
   export interface IOptions {
     api: CellwrightAPI;
+    trans: TranslationBundle;
     onChanged(): void;
     onError(error: unknown, context: string): void;
   }
@@ -31,7 +34,7 @@ export class ThreadHistory {
     try {
       this._list = await this._options.api.listThreads();
     } catch (error) {
-      this._options.onError(error, 'Could not load the thread history');
+      this._options.onError(error, this._options.trans.__('Could not load the thread history'));
     } finally {
       this._loading = false;
       this._options.onChanged();

@@ -4,6 +4,8 @@
  * log again, so `step_undone` reaches the timeline and, live, the notebook
  * (which removes the step's cell or gives an edited cell its source back).
  */
+import type { TranslationBundle } from '@jupyterlab/translation';
+
 import { errorMessage } from '../api';
 import { UndoResult } from '../contract.gen';
 import { PanelModel } from './panel';
@@ -52,15 +54,15 @@ export async function undoSteps(model: PanelModel, threadId: string, ids: readon
 }
 
 /** One line for the user: what the undo restored, removed and left. */
-export function undoSummary(outcome: IUndoOutcome): string {
+export function undoSummary(trans: TranslationBundle, outcome: IUndoOutcome): string {
   const restored = outcome.undone.flatMap(u => u.result.restored);
   const removed = outcome.undone.flatMap(u => u.result.removed);
   const left = outcome.undone.flatMap(u => u.result.not_undone);
   const parts = [
-    outcome.undone.length ? `Undid ${outcome.undone.length} step${outcome.undone.length > 1 ? 's' : ''}` : '',
-    restored.length ? `restored ${[...new Set(restored)].join(', ')}` : '',
-    removed.length ? `removed ${[...new Set(removed)].join(', ')}` : '',
-    left.length ? `not undone: ${left.join('; ')}` : '',
+    outcome.undone.length ? trans._n('Undid %1 step', 'Undid %1 steps', outcome.undone.length) : '',
+    restored.length ? trans.__('restored %1', [...new Set(restored)].join(', ')) : '',
+    removed.length ? trans.__('removed %1', [...new Set(removed)].join(', ')) : '',
+    left.length ? trans.__('not undone: %1', left.join('; ')) : '',
     outcome.error ?? ''
   ];
   return parts.filter(Boolean).join(' · ');

@@ -4,6 +4,8 @@
  * endpoint, and the cost when prices are set. Pure, for the footer, the run
  * summaries and their tests.
  */
+import type { TranslationBundle } from '@jupyterlab/translation';
+
 import { Usage } from '../contract.gen';
 
 const NUMBER = new Intl.NumberFormat('en-US');
@@ -24,21 +26,21 @@ export function formatCost(cost: number): string {
 }
 
 /** "1,234 prompt · 56 completion · 1,000 cached tokens", marked when estimated. */
-export function usageText(usage: Usage): string {
+export function usageText(trans: TranslationBundle, usage: Usage): string {
   const parts = [
-    `${formatTokens(usage.prompt_tokens)} prompt`,
-    `${formatTokens(usage.completion_tokens)} completion`
+    trans.__('%1 prompt', formatTokens(usage.prompt_tokens)),
+    trans.__('%1 completion', formatTokens(usage.completion_tokens))
   ];
   if (typeof usage.cached_tokens === 'number' && usage.cached_tokens > 0) {
-    parts.push(`${formatTokens(usage.cached_tokens)} cached`);
+    parts.push(trans.__('%1 cached', formatTokens(usage.cached_tokens)));
   }
-  const text = `${parts.join(' · ')} tokens`;
-  return usage.estimated ? `≈ ${text} (estimated)` : text;
+  const text = trans.__('%1 tokens', parts.join(' · '));
+  return usage.estimated ? trans.__('≈ %1 (estimated)', text) : text;
 }
 
 /** "cost 0.012" or null when no price is set for the model. */
-export function costText(usage: Usage): string | null {
-  return typeof usage.cost === 'number' ? `cost ${formatCost(usage.cost)}` : null;
+export function costText(trans: TranslationBundle, usage: Usage): string | null {
+  return typeof usage.cost === 'number' ? trans.__('cost %1', formatCost(usage.cost)) : null;
 }
 
 /** How full the context is, from 0 to 1 (null without a budget). */
@@ -50,7 +52,12 @@ export function contextFraction(tokens: number | null, budget: number | null): n
 }
 
 /** "Context: 3,200 of 100,000 tokens (3%)". */
-export function contextText(tokens: number, budget: number): string {
+export function contextText(trans: TranslationBundle, tokens: number, budget: number): string {
   const fraction = contextFraction(tokens, budget) ?? 0;
-  return `Context: ${formatTokens(tokens)} of ${formatTokens(budget)} tokens (${Math.round(fraction * 100)}%)`;
+  return trans.__(
+    'Context: %1 of %2 tokens (%3%)',
+    formatTokens(tokens),
+    formatTokens(budget),
+    Math.round(fraction * 100)
+  );
 }

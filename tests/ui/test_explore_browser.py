@@ -1,7 +1,7 @@
 """explore and "Run as cell" in a real browser (issue 37): in Ask mode the user asks what is in a
 DataFrame of the kernel; the agent explores it in the kernel's sandboxed fork, unasked; the panel shows
 the step as "explored (sandboxed)" with its text and figure as a scratchpad, not a cell, and no
-approval card. "Run as cell" then proposes the code as a real cell: the usual card, approved, and the
+approval card. "Run as cell" (in the step's menu) then proposes the code as a real cell: the usual card, approved, and the
 notebook has the cell and its outputs. JupyterLab, Debian's chromium, a real kernel, bubblewrap's host
 (the sandbox), and an honest scripted model: the variable it explores is the one the user named."""
 
@@ -55,7 +55,9 @@ def test_explore_shows_a_sandboxed_scratchpad_and_runs_as_a_cell_once_approved(
     expect(page.locator(".jp-Notebook .jp-OutputArea-output").filter(has_text="mean")).to_have_count(0)
     page.screenshot(path=str(SHOTS / "explore-1-scratchpad.png"))
 
-    step.get_by_test_id("cw-run-as-cell").click()
+    row = page.get_by_test_id("cw-step").filter(has=step)  # "Run as cell" is in the step's menu
+    row.get_by_test_id("cw-step-menu-button").click()
+    row.get_by_role("menuitem", name="Run as cell").click()
     card = page.get_by_role("region", name="Approval required")
     expect(card).to_contain_text("describe()", timeout=30_000)
     page.screenshot(path=str(SHOTS / "explore-2-run-as-cell-card.png"))
