@@ -27,7 +27,16 @@ APP_MODULES = {"server": "jupyter_server", "lab": "jupyterlab"}
 # What a Jupyter server with Cellwright imports at start and on its first run (~4 s of CPU; importing
 # jupyterlab.labapp also runs node to read yarn's configuration). Checked for what they read from the
 # environment while imported: only LabApp's two folders below, which a forked lab is given explicitly.
-SERVER_PRELOAD = ("jupyter_server.serverapp", "jupyterlab.labapp", "jupyter_ext.extension", "langgraph.graph", "openai")
+SERVER_PRELOAD = (
+    "jupyter_server.serverapp",
+    "jupyterlab.labapp",
+    "jupyter_ext.extension",
+    "jupyter_ext.sandbox_health",  # GET health, which the panel asks at once
+    "agent_core.loop.thread_runner",  # what recovering threads at start imports
+    "nbconvert",  # GET api/nbconvert, which JupyterLab asks on every page load
+    "langgraph.graph",
+    "openai",
+)
 
 
 class _Forking:

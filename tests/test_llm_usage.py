@@ -124,3 +124,27 @@ def test_an_error_inside_the_stream_is_an_llm_error(fake: FakeLLM) -> None:
     with pytest.raises(LLMError) as caught:
         turn_of(fake)
     assert "the model crashed" in caught.value.message
+
+
+def test_every_client_shares_one_tls_context_and_still_reaches_the_endpoint(fake: FakeLLM) -> None:
+    """A new client (each event loop, endpoint and key has one) takes the process's TLS context
+    instead of reading the CA bundle again (~50 ms of CPU before its first request): with the key
+    (aiohttp transport), without one, and with credentials in the URL (the SDK's httpx transport)."""
+
+    async def contexts() -> list[object]:
+        found = []
+        for settings in (
+            AgentSettings(model="m", base_url=fake.base_url, api_key="sk-a"),
+            AgentSettings(model="m", base_url=fake.base_url, api_key=""),
+            AgentSettings(model="m", base_url=fake.base_url.replace("://", "://user:pw@"), api_key="sk-b"),
+        ):
+            client = sdk_clients.new_client(settings)
+            transport = client._client._transport  # the SDK's HTTP client, then its transport
+            found.append(getattr(transport, "ssl_context", None) or transport._pool._ssl_context)
+            await client.close()
+        return found
+
+    shared = asyncio.run(contexts())
+    assert all(context is sdk_clients.tls_context() for context in shared), shared
+    fake.script(text("still reached"))
+    assert turn_of(fake).content == "still reached"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import ssl
 import weakref
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -41,8 +42,21 @@ def new_client(settings: AgentSettings) -> AsyncOpenAI:
         base_url=settings.base_url or None,
         timeout=timeout,
         max_retries=0,  # retried here, visibly
-        http_client=_aiohttp_client(openai, timeout, settings.base_url or ""),
+        http_client=_aiohttp_client(openai, timeout, settings.base_url or "")
+        or openai.DefaultAsyncHttpxClient(timeout=timeout, verify=tls_context()),
     )
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """One TLS context for all the process's clients, made as the SDK's HTTP library makes its own
+    default (the same CA bundle and environment): making one costs ~50 ms of CPU, which every new
+    client (a new event loop, endpoint or key) paid before its first request."""
+    try:
+        from httpx2 import create_ssl_context
+    except ImportError:  # an SDK on httpx
+        from httpx import create_ssl_context
+    return create_ssl_context()
 
 
 @functools.cache
@@ -70,7 +84,7 @@ def _aiohttp_client(openai: ModuleType, timeout: object, base_url: str) -> Any: 
         return None
     make = getattr(openai, "DefaultAioHttpClient", None)
     # Its connection limits are the SDK's (1000 at once), not aiohttp's 100: more threads would queue.
-    return None if make is None else make(timeout=timeout)
+    return None if make is None else make(timeout=timeout, verify=tls_context())
 
 
 def cached_client(settings: AgentSettings) -> AsyncOpenAI:
