@@ -21,7 +21,7 @@ from .errors import BadRequest, Misconfigured
 from .handler_base import CellwrightHandler, contract_bodies
 from .request_handlers import RequestsHandler
 from .rewind_handlers import REWIND_HANDLERS
-from .run_manager import StreamItem
+from .thread_following import StreamItem
 from .tool_handlers import (
     DiagnosticsHandler,
     KnowledgeStatusHandler,

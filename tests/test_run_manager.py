@@ -17,7 +17,8 @@ from agent_core.contract.bodies import StartRun
 from agent_core.storage.thread_store import ThreadStore
 from devtools.fake_llm import FakeLLM, text, tool_call
 from jupyter_ext.errors import BadRequest, Conflict
-from jupyter_ext.run_manager import RUN_FINISHED_GRACE, RunManager, StreamItem
+from jupyter_ext.run_manager import RunManager
+from jupyter_ext.thread_following import RUN_FINISHED_GRACE, StreamItem
 from tests.tools_env import FolderEnv
 
 
