@@ -16,6 +16,7 @@ it off."""
 
 from __future__ import annotations
 
+import collections
 import os
 import pickle
 import signal
@@ -219,20 +220,24 @@ class ForkedProcess:
 
 _zygotes: dict[tuple[tuple[str, ...], tuple[tuple[str, str], ...]], Zygote] = {}
 _zygotes_lock = threading.Lock()
+_asked: collections.Counter[tuple[tuple[str, ...], tuple[tuple[str, str], ...]]] = collections.Counter()
 
 
 def zygote_for(preload: Sequence[str], env: Mapping[str, str]) -> Zygote | None:
-    """The zygote that preloaded `preload` for processes with `env`'s interpreter variables, started
-    on first use; None when forking is off or the zygote cannot fork safely."""
+    """The zygote that preloaded `preload` for processes with `env`'s interpreter variables; None
+    when forking is off, the zygote cannot fork safely, or this is the first such process: a zygote
+    costs more than one process started as usual, so it is started for the second (a test whose
+    server has an interpreter path of its own, e.g. without an extra, starts it as usual)."""
     if os.environ.get(SWITCH) == "0" or sys.platform != "linux":
         return None
     variables = interpreter_variables(env)
     key = (tuple(preload), tuple(sorted(variables.items())))
     with _zygotes_lock:
-        if key not in _zygotes:
+        _asked[key] += 1
+        if key not in _zygotes and _asked[key] >= 2:
             _zygotes[key] = Zygote(preload, variables)
-        zygote = _zygotes[key]
-    return zygote if zygote.usable else None
+        zygote = _zygotes.get(key)
+    return zygote if zygote is not None and zygote.usable else None
 
 
 def stop_all() -> None:
