@@ -6,6 +6,7 @@
  */
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
+import type { TranslationBundle } from '@jupyterlab/translation';
 
 import {
   AgentCells,
@@ -83,9 +84,9 @@ export function isTransient(error: unknown): boolean {
 }
 
 /** A message to show the user for any error. */
-export function errorMessage(error: unknown): string {
+export function errorMessage(trans: TranslationBundle, error: unknown): string {
   if (error instanceof ServerConnection.NetworkError) {
-    return `Cannot reach the Jupyter server: ${error.message}`;
+    return trans.__('Cannot reach the Jupyter server: %1', error.message);
   }
   if (error instanceof Error) {
     return error.message;
@@ -105,7 +106,8 @@ export function isAbort(error: unknown): boolean {
 export async function toAPIError(
   response: Response,
   method: string,
-  path: string
+  path: string,
+  trans: TranslationBundle
 ): Promise<APIError> {
   let text = '';
   try {
@@ -131,11 +133,13 @@ export async function toAPIError(
     // not JSON: jupyter_server's HTML error pages and proxies
   }
   if (!message) {
-    message = `${method} ${API_NAMESPACE}/${path} answered ${response.status} ${response.statusText}`.trim();
+    const route = `${method} ${API_NAMESPACE}/${path}`;
+    message = trans.__('%1 answered %2 %3', route, response.status, response.statusText).trim();
     if (response.status === 404) {
-      message +=
-        '. Is the Cellwright server extension installed and enabled? ' +
-        'Check `jupyter server extension list`.';
+      message = trans.__(
+        '%1. Is the Cellwright server extension installed and enabled? Check `jupyter server extension list`.',
+        message
+      );
     }
   }
   return new APIError(response, message, kind);
@@ -150,7 +154,8 @@ export async function toAPIError(
 export async function requestAPI<T>(
   path: string,
   init: RequestInit = {},
-  settings: ServerConnection.ISettings = ServerConnection.makeSettings()
+  settings: ServerConnection.ISettings,
+  trans: TranslationBundle
 ): Promise<T> {
   const url = URLExt.join(settings.baseUrl, API_NAMESPACE, path);
   const method = (init.method ?? 'GET').toUpperCase();
@@ -159,14 +164,14 @@ export async function requestAPI<T>(
     response = await ServerConnection.makeRequest(url, init, settings);
   } catch (error) {
     if (init.signal?.aborted || isAbort(error)) {
-      throw new DOMException('The request was stopped', 'AbortError');
+      throw new DOMException(trans.__('The request was stopped'), 'AbortError');
     }
     throw error instanceof ServerConnection.NetworkError
       ? error
       : new ServerConnection.NetworkError(error as TypeError);
   }
   if (!response.ok) {
-    throw await toAPIError(response, method, path);
+    throw await toAPIError(response, method, path, trans);
   }
   const text = await response.text();
   if (!text) {
@@ -177,7 +182,7 @@ export async function requestAPI<T>(
   } catch {
     throw new APIError(
       response,
-      `${method} ${API_NAMESPACE}/${path}: the answer is not JSON`,
+      trans.__('%1 %2/%3: the answer is not JSON', method, API_NAMESPACE, path),
       'bad_response'
     );
   }
@@ -197,12 +202,14 @@ const enc = encodeURIComponent;
 
 /** The Cellwright REST client: one method per route of API.md. */
 export class CellwrightAPI {
+  /** `trans`: the panel's bundle, for the errors this client phrases. */
   constructor(
-    readonly serverSettings: ServerConnection.ISettings = ServerConnection.makeSettings()
+    readonly serverSettings: ServerConnection.ISettings,
+    readonly trans: TranslationBundle
   ) {}
 
   request<T>(path: string, init: RequestInit = {}): Promise<T> {
-    return requestAPI<T>(path, init, this.serverSettings);
+    return requestAPI<T>(path, init, this.serverSettings, this.trans);
   }
 
   health(): Promise<Health> {

@@ -9,6 +9,7 @@
  */
 import type { Cell } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { TranslationBundle } from '@jupyterlab/translation';
 
 import { CellDecorations } from './cellDecorations';
 
@@ -32,16 +33,21 @@ export function provenanceOf(cell: Cell): ICellProvenance | null {
   return meta;
 }
 
-function badgeTitle(p: ICellProvenance): string {
+function badgeTitle(trans: TranslationBundle, p: ICellProvenance): string {
   const how =
     p.decision === 'edited'
-      ? 'edited by you, then approved'
+      ? trans.__('edited by you, then approved')
       : p.decision === 'auto_approved'
-        ? 'auto-approved'
+        ? trans.__('auto-approved')
         : p.decision
-          ? 'approved by you'
-          : 'added without approval (Markdown)';
-  return `Written by Cellwright (${p.agent ?? 'agent'}, ${p.model ?? 'model'}), ${how}. Click to open the thread at this step.`;
+          ? trans.__('approved by you')
+          : trans.__('added without approval (Markdown)');
+  return trans.__(
+    'Written by Cellwright (%1, %2), %3. Click to open the thread at this step.',
+    p.agent ?? trans.__('agent'),
+    p.model ?? trans.__('model'),
+    how
+  );
 }
 
 /**
@@ -63,6 +69,7 @@ export function revealStep(toolCallId: string, tries = 40): void {
 export class CellBadges extends CellDecorations {
   constructor(
     tracker: INotebookTracker,
+    private _trans: TranslationBundle,
     private _actions: ICellBadgeActions
   ) {
     super(tracker);
@@ -103,8 +110,13 @@ export class CellBadges extends CellDecorations {
     const open = document.createElement('button');
     open.type = 'button';
     open.className = 'cw-cell-badge-open';
-    open.textContent = p.undone ? 'Cellwright · undone' : p.decision === 'edited' ? 'Cellwright · edited' : 'Cellwright';
-    open.title = badgeTitle(p);
+    const trans = this._trans;
+    open.textContent = p.undone
+      ? trans.__('Cellwright · undone')
+      : p.decision === 'edited'
+        ? trans.__('Cellwright · edited')
+        : 'Cellwright';
+    open.title = badgeTitle(trans, p);
     open.addEventListener('click', event => {
       event.stopPropagation();
       this._actions.open(p);
@@ -115,16 +127,16 @@ export class CellBadges extends CellDecorations {
       undo.type = 'button';
       undo.className = 'cw-cell-badge-undo';
       undo.dataset.testid = 'cw-cell-badge-undo';
-      undo.textContent = 'Undo';
-      undo.title = 'Undo this step: restore the variables it changed and remove (or restore) this cell';
+      undo.textContent = trans.__('Undo');
+      undo.title = trans.__('Undo this step: restore the variables it changed and remove (or restore) this cell');
       undo.addEventListener('click', event => {
         event.stopPropagation();
         undo.disabled = true;
         void this._actions.undo(p).then(({ ok, message }) => {
-          open.title = `${badgeTitle(p)}\n${message}`;
+          open.title = `${badgeTitle(trans, p)}\n${message}`;
           undo.title = message;
           if (!ok) {
-            undo.textContent = 'Cannot undo'; // it stays disabled: the step cannot be undone any more
+            undo.textContent = trans.__('Cannot undo'); // it stays disabled: the step cannot be undone any more
           }
         });
       });

@@ -8,6 +8,7 @@
  */
 import type { Cell } from '@jupyterlab/cells';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { TranslationBundle } from '@jupyterlab/translation';
 
 import { CellDecorations } from './cellDecorations';
 
@@ -41,7 +42,8 @@ const FOOTER_CLASS = 'cw-mod-fixable';
 export class FixErrorButtons extends CellDecorations {
   constructor(
     tracker: INotebookTracker,
-    private _onFix: (notebook: NotebookPanel, cell: Cell) => void
+    private _onFix: (notebook: NotebookPanel, cell: Cell) => void,
+    private _trans: TranslationBundle
   ) {
     super(tracker);
   }
@@ -71,8 +73,8 @@ export class FixErrorButtons extends CellDecorations {
       const button = document.createElement('button');
       button.type = 'button';
       button.className = `${BUTTON_CLASS} jp-mod-styled`;
-      button.textContent = 'Fix with Cellwright';
-      button.title = "Ask Cellwright to fix this cell's error in place (you approve the change)";
+      button.textContent = this._trans.__('Fix with Cellwright');
+      button.title = this._trans.__("Ask Cellwright to fix this cell's error in place (you approve the change)");
       button.dataset.testid = 'cw-fix-cell';
       button.addEventListener('click', event => {
         event.stopPropagation();

@@ -36,7 +36,6 @@ import { kernelUsagePrefs } from './model/kernelUsage';
 import { noticeBackgroundEnds } from './backgroundNotices';
 import { bundleOf } from './components/translation';
 
-const CATEGORY = 'Cellwright';
 
 function localStorageOrNull(): Storage | null {
   try {
@@ -63,11 +62,13 @@ const plugin: JupyterFrontEndPlugin<void> = {
     translator: ITranslator | null
   ): void => {
     // Ghost text in code cells and Python files (JupyterLab's inline completer; Tab accepts).
-    const inlineProvider = new CellwrightInlineProvider(app.serviceManager.serverSettings);
+    // The panel's one translation bundle (`translator.load('cellwright')`), for every string below.
+    const trans = bundleOf(translator);
+    const inlineProvider = new CellwrightInlineProvider(app.serviceManager.serverSettings, trans);
     completionManager?.registerInlineProvider(inlineProvider);
     const model = new PanelModel({
-      api: new CellwrightAPI(app.serviceManager.serverSettings),
-      trans: bundleOf(translator),
+      api: new CellwrightAPI(app.serviceManager.serverSettings, trans),
+      trans,
       version: FRONTEND_VERSION,
       storage: localStorageOrNull()
     });
@@ -116,7 +117,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     noticeBackgroundEnds(
       model.liveEvent,
       message => Notification.info(message, { autoClose: 10_000 }),
-      bundleOf(translator)
+      trans
     );
     model.caughtUp.connect((_, thread) => {
       const notebook = tracker.find(candidate => candidate.context.path === thread.notebookPath);
@@ -125,20 +126,21 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     });
     app.commands.addCommand(CommandIDs.showCell, {
-      label: 'Show Cellwright Cell in Notebook',
-      caption: 'Select the cell an agent step wrote and scroll to it',
+      label: trans.__('Show Cellwright Cell in Notebook'),
+      caption: trans.__('Select the cell an agent step wrote and scroll to it'),
       execute: async args => {
         const toolCallId = String(args.toolCallId ?? '');
         const path = String(args.path ?? model.thread?.notebookPath ?? '');
         if (!toolCallId || !path || !(await revealCell(app, tracker, path, toolCallId))) {
-          Notification.warning('That cell is not in the notebook: it was deleted, undone, or not added yet.', {
-            autoClose: 5_000
-          });
+          Notification.warning(
+            trans.__('That cell is not in the notebook: it was deleted, undone, or not added yet.'),
+            { autoClose: 5_000 }
+          );
         }
       }
     });
     onShowCell(toolCallId => void app.commands.execute(CommandIDs.showCell, { toolCallId }));
-    const badges = new CellBadges(tracker, {
+    const badges = new CellBadges(tracker, trans, {
       open: provenance => {
         void model.openThread(provenance.thread_id);
         app.shell.activateById(panel.id);
@@ -146,7 +148,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       },
       undo: async provenance => {
         const outcome = await undoSteps(model, provenance.thread_id, [provenance.tool_call_id]);
-        return { ok: !outcome.error, message: undoSummary(bundleOf(translator), outcome) };
+        return { ok: !outcome.error, message: undoSummary(trans, outcome) };
       }
     });
 
@@ -190,16 +192,16 @@ const plugin: JupyterFrontEndPlugin<void> = {
 
     // Commands.
     app.commands.addCommand(CommandIDs.open, {
-      label: 'Open Cellwright',
-      caption: 'Open the Cellwright agent panel',
+      label: trans.__('Open Cellwright'),
+      caption: trans.__('Open the Cellwright agent panel'),
       execute: () => {
         app.shell.activateById(panel.id);
         panel.focusInput();
       }
     });
     app.commands.addCommand(CommandIDs.newThread, {
-      label: 'New Cellwright Thread',
-      caption: 'Start a new Cellwright conversation for the active notebook',
+      label: trans.__('New Cellwright Thread'),
+      caption: trans.__('Start a new Cellwright conversation for the active notebook'),
       execute: () => {
         model.newThread();
         app.shell.activateById(panel.id);
@@ -207,14 +209,14 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     });
     app.commands.addCommand(CommandIDs.stop, {
-      label: 'Stop Cellwright Run',
-      caption: 'Stop the running Cellwright agent',
+      label: trans.__('Stop Cellwright Run'),
+      caption: trans.__('Stop the running Cellwright agent'),
       isEnabled: () => model.running,
       execute: () => model.cancel()
     });
     app.commands.addCommand(CommandIDs.askAboutCell, {
-      label: 'Ask Cellwright about This Cell',
-      caption: 'Open Cellwright with this cell (code and outputs) attached to your question',
+      label: trans.__('Ask Cellwright about This Cell'),
+      caption: trans.__('Open Cellwright with this cell (code and outputs) attached to your question'),
       isEnabled: () => !!tracker.currentWidget?.content.activeCell,
       execute: () => {
         const found = cellUnderMenu(app, tracker);
@@ -247,7 +249,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       app.shell.activateById(panel.id);
       if (model.running) {
         model.reportError(
-          new Error('Cellwright is busy with a run on this thread: stop it or wait, then ask again.')
+          new Error(trans.__('Cellwright is busy with a run on this thread: stop it or wait, then ask again.'))
         );
         return;
       }
@@ -258,8 +260,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
       return target && hasError(cellOutputs(target.cell)) ? target : null;
     };
     app.commands.addCommand(CommandIDs.fixCell, {
-      label: 'Fix Cell Error with Cellwright',
-      caption: "Ask Cellwright to fix the active cell's error in place (you approve the change)",
+      label: trans.__('Fix Cell Error with Cellwright'),
+      caption: trans.__("Ask Cellwright to fix the active cell's error in place (you approve the change)"),
       isEnabled: () => !!fixTarget(),
       execute: () => {
         const target = fixTarget();
@@ -273,12 +275,12 @@ const plugin: JupyterFrontEndPlugin<void> = {
       selector: '.jp-Notebook .jp-CodeCell',
       rank: 0
     });
-    new FixErrorButtons(tracker, fixCell);
+    new FixErrorButtons(tracker, fixCell, trans);
     tracker.activeCellChanged.connect(() => app.commands.notifyCommandChanged(CommandIDs.fixCell));
 
     app.commands.addCommand(CommandIDs.settings, {
-      label: 'Cellwright Model Settings',
-      caption: 'Set the endpoint, model and API key Cellwright uses, and test the connection',
+      label: trans.__('Cellwright Model Settings'),
+      caption: trans.__('Set the endpoint, model and API key Cellwright uses, and test the connection'),
       execute: () => {
         model.openSettings(true);
         app.shell.activateById(panel.id);
@@ -300,7 +302,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
         CommandIDs.fixCell,
         CommandIDs.settings
       ]) {
-        palette.addItem({ command, category: CATEGORY });
+        palette.addItem({ command, category: trans.__('Cellwright') });
       }
     }
 
@@ -323,12 +325,12 @@ const plugin: JupyterFrontEndPlugin<void> = {
           settings.changed.connect(apply);
           model.modeChanged.connect((_, mode) => {
             settings.set('mode', mode).catch(error => {
-              model.reportError(error, 'Could not save the mode setting');
+              model.reportError(error, trans.__('Could not save the mode setting'));
             });
           });
         })
         .catch(error => {
-          model.reportError(error, 'Could not load the Cellwright settings');
+          model.reportError(error, trans.__('Could not load the Cellwright settings'));
         });
     }
 

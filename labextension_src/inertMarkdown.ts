@@ -14,6 +14,9 @@
  *
  * No DOM global is touched at import time, so Node can unit test this file.
  */
+import type { TranslationBundle } from '@jupyterlab/translation';
+
+import { heldMediaText } from './heldMediaText';
 
 /** `inline`: data: (no request); `local`: the Jupyter server; `remote`: anywhere else. */
 export type UrlKind = 'inline' | 'local' | 'remote';
@@ -136,6 +139,7 @@ export interface IInertOptions {
   allowed?: ReadonlySet<string>;
   /** The user clicked a placeholder: these absolute URLs now load. */
   onLoad?: (urls: string[]) => void;
+  trans: TranslationBundle; // the placeholder's words
 }
 
 interface IHeld {
@@ -174,8 +178,9 @@ function placeholder(root: Element, held: IHeld[], urls: string[], options: IIne
   button.setAttribute('class', 'cw-held-media');
   button.setAttribute('data-cw-held', noun);
   const alt = root.getAttribute('alt');
-  button.setAttribute('title', `${alt ? `${alt}\n` : ''}Not loaded until you click: ${urls.join(' ')}`);
-  button.textContent = `Load ${noun} from ${hosts.join(', ')}`;
+  const words = heldMediaText(options.trans, noun, hosts, urls);
+  button.setAttribute('title', alt ? `${alt}\n${words.title}` : words.title);
+  button.textContent = words.text;
   button.addEventListener('click', event => {
     // The placeholder may sit inside a link: loading must not also follow it.
     event.preventDefault();

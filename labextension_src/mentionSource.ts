@@ -6,6 +6,7 @@
  */
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
+import { TranslationBundle } from '@jupyterlab/translation';
 
 import { CellwrightAPI, errorMessage, isAbort } from './api';
 import {
@@ -27,7 +28,10 @@ export interface IMentionResult {
 const FILES_PER_FOLDER = 200;
 
 export class MentionSource {
-  constructor(private _api: CellwrightAPI) {}
+  constructor(
+    private _api: CellwrightAPI,
+    private _trans: TranslationBundle
+  ) {}
 
   /**
    * Variables and files for `query`. `signal` aborts the requests when the
@@ -57,7 +61,7 @@ export class MentionSource {
     signal: AbortSignal
   ): Promise<{ candidates: IMentionCandidate[]; note?: string }> {
     if (!binding) {
-      return { candidates: [], note: 'no notebook: no variables' };
+      return { candidates: [], note: this._trans.__('no notebook: no variables') };
     }
     const body: IVariablesRequest = { notebook_path: binding.path };
     if (binding.kernelId) {
@@ -78,7 +82,7 @@ export class MentionSource {
       if (isAbort(error)) {
         throw error;
       }
-      return { candidates: [], note: `variables unavailable: ${errorMessage(error)}` };
+      return { candidates: [], note: this._trans.__('variables unavailable: %1', errorMessage(this._trans, error)) };
     }
   }
 
@@ -93,7 +97,7 @@ export class MentionSource {
       const response = await ServerConnection.makeRequest(url, { method: 'GET', signal }, settings);
       if (!response.ok) {
         // A folder the query names may not exist: that is no error worth a note.
-        return response.status === 404 ? { candidates: [] } : { candidates: [], note: `files: ${response.status}` };
+        return response.status === 404 ? { candidates: [] } : { candidates: [], note: this._trans.__('files: %1', response.status) };
       }
       const model = (await response.json()) as { content?: IContentsEntry[] };
       return { candidates: fileCandidates(model.content, FILES_PER_FOLDER) };
@@ -101,7 +105,7 @@ export class MentionSource {
       if (signal.aborted || isAbort(error)) {
         throw new DOMException('stale', 'AbortError');
       }
-      return { candidates: [], note: `files unavailable: ${errorMessage(error)}` };
+      return { candidates: [], note: this._trans.__('files unavailable: %1', errorMessage(this._trans, error)) };
     }
   }
 }

@@ -7,6 +7,7 @@
  */
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
+import type { TranslationBundle } from '@jupyterlab/translation';
 import { EventSourceMessage, fetchEventSource } from '@microsoft/fetch-event-source';
 
 import { isTransient, toAPIError } from './api';
@@ -51,7 +52,7 @@ export interface IStreamHandlers {
 /** The server closed the stream while the thread was still expected to send. */
 class ClosedEarly extends Error {
   constructor(readonly received: number) {
-    super('The event stream closed');
+    super('closed_early'); // handled in onerror below, never shown
   }
 }
 
@@ -89,7 +90,8 @@ export function followEvents(
   settings: ServerConnection.ISettings,
   threadId: string,
   handlers: IStreamHandlers,
-  signal: AbortSignal
+  signal: AbortSignal,
+  trans: TranslationBundle
 ): Promise<void> {
   const path = `threads/${encodeURIComponent(threadId)}/events`;
   // Previews show each token as the model writes it; the stored rows come coalesced, later.
@@ -120,7 +122,7 @@ export function followEvents(
     },
     onopen: async response => {
       if (!response.ok) {
-        throw await toAPIError(response, 'GET', path);
+        throw await toAPIError(response, 'GET', path, trans);
       }
       failures = 0;
       received = 0;
@@ -161,8 +163,9 @@ export function followEvents(
         }
         if (++emptyCloses >= MAX_EMPTY_CLOSES) {
           throw new Error(
-            'The event stream keeps closing before the run has finished. ' +
-              'Reopen the thread from the history to refresh it.'
+            trans.__(
+              'The event stream keeps closing before the run has finished. Reopen the thread from the history to refresh it.'
+            )
           );
         }
       } else if (isTransient(error)) {

@@ -5,6 +5,7 @@
  * An approval card shows each one as a marker, so what the user reads is
  * what runs. Newline and tab show as themselves.
  */
+import type { TranslationBundle } from '@jupyterlab/translation';
 
 export interface IControl {
   /** The character itself. */
@@ -23,38 +24,73 @@ export interface ISegment {
   breakAfter?: boolean;
 }
 
-const NAMES: Record<number, string> = {
-  0x00: 'null',
-  0x07: 'bell',
-  0x08: 'backspace',
-  0x0b: 'vertical tab',
-  0x0c: 'form feed',
-  0x0d: 'carriage return',
-  0x1b: 'escape (ANSI sequence)',
-  0x7f: 'delete',
-  0x85: 'next line',
-  0xad: 'soft hyphen',
-  0x061c: 'Arabic letter mark',
-  0x180e: 'Mongolian vowel separator',
-  0x200b: 'zero-width space',
-  0x200c: 'zero-width non-joiner',
-  0x200d: 'zero-width joiner',
-  0x200e: 'left-to-right mark',
-  0x200f: 'right-to-left mark',
-  0x2028: 'line separator',
-  0x2029: 'paragraph separator',
-  0x202a: 'left-to-right embedding',
-  0x202b: 'right-to-left embedding',
-  0x202c: 'pop directional formatting',
-  0x202d: 'left-to-right override',
-  0x202e: 'right-to-left override',
-  0x2060: 'word joiner',
-  0x2066: 'left-to-right isolate',
-  0x2067: 'right-to-left isolate',
-  0x2068: 'first strong isolate',
-  0x2069: 'pop directional isolate',
-  0xfeff: 'zero-width no-break space'
-};
+/** A hidden character's name, for the tooltip and screen readers; null for one without its own. */
+function controlName(trans: TranslationBundle, cp: number): string | null {
+  switch (cp) {
+    case 0x00:
+      return trans.__('null');
+    case 0x07:
+      return trans.__('bell');
+    case 0x08:
+      return trans.__('backspace');
+    case 0x0b:
+      return trans.__('vertical tab');
+    case 0x0c:
+      return trans.__('form feed');
+    case 0x0d:
+      return trans.__('carriage return');
+    case 0x1b:
+      return trans.__('escape (ANSI sequence)');
+    case 0x7f:
+      return trans.__('delete');
+    case 0x85:
+      return trans.__('next line');
+    case 0xad:
+      return trans.__('soft hyphen');
+    case 0x061c:
+      return trans.__('Arabic letter mark');
+    case 0x180e:
+      return trans.__('Mongolian vowel separator');
+    case 0x200b:
+      return trans.__('zero-width space');
+    case 0x200c:
+      return trans.__('zero-width non-joiner');
+    case 0x200d:
+      return trans.__('zero-width joiner');
+    case 0x200e:
+      return trans.__('left-to-right mark');
+    case 0x200f:
+      return trans.__('right-to-left mark');
+    case 0x2028:
+      return trans.__('line separator');
+    case 0x2029:
+      return trans.__('paragraph separator');
+    case 0x202a:
+      return trans.__('left-to-right embedding');
+    case 0x202b:
+      return trans.__('right-to-left embedding');
+    case 0x202c:
+      return trans.__('pop directional formatting');
+    case 0x202d:
+      return trans.__('left-to-right override');
+    case 0x202e:
+      return trans.__('right-to-left override');
+    case 0x2060:
+      return trans.__('word joiner');
+    case 0x2066:
+      return trans.__('left-to-right isolate');
+    case 0x2067:
+      return trans.__('right-to-left isolate');
+    case 0x2068:
+      return trans.__('first strong isolate');
+    case 0x2069:
+      return trans.__('pop directional isolate');
+    case 0xfeff:
+      return trans.__('zero-width no-break space');
+    default:
+      return null;
+  }
+}
 
 const ESCAPES: Record<number, string> = {
   0x00: '\\0',
@@ -89,33 +125,36 @@ function hex(cp: number, width: number): string {
   return cp.toString(16).toUpperCase().padStart(width, '0');
 }
 
-export function describeControl(char: string): IControl {
-  const cp = char.codePointAt(0) ?? 0;
-  let label: string;
+/** What a hidden character's marker shows: `\r`, `\x1b`, `<U+202E>`. */
+function controlLabel(cp: number): string {
   if (ESCAPES[cp]) {
-    label = ESCAPES[cp];
-  } else if (cp <= 0x9f) {
-    label = `\\x${hex(cp, 2).toLowerCase()}`;
-  } else {
-    label = `<U+${hex(cp, 4)}>`;
+    return ESCAPES[cp];
   }
-  let name = NAMES[cp];
-  if (!name) {
-    name =
-      cp >= 0xe0000
-        ? 'tag character (invisible)'
-        : cp <= 0x9f
-          ? 'control character'
-          : 'invisible formatting character';
-  }
-  return { char, label, name: `${name} (U+${hex(cp, 4)})` };
+  return cp <= 0x9f ? `\\x${hex(cp, 2).toLowerCase()}` : `<U+${hex(cp, 4)}>`;
+}
+
+export function describeControl(char: string, trans: TranslationBundle): IControl {
+  const cp = char.codePointAt(0) ?? 0;
+  const label = controlLabel(cp);
+  const name =
+    controlName(trans, cp) ??
+    (cp >= 0xe0000
+      ? trans.__('tag character (invisible)')
+      : cp <= 0x9f
+        ? trans.__('control character')
+        : trans.__('invisible formatting character'));
+  return { char, label, name: trans.__('%1 (U+%2)', name, hex(cp, 4)) };
 }
 
 /**
  * Split text into plain runs and markers. `breakAfterCR`: a CR not followed
  * by LF also shows a line break, as Python reads it (for code, not shell).
  */
-export function splitControls(text: string, options: { breakAfterCR?: boolean } = {}): ISegment[] {
+export function splitControls(
+  text: string,
+  trans: TranslationBundle,
+  options: { breakAfterCR?: boolean } = {}
+): ISegment[] {
   const segments: ISegment[] = [];
   let plain = '';
   const chars = Array.from(text); // code points: tag characters are surrogate pairs
@@ -129,7 +168,7 @@ export function splitControls(text: string, options: { breakAfterCR?: boolean } 
       segments.push({ text: plain, control: null });
       plain = '';
     }
-    const segment: ISegment = { text: char, control: describeControl(char) };
+    const segment: ISegment = { text: char, control: describeControl(char, trans) };
     if (options.breakAfterCR && char === '\r' && chars[i + 1] !== '\n') {
       segment.breakAfter = true;
     }
@@ -143,9 +182,10 @@ export function splitControls(text: string, options: { breakAfterCR?: boolean } 
 
 /** The text with every hidden character written as its marker label. */
 export function visibleString(text: string): string {
-  return splitControls(text)
-    .map(s => (s.control ? s.control.label : s.text))
-    .join('');
+  return Array.from(text, char => {
+    const cp = char.codePointAt(0) ?? 0;
+    return isHiddenControl(cp) ? controlLabel(cp) : char;
+  }).join('');
 }
 
 /** How many hidden characters the strings in a value (args, nested) hold. */

@@ -40,7 +40,7 @@ test('a new thread is created for the chosen agent, which the thread then names'
         return streamResponse({ chunks: [sse([caughtUp(0), ...asMessages([])])] });
     }
   });
-  const panel = new PanelModel({ trans, api: new CellwrightAPI(settings), version: '0.1.0', storage: null });
+  const panel = new PanelModel({ trans, api: new CellwrightAPI(settings, trans), version: '0.1.0', storage: null });
   panels.push(panel);
   await panel.agents.load();
   assert.deepEqual(
@@ -67,7 +67,7 @@ test('"always" on an outside agent\'s card is sent, kept on its thread, and take
   );
   assert.deepEqual(decisionBody('approve', { always: true }, null, null), { decision: 'approve', always: true });
   assert.deepEqual(decisionBody('approve', {}, null, null), { decision: 'approve' });
-  const thread = new ThreadModel({ api: new CellwrightAPI(settings), threadId: 't1', agent: 'Codex' });
+  const thread = new ThreadModel({ api: new CellwrightAPI(settings, trans), threadId: 't1', agent: 'Codex' });
   try {
     thread.setDetail({ usage: { prompt_tokens: 0, completion_tokens: 0, estimated: false }, autonomy: 'agent', always_allowed: ['edit'] });
     thread.allowAlways('execute');

@@ -16,6 +16,7 @@ import {
   Suggestion,
   wait
 } from '../completion/lines';
+import { trans } from './helpers';
 
 test('ChunkReader: lines split across reads, a character split across bytes', () => {
   const reader = new ChunkReader();
@@ -33,18 +34,18 @@ test('ChunkReader: lines split across reads, a character split across bytes', ()
 });
 
 test('Suggestion: deltas append, done settles it (and an empty done clears it)', () => {
-  const s = new Suggestion();
+  const s = new Suggestion(trans);
   assert.equal(s.apply({ type: 'delta', text: 'groupby(' }), true);
   s.apply({ type: 'delta', text: "'city')\n" });
   assert.equal(s.text, "groupby('city')\n");
   assert.equal(s.apply({ type: 'done', text: "groupby('city')" }), true);
   assert.equal(s.done, true);
   assert.equal(s.apply({ type: 'delta', text: 'more' }), false);
-  const dropped = new Suggestion();
+  const dropped = new Suggestion(trans);
   dropped.apply({ type: 'delta', text: 'groupby(' });
   dropped.apply({ type: 'done', text: '', dropped: 'does not parse' });
   assert.equal(dropped.text, '');
-  const failed = new Suggestion();
+  const failed = new Suggestion(trans);
   failed.apply({ type: 'error', kind: 'llm_unreachable', message: 'Cannot reach it' });
   assert.equal(failed.error, 'Cannot reach it');
   assert.equal(failed.done, true);
@@ -95,13 +96,13 @@ test('wait: true after the pause, false as soon as the signal aborts', async () 
 
 test('completionUsageText: nothing before the first completion, then requests, cache and tokens', () => {
   const none = { requests: 0, cached: 0, cancelled: 0, dropped: 0, prompt_tokens: 0, completion_tokens: 0, estimated: false };
-  assert.equal(completionUsageText(none), null);
+  assert.equal(completionUsageText(trans, none), null);
   assert.equal(
-    completionUsageText({ ...none, requests: 12, cached: 5, prompt_tokens: 3400, completion_tokens: 210 }),
+    completionUsageText(trans, { ...none, requests: 12, cached: 5, prompt_tokens: 3400, completion_tokens: 210 }),
     'Inline completion: 12 requests (5 more from the cache) · 3,400 prompt · 210 completion tokens'
   );
   assert.equal(
-    completionUsageText({ ...none, requests: 1, prompt_tokens: 40, completion_tokens: 2, estimated: true }),
+    completionUsageText(trans, { ...none, requests: 1, prompt_tokens: 40, completion_tokens: 2, estimated: true }),
     'Inline completion: 1 request · ≈ 40 prompt · 2 completion tokens'
   );
 });

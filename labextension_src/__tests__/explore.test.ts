@@ -96,7 +96,7 @@ test('Run as cell posts the step id only, then follows the thread to the cell\'s
     const events = asked ? [...before, ...after] : before;
     return streamResponse({ chunks: [sse([...asMessages(events), caughtUp(events.length)])] });
   });
-  const panel = new PanelModel({ trans, api: new CellwrightAPI(settings), version: '0.1.0', storage: null });
+  const panel = new PanelModel({ trans, api: new CellwrightAPI(settings, trans), version: '0.1.0', storage: null });
   panels.push(panel);
   void panel.openThread('thread-1');
   await until(() => !panel.loadingThread && panel.view.items.length > 0);

@@ -10,6 +10,7 @@ import { marked } from 'marked';
 
 import * as inert from '../inertMarkdown';
 import * as controls from '../visibleControls';
+import { trans } from './helpers';
 
 function render(markdown: string): string {
   return marked.parse(markdown, { async: false });
@@ -329,7 +330,7 @@ test('makeInert: a remote image waits behind a button; a click loads it', () => 
   const root = h('div', {}, h('p', {}, img));
   const loaded: string[] = [];
   const allowed = new Set<string>();
-  const n = makeInert(root, { base: BASE, allowed, onLoad: (urls: string[]) => loaded.push(...urls) });
+  const n = makeInert(root, { base: BASE, allowed, onLoad: (urls: string[]) => loaded.push(...urls), trans });
   assert.equal(n, 1);
   assert.deepEqual(root.allValues().filter(v => v.includes('127.0.0.2') && !v.startsWith('button title')), []);
   const button = root.children[0].children[0];
@@ -348,7 +349,7 @@ test('makeInert: a remote image waits behind a button; a click loads it', () => 
   for (const url of loaded) {
     allowed.add(url);
   }
-  assert.equal(makeInert(again, { base: BASE, allowed }), 0);
+  assert.equal(makeInert(again, { base: BASE, allowed, trans }), 0);
   assert.equal(again.children[0].getAttribute('src'), `${EVIL}/leak?k=1`);
 });
 
@@ -361,7 +362,7 @@ test('makeInert: same-origin and data: images show, links stay links', () => {
     h('img', { src: 'data:image/png;base64,AAAA' }),
     h('a', { href: `${EVIL}/page` }, h('img', { src: 'plot.png' }))
   );
-  assert.equal(makeInert(root, { base: BASE }), 0);
+  assert.equal(makeInert(root, { base: BASE, trans }), 0);
   assert.deepEqual(
     root.children.map(c => c.localName),
     ['img', 'img', 'a']
@@ -388,7 +389,7 @@ test('makeInert: media, srcset, CSS, handlers and dangerous elements', () => {
     h('style', {}),
     h('iframe', { src: `${EVIL}/frame` })
   );
-  assert.equal(makeInert(root, { base: BASE }), 4);
+  assert.equal(makeInert(root, { base: BASE, trans }), 4);
   assert.deepEqual(root.allValues().filter(v => v.includes('127.0.0.2') && !v.startsWith('button title')), []);
   const labels = root.children.filter(c => c.localName === 'button').map(c => c.textContent);
   assert.deepEqual(labels, [
@@ -418,7 +419,7 @@ test('makeInert: media, srcset, CSS, handlers and dangerous elements', () => {
 
 test('splitControls: CR, backspace, ANSI escapes, C1, bidi and zero-width show as markers', () => {
   const text = "HIDDEN='ran'\rprint('visible')\x08\x1b[31m\u0085a\u202Eb\u2066c\u200Bd\uFEFF\u061C\u200E\n\tok";
-  const segments = controls.splitControls(text);
+  const segments = controls.splitControls(text, trans);
   const labels = segments.filter(s => s.control).map(s => s.control!.label);
   assert.deepEqual(labels, [
     '\\r',
@@ -441,22 +442,22 @@ test('splitControls: CR, backspace, ANSI escapes, C1, bidi and zero-width show a
 });
 
 test('splitControls: a lone CR breaks the line for code, CRLF does not', () => {
-  const code = controls.splitControls("a\rb\r\nc", { breakAfterCR: true });
+  const code = controls.splitControls("a\rb\r\nc", trans, { breakAfterCR: true });
   assert.deepEqual(
     code.map(s => [s.text, !!s.breakAfter]),
     [['a', false], ['\r', true], ['b', false], ['\r', false], ['\nc', false]]
   );
-  assert.equal(controls.splitControls('a\rb').some(s => s.breakAfter), false);
+  assert.equal(controls.splitControls('a\rb', trans).some(s => s.breakAfter), false);
 });
 
 test('splitControls: tag characters (surrogate pairs) and plain text', () => {
   const smuggled = 'hi\u{E0041}\u{E0042}';
   assert.deepEqual(
-    controls.splitControls(smuggled).map(s => (s.control ? s.control.label : s.text)),
+    controls.splitControls(smuggled, trans).map(s => (s.control ? s.control.label : s.text)),
     ['hi', '<U+E0041>', '<U+E0042>']
   );
-  assert.deepEqual(controls.splitControls('plain\ttext\n'), [{ text: 'plain\ttext\n', control: null }]);
-  assert.deepEqual(controls.splitControls(''), []);
+  assert.deepEqual(controls.splitControls('plain\ttext\n', trans), [{ text: 'plain\ttext\n', control: null }]);
+  assert.deepEqual(controls.splitControls('', trans), []);
 });
 
 test('countHiddenControls: nested args', () => {

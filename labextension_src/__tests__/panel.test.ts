@@ -27,7 +27,7 @@ function memoryStore(): IKeyValueStore & { data: Map<string, string> } {
 
 function panelOn(handler: Handler, storage: IKeyValueStore | null = null) {
   const { settings, calls } = fakeServer(handler);
-  const panel = new PanelModel({ trans, api: new CellwrightAPI(settings), version: '0.1.0', storage });
+  const panel = new PanelModel({ trans, api: new CellwrightAPI(settings, trans), version: '0.1.0', storage });
   const live: ILiveEvent[] = [];
   panel.liveEvent.connect((_, event) => live.push(event));
   panels.push(panel);
@@ -121,7 +121,7 @@ test('requestAPI: the server message of an error answer, with the token sent', a
   const { settings, calls } = fakeServer(() =>
     jsonResponse(409, { error: 'run_active', message: 'A run is active.' })
   );
-  await assert.rejects(requestAPI('threads/t1/runs', { method: 'POST', body: '{}' }, settings), error => {
+  await assert.rejects(requestAPI('threads/t1/runs', { method: 'POST', body: '{}' }, settings, trans), error => {
     assert.ok(error instanceof APIError);
     assert.ok(error instanceof ServerConnection.ResponseError);
     assert.equal(error.message, 'A run is active.');
@@ -134,7 +134,7 @@ test('requestAPI: the server message of an error answer, with the token sent', a
 
 test('requestAPI: a non-JSON 404 says the server extension may be missing', async () => {
   const { settings } = fakeServer(() => new Response('<html>404</html>', { status: 404, statusText: 'Not Found' }));
-  await assert.rejects(requestAPI('health', {}, settings), /server extension/);
+  await assert.rejects(requestAPI('health', {}, settings, trans), /server extension/);
 });
 
 test('agentLabel: readable agent names', () => {

@@ -26,6 +26,7 @@ import {
   resetSeq,
   sse,
   streamResponse,
+  trans,
   until
 } from './helpers';
 
@@ -224,7 +225,7 @@ test('a reconnect between previews and their row shows the text once', async () 
           ]
         })
   );
-  const thread = new ThreadModel({ api: new CellwrightAPI(settings), threadId: 'thread-1' });
+  const thread = new ThreadModel({ api: new CellwrightAPI(settings, trans), threadId: 'thread-1' });
   threads.push(thread);
   thread.connect({ replay: true });
 

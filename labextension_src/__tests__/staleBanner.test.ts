@@ -52,7 +52,7 @@ function panelWithWaitingThread(after: string[] = []) {
         });
     }
   });
-  const panel = new PanelModel({ trans, api: new CellwrightAPI(settings), version: '0.1.0', storage: null });
+  const panel = new PanelModel({ trans, api: new CellwrightAPI(settings, trans), version: '0.1.0', storage: null });
   panels.push(panel);
   panel.setNotebook({ path: 'analysis.ipynb', kernelId: () => 'kernel-1' });
   return { panel, calls, events, paused };

@@ -23,6 +23,7 @@ import {
   setCookie,
   sse,
   streamResponse,
+  trans,
   until
 } from './helpers';
 
@@ -30,7 +31,7 @@ const threads: ThreadModel[] = [];
 
 function threadOn(handler: Handler): { thread: ThreadModel; calls: ICall[]; live: CellwrightEvent[] } {
   const { settings, calls } = fakeServer(handler);
-  const thread = new ThreadModel({ api: new CellwrightAPI(settings), threadId: 'thread-1' });
+  const thread = new ThreadModel({ api: new CellwrightAPI(settings, trans), threadId: 'thread-1' });
   const live: CellwrightEvent[] = [];
   thread.liveEvent.connect((_, event) => live.push(event));
   threads.push(thread);

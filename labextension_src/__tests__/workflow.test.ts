@@ -173,7 +173,7 @@ test('a run and a decision carry the mode and the live notebook cells', async ()
     return streamResponse({ chunks: [sse([caughtUp(0), ...asMessages(paused)])] });
   });
   const storage = memoryStore();
-  const panel = new PanelModel({ trans, api: new CellwrightAPI(settings), version: '0.1.0', storage });
+  const panel = new PanelModel({ trans, api: new CellwrightAPI(settings, trans), version: '0.1.0', storage });
   try {
     const cells = [{ id: 'c1', cell_type: 'code', source: '1/0' }];
     panel.setNotebook({ path: 'nb.ipynb', kernelId: () => 'k1', cells: () => cells });

@@ -6,6 +6,8 @@
  */
 import { Signal } from '@lumino/signaling';
 
+import type { TranslationBundle } from '@jupyterlab/translation';
+
 import type { CompletionChunk, CompletionUsage } from '../contract.gen';
 
 /** Fired when a completion request ends (the footer's completion usage then reads the server's counters). */
@@ -54,6 +56,8 @@ function parse(line: string): CompletionChunk[] {
 
 /** The suggestion the chunks so far make: deltas append to it, `done` settles it. */
 export class Suggestion {
+  constructor(private _trans: TranslationBundle) {}
+
   text = '';
   done = false;
   error: string | null = null;
@@ -70,7 +74,7 @@ export class Suggestion {
       this.text = chunk.text ?? ''; // empty when the server dropped it: the ghost text goes
       this.done = true;
     } else {
-      this.error = chunk.message ?? 'The completion failed.';
+      this.error = chunk.message ?? this._trans.__('The completion failed.');
       this.text = '';
       this.done = true;
     }
@@ -144,12 +148,17 @@ const NUMBER = new Intl.NumberFormat('en-US');
  * "Inline completion: 12 requests (5 from the cache) · 3,400 prompt · 210 completion tokens",
  * apart from the thread's usage (completions belong to no thread); null before the first one.
  */
-export function completionUsageText(usage: CompletionUsage): string | null {
+export function completionUsageText(trans: TranslationBundle, usage: CompletionUsage): string | null {
   if (usage.requests === 0 && usage.cached === 0) {
     return null;
   }
-  const requests = `${NUMBER.format(usage.requests)} request${usage.requests === 1 ? '' : 's'}`;
-  const cached = usage.cached ? ` (${NUMBER.format(usage.cached)} more from the cache)` : '';
-  const tokens = `${NUMBER.format(usage.prompt_tokens)} prompt · ${NUMBER.format(usage.completion_tokens)} completion tokens`;
-  return `Inline completion: ${requests}${cached} · ${usage.estimated ? '≈ ' : ''}${tokens}`;
+  // `_n` puts the count in %1; the formatted count ("3,400") goes in %2.
+  const requests = trans._n('%2 request', '%2 requests', usage.requests, NUMBER.format(usage.requests));
+  const cached = usage.cached ? trans.__(' (%1 more from the cache)', NUMBER.format(usage.cached)) : '';
+  const tokens = trans.__(
+    '%1 prompt · %2 completion tokens',
+    NUMBER.format(usage.prompt_tokens),
+    NUMBER.format(usage.completion_tokens)
+  );
+  return trans.__('Inline completion: %1%2 · %3%4', requests, cached, usage.estimated ? '≈ ' : '', tokens);
 }

@@ -15,6 +15,7 @@ import type {
 import { URLExt } from '@jupyterlab/coreutils';
 import { NotebookPanel } from '@jupyterlab/notebook';
 import { ServerConnection } from '@jupyterlab/services';
+import type { TranslationBundle } from '@jupyterlab/translation';
 import type { Widget } from '@lumino/widgets';
 
 import type { CompletionRequest } from '../contract.gen';
@@ -57,7 +58,10 @@ export class CellwrightInlineProvider implements IInlineCompletionProvider {
   private offUntil = 0;
   private tokens = 0;
 
-  constructor(private readonly serverSettings: ServerConnection.ISettings) {}
+  constructor(
+    private readonly serverSettings: ServerConnection.ISettings,
+    private readonly _trans: TranslationBundle
+  ) {}
 
   async fetch(
     request: CompletionHandler.IRequest,
@@ -114,7 +118,7 @@ export class CellwrightInlineProvider implements IInlineCompletionProvider {
     const open: IOpenStream = {
       reader: response.body.getReader(),
       chunks: new ChunkReader(),
-      suggestion: new Suggestion(),
+      suggestion: new Suggestion(this._trans),
       done: finish
     };
     await this.readUntilShown(open);

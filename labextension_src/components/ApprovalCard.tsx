@@ -19,6 +19,7 @@ import { ImpactView, SaveRuleOption } from './ImpactView';
 import { suggestedRule } from '../model/review';
 import { TodoEditor, todosOf } from './TodoEditor';
 import { TodoList } from './TodoList';
+import { actionText, editLabel, modKey, restartWarning } from './approvalText';
 import { useTrans } from './translation';
 import { VisibleText } from './VisibleText';
 import { TranslationBundle } from '@jupyterlab/translation';
@@ -39,44 +40,15 @@ const SHOWN_ARGS: Record<string, readonly string[]> = {
   sql_query: ['sql', 'database']
 };
 
-/** The editor's accessible name per edited field. */
-const EDIT_LABEL: Record<string, string> = {
-  code: 'Edit code',
-  source: 'Edit the cell’s new source',
-  command: 'Edit command',
-  sql: 'Edit SQL'
-};
-
-export const RESTART_WARNING =
-  'Restarting the kernel clears its memory: every variable, import and loaded dataset is ' +
-  'lost, and the cells that made them must run again.';
-
-/** What the agent asks to do, per tool. */
-const ACTION: Record<string, string> = {
-  run_cell: 'run a cell',
-  execute_command: 'run a shell command',
-  write_file: 'write a file',
-  edit_file: 'edit a file',
-  add_markdown: 'add a Markdown cell',
-  edit_cell: 'change a cell and run it again',
-  restart_kernel: 'restart the kernel',
-  sql_query: 'run SQL on a database',
-  write_todos: 'follow this plan',
-  explore: 'explore in a copy of the kernel, unsandboxed'
-};
-
 /** The card's one title: the verb ("Run a cell"), with who asks when it is a sub-agent. */
 export function approvalTitle(trans: TranslationBundle, pending: { agent?: string; name: string }): string {
-  const action = trans.__(ACTION[pending.name] ?? 'use %1', pending.name);
+  const action = actionText(trans, pending.name);
   const agent = pending.agent;
   if (!agent || agent === 'main') {
     return action.charAt(0).toUpperCase() + action.slice(1);
   }
   return trans.__('%1 asks to %2', agentLabel(trans, agent), action);
 }
-
-/** The key that goes with Enter to approve: ⌘ on a Mac, Ctrl elsewhere. */
-const MOD_KEY = typeof navigator !== 'undefined' && /Mac|iP(hone|ad)/.test(navigator.platform) ? '⌘' : 'Ctrl';
 
 /**
  * A preview that says the call cannot succeed. Servers before `will_fail`
@@ -315,7 +287,7 @@ export function ApprovalCard(props: {
           <span className="cw-approval-warning-icon" aria-hidden="true">
             ⚠
           </span>
-          <span>{trans.__(RESTART_WARNING)}</span>
+          <span>{restartWarning(trans)}</span>
         </div>
       )}
 
@@ -345,7 +317,7 @@ export function ApprovalCard(props: {
         <div className="cw-approval-edit">
           <textarea
             className="cw-textarea cw-code"
-            aria-label={trans.__((field && EDIT_LABEL[field]) || 'Edit arguments (JSON)')}
+            aria-label={editLabel(trans, field ?? undefined)}
             value={draft}
             spellCheck={false}
             rows={Math.min(20, Math.max(field === 'command' ? 2 : 4, draft.split('\n').length + 1))}
@@ -399,10 +371,10 @@ export function ApprovalCard(props: {
               onClick={reject}
               disabled={busy}
               aria-keyshortcuts="Control+Enter Meta+Enter"
-              title={trans.__('%1+Enter', MOD_KEY)}
+              title={trans.__('%1+Enter', modKey(trans))}
             >
               {trans.__('Confirm reject')}
-              <kbd className="cw-kbd" aria-hidden="true">{`${MOD_KEY}+↵`}</kbd>
+              <kbd className="cw-kbd" aria-hidden="true">{`${modKey(trans)}+↵`}</kbd>
             </button>
             <button
               type="button"
@@ -422,10 +394,10 @@ export function ApprovalCard(props: {
             onClick={approve}
             disabled={busy}
             aria-keyshortcuts="Control+Enter Meta+Enter"
-            title={trans.__('%1+Enter', MOD_KEY)}
+            title={trans.__('%1+Enter', modKey(trans))}
           >
             {mode === 'edit' ? trans.__('Approve edited') : trans.__('Approve')}
-            <kbd className="cw-kbd" aria-hidden="true">{`${MOD_KEY}+↵`}</kbd>
+            <kbd className="cw-kbd" aria-hidden="true">{`${modKey(trans)}+↵`}</kbd>
           </button>
           {alwaysKind && mode !== 'edit' && <AlwaysAllowButton model={model} kind={alwaysKind} />}
           {mode === 'edit' ? (

@@ -4,12 +4,14 @@ import { useEffect, useState } from 'react';
 import { CellwrightAPI } from '../api';
 import { completionEnded, completionUsageText } from '../completion/lines';
 import { CompletionUsage } from '../contract.gen';
+import { useTrans } from './translation';
 
 const REFRESH_MS = 2000; // at most one read of the counters per this while completions keep coming
 
 /** This server's inline completion usage, apart from the thread's: read on mount and after completions. */
 export function CompletionUsageLine(props: { api: CellwrightAPI }): JSX.Element | null {
   const { api } = props;
+  const trans = useTrans();
   const [usage, setUsage] = useState<CompletionUsage | null>(null);
   useEffect(() => {
     let alive = true;
@@ -34,7 +36,7 @@ export function CompletionUsageLine(props: { api: CellwrightAPI }): JSX.Element 
       }
     };
   }, [api]);
-  const text = usage && completionUsageText(usage);
+  const text = usage && completionUsageText(trans, usage);
   return text ? (
     <div className="cw-completion-usage" data-testid="cw-completion-usage">
       {text}

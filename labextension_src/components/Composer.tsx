@@ -37,7 +37,7 @@ export function Composer(props: {
   const [active, setActive] = useState(0);
   const pendingCaret = useRef<number | null>(null);
   const listId = useMemo(() => `cw-mentions-${++composerCount}`, []);
-  const source = useMemo(() => new MentionSource(model.api), [model.api]);
+  const source = useMemo(() => new MentionSource(model.api, trans), [model.api, trans]);
 
   const notebook = model.notebook;
   const kernelId = notebook?.kernelId();

@@ -1,5 +1,6 @@
 import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import * as React from 'react';
+import { TranslationBundle } from '@jupyterlab/translation';
 import { useEffect, useLayoutEffect, useRef, useState } from 'react';
 
 import {
@@ -55,21 +56,21 @@ function awaitsApproval(items: ConversationItem[]): boolean {
   );
 }
 
-function subtaskStatus(item: ISubtaskItem): string {
+function subtaskStatus(trans: TranslationBundle, item: ISubtaskItem): string {
   if (!item.done && awaitsApproval(item.items)) {
-    return 'awaiting approval';
+    return trans.__('awaiting approval');
   }
   switch (item.status) {
     case 'running':
-      return item.active ? 'working' : 'starting';
+      return item.active ? trans.__('working') : trans.__('starting');
     case 'ok':
-      return 'done';
+      return trans.__('done');
     case 'error':
-      return 'failed';
-    case 'rejected':
-      return isStopped(item) ? 'stopped' : 'rejected';
+      return trans.__('failed');
+    case trans.__('rejected'):
+      return isStopped(item) ? trans.__('stopped') : trans.__('rejected');
     case 'cancelled':
-      return 'stopped';
+      return trans.__('stopped');
     default:
       return item.status;
   }
@@ -94,7 +95,7 @@ function SubtaskBlock(props: {
     setOpen(item.active);
   }, [item.active]);
   const label = agentLabel(trans, item.agent);
-  const status = subtaskStatus(item);
+  const status = subtaskStatus(trans, item);
   const stopped = isStopped(item) || item.status === 'cancelled';
   return (
     <div

@@ -68,7 +68,7 @@ export function ExploreStep(props: {
           <span className="cw-explore-label" data-testid="cw-explore-label">
             {stateLabel(trans, state)}
           </span>
-          <span className="cw-tool-args">{shortArgs(item.name, item.args)}</span>
+          <span className="cw-tool-args">{shortArgs(trans, item.name, item.args)}</span>
         </summary>
         <div className="cw-tool-body">
           {props.showAgent && (

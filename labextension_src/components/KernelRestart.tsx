@@ -27,7 +27,7 @@ export function RestartKernelButton(props: { kernelId: string }): JSX.Element | 
       () => setState('done'),
       error => {
         setState('failed');
-        setFailure(errorMessage(error));
+        setFailure(errorMessage(trans, error));
       }
     );
   };

@@ -21,7 +21,7 @@ export function KnowledgeStatusView(props: { api: CellwrightAPI }): JSX.Element 
     const load = (): void => {
       fetchKnowledgeStatus(api).then(
         answer => alive && (setStatus(answer), setError(null)),
-        reason => alive && setError(errorMessage(reason))
+        reason => alive && setError(errorMessage(trans, reason))
       );
     };
     load();

@@ -1,8 +1,10 @@
 import { IRenderMimeRegistry, renderMarkdown } from '@jupyterlab/rendermime';
 import * as React from 'react';
 import { useEffect, useRef } from 'react';
+import { TranslationBundle } from '@jupyterlab/translation';
 
 import { makeInert } from '../inertMarkdown';
+import { useTrans } from './translation';
 
 /** Re-render at most this often while text streams in. */
 const STREAM_THROTTLE_MS = 150;
@@ -28,7 +30,8 @@ export async function renderInertMarkdown(
   rendermime: IRenderMimeRegistry,
   source: string,
   host: HTMLElement,
-  allowed: Set<string>
+  allowed: Set<string>,
+  trans: TranslationBundle
 ): Promise<void> {
   const scratchDocument = document.implementation.createHTMLDocument('');
   const scratch = scratchDocument.createElement('div');
@@ -47,7 +50,8 @@ export async function renderInertMarkdown(
   makeInert(scratch, {
     base: document.baseURI,
     allowed,
-    onLoad: urls => urls.forEach(url => allowed.add(url))
+    onLoad: urls => urls.forEach(url => allowed.add(url)),
+    trans
   });
   host.replaceChildren(...Array.from(scratch.childNodes));
   if (rendermime.latexTypesetter && host.textContent && /[$\\]/.test(host.textContent)) {
@@ -62,6 +66,7 @@ export async function renderInertMarkdown(
 export function Markdown(props: IMarkdownProps): JSX.Element {
   const { rendermime, source, streaming } = props;
   const body = useRef<HTMLDivElement>(null);
+  const trans = useTrans();
   const state = useRef({
     rendered: null as string | null,
     wanted: '',
@@ -81,7 +86,7 @@ export function Markdown(props: IMarkdownProps): JSX.Element {
     const text = s.wanted;
     s.busy = true;
     try {
-      await renderInertMarkdown(rendermime, text, node, s.allowed);
+      await renderInertMarkdown(rendermime, text, node, s.allowed, trans);
       s.rendered = text;
     } catch (error) {
       console.error('Cellwright: markdown rendering failed', error);

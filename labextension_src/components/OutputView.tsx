@@ -3,6 +3,7 @@ import * as React from 'react';
 import { useEffect, useRef } from 'react';
 
 import { NbOutput } from '../contract.gen';
+import { useTrans } from './translation';
 
 /** The mime bundle JupyterLab's renderers understand for one nbformat output. */
 export function outputBundle(output: NbOutput): {
@@ -44,6 +45,7 @@ export function OutputView(props: {
 }): JSX.Element {
   const { rendermime, output } = props;
   const host = useRef<HTMLDivElement>(null);
+  const trans = useTrans();
 
   useEffect(() => {
     const { data, metadata } = outputBundle(output);
@@ -53,7 +55,7 @@ export function OutputView(props: {
       return;
     }
     if (!mime) {
-      node.textContent = '[output with no renderer]';
+      node.textContent = trans.__('[output with no renderer]');
       return;
     }
     const renderer = rendermime.createRenderer(mime);
@@ -61,13 +63,13 @@ export function OutputView(props: {
     node.appendChild(renderer.node);
     renderer.renderModel(model).catch(error => {
       console.error('Cellwright: output rendering failed', error);
-      renderer.node.textContent = String(data['text/plain'] ?? '[output]');
+      renderer.node.textContent = String(data['text/plain'] ?? trans.__('[output]'));
     });
     return () => {
       renderer.dispose();
       node.textContent = '';
     };
-  }, [rendermime, output]);
+  }, [rendermime, output, trans]);
 
   return (
     <div

@@ -10,6 +10,7 @@ import { ApprovalRequest, Diagnostic } from '../contract.gen';
 import { countHiddenControls } from '../visibleControls';
 import { VisibleText } from './VisibleText';
 import { useTrans } from './translation';
+import { TranslationBundle } from '@jupyterlab/translation';
 
 // ---------------------------------------------------------------- arguments
 
@@ -209,31 +210,50 @@ const SEVERITY_ICON: Record<string, string> = {
 
 const SEVERITY_ORDER = ['error', 'warning', 'information', 'hint'];
 
-function plural(n: number, word: string): string {
-  return `${n} ${word}${n === 1 ? '' : 's'}`;
+/** "2 errors", "1 warning": a count of one severity. */
+function severityCount(trans: TranslationBundle, severity: string, n: number): string {
+  switch (severity) {
+    case 'error':
+      return trans._n('%1 error', '%1 errors', n);
+    case 'warning':
+      return trans._n('%1 warning', '%1 warnings', n);
+    case 'hint':
+      return trans._n('%1 hint', '%1 hints', n);
+    default:
+      return trans._n('%1 note', '%1 notes', n);
+  }
+}
+
+/** A severity's name, as a screen reader says it before the finding. */
+function severityName(trans: TranslationBundle, severity: string): string {
+  switch (severity) {
+    case 'error':
+      return trans.__('error');
+    case 'warning':
+      return trans.__('warning');
+    case 'hint':
+      return trans.__('hint');
+    default:
+      return trans.__('note');
+  }
 }
 
 /** "2 errors, 1 warning". */
-export function diagnosticsSummary(diagnostics: Diagnostic[]): string {
+export function diagnosticsSummary(trans: TranslationBundle, diagnostics: Diagnostic[]): string {
   const counts = new Map<string, number>();
   for (const d of diagnostics) {
     const severity = SEVERITY_ORDER.includes(d.severity) ? d.severity : 'information';
     counts.set(severity, (counts.get(severity) ?? 0) + 1);
   }
-  const words: Record<string, string> = {
-    error: 'error',
-    warning: 'warning',
-    information: 'note',
-    hint: 'hint'
-  };
   return SEVERITY_ORDER.filter(s => counts.has(s))
-    .map(s => plural(counts.get(s)!, words[s]))
-    .join(', ');
+    .map(s => severityCount(trans, s, counts.get(s)!))
+    .join(trans.__(', '));
 }
 
 /** "line 3: undefined name 'x' (F821)". */
-export function diagnosticText(d: Diagnostic): string {
-  return `line ${d.line}: ${d.message}${d.code ? ` (${d.code})` : ''}`;
+export function diagnosticText(trans: TranslationBundle, d: Diagnostic): string {
+  const text = trans.__('line %1: %2', d.line, d.message);
+  return d.code ? trans.__('%1 (%2)', text, d.code) : text;
 }
 
 /** The linter's findings on a proposed cell, one compact line each. */
@@ -247,7 +267,7 @@ export function DiagnosticsList(props: { diagnostics: Diagnostic[] }): JSX.Eleme
     <div className="cw-diagnostics" data-testid="cw-diagnostics" role="group" aria-label={trans.__('Diagnostics')}>
       <div className="cw-diagnostics-title">
         <span className="cw-label">{trans.__('Diagnostics: ')}</span>
-        {diagnosticsSummary(diagnostics)}
+        {diagnosticsSummary(trans, diagnostics)}
       </div>
       <ul className="cw-diagnostics-list">
         {diagnostics.map((d, i) => {
@@ -262,8 +282,8 @@ export function DiagnosticsList(props: { diagnostics: Diagnostic[] }): JSX.Eleme
               <span className="cw-diagnostic-icon" aria-hidden="true">
                 {SEVERITY_ICON[severity]}
               </span>
-              <span className="cw-visually-hidden">{`${severity}: `}</span>
-              <span className="cw-diagnostic-text">{diagnosticText(d)}</span>
+              <span className="cw-visually-hidden">{trans.__('%1: ', severityName(trans, severity))}</span>
+              <span className="cw-diagnostic-text">{diagnosticText(trans, d)}</span>
             </li>
           );
         })}

@@ -40,7 +40,7 @@ export function useRewind(
     try {
       await work();
     } catch (error) {
-      setMessage(errorMessage(error));
+      setMessage(errorMessage(trans, error));
     } finally {
       setBusy(false);
     }

@@ -36,7 +36,7 @@ function SentRequest(props: {
     }
     fetchSentText(api, threadId, record.seq).then(
       full => setText(full ? sentText(trans, full) : trans.__('This request is no longer recorded.')),
-      reason => setError(errorMessage(reason))
+      reason => setError(errorMessage(trans, reason))
     );
   };
   return (
@@ -70,7 +70,7 @@ export function SentStep(props: { api: CellwrightAPI; threadId: string; sent: Se
   const showText = (): void => {
     fetchSentText(api, threadId, sent.request_seq).then(
       full => setText(full ? sentText(trans, full) : trans.__('This request is no longer recorded.')),
-      reason => setError(errorMessage(reason))
+      reason => setError(errorMessage(trans, reason))
     );
   };
   return (
@@ -122,7 +122,7 @@ export function SentRequests(props: {
     let alive = true;
     fetchSent(api, threadId).then(
       answer => alive && setSent(answer),
-      reason => alive && setError(errorMessage(reason))
+      reason => alive && setError(errorMessage(trans, reason))
     );
     return () => {
       alive = false;

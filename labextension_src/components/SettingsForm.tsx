@@ -15,27 +15,41 @@ import {
 import { endpointHasKey, endpointOf } from '../model/settings';
 import { useSignal } from './hooks';
 import { useTrans } from './translation';
+import { TranslationBundle } from '@jupyterlab/translation';
 
 let formCount = 0;
 
-const CHECK_LABELS: Record<string, string> = {
-  reachable: 'Endpoint reachable',
-  key: 'API key accepted',
-  model: 'Model available',
-  tools: 'Tool calling works'
-};
+/** A connection check's name; an unknown check (a newer server) by its own name. */
+function checkLabel(trans: TranslationBundle, name: string): string {
+  switch (name) {
+    case 'reachable':
+      return trans.__('Endpoint reachable');
+    case 'key':
+      return trans.__('API key accepted');
+    case 'model':
+      return trans.__('Model available');
+    case 'tools':
+      return trans.__('Tool calling works');
+    default:
+      return name;
+  }
+}
 
-const TOOL_CALLING: { value: ToolCalling; label: string }[] = [
-  { value: 'native', label: 'Native (the endpoint’s tool calls)' },
-  { value: 'prompt', label: 'Prompt (tools described in the prompt)' },
-  { value: 'auto', label: 'Auto (native, prompt when the endpoint lacks it)' }
-];
+function toolCallingOptions(trans: TranslationBundle): { value: ToolCalling; label: string }[] {
+  return [
+    { value: 'native', label: trans.__('Native (the endpoint’s tool calls)') },
+    { value: 'prompt', label: trans.__('Prompt (tools described in the prompt)') },
+    { value: 'auto', label: trans.__('Auto (native, prompt when the endpoint lacks it)') }
+  ];
+}
 
-/** "from the environment", under a field. */
-const PRICE_FIELDS: ['price_prompt' | 'price_completion', string][] = [
-  ['price_prompt', 'Prompt'],
-  ['price_completion', 'Completion']
-];
+/** The two price fields and their labels. */
+function priceFields(trans: TranslationBundle): ['price_prompt' | 'price_completion', string][] {
+  return [
+    ['price_prompt', trans.__('Prompt')],
+    ['price_completion', trans.__('Completion')]
+  ];
+}
 
 function Source(props: { text: string | null; id: string }): JSX.Element | null {
   return props.text ? (
@@ -236,7 +250,7 @@ export function SettingsForm(props: { model: PanelModel }): JSX.Element {
           aria-describedby={`${ids}-tools-source`}
           onChange={e => set('tool_calling', e.target.value as ToolCalling)}
         >
-          {TOOL_CALLING.map(option => (
+          {toolCallingOptions(trans).map(option => (
             <option key={option.value} value={option.value}>
               {option.label}
             </option>
@@ -264,7 +278,7 @@ export function SettingsForm(props: { model: PanelModel }): JSX.Element {
 
       <fieldset className="cw-settings-field cw-settings-prices">
         <legend className="cw-label">{trans.__('Prices for this model (optional, per million tokens)')}</legend>
-        {PRICE_FIELDS.map(([key, label]) => (
+        {priceFields(trans).map(([key, label]) => (
           <label className="cw-settings-price" key={key}>
             <span>{label}</span>
             <input
@@ -321,7 +335,7 @@ export function SettingsForm(props: { model: PanelModel }): JSX.Element {
                 {check.ok ? '✓' : '✕'}
               </span>
               <span className="cw-visually-hidden">{check.ok ? trans.__('passed: ') : trans.__('failed: ')}</span>
-              <span className="cw-check-name">{CHECK_LABELS[check.name] ?? check.name}</span>
+              <span className="cw-check-name">{checkLabel(trans, check.name)}</span>
               {check.message && <span className="cw-check-message">{` — ${check.message}`}</span>}
             </li>
           ))}

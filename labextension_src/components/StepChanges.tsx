@@ -38,8 +38,9 @@ export function StepChanges(props: { diff: ThreadDiff }): JSX.Element {
         <details key={file.path} className="cw-rewind-diff" data-testid="cw-step-change-file" data-path={file.path}>
           <summary>
             {file.path}
-            {file.changed_since && ' — changed since by someone else'}
-            {!file.before_known && ` — ${file.why_unknown ?? 'its content from before is not known'}`}
+            {file.changed_since && trans.__(' — changed since by someone else')}
+            {!file.before_known &&
+              trans.__(' — %1', file.why_unknown ?? trans.__('its content from before is not known'))}
           </summary>
           <pre className="cw-code">
             <VisibleText text={file.diff} code />

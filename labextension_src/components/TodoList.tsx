@@ -1,4 +1,5 @@
 import * as React from 'react';
+import { TranslationBundle } from '@jupyterlab/translation';
 
 import { Todo, TodoStatus } from '../contract.gen';
 import { useTrans } from './translation';
@@ -9,11 +10,19 @@ const MARK: Record<TodoStatus, string> = {
   completed: '☑'
 };
 
-const SPOKEN: Record<TodoStatus, string> = {
-  pending: 'pending',
-  in_progress: 'in progress',
-  completed: 'completed'
-};
+/** A status as a screen reader says it; an unknown one (a newer server) as it is. */
+function spokenStatus(trans: TranslationBundle, status: TodoStatus): string {
+  switch (status) {
+    case 'pending':
+      return trans.__('pending');
+    case 'in_progress':
+      return trans.__('in progress');
+    case 'completed':
+      return trans.__('completed');
+    default:
+      return status;
+  }
+}
 
 /** The agent's live checklist (or, on an approval card, the plan it proposes). */
 export function TodoList(props: { todos: Todo[]; title?: string; testId?: string }): JSX.Element | null {
@@ -40,7 +49,7 @@ export function TodoList(props: { todos: Todo[]; title?: string; testId?: string
               {MARK[todo.status] ?? '☐'}
             </span>
             <span className="cw-todo-text">{todo.content}</span>
-            <span className="cw-visually-hidden">{` (${trans.__(SPOKEN[todo.status] ?? todo.status)})`}</span>
+            <span className="cw-visually-hidden">{` (${spokenStatus(trans, todo.status)})`}</span>
           </li>
         ))}
       </ul>

@@ -97,7 +97,7 @@ export function firstLine(text: unknown, max = 80): string {
 }
 
 /** A one-line summary of a tool call's arguments. */
-export function shortArgs(name: string, args: Record<string, any>): string {
+export function shortArgs(trans: TranslationBundle, name: string, args: Record<string, any>): string {
   if (!args) {
     return '';
   }
@@ -107,7 +107,7 @@ export function shortArgs(name: string, args: Record<string, any>): string {
     case 'execute_command':
       return firstLine(args.command);
     case 'edit_cell':
-      return `cell ${firstLine(args.cell_id, 40)}: ${firstLine(args.source)}`;
+      return trans.__('cell %1: %2', firstLine(args.cell_id, 40), firstLine(args.source));
     case 'check_resource':
       return [...(args.files ?? []), ...(args.dataframes ?? [])].join(', ');
     default: {
@@ -118,11 +118,11 @@ export function shortArgs(name: string, args: Record<string, any>): string {
   }
 }
 
-function formatDuration(ms: number | null): string {
+function formatDuration(trans: TranslationBundle, ms: number | null): string {
   if (ms === null || ms === undefined) {
     return '';
   }
-  return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
+  return ms < 1000 ? trans.__('%1 ms', Math.round(ms)) : trans.__('%1 s', (ms / 1000).toFixed(1));
 }
 
 /** The status as the entry shows it: a call the user's Stop ended reads "stopped". */
@@ -181,12 +181,12 @@ export function ToolEntry(props: {
           <span className="cw-tool-name" title={item.name}>
             {stepVerb(trans, item.name)}
           </span>
-          <span className="cw-tool-args">{shortArgs(item.name, item.args)}</span>
+          <span className="cw-tool-args">{shortArgs(trans, item.name, item.args)}</span>
           <span className="cw-tool-status" data-testid="cw-tool-status">
             <span className="cw-visually-hidden">, </span>
             {toolStatusLabel(item, trans)}
             {item.executionCount !== null ? ` · [${item.executionCount}]` : ''}
-            {item.durationMs !== null ? ` · ${formatDuration(item.durationMs)}` : ''}
+            {item.durationMs !== null ? ` · ${formatDuration(trans, item.durationMs)}` : ''}
           </span>
         </summary>
         <div className="cw-tool-body">

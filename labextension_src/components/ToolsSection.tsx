@@ -28,7 +28,7 @@ export function ToolsSection(props: { model: PanelModel }): JSX.Element {
       setServers(answer.servers ?? []);
       setError(null);
     } catch (e) {
-      setError(errorMessage(e));
+      setError(errorMessage(trans, e));
     }
     if (notebook) {
       const kernelId = notebook.kernelId();

@@ -2,6 +2,7 @@ import * as React from 'react';
 import { useMemo } from 'react';
 
 import { splitControls } from '../visibleControls';
+import { useTrans } from './translation';
 
 /**
  * Text with every hidden control character shown as a marker (`\r`,
@@ -10,7 +11,8 @@ import { splitControls } from '../visibleControls';
  */
 export function VisibleText(props: { text: string; code?: boolean }): JSX.Element {
   const { text, code } = props;
-  const segments = useMemo(() => splitControls(text, { breakAfterCR: !!code }), [text, code]);
+  const trans = useTrans();
+  const segments = useMemo(() => splitControls(text, trans, { breakAfterCR: !!code }), [text, code, trans]);
   return (
     <>
       {segments.map((segment, i) =>

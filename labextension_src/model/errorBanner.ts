@@ -3,6 +3,8 @@
  * same message twice in a row shows once, and an abort (the user stopped
  * something) is not an error.
  */
+import type { TranslationBundle } from '@jupyterlab/translation';
+
 import { errorMessage, isAbort } from '../api';
 
 export interface IPanelError {
@@ -14,6 +16,8 @@ export interface IPanelError {
 const MAX_ERRORS = 5;
 
 export class ErrorBanner {
+  constructor(private _trans: TranslationBundle) {}
+
   get errors(): readonly IPanelError[] {
     return this._errors;
   }
@@ -23,8 +27,8 @@ export class ErrorBanner {
     if (isAbort(error)) {
       return false;
     }
-    const text = errorMessage(error);
-    const message = context ? `${context}: ${text}` : text;
+    const text = errorMessage(this._trans, error);
+    const message = context ? this._trans.__('%1: %2', context, text) : text;
     const last = this._errors[this._errors.length - 1];
     if (last && last.message === message) {
       return false;

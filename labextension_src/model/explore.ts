@@ -75,7 +75,7 @@ export async function runAsCell(model: PanelModel, item: IToolItem): Promise<str
   try {
     await model.api.stepAsCell(thread.threadId, item.id);
   } catch (error) {
-    return errorMessage(error);
+    return errorMessage(model.trans, error);
   }
   thread.connect({ expectRun: true });
   return null;

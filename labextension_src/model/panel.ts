@@ -57,6 +57,7 @@ export class PanelModel implements IDisposable {
   constructor(options: PanelModel.IOptions) {
     this.api = options.api;
     this.trans = options.trans;
+    this._errors = new ErrorBanner(options.trans);
     this.agents = new AgentChoice(options.api, () => this._changed.emit());
     this.version = options.version;
     this._lastThreads = new LastThreads(options.storage ?? null);
@@ -483,7 +484,7 @@ export class PanelModel implements IDisposable {
   private _bound = false;
   private _history: ThreadHistory;
   private _banner: WaitingBanner;
-  private _errors = new ErrorBanner();
+  private _errors: ErrorBanner;
   private _setup: ServerSetup;
   private _mode: Mode;
   private _autoScroll: boolean;

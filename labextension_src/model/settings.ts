@@ -113,7 +113,7 @@ export class SettingsModel implements IDisposable {
       this._config = await this._api.getConfig();
       this._error = null;
     } catch (error) {
-      this._error = this._trans.__('Could not read the settings: %1', errorMessage(error));
+      this._error = this._trans.__('Could not read the settings: %1', errorMessage(this._trans, error));
     } finally {
       this._loading = false;
       this._emit();
@@ -128,7 +128,7 @@ export class SettingsModel implements IDisposable {
       this._modelsError = answer?.error ?? null;
     } catch (error) {
       this._models = [];
-      this._modelsError = errorMessage(error);
+      this._modelsError = errorMessage(this._trans, error);
     }
     this._emit();
   }
@@ -146,7 +146,7 @@ export class SettingsModel implements IDisposable {
       }
       return this._report;
     } catch (error) {
-      this._error = this._trans.__('The test could not run: %1', errorMessage(error));
+      this._error = this._trans.__('The test could not run: %1', errorMessage(this._trans, error));
       return null;
     } finally {
       this._testing = false;
@@ -164,7 +164,7 @@ export class SettingsModel implements IDisposable {
       void this.refreshModels();
       return true;
     } catch (error) {
-      this._error = this._trans.__('Could not save the settings: %1', errorMessage(error));
+      this._error = this._trans.__('Could not save the settings: %1', errorMessage(this._trans, error));
       return false;
     } finally {
       this._saving = false;

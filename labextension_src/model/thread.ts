@@ -237,12 +237,13 @@ export class ThreadModel implements IDisposable {
           },
           onRetry: error => {
             if (error !== null) {
-              this._lastError = errorMessage(error);
+              this._lastError = errorMessage(this._api.trans, error);
             }
             this._setConnection('reconnecting');
           }
         },
-        controller.signal
+        controller.signal,
+        this._api.trans
       );
     } catch (error) {
       this._expectRun = false;

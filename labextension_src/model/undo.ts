@@ -42,7 +42,7 @@ export async function undoSteps(model: PanelModel, threadId: string, ids: readon
       outcome.undone.push({ id, result });
       listeners.forEach(listener => listener({ threadId, id, result }));
     } catch (error) {
-      outcome.error = errorMessage(error);
+      outcome.error = errorMessage(model.trans, error);
       break;
     }
   }

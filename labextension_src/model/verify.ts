@@ -70,6 +70,6 @@ export async function verifyNotebook(trans: TranslationBundle, model: PanelModel
     await notebook.save?.();
     return verifyBadge(trans, await model.api.verify({ path: notebook.path }));
   } catch (error) {
-    return { label: trans.__('could not verify'), tone: 'error', detail: errorMessage(error) };
+    return { label: trans.__('could not verify'), tone: 'error', detail: errorMessage(trans, error) };
   }
 }
