@@ -20,6 +20,7 @@ from typing import Any
 
 from devtools.fake_llm import FakeLLM, text, tool_call
 from devtools.jupyter_process import JupyterProcess
+from devtools.polling import wait_for
 from jupyter_ext.cell_reattach import lost_cell, reattached
 from tests.conftest import of_type
 from tests.test_crash import read_until
@@ -62,13 +63,6 @@ def waiting_thread(server: JupyterProcess, notebook: str, kernel: str, code: str
     assert of_type(seen, "run_finished")[0]["status"] == "waiting_for_cell", seen
     pid = int(re.findall(r"pid (\d+)", "".join(e["output"].get("text", "") for e in of_type(seen, "cell_output")))[0])
     return thread, seen[-1]["seq"], pid
-
-
-def wait_for(found: Any, what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not found():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def finished(server: JupyterProcess, thread: str) -> list[dict[str, Any]]:

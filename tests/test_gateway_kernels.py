@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ import pytest
 from devtools import kernel_websocket
 from devtools.fake_llm import FakeLLM, text, tool_call
 from devtools.jupyter_process import TOKEN, JupyterProcess, KernelGatewayProcess
+from devtools.polling import wait_for
 from tests.conftest import of_type
 from tests.test_crash import read_until
 
@@ -104,15 +105,6 @@ def texts(events: list[dict[str, Any]], call_id: str) -> str:
     return "".join(e["output"].get("text", "") for e in of_type(events, "cell_output") if e["id"] == call_id)
 
 
-def wait_for(check: Callable[[], Any], what: str, timeout: float = 10) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if found := check():
-            return found
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def gateway_state(gateway: KernelGatewayProcess, kernel_id: str) -> str:
     return str(next(k for k in gateway.kernels() if k["id"] == kernel_id)["execution_state"])
 
@@ -185,7 +177,7 @@ def test_a_cell_approved_while_the_user_runs_one_waits_for_it(
     user = kernel_websocket.connect(server.url, kernel, TOKEN)
     try:
         kernel_websocket.send_execute(user, "import time\ntime.sleep(3)\nuser_cell = 'made by the user'")
-        wait_for(lambda: gateway_state(gateway, kernel) == "busy", "the user's cell to run")
+        wait_for(lambda: gateway_state(gateway, kernel) == "busy", "the user's cell to run", 10)
         second = approve(server, thread, first, "gw_after_user")
     finally:
         user.close()
@@ -266,7 +258,7 @@ def test_explore_looks_at_the_gateway_kernels_variables_in_a_sandboxed_fork_unas
         answer: dict[str, Any] = server.request("POST", "cellwright/api/variables", {"kernel_id": kernel}).json()
         return None if "note" in answer else answer
 
-    listed = wait_for(full_listing, "a full listing of the kernel's variables")["variables"]
+    listed = wait_for(full_listing, "a full listing of the kernel's variables", 10)["variables"]
     assert {v["name"]: v for v in listed}.get("looked", {}).get("shape") == [3, 1], listed
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from devtools.fake_llm import FakeLLM, text, tool_call
 from devtools.jupyter_process import JupyterProcess
+from devtools.polling import wait_for
 from devtools.postgres_cluster import PASSWORD, PostgresCluster
 from tests.conftest import of_type
 from tests.postgres_fixtures import database_env
@@ -46,16 +47,6 @@ def start(tmp_path: Path, name: str, env: dict[str, str], servers: list, root: P
         server.root = root
     servers.append(server.start())
     return server
-
-
-def wait_for(check: Any, what: str, timeout: float = 60) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def follow(
