@@ -9,6 +9,11 @@ from collections.abc import Mapping
 from .kernel_clients import KernelManagerProtocol, connected_client, is_remote
 
 BUSY_GRACE_SECONDS = 0.25  # for a kernel shown busy to turn idle: our own evaluation's "idle" arrives within ms
+# An idle gateway kernel's kernel_info answer crosses the gateway and back: on a loaded machine that
+# took longer than the local grace, and an idle kernel read as busy (a mention "not read" in CI). A
+# kernel that runs a cell does not answer at all until it ends, so a longer wait only delays the
+# "busy" verdict, never a wrong "idle".
+REMOTE_ANSWER_SECONDS = 2.0
 
 
 async def busy(manager: KernelManagerProtocol) -> bool:
@@ -16,7 +21,7 @@ async def busy(manager: KernelManagerProtocol) -> bool:
     a gateway's state can stay "busy" for good (see KernelEnvironment._wait_for_turn), so its kernel is asked instead;
     other managers count as idle."""
     if is_remote(manager):
-        return not await answers_within(manager, BUSY_GRACE_SECONDS)
+        return not await answers_within(manager, REMOTE_ANSWER_SECONDS)
     return getattr(manager, "execution_state", "idle") == "busy"
 
 
@@ -37,7 +42,7 @@ async def idle_within(manager: KernelManagerProtocol, seconds: float) -> bool:
     """Whether the kernel is idle now or turns idle within `seconds` (its state is a trait of
     jupyter_server's kernel manager: observed, not polled; a gateway kernel is asked)."""
     if is_remote(manager):
-        return await answers_within(manager, seconds)
+        return await answers_within(manager, max(seconds, REMOTE_ANSWER_SECONDS))
     if not await busy(manager):
         return True
     if not hasattr(manager, "observe"):
