@@ -105,8 +105,14 @@ def wait_saved(lab: JupyterProcess, page: Any) -> list[dict[str, Any]]:
     change) and tells no one but its peers: read the file until it has them, up to 30 s."""
     path = lab.root / PATH
     deadline = time.monotonic() + 30
+    cells: list[dict[str, Any]] = []
     while True:
-        cells = [dict(cell) for cell in nbformat.read(str(path), as_version=4)["cells"]]
+        try:
+            cells = [dict(cell) for cell in nbformat.read(str(path), as_version=4)["cells"]]
+        except nbformat.reader.NotJSONError:
+            # jupyter_server's atomic writing keeps a backup and rewrites the file in place:
+            # a read in the middle of a save sees it empty or cut short.
+            cells = []
         if len(cells) == 4 or time.monotonic() > deadline:
             return cells
         page.wait_for_timeout(200)
