@@ -22,6 +22,7 @@ from agent_core.loop.refusals import ThreadBusy
 from agent_core.storage.thread_store import LEASE_SECONDS
 from agent_core.workspace import Workspace
 
+from .acp_always import AlwaysAllowed
 from .acp_client import ThreadClient, UserDecision, new_card_id
 from .acp_process import AgentGone, AgentProcess, McpOffer, start
 from .acp_sessions import SavedSessions
@@ -63,6 +64,7 @@ class HostedThread:
     command_timeout: Callable[[], float]
     sessions: SavedSessions
     writes: HostedWrites
+    allowed: AlwaysAllowed  # the kinds of request the user allows unasked here (until cleared; kept on disk)
     mcp: McpOffer | None = None
     client: ThreadClient = field(init=False)
     terminals: Terminals = field(init=False)
@@ -82,7 +84,6 @@ class HostedThread:
     _asking: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     had_turns: bool = False  # the thread has earlier turns: a new process does not remember them
-    always: set[str] = field(default_factory=set)  # kinds of request the user allows unasked here (until cleared)
 
     def __post_init__(self) -> None:
         self.client = ThreadClient(self)
@@ -132,7 +133,7 @@ class HostedThread:
             if self.cards > MAX_CARDS_PER_RUN:
                 return UserDecision(False, reason="too many permission requests in one turn", stopped=True)
             kind = card.get("always")
-            if isinstance(kind, str) and kind in self.always:
+            if isinstance(kind, str) and kind in self.allowed.kinds(self.thread_id, self.config):
                 return self._allowed_unasked(card, kind)
             event: JsonObject = {
                 "type": "approval_required",
@@ -152,7 +153,7 @@ class HostedThread:
                 self.pending = None
             summary = "approved" if decision.approved else (decision.reason or "rejected")[:500]
             if decision.approved and decision.always and isinstance(kind, str):
-                self.always.add(kind)
+                self.allowed.add(self.thread_id, self.config, kind)
                 summary = f"approved, and always allowed for {kind} requests in this thread"
             self.emit(
                 make_event(
@@ -299,6 +300,7 @@ class AcpHost:
         command_timeout: Callable[[], float],
         sessions: SavedSessions,
         writes: HostedWrites,
+        allowed: AlwaysAllowed,
         mcp_url: str | None,
     ) -> None:
         self._store = threads
@@ -307,6 +309,7 @@ class AcpHost:
         self._command_timeout = command_timeout
         self._sessions = sessions
         self._writes = writes
+        self._allowed = allowed
         self._hosted: dict[str, HostedThread] = {}
         self.tokens = McpTokens()  # the hosted agents' tokens for our MCP endpoint (jupyter_ext.mcp_handler)
         # our MCP endpoint, offered to each agent as the owner of the threads
@@ -341,6 +344,7 @@ class AcpHost:
                 self._command_timeout,
                 self._sessions,
                 self._writes,
+                self._allowed,
                 self._mcp,
             )
             self._hosted[record.thread_id] = hosted
@@ -374,15 +378,6 @@ class AcpHost:
                 UserDecision(decision.decision == "approve", decision.reason or "", always=always)
             )
         return hosted.run_id
-
-    def always_allowed(self, thread_id: str) -> list[str]:
-        hosted = self._hosted.get(thread_id)
-        return sorted(hosted.always) if hosted is not None else []
-
-    def clear_always(self, thread_id: str) -> None:
-        hosted = self._hosted.get(thread_id)
-        if hosted is not None:
-            hosted.always.clear()
 
     async def undo(self, record: ThreadRecord, agent: str, card_id: str) -> JsonObject:
         """Undo one approved file write of the thread (kept on disk: also after a restart)."""
@@ -423,6 +418,7 @@ class AcpHost:
         await self._end(thread_id)
         self._sessions.drop(thread_id)
         self._writes.drop(thread_id)
+        self._allowed.clear(thread_id)
 
     async def _end(self, thread_id: str) -> None:
         await self.cancel(thread_id)

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from agent_core.contract.answers import ThreadDetail
     from agent_core.contract.bodies import Decision
 
+    from .acp_always import AlwaysAllowed
     from .acp_host import AcpHost
 
 
@@ -41,14 +42,22 @@ class AlwaysAllowedHandler(CellwrightHandler):
     @authorized
     async def delete(self, thread_id: str) -> None:
         await handler_thread(self, thread_id)
-        hosted = getattr(self.app, "acp_host", None)
-        if hosted is not None:
-            hosted.clear_always(thread_id)
+        always_allowed(self).clear(thread_id)
         self.write_json({"always_allowed": []})
 
 
 async def handler_thread(handler: CellwrightHandler, thread_id: str) -> None:
     await handler.runs.thread(thread_id)  # another owner's: 404 before anything is read or changed
+
+
+def always_allowed(handler: CellwrightHandler) -> AlwaysAllowed:
+    """The users' "always" per hosted thread, kept in the data folder (read without the acp SDK)."""
+    app = handler.app
+    if getattr(app, "acp_always", None) is None:
+        from .acp_always import AlwaysAllowed
+
+        app.acp_always = AlwaysAllowed(Path(app.configuration.data_dir) / "acp_always.json")
+    return app.acp_always
 
 
 def host(handler: CellwrightHandler) -> AcpHost:
@@ -66,6 +75,7 @@ def host(handler: CellwrightHandler) -> AcpHost:
             lambda: float(app.configuration.command_timeout),
             SavedSessions(Path(app.configuration.data_dir) / "acp_sessions.json"),
             HostedWrites(Path(app.configuration.data_dir) / "acp_undo", app.workspace),
+            always_allowed(handler),
             _our_mcp(handler),
         )
         app.run_manager.hosted_running = app.acp_host.is_running  # event streams follow hosted runs
@@ -129,6 +139,7 @@ async def forget(handler: CellwrightHandler, thread_id: str) -> None:
     await handler_thread(handler, thread_id)
     if getattr(handler.app, "acp_host", None) is not None:
         await handler.app.acp_host.forget(thread_id)
+    always_allowed(handler).clear(thread_id)  # also when no agent ran since the server started
 
 
 async def with_hosted_state(handler: CellwrightHandler, detail: ThreadDetail) -> ThreadDetail:
@@ -150,7 +161,8 @@ async def with_hosted_state(handler: CellwrightHandler, detail: ThreadDetail) ->
     host = getattr(handler.app, "acp_host", None)
     pending = host.pending(detail.thread_id) if host is not None else None
     card = ApprovalRequest.model_validate(pending) if pending is not None else None
-    always = host.always_allowed(detail.thread_id) if host is not None else []
+    config = handler.app.configuration.acp_agent(detail.agent)
+    always = always_allowed(handler).kinds(detail.thread_id, config) if config is not None else []
     return detail.model_copy(update={"pending_approval": card, "messages": turns, "always_allowed": always})
 
 

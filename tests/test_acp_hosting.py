@@ -367,8 +367,13 @@ async def test_always_allow_holds_for_its_kind_in_its_thread_until_cleared(api: 
     events = await ask(api, thread, "ask execute", events[-1]["seq"])  # the same kind: unasked, and said
     assert answer(events) == "permission: always" and not of_type(events, "approval_required")
     assert "allowed unasked" in of_type(events, "tool_result")[-1]["summary"]
+    # A server restart (a new host and store, reading the data folder): "always" holds, as the card said.
+    await hosted.acp_host.shutdown()
+    hosted.acp_host = hosted.acp_always = None
     _, detail = await api.call("GET", f"threads/{thread}", expect=200)
-    assert detail["always_allowed"] == ["execute"]
+    assert detail["always_allowed"] == ["execute"]  # shown before any agent process started
+    events = await ask(api, thread, "ask execute", events[-1]["seq"])
+    assert answer(events) == "permission: always" and not of_type(events, "approval_required")
     events = await ask(api, thread, "ask edit", events[-1]["seq"])  # another kind still asks
     await api.approve(thread, of_type(events, "approval_required")[-1]["id"])
     events = await until(api, thread, events[-1]["seq"], ("run_finished",))
@@ -385,3 +390,18 @@ async def test_always_allow_holds_for_its_kind_in_its_thread_until_cleared(api: 
     ours = await api.new_thread()
     code, error = await api.approve(ours, "call_x", always=True)
     assert (code, error["error"]) == (400, "bad_decision")
+
+
+def test_always_allow_belongs_to_the_agent_program_it_was_given_to(tmp_path: Path) -> None:
+    from agent_core.config.acp_agents import AcpAgentConfig
+    from jupyter_ext.acp_always import AlwaysAllowed
+
+    codex = AcpAgentConfig("Codex", "codex-acp", ("-c", "model=a"), {"KEY": "one"})
+    AlwaysAllowed(tmp_path / "always.json").add("t1", codex, "execute")
+    kept = AlwaysAllowed(tmp_path / "always.json")  # read anew, as after a restart
+    assert kept.kinds("t1", codex) == ["execute"] and kept.kinds("t2", codex) == []
+    assert kept.kinds("t1", AcpAgentConfig("Codex", "codex-acp", ("-c", "model=a"), {"KEY": "two"})) == ["execute"]
+    assert kept.kinds("t1", AcpAgentConfig("Codex", "/bin/sh", ("-c", "model=a"))) == []  # re-pointed: asks again
+    assert kept.kinds("t1", AcpAgentConfig("Codex", "codex-acp", ("-c", "model=b"))) == []
+    kept.clear("t1")
+    assert AlwaysAllowed(tmp_path / "always.json").kinds("t1", codex) == []
