@@ -853,6 +853,20 @@ export type EventType = (typeof EVENT_TYPES)[number];
 
 // ---------------------------------------------------------------- route bodies
 
+/**
+ * One outside agent of the `acp_agents` setting (hosted over ACP): the program that starts it, its
+ * arguments and environment. In answers every env value is masked ("********"); sent back masked,
+ * the saved value is kept for the same name, command and args (a renamed or re-pointed agent must
+ * be given it again).
+ */
+export interface AcpAgentSetting {
+  /** One program, e.g. "npx"; its arguments go in args. */
+  command: string;
+  args?: string[];
+  /** Secrets: masked in answers. */
+  env?: Record<string, string>;
+}
+
 /** PUT config: any of these; an unknown name is refused rather than silently dropped. */
 export interface ConfigUpdate {
   model?: string | null;
@@ -865,6 +879,8 @@ export interface ConfigUpdate {
   prices?: Record<string, Price> | null;
   /** Server name -> how to reach it. */
   mcp_servers?: Record<string, McpServerSetting> | null;
+  /** Outside agents hosted over ACP: name -> how to start it (GET agents lists them). */
+  acp_agents?: Record<string, AcpAgentSetting> | null;
 }
 
 /**
@@ -1154,6 +1170,8 @@ export interface PublicConfig {
   prices: Record<string, Price>;
   /** Without env and header values. */
   mcp_servers?: Record<string, PublicMcpServer>;
+  /** Env values masked. */
+  acp_agents?: Record<string, AcpAgentSetting>;
   context_token_budget: number;
   /** sql_query's databases: name -> SQLAlchemy URL with credentials masked (***). */
   databases?: Record<string, string>;

@@ -18,6 +18,7 @@ from tests.test_mcp_endpoint import connected
 
 ROOT = str(Path(__file__).resolve().parent.parent)
 AGENT = {"command": sys.executable, "args": ["-m", "tests.acp.sdk_agent"], "env": {"PYTHONPATH": ROOT}}
+AGENT_ENV = ("PYTHONPATH", "SDK_AGENT_REPORT", "SDK_AGENT_STATE")  # the sdk agent's, as the fixture gives them
 
 
 @pytest.fixture
@@ -405,3 +406,65 @@ def test_always_allow_belongs_to_the_agent_program_it_was_given_to(tmp_path: Pat
     assert kept.kinds("t1", AcpAgentConfig("Codex", "codex-acp", ("-c", "model=b"))) == []
     kept.clear("t1")
     assert AlwaysAllowed(tmp_path / "always.json").kinds("t1", codex) == []
+
+
+async def test_the_settings_form_edits_agents_with_their_secrets_masked(api: Api, hosted: Any) -> None:
+    """PUT config's acp_agents, as the settings form sends it: env values come masked and go back masked
+    (kept for the same name, command and args); a bad entry is a 400 saying what to write; no response
+    ever holds a secret; a stranger changes nothing."""
+    from agent_core.config.masked_secrets import MASK
+
+    secret = "acp-secret-value-41"
+    answers: list[Any] = []
+    _, config = await api.call("GET", "config", expect=200)
+    shown = config["acp_agents"]
+    assert shown["sdk"] == {"command": AGENT["command"], "args": AGENT["args"], "env": dict.fromkeys(AGENT_ENV, MASK)}
+    extra = {"command": sys.executable, "args": ["-m", "tests.acp.sdk_agent"], "env": {"PYTHONPATH": ROOT}}
+    code, saved = await api.call("PUT", "config", {"acp_agents": {**shown, "extra": {**extra, "TOKEN": 1}}})
+    assert code == 400 and "acp_agents['extra']" in saved["message"]  # an unknown field: nothing changed
+    extra["env"]["AGENT_TOKEN"] = secret
+    _, saved = await api.call("PUT", "config", {"acp_agents": {**shown, "extra": extra}}, expect=200)
+    answers += [config, saved]
+    assert saved["acp_agents"]["extra"]["env"] == {"PYTHONPATH": MASK, "AGENT_TOKEN": MASK}
+    assert saved["acp_agents"]["sdk"] == shown["sdk"] and saved["sources"]["acp_agents"] == "settings"
+    # The masked values were kept, not replaced by the mask: the agent starts (PYTHONPATH) and is listed.
+    _, listed = await api.call("GET", "agents", expect=200)
+    assert {a["name"]: a["available"] for a in listed["agents"]}["extra"] is True
+    events = await ask(api, await agent_thread(api, "extra"), "hello again")
+    assert answer(events) == "echo: hello again"
+    assert hosted.configuration.acp_agents["sdk"]["env"]["PYTHONPATH"] == ROOT
+
+    refused = [
+        ({"renamed": saved["acp_agents"]["extra"]}, "no agent 'renamed' was saved"),
+        ({"extra": {**saved["acp_agents"]["extra"], "args": ["-c", "0"]}}, "no longer the program"),
+        ({"extra": {**saved["acp_agents"]["extra"], "command": "/bin/sh"}}, "no longer the program"),
+        ({"x": {"command": ""}}, "must be the program"),
+        ({"x": {"command": "npx @zed-industries/codex-acp"}}, "is one program, not a command line"),
+        ({"x": {"command": "age\u0000nt"}}, "must be the program"),
+        ({"x": {"command": "npx", "args": "codex"}}, "must be a list of strings"),
+        ({"x": {"command": "npx", "env": {"A=B": "v"}}}, "must map variable names"),
+        ({"x": {"command": "npx", "env": {"A": "v\u0000"}}}, "must map variable names"),
+        ({"cellwright": {"command": "npx"}}, "a name of letters"),
+        ({str(n): {"command": "npx"} for n in range(33)}, "at most 32 agents"),
+        ("npx", "expected a dict"),
+    ]
+    for agents, message in refused:
+        code, error = await api.call("PUT", "config", {"acp_agents": agents})
+        assert code == 400 and message in error["message"], (agents, error)
+        answers.append(error)
+    renamed = answers[2]["message"]
+    assert (
+        renamed.startswith("acp_agents['renamed'].env['PYTHONPATH'] is ********") and "type the value again" in renamed
+    )
+    # Another user (here: a request without this server's token) can neither read nor change them.
+    stranger = {"Authorization": "token not-the-servers"}
+    for method, body in (("GET", None), ("PUT", {"acp_agents": {}})):
+        code, error = await api.call(method, "config", body, headers=stranger)
+        assert code == 403, (method, error)
+        answers.append(error)
+    _, after = await api.call("GET", "config", expect=200)
+    assert after["acp_agents"] == saved["acp_agents"]  # nothing refused changed anything
+    _, listed = await api.call("GET", "agents", expect=200)
+    answers += [after, listed]
+    for text in map(json.dumps, answers):
+        assert secret not in text and ROOT not in text and "agent-state" not in text

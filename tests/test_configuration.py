@@ -103,6 +103,7 @@ def test_every_agent_setting_is_a_trait_with_help(clean_env: pytest.MonkeyPatch)
         "auto_approve",
         "prices",
         "mcp_servers",
+        "acp_agents",
     }  # what PUT config may set
 
 

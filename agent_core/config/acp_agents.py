@@ -8,10 +8,12 @@ import re
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from traitlets import Dict, Float, HasTraits, TraitError, validate
 
+from agent_core.config.masked_secrets import MaskedSecretError, masked, with_kept_secrets
 from agent_core.json_types import JsonObject
 
 AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$")
@@ -19,6 +21,8 @@ OWN_AGENT = "cellwright"
 MAX_AGENTS = 32
 MAX_ARGS = 100
 MAX_VALUE_CHARS = 10_000
+MAX_ENV = 100
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 # What to install for the commands the agents' own docs name, when the command is missing.
 INSTALL_HINTS = {
     "npx": "install Node.js and npm (npx runs the agent's npm package)",
@@ -51,35 +55,59 @@ class AcpAgentConfig:
 
 
 def parse_agents(value: Mapping[str, Any]) -> dict[str, AcpAgentConfig]:
-    """Each entry checked, with an error that names the agent and the field."""
+    """Each entry checked, with an error that names the agent and the field (never an env value)."""
+    if not isinstance(value, Mapping):
+        raise TraitError('acp_agents must be an object: agent name -> {"command", "args"?, "env"?}.')
     if len(value) > MAX_AGENTS:
         raise TraitError(f"acp_agents: at most {MAX_AGENTS} agents.")
-    agents: dict[str, AcpAgentConfig] = {}
-    for name, entry in value.items():
-        where = f"acp_agents[{name!r}]"
-        if not isinstance(name, str) or not AGENT_NAME.match(name) or name == OWN_AGENT:
-            raise TraitError(f"{where}: a name of letters, digits, spaces, '_', '.', '-' (not {OWN_AGENT!r}).")
-        if not isinstance(entry, Mapping) or set(entry) - {"command", "args", "env"}:
-            raise TraitError(f'{where} must be {{"command": ..., "args"?: [...], "env"?: {{...}}}}.')
-        command, args, env = entry.get("command"), entry.get("args", []), entry.get("env", {})
-        if not isinstance(command, str) or not command.strip() or len(command) > MAX_VALUE_CHARS:
-            raise TraitError(f"{where}['command'] must be the program that starts the agent.")
-        if not isinstance(args, list) or len(args) > MAX_ARGS or not all(isinstance(a, str) for a in args):
-            raise TraitError(f"{where}['args'] must be a list of strings (at most {MAX_ARGS}).")
-        if not isinstance(env, Mapping) or not all(
-            isinstance(k, str) and k and isinstance(v, str) and len(v) <= MAX_VALUE_CHARS for k, v in env.items()
-        ):
-            raise TraitError(f"{where}['env'] must map variable names to strings.")
-        agents[name] = AcpAgentConfig(name, command.strip(), tuple(args), dict(env))
-    return agents
+    return {name: _agent(name, entry) for name, entry in value.items()}
+
+
+def _agent(name: object, entry: object) -> AcpAgentConfig:
+    where = f"acp_agents[{str(name)[:100]!r}]"
+    if not isinstance(name, str) or not AGENT_NAME.match(name) or name == OWN_AGENT:
+        raise TraitError(f"{where}: a name of letters, digits, spaces, '_', '.', '-' (not {OWN_AGENT!r}).")
+    if not isinstance(entry, Mapping) or set(entry) - {"command", "args", "env"}:
+        raise TraitError(f'{where} must be {{"command": ..., "args"?: [...], "env"?: {{...}}}}.')
+    command, args, env = entry.get("command"), entry.get("args") or [], entry.get("env") or {}
+    if not isinstance(command, str) or not command.strip() or len(command) > MAX_VALUE_CHARS or _control(command):
+        raise TraitError(f"{where}['command'] must be the program that starts the agent, e.g. \"npx\".")
+    command = command.strip()
+    if any(ch.isspace() for ch in command) and not Path(command).is_file():
+        # "npx @zed-industries/codex-acp" typed as the command: no program has that name
+        raise TraitError(
+            f"{where}['command'] is one program, not a command line: put what follows it in 'args', e.g. "
+            '{"command": "npx", "args": ["@zed-industries/codex-acp"]}.'
+        )
+    if not isinstance(args, list) or len(args) > MAX_ARGS or not all(_plain(a) for a in args):
+        raise TraitError(f"{where}['args'] must be a list of strings (at most {MAX_ARGS}, no control characters).")
+    if (
+        not isinstance(env, Mapping)
+        or len(env) > MAX_ENV
+        or not all(isinstance(k, str) and ENV_NAME.match(k) and _plain(v) for k, v in env.items())
+    ):
+        raise TraitError(
+            f"{where}['env'] must map variable names (letters, digits, '_') to strings (at most {MAX_ENV})."
+        )
+    return AcpAgentConfig(name, command, tuple(args), dict(env))
+
+
+def _control(text: str) -> bool:
+    """A NUL or other control character: no program, argument or variable can hold one (exec refuses)."""
+    return any(ord(ch) < 32 or ord(ch) == 127 for ch in text)
+
+
+def _plain(value: object) -> bool:
+    return isinstance(value, str) and len(value) <= MAX_VALUE_CHARS and not _control(value)
 
 
 class AcpAgentSettings(HasTraits):
     acp_agents = Dict(
         help='Outside agents hosted per thread over ACP, by name: {"command", "args"?, "env"?}, e.g. '
         '{"Codex": {"command": "npx", "args": ["@zed-industries/codex-acp"]}}. They use their own model and '
-        "account; their file writes, commands and permission requests go through Cellwright's approvals.",
-    ).tag(config=True)
+        "account; their file writes, commands and permission requests go through Cellwright's approvals. Env values "
+        "are secrets: never shown (the settings form shows them masked and keeps them for the same command and args).",
+    ).tag(config=True, runtime=True)
 
     acp_idle_timeout = Float(
         300.0,
@@ -92,6 +120,23 @@ class AcpAgentSettings(HasTraits):
     def _valid_agents(self, proposal: Any) -> JsonObject:
         parse_agents(proposal.value)
         return dict(proposal.value)
+
+    def public_acp_agents(self) -> JsonObject:
+        """GET config's acp_agents: each agent's command and args, its env's names with masked values."""
+        return {
+            agent.name: {"command": agent.command, "args": list(agent.args), "env": masked(agent.env)}
+            for agent in parse_agents(self.acp_agents).values()
+        }
+
+    def acp_agents_from_form(self, value: object) -> object:
+        """PUT config's acp_agents with the masked env values it sent back replaced by the saved ones, for
+        an agent of the same name, command and args; TraitError (naming the agent and variable) otherwise."""
+        if not isinstance(value, Mapping):
+            return value  # the trait's check says what it must be
+        try:
+            return with_kept_secrets(value, self.acp_agents, "acp_agents", "agent")
+        except MaskedSecretError as exc:
+            raise TraitError(str(exc)) from None
 
     def acp_agent(self, name: str) -> AcpAgentConfig | None:
         return parse_agents(self.acp_agents).get(name)

@@ -355,6 +355,7 @@ class Cellwright(
             "checkpointer": checkpointer_kind(self.database_url),
             "prices": dict(self.prices),
             "mcp_servers": self.public_mcp_servers(),
+            "acp_agents": self.public_acp_agents(),
             "context_token_budget": self.context_token_budget,
             "databases": {name: redact_url(url) for name, url in self.databases.items()},
             "embedding_model": self.embedding_model,
@@ -407,6 +408,11 @@ class Cellwright(
             try:
                 changes = {**changes, "mcp_servers": with_kept_secrets(changes["mcp_servers"], self.mcp_servers)}
             except McpConfigError as exc:
+                raise SettingsError(str(exc)) from None
+        if "acp_agents" in changes:  # its env values come back masked too
+            try:
+                changes = {**changes, "acp_agents": self.acp_agents_from_form(changes["acp_agents"])}
+            except TraitError as exc:
                 raise SettingsError(str(exc)) from None
         try:
             with self.hold_trait_notifications():  # rolls back the earlier changes when a later one fails

@@ -9,6 +9,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_core.config import masked_secrets
+from agent_core.config.masked_secrets import MASK as MASK  # the settings form's mask, as callers import it
+from agent_core.config.masked_secrets import masked
 from agent_core.json_types import JsonObject
 from agent_core.redaction import redact_url
 
@@ -16,7 +19,6 @@ SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,31}$")  # "__" is the nam
 MAX_SERVERS = 32
 MAX_ARGS = 100
 MAX_VALUE_CHARS = 10_000
-MASK = "********"  # what the settings form shows for a secret it may not read
 OPTIONAL = ("start_timeout", "call_timeout", "disabled")
 
 
@@ -56,9 +58,9 @@ class ServerConfig:
             "call_timeout": self.call_timeout,
         }
         if self.url:
-            shown.update(url=_without_credentials(self.url), headers={k: MASK for k in self.headers})
+            shown.update(url=_without_credentials(self.url), headers=masked(self.headers))
         else:
-            shown.update(command=self.command, args=list(self.args), env={k: MASK for k in self.env})
+            shown.update(command=self.command, args=list(self.args), env=masked(self.env))
         return {**shown, "disabled": self.disabled}
 
 
@@ -148,51 +150,10 @@ def parse_servers(raw: object) -> dict[str, ServerConfig]:
     return {name: server_config(name, value) for name, value in raw.items()}
 
 
-def _target(server: Mapping[str, Any]) -> tuple[Any, ...]:
-    """What a server's secrets were given for: the program it starts (command and args) or its URL."""
-    if server.get("url"):
-        return ("url", server.get("url"))
-    return ("command", server.get("command"), tuple(server.get("args") or ()))
-
-
 def with_kept_secrets(new: Mapping[str, Any], old: Mapping[str, Any]) -> JsonObject:
-    """PUT config from the settings form: a secret it shows masked comes back masked, which means
-    "keep the value I could not see". A secret stays with the server it was set for: the same name
-    and the same command and args (stdio) or URL (HTTP). A masked value for a server renamed or
-    re-pointed, or with no saved value behind it, is refused (McpConfigError, naming the server and
-    the variable or header, never a value): the user types the secret again. A URL that comes back
-    as the form showed it (credentials masked as ***) is the saved one."""
-    merged: JsonObject = {}
-    for name, server in new.items():
-        if not isinstance(server, Mapping):
-            merged[name] = server
-            continue
-        server = dict(server)
-        before = old.get(name) if isinstance(old.get(name), Mapping) else None
-        old_url = before.get("url") if before else None
-        if isinstance(old_url, str) and server.get("url") == _without_credentials(old_url) != old_url:
-            server["url"] = old_url
-        same = before is not None and _target(server) == _target(before)
-        for part in ("env", "headers"):
-            values = server.get(part)
-            if not isinstance(values, Mapping):
-                continue
-            kept = ((before or {}).get(part) or {}) if same else {}
-            for key, value in values.items():
-                if value == MASK and key not in kept:
-                    raise McpConfigError(_masked_without_value(name, part, key, before, same))
-            server[part] = {k: (kept[k] if v == MASK else v) for k, v in values.items()}
-        merged[name] = server
-    return merged
-
-
-def _masked_without_value(name: str, part: str, key: object, before: Mapping[str, Any] | None, same: bool) -> str:
-    where = f"mcp_servers[{name!r}].{part}[{key!r}] is {MASK} (a secret the form could not show)"
-    if before is None:
-        why = f"no server {name!r} was saved with it (a renamed server does not take another's secrets)"
-    elif not same:
-        what = "URL" if before.get("url") else "program (command and args)"
-        why = f"{name!r} is no longer the {what} the secret was set for"
-    else:
-        why = f"{name!r} has no saved value for it"
-    return f"{where}, but {why}: type the value again."
+    """PUT config from the settings form: masked env and header values kept for the server they were set
+    for (agent_core.config.masked_secrets); McpConfigError names the server and the variable or header."""
+    try:
+        return masked_secrets.with_kept_secrets(new, old, "mcp_servers", "server")
+    except masked_secrets.MaskedSecretError as exc:
+        raise McpConfigError(str(exc)) from None

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from agent_core.contract.bodies import Price
 from agent_core.contract.events import ApprovalRequest
-from agent_core.contract.outside_tools import PublicMcpServer
+from agent_core.contract.outside_tools import AcpAgentSetting, PublicMcpServer
 from agent_core.contract.shared import (
     Autonomy,
     CheckpointerKind,
@@ -86,6 +86,7 @@ class PublicConfig(WireModel):
     checkpointer: CheckpointerKind
     prices: dict[str, Price]
     mcp_servers: dict[str, PublicMcpServer] = Field(default_factory=dict, description="Without env and header values.")
+    acp_agents: dict[str, AcpAgentSetting] = Field(default_factory=dict, description="Env values masked.")
     context_token_budget: int
     databases: dict[str, str] = Field(
         default_factory=dict, description="sql_query's databases: name -> SQLAlchemy URL with credentials masked (***)."

@@ -9,7 +9,7 @@ from typing import ClassVar, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent_core.contract.outside_tools import McpServerSetting
+from agent_core.contract.outside_tools import AcpAgentSetting, McpServerSetting
 from agent_core.contract.shared import (
     ApprovalDecision,
     Autonomy,
@@ -144,6 +144,9 @@ class ConfigUpdate(Body):
     auto_approve: list[str] | None = Field(default=None, description="Tool names that run without asking.")
     prices: dict[str, Price] | None = Field(default=None, description="Model name -> price per million tokens.")
     mcp_servers: dict[str, McpServerSetting] | None = Field(default=None, description="Server name -> how to reach it.")
+    acp_agents: dict[str, AcpAgentSetting] | None = Field(
+        default=None, description="Outside agents hosted over ACP: name -> how to start it (GET agents lists them)."
+    )
 
 
 class ConnectionTest(Body):

@@ -36,6 +36,17 @@ class PublicMcpServer(WireModel):
     disabled: bool
 
 
+class AcpAgentSetting(WireModel):
+    """One outside agent of the `acp_agents` setting (hosted over ACP): the program that starts it, its
+    arguments and environment. In answers every env value is masked ("********"); sent back masked, the
+    saved value is kept for the same name, command and args (a renamed or re-pointed agent must be given
+    it again)."""
+
+    command: str = Field(min_length=1, description='One program, e.g. "npx"; its arguments go in args.')
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict, description="Secrets: masked in answers.")
+
+
 class McpToolInfo(WireModel):
     name: str
     description: str
