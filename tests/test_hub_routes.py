@@ -121,6 +121,9 @@ def test_bobs_token_cannot_reach_alices_server(hub: Hub, tokens: dict[str, str],
         ("POST", "threads", {"notebook_path": "planted.ipynb"}),
         ("POST", f"threads/{alices_thread}/runs", {"message": "hi"}),
         ("DELETE", f"threads/{alices_thread}", None),
+        ("GET", "config", None),
+        # an outside agent planted in her settings would run as her, with her files (issue 40)
+        ("PUT", "config", {"acp_agents": {"planted": {"command": "sh", "args": ["-c", "id"]}}}),
     ]:
         response = as_bob.call(method, path, body)
         # Alice's server asks the hub who the token is; bob has no access to her server: 403, no redirect.
@@ -132,6 +135,7 @@ def test_bobs_token_cannot_reach_alices_server(hub: Hub, tokens: dict[str, str],
     # Nothing bob sent reached her threads.
     paths = [t["notebook_path"] for t in alice.ok("GET", "threads")["threads"]]
     assert "private.ipynb" in paths and "planted.ipynb" not in paths
+    assert "planted" not in alice.ok("GET", "config")["acp_agents"]
 
 
 def test_bobs_server_shows_none_of_alices_threads_on_the_shared_database(alice: Client, bob: Client) -> None:
@@ -146,6 +150,9 @@ def test_bobs_server_shows_none_of_alices_threads_on_the_shared_database(alice: 
         ("POST", f"threads/{alices_thread}/runs", {"message": "hi"}),
         ("POST", f"threads/{alices_thread}/cancel", None),
         ("DELETE", f"threads/{alices_thread}", None),
+        ("GET", "config", None),
+        # an outside agent planted in her settings would run as her, with her files (issue 40)
+        ("PUT", "config", {"acp_agents": {"planted": {"command": "sh", "args": ["-c", "id"]}}}),
     ]:
         response = bob.call(method, path, body)
         assert response.status_code == 404, f"{method} {path}: {response.status_code} {response.text}"

@@ -1,13 +1,15 @@
 /**
  * Issue 14's panel logic: the settings form's MCP text (masked secrets go
  * back as they came), bad JSON refused before sending, the status line, and
- * the per-thread switches sent once with the next run.
+ * the per-thread switches sent once with the next run; issue 40's outside
+ * agents' text, the same way.
  */
 import * as assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { PublicConfig } from '../contract.gen';
 import { DisabledServers, mcpServersText, originText, parseMcpServers, serverStatusText } from '../model/mcpServers';
+import { acpAgentsText } from '../model/acpAgents';
 import { configUpdate, formError, formFromConfig } from '../model/settingsForm';
 import { trans } from './helpers';
 
@@ -20,7 +22,8 @@ const config = {
   prices: {},
   mcp_servers: {
     gh: { transport: 'stdio', command: 'npx', args: ['srv'], env: { TOKEN: '********' }, start_timeout: 20, call_timeout: 120, disabled: false }
-  }
+  },
+  acp_agents: { Codex: { command: 'npx', args: ['@zed-industries/codex-acp'], env: { OPENAI_API_KEY: '********' } } }
 } as unknown as PublicConfig;
 
 test('the MCP text shows masked secrets and sends nothing when untouched', () => {
@@ -59,4 +62,18 @@ test('the approval card says where a tool comes from, and that a read-only claim
     originText(trans, { kind: 'notebook', tool: 'top', file: '/tmp/ipykernel_1/123.py', line: 4 }),
     'Notebook function top() · /tmp/ipykernel_1/123.py:4'
   );
+});
+
+test('outside agents: masked env values go back as they came, only when the text changed', () => {
+  const form = formFromConfig(config);
+  assert.deepEqual(JSON.parse(form.acp_agents), config.acp_agents);
+  assert.equal(configUpdate(form, config).acp_agents, undefined);
+  const gemini = { command: 'gemini', args: ['--experimental-acp'] };
+  const edited = { ...form, acp_agents: JSON.stringify({ ...config.acp_agents, Gemini: gemini }) };
+  assert.deepEqual(configUpdate(edited, config).acp_agents, { ...config.acp_agents, Gemini: gemini });
+  assert.equal(configUpdate(edited, config).mcp_servers, undefined);
+  assert.match(formError(trans, { ...form, acp_agents: '{"Codex": ' }) ?? '', /Outside agents: not valid JSON/);
+  assert.match(formError(trans, { ...form, acp_agents: '"npx"' }) ?? '', /Outside agents: a JSON object/);
+  assert.equal(acpAgentsText(null), '');
+  assert.deepEqual(configUpdate({ ...form, acp_agents: ' ' }, config).acp_agents, {}); // emptied: none left
 });

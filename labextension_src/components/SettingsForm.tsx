@@ -88,6 +88,42 @@ function SandboxStatus(props: { sandbox: SandboxHealth | null | undefined }): JS
 }
 
 /** The MCP servers field's example: code, not text to translate. */
+/**
+ * A setting typed as JSON (MCP servers, outside agents): its secrets arrive
+ * masked and are kept by the server when sent back so.
+ */
+function JsonSettingField(props: {
+  id: string;
+  className: string;
+  label: string;
+  value: string;
+  placeholder: string;
+  source: string | null;
+  onChange: (value: string) => void;
+}): JSX.Element {
+  const trans = useTrans();
+  return (
+    <div className={`cw-settings-field ${props.className}`}>
+      <label className="cw-label" htmlFor={props.id}>
+        {props.label}
+      </label>
+      <textarea
+        id={props.id}
+        className={`cw-input cw-settings-json-text ${props.className}-text`}
+        rows={4}
+        spellCheck={false}
+        value={props.value}
+        placeholder={props.placeholder}
+        aria-describedby={`${props.id}-source`}
+        onChange={e => props.onChange(e.target.value)}
+      />
+      <Source id={`${props.id}-source`} text={props.source} />
+      <span className="cw-settings-note">{trans.__('Secrets show as ******** and are kept when left so.')}</span>
+    </div>
+  );
+}
+
+const ACP_EXAMPLE = '{"Codex": {"command": "npx", "args": ["@zed-industries/codex-acp"], "env": {"OPENAI_API_KEY": "..."}}}';
 const MCP_EXAMPLE = '{"github": {"command": "npx", "args": ["-y", "server-github"], "env": {"TOKEN": "..."}}}';
 
 export function SettingsForm(props: { model: PanelModel }): JSX.Element {
@@ -293,23 +329,24 @@ export function SettingsForm(props: { model: PanelModel }): JSX.Element {
         <Source id={`${ids}-prices-source`} text={sourceLabel(trans, config, 'prices')} />
       </fieldset>
 
-      <div className="cw-settings-field cw-settings-mcp">
-        <label className="cw-label" htmlFor={`${ids}-mcp`}>
-          {trans.__('MCP servers (JSON)')}
-        </label>
-        <textarea
-          id={`${ids}-mcp`}
-          className="cw-input cw-settings-mcp-text"
-          rows={4}
-          spellCheck={false}
-          value={form.mcp_servers}
-          placeholder={MCP_EXAMPLE}
-          aria-describedby={`${ids}-mcp-source`}
-          onChange={e => set('mcp_servers', e.target.value)}
-        />
-        <Source id={`${ids}-mcp-source`} text={sourceLabel(trans, config, 'mcp_servers')} />
-        <span className="cw-settings-note">{trans.__('Secrets show as ******** and are kept when left so.')}</span>
-      </div>
+      <JsonSettingField
+        id={`${ids}-mcp`}
+        className="cw-settings-mcp"
+        label={trans.__('MCP servers (JSON)')}
+        value={form.mcp_servers}
+        placeholder={MCP_EXAMPLE}
+        source={sourceLabel(trans, config, 'mcp_servers')}
+        onChange={value => set('mcp_servers', value)}
+      />
+      <JsonSettingField
+        id={`${ids}-acp`}
+        className="cw-settings-acp"
+        label={trans.__('Outside agents, ACP (JSON)')}
+        value={form.acp_agents}
+        placeholder={ACP_EXAMPLE}
+        source={sourceLabel(trans, config, 'acp_agents')}
+        onChange={value => set('acp_agents', value)}
+      />
 
       {problem && (
         <div className="cw-settings-error" role="alert">

@@ -8,6 +8,7 @@
 import type { TranslationBundle } from '@jupyterlab/translation';
 
 import { McpServerSetting, McpServerStatus, PublicConfig, PublicMcpServer, ToolOrigin } from '../contract.gen';
+import { jsonSettingText, parseJsonSetting } from './jsonSetting';
 
 const SETTING_KEYS: readonly (keyof McpServerSetting)[] = [
   'command',
@@ -38,29 +39,7 @@ export function mcpServersText(config: PublicConfig | null): string {
   for (const [name, server] of Object.entries(servers)) {
     shown[name] = asSetting(server);
   }
-  return Object.keys(shown).length ? JSON.stringify(shown, null, 2) : '';
-}
-
-/** The typed text as a JSON value, or why it is not one (the parser's message). */
-function parseJson(text: string): { value: unknown; notJson: string | null } {
-  try {
-    return { value: JSON.parse(text), notJson: null };
-  } catch (error) {
-    return { value: null, notJson: (error as Error).message };
-  }
-}
-
-function isServerMap(value: unknown): value is Record<string, McpServerSetting> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** The typed text as the setting ({} when empty), or null when it is not one. */
-export function mcpServersValue(text: string): Record<string, McpServerSetting> | null {
-  if (!text.trim()) {
-    return {};
-  }
-  const { value } = parseJson(text);
-  return isServerMap(value) ? value : null;
+  return jsonSettingText(shown);
 }
 
 /** The typed text as the setting, or what is wrong with it. */
@@ -68,11 +47,10 @@ export function parseMcpServers(
   trans: TranslationBundle,
   text: string
 ): { value: Record<string, McpServerSetting> | null; error: string | null } {
-  const value = mcpServersValue(text);
+  const { value, notJson } = parseJsonSetting<McpServerSetting>(text);
   if (value) {
     return { value, error: null };
   }
-  const { notJson } = parseJson(text);
   return {
     value: null,
     error:

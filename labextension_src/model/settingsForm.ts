@@ -7,14 +7,18 @@
 import type { TranslationBundle } from '@jupyterlab/translation';
 
 import {
+  AcpAgentSetting,
   ASKING_TOOLS,
   ConfigUpdate,
+  McpServerSetting,
   ConnectionTest,
   Price,
   PublicConfig,
   ToolCalling
 } from '../contract.gen';
-import { mcpServersText, mcpServersValue, parseMcpServers } from './mcpServers';
+import { acpAgentsText, parseAcpAgents } from './acpAgents';
+import { parseJsonSetting } from './jsonSetting';
+import { mcpServersText, parseMcpServers } from './mcpServers';
 
 /** Tools that ask before they run, the ones auto-approve can wave through: the registry's
  * ToolSpec.needs_approval, generated into the contract (never a list kept here). */
@@ -32,6 +36,8 @@ export interface ISettingsForm {
   price_completion: string;
   /** `mcp_servers` as JSON text; env and header values masked. */
   mcp_servers: string;
+  /** `acp_agents` (outside agents) as JSON text; env values masked. */
+  acp_agents: string;
 }
 
 /** Where a setting's value comes from, as the form says it. */
@@ -67,7 +73,8 @@ export function formFromConfig(config: PublicConfig | null): ISettingsForm {
     auto_approve: [...(config?.auto_approve ?? [])],
     price_prompt: priceText(price?.prompt),
     price_completion: priceText(price?.completion),
-    mcp_servers: mcpServersText(config)
+    mcp_servers: mcpServersText(config),
+    acp_agents: acpAgentsText(config)
   };
 }
 
@@ -91,9 +98,9 @@ export function formError(trans: TranslationBundle, form: ISettingsForm): string
   if ((prompt === null) !== (completion === null)) {
     return trans.__('Give both prices, or neither.');
   }
-  const servers = parseMcpServers(trans, form.mcp_servers);
-  if (servers.error) {
-    return servers.error;
+  const jsonError = parseMcpServers(trans, form.mcp_servers).error ?? parseAcpAgents(trans, form.acp_agents).error;
+  if (jsonError) {
+    return jsonError;
   }
   if (form.base_url.trim() && !/^https?:\/\//i.test(form.base_url.trim())) {
     return trans.__('The endpoint is an %1 or %2 URL, e.g. %3.', 'http://', 'https://', 'http://127.0.0.1:8000/v1');
@@ -137,11 +144,20 @@ export function configUpdate(form: ISettingsForm, config: PublicConfig | null): 
   if (JSON.stringify(prices) !== before) {
     update.prices = prices;
   }
-  const servers = mcpServersValue(form.mcp_servers);
-  if (servers && form.mcp_servers.trim() !== saved.mcp_servers.trim()) {
+  const servers = changedJson<McpServerSetting>(form.mcp_servers, saved.mcp_servers);
+  if (servers) {
     update.mcp_servers = servers;
   }
+  const agents = changedJson<AcpAgentSetting>(form.acp_agents, saved.acp_agents);
+  if (agents) {
+    update.acp_agents = agents;
+  }
   return update;
+}
+
+/** A JSON setting's typed text as the setting, when it differs from the saved text (else nothing to send). */
+function changedJson<T>(text: string, savedText: string): Record<string, T> | null {
+  return text.trim() !== savedText.trim() ? parseJsonSetting<T>(text).value : null;
 }
 
 /** The `POST config/test` body: the form's endpoint, model and (typed) key. */
