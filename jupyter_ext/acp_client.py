@@ -43,6 +43,7 @@ from agent_core.undo import preimages
 from agent_core.workspace import Workspace, WorkspaceError
 
 from .acp_terminals import Terminals
+from .acp_watch import READ_ONLY_KINDS, Watch
 
 MAX_TEXT_CHARS = 1_000_000  # of an agent's visible answer per run: a flood beyond it is dropped
 MAX_FILE_CHARS = 2_000_000  # what fs/read_text_file and fs/write_text_file carry
@@ -68,6 +69,7 @@ class ThreadSink(Protocol):
 
     workspace: Workspace
     terminals: Terminals
+    watch: Watch
 
     def emit(self, event: Any) -> None: ...
 
@@ -128,9 +130,9 @@ class ThreadClient:
                 make_event("tool_call", id=_call_id(update.tool_call_id), name=name, args=args, needs_approval=False)
             )
             if update.status in ("completed", "failed"):
-                self._finished(update.tool_call_id, update.status, update.title)
+                await self._finished(update.tool_call_id, update.status, update.title)
         elif isinstance(update, ToolCallProgress) and update.status in ("completed", "failed"):
-            self._finished(update.tool_call_id, update.status, update.title or "")
+            await self._finished(update.tool_call_id, update.status, update.title or "")
         elif isinstance(update, AgentPlanUpdate):
             todos = [
                 {
@@ -142,7 +144,8 @@ class ThreadClient:
             self._sink.emit(make_event("todos", todos=todos))
         # Thought chunks, available commands, mode and usage updates are not shown in the timeline.
 
-    def _finished(self, tool_call_id: str, status: str, title: str) -> None:
+    async def _finished(self, tool_call_id: str, status: str, title: str) -> None:
+        await self._sink.watch.settle(tool_call_id)  # what an approved command changed, kept for undo
         name = self._calls.pop(tool_call_id, "tool")
         self._sink.emit(
             make_event(
@@ -169,6 +172,9 @@ class ThreadClient:
         if _option(options, ("allow_always",)) is not None:  # our card's "Always allow" for this kind
             card["always"] = kind
         decision = await self._sink.ask(card)
+        if decision.approved and (tool_call.kind or "other") not in READ_ONLY_KINDS:
+            # It acts with its own hands once answered (Codex's shell): the workspace is looked at first.
+            await self._sink.watch.open(decision.card_id, tool_call.tool_call_id)
         if decision.approved:
             chosen = _option(options, ("allow_always", "allow_once") if decision.always else ALLOW_ONCE_FIRST)
         else:

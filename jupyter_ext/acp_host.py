@@ -28,6 +28,7 @@ from .acp_process import AgentGone, AgentProcess, McpOffer, start
 from .acp_sessions import SavedSessions
 from .acp_terminals import Terminals
 from .acp_undo import HostedWrites
+from .acp_watch import Watch
 from .errors import BadRequest, Conflict
 from .mcp_tokens import McpTokens
 
@@ -68,6 +69,7 @@ class HostedThread:
     mcp: McpOffer | None = None
     client: ThreadClient = field(init=False)
     terminals: Terminals = field(init=False)
+    watch: Watch = field(init=False)  # what the agent's own commands change, for undo
     agent_process: AgentProcess | None = None
     pump: EventPump | None = None
     task: asyncio.Task[None] | None = None
@@ -88,6 +90,9 @@ class HostedThread:
     def __post_init__(self) -> None:
         self.client = ThreadClient(self)
         self.terminals = Terminals(self.workspace, self.command_timeout, self.ask)
+        self.watch = Watch(
+            self.workspace, lambda card, images, lost: self.writes.keep(self.thread_id, card, images, lost)
+        )
 
     # -- the sink the ACP client reports to
 
@@ -180,7 +185,8 @@ class HostedThread:
         return UserDecision(True, card_id=step, always=True)
 
     def wrote(self, card_id: str, image: Preimage) -> None:
-        self.writes.keep(self.thread_id, card_id, image)
+        self.writes.keep(self.thread_id, card_id, [image])
+        self.watch.wrote(image["path"])
 
     # -- the agent process
 
@@ -271,6 +277,10 @@ class HostedThread:
             await self._finish(status)
 
     async def _finish(self, status: RunStatus) -> None:
+        try:  # a command the turn left open: what it changed is kept for undo before the run ends
+            await self.watch.settle()
+        except Exception:
+            log.exception("%s: the files its last command changed could not be compared", self.config.name)
         pump, self.pump, self.active = self.pump, None, False  # readers close at the run_finished below
         try:
             await self.threads.update(self.thread_id, status=status)
@@ -387,11 +397,11 @@ class AcpHost:
             raise Conflict(
                 "A run of this thread is active: undo its steps once it has finished or stopped.", "run_active"
             )
-        restored, removed = self._writes.undo(thread_id, card_id)
+        restored, removed, not_undone = self._writes.undo(thread_id, card_id)
         pump = EventPump(self._store.events, thread_id, record.last_run_id, agent=agent)
-        pump(make_event("step_undone", id=card_id, restored=restored, removed=removed, not_undone=[]))
+        pump(make_event("step_undone", id=card_id, restored=restored, removed=removed, not_undone=not_undone))
         await pump.drain()
-        return {"restored": restored, "removed": removed, "not_undone": []}
+        return {"restored": restored, "removed": removed, "not_undone": not_undone}
 
     async def cancel(self, thread_id: str) -> None:
         """Stop: open cards answered cancelled, session/cancel, and the process killed if it does not end its turn."""

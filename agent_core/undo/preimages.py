@@ -15,6 +15,7 @@ from pathlib import Path
 from agent_core.messages import Preimage
 
 MAX_PREIMAGE_BYTES = 1024 * 1024
+ABSENT = "absent"  # an image's `after` when the step deleted the file (an outside agent's command can)
 
 
 def digest(data: bytes) -> str:
@@ -48,15 +49,24 @@ def current(path: Path) -> bytes | None:
     return path.read_bytes() if path.is_file() else None
 
 
-def revert(path: Path, image: Preimage) -> str | None:
-    """Put `path` back as it was before the step; the reason when it is not (then it is untouched).
-    A file changed since the step (by the user, or a command) is left alone: no edit is lost."""
+def blocked(path: Path, image: Preimage) -> str | None:
+    """Why `image` cannot put `path` back now (None: it can). A file changed since the step (by the
+    user, or a command) is left alone: no edit is lost."""
     problem = check(image)
     if problem:
         return problem
     now = current(path)
-    if now is None or digest(now) != image.get("after"):
+    after = image.get("after")
+    if (now is None) != (after == ABSENT) or (now is not None and digest(now) != after):
         return f"{image.get('path')}: changed since the step (not by the agent's later steps), so left as it is"
+    return None
+
+
+def revert(path: Path, image: Preimage) -> str | None:
+    """Put `path` back as it was before the step; the reason when it is not (then it is untouched)."""
+    problem = blocked(path, image)
+    if problem:
+        return problem
     if image.get("existed"):
         write_atomic(path, str(image["content"]).encode("utf-8"))
     else:
