@@ -7,7 +7,7 @@
 import type { TranslationBundle } from '@jupyterlab/translation';
 
 import { AcpAgentSetting, PublicConfig } from '../contract.gen';
-import { jsonSettingText, parseJsonSetting } from './jsonSetting';
+import { jsonSettingText, readJsonSetting } from './jsonSetting';
 
 /** The setting as the form's text: JSON, env values masked as the server sent them. */
 export function acpAgentsText(config: PublicConfig | null): string {
@@ -19,15 +19,8 @@ export function parseAcpAgents(
   trans: TranslationBundle,
   text: string
 ): { value: Record<string, AcpAgentSetting> | null; error: string | null } {
-  const { value, notJson } = parseJsonSetting<AcpAgentSetting>(text);
-  if (value) {
-    return { value, error: null };
-  }
-  return {
-    value: null,
-    error:
-      notJson !== null
-        ? trans.__('Outside agents: not valid JSON (%1).', notJson)
-        : trans.__('Outside agents: a JSON object, agent name -> %1.', '{"command", "args", "env"}')
-  };
+  return readJsonSetting<AcpAgentSetting>(text, {
+    notJson: message => trans.__('Outside agents: not valid JSON (%1).', message),
+    notObject: () => trans.__('Outside agents: a JSON object, agent name -> %1.', '{"command", "args", "env"}')
+  });
 }

@@ -26,3 +26,15 @@ export function parseJsonSetting<T>(text: string): { value: Record<string, T> | 
   const isObject = typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed);
   return { value: isObject ? (parsed as Record<string, T>) : null, notJson: null };
 }
+
+/** The typed text as the setting, or what is wrong with it, in the caller's words (translated there). */
+export function readJsonSetting<T>(
+  text: string,
+  errors: { notJson: (message: string) => string; notObject: () => string }
+): { value: Record<string, T> | null; error: string | null } {
+  const { value, notJson } = parseJsonSetting<T>(text);
+  if (value) {
+    return { value, error: null };
+  }
+  return { value: null, error: notJson !== null ? errors.notJson(notJson) : errors.notObject() };
+}

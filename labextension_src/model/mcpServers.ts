@@ -8,7 +8,7 @@
 import type { TranslationBundle } from '@jupyterlab/translation';
 
 import { McpServerSetting, McpServerStatus, PublicConfig, PublicMcpServer, ToolOrigin } from '../contract.gen';
-import { jsonSettingText, parseJsonSetting } from './jsonSetting';
+import { jsonSettingText, readJsonSetting } from './jsonSetting';
 
 const SETTING_KEYS: readonly (keyof McpServerSetting)[] = [
   'command',
@@ -47,17 +47,11 @@ export function parseMcpServers(
   trans: TranslationBundle,
   text: string
 ): { value: Record<string, McpServerSetting> | null; error: string | null } {
-  const { value, notJson } = parseJsonSetting<McpServerSetting>(text);
-  if (value) {
-    return { value, error: null };
-  }
-  return {
-    value: null,
-    error:
-      notJson !== null
-        ? trans.__('MCP servers: not valid JSON (%1).', notJson)
-        : trans.__('MCP servers: a JSON object, server name -> %1 or %2.', '{"command", "args", "env"}', '{"url", "headers"}')
-  };
+  return readJsonSetting<McpServerSetting>(text, {
+    notJson: message => trans.__('MCP servers: not valid JSON (%1).', message),
+    notObject: () =>
+      trans.__('MCP servers: a JSON object, server name -> %1 or %2.', '{"command", "args", "env"}', '{"url", "headers"}')
+  });
 }
 
 /** One line for a server's state in the Tools section. */
