@@ -4,6 +4,7 @@ the agent repairs it or ends with a clear message; it never hangs, crashes or lo
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import pytest
@@ -271,3 +272,20 @@ async def test_misshapen_stream_parts_are_skipped_not_a_crash(api: Api, fake_llm
     assert events[-1]["status"] == "completed", events
     assert of_type(events, "final")[0]["answer"] == "Still here."
     assert not of_type(events, "error") and not of_type(events, "tool_call")
+
+
+async def test_prompt_mode_keeps_the_tool_catalog_a_prefix_shared_across_notebooks(api: Api, fake_llm: FakeLLM) -> None:
+    """A server that caches prompt prefixes (llama.cpp, vLLM, a hosted API) evaluates the tool catalog once:
+    what changes from run to run (the notebook's path) comes after it."""
+    await api.call("PUT", "config", {"tool_calling": "prompt"}, expect=200)
+    fake_llm.script(text("Final Answer: one"), text("Final Answer: two"))
+    for path in ("first.ipynb", "elsewhere/second.ipynb"):
+        thread = await api.new_thread(path)
+        await api.run(thread, "go", notebook_path=path)
+        await api.until_finished(thread)
+    first, second = (request["messages"][0]["content"] for request in fake_llm.requests)
+    shared = len(os.path.commonprefix([first, second]))
+    catalog_end = first.index("\n\n", first.index("- final_answer:"))
+    assert first.startswith("You can use these tools:") and shared >= catalog_end, first[shared - 80 : shared + 80]
+    assert "first.ipynb" in first[catalog_end:] and "elsewhere/second.ipynb" in second
+    assert first.endswith("Final Answer: <your answer in Markdown>")

@@ -23,8 +23,8 @@ from agent_core.llm.prompt_protocol import (
     VisibleTokens,
     as_prompt_messages,
     parse_reply,
+    prompt_mode_system,
     rescue_call,
-    tools_section,
 )
 from agent_core.llm.sdk_clients import cached_client
 from agent_core.llm.stream import IdleDeadline, OversizedEvent, drain, sse_data
@@ -183,7 +183,7 @@ async def _complete_prompt(
 ) -> ModelTurn:
     system, *rest = request.messages
     messages: list[Message] = [
-        {"role": "system", "content": f"{system['content']}\n\n{tools_section(request.tools)}"},
+        {"role": "system", "content": prompt_mode_system(str(system["content"]), request.tools)},
         *as_prompt_messages(rest),
     ]
     turn = ModelTurn()

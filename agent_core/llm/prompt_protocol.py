@@ -174,17 +174,28 @@ class VisibleTokens:
 
 
 def tools_section(tools: list[ToolSchema]) -> str:
-    """The system-prompt text that describes the tools and the reply format."""
+    """The system-prompt text that describes the tools (the catalog only; REPLY_FORMAT says how to call them)."""
     lines = ["You can use these tools:"]
     for tool in tools:
         fn = tool["function"]
         lines.append(f"- {fn['name']}: {fn['description']}\n  arguments (JSON schema): {json.dumps(fn['parameters'])}")
-    lines.append(
-        "\nTo use a tool, reply with exactly:\nThought: <why>\nAction: <tool name>\nAction Input: <JSON object of arguments>\n"
-        "Then stop and wait: the result comes back as an Observation. Use one tool per reply.\n"
-        "When you are done, reply with:\nFinal Answer: <your answer in Markdown>"
-    )
     return "\n".join(lines)
+
+
+REPLY_FORMAT = (
+    "To use a tool, reply with exactly:\nThought: <why>\nAction: <tool name>\nAction Input: <JSON object of arguments>\n"
+    "Then stop and wait: the result comes back as an Observation. Use one tool per reply.\n"
+    "When you are done, reply with:\nFinal Answer: <your answer in Markdown>"
+)
+
+
+def prompt_mode_system(system: str, tools: list[ToolSchema]) -> str:
+    """The system message of prompt tool calling. The tool catalog (most of the prompt: ~3,500 tokens
+    for our tools) comes first, before the instructions, which end with what changes from run to run
+    (the notebook's path, the rules): a server that caches prompt prefixes (llama.cpp, vLLM, Ollama, a
+    hosted API) then reuses the catalog across notebooks and threads instead of evaluating it again.
+    The reply format comes last, short and nearest the conversation."""
+    return f"{tools_section(tools)}\n\n{system}\n\n{REPLY_FORMAT}"
 
 
 def as_prompt_messages(messages: list[Message]) -> list[Message]:
