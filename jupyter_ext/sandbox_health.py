@@ -12,6 +12,7 @@ from agent_core.config.agent_settings import AgentSettings
 from agent_core.json_types import JsonObject
 from agent_core.kernel_probes.sandbox_status import OFF_REASON
 from agent_core.tools.shell_sandbox import bwrap_status
+from agent_core.tools.spawn import start_process
 
 CHECK_SECONDS = 15.0
 _CHECK = "from agent_core.kernel_probes.fork_sandbox import sandbox_status; print(sandbox_status(None, ''))"
@@ -24,7 +25,7 @@ async def _host_status() -> JsonObject:
     async with _lock:
         if not _host:
             try:
-                proc = await asyncio.create_subprocess_exec(
+                proc = await start_process(
                     sys.executable, "-c", _CHECK, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL
                 )
                 out, _ = await asyncio.wait_for(proc.communicate(), CHECK_SECONDS)

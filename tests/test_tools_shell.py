@@ -178,3 +178,16 @@ def test_bounded_text_keeps_head_and_tail() -> None:
         and text.endswith("09980999")
         and "[... 3970 characters cut ...]" in text
     )
+
+
+async def test_stop_while_asyncio_still_connects_the_pipes_ends_at_once(tmp_path: Path) -> None:
+    """A Stop in the command's first moments: asyncio has started bash and waits to connect its pipes.
+    Python 3.11's create_subprocess_exec, cancelled there, waited for ever (CI: 300 s)."""
+    for _ in range(5):
+        task = asyncio.create_task(run(tmp_path, command="echo $$ > pids.txt; sleep 300 & wait"))
+        await asyncio.sleep(0)  # the task runs to its first wait: bash started, its pipes not yet connected
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, 10)
+        started = pids(tmp_path / "pids.txt") if (tmp_path / "pids.txt").exists() else []
+        assert [pid for pid in started if alive(pid)] == []

@@ -21,6 +21,7 @@ from agent_core.kernel_probes import probe as kernel_probe
 from agent_core.kernel_probes.probe import is_variable_name
 from agent_core.tools.arguments import ToolArgs
 from agent_core.tools.base import ToolContext, ToolEnvironment, ToolInputError, ToolOutcome, ToolSpec
+from agent_core.tools.spawn import start_process
 from agent_core.workspace import Workspace, WorkspaceError, human_size, resolve_in_root, workspace_of
 
 MAX_WALK_ENTRIES = 200_000
@@ -234,7 +235,7 @@ async def gpus() -> tuple[list[JsonObject], str]:
     if smi is None:
         return [], ""
     try:
-        proc = await asyncio.create_subprocess_exec(
+        proc = await start_process(
             smi,
             "--query-gpu=index,name,memory.total,memory.used",
             "--format=csv,noheader,nounits",

@@ -29,6 +29,7 @@ from agent_core.tools.base import ToolContext, ToolInputError, ToolOutcome, Tool
 from agent_core.tools.files import confined, is_binary, sniff
 from agent_core.tools.notebook_view import PENDING_NOTE, notebook_view, shown_id
 from agent_core.tools.search_patterns import DeadlinePassed, Matcher, check_pattern
+from agent_core.tools.spawn import start_process
 from agent_core.workspace import (
     IGNORED_DIRS,
     Workspace,
@@ -123,7 +124,7 @@ async def search_with_ripgrep(
     for rel in workspace.denied_under_root():  # anchored at the root (rg's cwd), any case
         cmd += ["--iglob", f"!/{_glob_literal(rel)}/"]
     cmd += ["-e", pattern, "--", os.path.relpath(target, root)]
-    proc = await asyncio.create_subprocess_exec(
+    proc = await start_process(
         *cmd,
         cwd=str(root),
         stdin=asyncio.subprocess.DEVNULL,

@@ -29,6 +29,7 @@ from agent_core.tools.arguments import ToolArgs, argument_error
 from agent_core.tools.base import Emit, ToolContext, ToolInputError, ToolOutcome, ToolSpec, will_fail
 from agent_core.tools.files import confined
 from agent_core.tools.shell_sandbox import command_reason, sandbox_env, shell_wrapper
+from agent_core.tools.spawn import start_process
 from agent_core.undo.card import command_impact
 from agent_core.workspace import relative_to_root, workspace_of
 
@@ -210,7 +211,7 @@ async def run_command(
     """Run `command` with bash in `cwd`; see the module docstring for the guarantees. `prefix`: what
     runs bash (issue 37: bubblewrap's argv for a sandboxed read-only command)."""
     started = time.monotonic()
-    proc = await asyncio.create_subprocess_exec(
+    proc = await start_process(
         *(prefix or []),
         SHELL,
         "-c",

@@ -23,6 +23,7 @@ from pathlib import Path
 from agent_core.kernel_probes.fork_sandbox import hidden_paths
 from agent_core.kernel_probes.sandbox_status import OFF_REASON, SandboxStatus
 from agent_core.tools.base import ToolContext
+from agent_core.tools.spawn import start_process
 from agent_core.workspace import workspace_of
 
 READ_ONLY_COMMANDS = frozenset(
@@ -99,7 +100,7 @@ async def _try_bwrap() -> SandboxStatus:
     if path is None:
         return SandboxStatus(False, reason="bubblewrap (bwrap) is not installed: shell commands are approved")
     try:
-        proc = await asyncio.create_subprocess_exec(
+        proc = await start_process(
             path, *_base_args(), "--", "true", stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE
         )
         _, err = await asyncio.wait_for(proc.communicate(), CHECK_SECONDS)
