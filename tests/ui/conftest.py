@@ -139,11 +139,18 @@ def _shared_chromium_stops() -> Iterator[None]:
     SHARED_CHROMIUM.stop()
 
 
+# How long an `expect` waits for the page to get there (Playwright's default: 5 s). A passing test
+# waits no longer for it; on a loaded 2-core machine a lab page can take more than 5 s to reconcile a
+# notebook or render a run's cells (CI: a count of 4 cells reached after 5 s).
+EXPECT_TIMEOUT_MS = 20_000
+
+
 @contextmanager
 def chromium() -> Iterator[Any]:
     """The shared chromium as a Playwright `Browser`: every context a test makes on it is closed at the end."""
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    expect.set_options(timeout=EXPECT_TIMEOUT_MS)
     SHOTS.mkdir(parents=True, exist_ok=True)
     with sync_playwright() as playwright:
         browser = playwright.chromium.connect_over_cdp(SHARED_CHROMIUM.url())
