@@ -94,7 +94,7 @@ class Kernel:
         code: str,
         answers: tuple[str, ...] = (),
         interrupt_when: Callable[[Executed], bool] | None = None,
-        timeout: float = 30,
+        timeout: float = 90,  # a deadline, not a wait: the first %agent imports the whole agent in the kernel
     ) -> Executed:
         out = Executed()
         answers_left = list(answers)
