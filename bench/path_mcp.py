@@ -4,6 +4,7 @@ tool in our own agent's tools node, interleaved (bench/mcp_calls.py's two measur
 from __future__ import annotations
 
 import asyncio
+import time
 
 import httpx
 import mcp_types as types
@@ -15,6 +16,15 @@ from bench.mcp_calls import agent_tool_node, mcp_read
 from bench.path_stages import Clock, Stages
 from devtools.fake_llm import FakeLLM
 from devtools.jupyter_process import TOKEN
+
+
+async def refused(session: ClientSession) -> float:
+    """A call the endpoint answers at once, with no run (a tool it does not offer): the MCP SDK's own
+    round trip over Streamable HTTP, the floor any MCP call pays."""
+    started = time.perf_counter()
+    result = await session.call_tool("no_such_tool", {})
+    assert result.is_error, result
+    return time.perf_counter() - started
 
 
 async def _rounds(url: str, llm: FakeLLM, rounds: int, mcp: Stages, node: Stages) -> None:
@@ -29,10 +39,14 @@ async def _rounds(url: str, llm: FakeLLM, rounds: int, mcp: Stages, node: Stages
         await mcp_read(session)  # warm
         await agent_tool_node(llm, http, 0)
         for n in range(1, rounds + 1):  # interleaved: both see the same load
-            for stages, seconds in ((mcp, await mcp_read(session)), (node, await agent_tool_node(llm, http, n))):
-                clock = Clock()
-                clock.mark("answered", clock.start + seconds)
-                stages.add(clock)
+            floor = await refused(session)
+            clock = Clock()
+            clock.mark("answered", clock.start + await mcp_read(session))
+            clock.mark("(a refused call's round trip: the SDK's floor)", clock.start + floor)
+            mcp.add(clock)
+            clock = Clock()
+            clock.mark("answered", clock.start + await agent_tool_node(llm, http, n))
+            node.add(clock)
 
 
 def mcp_rounds(url: str, llm: FakeLLM, rounds: int) -> tuple[Stages, Stages]:

@@ -44,6 +44,7 @@ from devtools.fake_llm import FakeLLM, text, tool_call  # noqa: E402
 from devtools.jupyter_process import TOKEN, JupyterProcess  # noqa: E402
 
 REPLY = ["Hello", " there", ", this", " is", " a", " streamed", " answer."]
+SETTLE_SECONDS = 1.5  # > heap_settling.SETTLE_DELAY_SECONDS
 PANEL_STREAM = {"previews": "1", "waiting": "1"}  # labextension_src/stream.ts
 
 
@@ -250,6 +251,9 @@ def main(rounds: int) -> None:
                 direct_completion(s, warm["f"], f"w{w} = pr")
                 routed_completion(s, warm["g"], f"v{w} = pr")
             s.requests_per_turn.clear()
+            # The server collects and freezes its heap once, a second after a run ends with none active
+            # (jupyter_ext/heap_settling.py): let that land here, not in the middle of a measured round.
+            time.sleep(SETTLE_SECONDS)
             for n in range(1, rounds + 1):  # interleaved: every path sees the same load
                 direct_first_token(s, s.stages("direct SDK, first token"))
                 served_first_token(s, s.stages("served, no kernel"), "b.ipynb", None)
