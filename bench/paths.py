@@ -20,7 +20,6 @@ bench/many_threads.py) start servers of their own and are run apart.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
@@ -38,8 +37,8 @@ from jupyter_client import BlockingKernelClient
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.cell_roundtrip import raw as raw_execute  # noqa: E402
-from bench.path_stages import Clock, KernelObserver, Stages  # noqa: E402
 from bench.path_mcp import mcp_rounds  # noqa: E402
+from bench.path_stages import Clock, KernelObserver, Stages  # noqa: E402
 from devtools.fake_llm import FakeLLM, text, tool_call  # noqa: E402
 from devtools.jupyter_process import TOKEN, JupyterProcess  # noqa: E402
 
@@ -114,7 +113,9 @@ def served_first_token(s: Server, stages: Stages, notebook: str, kernel: str | N
     thread = new_thread(s, notebook)
     clock = Clock()
     s.llm.script(clock.stamped("model asked", text(REPLY)))
-    s.http.post(f"cellwright/api/threads/{thread}/runs", json={"message": "hi", **({"kernel_id": kernel} if kernel else {})})
+    s.http.post(
+        f"cellwright/api/threads/{thread}/runs", json={"message": "hi", **({"kernel_id": kernel} if kernel else {})}
+    )
     clock.mark("POST answered")
     read_stream(s, thread, clock, {"token": "first token", "run_finished": "run_finished"})
     if kernel:
@@ -141,7 +142,12 @@ def approve_to_cell(s: Server, stages: Stages, n: int) -> None:
                 break
         clock.start = time.perf_counter()
         answer: list[httpx.Response] = []
-        poster = threading.Thread(target=lambda: (answer.append(s.decisions.post(url, json=body)), clock.mark("POST answered")))
+
+        def approve() -> None:
+            answer.append(s.decisions.post(url, json=body))
+            clock.mark("POST answered")
+
+        poster = threading.Thread(target=approve)
         poster.start()
         seen = []
         for line in lines:
@@ -241,15 +247,15 @@ def main(rounds: int) -> None:
         kc.kernel_info(reply=True, timeout=30)
         s = Server(llm, http, decisions, sdk, server.url, kernel, kc, KernelObserver(connection))
         try:
-            warm = {name: Stages(name) for name in ("a", "b", "c", "d", "e", "f", "g")}
+            warm = Stages("warm-up, not printed")
             for w in range(2):  # the checkpointer, langgraph, the kernel's channels, the SDK's pools
-                served_first_token(s, warm["a"], "b.ipynb", None)
-                served_first_token(s, warm["b"], "k.ipynb", kernel)
-                approve_to_cell(s, warm["c"], -len(warm["c"].values.get("POST answered", [])) - 1)
-                direct_first_token(s, warm["d"])
-                raw_cell(s, warm["e"])
-                direct_completion(s, warm["f"], f"w{w} = pr")
-                routed_completion(s, warm["g"], f"v{w} = pr")
+                served_first_token(s, warm, "b.ipynb", None)
+                served_first_token(s, warm, "k.ipynb", kernel)
+                approve_to_cell(s, warm, -(w + 1))
+                direct_first_token(s, warm)
+                raw_cell(s, warm)
+                direct_completion(s, warm, f"w{w} = pr")
+                routed_completion(s, warm, f"v{w} = pr")
             s.requests_per_turn.clear()
             # The server collects and freezes its heap once, a second after a run ends with none active
             # (jupyter_ext/heap_settling.py): let that land here, not in the middle of a measured round.
@@ -275,7 +281,9 @@ def main(rounds: int) -> None:
     for stages in [*s.rounds.values(), mcp, node]:
         print("\n".join(stages.lines()))
     turns = s.requests_per_turn
-    print(f"  kernel requests per turn with a kernel (iopub): median {sorted(turns)[len(turns) // 2]}, max {max(turns)}")
+    print(
+        f"  kernel requests per turn with a kernel (iopub): median {sorted(turns)[len(turns) // 2]}, max {max(turns)}"
+    )
     print("against issue 41's targets (same run; printed, not asserted):")
     print("\n".join(_ratio_lines(s, mcp, node)))
     print(f"bench.paths took {time.perf_counter() - started:.0f} s")
