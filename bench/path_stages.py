@@ -50,7 +50,7 @@ def pct(values: list[float], q: float) -> float:
 
 @dataclass
 class Stages:
-    """The rounds of one path: each stage's offsets, in the order the stages first appeared."""
+    """The rounds of one path: each stage's offsets from its round's start."""
 
     name: str
     values: dict[str, list[float]] = field(default_factory=dict)
@@ -68,7 +68,7 @@ class Stages:
     def lines(self) -> list[str]:
         rows = [f"  {self.name}"]
         previous = 0.0
-        for stage, values in self.values.items():
+        for stage, values in sorted(self.values.items(), key=lambda item: pct(item[1], 0.5)):  # in time order
             p50, p95 = pct(values, 0.5), pct(values, 0.95)
             rows.append(f"    {stage:38s} p50 {p50:7.1f} ms  p95 {p95:7.1f} ms  (+{p50 - previous:6.1f} ms at p50)")
             previous = p50
