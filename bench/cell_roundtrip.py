@@ -90,8 +90,10 @@ def served_kernel() -> Iterator[tuple[FakeLLM, httpx.Client, str, BlockingKernel
         kernel = server.open_notebook("b.ipynb")
         kc = BlockingKernelClient(connection_file=str(Path(tmp) / "runtime" / f"kernel-{kernel}.json"))
         kc.load_connection_file()
-        kc.start_channels()
-        kc.wait_for_ready(timeout=30)
+        kc.start_channels(hb=False)
+        # A kernel_info reply, not wait_for_ready: that one also wants the heartbeat, which a loaded
+        # machine misses for a second at times ("Kernel died before replying to kernel_info").
+        kc.kernel_info(reply=True, timeout=30)
         try:
             yield llm, http, kernel, kc
         finally:

@@ -67,7 +67,8 @@ async def agent_tool_node(llm: FakeLLM, http: httpx.AsyncClient, n: int) -> floa
     thread = (await http.post("cellwright/api/threads", json={"notebook_path": NOTEBOOK})).json()["thread_id"]
     await http.post(f"cellwright/api/threads/{thread}/runs", json={"message": "read it", "notebook_path": NOTEBOOK})
     called, seq = await stream_until(http, thread, 0, "tool_call")
-    answered, _ = await stream_until(http, thread, seq, "tool_result")
+    answered, seq = await stream_until(http, thread, seq, "tool_result")
+    await stream_until(http, thread, seq, "run_finished")  # its last model turn is not the next round's load
     return answered - called
 
 

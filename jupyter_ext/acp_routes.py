@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from agent_core.config.acp_agents import AcpAgentConfig
     from agent_core.contract.answers import ThreadDetail
     from agent_core.contract.bodies import Decision
+    from agent_core.storage.thread_store import ThreadRecord
 
     from .acp_always import AlwaysAllowed
     from .acp_host import AcpHost
@@ -93,7 +94,11 @@ def new_thread_agent(handler: CellwrightHandler, name: str) -> str:
 
 async def hosted_config(handler: CellwrightHandler, thread_id: str) -> AcpAgentConfig | None:
     """The ACP agent of the owner's thread, or None for a thread of Cellwright's own agent."""
-    record = await handler.runs.thread(thread_id)  # another owner's: 404
+    return agent_config(handler, await handler.runs.thread(thread_id))  # another owner's: 404
+
+
+def agent_config(handler: CellwrightHandler, record: ThreadRecord) -> AcpAgentConfig | None:
+    """The ACP agent of a thread already read, or None for a thread of Cellwright's own agent."""
     if not record.agent:
         return None
     config = handler.app.configuration.acp_agent(record.agent)
@@ -102,15 +107,15 @@ async def hosted_config(handler: CellwrightHandler, thread_id: str) -> AcpAgentC
     return config
 
 
-async def start_run(handler: CellwrightHandler, thread_id: str, message: str) -> str | None:
-    config = await hosted_config(handler, thread_id)
+async def start_run(handler: CellwrightHandler, record: ThreadRecord, message: str) -> str | None:
+    config = agent_config(handler, record)
     if config is None:
         return None
-    return await host(handler).start_run(await handler.runs.thread(thread_id), config, message)
+    return await host(handler).start_run(record, config, message)
 
 
-async def decide(handler: CellwrightHandler, thread_id: str, call_id: str, decision: Decision) -> str | None:
-    if await hosted_config(handler, thread_id) is None:
+async def decide(handler: CellwrightHandler, record: ThreadRecord, call_id: str, decision: Decision) -> str | None:
+    if agent_config(handler, record) is None:
         if decision.always:
             raise BadRequest(
                 "always is for an outside agent's request that offers it; Cellwright's own tools are allowed "
@@ -118,7 +123,7 @@ async def decide(handler: CellwrightHandler, thread_id: str, call_id: str, decis
                 "bad_decision",
             )
         return None
-    return await host(handler).decide(thread_id, call_id, decision)
+    return await host(handler).decide(record.thread_id, call_id, decision)
 
 
 async def undo(handler: CellwrightHandler, thread_id: str, call_id: str) -> dict[str, Any] | None:

@@ -58,10 +58,11 @@ class BackgroundRuns:
                 "run_active",
             )
 
-    async def queue_if_waiting(self, thread_id: str, message: str) -> str | None:
-        """POST runs while the thread waits for a cell: the message is kept for the model, given with
-        the cell's outcome; the waiting run's id, or None when the thread is not waiting."""
-        record = await self._manager.thread(thread_id)
+    async def queue_if_waiting(self, record: ThreadRecord, message: str) -> str | None:
+        """POST runs while the thread waits for a cell (`record`: the owner's, as the route read it):
+        the message is kept for the model, given with the cell's outcome; the waiting run's id, or
+        None when the thread is not waiting."""
+        thread_id = record.thread_id
         async with self._manager._thread_locks[thread_id]:
             queued = self._background is not None and self._background.queue(thread_id, message)
             return record.last_run_id if queued else None

@@ -143,15 +143,18 @@ class RunsHandler(CellwrightHandler):
         if not body.message.strip():
             raise BadRequest('"message" must not be blank.', "bad_request")
         path = self._notebook_path(body.notebook_path)
-        hosted_run = await acp_routes.start_run(self, thread_id, body.message)
+        # Read once for the three questions below (another owner's thread: 404): each read is a hop
+        # to the database's thread before the first token (issue 41).
+        record = await self.runs.thread(thread_id)
+        hosted_run = await acp_routes.start_run(self, record, body.message)
         if hosted_run is not None:  # an outside agent's thread (issue 40)
             self.write_json({"run_id": hosted_run}, 202)
             return
-        waiting_run = await self.runs.background.queue_if_waiting(thread_id, body.message)
+        waiting_run = await self.runs.background.queue_if_waiting(record, body.message)
         if waiting_run is not None:  # issue 38: kept for the model, given with the cell's outcome
             self.write_json({"run_id": waiting_run, "queued": True}, 202)
             return
-        run_id = await self.runs.start_run(thread_id, body.model_copy(update={"notebook_path": path}))
+        run_id = await self.runs.start_run(thread_id, body.model_copy(update={"notebook_path": path}), record)
         self.write_json({"run_id": run_id}, 202)
 
 
@@ -174,8 +177,11 @@ class ApprovalHandler(CellwrightHandler):
     @authorized
     async def post(self, thread_id: str, tool_call_id: str) -> None:
         decision = self.body(contract_bodies().Decision)
-        hosted_run = await acp_routes.decide(self, thread_id, tool_call_id, decision)
-        run_id = hosted_run if hosted_run is not None else await self.runs.decide(thread_id, tool_call_id, decision)
+        record = await self.runs.thread(thread_id)  # read once, for both (another owner's thread: 404)
+        hosted_run = await acp_routes.decide(self, record, tool_call_id, decision)
+        if hosted_run is None:
+            hosted_run = await self.runs.decide(thread_id, tool_call_id, decision, record)
+        run_id = hosted_run
         self.write_json({"run_id": run_id}, 202)
 
 

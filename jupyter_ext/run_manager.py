@@ -189,28 +189,31 @@ class RunManager(ThreadFollowing, LoggingConfigurable):
 
     # -- runs
 
-    async def start_run(self, thread_id: str, body: StartRun) -> str:
-        """Start a run of `body` (its notebook_path already checked against the root)."""
+    async def start_run(self, thread_id: str, body: StartRun, record: ThreadRecord | None = None) -> str:
+        """Start a run of `body` (its notebook_path already checked against the root); `record`: the
+        owner's thread as the caller has just read it (the runner reads it again under the lock)."""
         from agent_core.llm.failures import not_configured
 
-        await self.thread(thread_id)  # another owner's thread is a 404, before a lease or a setting says more
+        if record is None:  # another owner's thread is a 404, before a lease or a setting says more
+            await self.thread(thread_id)
         settings = self._settings()
         if not settings.llm_configured:
             raise BadRequest(not_configured().message, "llm_not_configured")
         async with self._thread_locks[thread_id]:
-            await self._ensure_free(thread_id)
+            await self._ensure_free(thread_id, lease=False)
             runner = await self.runner()
             run = await runner.start(
                 thread_id, body, self._environment(settings), settings, on_released=self._on_released(thread_id)
             )
             return self._launch(run)
 
-    async def decide(self, thread_id: str, call_id: str, body: Decision) -> str:
-        await self.thread(thread_id)  # another owner's thread is a 404, before its lease says it runs
+    async def decide(self, thread_id: str, call_id: str, body: Decision, record: ThreadRecord | None = None) -> str:
+        if record is None:  # another owner's thread is a 404, before its lease says it runs
+            await self.thread(thread_id)
         settings = self._settings()
         async with self._thread_locks[thread_id]:
             await self._ensure_free(
-                thread_id, "This thread's run is still going; the approval is not pending any more."
+                thread_id, "This thread's run is still going; the approval is not pending any more.", lease=False
             )
             await self._ensure_kernel_here(thread_id, body.kernel_id)
             runner = await self.runner()
@@ -229,7 +232,7 @@ class RunManager(ThreadFollowing, LoggingConfigurable):
         seq its events follow. Refused as a new run is: another run active, an approval pending."""
         await self.thread(thread_id)
         async with self._thread_locks[thread_id]:
-            await self._ensure_free(thread_id)
+            await self._ensure_free(thread_id, lease=False)
             runner = await self.runner()
             after = await self.threads.events.last_seq(thread_id)
             run = await runner.outside_call(
@@ -329,9 +332,11 @@ class RunManager(ThreadFollowing, LoggingConfigurable):
 
     # -- internals
 
-    async def _ensure_free(self, thread_id: str, message: str = "") -> None:
+    async def _ensure_free(self, thread_id: str, message: str = "", lease: bool = True) -> None:
         """Refuse while a run of the thread is active here; a segment that has released the thread
-        and only writes its `run_finished` is waited for (milliseconds), not refused."""
+        and only writes its `run_finished` is waited for (milliseconds), not refused. `lease`: also
+        refuse while another process holds the thread's lease (False where the runner's start,
+        resume or outside call asks that itself, under the same lock: one database read, not two)."""
         task = self._active.get(thread_id)
         self.background.refuse_if_waiting(thread_id)
         if task is not None and thread_id in self._released:
@@ -340,7 +345,8 @@ class RunManager(ThreadFollowing, LoggingConfigurable):
             raise Conflict(
                 message or "A run of this thread is active: wait for it to finish or press Stop.", "run_active"
             )
-        await (await self.runner()).ensure_not_leased(thread_id)
+        if lease:
+            await (await self.runner()).ensure_not_leased(thread_id)
 
     def _environment(self, settings: AgentSettings) -> Callable[[ThreadRecord], ToolEnvironment]:
         return lambda record: self._env_factory(record.notebook_path, record.kernel_id or None, settings)

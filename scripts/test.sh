@@ -115,4 +115,7 @@ step "pytest (two workers)" pytest_part -m "not alone" -n "${CELLWRIGHT_TEST_WOR
   --junitxml=.output/junit-parallel.xml "$@" || status=$?
 step "pytest (alone)" pytest_part -m alone --junitxml=.output/junit-alone.xml "$@" || status=$?
 python -m tests.slowest .output/junit-*.xml || true
+# The paths a user waits on against their floors (issue 41), so a slowdown shows in every log: printed,
+# never failing the run (the machines are noisy). 20 rounds: about a minute on the 2-core machine.
+step "speed of the paths (printed)" python -m bench.paths 20 || echo "  bench.paths did not finish (not a failure)" >&2
 exit "$status"

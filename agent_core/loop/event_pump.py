@@ -183,6 +183,28 @@ def _merged_streams(outputs: deque[Output]) -> list[Output]:
     return merged
 
 
+@dataclass
+class _RowPreviews:
+    """The previews of the row being coalesced: each token as it arrives, to readers that asked for
+    previews; kept, so a reader that starts asking mid-row gets the row's tokens so far at once."""
+
+    log: EventLog
+    thread_id: str
+    stored_as: int  # the seq the row will be stored with
+    tokens: list[TokenEventDict] = field(default_factory=list)
+    shown: int = 0  # tokens published so far
+
+    def add(self, token: TokenEventDict) -> None:
+        self.tokens.append(token)
+        if self.log.wants_previews(self.thread_id):
+            self.catch_up()
+
+    def catch_up(self) -> None:
+        for token in self.tokens[self.shown :]:
+            self.log.publish_live(self.thread_id, {**token, "live_only": True, "stored_as": self.stored_as})
+        self.shown = len(self.tokens)
+
+
 def _same_stream(a: EventDict, b: EventDict) -> bool:
     return a.get("agent") == b.get("agent") and a.get("task_id") == b.get("task_id")
 
@@ -280,10 +302,6 @@ class EventPump:
                 else:
                     self._log.publish_live(self._thread_id, routed)
 
-    def _preview(self, token: TokenEventDict, stored_as: int) -> None:
-        if self._log.wants_previews(self._thread_id):
-            self._log.publish_live(self._thread_id, {**token, "live_only": True, "stored_as": stored_as})
-
     async def _coalesced(self, first: TokenEventDict) -> TokenEventDict:
         """`first` and the tokens that follow it within the window (the first of a burst at once)."""
         loop = asyncio.get_running_loop()
@@ -292,12 +310,13 @@ class EventPump:
         deadline = self._last_token_write + TOKEN_WINDOW_SECONDS
         # Readers that asked for previews get each delta now; the row stored at the deadline has
         # the next seq (this pump is the run's only writer) and carries the same text again.
-        stored_as = self._log.last_stored(self._thread_id) + 1
+        previews = _RowPreviews(self._log, self._thread_id, self._log.last_stored(self._thread_id) + 1)
         self._window_open = deadline > loop.time()
         # One timer closes the window: a time-out on each wait inside it was a timer per token.
         window = loop.call_at(deadline, self._close_window) if self._window_open else None
         if self._window_open:
-            self._preview(first, stored_as)
+            previews.add(first)
+            self._log.coalescing(self._thread_id, previews.catch_up)
         try:
             while size < TOKEN_MAX_CHARS:
                 if not self._pending and (not self._window_open or not await self._arrived()):
@@ -315,8 +334,9 @@ class EventPump:
                     break
                 parts.append(following["text"])
                 size += len(parts[-1])
-                self._preview(following, stored_as)
+                previews.add(following)
         finally:
+            self._log.coalescing(self._thread_id, None)
             if window is not None:
                 window.cancel()
         self._last_token_write = loop.time()

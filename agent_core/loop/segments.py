@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from agent_core.contract import make_event
 from agent_core.contract.choices import Autonomy, Mode
@@ -14,6 +14,8 @@ from agent_core.contract.event_fields import ApprovalRequiredEventDict
 from agent_core.json_types import JsonObject, json_items
 from agent_core.messages import CONTEXT_KEY
 from agent_core.tools.external import ExternalToolSpec
+
+Durability = Literal["sync", "exit"]
 
 if TYPE_CHECKING:
     from agent_core.contract.shared import LiveCell
@@ -40,6 +42,10 @@ class Segment:
     message: str  # the user's message; "" for a segment an approval resumed
     notebook_cells: list[JsonObject] | None = None  # as the browser sent them
     driver: str = ""  # an outside agent's run: who asked (RunContext.driver)
+    # When LangGraph saves the state: after every step ("sync"), or once, when the segment ends or
+    # pauses for approval ("exit": an outside agent's one call, whose client waits for the answer;
+    # a crash mid-call loses only a call its client saw fail, and the tool ledger keeps what ran).
+    durability: Durability = "sync"
 
 
 def browser_cells(cells: list[LiveCell] | None) -> list[JsonObject] | None:

@@ -248,7 +248,9 @@ class ThreadRunner:
                 "the next call waits until the user decides."
             )
         driver = call.driver or f"{call.client} via MCP"
-        segment = Segment(mode_of(snapshot), call.autonomy, f"{driver}: {call.name}", driver=driver)
+        # One save at its end: the call's client waits on every step's save otherwise (issue 41: an MCP
+        # read_notebook paid ~4 checkpoint writes and their round trips for one tool step).
+        segment = Segment(mode_of(snapshot), call.autonomy, f"{driver}: {call.name}", driver=driver, durability="exit")
         graph_input = outside_call_input(call.tool_call_id, call.name, call.arguments, call.autonomy, driver)
         env = environment(record)
         run_id = uuid.uuid4().hex
@@ -372,7 +374,11 @@ class ThreadRunner:
                 started["mentions"] = mentions
             emit(make_event("run_started", **started))
             async for chunk in self.graph.astream(
-                graph_input, self.config(thread_id), context=context, stream_mode="updates", durability="sync"
+                graph_input,
+                self.config(thread_id),
+                context=context,
+                stream_mode="updates",
+                durability=segment.durability,
             ):
                 for interrupt in chunk.get("__interrupt__", ()):
                     emit(approval_event(interrupt.value))

@@ -83,6 +83,9 @@ class EventLog:
         self._live: dict[str, _LiveLog] = {}
         self._last_seq: dict[str, int] = {}
         self._preview_readers: dict[str, int] = {}  # token previews are made only while someone reads them
+        # While a run coalesces a row of tokens: what shows the row's tokens so far to a reader that
+        # starts reading previews now (issue 41: it saw them only once the row was stored, <= 50 ms on).
+        self._preview_catch_up: dict[str, Callable[[], None]] = {}
         # While this process holds a thread's lease it is the thread's only writer, so its recent
         # appends (contiguous seqs up to _last_seq) answer its readers without a query.
         self._recent: dict[str, _Recent] = {}
@@ -228,6 +231,15 @@ class EventLog:
             self._preview_readers[thread_id] = count
         else:
             self._preview_readers.pop(thread_id, None)
+        if delta > 0 and (catch_up := self._preview_catch_up.get(thread_id)) is not None:
+            catch_up()  # before the reader takes its place in the live log: it reads them
+
+    def coalescing(self, thread_id: str, catch_up: Callable[[], None] | None) -> None:
+        """Set (None: clear) what shows the tokens of the row being coalesced to a new preview reader."""
+        if catch_up is None:
+            self._preview_catch_up.pop(thread_id, None)
+        else:
+            self._preview_catch_up[thread_id] = catch_up
 
     def last_stored(self, thread_id: str) -> int:
         """The last seq this process stored for the thread (0 if none yet)."""
