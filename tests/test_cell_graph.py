@@ -6,43 +6,65 @@ bounds on what a hostile notebook can make it say."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from agent_core.cell_graph import CellRecord, NotebookGraph
 from agent_core.cell_graph.graph import MAX_CELLS, NAME_CHARS
 from tests.bench_tables import record
 from tests.data.stale_notebooks import CASES, HELPER_FILE, HELPER_SOURCE
+from tests.ipyflow_kernel import IPYFLOW_PYTHON_ENV, IpyflowKernel, ipyflow_python
 from tests.stale_replay import Score, play, truth_ids
 
 
-@pytest.fixture
-def helper_dir(tmp_path, monkeypatch):
-    (tmp_path / HELPER_FILE).write_text(HELPER_SOURCE)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+@pytest.fixture(scope="module")
+def corpus_dir(tmp_path_factory):
+    """A working directory with the file the corpus's `%run` cells run."""
+    path = tmp_path_factory.mktemp("stale_corpus")
+    (path / HELPER_FILE).write_text(HELPER_SOURCE)
+    return path
 
 
-def test_corpus_stale_sets(helper_dir, capsys):
-    assert len(CASES) >= 30
+@pytest.fixture(scope="module")
+def ours(corpus_dir):
+    """The graph's stale and hidden-state cells per case, played in a real IPython shell."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(corpus_dir)
+        found: dict[str, tuple[set[str], set[str], NotebookGraph]] = {}
+        for case in CASES:
+            played = play(case)
+            graph = NotebookGraph(played.records, played.kernel_names)
+            stale = {node.cell_id for node in graph.nodes if node.is_stale}
+            found[case.name] = (stale, {node.cell_id for node in graph.nodes if node.hidden_state}, graph)
+    return found
+
+
+def _scores(found: dict[str, set[str]]) -> tuple[Score, Score]:
     overall, knowable = Score(), Score()
-    misses: list[str] = []
     for case in CASES:
-        played = play(case)
-        graph = NotebookGraph(played.records, played.kernel_names)
-        stale = {node.cell_id for node in graph.nodes if node.is_stale}
-        hidden = {node.cell_id for node in graph.nodes if node.hidden_state}
-        overall.add(stale, truth_ids(case.stale))
+        overall.add(found[case.name], truth_ids(case.stale))
+        if not case.unknowable:
+            knowable.add(found[case.name], truth_ids(case.stale))
+    return overall, knowable
+
+
+def test_corpus_stale_sets(ours, capsys):
+    assert len(CASES) >= 30
+    capsys.readouterr()  # the corpus's own prints
+    for case in CASES:
+        stale, hidden, graph = ours[case.name]
         if case.unknowable:
-            misses.append(
-                f"  {case.name}: found {sorted(stale)}, truth {sorted(truth_ids(case.stale))} ({case.unknowable})"
-            )
             continue
-        knowable.add(stale, truth_ids(case.stale))
         assert stale == truth_ids(case.stale), (case.name, [n.reason_text() for n in graph.nodes])
         assert hidden == truth_ids(case.hidden), case.name
-        for node in graph.nodes:
-            assert all(reason.text for reason in node.stale)
-    capsys.readouterr()  # the corpus's own prints
+        assert all(reason.text for node in graph.nodes for reason in node.stale)
+    overall, knowable = _scores({name: found[0] for name, found in ours.items()})
+    misses = [
+        f"  {c.name}: found {sorted(ours[c.name][0])}, truth {sorted(truth_ids(c.stale))} ({c.unknowable})"
+        for c in CASES
+        if c.unknowable
+    ]
     text = "\n".join(
         [
             f"{len(CASES)} notebooks, {sum(len(c.stale) for c in CASES)} stale cells in truth",
@@ -55,6 +77,42 @@ def test_corpus_stale_sets(helper_dir, capsys):
     record("Stale cells: the dependency graph on the corpus", text)
     print(text)
     assert knowable.recall == 1.0 and knowable.precision == 1.0
+
+
+def test_ipyflow_side_by_side(ours, corpus_dir, capsys):
+    """The same notebooks in ipyflow's kernel, headless: both scores in one table."""
+    python = ipyflow_python()
+    if python is None:
+        pytest.skip(f"ipyflow-core is not installed here (the test extra has it; or set {IPYFLOW_PYTHON_ENV})")
+    started = time.monotonic()
+    kernel = IpyflowKernel(python, corpus_dir)
+    try:
+        theirs = {case.name: kernel.play(number, case) for number, case in enumerate(CASES)}
+    finally:
+        kernel.close()
+    capsys.readouterr()
+    rows = [f"{'case':32} {'truth':12} {'cellwright':12} ipyflow"]
+    for case in CASES:
+        mark = " (beyond static analysis)" if case.unknowable else ""
+        rows.append(
+            f"{case.name:32} {','.join(sorted(truth_ids(case.stale))) or '-':12} "
+            f"{','.join(sorted(ours[case.name][0])) or '-':12} {','.join(sorted(theirs[case.name])) or '-'}{mark}"
+        )
+    our_all, our_known = _scores({name: found[0] for name, found in ours.items()})
+    their_all, their_known = _scores(theirs)
+    rows += [
+        "",
+        f"cellwright, all:      {our_all.line()}",
+        f"ipyflow 0.0.231, all: {their_all.line()}",
+        f"cellwright, knowable: {our_known.line()}",
+        f"ipyflow, knowable:    {their_known.line()}",
+        f"ipyflow's kernel: {time.monotonic() - started:.1f} s for {len(CASES)} notebooks (one kernel)",
+    ]
+    text = "\n".join(rows)
+    record("Stale cells: cellwright beside ipyflow", text)
+    print(text)
+    assert our_all.precision >= their_all.precision
+    assert our_known.recall == 1.0
 
 
 def _cells(*sources: str, counts: tuple[int | None, ...] | None = None) -> list[CellRecord]:
