@@ -220,6 +220,8 @@ export interface ApprovalRequest {
   impact?: Impact | null;
   /** An MCP or notebook-defined tool: where it comes from. */
   origin?: ToolOrigin | null;
+  /** run_cell, edit_cell: the cells the change would leave stale (absent when none). */
+  makes_stale?: MakesStale | null;
   /** explore, execute_command: why this step is asked rather than run in the sandbox. */
   sandbox_reason?: string | null;
   /**
@@ -259,6 +261,8 @@ export interface ApprovalRequiredEvent {
   impact?: Impact | null;
   /** An MCP or notebook-defined tool: where it comes from. */
   origin?: ToolOrigin | null;
+  /** run_cell, edit_cell: the cells the change would leave stale (absent when none). */
+  makes_stale?: MakesStale | null;
   /** explore, execute_command: why this step is asked rather than run in the sandbox. */
   sandbox_reason?: string | null;
   /**
@@ -481,6 +485,14 @@ export interface Impact {
   rule_warnings: string[];
   /** What "Save as rule" offers when the user rejects this call without a reason. */
   suggested_rule?: string | null;
+}
+
+/** What approving a run_cell or edit_cell would leave stale. */
+export interface MakesStale {
+  /** "redefines df, read by cells 4, 7, 9". */
+  text: string;
+  /** The cells it would make stale, in notebook order. */
+  cells: StaleCellRef[];
 }
 
 export interface MentionInfo {
@@ -1574,6 +1586,24 @@ export interface Forked {
   forked_from: string;
 }
 
+/** One code cell in the graph. */
+export interface GraphCell {
+  /** The cell's position in the notebook (0-based, all cell types counted). */
+  index: number;
+  /** Its nbformat id (`index-N` for a cell without a usable one). */
+  cell_id: string;
+  execution_count: number | null;
+  /** Names it read when it ran (through the functions it called too); bounded. */
+  reads: string[];
+  /** Names it wrote (rebound or changed in place); bounded. */
+  writes: string[];
+  /** Its outputs may be out of date: re-running it would change them. */
+  stale: boolean;
+  /** It reads a name that only the kernel has (its cell is gone or changed). */
+  hidden_state: boolean;
+  reasons: StaleReasonInfo[];
+}
+
 export interface ImpactItem {
   /** A variable, a file, a host, a package or a command, as the code names it. */
   name: string;
@@ -1669,6 +1699,19 @@ export interface NextItemArg {
 export interface NotReversible {
   tool_call_id: string;
   why: string;
+}
+
+/** GET notebook/graph: the code cells with what they read and write, which are stale and why. */
+export interface NotebookGraphAnswer {
+  path: string;
+  cells: GraphCell[];
+  /** The stale cells' ids in the order that brings them up to date (the order they ran in). */
+  rerun_order: string[];
+  /**
+   * Whether the notebook's kernel answered (its history tells edited cells, its names hidden
+   * state).
+   */
+  kernel: boolean;
 }
 
 export interface NotebookToolInfo {
@@ -1797,6 +1840,28 @@ export interface SqlQueryArgs {
   database: string;
   /** One SQL statement. Read-only (SELECT or WITH) unless the user allowed writes. */
   sql: string;
+}
+
+export interface StaleCellRef {
+  index: number;
+  cell_id: string;
+}
+
+export interface StaleReasonInfo {
+  /**
+   * redefined: a name it read was rebound or changed in place after it ran; source_changed: its
+   * source differs from what ran; dependency: it read from a stale cell; hidden_state: it reads a
+   * name no cell defines that the kernel still has.
+   */
+  kind: 'redefined' | 'source_changed' | 'dependency' | 'hidden_state';
+  /** The badge's hover text: "reads df, redefined by cell 3 at [12]". */
+  text: string;
+  /** The name it is about, where one. */
+  name?: string | null;
+  /** The cell that caused it (0-based notebook index). */
+  cell_index?: number | null;
+  cell_id?: string | null;
+  execution_count?: number | null;
 }
 
 /**
@@ -2004,6 +2069,7 @@ export interface Routes {
   'POST notebook_tools': { body: VariablesRequest; answer: NotebookTools };
   'POST agent_cells': { body: AgentCellsRequest; answer: AgentCells };
   'POST verify': { body: VerifyRequest; answer: VerifyResult };
+  'GET notebook/graph': { body: null; answer: NotebookGraphAnswer };
   'GET knowledge/status': { body: null; answer: KnowledgeStatus };
   'POST completions': { body: CompletionRequest; answer: CompletionChunk };
   'GET completions/usage': { body: null; answer: CompletionUsage };

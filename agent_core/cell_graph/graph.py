@@ -69,8 +69,8 @@ class CellNode:
 
 
 class _Write(NamedTuple):  # a NamedTuple: made once per name a cell writes, 500 cells in < 20 ms
-    count: int
-    index: int
+    ran_at: int  # its execution count
+    position: int  # its notebook index
     cell_id: str
     kind: Literal["write", "mutate", "delete"]
 
@@ -223,16 +223,16 @@ class NotebookGraph:
             # Counts only grow along the replay, and a cell has one: a write with a higher count is
             # another cell's, after this one ran. The last one is the one to name.
             last = replay.final_value.get(name)
-            if last is not None and last.count > count:
+            if last is not None and last.ran_at > count:
                 how = "changed in place" if last.kind == "mutate" else "redefined"
                 reasons.append(
                     StaleReason(
                         "redefined",
-                        f"reads {_short(name)}, {how} by cell {last.index} at [{last.count}]",
+                        f"reads {_short(name)}, {how} by cell {last.position} at [{last.ran_at}]",
                         name,
-                        last.index,
+                        last.position,
                         last.cell_id,
-                        last.count,
+                        last.ran_at,
                     )
                 )
             elif seen[name] is None and not unknown_before and self._kernel_has(name) and name not in replay.final:
@@ -262,11 +262,11 @@ class NotebookGraph:
                     own[cell.cell_id].append(
                         StaleReason(
                             "dependency",
-                            f"reads {_short(name)} from cell {writer.index}, which is stale",
+                            f"reads {_short(name)} from cell {writer.position}, which is stale",
                             name,
-                            writer.index,
+                            writer.position,
                             writer.cell_id,
-                            writer.count,
+                            writer.ran_at,
                         )
                     )
                     stale.add(cell.cell_id)

@@ -28,7 +28,7 @@ METADATA_KEY = "cellwright"
 PENDING_NOTE = "not yet in the saved file"
 LAYOUT_CELLS = 40  # cells listed in an error's layout: enough around any index a model just read
 LAYOUT_SOURCE_CHARS = 60
-_NBFORMAT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+NBFORMAT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 Pending = Literal["new", "edit"]
 
@@ -44,7 +44,7 @@ def shown_id(cell: JsonObject) -> str:
     cell_id = cell.get("id")
     if not isinstance(cell_id, str) or not cell_id:
         return "(none)"
-    return cell_id if _NBFORMAT_ID.fullmatch(cell_id) else json.dumps(cell_id[:64])
+    return cell_id if NBFORMAT_ID.fullmatch(cell_id) else json.dumps(cell_id[:64])
 
 
 def tool_call_of(cell: JsonObject) -> str | None:
