@@ -41,8 +41,9 @@ def _agent_cells(messages: Sequence[Message]) -> set[str]:
                 found.add(new_cell_id(call["id"]))
             elif name == "edit_cell":
                 args, _ = parse_args(call["function"]["arguments"])
-                if isinstance(args, dict) and isinstance(args.get("cell_id"), str):
-                    found.add(args["cell_id"])
+                cell_id = args.get("cell_id") if args is not None else None
+                if isinstance(cell_id, str):
+                    found.add(cell_id)
     return found
 
 
