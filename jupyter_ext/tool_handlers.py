@@ -215,10 +215,11 @@ class NotebookGraphHandler(ToolRouteHandler):
     @authorized
     async def get(self) -> None:
         from agent_core.cell_graph import NotebookGraph
+        from agent_core.cell_graph.records import records
         from agent_core.contract.bodies import MAX_PATH_CHARS
         from agent_core.loop.agent_cells import notebook_agent_cells
         from agent_core.tools.base import ToolInputError
-        from agent_core.tools.notebook_graph import graph_answer, kernel_facts, records
+        from agent_core.tools.notebook_graph import graph_answer, kernel_facts
         from agent_core.tools.notebook_reader import load_notebook
         from agent_core.tools.notebook_view import overlay
 
@@ -234,6 +235,6 @@ class NotebookGraphHandler(ToolRouteHandler):
         metadata = json_object(notebook.get("metadata"))
         view = overlay(path, cells, metadata, await notebook_agent_cells(self.runs.threads, path))
         facts = await kernel_facts(self.environment(path, None))
-        graph = NotebookGraph(records(view.cells, facts), facts.names)
+        graph = NotebookGraph(records(view.cells, facts.history), facts.names)
         kernel = bool(facts.history) or facts.names is not None
         self.write_json(graph_answer(path, graph, kernel))

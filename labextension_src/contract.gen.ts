@@ -1913,6 +1913,11 @@ export interface VerifiedCell {
   status: 'same' | 'differs' | 'fails' | 'ran' | 'not_run';
   /** The error, or the first output that differs (shortened). */
   detail?: string;
+  /**
+   * differs: why the dependency graph expected it (issue 42), e.g. 'it read df before cell 3
+   * redefined it at [12]' (cells as 1-based code-cell numbers).
+   */
+  explained?: string | null;
 }
 
 export interface VerifyNotebookArgs {

@@ -154,3 +154,35 @@ def test_hostile_notebook_is_bounded():
     assert len(NotebookGraph(many).nodes) == MAX_CELLS
     broken = NotebookGraph(_cells("def (:", "%%bash\necho hi", "x = y"), frozenset({"y"}))
     assert broken.node("id2") is not None and broken.node("id2").hidden_state  # type: ignore[union-attr]
+
+
+def test_verify_explains_a_difference_by_the_graph():
+    from agent_core.contract.verify import VerifiedCell, VerifyResult
+    from agent_core.verify.replay import summary
+    from agent_core.verify.stale import stale_explanations
+
+    cells = [
+        {"cell_type": "markdown", "source": "# title"},
+        {"cell_type": "code", "id": "a", "source": "df = 10", "execution_count": 5},
+        {"cell_type": "code", "id": "b", "source": "n = df + 1", "execution_count": 2},
+        {"cell_type": "code", "id": "c", "source": "print(n)", "execution_count": 3},
+    ]
+    explained = stale_explanations(cells)
+    assert explained == {
+        2: "it read df before cell 1 redefined it at [5]",
+        3: "it read n from cell 2, whose outputs were out of date too",
+    }
+    differs = VerifiedCell(index=2, number=2, status="differs", detail="11 != 3", explained=explained[2])
+    result = VerifyResult(
+        status="differs",
+        path="n.ipynb",
+        kernel_name="python3",
+        cells=[differs],
+        hidden_state=[],
+        out_of_order=[],
+        at_cell=2,
+        seconds=0.1,
+    )
+    assert (
+        summary(result) == "n.ipynb differs at cell 2: 11 != 3 (expected: it read df before cell 1 redefined it at [5])"
+    )

@@ -6,17 +6,16 @@ rerun_stale and the notebook/graph route all read the graph from here."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from agent_core.cell_graph import CellRecord, NotebookGraph
-from agent_core.cell_graph.graph import MAX_CELLS
+from agent_core.cell_graph import NotebookGraph
+from agent_core.cell_graph.records import records
 from agent_core.contract.notebook_graph import GraphCell, NotebookGraphAnswer, StaleReasonInfo
 from agent_core.environment import HasKernelHistory, ToolEnvironment, ToolInputError
 from agent_core.json_types import JsonObject
 from agent_core.kernel_probes.namespace_names import namespace_names
 from agent_core.tools.base import ToolContext
-from agent_core.tools.notebook_view import NBFORMAT_ID, NotebookView, cell_source, notebook_view
+from agent_core.tools.notebook_view import NotebookView, notebook_view
 
 HISTORY_ENTRIES = 5000  # inputs of the kernel's session read back (their sources give each count's)
 HISTORY_TIMEOUT = 4.0
@@ -49,40 +48,13 @@ async def kernel_facts(env: ToolEnvironment | None) -> KernelFacts:
     return KernelFacts(history, await namespace_names(env))
 
 
-def records(cells: Sequence[JsonObject], facts: KernelFacts) -> list[CellRecord]:
-    """The code cells as graph records. The history gives the source a count ran only when it is this
-    notebook's session: most cells whose counts it holds must match it (a saved notebook's counts
-    from before a restart would otherwise read as edits)."""
-    found: list[tuple[int, str, str, int | None]] = []
-    for index, cell in enumerate(cells[: MAX_CELLS * 2]):
-        if cell.get("cell_type") != "code":
-            continue
-        count = cell.get("execution_count")
-        cell_id = cell.get("id")
-        # an id as nbformat allows it, else one by position: a hostile notebook's id never reaches the model
-        cell_id = cell_id if isinstance(cell_id, str) and NBFORMAT_ID.fullmatch(cell_id) else f"index-{index}"
-        found.append((index, cell_id, cell_source(cell), count if isinstance(count, int) else None))
-    known = [(source, facts.history[count]) for _, _, source, count in found if count in facts.history]
-    same_session = bool(known) and sum(1 for source, ran in known if source == ran) * 2 > len(known)
-    return [
-        CellRecord(
-            index=index,
-            cell_id=cell_id,
-            source=source,
-            execution_count=count,
-            ran_source=facts.history.get(count) if same_session and count is not None else None,
-        )
-        for index, cell_id, source, count in found
-    ]
-
-
 async def view_graph(ctx: ToolContext, target: str | None = None) -> tuple[NotebookView, NotebookGraph]:
     """The view of `target` (default: the thread's notebook) and its graph; the kernel is asked only
     about the thread's own notebook (another notebook's kernel is not this thread's to read)."""
     view = await notebook_view(ctx, target)
     bound = not target or target == ctx.notebook_path
     facts = await kernel_facts(ctx.env) if bound else NO_FACTS
-    return view, NotebookGraph(records(view.cells, facts), facts.names)
+    return view, NotebookGraph(records(view.cells, facts.history), facts.names)
 
 
 def stale_text(graph: NotebookGraph) -> str:

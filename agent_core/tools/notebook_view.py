@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from agent_core.cell_graph.records import NBFORMAT_ID, cell_source
 from agent_core.contract.notebook_cells import AgentCell
 from agent_core.json_types import JsonObject, json_items
 from agent_core.output_digest import bounded
@@ -28,14 +28,8 @@ METADATA_KEY = "cellwright"
 PENDING_NOTE = "not yet in the saved file"
 LAYOUT_CELLS = 40  # cells listed in an error's layout: enough around any index a model just read
 LAYOUT_SOURCE_CHARS = 60
-NBFORMAT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 Pending = Literal["new", "edit"]
-
-
-def cell_source(cell: JsonObject) -> str:
-    source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else str(source)
 
 
 def shown_id(cell: JsonObject) -> str:
