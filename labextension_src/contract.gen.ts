@@ -1774,6 +1774,14 @@ export interface RequestsSummary {
   data_policy: DataPolicy;
 }
 
+export interface RerunStaleArgs {
+  /**
+   * The stale cells to bring up to date, by the ids read_notebook showed; default: every stale
+   * cell. The stale cells they read from are re-run too, all in dependency order.
+   */
+  cell_ids?: string[] | null;
+}
+
 export interface RestartKernelArgs {
 }
 
@@ -1991,6 +1999,7 @@ export const TOOL_NAMES = [
   'sql_query',
   'verify_notebook',
   'explore',
+  'rerun_stale',
 ] as const;
 export type ToolName = (typeof TOOL_NAMES)[number];
 
@@ -2005,6 +2014,7 @@ export const ASKING_TOOLS = [
   'sql_query',
   'verify_notebook',
   'explore',
+  'rerun_stale',
 ] as const;
 export type AskingToolName = (typeof ASKING_TOOLS)[number];
 
@@ -2032,6 +2042,7 @@ export interface ToolArgs {
   sql_query: SqlQueryArgs;
   verify_notebook: VerifyNotebookArgs;
   explore: ExploreArgs;
+  rerun_stale: RerunStaleArgs;
 }
 
 // ---------------------------------------------------------------- routes

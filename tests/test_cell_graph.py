@@ -186,3 +186,21 @@ def test_verify_explains_a_difference_by_the_graph():
     assert (
         summary(result) == "n.ipynb differs at cell 2: 11 != 3 (expected: it read df before cell 1 redefined it at [5])"
     )
+
+
+def test_rerun_chain_brings_the_stale_sources_of_a_wanted_cell_along():
+    from agent_core.tools.base import ToolInputError
+    from agent_core.tools.rerun import MAX_CHAIN, chain_of
+
+    graph = NotebookGraph(
+        _cells("df = 10", "total = df + 1", "other = 3", "print(total)", counts=(5, 2, 3, 4)), frozenset()
+    )
+    assert [n.cell_id for n in chain_of(graph, None)] == ["id1", "id3"]
+    assert [n.cell_id for n in chain_of(graph, ["id3"])] == ["id1", "id3"]
+    with pytest.raises(ToolInputError, match="not stale .*: id2; the stale cells: id1, id3"):
+        chain_of(graph, ["id2"])
+    with pytest.raises(ToolInputError, match="nothing to re-run"):
+        chain_of(NotebookGraph(_cells("a = 1"), frozenset()), None)
+    many = NotebookGraph(_cells("x = 1", *[f"y{i} = x" for i in range(MAX_CHAIN + 1)], "x = 2"), frozenset())
+    with pytest.raises(ToolInputError, match=f"re-run at most {MAX_CHAIN}"):
+        chain_of(many, None)

@@ -47,6 +47,10 @@ async def test_an_edit_that_leaves_cells_stale_is_shown_and_said(
                 "they still show results of df = 1."
             )
         ),
+        # the second request: bring the last stale cell up to date (the cell it reads from comes along)
+        reading(lambda seen: tool_call("rerun_stale", {"cell_ids": [seen.find(r"cell 3, id (\S+) \(stale\)")]})),
+        tool_call("read_notebook", {}),
+        text("Cells 1 and 3 are up to date."),
     )
     thread = await api.new_thread()
     await api.run(thread, "set df to 10 in my first cell")
@@ -81,6 +85,24 @@ async def test_an_edit_that_leaves_cells_stale_is_shown_and_said(
         "cell-dd": "reads total from cell 1, which is stale",
     }
     assert graph["rerun_order"] == ["cell-bb", "cell-dd"]
+
+    # rerun_stale: one approval for the chain, the cells re-run in place in order, nothing stale after
+    await api.run(thread, "re-run the stale cells")
+    events = await api.until_finished(thread, events[-1]["seq"])
+    card = of_type(events, "approval_required")[-1]
+    assert card["name"] == "rerun_stale" and card["description"].startswith("Re-run stale cells 1, 3 in this order")
+    code, _ = await api.approve(thread, card["id"])
+    events = await api.until_finished(thread, events[-1]["seq"])
+    started = of_type(events, "cell_started")
+    assert [(e["cell_id"], e["edit"], e["code"]) for e in started] == [
+        ("cell-bb", True, "total = df + 1"),
+        ("cell-dd", True, "print(total)"),
+    ]
+    assert [o["output"].get("text") for o in of_type(events, "cell_output")] == ["11\n"]
+    last_read = str([m for m in fake_llm.requests[-1]["messages"] if m.get("role") == "tool"][-1]["content"])
+    assert "Stale cells" not in last_read and "(stale" not in last_read
+    code, graph = await api.call("GET", "notebook/graph", params={"path": NOTEBOOK})
+    assert not [c for c in graph["cells"] if c["stale"]] and graph["rerun_order"] == []
 
 
 async def test_graph_route_refuses_paths_outside_the_root_and_non_notebooks(api: Api, jp_root_dir: Path) -> None:

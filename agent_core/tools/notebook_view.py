@@ -221,7 +221,10 @@ def _new(agent: AgentCell) -> JsonObject:
 
 def _edited(cell: JsonObject, agent: AgentCell) -> JsonObject:
     if cell.get("pending") != "new" and cell_source(cell) == agent.source:
-        return cell  # the browser has the edit already (live, not yet saved)
+        if agent.execution_count is None or cell.get("execution_count") == agent.execution_count:
+            return cell  # the browser has the edit already (live, not yet saved)
+        # the same source run again (rerun_stale, issue 42): the count and outputs are that run's
+        return {**cell, "execution_count": agent.execution_count, "outputs": _outputs(agent)}
     pending: Pending = "new" if cell.get("pending") == "new" else "edit"
     old = cell.get("metadata")
     metadata = {**(old if isinstance(old, dict) else {}), **_stamps(agent)}
