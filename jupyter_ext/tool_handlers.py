@@ -21,6 +21,19 @@ class ToolRouteHandler(CellwrightHandler):
     def environment(self, notebook_path: str, kernel_id: str | None) -> Any:
         return self.app.kernel_environment(notebook_path, kernel_id)
 
+    async def saved_notebook(self, raw: str | None) -> tuple[str, JsonObject]:
+        """The root-relative path and saved JSON of the notebook a request names; 400 for anything else."""
+        from agent_core.tools.base import ToolInputError
+        from agent_core.tools.notebook_reader import load_notebook
+
+        path = self._notebook_path(raw)
+        if not path or not path.endswith(".ipynb"):
+            raise BadRequest('"path" must name a notebook (.ipynb), relative to the server root.', "bad_request")
+        try:
+            return path, await asyncio.to_thread(load_notebook, self.app.workspace.root / path)
+        except ToolInputError as exc:
+            raise BadRequest(f"{exc} (save the notebook first)", "bad_request") from None
+
     def kernel_of(self, body: Any) -> Any:
         """The environment of the kernel a body names (`kernel_id` and/or `notebook_path`), or None
         when it names none."""
@@ -182,16 +195,9 @@ class VerifyHandler(ToolRouteHandler):
         from agent_core.contract.verify import VerifyRequest
         from agent_core.loop.agent_cells import notebook_agent_cells
         from agent_core.tools.base import ToolInputError
-        from agent_core.tools.notebook_reader import load_notebook
         from agent_core.verify.replay import verify_notebook
 
-        path = self._notebook_path(self.body(VerifyRequest).path)
-        if not path or not path.endswith(".ipynb"):
-            raise BadRequest('"path" must name a notebook (.ipynb), relative to the server root.', "bad_request")
-        try:
-            notebook = await asyncio.to_thread(load_notebook, self.app.workspace.root / path)
-        except ToolInputError as exc:
-            raise BadRequest(f"{exc} (save the notebook first)", "bad_request") from None
+        path, notebook = await self.saved_notebook(self.body(VerifyRequest).path)
         recorded: dict[tuple[str, str], list[JsonObject]] = {}
         # the outputs the owner's threads stored for their cells of this notebook
         for cell in await notebook_agent_cells(self.runs.threads, path):
@@ -218,19 +224,11 @@ class NotebookGraphHandler(ToolRouteHandler):
         from agent_core.cell_graph.records import records
         from agent_core.contract.bodies import MAX_PATH_CHARS
         from agent_core.loop.agent_cells import notebook_agent_cells
-        from agent_core.tools.base import ToolInputError
         from agent_core.tools.notebook_graph import graph_answer, kernel_facts
-        from agent_core.tools.notebook_reader import load_notebook
         from agent_core.tools.notebook_view import overlay
 
         raw = self.get_query_argument("path", "")
-        path = self._notebook_path(raw) if raw and len(raw) <= MAX_PATH_CHARS else None
-        if not path or not path.endswith(".ipynb"):
-            raise BadRequest('"path" must name a notebook (.ipynb), relative to the server root.', "bad_request")
-        try:
-            notebook = await asyncio.to_thread(load_notebook, self.app.workspace.root / path)
-        except ToolInputError as exc:
-            raise BadRequest(f"{exc} (save the notebook first)", "bad_request") from None
+        path, notebook = await self.saved_notebook(raw if len(raw) <= MAX_PATH_CHARS else None)
         cells = [c for c in json_items(notebook["cells"]) if isinstance(c, dict)]
         metadata = json_object(notebook.get("metadata"))
         view = overlay(path, cells, metadata, await notebook_agent_cells(self.runs.threads, path))

@@ -37,7 +37,7 @@ def ipyflow_python() -> str | None:
     """An interpreter that has ipyflow's kernel: this one (the test extra installs ipyflow-core), or
     the one CELLWRIGHT_IPYFLOW_PYTHON names; None when neither has it."""
     for python in (sys.executable, os.environ.get(IPYFLOW_PYTHON_ENV)):
-        if python and shutil.which(python) or (python and Path(python).exists()):
+        if python and (shutil.which(python) or Path(python).exists()):
             found = subprocess.run([python, "-c", "import ipyflow.kernel"], capture_output=True, check=False)
             if found.returncode == 0:
                 return python

@@ -75,7 +75,8 @@ class _Write(NamedTuple):  # a NamedTuple: made once per name a cell writes, 500
     kind: Literal["write", "mutate", "delete"]
 
 
-def _short(name: str) -> str:
+def shown_name(name: str) -> str:
+    """A name as a reason or an answer shows it: cut at NAME_CHARS (a hostile notebook's names)."""
     return name if len(name) <= NAME_CHARS else name[: NAME_CHARS - 1] + "…"
 
 
@@ -228,7 +229,7 @@ class NotebookGraph:
                 reasons.append(
                     StaleReason(
                         "redefined",
-                        f"reads {_short(name)}, {how} by cell {last.position} at [{last.ran_at}]",
+                        f"reads {shown_name(name)}, {how} by cell {last.position} at [{last.ran_at}]",
                         name,
                         last.position,
                         last.cell_id,
@@ -239,7 +240,7 @@ class NotebookGraph:
                 reasons.append(
                     StaleReason(
                         "hidden_state",
-                        f"reads {_short(name)}, which no cell defines: the kernel has it from a deleted or changed cell",
+                        f"reads {shown_name(name)}, which no cell defines: the kernel has it from a deleted or changed cell",
                         name,
                     )
                 )
@@ -262,7 +263,7 @@ class NotebookGraph:
                     own[cell.cell_id].append(
                         StaleReason(
                             "dependency",
-                            f"reads {_short(name)} from cell {writer.position}, which is stale",
+                            f"reads {shown_name(name)} from cell {writer.position}, which is stale",
                             name,
                             writer.position,
                             writer.cell_id,
@@ -287,7 +288,7 @@ class ChangeEffect:
         for name, cells in self.readers.items():
             if cells:
                 parts.append(
-                    f"redefines {_short(name)}, read by cell{'s' if len(cells) > 1 else ''} {listing([str(c) for c in cells])}"
+                    f"redefines {shown_name(name)}, read by cell{'s' if len(cells) > 1 else ''} {listing([str(c) for c in cells])}"
                 )
         others = [n for n in self.newly_stale if not any(n.index in cells for cells in self.readers.values())]
         if others:

@@ -282,17 +282,7 @@ async def _run_tool(call: ToolCall, ctx: RunContext) -> ToolOutcome:
         return await _background_outcome(call["id"], ctx)
     if recorded is not None:
         return recorded
-    tool_ctx = ToolContext(
-        call["id"],
-        ctx.env,
-        ctx.emit,
-        ctx.settings,
-        ctx,
-        thread_id=ctx.thread_id,
-        notebook_path=ctx.notebook_path,
-        notebook_cells=ctx.notebook_cells,
-        agent_cells=ctx.agent_cells,
-    )
+    tool_ctx = ctx.tool_context(call["id"])
     try:
         await spec.precheck(args, tool_ctx)
     except ToolInputError as exc:

@@ -12,7 +12,7 @@ from agent_core.cell_graph import CellNode, NotebookGraph
 from agent_core.loop.run_context import RunContext
 from agent_core.loop.state import parse_args
 from agent_core.messages import Message
-from agent_core.tools.base import ToolContext, ToolInputError
+from agent_core.tools.base import ToolInputError
 from agent_core.tools.notebook import new_cell_id
 from agent_core.tools.notebook_graph import stale_text, view_graph
 
@@ -77,17 +77,7 @@ async def stale_note(ctx: RunContext, messages: Sequence[Message], answer: str) 
     changed = _agent_cells(request)
     if not changed:
         return None
-    tool_ctx = ToolContext(
-        "stale-check",
-        ctx.env,
-        ctx.emit,
-        ctx.settings,
-        ctx,
-        thread_id=ctx.thread_id,
-        notebook_path=ctx.notebook_path,
-        notebook_cells=ctx.notebook_cells,
-        agent_cells=ctx.agent_cells,
-    )
+    tool_ctx = ctx.tool_context("stale-check")
     try:
         _, graph = await view_graph(tool_ctx)
     except ToolInputError:

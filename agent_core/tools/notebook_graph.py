@@ -9,6 +9,7 @@ import asyncio
 from dataclasses import dataclass
 
 from agent_core.cell_graph import NotebookGraph
+from agent_core.cell_graph.graph import shown_name
 from agent_core.cell_graph.records import records
 from agent_core.contract.notebook_graph import GraphCell, NotebookGraphAnswer, StaleReasonInfo
 from agent_core.environment import HasKernelHistory, ToolEnvironment, ToolInputError
@@ -99,15 +100,15 @@ def graph_answer(path: str, graph: NotebookGraph, kernel: bool) -> NotebookGraph
             index=node.index,
             cell_id=node.cell_id,
             execution_count=node.execution_count,
-            reads=list(node.reads[:NAMES_LISTED]),
-            writes=list(node.writes[:NAMES_LISTED]),
+            reads=[shown_name(name) for name in node.reads[:NAMES_LISTED]],
+            writes=[shown_name(name) for name in node.writes[:NAMES_LISTED]],
             stale=node.is_stale,
             hidden_state=node.hidden_state,
             reasons=[
                 StaleReasonInfo(
                     kind=r.kind,
                     text=r.text,
-                    name=r.name,
+                    name=shown_name(r.name) if r.name else None,
                     cell_index=r.cell_index,
                     cell_id=r.cell_id,
                     execution_count=r.execution_count,
