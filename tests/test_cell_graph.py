@@ -211,3 +211,39 @@ def test_rerun_chain_brings_the_stale_sources_of_a_wanted_cell_along():
     many = NotebookGraph(_cells("x = 1", *[f"y{i} = x" for i in range(MAX_CHAIN + 1)], "x = 2"), frozenset())
     with pytest.raises(ToolInputError, match=f"re-run at most {MAX_CHAIN}"):
         chain_of(many, None)
+
+
+def test_final_answer_check_counts_only_what_the_run_left_stale():
+    from agent_core.loop.stale_check import MARK, _agent_cells, _this_request, left_stale, mentions
+
+    # the user's cells ran before the request (1-4); the agent's edit of id0 ran at [5]; id4 is the
+    # agent's own new cell of this request, stale too, but the agent's to know
+    cells = _cells("df = 10", "total = df + 1", "x = y", "print(total)", "z = df", "df = 20", counts=(5, 2, 1, 3, 6, 7))
+    graph = NotebookGraph(cells, frozenset({"y"}))
+    assert [n.index for n in left_stale(graph, {"id0", "id4", "id5"})] == [1, 3]
+    assert [n.index for n in left_stale(graph, set())] == []
+    stale = left_stale(graph, {"id0", "id4", "id5"})
+    assert mentions("Cells 1 and 3 now show out-of-date results.", stale)
+    assert mentions("I changed df; cell 1 and cell 3 read it.", stale)
+    assert not mentions("df is 20 now (cell 1).", stale)
+    messages = [
+        {"role": "user", "content": "old request"},
+        {"role": "assistant", "content": "", "tool_calls": [_call("c0", "run_cell", '{"code": "q = 1"}')]},
+        {"role": "user", "content": "set df"},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [_call("c1", "edit_cell", '{"cell_id": "id0", "source": "df = 10"}')],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        {"role": "assistant", "content": "", "tool_calls": [_call("c2", "run_cell", '{"code": "z = df"}')]},
+        {"role": "user", "content": f"{MARK} your changes left cells stale"},
+    ]
+    request = _this_request(messages)
+    assert request[0]["tool_calls"][0]["id"] == "c1"  # a note is not the user's request
+    found = _agent_cells(request)
+    assert "id0" in found and len(found) == 2 and not any(c == "c0" for c in found)
+
+
+def _call(call_id: str, name: str, arguments: str) -> dict[str, object]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
