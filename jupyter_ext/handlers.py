@@ -26,6 +26,7 @@ from .tool_handlers import (
     DiagnosticsHandler,
     KnowledgeStatusHandler,
     McpServersHandler,
+    NotebookGraphHandler,
     NotebookToolsHandler,
     ResourcesHandler,
     VariablesHandler,
@@ -317,6 +318,7 @@ HANDLERS: tuple[type[CellwrightHandler], ...] = (
     AgentCellsHandler,
     *COMPLETION_HANDLERS,
     VerifyHandler,
+    NotebookGraphHandler,
     OpenAPIHandler,
 )
 

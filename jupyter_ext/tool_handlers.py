@@ -9,7 +9,7 @@ from typing import Any
 from jupyter_server.auth.decorator import authorized
 from tornado import web
 
-from agent_core.json_types import JsonObject
+from agent_core.json_types import JsonObject, json_items, json_object
 
 from .errors import BadRequest
 from .handler_base import CellwrightHandler, contract_bodies
@@ -20,6 +20,19 @@ class ToolRouteHandler(CellwrightHandler):
 
     def environment(self, notebook_path: str, kernel_id: str | None) -> Any:
         return self.app.kernel_environment(notebook_path, kernel_id)
+
+    async def saved_notebook(self, raw: str | None) -> tuple[str, JsonObject]:
+        """The root-relative path and saved JSON of the notebook a request names; 400 for anything else."""
+        from agent_core.tools.base import ToolInputError
+        from agent_core.tools.notebook_reader import load_notebook
+
+        path = self._notebook_path(raw)
+        if not path or not path.endswith(".ipynb"):
+            raise BadRequest('"path" must name a notebook (.ipynb), relative to the server root.', "bad_request")
+        try:
+            return path, await asyncio.to_thread(load_notebook, self.app.workspace.root / path)
+        except ToolInputError as exc:
+            raise BadRequest(f"{exc} (save the notebook first)", "bad_request") from None
 
     def kernel_of(self, body: Any) -> Any:
         """The environment of the kernel a body names (`kernel_id` and/or `notebook_path`), or None
@@ -179,32 +192,47 @@ class VerifyHandler(ToolRouteHandler):
     @web.authenticated
     @authorized
     async def post(self) -> None:
-        from agent_core.contract.notebook_cells import AgentCellsRequest
         from agent_core.contract.verify import VerifyRequest
-        from agent_core.loop.agent_cells import agent_cells
+        from agent_core.loop.agent_cells import notebook_agent_cells
         from agent_core.tools.base import ToolInputError
-        from agent_core.tools.notebook_reader import load_notebook
         from agent_core.verify.replay import verify_notebook
 
-        path = self._notebook_path(self.body(VerifyRequest).path)
-        if not path or not path.endswith(".ipynb"):
-            raise BadRequest('"path" must name a notebook (.ipynb), relative to the server root.', "bad_request")
-        try:
-            notebook = await asyncio.to_thread(load_notebook, self.app.workspace.root / path)
-        except ToolInputError as exc:
-            raise BadRequest(f"{exc} (save the notebook first)", "bad_request") from None
+        path, notebook = await self.saved_notebook(self.body(VerifyRequest).path)
         recorded: dict[tuple[str, str], list[JsonObject]] = {}
-        offset: int | None = 0
-        while offset is not None:  # the outputs the owner's threads stored for their cells of this notebook
-            page = await agent_cells(self.runs.threads, AgentCellsRequest(notebook_path=path, offset=offset))
-            for cell in page.cells:
-                if cell.finished and not cell.edit:
-                    recorded[(cell.thread_id, cell.tool_call_id)] = [
-                        o.model_dump(exclude_none=True) for o in cell.outputs
-                    ]
-            offset = page.next_offset
+        # the outputs the owner's threads stored for their cells of this notebook
+        for cell in await notebook_agent_cells(self.runs.threads, path):
+            if cell.finished and not cell.edit:
+                recorded[(cell.thread_id, cell.tool_call_id)] = [o.model_dump(exclude_none=True) for o in cell.outputs]
         try:
             result = await verify_notebook(notebook, path, self.environment(path, None), recorded)
         except ToolInputError as exc:
             raise BadRequest(str(exc), "bad_request") from None
         self.write_json(result)
+
+
+class NotebookGraphHandler(ToolRouteHandler):
+    """GET notebook/graph?path=: the notebook's dependency graph, stale cells with their reasons (issue 42).
+    The saved file plus the owner's agent cells it lacks (the tools' view), and what the notebook's kernel
+    tells silently (input history, names)."""
+
+    route = "notebook/graph"
+
+    @web.authenticated
+    @authorized
+    async def get(self) -> None:
+        from agent_core.cell_graph import NotebookGraph
+        from agent_core.cell_graph.records import records
+        from agent_core.contract.bodies import MAX_PATH_CHARS
+        from agent_core.loop.agent_cells import notebook_agent_cells
+        from agent_core.tools.notebook_graph import graph_answer, kernel_facts
+        from agent_core.tools.notebook_view import overlay
+
+        raw = self.get_query_argument("path", "")
+        path, notebook = await self.saved_notebook(raw if len(raw) <= MAX_PATH_CHARS else None)
+        cells = [c for c in json_items(notebook["cells"]) if isinstance(c, dict)]
+        metadata = json_object(notebook.get("metadata"))
+        view = overlay(path, cells, metadata, await notebook_agent_cells(self.runs.threads, path))
+        facts = await kernel_facts(self.environment(path, None))
+        graph = NotebookGraph(records(view.cells, facts.history), facts.names)
+        kernel = bool(facts.history) or facts.names is not None
+        self.write_json(graph_answer(path, graph, kernel))

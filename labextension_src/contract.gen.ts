@@ -220,6 +220,8 @@ export interface ApprovalRequest {
   impact?: Impact | null;
   /** An MCP or notebook-defined tool: where it comes from. */
   origin?: ToolOrigin | null;
+  /** run_cell, edit_cell: the cells the change would leave stale (absent when none). */
+  makes_stale?: MakesStale | null;
   /** explore, execute_command: why this step is asked rather than run in the sandbox. */
   sandbox_reason?: string | null;
   /**
@@ -259,6 +261,8 @@ export interface ApprovalRequiredEvent {
   impact?: Impact | null;
   /** An MCP or notebook-defined tool: where it comes from. */
   origin?: ToolOrigin | null;
+  /** run_cell, edit_cell: the cells the change would leave stale (absent when none). */
+  makes_stale?: MakesStale | null;
   /** explore, execute_command: why this step is asked rather than run in the sandbox. */
   sandbox_reason?: string | null;
   /**
@@ -481,6 +485,14 @@ export interface Impact {
   rule_warnings: string[];
   /** What "Save as rule" offers when the user rejects this call without a reason. */
   suggested_rule?: string | null;
+}
+
+/** What approving a run_cell or edit_cell would leave stale. */
+export interface MakesStale {
+  /** "redefines df, read by cells 4, 7, 9". */
+  text: string;
+  /** The cells it would make stale, in notebook order. */
+  cells: StaleCellRef[];
 }
 
 export interface MentionInfo {
@@ -1592,6 +1604,24 @@ export interface Forked {
   forked_from: string;
 }
 
+/** One code cell in the graph. */
+export interface GraphCell {
+  /** The cell's position in the notebook (0-based, all cell types counted). */
+  index: number;
+  /** Its nbformat id (`index-N` for a cell without a usable one). */
+  cell_id: string;
+  execution_count: number | null;
+  /** Names it read when it ran (through the functions it called too); bounded. */
+  reads: string[];
+  /** Names it wrote (rebound or changed in place); bounded. */
+  writes: string[];
+  /** Its outputs may be out of date: re-running it would change them. */
+  stale: boolean;
+  /** It reads a name that only the kernel has (its cell is gone or changed). */
+  hidden_state: boolean;
+  reasons: StaleReasonInfo[];
+}
+
 export interface ImpactItem {
   /** A variable, a file, a host, a package or a command, as the code names it. */
   name: string;
@@ -1689,6 +1719,19 @@ export interface NotReversible {
   why: string;
 }
 
+/** GET notebook/graph: the code cells with what they read and write, which are stale and why. */
+export interface NotebookGraphAnswer {
+  path: string;
+  cells: GraphCell[];
+  /** The stale cells' ids in the order that brings them up to date (the order they ran in). */
+  rerun_order: string[];
+  /**
+   * Whether the notebook's kernel answered (its history tells edited cells, its names hidden
+   * state).
+   */
+  kernel: boolean;
+}
+
 export interface NotebookToolInfo {
   name: string;
   description: string;
@@ -1747,6 +1790,14 @@ export interface RequestsSummary {
   sources: Record<string, number>;
   /** The thread's policy now: the server's, or narrower. */
   data_policy: DataPolicy;
+}
+
+export interface RerunStaleArgs {
+  /**
+   * The stale cells to bring up to date, by the ids read_notebook showed; default: every stale
+   * cell. The stale cells they read from are re-run too, all in dependency order.
+   */
+  cell_ids?: string[] | null;
 }
 
 export interface RestartKernelArgs {
@@ -1817,6 +1868,28 @@ export interface SqlQueryArgs {
   sql: string;
 }
 
+export interface StaleCellRef {
+  index: number;
+  cell_id: string;
+}
+
+export interface StaleReasonInfo {
+  /**
+   * redefined: a name it read was rebound or changed in place after it ran; source_changed: its
+   * source differs from what ran; dependency: it read from a stale cell; hidden_state: it reads a
+   * name no cell defines that the kernel still has.
+   */
+  kind: 'redefined' | 'source_changed' | 'dependency' | 'hidden_state';
+  /** The badge's hover text: "reads df, redefined by cell 3 at [12]". */
+  text: string;
+  /** The name it is about, where one. */
+  name?: string | null;
+  /** The cell that caused it (0-based notebook index). */
+  cell_index?: number | null;
+  cell_id?: string | null;
+  execution_count?: number | null;
+}
+
 /**
  * POST threads/{id}/steps/{tool_call_id}/as_cell: nothing to send (an empty object). A `code` field
  * is refused: the cell's code is the explore step's, as the thread recorded it.
@@ -1866,6 +1939,11 @@ export interface VerifiedCell {
   status: 'same' | 'differs' | 'fails' | 'ran' | 'not_run';
   /** The error, or the first output that differs (shortened). */
   detail?: string;
+  /**
+   * differs: why the dependency graph expected it (issue 42), e.g. 'it read df before cell 3
+   * redefined it at [12]' (cells as 1-based code-cell numbers).
+   */
+  explained?: string | null;
 }
 
 export interface VerifyNotebookArgs {
@@ -1939,6 +2017,7 @@ export const TOOL_NAMES = [
   'sql_query',
   'verify_notebook',
   'explore',
+  'rerun_stale',
 ] as const;
 export type ToolName = (typeof TOOL_NAMES)[number];
 
@@ -1953,6 +2032,7 @@ export const ASKING_TOOLS = [
   'sql_query',
   'verify_notebook',
   'explore',
+  'rerun_stale',
 ] as const;
 export type AskingToolName = (typeof ASKING_TOOLS)[number];
 
@@ -1980,6 +2060,7 @@ export interface ToolArgs {
   sql_query: SqlQueryArgs;
   verify_notebook: VerifyNotebookArgs;
   explore: ExploreArgs;
+  rerun_stale: RerunStaleArgs;
 }
 
 // ---------------------------------------------------------------- routes
@@ -2022,6 +2103,7 @@ export interface Routes {
   'POST notebook_tools': { body: VariablesRequest; answer: NotebookTools };
   'POST agent_cells': { body: AgentCellsRequest; answer: AgentCells };
   'POST verify': { body: VerifyRequest; answer: VerifyResult };
+  'GET notebook/graph': { body: null; answer: NotebookGraphAnswer };
   'GET knowledge/status': { body: null; answer: KnowledgeStatus };
   'POST completions': { body: CompletionRequest; answer: CompletionChunk };
   'GET completions/usage': { body: null; answer: CompletionUsage };

@@ -53,6 +53,7 @@ API_TOOL_ARGS = {
     "sql_query": {"database", "sql"},
     "verify_notebook": {"path"},
     "explore": {"code"},
+    "rerun_stale": {"cell_ids"},  # issue 42
 }
 
 
@@ -91,6 +92,7 @@ def test_risky_tools_need_approval_by_default() -> None:
         "sql_query",
         "verify_notebook",
         "explore",  # where no sandbox can be had: ToolSpec.sandboxed waives it per call
+        "rerun_stale",  # issue 42: one approval for the chain
     }
 
 

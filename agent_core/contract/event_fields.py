@@ -73,6 +73,7 @@ class ApprovalRequiredFields(TypedDict):
     will_fail: NotRequired[bool]
     impact: NotRequired[Mapping[str, object] | None]
     origin: NotRequired[Mapping[str, object] | None]
+    makes_stale: NotRequired[Mapping[str, object] | None]
     sandbox_reason: NotRequired[str | None]
     always: NotRequired[str | None]
     task_id: NotRequired[str | None]

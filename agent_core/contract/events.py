@@ -11,6 +11,7 @@ from pydantic import Field, TypeAdapter
 from typing_extensions import TypeAliasType
 
 from agent_core.contract.model_requests import SentSummary
+from agent_core.contract.notebook_graph import MakesStale
 from agent_core.contract.review import Impact, Provenance, RewindResult, RewindUndone, UndoResult
 from agent_core.contract.shared import (
     Autonomy,
@@ -121,6 +122,9 @@ class ApprovalRequest(WireModel):
         default=None, description="run_cell, edit_cell, execute_command: what the call will touch."
     )
     origin: ToolOrigin | None = Field(default=None, description="An MCP or notebook-defined tool: where it comes from.")
+    makes_stale: MakesStale | None = Field(  # issue 42
+        default=None, description="run_cell, edit_cell: the cells the change would leave stale (absent when none)."
+    )
     sandbox_reason: str | None = Field(  # issue 37
         default=None, description="explore, execute_command: why this step is asked rather than run in the sandbox."
     )

@@ -38,6 +38,7 @@ from agent_core.contract.bodies import (
 from agent_core.contract.completions import CompletionChunk, CompletionRequest, CompletionUsage
 from agent_core.contract.model_requests import ModelRequests
 from agent_core.contract.notebook_cells import AgentCells, AgentCellsRequest
+from agent_core.contract.notebook_graph import NotebookGraphAnswer
 from agent_core.contract.outside_tools import McpServers, NotebookTools
 from agent_core.contract.review import RewindResult, RewindUndone, UndoResult
 from agent_core.contract.rewind import BranchDetail, BranchList, Forked, ForkRequest, RewindRequest, ThreadDiff
@@ -52,7 +53,7 @@ class Param:
     name: str
     where: Literal["query", "header"]
     description: str
-    type: Literal["integer", "boolean"] = "integer"
+    type: Literal["integer", "boolean", "string"] = "integer"
 
 
 @dataclass(frozen=True)
@@ -313,6 +314,18 @@ ROUTES: tuple[Route, ...] = (
         {200: VerifyResult},
         VerifyRequest,
         BODY_ERRORS,
+    ),
+    Route(
+        "get",
+        "notebook/graph",
+        "The notebook's dependency graph (issue 42): per code cell the names it read and wrote, whether it is stale "
+        "(a name it read was redefined after it ran, its source changed, it read from a stale cell) or shows hidden "
+        "state, with the reason; the agent's cells not yet saved included. Read from the saved file and, silently, "
+        "the notebook's kernel (its input history and names); nothing runs. 400 for a path that is not a notebook "
+        "in the root.",
+        {200: NotebookGraphAnswer},
+        errors=(400,),
+        params=(Param("path", "query", "The notebook, relative to the server root.", "string"),),
     ),
     Route(
         "get", "knowledge/status", "The workspace index: files, chunks, last update, errors.", {200: KnowledgeStatus}

@@ -27,4 +27,5 @@ TOOL_NAMES: tuple[str, ...] = (
     "sql_query",
     "verify_notebook",
     "explore",
+    "rerun_stale",
 )

@@ -31,6 +31,11 @@ class VerifiedCell(WireModel):
         "not_run: after the first failure."
     )
     detail: str = Field(default="", description="The error, or the first output that differs (shortened).")
+    explained: str | None = Field(
+        default=None,
+        description="differs: why the dependency graph expected it (issue 42), e.g. 'it read df before cell 3 "
+        "redefined it at [12]' (cells as 1-based code-cell numbers).",
+    )
 
 
 class VerifyResult(WireModel):

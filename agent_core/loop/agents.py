@@ -45,6 +45,7 @@ AGENTS: dict[str, AgentConfig] = {
             (
                 "run_cell",
                 "edit_cell",
+                "rerun_stale",
                 "restart_kernel",
                 "add_markdown",
                 "read_file",

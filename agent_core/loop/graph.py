@@ -32,6 +32,7 @@ from agent_core.loop.agents import AGENTS
 from agent_core.loop.approvals import decided_args, decided_context, decoded
 from agent_core.loop.history import compact
 from agent_core.loop.run_context import RunContext
+from agent_core.loop.stale_check import stale_note
 from agent_core.loop.state import AgentState, AgentUpdate, Failure, appended, parse_args
 from agent_core.messages import IMAGES_KEY, PREIMAGE_KEY, Message, ToolCall
 from agent_core.prompts import prompt_text
@@ -191,6 +192,14 @@ async def _call_model(state: AgentState, ctx: RunContext) -> AgentUpdate:
             ctx, [*messages, {"role": "assistant", "content": turn.content}, _ignored_call_note(turn.ignored_call)]
         )
         calls += 1
+    if not turn.tool_calls and not turn.empty and calls < ctx.max_model_calls:
+        # issue 42: an answer that leaves the agent's stale cells unsaid goes back once
+        note = await stale_note(ctx, state.get("messages", []), turn.final_answer or turn.content)
+        if note is not None:
+            turn = await _ask(
+                ctx, [*messages, {"role": "assistant", "content": turn.content}, {"role": "user", "content": note}]
+            )
+            calls += 1
     update["model_calls"] = calls
     if turn.empty:
         answer = "The model returned empty replies, so I stopped. " + (
@@ -273,17 +282,7 @@ async def _run_tool(call: ToolCall, ctx: RunContext) -> ToolOutcome:
         return await _background_outcome(call["id"], ctx)
     if recorded is not None:
         return recorded
-    tool_ctx = ToolContext(
-        call["id"],
-        ctx.env,
-        ctx.emit,
-        ctx.settings,
-        ctx,
-        thread_id=ctx.thread_id,
-        notebook_path=ctx.notebook_path,
-        notebook_cells=ctx.notebook_cells,
-        agent_cells=ctx.agent_cells,
-    )
+    tool_ctx = ctx.tool_context(call["id"])
     try:
         await spec.precheck(args, tool_ctx)
     except ToolInputError as exc:
@@ -386,7 +385,8 @@ async def call_tools(state: AgentState, runtime: Runtime[RunContext]) -> AgentUp
 async def _call_tools(state: AgentState, ctx: RunContext) -> AgentUpdate:
     call = state["messages"][-1]["tool_calls"][0]
     name = call["function"]["name"]
-    outcome = await _run_tool(call, ctx)
+    note = await _final_answer_note(state, call, ctx) if name == "final_answer" else None
+    outcome = ToolOutcome("error", note) if note is not None else await _run_tool(call, ctx)
     ctx.emit(outcome.result_event(call["id"], name))
     content = outcome.content + _notes(state, ctx, ctx.tools.get(name))
     plan_approved = ctx.policy.asks_for_plan(name) and outcome.status == "ok"
@@ -410,6 +410,13 @@ async def _call_tools(state: AgentState, ctx: RunContext) -> AgentUpdate:
         update["done"] = True
     update["messages"] = appended(*messages)
     return update
+
+
+async def _final_answer_note(state: AgentState, call: ToolCall, ctx: RunContext) -> str | None:
+    """final_answer's text checked for the stale cells the run left (agent_core.loop.stale_check)."""
+    args, _ = parse_args(call["function"]["arguments"])
+    answer = args.get("answer") if isinstance(args, dict) else None
+    return await stale_note(ctx, state["messages"][:-1], answer) if isinstance(answer, str) else None
 
 
 def _failure_streak(state: AgentState, call: ToolCall, outcome: ToolOutcome) -> Failure:

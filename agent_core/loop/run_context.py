@@ -19,7 +19,7 @@ from agent_core.loop.state import AgentState, new_run_input
 from agent_core.loop.thread_policy import narrowed
 from agent_core.storage.request_log import RequestLog, ThreadAudit
 from agent_core.storage.tool_ledger import ToolLedger
-from agent_core.tools import TOOLS, ToolEnvironment, ToolInputError, ToolOutcome, ToolSpec
+from agent_core.tools import TOOLS, ToolContext, ToolEnvironment, ToolInputError, ToolOutcome, ToolSpec
 from agent_core.tools.background import BackgroundHost
 from agent_core.tools.base import AgentCellRecord, Emit
 from agent_core.tools.external import ExternalToolSpec
@@ -88,6 +88,20 @@ class RunContext:
     @property
     def max_model_calls(self) -> int:
         return self.settings.max_model_calls or self.agent.max_model_calls
+
+    def tool_context(self, call_id: str) -> ToolContext:
+        """The context a tool of this run is called with (its call id, this run's notebook and record)."""
+        return ToolContext(
+            call_id,
+            self.env,
+            self.emit,
+            self.settings,
+            self,
+            thread_id=self.thread_id,
+            notebook_path=self.notebook_path,
+            notebook_cells=self.notebook_cells,
+            agent_cells=self.agent_cells,
+        )
 
     def needs_approval(self, name: str) -> bool:
         if self.policy.asks_for_plan(name):

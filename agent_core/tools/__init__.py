@@ -22,6 +22,7 @@ from agent_core.tools.knowledge import SEARCH_KNOWLEDGE
 from agent_core.tools.notebook import ADD_MARKDOWN, RUN_CELL
 from agent_core.tools.notebook_reader import READ_NOTEBOOK
 from agent_core.tools.planning import FINAL_ANSWER, WRITE_TODOS
+from agent_core.tools.rerun import RERUN_STALE
 from agent_core.tools.resources import CHECK_RESOURCE
 from agent_core.tools.search import SEARCH_NOTEBOOKS, SEARCH_WORKSPACE
 from agent_core.tools.shell import EXECUTE_COMMAND
@@ -55,6 +56,7 @@ TOOLS: dict[str, ToolSpec] = {
         SQL_QUERY,
         VERIFY_NOTEBOOK,
         EXPLORE,  # issue 37
+        RERUN_STALE,  # issue 42
     )
 }
 TOOL_NAMES: tuple[str, ...] = tuple(TOOLS)

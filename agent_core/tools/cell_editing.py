@@ -98,7 +98,7 @@ async def edit_cell_preview(args: EditCellArgs, ctx: ToolContext) -> JsonObject:
     index, cell = await target_cell(args, ctx)
     where = f" ({PENDING_NOTE})" if cell.get("pending") == "new" else ""
     diff = unified_diff(cell_source(cell), args.source, f"cell {index} ({cell['id']}){where}")
-    card = await cell_preview(RunCellArgs(code=args.source), ctx)
+    card = await cell_preview(RunCellArgs(code=args.source), ctx, str(cell["id"]))
     return {**card, "diff": bounded(diff, MAX_DIFF_CHARS) or "(no change)"}
 
 

@@ -25,6 +25,7 @@ from agent_core.tools.base import (
     ToolStateUpdate,
 )
 from agent_core.tools.diagnostics import lint_code
+from agent_core.tools.notebook_graph import makes_stale
 from agent_core.undo.card import code_impact
 from agent_core.undo.steps import before_cell
 from agent_core.vision import cell_images
@@ -95,8 +96,9 @@ def still_running(outputs: Iterable[JsonObject], placement: CellPlacement, elaps
     )
 
 
-async def cell_preview(args: RunCellArgs, ctx: ToolContext) -> JsonObject:
-    """The approval card's diagnostics and impact; never fails (a card without them is still a card)."""
+async def cell_preview(args: RunCellArgs, ctx: ToolContext, cell_id: str | None = None) -> JsonObject:
+    """The approval card's diagnostics, impact and the cells it would leave stale (run in cell
+    `cell_id`, else in a new one); never fails (a card without them is still a card)."""
     if not args.code.strip():
         return {"diagnostics": []}
     card: JsonObject = {"diagnostics": []}
@@ -108,6 +110,12 @@ async def cell_preview(args: RunCellArgs, ctx: ToolContext) -> JsonObject:
         card["diagnostics"] = (await lint_code(args.code, Path(ctx.env.root_dir), env=ctx.env)).diagnostics
     except ToolInputError as exc:
         log.info("no diagnostics for the card: %s", exc)
+    try:
+        stale = await makes_stale(ctx, args.code, cell_id)
+        if stale is not None:
+            card["makes_stale"] = stale
+    except Exception as exc:  # the graph is a help for the user, like the impact
+        log.warning("no stale cells for the card: %s", exc)
     return card
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 from pydantic import Field
@@ -14,7 +15,8 @@ from agent_core.json_types import JsonObject, json_items
 from agent_core.output_digest import bounded, digest
 from agent_core.tools.arguments import ToolArgs
 from agent_core.tools.base import HasKernelHistory, ToolContext, ToolInputError, ToolOutcome, ToolSpec
-from agent_core.tools.notebook_view import PENDING_NOTE, cell_source, notebook_view, shown_id
+from agent_core.tools.notebook_graph import stale_marks, stale_text, view_graph
+from agent_core.tools.notebook_view import PENDING_NOTE, cell_source, shown_id
 
 MAX_NOTEBOOK_BYTES = 50 * 2**20
 DEFAULT_CELLS = 30
@@ -58,10 +60,12 @@ def cells_text(
     end: int | None = None,
     total: int = TOTAL_CHARS,
     output_chars: int = OUTPUT_CHARS,
+    marks: Mapping[int, str] | None = None,
 ) -> str:
     """The cells in [start, end) as text for the model: index, id, type, execution count, source and
     output digest, each bounded, the whole bounded too. A cell with `pending` (an agent cell the
-    saved file lacks, agent_core.tools.notebook_view) is marked so."""
+    saved file lacks, agent_core.tools.notebook_view) is marked so; `marks` adds a word to a cell's
+    head by index (the dependency graph's "stale")."""
     cells = [c for c in json_items(notebook["cells"]) if isinstance(c, dict)]
     stop = min(len(cells), end if end is not None else start + DEFAULT_CELLS)
     pending = sum(1 for c in cells if c.get("pending"))
@@ -77,6 +81,8 @@ def cells_text(
             facts.append(f"execution_count {cell['execution_count']}")
         if cell.get("pending"):
             facts.append(_PENDING[cell["pending"]])
+        if marks and index in marks:
+            facts.append(marks[index])
         head = f"--- cell {index}, id {shown_id(cell)} ({', '.join(facts)})"
         text = f"{head}\n{bounded(cell_source(cell), SOURCE_CHARS)}"
         outputs = cell.get("outputs") if kind == "code" else None
@@ -122,10 +128,13 @@ async def kernel_history(env: object) -> str:
 
 
 async def read_notebook(args: ReadNotebookArgs, ctx: ToolContext) -> ToolOutcome:
-    view = await notebook_view(ctx, args.path)
+    view, graph = await view_graph(ctx, args.path)
     notebook: JsonObject = {"cells": view.cells}
     start = args.start or 0
-    body = f"{view.path}: {cells_text(notebook, start, args.end)}\n\n{run_order(notebook)}"
+    body = f"{view.path}: {cells_text(notebook, start, args.end, marks=stale_marks(graph))}\n\n{run_order(notebook)}"
+    stale = stale_text(graph)
+    if stale:
+        body += f"\n\n{stale}"
     bound = not args.path or args.path == ctx.notebook_path
     history = await kernel_history(ctx.env) if bound else ""
     if history:
@@ -139,7 +148,8 @@ READ_NOTEBOOK = ToolSpec(
         "Read the cells of the notebook (default: the one this thread is bound to) with their outputs, by "
         "index range, and which cells ran in which order, including the user's own cells run in the kernel. "
         "Each cell is shown as `--- cell <index>, id <cell id> (...)`: edit_cell takes that id or index. Your own "
-        "cells appear even before the notebook is opened and saved (marked so)."
+        "cells appear even before the notebook is opened and saved (marked so). Stale cells (a name they read was "
+        "redefined after they ran, or their source changed) are marked and listed with the reason."
     ),
     args=ReadNotebookArgs,
     action=read_notebook,

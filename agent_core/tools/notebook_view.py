@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from agent_core.cell_graph.records import NBFORMAT_ID, cell_source
 from agent_core.contract.notebook_cells import AgentCell
 from agent_core.json_types import JsonObject, json_items
 from agent_core.output_digest import bounded
@@ -28,14 +28,8 @@ METADATA_KEY = "cellwright"
 PENDING_NOTE = "not yet in the saved file"
 LAYOUT_CELLS = 40  # cells listed in an error's layout: enough around any index a model just read
 LAYOUT_SOURCE_CHARS = 60
-_NBFORMAT_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 Pending = Literal["new", "edit"]
-
-
-def cell_source(cell: JsonObject) -> str:
-    source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else str(source)
 
 
 def shown_id(cell: JsonObject) -> str:
@@ -44,7 +38,7 @@ def shown_id(cell: JsonObject) -> str:
     cell_id = cell.get("id")
     if not isinstance(cell_id, str) or not cell_id:
         return "(none)"
-    return cell_id if _NBFORMAT_ID.fullmatch(cell_id) else json.dumps(cell_id[:64])
+    return cell_id if NBFORMAT_ID.fullmatch(cell_id) else json.dumps(cell_id[:64])
 
 
 def tool_call_of(cell: JsonObject) -> str | None:
@@ -227,7 +221,10 @@ def _new(agent: AgentCell) -> JsonObject:
 
 def _edited(cell: JsonObject, agent: AgentCell) -> JsonObject:
     if cell.get("pending") != "new" and cell_source(cell) == agent.source:
-        return cell  # the browser has the edit already (live, not yet saved)
+        if agent.execution_count is None or cell.get("execution_count") == agent.execution_count:
+            return cell  # the browser has the edit already (live, not yet saved)
+        # the same source run again (rerun_stale, issue 42): the count and outputs are that run's
+        return {**cell, "execution_count": agent.execution_count, "outputs": _outputs(agent)}
     pending: Pending = "new" if cell.get("pending") == "new" else "edit"
     old = cell.get("metadata")
     metadata = {**(old if isinstance(old, dict) else {}), **_stamps(agent)}

@@ -11,6 +11,7 @@ from agent_core.environment import HasShadowKernel, ToolInputError
 from agent_core.json_types import JsonObject, json_items, json_object
 from agent_core.verify.hidden_state import hidden_state, out_of_order
 from agent_core.verify.outputs import DETAIL_CHARS, difference
+from agent_core.verify.stale import stale_explanations
 
 VERIFY_SECONDS = 300.0  # the whole re-run: a notebook slower than this is not one to re-run on a click
 MAX_CODE_CELLS = 500
@@ -62,6 +63,7 @@ async def verify_notebook(
             f"{path} has {len(code_cells)} code cells; verify_notebook re-runs at most {MAX_CODE_CELLS}"
         )
     sources = [_source(c) for _, c in code_cells]
+    explanations = stale_explanations([c for _, c in indexed])
     cells: list[VerifiedCell] = []
     failed = False
     async with env.shadow_kernel(path, kernel_name_of(notebook)) as shadow:
@@ -85,7 +87,10 @@ async def verify_notebook(
                 before = (recorded or {}).get(provenance, cell.get("outputs") or [])
                 detail = difference(before, run.outputs)
                 status = "differs" if detail else "same"
-            cells.append(found.model_copy(update={"status": status, "detail": detail}))
+            update: dict[str, object] = {"status": status, "detail": detail}
+            if status == "differs":
+                update["explained"] = explanations.get(index)
+            cells.append(found.model_copy(update=update))
         kernel_name = shadow.kernel_name
     hidden = hidden_state(sources)
     late = out_of_order([c.get("execution_count") for _, c in code_cells])
@@ -114,6 +119,8 @@ def summary(result: VerifyResult) -> str:
         cell = next((c for c in result.cells if c.number == result.at_cell), None)
         if cell is not None and cell.detail:
             text += f": {cell.detail}"
+        if cell is not None and cell.explained:
+            text += f" (expected: {cell.explained})"
     if result.hidden_state:
         text += f"\nNames read before any cell defines them (hidden state): {', '.join(result.hidden_state[:20])}."
     if result.out_of_order:
