@@ -19,11 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from devtools.fake_llm import FakeLLM, text, tool_call
-from devtools.jupyter_process import JupyterProcess
+from devtools.jupyter_process import JupyterProcess, read_until
 from devtools.polling import wait_for
 from jupyter_ext.cell_reattach import lost_cell, reattached
 from tests.conftest import of_type
-from tests.test_crash import read_until
 
 DETACHED = "python3-detached"  # a kernel spec whose kernels do not stop with their server
 PID = "import os, time, pathlib\nprint('pid', os.getpid(), flush=True)\n"

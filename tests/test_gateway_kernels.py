@@ -8,9 +8,7 @@ makes its own thread and names its own variables."""
 
 from __future__ import annotations
 
-import os
 import re
-import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,11 +20,10 @@ import pytest
 
 from devtools import kernel_websocket
 from devtools.fake_llm import FakeLLM, text, tool_call
-from devtools.jupyter_process import TOKEN, JupyterProcess, KernelGatewayProcess
+from devtools.jupyter_process import TOKEN, JupyterProcess, KernelGatewayProcess, kill_9, read_until
 from devtools.polling import wait_for
 from tests.conftest import of_type
 from tests.test_background_restart import PID, finished, ticked_since, waiting_thread
-from tests.test_crash import read_until
 
 NOTEBOOK = "remote.ipynb"
 STOP_SECONDS = 5.0  # a Stop must end a cell on the gateway within this
@@ -325,9 +322,7 @@ def test_a_server_killed_mid_background_cell_finds_the_gateway_kernel_again_and_
     kernel = first.open_notebook("long.ipynb")
     try:
         thread, before, _ = waiting_thread(first, "long.ipynb", kernel, code)
-        assert first.proc is not None
-        os.kill(first.proc.pid, signal.SIGKILL)
-        first.proc.wait()
+        kill_9(first)
         killed_at = time.time()
 
         second = JupyterProcess(tmp_path, env, extra_args=args).start()
