@@ -101,8 +101,12 @@ def until(server: JupyterProcess, thread_id: str, after: int, stop: Callable[[Ev
     return seen
 
 
+def ended(event: dict[str, Any]) -> bool:
+    return bool(event["type"] == "run_finished")
+
+
 def with_restart(
-    server: JupyterProcess, llm: FakeLLM, kernel: str, rounds: int, release: Path
+    server: JupyterProcess, env: dict[str, str], llm: FakeLLM, kernel: str, rounds: int, release: Path
 ) -> tuple[list[float], JupyterProcess]:
     """Each round: the cell in the background, the server killed and started again, the cell
     followed again, then let end. The last server, for the caller to stop."""
@@ -110,15 +114,15 @@ def with_restart(
     for i in range(rounds):
         release.unlink(missing_ok=True)
         thread_id, seq = approved(server, llm, kernel, TICKING.format(release=str(release)), f"r{i}", arrivals)
-        waiting = until(server, thread_id, seq, lambda seen: any(e["type"] == "run_finished" for e in seen))
+        waiting = until(server, thread_id, seq, lambda seen: any(ended(e) for e in seen))
         kill_9(server)
-        server = JupyterProcess(server.base, {}, extra_args=server.extra_args).start()
+        server = JupyterProcess(server.base, env, extra_args=server.extra_args).start()
         followed = until(
             server, thread_id, waiting[-1]["seq"], lambda seen: any(e["type"] == "cell_output" for e in seen)
         )
         release.write_text("")
-        events = server.events(thread_id, followed[-1]["seq"])  # open until the resumed run ends
-        assert [e["status"] for e in events if e["type"] == "run_finished"] == ["completed"], events[-3:]
+        events = until(server, thread_id, followed[-1]["seq"], lambda seen: seen[-1:] != [] and ended(seen[-1]))
+        assert events[-1]["status"] == "completed", events[-3:]
         gaps.append(gap_ms(events, arrivals.times[-1]))
     return gaps, server
 
@@ -147,7 +151,7 @@ def main(rounds: int, restart_rounds: int) -> None:
         try:
             kernel = server.start().open_notebook("bench.ipynb")
             remote = without_restart(server, llm, kernel, rounds)
-            restarted, server = with_restart(server, llm, kernel, restart_rounds, Path(tmp) / "release")
+            restarted, server = with_restart(server, env, llm, kernel, restart_rounds, Path(tmp) / "release")
         finally:
             server.stop()
             gateway.stop()
