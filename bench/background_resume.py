@@ -19,11 +19,13 @@ second, the rest to one per 5 s: an hour stores what its first minute does plus 
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +38,7 @@ from devtools.jupyter_process import JupyterProcess, KernelGatewayProcess, kill_
 CELL = "import time\ntime.sleep(0.8)\nprint('ended at', time.time())"
 # The restart variant's cell: it prints until the bench lets it end, so the new server's following is seen.
 TICKING = (
-    "import pathlib, time\nwhile not pathlib.Path({release!r}).exists():\n    print('tick', flush=True)\n"
+    "import pathlib, time\nwhile not pathlib.Path({release!r}).exists():\n    print('tick', time.time(), flush=True)\n"
     "    time.sleep(0.2)\nprint('ended at', time.time())"
 )
 PROGRESS_SECONDS = 10
@@ -105,6 +107,11 @@ def ended(event: dict[str, Any]) -> bool:
     return bool(event["type"] == "run_finished")
 
 
+def ticked_after(events: Events, moment: float) -> bool:
+    text = "".join(e["output"].get("text", "") for e in events if e["type"] == "cell_output")
+    return any(float(t) > moment for t in re.findall(r"tick ([\d.]+)", text))
+
+
 def with_restart(
     server: JupyterProcess, env: dict[str, str], llm: FakeLLM, kernel: str, rounds: int, release: Path
 ) -> tuple[list[float], JupyterProcess]:
@@ -116,10 +123,10 @@ def with_restart(
         thread_id, seq = approved(server, llm, kernel, TICKING.format(release=str(release)), f"r{i}", arrivals)
         waiting = until(server, thread_id, seq, lambda seen: any(ended(e) for e in seen))
         kill_9(server)
+        killed_at = time.time()
         server = JupyterProcess(server.base, env, extra_args=server.extra_args).start()
-        followed = until(
-            server, thread_id, waiting[-1]["seq"], lambda seen: any(e["type"] == "cell_output" for e in seen)
-        )
+        # The first server logged ticks until it died: only a tick printed after the kill shows the cell followed again.
+        followed = until(server, thread_id, waiting[-1]["seq"], partial(ticked_after, moment=killed_at))
         release.write_text("")
         events = until(server, thread_id, followed[-1]["seq"], lambda seen: seen[-1:] != [] and ended(seen[-1]))
         assert events[-1]["status"] == "completed", events[-3:]

@@ -35,6 +35,7 @@ class BackgroundRuns:
         self._background: BackgroundSteps | None = None
         self._resumes: set[asyncio.Task[None]] = set()
         self._driving_on: set[str] = set()  # between the cell's end and the next segment's task: still busy
+        self._preloading: asyncio.Future[None] | None = None
 
     def steps(self) -> BackgroundSteps:
         """Made with the runner (agent_core's loop loads on first use, not at server start)."""
@@ -121,12 +122,22 @@ class BackgroundRuns:
         at once with what can be said."""
         from agent_core.tools.background import KERNEL_DIED_MEANWHILE, UNFOLLOWED
 
+        self._preload_model_client()
         if await self._follow_again(record):
             return
         # A kernel the server knows again (a gateway's) but could not follow; else it died with the server.
         kernel_alive = await self._manager.environment_of(record).kernel_identity() is not None
         self.steps().orphaned(record.thread_id, UNFOLLOWED if kernel_alive else KERNEL_DIED_MEANWHILE)
         await self._drive_on(record.thread_id)
+
+    def _preload_model_client(self) -> None:
+        """The model's SDK imported in a worker thread, once: the run resumed when the cell ends is
+        this process's first model request, and its imports (measured: 2-5 s on a loaded machine)
+        would otherwise sit between the cell's end and the request."""
+        if self._preloading is None:
+            from agent_core.llm.sdk_clients import preload
+
+            self._preloading = asyncio.ensure_future(asyncio.to_thread(preload))
 
     async def _follow_again(self, record: ThreadRecord) -> bool:
         """Follow the thread's lost cell again in a kernel left by the server that died

@@ -47,6 +47,16 @@ def new_client(settings: AgentSettings) -> AsyncOpenAI:
     )
 
 
+def preload() -> None:
+    """Import the SDK and what its first chat request loads, and make the TLS context (~1 s of CPU,
+    several on a busy machine), for a process that knows a model request will come before anyone
+    asks (a run waiting for a background cell when the server started): that request then does not
+    wait for them. Blocking: meant for a worker thread."""
+    import openai.resources.chat.completions  # noqa: F401 (AsyncOpenAI.chat loads it on the first request)
+
+    tls_context()
+
+
 @functools.cache
 def tls_context() -> ssl.SSLContext:
     """One TLS context for all the process's clients, made as the SDK's HTTP library makes its own
