@@ -52,8 +52,15 @@ def preload() -> None:
     several on a busy machine), for a process that knows a model request will come before anyone
     asks (a run waiting for a background cell when the server started): that request then does not
     wait for them. Blocking: meant for a worker thread."""
+    import openai
     import openai.resources.chat.completions  # noqa: F401 (AsyncOpenAI.chat loads it on the first request)
 
+    try:
+        import aiohttp  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        getattr(openai, "DefaultAioHttpClient", None)  # the SDK loads its aiohttp transport on this access
     tls_context()
 
 
