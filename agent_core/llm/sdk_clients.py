@@ -53,7 +53,10 @@ def preload() -> None:
     asks (a run waiting for a background cell when the server started): that request then does not
     wait for them. Blocking: meant for a worker thread."""
     import openai
-    import openai.resources.chat.completions  # noqa: F401 (AsyncOpenAI.chat loads it on the first request)
+
+    # AsyncOpenAI.chat.completions loads these on the first request (the SDK's resources load lazily).
+    from openai.resources.chat import AsyncChat  # noqa: F401
+    from openai.resources.chat.completions import AsyncCompletions  # noqa: F401
 
     try:
         import aiohttp  # noqa: F401
