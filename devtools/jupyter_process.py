@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -243,6 +244,36 @@ class JupyterProcess:
         response = self.request("POST", "api/sessions", body)
         assert response.status_code == 201, response.text
         return response.json()["kernel"]["id"]
+
+
+def kill_9(server: JupyterProcess) -> None:
+    """The server killed as a crash kills it: no shutdown, its kernels left to themselves."""
+    assert server.proc is not None
+    os.kill(server.proc.pid, signal.SIGKILL)
+    server.proc.wait()
+
+
+def read_until(server: JupyterProcess, thread: str, after: int, stop: Any, seen: list[dict[str, Any]]) -> None:
+    """Follow the thread's SSE stream, keeping every stored event, until `stop(seen)` or the stream ends."""
+    headers = {"Authorization": f"token {TOKEN}", "Last-Event-ID": str(after)}
+    try:
+        with httpx.stream(
+            "GET", f"{server.url}/cellwright/api/threads/{thread}/events", headers=headers, timeout=60
+        ) as response:
+            fields: dict[str, str] = {}
+            for line in response.iter_lines():
+                if line:
+                    if not line.startswith(":"):
+                        key, _, value = line.partition(": ")
+                        fields[key] = value
+                    continue
+                if "id" in fields:
+                    seen.append(json.loads(fields["data"]))
+                    if stop(seen):
+                        return
+                fields = {}
+    except httpx.HTTPError:
+        pass  # the server died under us
 
 
 class KernelGatewayProcess:

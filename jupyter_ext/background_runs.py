@@ -20,6 +20,7 @@ from .errors import Conflict
 if TYPE_CHECKING:
     from agent_core.loop.background_steps import BackgroundSteps
 
+    from .cell_reattach import LostCell, ReattachedKernel
     from .run_manager import RunManager
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,7 @@ class BackgroundRuns:
         self._background: BackgroundSteps | None = None
         self._resumes: set[asyncio.Task[None]] = set()
         self._driving_on: set[str] = set()  # between the cell's end and the next segment's task: still busy
+        self._preloading: asyncio.Future[None] | None = None
 
     def steps(self) -> BackgroundSteps:
         """Made with the runner (agent_core's loop loads on first use, not at server start)."""
@@ -121,12 +123,22 @@ class BackgroundRuns:
         at once with what can be said."""
         from agent_core.tools.background import KERNEL_DIED_MEANWHILE, UNFOLLOWED
 
+        self._preload_model_client()
         if await self._follow_again(record):
             return
         # A kernel the server knows again (a gateway's) but could not follow; else it died with the server.
         kernel_alive = await self._manager.environment_of(record).kernel_identity() is not None
         self.steps().orphaned(record.thread_id, UNFOLLOWED if kernel_alive else KERNEL_DIED_MEANWHILE)
         await self._drive_on(record.thread_id)
+
+    def _preload_model_client(self) -> None:
+        """The model's SDK imported in a worker thread, once: the run resumed when the cell ends is
+        this process's first model request, and its imports (measured: 2-5 s on a loaded machine)
+        would otherwise sit between the cell's end and the request."""
+        if self._preloading is None:
+            from agent_core.llm.sdk_clients import preload
+
+            self._preloading = asyncio.ensure_future(asyncio.to_thread(preload))
 
     async def _follow_again(self, record: ThreadRecord) -> bool:
         """Follow the thread's lost cell again in a kernel left by the server that died
@@ -135,13 +147,11 @@ class BackgroundRuns:
         from agent_core.tools.base import CellPlacement, ToolOutcome
         from agent_core.tools.notebook import still_running
 
-        from .cell_reattach import follow_again, lost_cell, reattached
+        from .cell_reattach import follow_again, lost_cell
 
         cell = lost_cell(await self._log_of(record.thread_id))
-        kernel_manager = getattr(getattr(self._manager.parent, "serverapp", None), "kernel_manager", None)
-        directory = str(getattr(kernel_manager, "connection_dir", "") or "")
-        client = await reattached(directory, cell.kernel_id) if cell is not None else None
-        if cell is None or client is None:
+        kernel = await self._found_again(record, cell) if cell is not None else None
+        if cell is None or kernel is None:
             return False
         log.info("Cellwright follows again cell %s of thread %s after the restart", cell.call_id, record.thread_id)
         relay = EmitRelay(lambda _event: None, cell.call_id)  # held until run_ended redirects it to the log
@@ -152,10 +162,23 @@ class BackgroundRuns:
         def so_far() -> ToolOutcome:
             return still_running(relay.outputs, CellPlacement(cell.cell_id), time.monotonic() - since)
 
-        task = asyncio.create_task(follow_again(client, cell, relay))
+        task = asyncio.create_task(follow_again(kernel, cell, relay))
         self.steps().follow(BackgroundStep(record.thread_id, cell.call_id, task, relay, so_far))
         self.steps().run_ended(record.thread_id, record.last_run_id)
         return True
+
+    async def _found_again(self, record: ThreadRecord, cell: LostCell) -> ReattachedKernel | None:
+        """The lost cell's kernel, if it outlived the server: asked of the Kernel Gateway (and
+        registered with the kernel manager), or found through the connection file a local one left."""
+        from .cell_reattach import reattached
+        from .gateway_reattach import is_gateway, reattached_on_gateway
+
+        serverapp = getattr(self._manager.parent, "serverapp", None)
+        kernel_manager = getattr(serverapp, "kernel_manager", None)
+        if is_gateway(kernel_manager) and serverapp is not None:
+            sessions = serverapp.session_manager
+            return await reattached_on_gateway(kernel_manager, sessions, cell.kernel_id, record.notebook_path)
+        return await reattached(str(getattr(kernel_manager, "connection_dir", "") or ""), cell.kernel_id)
 
     async def _log_of(self, thread_id: str) -> list[JsonObject]:
         """The thread's whole event log (read once, at start-up, for a thread left waiting)."""

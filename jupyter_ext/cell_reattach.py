@@ -7,7 +7,10 @@ while a cell runs) proves the kernel alive and our iopub subscribed (its status 
 The cell's further outputs and its "idle" come on iopub under its execute_request's msg_id (its
 `cell_started` recorded it); a history request on shell, which the kernel answers only once it is
 done with the cell, gives the cell's execution count and source, and tells a cell that ended while
-the server was down (its reply comes with no "idle" of the cell before it)."""
+the server was down (its reply comes with no "idle" of the cell before it).
+
+A kernel on a Kernel Gateway is found again through the gateway instead (gateway_reattach.py): both
+are a ReattachedKernel to follow_again."""
 
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from jupyter_client.asynchronous.client import AsyncKernelClient
 
@@ -38,6 +41,47 @@ PROVE_SECONDS = 10.0  # a kernel whose control port listens but does not answer 
 POLL_SECONDS = 1.0
 INTERRUPT_GRACE_SECONDS = 3.0
 _KERNEL_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+class ReattachedKernel(Protocol):
+    """A kernel found again after a restart, whichever host runs it: its channels (shell and iopub),
+    a request on its control channel (answered while a cell runs), and how it is stopped."""
+
+    @property
+    def channels(self) -> KernelChannels: ...
+
+    def ask_on_control(self, msg_type: str) -> str: ...
+
+    def alive(self) -> bool: ...
+
+    async def interrupt(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+class LocalKernel:
+    """A local kernel found through its connection file: no kernel manager holds its process."""
+
+    def __init__(self, client: AsyncKernelClient) -> None:
+        self.client = client
+
+    @property
+    def channels(self) -> KernelChannels:
+        return cast("KernelChannels", self.client)  # jupyter-client types its messages dict[str, Any]
+
+    def ask_on_control(self, msg_type: str) -> str:
+        asked = self.client.session.msg(msg_type)
+        self.client.control_channel.send(asked)
+        return str(asked["header"]["msg_id"])
+
+    def alive(self) -> bool:
+        return _listening(self.client)
+
+    async def interrupt(self) -> None:
+        self.ask_on_control("interrupt_request")
+
+    def stop(self) -> None:
+        self.client.stop_channels()
 
 
 @dataclass
@@ -75,10 +119,15 @@ def lost_cell(events: list[JsonObject]) -> LostCell | None:
     return cell
 
 
-async def reattached(connection_dir: str, kernel_id: str) -> AsyncKernelClient | None:
-    """A client of the kernel `kernel_id` left by the server that died, proven alive with iopub
-    subscribed; None when its connection file is gone or nothing answers on it."""
-    if not _KERNEL_ID.fullmatch(kernel_id) or not connection_dir:  # our own record, and still a path
+def is_kernel_id(kernel_id: str) -> bool:
+    """A kernel id as Jupyter makes them (a UUID): our own record, still checked before it names a file or URL."""
+    return _KERNEL_ID.fullmatch(kernel_id) is not None
+
+
+async def reattached(connection_dir: str, kernel_id: str) -> LocalKernel | None:
+    """The kernel `kernel_id` left by the server that died, proven alive with iopub subscribed; None
+    when its connection file is gone or nothing answers on it."""
+    if not is_kernel_id(kernel_id) or not connection_dir:
         return None
     path = Path(connection_dir) / f"kernel-{kernel_id}.json"
     if not path.is_file():
@@ -91,9 +140,10 @@ async def reattached(connection_dir: str, kernel_id: str) -> AsyncKernelClient |
     if not _listening(client):
         return None  # a dead kernel's ports refuse at once: no need to wait for an answer
     client.start_channels(shell=True, iopub=True, stdin=False, hb=False, control=True)
-    if await _proven(client):
-        return client
-    client.stop_channels()
+    kernel = LocalKernel(client)
+    if await proven(kernel):
+        return kernel
+    kernel.stop()
     return None
 
 
@@ -108,27 +158,26 @@ def _listening(client: AsyncKernelClient) -> bool:
         return False
 
 
-async def _proven(client: AsyncKernelClient) -> bool:
+async def proven(kernel: ReattachedKernel) -> bool:
     """A control kernel_info answered, and its status seen on iopub (a subscription starts late: ask again)."""
     deadline = time.monotonic() + PROVE_SECONDS
     while time.monotonic() < deadline:
-        asked = client.session.msg("kernel_info_request")
-        client.control_channel.send(asked)
+        asked = kernel.ask_on_control("kernel_info_request")
         until = min(deadline, time.monotonic() + 0.5)
         while (left := until - time.monotonic()) > 0:
             try:
-                msg = await cast("KernelChannels", client).get_iopub_msg(timeout=left)
-            except queue.Empty:
+                msg = await kernel.channels.get_iopub_msg(timeout=left)
+            except (queue.Empty, ConnectionError):
                 break
-            if msg.get("parent_header", {}).get("msg_id") == asked["header"]["msg_id"]:
+            if _parent(msg) == asked:
                 return True
     return False
 
 
-async def follow_again(client: AsyncKernelClient, cell: LostCell, emit: Emit) -> ToolOutcome:
+async def follow_again(kernel: ReattachedKernel, cell: LostCell, emit: Emit) -> ToolOutcome:
     """Follow the cell to its end (emitting its outputs, progress and cell_finished): what the model
-    is told of it. Stop (a cancel) interrupts it over the control channel."""
-    channels = cast("KernelChannels", client)  # jupyter-client types its messages dict[str, Any]
+    is told of it. Stop (a cancel) interrupts it."""
+    channels = kernel.channels
     started = time.monotonic()
     outputs: list[JsonObject] = []
     progress = ProgressReader(cell.call_id)
@@ -138,8 +187,8 @@ async def follow_again(client: AsyncKernelClient, cell: LostCell, emit: Emit) ->
         while not done:
             try:
                 burst = [await channels.get_iopub_msg(timeout=POLL_SECONDS)]
-            except queue.Empty:
-                if not _listening(client):
+            except (queue.Empty, ConnectionError):  # ConnectionError: a gateway's websocket closed
+                if not kernel.alive():
                     outputs.append(_error("KernelDied", "The kernel died while this cell ran."))
                     emit(make_event("cell_output", id=cell.call_id, output=outputs[-1]))
                     break
@@ -161,14 +210,14 @@ async def follow_again(client: AsyncKernelClient, cell: LostCell, emit: Emit) ->
             done = any(_parent(m) == history_id and went_idle(m) for m in burst)
         history = await shell_reply(channels, history_id, POLL_SECONDS)
     except asyncio.CancelledError:
-        await _interrupt(client, cell.msg_id)
+        await _interrupt(kernel, cell.msg_id)
         emit(cell_finished(cell.call_id, "aborted", None, started))
-        client.stop_channels()
+        kernel.stop()
         raise
     for output in progress.finish():
         outputs.append(output)
         emit(make_event("cell_output", id=cell.call_id, output=output))
-    client.stop_channels()
+    kernel.stop()
     count = _count_of(history, cell.code)
     status: CellStatus = "error" if any(o.get("output_type") == "error" for o in outputs) else "ok"
     if not ended_here:
@@ -213,15 +262,14 @@ def _count_of(history: JsonObject | None, code: str) -> int | None:
     return None
 
 
-async def _interrupt(client: AsyncKernelClient, msg_id: str) -> None:
-    """Stop: an interrupt_request over control (no kernel manager holds this kernel's process), then
-    wait a little for the cell's idle."""
-    client.control_channel.send(client.session.msg("interrupt_request"))
+async def _interrupt(kernel: ReattachedKernel, msg_id: str) -> None:
+    """Stop: the kernel interrupted, then a little wait for the cell's idle."""
+    await kernel.interrupt()
     deadline = time.monotonic() + INTERRUPT_GRACE_SECONDS
     while (left := deadline - time.monotonic()) > 0:
         try:
-            msg = await cast("KernelChannels", client).get_iopub_msg(timeout=left)
-        except queue.Empty:
+            msg = await kernel.channels.get_iopub_msg(timeout=left)
+        except (queue.Empty, ConnectionError):
             return
         if _parent(msg) == msg_id and went_idle(msg):
             return

@@ -61,10 +61,12 @@ class GatewayChannels:
     async def start_channels(
         self, shell: bool = True, iopub: bool = True, stdin: bool = False, hb: bool = False, control: bool = False
     ) -> None:
-        """Connect; only shell and iopub are read (messages of the channels not asked for are dropped)."""
-        if stdin or hb or control:
-            raise ValueError("only the shell and iopub channels of a gateway kernel are offered here")
-        self._channels = tuple(name for name, wanted in (("shell", shell), ("iopub", iopub)) if wanted)
+        """Connect; shell, iopub and control are read (messages of the channels not asked for are
+        dropped). Control answers while a cell runs: re-attaching after a restart proves a busy kernel alive on it."""
+        if stdin or hb:
+            raise ValueError("only the shell, iopub and control channels of a gateway kernel are offered here")
+        wanted = (("shell", shell), ("iopub", iopub), ("control", control))
+        self._channels = tuple(name for name, asked in wanted if asked)
         await self._connect()
 
     async def _connect(self) -> None:
@@ -116,12 +118,16 @@ class GatewayChannels:
                 channel.get_nowait()
             channel.put_nowait(msg)
 
-    def _send(self, msg_type: str, content: JsonObject) -> str:
+    def _send(self, msg_type: str, content: JsonObject, channel: str = "shell") -> str:
         if self._ws is None:
             raise RuntimeError("the gateway kernel's channels are not started")
         msg = self.session.msg(msg_type, content)
-        self._ws.write_message(json.dumps({**msg, "channel": "shell"}, default=json_default))
+        self._ws.write_message(json.dumps({**msg, "channel": channel}, default=json_default))
         return str(msg["header"]["msg_id"])
+
+    def ask_on_control(self, msg_type: str) -> str:
+        """A request without content (kernel_info_request, interrupt_request) on the control channel; its msg_id."""
+        return self._send(msg_type, {}, channel="control")
 
     def execute(
         self,
@@ -178,8 +184,9 @@ class GatewayChannels:
         asked = self._send("kernel_info_request", {})
         deadline = None if timeout is None else time.monotonic() + timeout
         self._unproven = True
-        for channel in self._channels:
-            await self._answer(channel, asked, deadline)
+        for channel in ("shell", "iopub"):  # a kernel_info asked on shell: no answer comes on control
+            if channel in self._channels:
+                await self._answer(channel, asked, deadline)
         self._unproven = False
 
     async def _answer(self, channel: str, asked: str, deadline: float | None) -> None:

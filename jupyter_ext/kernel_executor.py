@@ -353,10 +353,12 @@ class KernelEnvironment:
                     # iopub is a broadcast: a kernel that prints faster than it is read overflows the
                     # socket's queue, and the dropped messages can include the "idle" that ends the
                     # cell (seen with 20 000 flushed lines). The reply on shell is never dropped: with
-                    # it in and iopub quiet for a poll interval, the cell is over.
-                    reply = reply or await shell_reply(client, msg_id, timeout=0)
+                    # it in and iopub quiet for a whole poll interval after it, the cell is over. A reply
+                    # found only now may have overtaken the cell's last output: a gateway relays shell and
+                    # iopub apart (seen: a first cell's only line lost on a loaded machine).
                     if reply is not None:
                         break
+                    reply = await shell_reply(client, msg_id, timeout=0)
                     continue
                 burst = [msg, *await waiting_messages(client)]
                 fresh, idle = outputs_of_burst(burst, msg_id)

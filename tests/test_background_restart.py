@@ -19,11 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from devtools.fake_llm import FakeLLM, text, tool_call
-from devtools.jupyter_process import JupyterProcess
+from devtools.jupyter_process import JupyterProcess, read_until
 from devtools.polling import wait_for
 from jupyter_ext.cell_reattach import lost_cell, reattached
 from tests.conftest import of_type
-from tests.test_crash import read_until
 
 DETACHED = "python3-detached"  # a kernel spec whose kernels do not stop with their server
 PID = "import os, time, pathlib\nprint('pid', os.getpid(), flush=True)\n"
@@ -63,6 +62,23 @@ def waiting_thread(server: JupyterProcess, notebook: str, kernel: str, code: str
     assert of_type(seen, "run_finished")[0]["status"] == "waiting_for_cell", seen
     pid = int(re.findall(r"pid (\d+)", "".join(e["output"].get("text", "") for e in of_type(seen, "cell_output")))[0])
     return thread, seen[-1]["seq"], pid
+
+
+def ticked_since(server: JupyterProcess, thread: str, after: int, moment: float) -> list[dict[str, Any]]:
+    """The thread's events after `after` until a `tick <time>` the cell printed after `moment` (the
+    kill) reaches its log: the new server follows the cell again. No run started meanwhile."""
+
+    def ticked(events: list[dict[str, Any]]) -> bool:
+        text = "".join(e["output"].get("text", "") for e in of_type(events, "cell_output"))
+        return any(float(t) > moment for t in re.findall(r"tick ([\d.]+)", text))
+
+    seen: list[dict[str, Any]] = []
+    deadline = time.monotonic() + 60
+    while not ticked(seen) and time.monotonic() < deadline:
+        # The stream closes at once until recovery (in the background at start) follows the cell.
+        read_until(server, thread, seen[-1]["seq"] if seen else after, ticked, seen)
+    assert ticked(seen) and not of_type(seen, "run_started"), seen
+    return seen
 
 
 def finished(server: JupyterProcess, thread: str) -> list[dict[str, Any]]:
@@ -114,17 +130,7 @@ def test_a_restart_follows_cells_in_kernels_that_outlived_it_and_says_when_the_k
         servers.append(second)
         # a: followed again; a tick printed after the kill reaches the log once the new server has found the kernel.
         thread_a, before = threads["a"]
-        seen: list[dict[str, Any]] = []
-
-        def ticked_since_the_kill(events: list[dict[str, Any]]) -> bool:
-            text = "".join(e["output"].get("text", "") for e in of_type(events, "cell_output"))
-            return any(float(t) > killed_at for t in re.findall(r"tick ([\d.]+)", text))
-
-        deadline = time.monotonic() + 60
-        while not ticked_since_the_kill(seen) and time.monotonic() < deadline:
-            # The stream closes at once until recovery (in the background at start) follows the cell.
-            read_until(second, thread_a, seen[-1]["seq"] if seen else before, ticked_since_the_kill, seen)
-        assert ticked_since_the_kill(seen) and not of_type(seen, "run_started"), seen
+        ticked_since(second, thread_a, before, killed_at)
         (first.root / "release_a").write_text("")
         log = finished(second, thread_a)
         ended = of_type(log, "cell_finished")[-1]

@@ -12,12 +12,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from devtools import fake_llm as fake_llm_module
 from devtools.fake_llm import FakeLLM, text, tool_call
-from devtools.jupyter_process import TOKEN, JupyterProcess
+from devtools.jupyter_process import JupyterProcess, kill_9, read_until
 from tests.conftest import of_type
 from tests.postgres_fixtures import database_env
 
@@ -53,35 +52,6 @@ def words_sent(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(fake_llm_module._Handler, "_write_chunk", write_chunk)
     return sent
-
-
-def kill_9(server: JupyterProcess) -> None:
-    assert server.proc is not None
-    os.kill(server.proc.pid, signal.SIGKILL)
-    server.proc.wait()
-
-
-def read_until(server: JupyterProcess, thread: str, after: int, stop: Any, seen: list[dict[str, Any]]) -> None:
-    """Follow the thread's SSE stream, keeping every stored event, until `stop(seen)` or the stream ends."""
-    headers = {"Authorization": f"token {TOKEN}", "Last-Event-ID": str(after)}
-    try:
-        with httpx.stream(
-            "GET", f"{server.url}/cellwright/api/threads/{thread}/events", headers=headers, timeout=60
-        ) as response:
-            fields: dict[str, str] = {}
-            for line in response.iter_lines():
-                if line:
-                    if not line.startswith(":"):
-                        key, _, value = line.partition(": ")
-                        fields[key] = value
-                    continue
-                if "id" in fields:
-                    seen.append(json.loads(fields["data"]))
-                    if stop(seen):
-                        return
-                fields = {}
-    except httpx.HTTPError:
-        pass  # the server died under us
 
 
 @pytest.mark.runs_long

@@ -14,15 +14,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import nbformat
 import pytest
 
 from devtools import kernel_websocket
 from devtools.fake_llm import FakeLLM, text, tool_call
-from devtools.jupyter_process import TOKEN, JupyterProcess, KernelGatewayProcess
+from devtools.jupyter_process import TOKEN, JupyterProcess, KernelGatewayProcess, kill_9, read_until
 from devtools.polling import wait_for
 from tests.conftest import of_type
-from tests.test_crash import read_until
+from tests.test_background_restart import PID, finished, ticked_since, waiting_thread
 
 NOTEBOOK = "remote.ipynb"
 STOP_SECONDS = 5.0  # a Stop must end a cell on the gateway within this
@@ -297,6 +298,55 @@ def test_a_kernel_that_dies_mid_cell_ends_the_cell_and_the_next_cell_runs(
     assert "died" in tool_message(llm, "gw_exit") and "restarted" in tool_message(llm, "gw_exit")
     # The gateway restarted the kernel under its id: the next cell runs in the new process.
     assert texts(approve(server, thread, events, "gw_back"), "gw_back") == "back\n"
+
+
+@pytest.mark.runs_long
+def test_a_server_killed_mid_background_cell_finds_the_gateway_kernel_again_and_registers_it(
+    tmp_path: Path, gateway: KernelGatewayProcess, llm: FakeLLM, servers: list
+) -> None:
+    """Issue 38: kill -9 while an approved cell runs in the background on the gateway. The next
+    server asks the gateway for the kernel, follows the cell (a tick printed after the kill reaches
+    the log), resumes the run with the cell's real output when it ends, and registers the kernel:
+    it is in the server's kernel list, the notebook's session is on it, and a notebook's websocket
+    through the new server runs code that reads the long cell's variables."""
+    release = tmp_path / "release"
+    code = (
+        f"{PID}steps = 0\nwhile not pathlib.Path({str(release)!r}).exists():\n    steps += 1\n"
+        "    print('tick', time.time(), flush=True)\n    time.sleep(0.3)\nprint('trained: loss 0.1')\n"
+    )
+    llm.script(tool_call("run_cell", {"code": code}, id="gw_long"), text("Noted."))
+    env = {"OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "sk-test", "CELLWRIGHT_MODEL": "fake-model"}
+    args = [f"--gateway-url={gateway.url}", "--Cellwright.background_after=1"]
+    first = JupyterProcess(tmp_path, env, extra_args=args).start()
+    servers.append(first)
+    kernel = first.open_notebook("long.ipynb")
+    try:
+        thread, before, _ = waiting_thread(first, "long.ipynb", kernel, code)
+        kill_9(first)
+        killed_at = time.time()
+
+        second = JupyterProcess(tmp_path, env, extra_args=args).start()
+        servers.append(second)
+        ticked_since(second, thread, before, killed_at)
+        assert kernel in [k["id"] for k in second.get("api/kernels").json()], "not in the server's kernel list"
+        sessions = [s for s in second.get("api/sessions").json() if s["path"] == "long.ipynb"]
+        assert [s["kernel"]["id"] for s in sessions] == [kernel], sessions
+        release.write_text("")
+        ended = of_type(finished(second, thread), "cell_finished")[-1]
+        assert ended["id"] == "gw_long" and ended["status"] == "ok", ended
+        outcome = tool_message(llm, "gw_long")
+        assert "trained: loss 0.1" in outcome and "followed it again" in outcome, outcome
+        assert f"execution_count {ended['execution_count']}" in outcome, outcome
+
+        ws = kernel_websocket.connect(second.url, kernel, TOKEN)  # as the notebook's tab connects
+        try:
+            reply = kernel_websocket.until_done(ws, kernel_websocket.send_execute(ws, "assert steps > 0"))
+        finally:
+            ws.close()
+        assert reply["content"]["status"] == "ok", reply["content"]
+    finally:
+        if kernel in [k["id"] for k in gateway.kernels()]:  # whatever happened: the next test counts them
+            httpx.delete(f"{gateway.url}/api/kernels/{kernel}", timeout=30)
 
 
 def test_the_server_shuts_down_cleanly(

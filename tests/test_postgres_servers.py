@@ -13,12 +13,11 @@ from typing import Any
 import pytest
 
 from devtools.fake_llm import FakeLLM, text, tool_call
-from devtools.jupyter_process import JupyterProcess
+from devtools.jupyter_process import JupyterProcess, kill_9, read_until
 from devtools.polling import wait_for
 from devtools.postgres_cluster import PASSWORD, PostgresCluster
 from tests.conftest import of_type
 from tests.postgres_fixtures import database_env
-from tests.test_crash import kill_9, read_until
 
 pytestmark = pytest.mark.postgres
 APPEND_ONCE = "open('runs.txt', 'a').write('ran\\n')"  # the cell whose runs the tests count

@@ -47,6 +47,26 @@ def new_client(settings: AgentSettings) -> AsyncOpenAI:
     )
 
 
+def preload() -> None:
+    """Import the SDK and what its first chat request loads, and make the TLS context (~1 s of CPU,
+    several on a busy machine), for a process that knows a model request will come before anyone
+    asks (a run waiting for a background cell when the server started): that request then does not
+    wait for them. Blocking: meant for a worker thread."""
+    import openai
+
+    # AsyncOpenAI.chat.completions loads these on the first request (the SDK's resources load lazily).
+    from openai.resources.chat import AsyncChat  # noqa: F401
+    from openai.resources.chat.completions import AsyncCompletions  # noqa: F401
+
+    try:
+        import aiohttp  # noqa: F401
+    except ImportError:
+        pass
+    else:
+        getattr(openai, "DefaultAioHttpClient", None)  # the SDK loads its aiohttp transport on this access
+    tls_context()
+
+
 @functools.cache
 def tls_context() -> ssl.SSLContext:
     """One TLS context for all the process's clients, made as the SDK's HTTP library makes its own
