@@ -27,6 +27,7 @@ import { NotebookBridge } from './notebook';
 import { NotebookReconciler } from './notebookReconcile';
 import { onShowCell, revealCell } from './showCell';
 import { CellBadges, revealStep } from './cellBadges';
+import { StaleBadges } from './staleBadges';
 import { onStepUndone, undoSteps, undoSummary } from './model/undo';
 import { Autonomy, Mode } from './contract.gen';
 import { CommandIDs, PLUGIN_ID } from './tokens';
@@ -151,6 +152,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
         return { ok: !outcome.error, message: undoSummary(trans, outcome) };
       }
     });
+    const staleBadges = new StaleBadges(tracker, trans, path => model.api.notebookGraph(path));
 
     // Bind the panel to the active notebook.
     let bound: NotebookPanel | null = null;
@@ -319,6 +321,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
               ((settings.get('kernelMemoryWarningMB').composite as number) ?? 4096) * 1024 ** 2;
             model.defaultAutonomy = (settings.get('autonomy').composite as Autonomy) ?? 'agent';
             badges.enabled = (settings.get('provenanceBadges').composite as boolean) ?? true;
+            staleBadges.enabled = (settings.get('staleBadges').composite as boolean) ?? true;
             inlineProvider.enabled = (settings.get('inlineCompletion').composite as boolean) ?? true;
           };
           apply();
