@@ -153,6 +153,11 @@ const plugin: JupyterFrontEndPlugin<void> = {
       }
     });
     const staleBadges = new StaleBadges(tracker, trans, path => model.api.notebookGraph(path));
+    model.liveEvent.connect((_, live) => {
+      if (live.event.type === 'tool_result' && live.thread.notebookPath) {
+        staleBadges.refresh(live.thread.notebookPath);
+      }
+    });
 
     // Bind the panel to the active notebook.
     let bound: NotebookPanel | null = null;

@@ -3,8 +3,8 @@
  * outputs may be out of date, the reasons on hover ("reads df, redefined by cell 3 at [12]"). The
  * facts are the server's (GET notebook/graph: the saved notebook, the agent's cells it lacks, the
  * kernel's history); they are asked again when the notebook opens, after a cell runs or the kernel
- * goes idle (the agent's cells run in the same kernel) and after edits settle, never twice at once
- * per notebook. A setting turns them off.
+ * goes idle (the agent's cells run in the same kernel), after an agent step there ends, after a save
+ * and after edits settle, never twice at once per notebook. A setting turns them off.
  */
 import type { Cell } from '@jupyterlab/cells';
 import { INotebookTracker, Notebook, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
@@ -46,6 +46,17 @@ export class StaleBadges extends CellDecorations {
     });
   }
 
+  /**
+   * Ask again for the notebook at `path` (open here): the agent's step there ended, so the server's
+   * record of it, which the graph reads, is complete now.
+   */
+  refresh(path: string): void {
+    const panel = this.tracker.find(candidate => candidate.context.path === path);
+    if (panel && this._enabled) {
+      this._refreshers.get(panel)?.now();
+    }
+  }
+
   dispose(): void {
     if (this.isDisposed) {
       return;
@@ -70,9 +81,11 @@ export class StaleBadges extends CellDecorations {
       }
     };
     panel.content.model?.contentChanged.connect(edited);
+    panel.context.fileChanged.connect(edited); // a save: the graph reads the saved notebook
     panel.sessionContext.statusChanged.connect(status);
     panel.disposed.connect(() => {
       panel.content.model?.contentChanged.disconnect(edited);
+      panel.context.fileChanged.disconnect(edited);
       panel.sessionContext.statusChanged.disconnect(status);
       refresher.dispose();
       this._refreshers.delete(panel);
