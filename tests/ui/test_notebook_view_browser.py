@@ -54,7 +54,7 @@ def test_asked_in_words_the_model_reads_the_id_and_edits_the_users_first_cell(
     card.wait_for(timeout=60_000)
     expect(card).to_have_attribute("data-tool-name", "edit_cell")
     expect(card.get_by_test_id("cw-diff")).to_contain_text("+alpha = 10")
-    card.get_by_role("button", name="Approve").click()
+    card.get_by_role("button", name="Approve", exact=True).click()
 
     cells = page.locator(CELLS)
     expect(cells.first).to_contain_text("alpha = 10", timeout=30_000)
