@@ -2,13 +2,13 @@
  * Stale badges (issue 42): a small "stale" or "hidden state" badge in the gutter of each cell whose
  * outputs may be out of date, the reasons on hover ("reads df, redefined by cell 3 at [12]"). The
  * facts are the server's (GET notebook/graph: the saved notebook, the agent's cells it lacks, the
- * kernel's history); they are asked again when the notebook opens, after a cell runs or the kernel
- * goes idle (the agent's cells run in the same kernel), after an agent step there ends, after a save
- * and after edits settle, never twice at once per notebook. A setting turns them off.
+ * kernel's history); they are asked again when the notebook opens, after a cell runs here, after an
+ * agent step there ends, after a save and after edits settle (outputs too), never twice at once per
+ * notebook. Not on the kernel going idle: answering the graph asks the kernel (history, names), whose
+ * idle would ask again, for ever. A setting turns them off.
  */
 import type { Cell } from '@jupyterlab/cells';
 import { INotebookTracker, Notebook, NotebookActions, NotebookPanel } from '@jupyterlab/notebook';
-import type { Kernel } from '@jupyterlab/services';
 import { TranslationBundle } from '@jupyterlab/translation';
 
 import { CellDecorations } from './cellDecorations';
@@ -75,18 +75,11 @@ export class StaleBadges extends CellDecorations {
         refresher.soon();
       }
     };
-    const status = (_: unknown, value: Kernel.Status): void => {
-      if (value === 'idle' && this._enabled) {
-        refresher.soon(); // one idle per message the kernel handles: let them settle as edits do
-      }
-    };
     panel.content.model?.contentChanged.connect(edited);
     panel.context.fileChanged.connect(edited); // a save: the graph reads the saved notebook
-    panel.sessionContext.statusChanged.connect(status);
     panel.disposed.connect(() => {
       panel.content.model?.contentChanged.disconnect(edited);
       panel.context.fileChanged.disconnect(edited);
-      panel.sessionContext.statusChanged.disconnect(status);
       refresher.dispose();
       this._refreshers.delete(panel);
       this._marks.delete(panel);
