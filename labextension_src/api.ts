@@ -23,6 +23,7 @@ import {
   Health,
   McpServers,
   ModelList,
+  NotebookGraphAnswer,
   NotebookTools,
   PublicConfig,
   RouteErrorKind,
@@ -247,6 +248,11 @@ export class CellwrightAPI {
   /** A page of the agent cells of a notebook, in the order they ran (what a reconcile inserts). */
   agentCells(body: AgentCellsRequest): Promise<AgentCells> {
     return this.request<AgentCells>('agent_cells', jsonInit('POST', body));
+  }
+
+  /** The notebook's dependency graph: which cells are stale and why (issue 42). */
+  notebookGraph(path: string): Promise<NotebookGraphAnswer> {
+    return this.request<NotebookGraphAnswer>(`notebook/graph?${new URLSearchParams({ path })}`);
   }
 
   /** The saved notebook re-run from the top in a fresh shadow kernel (never its own). */

@@ -28,6 +28,11 @@ export abstract class CellDecorations implements IDisposable {
   /** Decorate the rendered cells of `panel` now. */
   protected abstract decorate(panel: NotebookPanel): void;
 
+  /** `panel` is ready and followed from now on (a decoration that watches more connects here). */
+  protected watched(_panel: NotebookPanel): void {
+    // nothing more by default
+  }
+
   /** One pass per frame however many changes arrive. */
   protected schedule(panel: NotebookPanel): void {
     if (this._scheduled.has(panel)) {
@@ -54,6 +59,7 @@ export abstract class CellDecorations implements IDisposable {
       panel.disposed.connect(() => {
         panel.content.model?.cells.changed.disconnect(update);
       });
+      this.watched(panel);
       update();
     });
   }

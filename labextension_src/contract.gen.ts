@@ -931,6 +931,11 @@ export interface Decision {
    * thread, until DELETE threads/{id}/always_allowed.
    */
   always?: boolean | null;
+  /**
+   * approve or edit, on a run_cell or edit_cell card with `makes_stale`: after the cell ran, re-run
+   * the cells it made stale in dependency order, under this one approval.
+   */
+  rerun_dependents?: boolean | null;
   kernel_id?: string | null;
   /**
    * The notebook's cells as the browser has them (saved or not): what edit_cell diffs against and

@@ -27,6 +27,7 @@ import { NotebookBridge } from './notebook';
 import { NotebookReconciler } from './notebookReconcile';
 import { onShowCell, revealCell } from './showCell';
 import { CellBadges, revealStep } from './cellBadges';
+import { StaleBadges } from './staleBadges';
 import { onStepUndone, undoSteps, undoSummary } from './model/undo';
 import { Autonomy, Mode } from './contract.gen';
 import { CommandIDs, PLUGIN_ID } from './tokens';
@@ -149,6 +150,12 @@ const plugin: JupyterFrontEndPlugin<void> = {
       undo: async provenance => {
         const outcome = await undoSteps(model, provenance.thread_id, [provenance.tool_call_id]);
         return { ok: !outcome.error, message: undoSummary(trans, outcome) };
+      }
+    });
+    const staleBadges = new StaleBadges(tracker, trans, path => model.api.notebookGraph(path));
+    model.liveEvent.connect((_, live) => {
+      if (live.event.type === 'tool_result' && live.thread.notebookPath) {
+        staleBadges.refresh(live.thread.notebookPath);
       }
     });
 
@@ -319,6 +326,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
               ((settings.get('kernelMemoryWarningMB').composite as number) ?? 4096) * 1024 ** 2;
             model.defaultAutonomy = (settings.get('autonomy').composite as Autonomy) ?? 'agent';
             badges.enabled = (settings.get('provenanceBadges').composite as boolean) ?? true;
+            staleBadges.enabled = (settings.get('staleBadges').composite as boolean) ?? true;
             inlineProvider.enabled = (settings.get('inlineCompletion').composite as boolean) ?? true;
           };
           apply();

@@ -105,6 +105,46 @@ async def test_an_edit_that_leaves_cells_stale_is_shown_and_said(
     assert not [c for c in graph["cells"] if c["stale"]] and graph["rerun_order"] == []
 
 
+async def test_approve_and_rerun_dependents_reruns_the_stale_chain_under_one_approval(
+    api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_serverapp: Any, jp_root_dir: Path
+) -> None:
+    await ran_and_saved(jp_serverapp, notebook_kernel, jp_root_dir)
+    fake_llm.script(
+        tool_call("read_notebook", {}),
+        reading(lambda seen: tool_call("edit_cell", {"cell_id": seen.cell("df = 1")["id"], "source": "df = 10"})),
+        reading(
+            lambda seen: text(
+                f"df is 10; re-ran cells {seen.find(r're-ran the cells it made stale .cells ([0-9, ]+)')}."
+            )
+        ),
+    )
+    thread = await api.new_thread()
+    await api.run(thread, "set df to 10 in my first cell")
+    events = await api.until_finished(thread)
+    card = of_type(events, "approval_required")[0]
+    assert [c["cell_id"] for c in card["makes_stale"]["cells"]] == ["cell-bb", "cell-dd"]
+
+    code, body = await api.approve(thread, card["id"], rerun_dependents="yes please")
+    assert code == 400, body  # a wrong type is refused, and the call stays pending
+    code, _ = await api.approve(thread, card["id"], rerun_dependents=True)
+    assert code == 202
+    events = await api.until_finished(thread, events[-1]["seq"])
+    assert events[-1]["status"] == "completed", events[-1]
+    assert not of_type(events, "approval_required")  # one approval for the edit and its chain
+    started = of_type(events, "cell_started")
+    assert [(e["cell_id"], e["code"]) for e in started] == [
+        ("cell-aa", "df = 10"),
+        ("cell-bb", "total = df + 1"),
+        ("cell-dd", "print(total)"),
+    ]
+    assert [o["output"].get("text") for o in of_type(events, "cell_output")] == ["11\n"]
+    result = str([m for m in fake_llm.requests[-1]["messages"] if m.get("role") == "tool"][-1]["content"])
+    assert "cell 3, id cell-dd" in result and "11" in result, result  # the re-run's output reached the model
+    assert of_type(events, "final")[-1]["answer"] == "df is 10; re-ran cells 1, 3."
+    code, graph = await api.call("GET", "notebook/graph", params={"path": NOTEBOOK})
+    assert not [c for c in graph["cells"] if c["stale"]] and graph["rerun_order"] == []
+
+
 async def test_graph_route_refuses_paths_outside_the_root_and_non_notebooks(api: Api, jp_root_dir: Path) -> None:
     (jp_root_dir / "data.txt").write_text("x")
     for path, code_wanted in (

@@ -105,6 +105,11 @@ class Decision(Body):
         description="approve, on a card with `always`: also allow that kind of the agent's request unasked in this "
         "thread, until DELETE threads/{id}/always_allowed.",
     )
+    rerun_dependents: bool | None = Field(
+        default=None,
+        description="approve or edit, on a run_cell or edit_cell card with `makes_stale`: after the cell ran, "
+        "re-run the cells it made stale in dependency order, under this one approval.",
+    )
     kernel_id: str | None = Id_
     notebook_cells: list[LiveCell] | None = NotebookCells
     field_kinds: ClassVar[dict[str, RouteErrorKind]] = {"decision": "bad_decision", "args": "bad_args"}

@@ -47,6 +47,7 @@ from agent_core.tools import (
 from agent_core.tools.background import IN_BACKGROUND, StepInBackground
 from agent_core.tools.base import Emit
 from agent_core.tools.gathering import gone_tool_hint
+from agent_core.tools.rerun_dependents import with_dependents
 from agent_core.undo.rules import prompt_section as rules_prompt_section
 from agent_core.vision import with_image_parts
 
@@ -305,6 +306,8 @@ async def _run_tool(call: ToolCall, ctx: RunContext) -> ToolOutcome:
         if rejected is not None:
             await ctx.ledger.finished(ctx.ledger_scope, call["id"], rejected)
             return rejected
+        if decision.rerun_dependents:  # issue 42: one approval for the cell and the cells it makes stale
+            spec = with_dependents(spec)
     return await _run_recorded(spec, args or {}, tool_ctx, ctx)
 
 

@@ -214,7 +214,9 @@ class ThreadRunner:
             except ValueError as exc:
                 raise BadRule(f"The rule was not saved, and the call is still pending: {exc}") from None
         resume: Command[str] = Command(
-            resume={pending["interrupt_id"]: decision.model_dump(include={"decision", "args", "reason"})}
+            resume={
+                pending["interrupt_id"]: decision.model_dump(include={"decision", "args", "reason", "rerun_dependents"})
+            }
         )
         segment = Segment(
             mode_of(snapshot), autonomy_of(snapshot), "", browser_cells(decision.notebook_cells), driver_of(snapshot)

@@ -65,8 +65,9 @@ async def _chain(args: RerunStaleArgs, ctx: ToolContext) -> tuple[NotebookView, 
     return view, chain_of(graph, args.cell_ids)
 
 
-async def rerun_stale(args: RerunStaleArgs, ctx: ToolContext) -> ToolOutcome:
-    view, chain = await _chain(args, ctx)
+async def run_chain(view: NotebookView, chain: list[CellNode], ctx: ToolContext, step: str) -> ToolOutcome:
+    """Re-run `chain` in order, each cell as its own step `<step>-<n>`; stops at the first failure.
+    The outcome's content has each cell's outputs, for the model."""
     parts: list[str] = []
     for number, node in enumerate(chain, start=1):
         found = view.find(node.cell_id)
@@ -74,7 +75,7 @@ async def rerun_stale(args: RerunStaleArgs, ctx: ToolContext) -> ToolOutcome:
             raise ToolInputError(f"cell {node.cell_id} is gone from the notebook; nothing more was re-run")
         source = cell_source(found[1])
         placement = CellPlacement(node.cell_id, edit=True, previous_source=source)
-        cell = await ctx.env.run_cell(f"{ctx.call_id}-{number}", source, ctx.emit, placement)
+        cell = await ctx.env.run_cell(f"{step}-{number}", source, ctx.emit, placement)
         head = f"cell {node.index}, id {node.cell_id}, execution_count {cell.execution_count}"
         parts.append(f"{head}:\n{bounded(digest(cell.outputs), OUTPUT_CHARS)}")
         if cell.status != "ok":
@@ -82,6 +83,11 @@ async def rerun_stale(args: RerunStaleArgs, ctx: ToolContext) -> ToolOutcome:
             return ToolOutcome("error", "\n\n".join([*parts, f"It failed; not re-run: cells {rest}."]))
     summary = f"Re-ran {len(chain)} stale cell{'s' if len(chain) > 1 else ''} in order"
     return ToolOutcome("ok", f"{summary}.\n\n" + "\n\n".join(parts), summary=summary)
+
+
+async def rerun_stale(args: RerunStaleArgs, ctx: ToolContext) -> ToolOutcome:
+    view, chain = await _chain(args, ctx)
+    return await run_chain(view, chain, ctx, ctx.call_id)
 
 
 async def rerun_check(args: RerunStaleArgs, ctx: ToolContext) -> None:

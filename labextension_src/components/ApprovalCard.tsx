@@ -15,8 +15,8 @@ import {
   HiddenControlsWarning,
   OtherArgs
 } from './Previews';
-import { ImpactView, SaveRuleOption } from './ImpactView';
-import { suggestedRule } from '../model/review';
+import { ImpactView, MakesStaleView, SaveRuleOption } from './ImpactView';
+import { offersRerun, suggestedRule } from '../model/review';
 import { TodoEditor, todosOf } from './TodoEditor';
 import { TodoList } from './TodoList';
 import { actionText, editLabel, modKey, restartWarning } from './approvalText';
@@ -111,9 +111,9 @@ export function ApprovalCard(props: {
     setEditError(null);
   }, [pending.id]);
 
-  const approve = (): void => {
+  const approve = (rerunDependents = false): void => {
     if (mode !== 'edit') {
-      void model.decide('approve');
+      void model.decide('approve', rerunDependents ? { rerun_dependents: true } : {});
       return;
     }
     if (isPlan) {
@@ -333,6 +333,7 @@ export function ApprovalCard(props: {
       )}
 
       <ImpactView impact={pending.impact} />
+      <MakesStaleView makesStale={pending.makes_stale} />
 
       <DiagnosticsList diagnostics={diagnostics} />
 
@@ -391,7 +392,7 @@ export function ApprovalCard(props: {
           <button
             type="button"
             className="cw-button cw-button-primary"
-            onClick={approve}
+            onClick={() => approve()}
             disabled={busy}
             aria-keyshortcuts="Control+Enter Meta+Enter"
             title={trans.__('%1+Enter', modKey(trans))}
@@ -399,6 +400,18 @@ export function ApprovalCard(props: {
             {mode === 'edit' ? trans.__('Approve edited') : trans.__('Approve')}
             <kbd className="cw-kbd" aria-hidden="true">{`${modKey(trans)}+↵`}</kbd>
           </button>
+          {mode !== 'edit' && !outsideAgent && offersRerun(pending) && (
+            <button
+              type="button"
+              className="cw-button"
+              data-testid="cw-approve-rerun"
+              onClick={() => approve(true)}
+              disabled={busy}
+              title={trans.__('Run this cell, then re-run the cells it leaves stale, in dependency order')}
+            >
+              {trans.__('Approve and re-run dependents')}
+            </button>
+          )}
           {alwaysKind && mode !== 'edit' && <AlwaysAllowButton model={model} kind={alwaysKind} />}
           {mode === 'edit' ? (
             <button

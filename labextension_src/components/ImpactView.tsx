@@ -1,6 +1,6 @@
 import * as React from 'react';
 
-import { Impact } from '../contract.gen';
+import { Impact, MakesStale } from '../contract.gen';
 import { impactChips } from '../model/review';
 import { VisibleText } from './VisibleText';
 import { useTrans } from './translation';
@@ -108,6 +108,24 @@ export function SaveRuleOption(props: {
           onChange={e => props.onText(e.target.value)}
         />
       )}
+    </div>
+  );
+}
+
+/**
+ * What approving a run_cell or edit_cell leaves stale (issue 42): "redefines df, read by cells 4,
+ * 7, 9", from the server's graph; the text names code, so it is rendered inert.
+ */
+export function MakesStaleView(props: { makesStale: MakesStale | null | undefined }): JSX.Element | null {
+  const trans = useTrans();
+  const text = props.makesStale?.text;
+  if (!text) {
+    return null;
+  }
+  return (
+    <div className="cw-makes-stale" data-testid="cw-makes-stale" role="note">
+      <span className="cw-label">{trans.__('Leaves stale: ')}</span>
+      <VisibleText text={text} />
     </div>
   );
 }

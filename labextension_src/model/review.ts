@@ -6,7 +6,7 @@
  */
 import type { TranslationBundle } from '@jupyterlab/translation';
 
-import { CellStartedEvent, Impact, ImpactItem } from '../contract.gen';
+import { CellStartedEvent, Impact, ImpactItem, MakesStale } from '../contract.gen';
 import { ConversationItem, IToolItem, IUndoState } from './view';
 
 type ImpactKind = Extract<
@@ -163,4 +163,13 @@ export function undoStateOf(event: CellStartedEvent): IUndoState {
 /** A step's undo state once `step_undone` came for it. */
 export function undoneState(item: IToolItem, runId: string): IUndoState {
   return { runId: item.undo?.runId ?? runId, undoable: false, reason: null, undone: true };
+}
+
+/** Whether a card offers "Approve and re-run dependents": a cell call that leaves cells stale. */
+export function offersRerun(pending: { name: string; makes_stale?: MakesStale | null }): boolean {
+  return (
+    (pending.name === 'run_cell' || pending.name === 'edit_cell') &&
+    Array.isArray(pending.makes_stale?.cells) &&
+    (pending.makes_stale?.cells.length ?? 0) > 0
+  );
 }

@@ -33,6 +33,8 @@ export interface IDecisionExtra {
   save_rule?: string;
   /** approve: also allow this kind of an outside agent's request unasked in the thread. */
   always?: boolean;
+  /** approve a run_cell / edit_cell: then re-run the cells it made stale, under the same approval. */
+  rerun_dependents?: boolean;
 }
 
 /** `POST threads/{id}/runs` for the thread at `threadPath`. */
@@ -65,6 +67,7 @@ export function decisionBody(
     ...(extra.reason ? { reason: extra.reason } : {}),
     ...(extra.save_rule ? { save_rule: extra.save_rule } : {}),
     ...(extra.always ? { always: true } : {}),
+    ...(extra.rerun_dependents ? { rerun_dependents: true } : {}),
     ...notebookNow(notebook, threadPath)
   };
 }

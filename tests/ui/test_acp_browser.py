@@ -35,12 +35,12 @@ def test_an_acp_agent_picked_in_the_panel_writes_after_approval(page: Any, lab: 
     expect(card).to_contain_text("Write notes.txt", timeout=60_000)
     expect(page.get_by_test_id("cw-agent-notice")).to_contain_text("SDK agent")
     expect(card.get_by_role("button", name="Edit")).to_have_count(0)  # an ACP request cannot be edited
-    card.get_by_role("button", name="Approve").click()
+    card.get_by_role("button", name="Approve", exact=True).click()
 
     expect(card).to_contain_text("hello from the browser", timeout=30_000)  # the write's own card, its diff
     assert not (lab.root / "notes.txt").exists()
     page.screenshot(path=str(SHOTS / "acp-agent-write-card.png"))
-    card.get_by_role("button", name="Approve").click()
+    card.get_by_role("button", name="Approve", exact=True).click()
     # The agent's finished turn is folded since the panel's redesign (issue 39): its report is in the
     # thread (opening the fold is the design test's business), and the write landed once.
     expect(page.get_by_text("write: written")).to_have_count(1, timeout=30_000)

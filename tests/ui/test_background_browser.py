@@ -54,7 +54,7 @@ def test_a_page_closed_while_a_cell_runs_in_the_background_shows_it_and_the_answ
     fake_llm.script(tool_call("run_cell", {"code": TRAIN}, id="c1"), text("The loss is 0.1."))
     fake_llm.script(tool_call("run_cell", {"code": WIDGET_BAR}, id="c2"), text("The widget bar ended."))
     card = ask_until_card(page, lab, "train the model")
-    card.get_by_role("button", name="Approve").click()
+    card.get_by_role("button", name="Approve", exact=True).click()
     progress = page.get_by_test_id("cw-cell-progress")
     expect(progress).to_contain_text("Running in the background", timeout=30_000)
 

@@ -61,7 +61,7 @@ def test_explore_shows_a_sandboxed_scratchpad_and_runs_as_a_cell_once_approved(
     card = page.get_by_role("region", name="Approval required")
     expect(card).to_contain_text("describe()", timeout=30_000)
     page.screenshot(path=str(SHOTS / "explore-2-run-as-cell-card.png"))
-    card.get_by_role("button", name="Approve").click()
+    card.get_by_role("button", name="Approve", exact=True).click()
 
     cell = agent_cell
     expect(cell).to_have_count(1, timeout=30_000)

@@ -104,7 +104,7 @@ def test_signed_in_through_the_hub_alice_asks_approves_and_sees_the_output(
     expect(card).to_contain_text("print('hub', 6 * 7)")
     page.screenshot(path=str(SHOTS / "hub-1-approval-card.png"))
 
-    card.get_by_role("button", name="Approve").click()
+    card.get_by_role("button", name="Approve", exact=True).click()
     expect(page.get_by_test_id("cw-final")).to_contain_text("The product is 42", timeout=30_000)
     output = page.locator(".jp-Notebook .jp-OutputArea-output").filter(has_text="hub 42")
     expect(output).to_have_count(1, timeout=10_000)

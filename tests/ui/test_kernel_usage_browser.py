@@ -29,7 +29,7 @@ def test_the_panel_shows_the_kernels_memory_rise(page: Any, lab: JupyterProcess,
         tool_call("final_answer", {"answer": "Allocated."}),
     )
     card = ask_until_card(page, lab, "allocate 500 MB")
-    card.get_by_role("button", name="Approve").click()
+    card.get_by_role("button", name="Approve", exact=True).click()
 
     figures = page.get_by_test_id("cw-kernel-usage-figures")
     expect(figures).to_be_visible(timeout=30_000)

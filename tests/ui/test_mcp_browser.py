@@ -53,7 +53,7 @@ def test_tools_section_shows_the_connected_server(page: Any, lab: JupyterProcess
     expect(card).to_have_attribute("data-tool-name", "mcp__fixture__lookup")
     expect(card.get_by_test_id("cw-approval-origin")).to_contain_text("the server says it is read-only (not verified)")
     page.screenshot(path=str(SHOTS / "14-mcp-card.png"))
-    card.get_by_role("button", name="Approve").click()
+    card.get_by_role("button", name="Approve", exact=True).click()
     expect(page.get_by_test_id("cw-final")).to_contain_text("Ready.", timeout=60_000)
     assert any(t["function"]["name"] == "mcp__fixture__lookup" for t in fake_llm.requests[0]["tools"])
 

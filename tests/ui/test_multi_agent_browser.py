@@ -32,7 +32,7 @@ def test_subagent_approval_in_multi_mode(page: Any, lab: JupyterProcess, fake_ll
     expect(page.get_by_test_id("cw-subtask")).to_contain_text("Compute 6 * 7")
     page.screenshot(path=str(SHOTS / "4-multi-agent-approval.png"))
 
-    card.get_by_role("button", name="Approve").click()
+    card.get_by_role("button", name="Approve", exact=True).click()
     expect(page.get_by_test_id("cw-final")).to_contain_text("The answer is 42", timeout=30_000)
     expect(page.locator(".jp-Notebook .jp-OutputArea-output").filter(has_text="42")).to_have_count(1, timeout=10_000)
     expect(page.get_by_test_id("cw-agent")).to_contain_text("Planner")

@@ -173,7 +173,7 @@ def test_a_reload_between_two_approved_cells_loses_neither(page: Any, lab: Jupyt
         text("Both steps ran."),
     )
     card = ask_until_card(page, lab, "two steps")
-    card.get_by_role("button", name="Approve").click()
+    card.get_by_role("button", name="Approve", exact=True).click()
     cells = page.locator(CELLS)
     expect(cells.filter(has_text="step one")).to_have_count(1, timeout=30_000)  # written live, not saved
     expect(page.get_by_role("region", name="Approval required")).to_be_visible(timeout=30_000)
@@ -181,7 +181,7 @@ def test_a_reload_between_two_approved_cells_loses_neither(page: Any, lab: Jupyt
     page.reload()  # the first cell was never saved: the file lacks it
     _reconciled(page, 1)
     _show_panel(page)
-    page.get_by_role("region", name="Approval required").get_by_role("button", name="Approve").click()
+    page.get_by_role("region", name="Approval required").get_by_role("button", name="Approve", exact=True).click()
     expect(page.get_by_test_id("cw-final")).to_contain_text("Both steps ran", timeout=30_000)
     expect(cells.filter(has_text="step two 2")).to_have_count(1, timeout=30_000)
 
@@ -246,7 +246,7 @@ def test_a_second_window_catches_up_once_when_it_comes_back(page: Any, lab: Jupy
     page.get_by_role("textbox", name="Message Cellwright").fill("analyse")
     page.get_by_role("button", name="Send").click()
     for _ in range(2):
-        page.get_by_role("region", name="Approval required").get_by_role("button", name="Approve").click()
+        page.get_by_role("region", name="Approval required").get_by_role("button", name="Approve", exact=True).click()
         expect(page.get_by_role("region", name="Approval required")).to_have_count(0, timeout=30_000)
     expect(page.get_by_test_id("cw-final")).to_contain_text("Done", timeout=30_000)
     expect(page.locator(CELLS)).to_have_count(4)

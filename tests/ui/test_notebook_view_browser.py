@@ -5,9 +5,11 @@ that cell once, fixed, with the edit's provenance."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import nbformat
+import pytest
 
 from devtools.fake_llm import FakeLLM, reading, text, tool_call
 from devtools.jupyter_process import JupyterProcess
@@ -22,6 +24,12 @@ USER_CELLS = [
     ("cell-dd", "print(beta)"),
 ]
 FAILED_ID = r"\[cell_id (cw-[0-9a-f]+)"
+
+
+@pytest.fixture
+def lab_config() -> dict[str, Any]:
+    # window.jupyterapp: the user's "Run All" is JupyterLab's own command.
+    return {"LabApp": {"expose_app_in_browser": True}}
 
 
 def test_asked_in_words_the_model_reads_the_id_and_edits_the_users_first_cell(
@@ -46,7 +54,7 @@ def test_asked_in_words_the_model_reads_the_id_and_edits_the_users_first_cell(
     card.wait_for(timeout=60_000)
     expect(card).to_have_attribute("data-tool-name", "edit_cell")
     expect(card.get_by_test_id("cw-diff")).to_contain_text("+alpha = 10")
-    card.get_by_role("button", name="Approve").click()
+    card.get_by_role("button", name="Approve", exact=True).click()
 
     cells = page.locator(CELLS)
     expect(cells.first).to_contain_text("alpha = 10", timeout=30_000)
@@ -97,4 +105,94 @@ def test_a_cell_fixed_with_no_browser_open_shows_once_fixed_when_opened(
     meta = saved["cells"][0]["metadata"]["cellwright"]
     assert saved["cells"][0]["id"] == fixed["cell_id"] and meta["tool_call_id"] == fixed["id"]
     assert meta["previous_source"] == "ratio = 1 / 0"  # the edit's provenance: what Undo gives back
+    assert not page.errors, page.errors  # type: ignore[attr-defined]
+
+
+def _run_all(page: Any, printed: str) -> None:
+    """Run every cell in the browser until the last one printed `printed` (a run before the kernel
+    connection is complete does not run the cells)."""
+    from playwright.sync_api import expect
+
+    last = page.locator(CELLS).nth(3).locator(".jp-OutputArea-output")
+    for _ in range(5):
+        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        try:
+            expect(last).to_have_text(printed, timeout=10_000)
+            return
+        except AssertionError:
+            continue
+    expect(last).to_have_text(printed)
+
+
+def _counts(page: Any) -> list[int]:
+    prompts = page.locator(CELLS).locator(".jp-InputPrompt").all_inner_texts()
+    return [int(text.strip("[]: ")) for text in prompts]
+
+
+def test_stale_badges_then_approve_and_rerun_dependents_brings_them_up_to_date(
+    page: Any, lab: JupyterProcess, fake_llm: FakeLLM
+) -> None:
+    """Issue 42: the agent's edit of the first cell, approved as it stands, leaves cells 1 and 3 stale,
+    and their badges say why; the user runs all and saves, and the badges go; the next edit, approved
+    with "Approve and re-run dependents", re-runs them after it in order, and no badge comes back."""
+    from playwright.sync_api import expect
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source, id=cell_id) for cell_id, source in USER_CELLS]
+    nbformat.write(notebook, str(lab.root / NOTEBOOK))
+    fake_llm.script(
+        tool_call("read_notebook", {}),
+        reading(lambda seen: tool_call("edit_cell", {"cell_id": seen.cell("alpha")["id"], "source": "alpha = 10"})),
+        text("alpha is 10 now."),  # says nothing of the stale cells: sent back once
+        reading(
+            lambda seen: text(f"alpha is 10; cells {seen.find_in_prompt(r'left cells ([0-9, ]+) stale')} are stale.")
+        ),
+        reading(lambda seen: tool_call("edit_cell", {"cell_id": seen.cell("alpha")["id"], "source": "alpha = 20"})),
+        reading(lambda seen: text(f"alpha is 20; re-ran cells {seen.find(r'made stale .cells ([0-9, ]+)')}.")),
+    )
+    lab.open_notebook(NOTEBOOK)
+    _open(page, lab, NOTEBOOK)
+    _run_all(page, "2")
+    _save(page, lab, lambda nb: all(c.get("execution_count") for c in nb["cells"]))
+    cells = page.locator(CELLS)
+    badges = page.get_by_test_id("cw-stale-badge")
+    expect(badges).to_have_count(0)
+
+    open_panel_from_palette(page)
+    box = page.get_by_role("textbox", name="Message Cellwright")
+    box.fill("change alpha in my first cell to 10")
+    page.get_by_role("button", name="Send").click()
+    card = page.get_by_role("region", name="Approval required")
+    card.wait_for(timeout=60_000)
+    expect(card.get_by_test_id("cw-makes-stale")).to_contain_text("redefines alpha, read by cell 1")
+    expect(card.get_by_test_id("cw-approve-rerun")).to_be_visible()
+    card.get_by_role("button", name="Approve", exact=True).click()
+    expect(page.get_by_text("alpha is 10; cells 1, 3 are stale.")).to_be_visible(timeout=60_000)
+    expect(badges).to_have_count(2)  # cell 2 reads nothing alpha changed
+    expect(cells.nth(1).get_by_test_id("cw-stale-badge")).to_have_text("stale")
+    expect(cells.nth(1).get_by_test_id("cw-stale-badge")).to_have_attribute(
+        "title", re.compile(r"reads alpha, redefined by cell 0 at \[\d+\]")
+    )
+    expect(cells.nth(3).get_by_test_id("cw-stale-badge")).to_have_attribute(
+        "title", re.compile("reads beta from cell 1")
+    )
+    page.screenshot(path=str(SHOTS / "42-stale-badges.png"))
+
+    _run_all(page, "11")  # the user brings them up to date: once saved, the graph says so
+    _save(page, lab, lambda nb: "11" in str(nb["cells"][3].get("outputs")))
+    expect(badges).to_have_count(0)
+
+    box.fill("now make it 20, and bring the cells that read it up to date")
+    page.get_by_role("button", name="Send").click()
+    card.wait_for(timeout=60_000)
+    expect(card.get_by_test_id("cw-makes-stale")).to_contain_text("redefines alpha, read by cell 1")
+    card.get_by_test_id("cw-approve-rerun").click()
+    expect(page.get_by_text("alpha is 20; re-ran cells 1, 3.")).to_be_visible(timeout=60_000)
+    expect(cells.nth(3).locator(".jp-OutputArea-output")).to_have_text("21")
+    expect(badges).to_have_count(0)
+    counts = _counts(page)
+    assert counts[0] < counts[1] < counts[3], counts  # the edit, then its dependents in dependency order
+    graph = _api(lab, "GET", f"notebook/graph?path={NOTEBOOK}", None, 200)
+    assert not [c for c in graph["cells"] if c["stale"]], graph  # the badges' source agrees
+    page.screenshot(path=str(SHOTS / "42-rerun-dependents.png"))
     assert not page.errors, page.errors  # type: ignore[attr-defined]

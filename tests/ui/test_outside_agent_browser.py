@@ -37,7 +37,7 @@ def test_an_outside_agents_cell_is_approved_in_the_panel(page: Any, lab: Jupyter
     card = page.get_by_role("region", name="Approval required")
     expect(card).to_contain_text("from outside")
     page.screenshot(path=str(SHOTS / "outside-agent-card.png"))
-    card.get_by_role("button", name="Approve").click()
+    card.get_by_role("button", name="Approve", exact=True).click()
 
     client.join(60)
     assert answers and not answers[0].is_error and "from outside 42" in text_of(answers[0])

@@ -54,7 +54,7 @@ def test_ask_approve_run_and_answer(page: Any, lab: JupyterProcess, fake_llm: Fa
     page.screenshot(path=str(SHOTS / "1-approval-card.png"))
     assert not page.locator(".jp-Notebook .jp-OutputArea-output").filter(has_text="shape").count(), "nothing ran yet"
 
-    card.get_by_role("button", name="Approve").click()
+    card.get_by_role("button", name="Approve", exact=True).click()
     final = page.get_by_test_id("cw-final")
     expect(final).to_contain_text("3 rows", timeout=30_000)
     expect(page.locator(".jp-Notebook .jp-OutputArea-output").filter(has_text="shape (3, 2)")).to_have_count(

@@ -196,7 +196,7 @@ def test_the_panel_designed(page: Any, lab: JupyterProcess, fake_llm: FakeLLM) -
         expect(card).to_have_attribute("data-tool-call-id", "boom", timeout=30_000)
         expect(card).to_be_focused()
     expect(card.get_by_role("heading")).to_have_text("Run a cell")  # said once: verb, then the code
-    expect(card.get_by_role("button", name="Approve")).to_have_attribute(
+    expect(card.get_by_role("button", name="Approve", exact=True)).to_have_attribute(
         "aria-keyshortcuts", "Control+Enter Meta+Enter"
     )
     assert AXE.exists(), "npm ci installs axe-core (a devDependency)"
@@ -341,7 +341,7 @@ def test_the_panel_designed(page: Any, lab: JupyterProcess, fake_llm: FakeLLM) -
     card_box, box_box = card.bounding_box(), box.bounding_box()
     assert box_box and box_box["y"] >= card_box["y"] + card_box["height"] - 1, (card_box, box_box)
     assert box_box["y"] + box_box["height"] <= page.viewport_size["height"], box_box
-    card.get_by_role("button", name="Approve").scroll_into_view_if_needed()
+    card.get_by_role("button", name="Approve", exact=True).scroll_into_view_if_needed()
     root.screenshot(path=str(SHOTS / "39-card-280.png"))
     # The panel asks for waiting threads every 3 s: let one answer see this one waiting.
     page.wait_for_timeout(3_200)

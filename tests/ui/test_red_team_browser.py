@@ -236,7 +236,7 @@ def test_panel_follows_waiting_overflowing_and_unresponsive_cells(
     card = page.get_by_role("region", name="Approval required")
     card.wait_for(timeout=60_000)  # the first run of a server imports langgraph and openai
     run_cell_from_editor(page, page.locator(".jp-Notebook .jp-CodeCell").first)
-    card.get_by_role("button", name="Approve").click()
+    card.get_by_role("button", name="Approve", exact=True).click()
 
     status = page.locator('[data-testid="cw-tool"][data-tool-name="run_cell"] [data-testid="cw-tool-status"]').first
     expect(status).to_contain_text("waiting for the kernel", timeout=10_000)
@@ -247,7 +247,7 @@ def test_panel_follows_waiting_overflowing_and_unresponsive_cells(
     expect(agent_cell.locator(".jp-OutputArea-output")).to_have_text("agent cell ran")
 
     card = page.get_by_role("region", name="Approval required")
-    card.get_by_role("button", name="Approve").click()
+    card.get_by_role("button", name="Approve", exact=True).click()
     big = page.locator('[data-testid="cw-tool"]').nth(1)
     expect(big).to_contain_text("lines omitted", timeout=30_000)
     expect(big).to_contain_text("line 999")
@@ -258,7 +258,7 @@ def test_panel_follows_waiting_overflowing_and_unresponsive_cells(
     assert "omitted" not in text and all(f"line {i}\n" in text + "\n" for i in (0, 200, 500, 999))
 
     card = page.get_by_role("region", name="Approval required")
-    card.get_by_role("button", name="Approve").click()
+    card.get_by_role("button", name="Approve", exact=True).click()
     page.wait_for_timeout(2_000)
     page.get_by_role("button", name="Stop").click()
     restart = page.get_by_test_id("cw-restart-kernel")

@@ -32,6 +32,6 @@ def test_the_sql_card_shows_the_statement_and_the_database(page: Any, lab: Jupyt
     expect(card).to_contain_text("read-only query on the database 'shop'")
     expect(card).not_to_contain_text("sqlite:")
     page.screenshot(path=str(SHOTS / "15-sql-card.png"))
-    card.get_by_role("button", name="Approve").click()
+    card.get_by_role("button", name="Approve", exact=True).click()
     expect(page.get_by_text("There are 50 customers.")).to_be_visible(timeout=30_000)
     assert not page.errors, page.errors  # type: ignore[attr-defined]

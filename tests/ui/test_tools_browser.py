@@ -28,7 +28,7 @@ def test_approve_shell_command_and_file_edit(page: Any, lab: JupyterProcess, fak
     expect(page.get_by_test_id("cw-approval-command")).to_contain_text("ls && echo listed-ok")
     expect(page.get_by_test_id("cw-approval-cwd")).to_contain_text("src")
     page.screenshot(path=str(SHOTS / "6-shell-card.png"))
-    card.get_by_role("button", name="Approve").click()
+    card.get_by_role("button", name="Approve", exact=True).click()
 
     expect(page.get_by_test_id("cw-command-output")).to_contain_text("listed-ok", timeout=30_000)
     diff = page.get_by_test_id("cw-diff")
@@ -36,7 +36,7 @@ def test_approve_shell_command_and_file_edit(page: Any, lab: JupyterProcess, fak
     expect(diff).to_contain_text("+THRESHOLD = 0.8")
     assert (lab.root / "src" / "config.py").read_text().startswith("THRESHOLD = 0.5"), "nothing written before approval"
     page.screenshot(path=str(SHOTS / "7-diff-card.png"))
-    page.get_by_role("region", name="Approval required").get_by_role("button", name="Approve").click()
+    page.get_by_role("region", name="Approval required").get_by_role("button", name="Approve", exact=True).click()
 
     expect(page.get_by_test_id("cw-final")).to_contain_text("0.8", timeout=30_000)
     assert (lab.root / "src" / "config.py").read_text() == "THRESHOLD = 0.8\nNAME = 'demo'\n"

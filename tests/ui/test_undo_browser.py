@@ -27,7 +27,7 @@ def test_provenance_survives_reopening_and_the_badge_undoes_the_step(
     expect(chips.filter(has_text="line 2").first).to_be_visible()
     expect(card.get_by_test_id("cw-impact-undo")).to_have_attribute("data-undoable", "true")
     page.screenshot(path=str(SHOTS / "12-impact-card.png"))
-    card.get_by_role("button", name="Approve").click()
+    card.get_by_role("button", name="Approve", exact=True).click()
     expect(page.get_by_test_id("cw-final")).to_contain_text("Made tmp", timeout=30_000)
     expect(page.get_by_test_id("cw-undo-step")).to_have_count(1)
 

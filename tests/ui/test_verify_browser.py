@@ -19,7 +19,7 @@ def test_verify_shows_a_badge_for_the_saved_notebook(page: Any, lab: JupyterProc
         tool_call("final_answer", {"answer": "The total is 42."}),
     )
     card = ask_until_card(page, lab, "compute the total")
-    card.get_by_role("button", name="Approve").click()
+    card.get_by_role("button", name="Approve", exact=True).click()
     expect(page.get_by_test_id("cw-final")).to_contain_text("The total is 42", timeout=30_000)
     expect(page.locator(".jp-Notebook .jp-Cell .cm-content").filter(has_text="total = 6 * 7")).to_have_count(1)
 

@@ -85,7 +85,7 @@ def test_fix_with_cellwright_edits_the_cell_in_place(page: Any, lab: JupyterProc
     expect(diff).to_contain_text("-y = x / 0")
     expect(diff).to_contain_text("+y = x / 1")
     page.screenshot(path=str(SHOTS / "12-fix-diff-card.png"))
-    card.get_by_role("button", name="Approve").click()
+    card.get_by_role("button", name="Approve", exact=True).click()
 
     expect(page.get_by_test_id("cw-final")).to_contain_text("Divided by 1", timeout=30_000)
     cells = page.locator(".jp-Notebook .jp-Cell")
@@ -148,7 +148,7 @@ def test_approval_buttons_stay_in_view(page: Any, lab: JupyterProcess, fake_llm:
         tool_call("final_answer", {"answer": "Done."}),
     )
     card = ask_until_card(page, lab, "compute the values")
-    card.get_by_role("button", name="Approve").click()
+    card.get_by_role("button", name="Approve", exact=True).click()
     expect(page.get_by_test_id("cw-command-output")).to_contain_text("200", timeout=30_000)
     expect(page.get_by_role("region", name="Approval required")).to_have_attribute(
         "data-tool-name", "run_cell", timeout=30_000
@@ -157,7 +157,7 @@ def test_approval_buttons_stay_in_view(page: Any, lab: JupyterProcess, fake_llm:
     _assert_buttons_in_view(page, "14-card-buttons-light.png")
     _switch_theme(page, "JupyterLab Dark")
     _assert_buttons_in_view(page, "15-card-buttons-dark.png")
-    page.get_by_role("region", name="Approval required").get_by_role("button", name="Approve").click()
+    page.get_by_role("region", name="Approval required").get_by_role("button", name="Approve", exact=True).click()
     expect(page.get_by_test_id("cw-final")).to_contain_text("Done.", timeout=30_000)
     assert not page.errors, page.errors  # type: ignore[attr-defined]
 
