@@ -176,7 +176,9 @@ class KernelEnvironment:
         first. A busy kernel would answer only after its cell: ToolInputError instead of a wait."""
         kernel_id = await self.resolve_kernel()
         manager = self.kernel_manager.get_kernel(kernel_id)
-        if await busy(manager):
+        # With the grace kernel_busy gives: a probe of ours a moment ago (read_notebook's graph reads the
+        # kernel's names first) still shows busy until its "idle" is read, and the history came back refused.
+        if not await idle_within(manager, BUSY_GRACE_SECONDS):
             raise ToolInputError("the kernel is busy running a cell")
         client = await connected_client(manager, outputs=False)
         try:

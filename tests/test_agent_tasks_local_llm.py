@@ -42,7 +42,12 @@ def test_five_tasks_against_the_local_model(llama_prompt_server: str, tmp_path_f
     assert [r["id"] for r in results] == [t.id for t in tasks] and len(results) == 5
     # Every task ran to an end the runner recognised, the model was called and its tokens counted.
     assert all(r["status"] in ("completed", "failed", "cancelled", "timeout") for r in results), results
-    assert all(r["model_calls"] >= 1 and r["prompt_tokens"] > 0 for r in results), results
-    # ... and it answered: a prompt longer than the served context ends the stream empty, which the
-    # loop reports as empty replies (what this test missed while the server's window was 4096).
-    assert all(r["completion_tokens"] > 0 and not r["error"] for r in results), results
+    # Every task's stream began: a prompt longer than the served context ends it empty, which the loop
+    # reports as empty replies (what this test missed while the server's window was 4096).
+    assert all(r["first_token_s"] is not None for r in results), results
+    # A task the runner stopped at its time limit was cut mid-reply (a 135M model may ramble until its
+    # window is full): an unfinished call has no counts. Every other task's call was counted.
+    finished = [r for r in results if r["status"] != "timeout"]
+    assert len(finished) >= 3, results
+    assert all(r["model_calls"] >= 1 and r["prompt_tokens"] > 0 for r in finished), finished
+    assert all(r["completion_tokens"] > 0 and not r["error"] for r in finished), finished

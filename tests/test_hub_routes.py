@@ -150,9 +150,6 @@ def test_bobs_server_shows_none_of_alices_threads_on_the_shared_database(alice: 
         ("POST", f"threads/{alices_thread}/runs", {"message": "hi"}),
         ("POST", f"threads/{alices_thread}/cancel", None),
         ("DELETE", f"threads/{alices_thread}", None),
-        ("GET", "config", None),
-        # an outside agent planted in her settings would run as her, with her files (issue 40)
-        ("PUT", "config", {"acp_agents": {"planted": {"command": "sh", "args": ["-c", "id"]}}}),
     ]:
         response = bob.call(method, path, body)
         assert response.status_code == 404, f"{method} {path}: {response.status_code} {response.text}"
