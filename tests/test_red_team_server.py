@@ -235,7 +235,12 @@ async def test_finding_12_an_approved_cell_waits_for_a_busy_kernel(
     import jupyter_ext.kernel_executor as executor
 
     monkeypatch.setattr(executor, "READY_SECONDS", 2.0)  # so the old 30 s failure mode would show fast
-    client, user_cell = await _run_user_cell(jp_serverapp, notebook_kernel, "import time; time.sleep(6); user_done = 1")
+    # 12 s: the run up to the card reads the busy kernel too (its probes give up after their grace, but
+    # an evaluation already waiting for the kernel holds the next behind it: 4-7 s), and the approved cell
+    # must still find the user's cell running.
+    client, user_cell = await _run_user_cell(
+        jp_serverapp, notebook_kernel, "import time; time.sleep(12); user_done = 1"
+    )
     try:
         await asyncio.sleep(0.5)
         fake_llm.script(tool_call("run_cell", {"code": "print('agent', user_done)"}, id="queued"), text("ok"))
