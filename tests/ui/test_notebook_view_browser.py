@@ -109,19 +109,21 @@ def test_a_cell_fixed_with_no_browser_open_shows_once_fixed_when_opened(
 
 
 def _run_all(page: Any, printed: str) -> None:
-    """Run every cell in the browser until the last one printed `printed` (a run before the kernel
-    connection is complete does not run the cells)."""
+    """Run every cell with JupyterLab's own "Run All" once the notebook's kernel is connected and idle,
+    until the last cell printed `printed`. (Before the connection, Run All finds "no kernel" and opens
+    JupyterLab's kernel picker, which waits for a click for ever.)"""
     from playwright.sync_api import expect
 
-    last = page.locator(CELLS).nth(3).locator(".jp-OutputArea-output")
-    for _ in range(5):
-        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
-        try:
-            expect(last).to_have_text(printed, timeout=10_000)
-            return
-        except AssertionError:
-            continue
-    expect(last).to_have_text(printed)
+    page.wait_for_function(KERNEL_CONNECTED, timeout=60_000)
+    # Not awaited: the command's promise ends with the last cell, which the output below shows.
+    page.evaluate("() => { void window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
+    expect(page.locator(CELLS).nth(3).locator(".jp-OutputArea-output")).to_have_text(printed, timeout=60_000)
+
+
+KERNEL_CONNECTED = """() => {
+    const kernel = window.jupyterapp.shell.currentWidget?.sessionContext?.session?.kernel;
+    return !!kernel && kernel.connectionStatus === 'connected' && kernel.status === 'idle';
+}"""
 
 
 def _counts(page: Any) -> list[int]:
