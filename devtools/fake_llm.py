@@ -17,6 +17,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Mapping
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -154,6 +155,10 @@ class _Handler(LegacyCompletions, BaseHTTPRequestHandler):
             message = "Unrecognized request argument supplied: stream_options"
             self._send_json(400, error_body(message, "invalid_request_error"))
             return
+        if self.fake.reject_max_tokens and "max_tokens" in body:  # OpenAI's reasoning models
+            message = "Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead."
+            self._send_json(400, error_body(message, "invalid_request_error"))
+            return
         reply = self.fake._next_reply(body, {k.lower(): v for k, v in self.headers.items()}, raw)
         try:
             self._respond(body, reply)
@@ -227,6 +232,13 @@ class _Handler(LegacyCompletions, BaseHTTPRequestHandler):
         self._write_chunk(b"")  # end of chunked body
 
 
+def _capped(reply: Reply, cap: object) -> Reply:
+    """A reply streamed as pieces, cut at `cap` pieces (each a token) as an endpoint cuts at max_tokens."""
+    if not isinstance(cap, int) or not isinstance(reply.content, list) or len(reply.content) <= cap:
+        return reply
+    return replace(reply, content=reply.content[:cap], finish_reason="length")
+
+
 def _split_n(s: str, n: int) -> list[str]:
     if n <= 1 or len(s) <= 1:
         return [s]
@@ -249,6 +261,7 @@ class FakeLLM:
         *,
         usage: bool = True,
         reject_stream_options: bool = False,
+        reject_max_tokens: bool = False,
         completions: bool = True,
     ) -> None:
         self._host = host
@@ -259,6 +272,8 @@ class FakeLLM:
         self.usage = usage
         # True plays a server that refuses the stream_options field (400).
         self.reject_stream_options = reject_stream_options
+        # True plays a model that takes max_completion_tokens and refuses max_tokens (400).
+        self.reject_max_tokens = reject_max_tokens
         self._lock = threading.Condition()
         self._script: deque[ScriptItem] = deque()
         self._requests: list[dict] = []
@@ -412,7 +427,7 @@ class FakeLLM:
             item = text(item)
         if not isinstance(item, Reply):
             return error(500, f"fake LLM script callable returned {item!r}, not a Reply", code="fake_llm")
-        return item
+        return _capped(item, body.get("max_tokens") or body.get("max_completion_tokens"))
 
     def _tool_calls(self, reply: Reply) -> list[tuple[str, str, str | None]]:
         out = []

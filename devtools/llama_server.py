@@ -16,6 +16,9 @@ import httpx
 from devtools.jupyter_process import free_port
 
 START_SECONDS = 60
+# c.Cellwright.max_reply_tokens for this model, as its user would set it: a 135M model may ramble until
+# its 8192-token window is full (a minute and more on the 2-core machine); its answers and calls are short.
+MAX_REPLY_TOKENS = 512
 
 
 def gguf() -> Path | None:

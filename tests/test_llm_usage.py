@@ -1,5 +1,6 @@
 """Token usage of a model turn: read from the endpoint's last chunk, estimated when it sends none,
-and a server that refuses `stream_options` asked once more without it (and never again)."""
+and a server that refuses `stream_options` asked once more without it (and never again); the cap on a
+reply's length (max_reply_tokens) as max_tokens, or max_completion_tokens where max_tokens is refused."""
 
 from __future__ import annotations
 
@@ -27,15 +28,23 @@ TOOLS = [
 ]
 
 
-def settings_for(fake: FakeLLM) -> AgentSettings:
-    return AgentSettings(model="fake-model", base_url=fake.base_url, api_key="k", max_retries=0, request_timeout=5)
+def settings_for(fake: FakeLLM, max_reply_tokens: int | None = None) -> AgentSettings:
+    return AgentSettings(
+        model="fake-model",
+        base_url=fake.base_url,
+        api_key="k",
+        max_retries=0,
+        request_timeout=5,
+        max_reply_tokens=max_reply_tokens,
+    )
 
 
-def turn_of(fake: FakeLLM, mode: str = "native") -> ModelTurn:
+def turn_of(fake: FakeLLM, mode: str = "native", max_reply_tokens: int | None = None) -> ModelTurn:
     async def call() -> ModelTurn:
         try:
             request = ModelRequest([dict(m) for m in MESSAGES], TOOLS, mode)
-            return await complete(settings_for(fake), request, lambda _: None, lambda *_: None)
+            settings = settings_for(fake, max_reply_tokens)
+            return await complete(settings, request, lambda _: None, lambda *_: None)
         finally:
             await sdk_clients.close_clients()
 
@@ -102,6 +111,31 @@ def test_a_server_that_refuses_stream_options_is_asked_again_without_it(fake: Fa
     assert second.content == "two"
     # Only the accepted requests reach the script: one per turn, none with stream_options.
     assert [("stream_options" in r) for r in fake.requests] == [False, False]
+    assert fake.pending == 0
+
+
+WORDS = [f"word{n} " for n in range(40)]
+
+
+@pytest.mark.parametrize("mode", ["native", "prompt"])
+def test_a_reply_is_capped_at_max_reply_tokens_and_says_it_was_cut(fake: FakeLLM, mode: str) -> None:
+    fake.script(text(WORDS), text(WORDS[:10]))
+    cut = turn_of(fake, mode, max_reply_tokens=16)
+    assert fake.requests[0]["max_tokens"] == 16 and "max_completion_tokens" not in fake.requests[0]
+    assert cut.content == "".join(WORDS[:16]) and cut.cut
+    whole = turn_of(fake, mode)  # no cap: the endpoint's own limit, and a reply that ended by itself
+    assert "max_tokens" not in fake.requests[1] and whole.content == "".join(WORDS[:10]) and not whole.cut
+
+
+def test_a_model_that_refuses_max_tokens_gets_max_completion_tokens_from_then_on(fake: FakeLLM) -> None:
+    fake.reject_max_tokens = True
+    fake.script(text(WORDS), text("short"))
+    first = turn_of(fake, max_reply_tokens=20)
+    assert first.content == "".join(WORDS[:20]) and first.cut
+    second = turn_of(fake, max_reply_tokens=20)
+    assert second.content == "short" and not second.cut
+    # Only the accepted requests reach the script: one per turn, the cap under its other name.
+    assert [(r.get("max_tokens"), r.get("max_completion_tokens")) for r in fake.requests] == [(None, 20), (None, 20)]
     assert fake.pending == 0
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from devtools.llama_server import missing, serve
+from devtools.llama_server import MAX_REPLY_TOKENS, missing, serve
 from tests.conftest import Api, of_type
 
 MISSING = missing()
@@ -48,6 +48,7 @@ def cellwright_config(llama_server: str, tmp_path: Any) -> dict[str, Any]:
         "api_key": "",
         "data_dir": str(tmp_path / "data"),
         "max_model_calls": 4,
+        "max_reply_tokens": MAX_REPLY_TOKENS,
         "request_timeout": 60.0,
         "response_timeout": RESPONSE_TIMEOUT,
         "max_retries": 1,

@@ -212,6 +212,24 @@ async def test_model_call_cap_ends_with_a_final_answer(api: Api, fake_llm: FakeL
     assert "limit" in of_type(events, "final")[0]["answer"]
 
 
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_reply_cut_at_max_reply_tokens_ends_saying_so(
+    api: Api, fake_llm: FakeLLM, jp_serverapp: Any, mode: str
+) -> None:
+    """A small local model rambles until its window is full: the cap ends the reply, the answer says why."""
+    jp_serverapp.web_app.settings["cellwright"].configuration.max_reply_tokens = 32
+    ramble = [f"and then {n} " for n in range(500)]
+    fake_llm.script(text(ramble if mode == "native" else ["Final Answer: ", *ramble]))
+    _, events = await start(api, mode)
+    assert fake_llm.requests[0]["max_tokens"] == 32
+    final = of_type(events, "final")[0]["answer"]
+    assert final.startswith("and then 0 and then 1 ") and "and then 40 " not in final
+    assert final.endswith(
+        "(My reply was cut off here: it reached the limit of 32 tokens a reply (the setting max_reply_tokens).)"
+    )
+    assert of_type(events, "run_finished")[0]["status"] == "completed"
+
+
 async def test_auto_mode_falls_back_to_prompt_when_tools_are_refused(api: Api, fake_llm: FakeLLM) -> None:
     fake_llm.script(error(400, "tools are not supported by this server"), text("Final Answer: prompt mode works"))
     _, events = await start(api, "auto")

@@ -51,6 +51,7 @@ class AgentSettings:
     request_timeout: float = 120.0  # between streamed chunks
     connect_timeout: float = 10.0
     response_timeout: float = 600.0  # a whole reply, however slowly it trickles in
+    max_reply_tokens: int | None = None  # sent as max_tokens; None: the endpoint's own limit
     max_retries: int = 3  # for 429, 5xx and dropped connections, with backoff
     context_token_budget: int = 48_000  # older turns are summarised beyond this (estimated tokens)
     namespace_snapshot: bool = True  # a run without @mentions starts with the kernel's variables

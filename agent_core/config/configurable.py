@@ -128,6 +128,14 @@ class Cellwright(
     response_timeout = Float(
         _AGENT.response_timeout, help="Seconds a whole model reply may take, however it trickles in."
     ).tag(config=True)
+    max_reply_tokens = Int(
+        _AGENT.max_reply_tokens,
+        allow_none=True,
+        min=16,
+        help="Tokens one model reply may have (sent as max_tokens). Default: none, the endpoint's own limit. "
+        "A small local model can ramble until its context window is full, minutes on a laptop: a few hundred "
+        "to a few thousand end such a reply; the answer then says it was cut.",
+    ).tag(config=True)
     max_retries = Int(
         _AGENT.max_retries, min=0, help="Retries (with backoff) of a model call after 429, 5xx or a dropped connection."
     ).tag(config=True)

@@ -84,6 +84,7 @@ class ModelTurn:
     final_answer: str | None = None  # prompt mode's "Final Answer:"
     ignored_call: str = ""  # a call-like JSON object in the text that was not run, and why
     usage: TokenUsage | None = None
+    cut: bool = False  # the endpoint stopped the reply at a length limit (finish_reason "length")
 
     @property
     def empty(self) -> bool:
@@ -161,9 +162,12 @@ async def _complete_native(
             _merge_tool_delta(calls, tool_delta)
 
     messages = _wire_messages(request.messages)
-    reported = await _stream(settings, messages, request.tools, on_delta, sent)
+    ended = await _stream(settings, messages, request.tools, on_delta, sent)
     turn.tool_calls = _finish_calls(calls)
-    turn.usage = _usage(reported, messages, turn)  # of what the model wrote, before any rescue below
+    turn.usage, turn.cut = (
+        _usage(ended.usage, messages, turn),
+        ended.cut,
+    )  # of what the model wrote, before any rescue below
     if not turn.tool_calls:  # a tool call written in the text is still a tool call
         found = rescue_call(turn.content, request.validate) if request.validate else Rescue()
         # The prompt-mode forms (Action:, <tool_call>, JSON at the start) run even with bad
@@ -195,9 +199,9 @@ async def _complete_prompt(
             turn.content += content
             visible.feed(content)
 
-    reported = await _stream(settings, messages, None, on_delta, sent)
+    ended = await _stream(settings, messages, None, on_delta, sent)
     visible.close()
-    turn.usage = _usage(reported, messages, turn)
+    turn.usage, turn.cut = _usage(ended.usage, messages, turn), ended.cut
     parsed = parse_reply(turn.content)
     turn.tool_calls = _calls_from_pairs(parsed.tool_calls)
     turn.final_answer = parsed.final_answer
@@ -206,6 +210,8 @@ async def _complete_prompt(
 
 # Endpoints (by base URL) that answered 400 to `stream_options`: they are not sent it again.
 _refuse_stream_options: set[str] = set()
+# Endpoints that refused `max_tokens` and named `max_completion_tokens` (OpenAI's reasoning models).
+_wants_max_completion_tokens: set[str] = set()
 
 
 # A stream chunk as the OpenAI streaming API documents it. Parsed JSON, not validated: every field
@@ -227,6 +233,7 @@ class Delta(TypedDict, total=False):
 
 class Choice(TypedDict, total=False):
     delta: Delta
+    finish_reason: str | None
 
 
 class Usage(TypedDict, total=False):
@@ -247,6 +254,14 @@ class RequestBody(TypedDict, total=False):
     stream: bool
     tools: list[ToolSchema]
     stream_options: dict[str, bool]
+    max_tokens: int
+    max_completion_tokens: int
+
+
+@dataclass(frozen=True)
+class StreamEnd:
+    usage: Usage | None  # the usage object the endpoint reported, if any
+    cut: bool  # a choice ended with finish_reason "length"
 
 
 async def _stream(
@@ -255,8 +270,9 @@ async def _stream(
     tools: list[ToolSchema] | None,
     on_delta: Callable[[Delta], None],
     sent: Sent | None = None,
-) -> Usage | None:
-    """Stream one completion into `on_delta`; the usage object the endpoint reported, if any."""
+) -> StreamEnd:
+    """Stream one completion into `on_delta`. An optional field the endpoint refuses by name is
+    adapted (once per endpoint, remembered) and the request sent again: nothing has streamed yet."""
     # openai loads on first use: the server starts without it (bench/server_start.py)
     import openai
 
@@ -264,28 +280,56 @@ async def _stream(
     if tools:  # never send tools/tool_choice when unset: some servers reject null values
         body["tools"] = tools
     endpoint = settings.base_url or ""
-    try:
-        if endpoint in _refuse_stream_options:
-            return await _read_stream(settings, body, on_delta, sent)
+    while True:
+        wire = _adapted(body, settings, endpoint)
         try:
-            return await _read_stream(settings, {**body, "stream_options": {"include_usage": True}}, on_delta, sent)
+            return await _read_stream(settings, wire, on_delta, sent)
         except openai.APIStatusError as exc:
-            if exc.status_code not in (400, 422) or "stream_options" not in server_message(exc):
-                raise
-            _refuse_stream_options.add(endpoint)  # an older server: usage is estimated from now on
-            return await _read_stream(settings, body, on_delta, sent)
-    except openai.OpenAIError as exc:
-        raise llm_error(exc, settings, bool(tools)) from None
+            if not _learned_from(exc, wire, endpoint):
+                raise llm_error(exc, settings, bool(tools)) from None
+        except openai.OpenAIError as exc:
+            raise llm_error(exc, settings, bool(tools)) from None
+
+
+def _adapted(body: RequestBody, settings: AgentSettings, endpoint: str) -> RequestBody:
+    """`body` with the optional fields the endpoint takes: usage in the stream, the reply's length cap."""
+    wire: RequestBody = {**body}
+    if endpoint not in _refuse_stream_options:
+        wire["stream_options"] = {"include_usage": True}
+    if settings.max_reply_tokens is not None:
+        if endpoint in _wants_max_completion_tokens:
+            wire["max_completion_tokens"] = settings.max_reply_tokens
+        else:
+            wire["max_tokens"] = settings.max_reply_tokens
+    return wire
+
+
+def _learned_from(exc: Exception, wire: RequestBody, endpoint: str) -> bool:
+    """Whether a refusal named an optional field of `wire` the endpoint does not take (then remembered):
+    an older server's `stream_options` (usage is estimated from then on), a reasoning model's
+    `max_tokens` (sent as `max_completion_tokens` instead)."""
+    import openai
+
+    if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422):
+        return False
+    message = server_message(exc)
+    if "stream_options" in wire and "stream_options" in message:
+        _refuse_stream_options.add(endpoint)
+        return True
+    if "max_tokens" in wire and "max_completion_tokens" in message:
+        _wants_max_completion_tokens.add(endpoint)
+        return True
+    return False
 
 
 async def _read_stream(
     settings: AgentSettings, body: RequestBody, on_delta: Callable[[Delta], None], sent: Sent | None
-) -> Usage | None:
+) -> StreamEnd:
     """The SDK sends the request (auth, status errors) and the SSE lines are parsed here: its
     per-chunk pydantic models cost more than the rest of a token's way to the browser."""
     import openai
 
-    usage = None
+    usage, cut = None, False
     # The body is already plain JSON: as extra_body the SDK sends it as is, instead of walking
     # messages and tool schemas against its TypedDicts on every call (6% of a busy server).
     request = None
@@ -317,6 +361,7 @@ async def _read_stream(
                     chunk = _chunk(data, request)
                     for delta in _deltas(chunk):
                         on_delta(delta)
+                    cut = cut or _cut(chunk)
                     usage = chunk.get("usage") or usage  # the last chunk's (some servers send a running count)
             except transport.TimeoutException as exc:
                 if timed_out(exc):
@@ -337,7 +382,7 @@ async def _read_stream(
         if not idle.expired:
             raise
         raise openai.APITimeoutError(request=request) from None  # type: ignore[arg-type]
-    return usage
+    return StreamEnd(usage, cut)
 
 
 def _chunk(data: str, request: Any) -> Chunk:  # the SDK's request: httpx's or httpx2's, by SDK version
@@ -371,6 +416,14 @@ def _deltas(chunk: Chunk) -> Iterator[Delta]:
         delta = choice.get("delta") if isinstance(choice, dict) else None
         if isinstance(delta, dict) and delta:
             yield cast(Delta, delta)  # an object: its fields are checked where they are read
+
+
+def _cut(chunk: Chunk) -> bool:
+    """Whether a choice of the chunk ended at a length limit (the reply's cap or the context's end)."""
+    choices: object = chunk.get("choices")
+    if not isinstance(choices, list):
+        return False
+    return any(isinstance(choice, dict) and choice.get("finish_reason") == "length" for choice in choices)
 
 
 def _usage(reported: Usage | None, messages: list[Message], turn: ModelTurn) -> TokenUsage:

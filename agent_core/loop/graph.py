@@ -248,6 +248,8 @@ def _model_reply(ctx: RunContext, turn: ModelTurn, used_ids: set[str]) -> AgentU
     message: Message = {"role": "assistant", "content": turn.content}
     if not turn.tool_calls:
         answer = turn.final_answer if turn.final_answer is not None else turn.content.strip()
+        if turn.cut:
+            answer += _cut_note(ctx.settings.max_reply_tokens)
         if not ctx.agent.is_subagent:  # a sub-agent's text is its report to the planner, not the answer
             ctx.emit(make_event("final", answer=answer, next_items=[]))
         return {"messages": appended(message), "done": True}
@@ -261,6 +263,15 @@ def _model_reply(ctx: RunContext, turn: ModelTurn, used_ids: set[str]) -> AgentU
         make_event("tool_call", id=first["id"], name=name, args=args or {}, needs_approval=ctx.needs_approval(name))
     )
     return {"messages": appended(message), "done": False, "deferred": [c["function"]["name"] for c in rest]}
+
+
+def _cut_note(cap: int | None) -> str:
+    limit = (
+        f"the limit of {cap} tokens a reply (the setting max_reply_tokens)"
+        if cap is not None
+        else "the endpoint's limit on a reply (or the end of the model's context window)"
+    )
+    return f"\n\n(My reply was cut off here: it reached {limit}.)"
 
 
 # -- the tools node

@@ -34,6 +34,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--limit", type=float, default=300.0, help="Seconds per task before it is stopped")
     parser.add_argument("--jobs", type=int, default=1, help="Tasks run at once (default 1: undisturbed timings)")
     parser.add_argument("--max-model-calls", type=int, default=0, help="Cap per run (default: the server's, 30)")
+    parser.add_argument(
+        "--max-reply-tokens", type=int, default=0, help="Cap per model reply (default: the server's, none)"
+    )
     parser.add_argument("--no-verify", action="store_true", help="Do not re-run each notebook in a shadow kernel")
     parser.add_argument("--out", help="Write the report (JSON) here")
     parser.add_argument("--compare", nargs=2, metavar=("A.json", "B.json"), help="Compare two reports")
@@ -88,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         not args.no_verify,
         args.jobs,
         args.max_model_calls,
+        args.max_reply_tokens,
     )
     api_key = "" if policy else args.api_key
     try:

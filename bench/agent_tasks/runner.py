@@ -34,6 +34,7 @@ class Settings:
     verify: bool = True
     jobs: int = 1  # tasks run at once (their times then include waiting for each other)
     max_model_calls: int = 0  # per run; 0 keeps the server's default
+    max_reply_tokens: int = 0  # per model reply; 0 keeps the server's default (the endpoint's own limit)
     sandbox: str = "auto"  # c.Cellwright.sandbox: "off" asks for every explore (issue 37)
     # The test suite's runs only: kernels forked from a warm process (devtools/forked_kernels.py), ~1 s
     # sooner each. Never the command line's, whose figures are what a user's server does.
@@ -46,6 +47,7 @@ def cellwright_server(settings: Settings, api_key: str = "", base: Path | None =
     with tempfile.TemporaryDirectory(prefix="cellwright-bench-") as tmp:
         env = {"OPENAI_BASE_URL": settings.base_url, "OPENAI_API_KEY": api_key, "CELLWRIGHT_MODEL": settings.model}
         args = [f"--Cellwright.max_model_calls={settings.max_model_calls}"] if settings.max_model_calls else []
+        args += [f"--Cellwright.max_reply_tokens={settings.max_reply_tokens}"] if settings.max_reply_tokens else []
         args += [f"--Cellwright.sandbox={settings.sandbox}"]
         server = JupyterProcess(base or Path(tmp), env, extra_args=args, forked_kernels=settings.forked_kernels)
         try:
