@@ -62,7 +62,7 @@ class KernelEvaluations:
     def __init__(self) -> None:
         self._clients = KernelClients(outputs=False)
         self._gathering: dict[str, _Batch] = {}
-        self._in_flight: dict[str, int] = {}
+        self._in_flight: dict[str, set[asyncio.Future[Results]]] = {}
 
     async def evaluate(
         self,
@@ -76,6 +76,9 @@ class KernelEvaluations:
         if batch is None:
             batch = self._gathering[kernel_id] = _Batch()
             batch.results = asyncio.ensure_future(self._send(kernel_id, manager, kernel_manager, batch))
+            sending = self._in_flight.setdefault(kernel_id, set())
+            sending.add(batch.results)
+            batch.results.add_done_callback(sending.discard)
         key = f"e{len(batch.expressions)}"
         batch.expressions[key] = expression
         assert batch.results is not None
@@ -83,9 +86,19 @@ class KernelEvaluations:
         results = await asyncio.shield(batch.results)
         return results.get(key) or {}
 
-    def evaluating(self, kernel_id: str) -> bool:
-        """Whether an evaluation of ours is on that kernel now: the kernel shows busy with it, not with a cell."""
-        return self._in_flight.get(kernel_id, 0) > 0
+    def joinable(self, kernel_id: str) -> bool:
+        """Whether a batch is gathering on that kernel with nothing else of ours in flight: an evaluation
+        asked for now travels with it, in the same request."""
+        return kernel_id in self._gathering and len(self._in_flight.get(kernel_id, ())) == 1
+
+    async def answered_within(self, kernel_id: str, seconds: float) -> bool:
+        """Whether every evaluation of ours on that kernel is answered within `seconds`. An idle kernel answers
+        one in a few ms; one still unanswered after that waits behind a cell that started before it."""
+        sending = self._in_flight.get(kernel_id)
+        if not sending:
+            return True
+        _, pending = await asyncio.wait(set(sending), timeout=seconds)  # waits; cancels nothing
+        return not pending
 
     async def _send(
         self,
@@ -94,21 +107,17 @@ class KernelEvaluations:
         kernel_manager: MappingKernelManagerProtocol,
         batch: _Batch,
     ) -> Results:
-        self._in_flight[kernel_id] = self._in_flight.get(kernel_id, 0) + 1
         try:
-            try:
-                await asyncio.sleep(0)  # the evaluations asked for in this turn of the loop join the batch
-            finally:
-                if self._gathering.get(kernel_id) is batch:
-                    del self._gathering[kernel_id]
-            shared = await self._clients.get(kernel_id, manager, kernel_manager)
-            try:
-                async with shared.turn:  # one request at a time per client: its replies are read in order
-                    return await evaluate(shared.client, batch.expressions)
-            finally:
-                self._clients.done(kernel_id, shared)
+            await asyncio.sleep(0)  # the evaluations asked for in this turn of the loop join the batch
         finally:
-            self._in_flight[kernel_id] -= 1
+            if self._gathering.get(kernel_id) is batch:
+                del self._gathering[kernel_id]
+        shared = await self._clients.get(kernel_id, manager, kernel_manager)
+        try:
+            async with shared.turn:  # one request at a time per client: its replies are read in order
+                return await evaluate(shared.client, batch.expressions)
+        finally:
+            self._clients.done(kernel_id, shared)
             if not self._in_flight[kernel_id]:
                 del self._in_flight[kernel_id]
 

@@ -162,13 +162,18 @@ class KernelEnvironment:
         The state the server tracks from iopub lags the shell's reply: our own evaluation a moment
         ago (a run's start makes two) still shows as busy until its "idle" is read. So a busy
         kernel gets BUSY_GRACE_SECONDS to turn idle, woken by the state's change, not polled: a
-        50 ms poll here was most of a run's time to first token with a kernel."""
+        50 ms poll here was most of a run's time to first token with a kernel. An evaluation of ours
+        in flight gets the same grace to be answered: one sent just before a user's cell started
+        waits behind that cell, and a probe queued behind it would wait its whole time limit."""
         try:
             kernel_id = await self.resolve_kernel()
         except NoKernel:
             return False
-        if self.evaluations is not None and self.evaluations.evaluating(kernel_id):
-            return False  # busy with our evaluation, which answers at once: this one queues behind it
+        if self.evaluations is not None:
+            if self.evaluations.joinable(kernel_id):
+                return False  # the request about to leave: this evaluation travels in it
+            if not await self.evaluations.answered_within(kernel_id, BUSY_GRACE_SECONDS):
+                return True
         return not await idle_within(self.kernel_manager.get_kernel(kernel_id), BUSY_GRACE_SECONDS)
 
     async def kernel_history(self, n: int) -> list[tuple[int, str]]:

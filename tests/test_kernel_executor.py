@@ -93,3 +93,45 @@ async def test_evaluations_asked_together_travel_in_one_request(jp_serverapp: An
         assert await env.evaluate_json(REQUESTS) == 3  # one after the other: one each
     finally:
         env.evaluations.close()
+
+
+async def test_an_evaluation_of_ours_waiting_behind_a_users_cell_makes_the_kernel_busy(
+    jp_serverapp: Any, notebook_kernel: str, tmp_path: Path
+) -> None:
+    """An evaluation sent just before the user's cell started waits behind that cell: the next probe
+    hears "busy" after the grace, instead of queueing behind ours for its whole time limit."""
+    from agent_core.kernel_probes.introspection import namespace_snapshot
+
+    env = _env(jp_serverapp)
+    env.evaluations = KernelEvaluations()
+    release = tmp_path / "release"
+    manager = jp_serverapp.kernel_manager.get_kernel(notebook_kernel)
+    user = manager.client()  # the user's own client, as a browser tab's
+    user.start_channels()
+    try:
+        await user.wait_for_ready(timeout=30)  # its iopub is connected: it sees the cell's "started"
+        # The user's cell says it started, then runs until the test releases it.
+        wait = f"while not os.path.exists({str(release)!r}): time.sleep(0.05)"
+        user.execute(f"import os, time\nprint('started', flush=True)\n{wait}")
+        while (await user.get_iopub_msg(timeout=10))["msg_type"] != "stream":
+            pass
+        # Ours, with no busy check of its own: its batch is made now, sent once the loop turns.
+        expression = "__import__('json').dumps(7)"
+        ours = asyncio.ensure_future(env.evaluations.evaluate(notebook_kernel, manager, env.kernel_manager, expression))
+        for _ in range(100):  # a turn of the loop or two: then its request has left (no longer gathering)
+            await asyncio.sleep(0)
+            if not env.evaluations.joinable(notebook_kernel):
+                break
+        started = asyncio.get_running_loop().time()
+        assert await env.kernel_busy() is True
+        snapshot = await namespace_snapshot(env)
+        assert "busy" in snapshot.note, snapshot
+        assert asyncio.get_running_loop().time() - started < 3  # the grace twice, not a probe's time limit
+        assert not ours.done()
+        release.touch()
+        assert (await asyncio.wait_for(ours, 10))["status"] == "ok"  # answered once the cell ended
+        assert await env.kernel_busy() is False
+    finally:
+        release.touch()
+        user.stop_channels()
+        env.evaluations.close()

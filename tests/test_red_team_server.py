@@ -230,30 +230,35 @@ async def _reply(client: Any, msg_id: str, timeout: float) -> dict[str, Any]:
 
 
 async def test_finding_12_an_approved_cell_waits_for_a_busy_kernel(
-    api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_serverapp: Any, monkeypatch: Any
+    api: Api, fake_llm: FakeLLM, notebook_kernel: str, jp_serverapp: Any, monkeypatch: Any, tmp_path: Path
 ) -> None:
     import jupyter_ext.kernel_executor as executor
 
     monkeypatch.setattr(executor, "READY_SECONDS", 2.0)  # so the old 30 s failure mode would show fast
-    # 12 s: the run up to the card reads the busy kernel too (its probes give up after their grace, but
-    # an evaluation already waiting for the kernel holds the next behind it: 4-7 s), and the approved cell
-    # must still find the user's cell running.
-    client, user_cell = await _run_user_cell(
-        jp_serverapp, notebook_kernel, "import time; time.sleep(12); user_done = 1"
-    )
+    release = tmp_path / "release"
+    # The user's cell runs until the test releases it: as long as the run up to the card takes, and then
+    # longer than READY_SECONDS. It says when it has started.
+    wait = f"while not os.path.exists({str(release)!r}): time.sleep(0.05)"
+    code = f"import os, time\nprint('started', flush=True)\n{wait}\nuser_done = 1"
+    client, user_cell = await _run_user_cell(jp_serverapp, notebook_kernel, code)
     try:
-        await asyncio.sleep(0.5)
+        while (await client.get_iopub_msg(timeout=10))["msg_type"] != "stream":
+            pass
         fake_llm.script(tool_call("run_cell", {"code": "print('agent', user_done)"}, id="queued"), text("ok"))
         thread = await api.new_thread()
         await api.run(thread, "go")
         first = await api.until_finished(thread)
         await api.approve(thread, "queued")
+        await _wait_for(jp_serverapp, thread, "cell_started", call_id="queued")
+        await asyncio.sleep(executor.READY_SECONDS + 0.5)  # the old failure: the approved cell gave up here
+        release.touch()
         second = await api.until_finished(thread, after=first[-1]["seq"])
         starts = of_type(second, "cell_started")
         assert starts[0]["waiting_for_kernel"] is True and starts[-1]["waiting_for_kernel"] is False
         assert "".join(o["output"].get("text", "") for o in of_type(second, "cell_output")) == "agent 1\n"
         assert (await _reply(client, user_cell, 10))["status"] == "ok"
     finally:
+        release.touch()
         client.stop_channels()
 
 

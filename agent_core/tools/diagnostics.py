@@ -30,6 +30,7 @@ from typing import Any, TypedDict
 
 from pydantic import Field, model_validator
 
+from agent_core.kernel_probes.introspection import _evaluate
 from agent_core.tools.arguments import ToolArgs, argument_error
 from agent_core.tools.base import ToolContext, ToolEnvironment, ToolInputError, ToolOutcome, ToolSpec
 from agent_core.workspace import Workspace, WorkspaceError, human_size, relative_to_root, workspace_of
@@ -272,15 +273,12 @@ def _is_top_level_await(raw: LspDiagnostic, lines: list[str]) -> bool:
 
 
 async def kernel_names(env: ToolEnvironment | None, timeout: float = KERNEL_NAMES_TIMEOUT) -> set[str] | None:
-    """Names defined in the notebook's kernel (globals and builtins), or None when it cannot say."""
-    if env is None:
-        return None
+    """Names defined in the notebook's kernel (globals and builtins), or None when it cannot say. A busy
+    kernel is not asked: the card would wait for the user's cell, and the question would stay queued."""
     try:
-        names = await asyncio.wait_for(env.evaluate_json(KERNEL_NAMES), timeout)
-    except (asyncio.TimeoutError, ToolInputError):
-        return None
-    except Exception as exc:  # a kernel that went away mid-request, a protocol error
-        log.info("kernel names unavailable: %s", exc)
+        names = await _evaluate(env, KERNEL_NAMES, timeout)
+    except ToolInputError as exc:  # no kernel, a busy one (KernelBusy), a time-out, a kernel gone mid-request
+        log.debug("kernel names unavailable: %s", exc)
         return None
     return {str(n) for n in names} if isinstance(names, list) else None
 
