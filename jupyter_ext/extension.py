@@ -107,6 +107,7 @@ class CellwrightApp(ExtensionApp):
             holder=f"the Jupyter server (pid {os.getpid()})",
             database_url=self.configuration.database_url,
             pool_size=self.configuration.database_pool_size,
+            pool_timeout=self.configuration.database_timeout,
         )
         self.run_manager = self.run_manager_class(
             self.threads,

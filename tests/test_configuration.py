@@ -132,6 +132,9 @@ def test_the_owner_is_the_user_the_server_runs_for(clean_env: pytest.MonkeyPatch
     assert load().database_pool_size == 2
     clean_env.setenv("CELLWRIGHT_DATABASE_POOL_SIZE", "5")
     assert load().database_pool_size == 5
+    assert load().database_timeout == 10.0
+    clean_env.setenv("CELLWRIGHT_DATABASE_TIMEOUT", "2.5")
+    assert load().database_timeout == 2.5
 
 
 @pytest.mark.parametrize(
@@ -145,6 +148,8 @@ def test_the_owner_is_the_user_the_server_runs_for(clean_env: pytest.MonkeyPatch
         ({"max_model_calls": 0}, {}, ["max_model_calls"]),
         ({"database_pool_size": 0}, {}, ["database_pool_size must be 1 or more", "not 0"]),
         ({}, {"CELLWRIGHT_DATABASE_POOL_SIZE": "two"}, ["CELLWRIGHT_DATABASE_POOL_SIZE", "whole number", "'two'"]),
+        ({"database_timeout": 0}, {}, ["database_timeout", "more than 0 seconds"]),
+        ({}, {"CELLWRIGHT_DATABASE_TIMEOUT": "soon"}, ["CELLWRIGHT_DATABASE_TIMEOUT", "number of seconds", "'soon'"]),
         ({"owner": " "}, {}, ["owner must name a user"]),
     ],
 )

@@ -254,7 +254,8 @@ def test_a_run_in_flight_when_the_database_goes_down_stops_cleanly_and_runs_its_
     fake_llm.script(
         tool_call("run_cell", {"code": f"import time\n{APPEND_ONCE}\ntime.sleep(4)"}, id="call_down"), text("noted")
     )
-    a = start(tmp_path, "a", server_env, servers)
+    # The operator's setting: a call gives up on the stopped database after 2 s, not the default 10.
+    a = start(tmp_path, "a", {**server_env, "CELLWRIGHT_DATABASE_TIMEOUT": "2"}, servers)
     kernel, thread = _approved_cell_started(a, "call_down")
     postgres_server.pause()
     try:
@@ -262,7 +263,9 @@ def test_a_run_in_flight_when_the_database_goes_down_stops_cleanly_and_runs_its_
             lambda: "stopped: The database postgresql://***@" in a.log_path.read_text(errors="replace"),
             "the run to stop",
         )
+        asked = time.monotonic()
         down = a.get(f"cellwright/api/threads/{thread}")
+        assert time.monotonic() - asked < 8, "the setting's 2 s, not the default 10"
         assert down.status_code == 503 and down.json()["error"] == "database_unavailable", down.text
     finally:
         postgres_server.resume()

@@ -24,6 +24,7 @@ from agent_core.config.acp_agents import AcpAgentSettings
 from agent_core.config.agent_settings import AgentSettings, ToolCalling, Vision, endpoint_of
 from agent_core.config.completion_settings import CompletionSettings
 from agent_core.config.data_policy_settings import DataPolicySettings
+from agent_core.config.database_url import DATABASE_TIMEOUT
 from agent_core.config.endpoint_keys import EndpointKeys, read_saved_keys
 from agent_core.config.mcp_endpoint_settings import McpEndpointSettings
 from agent_core.config.sandbox_settings import SandboxSettings  # issue 37
@@ -95,6 +96,12 @@ class Cellwright(
         "this many at most, plus one for the agent's checkpoints and one that listens for the writes of its "
         "owner's other servers. Env: CELLWRIGHT_DATABASE_POOL_SIZE.",
     ).tag(config=True, env="CELLWRIGHT_DATABASE_POOL_SIZE")
+    database_timeout = Float(
+        DATABASE_TIMEOUT,
+        help="Seconds a call to a PostgreSQL database_url waits for a connection before it fails: while the "
+        "database is down, the panel hears that it is unavailable after this long. Default: 10. "
+        "Env: CELLWRIGHT_DATABASE_TIMEOUT.",
+    ).tag(config=True, env="CELLWRIGHT_DATABASE_TIMEOUT")
     owner = Unicode(
         help="The user whose threads this server (or %agent kernel) keeps and shows; it sees no other user's. "
         "Default: JUPYTERHUB_USER under JupyterHub, else the operating system's user running Jupyter. "
@@ -224,6 +231,14 @@ class Cellwright(
         except ValueError:
             raise TraitError(f"database_pool_size must be a whole number of connections, not {raw!r}.") from None
 
+    @default("database_timeout")
+    def _default_database_timeout(self) -> float:
+        raw = self._env("database_timeout")
+        try:
+            return float(raw) if raw else DATABASE_TIMEOUT
+        except ValueError:
+            raise TraitError(f"database_timeout must be a number of seconds, not {raw!r}.") from None
+
     @default("owner")
     def _default_owner(self) -> str:
         # Not the request's identity: on a plain server, each token-authenticated request without
@@ -297,7 +312,9 @@ class Cellwright(
             raise TraitError("owner must name a user, not be empty: threads are kept per user.")
         return str(proposal.value)
 
-    @validate("command_timeout", "cell_timeout", "request_timeout", "connect_timeout", "response_timeout")
+    @validate(
+        "command_timeout", "cell_timeout", "request_timeout", "connect_timeout", "response_timeout", "database_timeout"
+    )
     def _positive_seconds(self, proposal: Any) -> float | None:
         if proposal.value is not None and proposal.value <= 0:
             raise TraitError(f"{proposal.trait.name} must be more than 0 seconds, not {proposal.value}.")

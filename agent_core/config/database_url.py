@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from agent_core.contract.choices import CheckpointerKind
 
+# c.Cellwright.database_timeout's default: seconds a PostgreSQL call waits for a connection before it fails.
+DATABASE_TIMEOUT = 10.0
+
 
 def is_postgres_url(url: str) -> bool:
     return url.startswith(("postgres://", "postgresql://"))

@@ -259,6 +259,7 @@ class AgentCall:
             holder=f"a %agent call in a kernel (pid {os.getpid()})",
             database_url=self.settings.database_url,
             pool_size=self.settings.database_pool_size,
+            pool_timeout=self.settings.database_timeout,
         )
         mcp: Any = None
 

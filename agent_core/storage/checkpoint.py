@@ -14,7 +14,6 @@ from agent_core.contract.choices import CheckpointerKind
 from agent_core.private_files import private_file
 from agent_core.storage.database import Database
 from agent_core.storage.postgres_database import (
-    POOL_TIMEOUT,
     RECONNECT_SERIES,
     PostgresDatabase,
     application_name,
@@ -116,7 +115,7 @@ async def _open_postgres(url: str, database: Database | None) -> AgentStore:
         min_size=1,
         max_size=CHECKPOINT_CONNECTIONS,
         open=False,
-        timeout=POOL_TIMEOUT,
+        timeout=database.pool_timeout,
         name="cellwright-checkpoints",
         reconnect_timeout=RECONNECT_SERIES,
         check=AsyncConnectionPool.check_connection,
@@ -129,7 +128,7 @@ async def _open_postgres(url: str, database: Database | None) -> AgentStore:
         },
     )
     stack = AsyncExitStack()
-    await pool.open(wait=True, timeout=POOL_TIMEOUT)
+    await pool.open(wait=True, timeout=database.pool_timeout)
     stack.push_async_callback(pool.close)
     saver = AsyncPostgresSaver(pool)
     try:

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Protocol
 
-from agent_core.config.database_url import is_postgres_url
+from agent_core.config.database_url import DATABASE_TIMEOUT, is_postgres_url
 from agent_core.private_files import private_file
 from agent_core.redaction import redact_url
 from agent_core.storage.request_log import MODEL_REQUESTS
@@ -115,7 +115,14 @@ def missing_postgres_extra(url: str) -> str | None:
     )
 
 
-def open_database(url: str, sqlite_path: Path, process: str, owner: str, pool_size: int = 2) -> Database:
+def open_database(
+    url: str,
+    sqlite_path: Path,
+    process: str,
+    owner: str,
+    pool_size: int = 2,
+    pool_timeout: float = DATABASE_TIMEOUT,
+) -> Database:
     """The store's database for the `database_url` setting: Postgres for a postgresql:// URL,
     else the SQLite file at `sqlite_path` (also for 'memory' and file URLs: those name the
     checkpointer's storage, and threads have always been in their own file). `process` names this
@@ -124,7 +131,7 @@ def open_database(url: str, sqlite_path: Path, process: str, owner: str, pool_si
         # agent_core.storage.postgres_database imports this module
         from agent_core.storage.postgres_database import PostgresDatabase
 
-        return PostgresDatabase(url, process, owner, pool_size)
+        return PostgresDatabase(url, process, owner, pool_size, pool_timeout)
     return SqliteDatabase(sqlite_path, owner)
 
 

@@ -41,7 +41,6 @@ log = logging.getLogger(__name__)
 SCHEMA_NAME = "cellwright"
 CHANNEL_PREFIX = "cellwright_events_"  # + a hash of the owner: each user's servers notify each other only
 MIGRATION_LOCK = 0x63656C6C  # "cell": the advisory lock key that serializes schema migrations
-POOL_TIMEOUT = 10.0  # seconds to wait for a connection before a call fails
 # A pool retries a lost connection with a doubling delay: after a long outage its next attempt
 # could be minutes away. Giving a series up after a few seconds lets the next request start a
 # fresh one, so the first request after the database is back reconnects at once.
@@ -106,12 +105,13 @@ class PostgresDatabase:
     kind = "postgres"
     notifies = True
 
-    def __init__(self, url: str, process: str, owner: str, pool_size: int) -> None:
+    def __init__(self, url: str, process: str, owner: str, pool_size: int, pool_timeout: float) -> None:
         self._url = url
         self.where = redact_url(url)  # how errors and logs name the database
         self._process = process  # this process's notifications are not news to it
         self.owner = owner  # whose servers hear this one's writes
         self.pool_size = pool_size
+        self.pool_timeout = pool_timeout  # seconds a call waits for a connection before it fails
         self._pool: Any = None
         self._executor: ThreadPoolExecutor | None = None
         self._listening: threading.Event | None = None  # set: the listener should stop
@@ -135,7 +135,7 @@ class PostgresDatabase:
             min_size=1,
             max_size=self.pool_size,
             open=False,
-            timeout=POOL_TIMEOUT,
+            timeout=self.pool_timeout,
             name="cellwright",
             reconnect_timeout=RECONNECT_SERIES,
             check=ConnectionPool.check_connection,
@@ -149,7 +149,7 @@ class PostgresDatabase:
         loop = asyncio.get_running_loop()
 
         def start() -> None:
-            pool.open(wait=True, timeout=POOL_TIMEOUT)
+            pool.open(wait=True, timeout=self.pool_timeout)
             with pool.connection() as conn:
                 migrate(conn)
 

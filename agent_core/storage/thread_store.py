@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from agent_core.config.database_url import DATABASE_TIMEOUT
 from agent_core.json_types import JsonObject
 from agent_core.storage.database import Connection, open_database
 from agent_core.storage.event_log import EventLog, max_seq_in
@@ -63,11 +64,12 @@ class ThreadStore:
         holder: str = "another process",
         database_url: str = "",
         pool_size: int = 2,
+        pool_timeout: float = DATABASE_TIMEOUT,
     ) -> None:
         self._path = path
         self.owner = owner  # the user whose threads these are (c.Cellwright.owner)
         self.process = new_process_name()  # this process's name on the leases it holds
-        self.database = open_database(database_url, path, self.process, owner, pool_size)
+        self.database = open_database(database_url, path, self.process, owner, pool_size, pool_timeout)
         self.holder = holder  # ... and how a refusal names it to the user
         # The threads' events, over the same database: the log keeps a leased thread's recent
         # events in memory, so leases and deletes below tell it (leased, released, deleted).
