@@ -19,6 +19,7 @@ Durability = Literal["sync", "exit"]
 
 if TYPE_CHECKING:
     from agent_core.contract.shared import LiveCell
+    from agent_core.loop.mentions import MentionView
     from agent_core.loop.state import AgentUpdate
 
 
@@ -46,6 +47,16 @@ class Segment:
     # pauses for approval ("exit": an outside agent's one call, whose client waits for the answer;
     # a crash mid-call loses only a call its client saw fail, and the tool ledger keeps what ran).
     durability: Durability = "sync"
+
+
+@dataclass(frozen=True)
+class SegmentInput:
+    """What a segment's graph is given and the tools it has beside the registry's: gathered (MCP
+    servers, the kernel's @tool functions and context) while the segment takes its thread's lease."""
+
+    graph_input: Any  # a new run's AgentUpdate, an approval's Command, None to drive on from the saved state
+    extra: dict[str, ExternalToolSpec]
+    mentions: list[MentionView] | None = None  # a new run's, for run_started
 
 
 def browser_cells(cells: list[LiveCell] | None) -> list[JsonObject] | None:

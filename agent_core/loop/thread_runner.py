@@ -9,10 +9,10 @@ import asyncio
 import dataclasses
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from langgraph.types import Command
 
@@ -39,7 +39,7 @@ from agent_core.loop.refusals import (
 )
 from agent_core.loop.run_context import run_context
 from agent_core.loop.run_tools import McpSource, RunTools
-from agent_core.loop.segments import PreparedRun, Segment, approval_event, browser_cells
+from agent_core.loop.segments import PreparedRun, Segment, SegmentInput, approval_event, browser_cells
 from agent_core.loop.state import appended, outside_call_input
 from agent_core.loop.thread_policy import run_settings
 from agent_core.loop.thread_view import autonomy_of, driver_of, mode_of, pending_approval, stuck, title_from
@@ -61,7 +61,7 @@ if TYPE_CHECKING:  # the contract's route models and the tool registry load on a
     from agent_core.contract.notebook_cells import AgentCell
     from agent_core.contract.outside_tools import OutsideCall
     from agent_core.loop.graph import AgentGraph
-    from agent_core.loop.mentions import MentionView
+    from agent_core.loop.run_context import RunContext
     from agent_core.tools import ToolEnvironment
     from agent_core.tools.external import ExternalToolSpec
 
@@ -143,9 +143,7 @@ class ThreadRunner:
     ) -> PreparedRun:
         """A new run of `request` (notebook_path checked): refused while another process drives the
         thread or an approval is pending, or for a data_policy wider than the server's."""
-        record = await self._record(thread_id)
-        await self.ensure_not_leased(thread_id)
-        snapshot = await self.recovered(record, environment, settings)
+        record, snapshot = await self._ready(thread_id, environment, settings)
         if pending_approval(snapshot):
             raise ApprovalPending(
                 "This thread is waiting for your approval of a tool call: approve or reject it (or press Stop) first."
@@ -166,14 +164,16 @@ class ThreadRunner:
         env = environment(record)
         run_id = uuid.uuid4().hex
 
-        async def drive() -> str:
-            # Resolved here, in the segment's own time: a caller answering HTTP does not wait for the kernel.
+        async def first_input() -> SegmentInput:
+            # Resolved in the segment's own time, while it takes the lease: a caller answering HTTP does
+            # not wait for the kernel, and the first token waits for the longer of the two, not both.
             graph_input, mentions, extra = await self._tools.first_segment(
                 thread_id, request, env, settings, prior, self.undo
             )
-            return await self._segment(
-                record, run_id, graph_input, segment, env, settings, extra, on_event, on_released, mentions
-            )
+            return SegmentInput(graph_input, extra, mentions)
+
+        async def drive() -> str:
+            return await self._segment(record, run_id, first_input(), segment, env, settings, on_event, on_released)
 
         return PreparedRun(thread_id, run_id, drive)
 
@@ -192,9 +192,7 @@ class ThreadRunner:
         call then stays pending)."""
         if decision.decision == "edit" and decision.args is None:
             raise BadDecision('An "edit" decision needs "args": the edited arguments as an object.')
-        record = await self._record(thread_id)
-        await self.ensure_not_leased(thread_id, "decide on its pending call")
-        snapshot = await self.recovered(record, environment, settings)
+        record, snapshot = await self._ready(thread_id, environment, settings, "decide on its pending call")
         pending = pending_approval(snapshot)
         if pending is None or pending["id"] != call_id:
             now = f"the pending one is {pending['id']!r}" if pending else "nothing is pending"
@@ -224,9 +222,12 @@ class ThreadRunner:
         prior = snapshot.values or {}
         run_id = uuid.uuid4().hex
 
-        async def drive() -> str:
+        async def resumed() -> SegmentInput:
             extra, _ = await self._tools.of(thread_id, prior.get("disabled_mcp_servers") or [], env, settings, False)
-            return await self._segment(record, run_id, resume, segment, env, settings, extra, on_event, on_released)
+            return SegmentInput(resume, extra)
+
+        async def drive() -> str:
+            return await self._segment(record, run_id, resumed(), segment, env, settings, on_event, on_released)
 
         return PreparedRun(thread_id, run_id, drive)
 
@@ -240,9 +241,7 @@ class ThreadRunner:
     ) -> PreparedRun:
         """A run that is one tool call of an outside agent (agent_core.loop.state.outside_call_input):
         refused, as a new run is, while another process drives the thread or an approval is pending."""
-        record = await self._record(thread_id)
-        await self.ensure_not_leased(thread_id)
-        snapshot = await self.recovered(record, environment, settings)
+        record, snapshot = await self._ready(thread_id, environment, settings)
         pending = pending_approval(snapshot)
         if pending is not None:
             raise ApprovalPending(
@@ -258,7 +257,8 @@ class ThreadRunner:
         run_id = uuid.uuid4().hex
 
         async def drive() -> str:
-            return await self._segment(record, run_id, graph_input, segment, env, settings, {}, None, on_released)
+            given = SegmentInput(graph_input, {})
+            return await self._segment(record, run_id, given, segment, env, settings, None, on_released)
 
         return PreparedRun(thread_id, run_id, drive)
 
@@ -283,12 +283,26 @@ class ThreadRunner:
         if holder:
             raise ThreadBusy(holder, action)
 
+    async def _ready(
+        self, thread_id: str, environment: EnvironmentFor, settings: AgentSettings, action: str = "start another run"
+    ) -> tuple[ThreadRecord, StateSnapshot]:
+        """The thread's record and state (recovered), refused while another process drives it: the three
+        reads at once, each a hop to its database before a run starts or an approval resumes (issue 41)."""
+        record, _, snapshot = await asyncio.gather(
+            self._record(thread_id), self.ensure_not_leased(thread_id, action), self.snapshot(thread_id)
+        )
+        return record, await self._recovered_from(record, snapshot, environment, settings)
+
     async def recovered(
         self, record: ThreadRecord, environment: EnvironmentFor, settings: AgentSettings
     ) -> StateSnapshot:
         """The thread's snapshot, after driving it on (input None) if a crash left it between a saved
         step and its approval request, so that its approval shows again (read once: a hot path)."""
-        snapshot = await self.snapshot(record.thread_id)
+        return await self._recovered_from(record, await self.snapshot(record.thread_id), environment, settings)
+
+    async def _recovered_from(
+        self, record: ThreadRecord, snapshot: StateSnapshot, environment: EnvironmentFor, settings: AgentSettings
+    ) -> StateSnapshot:
         if stuck(snapshot):
             await self._driven_on(record, snapshot, environment(record), settings).drive()
             snapshot = await self.snapshot(record.thread_id)
@@ -308,9 +322,12 @@ class ThreadRunner:
         disabled = (snapshot.values or {}).get("disabled_mcp_servers") or []
         run_id = uuid.uuid4().hex
 
-        async def drive() -> str:
+        async def driven_on() -> SegmentInput:
             extra, _ = await self._tools.of(record.thread_id, disabled, env, settings, fresh=False)
-            return await self._segment(record, run_id, None, segment, env, settings, extra, None, on_released)
+            return SegmentInput(None, extra)
+
+        async def drive() -> str:
+            return await self._segment(record, run_id, driven_on(), segment, env, settings, None, on_released)
 
         return PreparedRun(record.thread_id, run_id, drive)
 
@@ -328,55 +345,45 @@ class ThreadRunner:
         self,
         record: ThreadRecord,
         run_id: str,
-        graph_input: Any,
+        prepare: Awaitable[SegmentInput] | SegmentInput,
         segment: Segment,
         env: ToolEnvironment,
         settings: AgentSettings,
-        extra: dict[str, ExternalToolSpec],
         on_event: EventSink | None = None,
         on_released: Callable[[], None] | None = None,
-        mentions: list[MentionView] | None = None,
     ) -> str:
         """One segment of a run: until the graph ends, pauses for approval, fails or is cancelled.
         Returns the run_finished status; every event is in the thread's log when it returns. The
         thread is released (lease, then `on_released`) before `run_finished` is written: a client
-        that acts on that event finds the thread free."""
+        that acts on that event finds the thread free. `prepare` (its tools and input) is gathered
+        while the lease is taken; it is cancelled when the thread cannot be taken."""
         thread_id = record.thread_id
-        if not await self.threads.begin_run(thread_id, status="running", last_run_id=run_id):
-            raise ThreadBusy(await self.threads.leased_elsewhere(thread_id) or "another process")
+        preparing: asyncio.Future[SegmentInput]
+        if isinstance(prepare, SegmentInput):
+            preparing = asyncio.get_running_loop().create_future()
+            preparing.set_result(prepare)
+        else:
+            preparing = asyncio.ensure_future(prepare)
+        try:
+            if not await self.threads.begin_run(thread_id, status="running", last_run_id=run_id):
+                raise ThreadBusy(await self.threads.leased_elsewhere(thread_id) or "another process")
+        except BaseException:
+            preparing.cancel()
+            await asyncio.gather(preparing, return_exceptions=True)  # it only read: nothing to undo
+            raise
         renewing = asyncio.create_task(self._renew_lease(thread_id))
         emit = EventPump(self.threads.events, thread_id, run_id, agent_for_mode(segment.mode).name, on_event)
-
-        async def recorded_cells(path: str) -> list[AgentCell]:
-            await emit.flush()  # this run's cells so far are in the record, not only on their way to it
-            return await notebook_agent_cells(self.threads, path)
-
-        context = run_context(
-            thread_id,
-            settings,
-            env,
-            self.store.ledger,
-            emit,
-            record.notebook_path,
-            segment.mode,
-            segment.notebook_cells,
-            extra,
-            undo=self.undo,
-            approvals=self.approvals,
-            driver=segment.driver,
-            requests=self.threads.requests,
-            agent_cells=recorded_cells,
-            background=self.background,
-        )
         status: RunStatus = "completed"
         run_usage: JsonObject | None = None
         try:
+            given = await preparing
+            context = self._run_context(record, segment, env, settings, given.extra, emit)
             started: RunStartedFields = {"mode": segment.mode, "autonomy": segment.autonomy, "message": segment.message}
-            if mentions:
-                started["mentions"] = mentions
+            if given.mentions:
+                started["mentions"] = given.mentions
             emit(make_event("run_started", **started))
             async for chunk in self.graph.astream(
-                graph_input,
+                given.graph_input,
                 self.config(thread_id),
                 context=context,
                 stream_mode="updates",
@@ -436,6 +443,37 @@ class ThreadRunner:
                 finished["usage"] = public(run_usage)
             emit(make_event("run_finished", **finished))
             await emit.drain()
+
+    def _run_context(
+        self,
+        record: ThreadRecord,
+        segment: Segment,
+        env: ToolEnvironment,
+        settings: AgentSettings,
+        extra: dict[str, ExternalToolSpec],
+        emit: EventPump,
+    ) -> RunContext:
+        async def recorded_cells(path: str) -> list[AgentCell]:
+            await emit.flush()  # this run's cells so far are in the record, not only on their way to it
+            return await notebook_agent_cells(self.threads, path)
+
+        return run_context(
+            record.thread_id,
+            settings,
+            env,
+            self.store.ledger,
+            emit,
+            record.notebook_path,
+            segment.mode,
+            segment.notebook_cells,
+            extra,
+            undo=self.undo,
+            approvals=self.approvals,
+            driver=segment.driver,
+            requests=self.threads.requests,
+            agent_cells=recorded_cells,
+            background=self.background,
+        )
 
     async def _renew_lease(self, thread_id: str) -> None:
         while True:
