@@ -116,18 +116,22 @@ def ticked_after(events: Events, moment: float) -> bool:
 
 
 def with_restart(
-    server: JupyterProcess, env: dict[str, str], llm: FakeLLM, kernel: str, rounds: int, release: Path
-) -> tuple[list[float], JupyterProcess]:
+    current: list[JupyterProcess], env: dict[str, str], llm: FakeLLM, kernel: str, rounds: int, release: Path
+) -> list[float]:
     """Each round: the cell in the background, the server killed and started again, the cell
-    followed again, then let end. The last server, for the caller to stop."""
+    followed again, then let end. `current` holds the running server at every moment, so the caller
+    stops the last one even when a round fails (a restarted server was left running before)."""
     arrivals, gaps = Arrivals(), []
     for i in range(rounds):
+        server = current[0]
         release.unlink(missing_ok=True)
         thread_id, seq = approved(server, llm, kernel, TICKING.format(release=str(release)), f"r{i}", arrivals)
         waiting = until(server, thread_id, seq, lambda seen: any(ended(e) for e in seen))
         kill_9(server)
         killed_at = time.time()
-        server = JupyterProcess(server.base, env, extra_args=server.extra_args).start()
+        server = JupyterProcess(server.base, env, extra_args=server.extra_args)
+        current[0] = server
+        server.start()
         # The first server logged ticks until it died: only a tick printed after the kill shows the cell followed again.
         followed = until(server, thread_id, waiting[-1]["seq"], partial(ticked_after, moment=killed_at))
         time.sleep(RUNS_ON_SECONDS)
@@ -135,7 +139,7 @@ def with_restart(
         events = until(server, thread_id, followed[-1]["seq"], lambda seen: seen[-1:] != [] and ended(seen[-1]))
         assert events[-1]["status"] == "completed", events[-3:]
         gaps.append(gap_ms(events, arrivals.times[-1]))
-    return gaps, server
+    return gaps
 
 
 def report(label: str, gaps: list[float]) -> None:
@@ -158,13 +162,13 @@ def main(rounds: int, restart_rounds: int) -> None:
         finally:
             server.stop()
         gateway = KernelGatewayProcess(Path(tmp) / "gateway").start()
-        server = JupyterProcess(Path(tmp) / "remote", env, extra_args=[*ARGS, f"--gateway-url={gateway.url}"])
+        current = [JupyterProcess(Path(tmp) / "remote", env, extra_args=[*ARGS, f"--gateway-url={gateway.url}"])]
         try:
-            kernel = server.start().open_notebook("bench.ipynb")
-            remote = without_restart(server, llm, kernel, rounds)
-            restarted, server = with_restart(server, env, llm, kernel, restart_rounds, Path(tmp) / "release")
+            kernel = current[0].start().open_notebook("bench.ipynb")
+            remote = without_restart(current[0], llm, kernel, rounds)
+            restarted = with_restart(current, env, llm, kernel, restart_rounds, Path(tmp) / "release")
         finally:
-            server.stop()
+            current[0].stop()
             gateway.stop()
     report("local kernel", local)
     report("gateway kernel", remote)
