@@ -1,5 +1,5 @@
 """The OpenAI-compatible adapter: one streamed chat completion in native or prompt tool-calling
-mode, tokens forwarded as they arrive, tool-call deltas assembled, transient failures retried with
+mode, tokens forwarded as they arrive, tool-call deltas assembled (agent_core.llm.chunks), transient failures retried with
 backoff, and SDK errors turned into messages that tell the user what to fix."""
 
 from __future__ import annotations
@@ -10,12 +10,20 @@ import logging
 import ssl
 import sys
 import uuid
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Protocol, TypedDict, cast
+from typing import TYPE_CHECKING, Protocol, TypedDict, cast
 
-from agent_core import fast_json
 from agent_core.config.agent_settings import AgentSettings
+from agent_core.llm.chunks import (
+    Delta,
+    Usage,
+    cut_at_length,
+    deltas,
+    finished_calls,
+    merge_tool_delta,
+    parse_chunk,
+)
 from agent_core.llm.failures import LLMError, llm_error, not_configured, server_message, timed_out
 from agent_core.llm.prompt_protocol import (
     Rescue,
@@ -159,11 +167,11 @@ async def _complete_native(
             on_token(content)
         tool_deltas: object = delta.get("tool_calls")
         for tool_delta in tool_deltas if isinstance(tool_deltas, list) else ():
-            _merge_tool_delta(calls, tool_delta)
+            merge_tool_delta(calls, tool_delta)
 
     messages = _wire_messages(request.messages)
     ended = await _stream(settings, messages, request.tools, on_delta, sent)
-    turn.tool_calls = _finish_calls(calls)
+    turn.tool_calls = finished_calls(calls)
     turn.usage, turn.cut = (
         _usage(ended.usage, messages, turn),
         ended.cut,
@@ -212,40 +220,6 @@ async def _complete_prompt(
 _refuse_stream_options: set[str] = set()
 # Endpoints that refused `max_tokens` and named `max_completion_tokens` (OpenAI's reasoning models).
 _wants_max_completion_tokens: set[str] = set()
-
-
-# A stream chunk as the OpenAI streaming API documents it. Parsed JSON, not validated: every field
-# is read defensively (.get, isinstance) because servers differ.
-
-
-class ToolCallDelta(TypedDict, total=False):
-    index: int
-    id: str
-    function: dict[str, str]  # pieces of {"name", "arguments"} to append
-
-
-class Delta(TypedDict, total=False):
-    """A chunk's `choices[i].delta`."""
-
-    content: str | None
-    tool_calls: list[ToolCallDelta]
-
-
-class Choice(TypedDict, total=False):
-    delta: Delta
-    finish_reason: str | None
-
-
-class Usage(TypedDict, total=False):
-    prompt_tokens: int
-    completion_tokens: int
-    prompt_tokens_details: dict[str, int]  # {"cached_tokens"}
-
-
-class Chunk(TypedDict, total=False):
-    choices: list[Choice]
-    usage: Usage | None
-    error: object  # an error the endpoint reported inside the stream
 
 
 class RequestBody(TypedDict, total=False):
@@ -358,10 +332,10 @@ async def _read_stream(
                     if data.startswith("[DONE]"):
                         await drain(events)
                         break
-                    chunk = _chunk(data, request)
-                    for delta in _deltas(chunk):
+                    chunk = parse_chunk(data, request)
+                    for delta in deltas(chunk):
                         on_delta(delta)
-                    cut = cut or _cut(chunk)
+                    cut = cut or cut_at_length(chunk)
                     usage = chunk.get("usage") or usage  # the last chunk's (some servers send a running count)
             except transport.TimeoutException as exc:
                 if timed_out(exc):
@@ -383,47 +357,6 @@ async def _read_stream(
             raise
         raise openai.APITimeoutError(request=request) from None  # type: ignore[arg-type]
     return StreamEnd(usage, cut)
-
-
-def _chunk(data: str, request: Any) -> Chunk:  # the SDK's request: httpx's or httpx2's, by SDK version
-    """One chunk, or the error the endpoint reported inside the stream (as the SDK raises it)."""
-    import openai
-
-    try:
-        chunk: Chunk = fast_json.loads(data)
-    except ValueError:
-        raise openai.APIError(
-            f"The endpoint sent a chunk that is not JSON: {data[:100]!r}", request, body=None
-        ) from None
-    if not isinstance(chunk, dict):
-        raise openai.APIError(f"The endpoint sent a chunk that is not an object: {data[:100]!r}", request, body=None)
-    error = chunk.get("error")
-    if error:
-        message = error.get("message") if isinstance(error, dict) else None
-        raise openai.APIError(
-            message if isinstance(message, str) and message else "An error occurred during streaming",
-            request,
-            body=error,
-        )
-    return chunk
-
-
-def _deltas(chunk: Chunk) -> Iterator[Delta]:
-    """The chunk's non-empty deltas. A misshapen part (a choice or delta that is not an object) is
-    skipped as an unknown field would be: the model's endpoint is not trusted to keep the format."""
-    choices: object = chunk.get("choices")
-    for choice in choices if isinstance(choices, list) else ():
-        delta = choice.get("delta") if isinstance(choice, dict) else None
-        if isinstance(delta, dict) and delta:
-            yield cast(Delta, delta)  # an object: its fields are checked where they are read
-
-
-def _cut(chunk: Chunk) -> bool:
-    """Whether a choice of the chunk ended at a length limit (the reply's cap or the context's end)."""
-    choices: object = chunk.get("choices")
-    if not isinstance(choices, list):
-        return False
-    return any(isinstance(choice, dict) and choice.get("finish_reason") == "length" for choice in choices)
 
 
 def _usage(reported: Usage | None, messages: list[Message], turn: ModelTurn) -> TokenUsage:
@@ -492,39 +425,6 @@ async def _plain(settings: AgentSettings, messages: list[Message], sent: Sent | 
 def _wire_messages(messages: list[Message]) -> list[Message]:
     """`content: ""` instead of null beside tool calls (llama.cpp rejects null)."""
     return [{**m, "content": ""} if m.get("role") == "assistant" and m.get("content") is None else m for m in messages]
-
-
-def _merge_tool_delta(calls: dict[int, ToolCall], delta: ToolCallDelta) -> None:
-    if not isinstance(delta, dict):  # misshapen: skipped (see _deltas)
-        return
-    index = delta.get("index")
-    call = calls.setdefault(
-        index if isinstance(index, int) else len(calls),
-        {"id": "", "type": "function", "function": {"name": "", "arguments": ""}},
-    )
-    call_id = delta.get("id")
-    if isinstance(call_id, str) and call_id:
-        call["id"] = call_id
-    fn = delta.get("function")
-    if not isinstance(fn, dict):
-        return
-    name, arguments = fn.get("name"), fn.get("arguments")
-    if isinstance(name, str) and name and name != call["function"]["name"]:
-        # Some servers repeat the full name in every chunk: keep it once.
-        call["function"]["name"] += name
-    if isinstance(arguments, str) and arguments:
-        call["function"]["arguments"] += arguments
-
-
-def _finish_calls(calls: dict[int, ToolCall]) -> list[ToolCall]:
-    finished = []
-    for index in sorted(calls):
-        call = calls[index]
-        if not call["function"]["name"] and not call["function"]["arguments"]:
-            continue  # only misshapen pieces came for it: nothing the model asked for
-        call["id"] = call["id"] or f"call_{uuid.uuid4().hex[:16]}"  # some servers send no ids
-        finished.append(call)
-    return finished
 
 
 def _calls_from_pairs(pairs: list[tuple[str, str]]) -> list[ToolCall]:

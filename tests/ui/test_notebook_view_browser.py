@@ -37,9 +37,7 @@ def test_asked_in_words_the_model_reads_the_id_and_edits_the_users_first_cell(
 ) -> None:
     from playwright.sync_api import expect
 
-    notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(source, id=cell_id) for cell_id, source in USER_CELLS]
-    nbformat.write(notebook, str(lab.root / NOTEBOOK))
+    _write_user_notebook(lab)
     fake_llm.script(
         tool_call("read_notebook", {}),
         reading(lambda seen: tool_call("edit_cell", {"cell_id": seen.cell("alpha")["id"], "source": "alpha = 10"})),
@@ -108,6 +106,13 @@ def test_a_cell_fixed_with_no_browser_open_shows_once_fixed_when_opened(
     assert not page.errors, page.errors  # type: ignore[attr-defined]
 
 
+def _write_user_notebook(lab: JupyterProcess) -> None:
+    """The user's four cells, by their ids, saved as the notebook the tests open."""
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source, id=cell_id) for cell_id, source in USER_CELLS]
+    nbformat.write(notebook, str(lab.root / NOTEBOOK))
+
+
 def _run_all(page: Any, printed: str) -> None:
     """Run every cell with JupyterLab's own "Run All" once the notebook's kernel is connected and idle,
     until the last cell printed `printed`. (Before the connection, Run All finds "no kernel" and opens
@@ -139,9 +144,7 @@ def test_stale_badges_then_approve_and_rerun_dependents_brings_them_up_to_date(
     with "Approve and re-run dependents", re-runs them after it in order, and no badge comes back."""
     from playwright.sync_api import expect
 
-    notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(source, id=cell_id) for cell_id, source in USER_CELLS]
-    nbformat.write(notebook, str(lab.root / NOTEBOOK))
+    _write_user_notebook(lab)
     fake_llm.script(
         tool_call("read_notebook", {}),
         reading(lambda seen: tool_call("edit_cell", {"cell_id": seen.cell("alpha")["id"], "source": "alpha = 10"})),
