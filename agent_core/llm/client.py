@@ -1,6 +1,6 @@
 """The OpenAI-compatible adapter: one streamed chat completion in native or prompt tool-calling
-mode, tokens forwarded as they arrive, tool-call deltas assembled (agent_core.llm.chunks), transient failures retried with
-backoff, and SDK errors turned into messages that tell the user what to fix."""
+mode, tokens forwarded as they arrive, tool-call deltas assembled (agent_core.llm.chunks), transient
+failures retried with backoff, and SDK errors turned into messages that tell the user what to fix."""
 
 from __future__ import annotations
 
