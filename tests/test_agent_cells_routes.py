@@ -4,6 +4,7 @@ undone step marked; pages that add up; another owner's threads never read; bad p
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,10 @@ async def test_a_notebooks_agent_cells_in_order_with_outputs_and_provenance(
         assert of_type(events, "approval_required")[-1]["id"] == call_id
         await api.approve(thread, call_id)
         events += await api.until_finished(thread, events[-1]["seq"])
+        if call_id == "first":  # read half way, twice at once: later reads fold only the events since
+            early = await asyncio.gather(_cells(api), _cells(api))
+            assert early[0] == early[1] and [c["tool_call_id"] for c in early[0]] == ["first", "note"]
+            assert early[0][0]["outputs"] == [{"output_type": "stream", "name": "stdout", "text": "a is 42\n"}]
     started = {e["id"]: e for e in of_type(events, "cell_started")}
 
     cells = await _cells(api)

@@ -10,20 +10,23 @@ cell, not as cells of the notebook, and are left out."""
 from __future__ import annotations
 
 import logging
+import weakref
+from collections import OrderedDict
 from collections.abc import Iterable
 
 from pydantic import ValidationError
 
 from agent_core.contract.notebook_cells import AgentCell, AgentCells, AgentCellsRequest
 from agent_core.json_types import JsonObject
-from agent_core.storage.event_log import seq_of
-from agent_core.storage.thread_store import ThreadStore
+from agent_core.storage.event_log import EventLog, seq_of
+from agent_core.storage.thread_store import ThreadRecord, ThreadStore
 from agent_core.tools.notebook import new_cell_id
 
 log = logging.getLogger(__name__)
 
 EVENT_PAGE = 1000
 MAX_CELLS = 5000  # a notebook with more agent cells is not one a browser reconciles at once
+KEPT_FOLDS = 256  # threads' folds kept between reads (the least recently read go first)
 
 
 class CellFold:
@@ -113,19 +116,49 @@ async def notebook_agent_cells(store: ThreadStore, path: str) -> list[AgentCell]
 
 
 async def _folded(store: ThreadStore, path: str) -> list[JsonObject]:
+    folds = _FOLDS.get(store.events)
+    if folds is None:
+        folds = _FOLDS[store.events] = CellFolds()
     cells: list[JsonObject] = []
     for record in await store.for_notebook(path):
-        fold = CellFold(record.thread_id, path)
-        after = 0
-        while len(cells) + len(fold.cells) < MAX_CELLS:
-            events = await store.events.events_after(record.thread_id, after, EVENT_PAGE)
-            for event in events:
-                fold.add(event)
-            if len(events) < EVENT_PAGE:
-                break
-            after = seq_of(events[-1])
-        cells.extend(fold.result())
+        cells.extend(await folds.cells(store.events, record, path, MAX_CELLS - len(cells)))
+        if len(cells) >= MAX_CELLS:
+            break
     return cells[:MAX_CELLS]
+
+
+class CellFolds:
+    """Each thread's fold of a notebook's cells, kept between reads and carried on from the last event it
+    folded: a thread's log only grows (seq by seq), so a read folds the events since, not the whole log
+    again (issue 41: every read_notebook re-read every event of the notebook's threads, a cost that grew
+    with each call of a long MCP session)."""
+
+    def __init__(self) -> None:
+        self._folds: OrderedDict[tuple[str, str], tuple[CellFold, int]] = OrderedDict()
+
+    async def cells(self, events: EventLog, record: ThreadRecord, path: str, room: int) -> list[JsonObject]:
+        key = (record.thread_id, path)
+        fold, after = self._folds.pop(key, None) or (CellFold(record.thread_id, path), 0)
+        while len(fold.cells) < room:
+            page = await events.events_after(record.thread_id, after, EVENT_PAGE)
+            # A read of the same thread meanwhile may have folded some of them already (it put its fold
+            # back while this one awaited): take that fold, and only what it has not seen.
+            fold, after = self._folds.pop(key, None) or (fold, after)
+            for event in page:
+                if seq_of(event) > after:
+                    fold.add(event)
+                    after = seq_of(event)
+            self._folds[key] = (fold, after)
+            if len(page) < EVENT_PAGE:
+                break
+        self._folds[key] = (fold, after)
+        while len(self._folds) > KEPT_FOLDS:
+            self._folds.popitem(last=False)
+        return list(fold.result())
+
+
+# Per event log (a server's thread store, a magic's): the folds of its threads.
+_FOLDS: weakref.WeakKeyDictionary[EventLog, CellFolds] = weakref.WeakKeyDictionary()
 
 
 def _valid(cell: JsonObject) -> AgentCell | None:

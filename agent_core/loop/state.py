@@ -36,7 +36,7 @@ def append_messages(current: list[Message], writes: Sequence[MessagesAppend | li
 class _StateMessages(TypedDict, total=False):
     # A delta channel: each checkpoint stores the new messages, not the whole list again, so a long
     # thread grows linearly on disk instead of with the square of its turns.
-    messages: Annotated[list[Message], DeltaChannel(append_messages, snapshot_frequency=1000)]
+    messages: Annotated[list[Message], DeltaChannel(append_messages, snapshot_frequency=100)]
 
 
 class Failure(TypedDict, total=False):
