@@ -37,8 +37,13 @@ class CellFold:
         self.notebook_path = notebook_path
         self.cells: dict[str, JsonObject] = {}
         self.undone: set[str] = set()
+        self.last_seq = 0  # the last event folded
 
     def add(self, event: JsonObject) -> None:
+        """Fold `event` in, unless it was already (two reads at once may both fetch it)."""
+        if seq_of(event) <= self.last_seq:
+            return
+        self.last_seq = seq_of(event)
         kind, call_id = event.get("type"), event.get("id")
         if kind == "forked":  # the cells before it are the origin thread's copied events: its own
             self.cells.clear()
@@ -134,26 +139,20 @@ class CellFolds:
     with each call of a long MCP session)."""
 
     def __init__(self) -> None:
-        self._folds: OrderedDict[tuple[str, str], tuple[CellFold, int]] = OrderedDict()
+        self._folds: OrderedDict[tuple[str, str], CellFold] = OrderedDict()
 
     async def cells(self, events: EventLog, record: ThreadRecord, path: str, room: int) -> list[JsonObject]:
         key = (record.thread_id, path)
-        fold, after = self._folds.pop(key, None) or (CellFold(record.thread_id, path), 0)
-        while len(fold.cells) < room:
-            page = await events.events_after(record.thread_id, after, EVENT_PAGE)
-            # A read of the same thread meanwhile may have folded some of them already (it put its fold
-            # back while this one awaited): take that fold, and only what it has not seen.
-            fold, after = self._folds.pop(key, None) or (fold, after)
-            for event in page:
-                if seq_of(event) > after:
-                    fold.add(event)
-                    after = seq_of(event)
-            self._folds[key] = (fold, after)
-            if len(page) < EVENT_PAGE:
-                break
-        self._folds[key] = (fold, after)
+        fold = self._folds.pop(key, None) or CellFold(record.thread_id, path)
+        self._folds[key] = fold  # the most recently read last; a read of it meanwhile carries on the same fold
         while len(self._folds) > KEPT_FOLDS:
             self._folds.popitem(last=False)
+        while len(fold.cells) < room:
+            page = await events.events_after(record.thread_id, fold.last_seq, EVENT_PAGE)
+            for event in page:
+                fold.add(event)
+            if len(page) < EVENT_PAGE:
+                break
         return list(fold.result())
 
 
