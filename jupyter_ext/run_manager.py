@@ -7,7 +7,7 @@ handlers answer."""
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -33,11 +33,12 @@ if TYPE_CHECKING:  # the tool registry and the contract's models load on first u
     from agent_core.contract.outside_tools import OutsideCall
     from agent_core.contract.review import UndoResult
     from agent_core.loop.graph import AgentGraph
-    from agent_core.loop.segments import PreparedRun
+    from agent_core.loop.segments import Appended, PreparedRun
     from agent_core.loop.thread_runner import ThreadRunner
     from agent_core.mcp.manager import McpManager
     from agent_core.tools import ToolEnvironment
 
+KEPT_ANSWERS = 256  # outside calls whose segments' messages are kept until their answer is read
 EnvFactory = Callable[[str, "str | None", AgentSettings], "ToolEnvironment"]
 
 
@@ -70,6 +71,8 @@ class RunManager(ThreadFollowing, LoggingConfigurable):
         # Runs of threads whose agent is an outside one (jupyter_ext.acp_host): streams follow them too.
         self.hosted_running: Callable[[str], bool] = lambda _thread_id: False
         self.background = BackgroundRuns(self)  # issue 38: runs that wait for a cell in the background
+        # Each outside call's segment, by call id: what it appended, to answer it from (tool_result).
+        self._outside: OrderedDict[str, tuple[str, Appended]] = OrderedDict()
 
     def _mcp_manager(self) -> McpManager | None:
         return self.mcp() if self.mcp is not None else None
@@ -238,19 +241,26 @@ class RunManager(ThreadFollowing, LoggingConfigurable):
             run = await runner.outside_call(
                 thread_id, call, self._environment(settings), settings, on_released=self._on_released(thread_id)
             )
+            if run.appended is not None:
+                self._outside[call.tool_call_id] = (thread_id, run.appended)
+                while len(self._outside) > KEPT_ANSWERS:
+                    self._outside.popitem(last=False)
             self._launch(run)
             return after
 
     async def tool_result(self, thread_id: str, call_id: str, settings: AgentSettings) -> str | None:
         """What the tools node answered to call `call_id`, as the thread's data policy lets it leave
-        (the server's under `settings`, or the thread's narrower one), if it has answered."""
-        from agent_core.loop.thread_policy import narrowed
-        from agent_core.privacy.outgoing import tool_result_leaving
+        (the server's under `settings`, or the thread's narrower one), if it has answered: from what the
+        call's own segment appended, else (a call answered after an approval) from the thread's state."""
+        kept = self._outside.pop(call_id, None)
+        if kept is not None and kept[0] == thread_id:
+            answer = kept[1].tool_result(call_id, settings)
+            if answer is not None:
+                return answer
+        from agent_core.loop.segments import Appended
 
         values = (await (await self.runner()).snapshot(thread_id)).values or {}
-        policy = narrowed(settings, values.get("data_policy"))
-        messages = values.get("messages") or []
-        return tool_result_leaving(messages, call_id, policy.data_policy, policy.redaction_patterns)
+        return Appended(values.get("data_policy"), values.get("messages") or []).tool_result(call_id, settings)
 
     async def undo(self, thread_id: str, call_id: str) -> UndoResult:
         """Undo one step (agent_core.undo.steps) while no run is active; its `step_undone` event goes

@@ -5,19 +5,22 @@ passes around."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from agent_core.contract import make_event
 from agent_core.contract.choices import Autonomy, Mode
 from agent_core.contract.event_fields import ApprovalRequiredEventDict
 from agent_core.json_types import JsonObject, json_items
-from agent_core.messages import CONTEXT_KEY
+from agent_core.loop.thread_policy import narrowed
+from agent_core.messages import CONTEXT_KEY, Message
+from agent_core.privacy.outgoing import tool_result_leaving
 from agent_core.tools.external import ExternalToolSpec
 
 Durability = Literal["sync", "exit"]
 
 if TYPE_CHECKING:
+    from agent_core.config.agent_settings import AgentSettings
     from agent_core.contract.shared import LiveCell
     from agent_core.loop.mentions import MentionView
     from agent_core.loop.state import AgentUpdate
@@ -32,6 +35,22 @@ class PreparedRun:
     thread_id: str
     run_id: str
     drive: Callable[[], Awaitable[str]]
+    appended: Appended | None = None  # an outside call's: what its segment appends (its answer)
+
+
+@dataclass
+class Appended:
+    """The messages a segment appends to its thread, kept as it goes, and the data policy the thread
+    kept: an outside agent's call is answered from here, not from the thread's state read back (issue
+    41: a whole state read, ~4 ms on a short thread and more on a long one, for every MCP call)."""
+
+    thread_policy: object  # the state's "data_policy" (a narrower one a run asked for), or None
+    messages: list[Message] = field(default_factory=list)
+
+    def tool_result(self, call_id: str, settings: AgentSettings) -> str | None:
+        """Call `call_id`'s result as it may leave to another program; None if this segment has none."""
+        policy = narrowed(settings, self.thread_policy)
+        return tool_result_leaving(self.messages, call_id, policy.data_policy, policy.redaction_patterns)
 
 
 @dataclass(frozen=True)
@@ -47,6 +66,7 @@ class Segment:
     # pauses for approval ("exit": an outside agent's one call, whose client waits for the answer;
     # a crash mid-call loses only a call its client saw fail, and the tool ledger keeps what ran).
     durability: Durability = "sync"
+    appended: Appended | None = None  # given: the messages the segment appends are kept there
 
 
 @dataclass(frozen=True)

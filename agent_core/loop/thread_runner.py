@@ -39,7 +39,7 @@ from agent_core.loop.refusals import (
 )
 from agent_core.loop.run_context import run_context
 from agent_core.loop.run_tools import McpSource, RunTools
-from agent_core.loop.segments import PreparedRun, Segment, SegmentInput, approval_event, browser_cells
+from agent_core.loop.segments import Appended, PreparedRun, Segment, SegmentInput, approval_event, browser_cells
 from agent_core.loop.state import appended, outside_call_input
 from agent_core.loop.thread_policy import run_settings
 from agent_core.loop.thread_view import autonomy_of, driver_of, mode_of, pending_approval, stuck, title_from
@@ -251,7 +251,15 @@ class ThreadRunner:
         driver = call.driver or f"{call.client} via MCP"
         # One save at its end: the call's client waits on every step's save otherwise (issue 41: an MCP
         # read_notebook paid ~4 checkpoint writes and their round trips for one tool step).
-        segment = Segment(mode_of(snapshot), call.autonomy, f"{driver}: {call.name}", driver=driver, durability="exit")
+        appended = Appended((snapshot.values or {}).get("data_policy"))
+        segment = Segment(
+            mode_of(snapshot),
+            call.autonomy,
+            f"{driver}: {call.name}",
+            driver=driver,
+            durability="exit",
+            appended=appended,
+        )
         graph_input = outside_call_input(call.tool_call_id, call.name, call.arguments, call.autonomy, driver)
         env = environment(record)
         run_id = uuid.uuid4().hex
@@ -260,7 +268,7 @@ class ThreadRunner:
             given = SegmentInput(graph_input, {})
             return await self._segment(record, run_id, given, segment, env, settings, None, on_released)
 
-        return PreparedRun(thread_id, run_id, drive)
+        return PreparedRun(thread_id, run_id, drive, appended)
 
     async def after_background(
         self,
@@ -395,6 +403,8 @@ class ThreadRunner:
                 for update in chunk.values():
                     if isinstance(update, dict) and update.get("run_usage"):
                         run_usage = update["run_usage"]
+                    if segment.appended is not None and isinstance(update, dict) and "messages" in update:
+                        segment.appended.messages.extend(update["messages"]["append"])
         except StepInBackground:  # the cell goes on; the lease goes, and no model call is made until it ends
             status = "waiting_for_cell"
         except asyncio.CancelledError:
