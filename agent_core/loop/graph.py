@@ -413,7 +413,8 @@ async def _call_tools(state: AgentState, ctx: RunContext) -> AgentUpdate:
         messages[0][PREIMAGE_KEY] = outcome.preimage
     update: AgentUpdate = {"deferred": [], **({"plan_approved": True} if plan_approved else {})}
     update.update(outcome.state)
-    update["done"] = outcome.ends_run
+    # An outside agent's run is its one call: it ends with the result, without a model step to say so.
+    update["done"] = outcome.ends_run or state.get("outside_call") is not None
     update["failure"] = _failure_streak(state, call, outcome)
     if update["failure"].get("count", 0) >= SAME_FAILURE_LIMIT:
         answer = (
