@@ -55,8 +55,21 @@ apt_packages() {
 }
 step "apt packages" apt_packages
 
-# node_modules: the panel's build and unit tests, and the hub tests' configurable-http-proxy.
-step "npm ci" npm ci --no-audit --no-fund --loglevel=error
+# node_modules: the panel's build and unit tests, and the hub tests' configurable-http-proxy. Kept by the hash
+# of what npm ci installs from: a clone with the same package-lock.json takes it from the cache as hard links
+# (~2 s) instead of npm ci (~30 s on the 2-core machine). Nothing writes into an installed file in place (the
+# panel builds into jupyter_ext/labextension), so the links never change the cached copy.
+modules_key=$(cat package.json package-lock.json | sha256sum | cut -c1-16)
+install_node_modules() {
+  if [ -d "$CACHE/node_modules-$modules_key" ]; then
+    rm -rf node_modules && cp -al "$CACHE/node_modules-$modules_key" node_modules
+    echo "  package-lock.json is unchanged: node_modules linked from $CACHE/node_modules-$modules_key" >&2
+  else
+    npm ci --no-audit --no-fund --loglevel=error
+    rm -rf "$CACHE"/node_modules-* && cp -al node_modules "$CACHE/node_modules-$modules_key"
+  fi
+}
+step "node_modules (npm ci)" install_node_modules
 
 # The built panel is kept by the hash of its sources: a clone whose panel sources are unchanged takes it
 # from the cache (build_panel.py then ships it as it is) instead of running tsc and webpack again.
