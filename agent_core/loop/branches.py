@@ -88,7 +88,7 @@ def step_index(messages: list[Message], call_id: str | None, user_message: int |
 
 
 async def fork_point(graph: AgentGraph, thread_id: str, call_id: str | None, user_message: int | None) -> ForkPoint:
-    """The newest checkpoint of the current branch from before the step (durability "sync" saves
+    """The newest checkpoint of the current branch from before the step (durability "async" saves
     one after every node, so the conversation just before any model turn or user message is one).
     Messages only grow along a branch: a binary search rebuilds a handful of states, not all."""
     chain, _ = await _ancestry(graph, thread_id)

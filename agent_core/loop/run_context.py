@@ -3,7 +3,7 @@ sink, the agent it runs as and the tools that agent is offered, its approval pol
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -25,6 +25,8 @@ from agent_core.tools.base import AgentCellRecord, Emit
 from agent_core.tools.external import ExternalToolSpec
 from agent_core.tools.gathering import EXTERNAL_TOOL_AGENTS
 from agent_core.undo.book import UndoBook
+
+StepSaved = Callable[[str], Awaitable[None]]  # returns once the checkpoint of that id is saved
 
 
 @dataclass
@@ -61,6 +63,9 @@ class RunContext:
     last_sent: SentSummary | None = None  # the last model turn's request, as recorded
     agent_cells: AgentCellRecord | None = None  # the record's agent cells of a notebook (ToolContext.agent_cells)
     background: BackgroundHost | None = None  # issue 38: who follows a cell that outlives its run (None: never)
+    # A segment that saves its steps in the background (durability "async"): the tools node waits for
+    # the checkpoint it runs from (the model's call, saved) before it acts. None: saved before it runs.
+    until_saved: StepSaved | None = None
 
     def __post_init__(self) -> None:
         if not self.tool_mode:
@@ -188,6 +193,7 @@ def run_context(
     requests: RequestLog | None = None,
     agent_cells: AgentCellRecord | None = None,
     background: BackgroundHost | None = None,
+    until_saved: StepSaved | None = None,
 ) -> RunContext:
     """The context of a run's top agent: the single agent, or the planner in multi mode."""
     agent = agent_for_mode(mode)
@@ -207,6 +213,7 @@ def run_context(
         requests=requests,
         agent_cells=agent_cells,
         background=background,
+        until_saved=until_saved,
     )
 
 

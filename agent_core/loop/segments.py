@@ -17,7 +17,7 @@ from agent_core.messages import CONTEXT_KEY, Message
 from agent_core.privacy.outgoing import tool_result_leaving
 from agent_core.tools.external import ExternalToolSpec
 
-Durability = Literal["sync", "exit"]
+Durability = Literal["async", "exit"]
 
 if TYPE_CHECKING:
     from agent_core.config.agent_settings import AgentSettings
@@ -62,10 +62,12 @@ class Segment:
     message: str  # the user's message; "" for a segment an approval resumed
     notebook_cells: list[JsonObject] | None = None  # as the browser sent them
     driver: str = ""  # an outside agent's run: who asked (RunContext.driver)
-    # When LangGraph saves the state: after every step ("sync"), or once, when the segment ends or
+    # When LangGraph saves the state: after every step, in the background while the next step goes on
+    # ("async": the model is asked while the user's message is saved; the tools node waits for its
+    # step's save before it acts, agent_core.storage.step_saves), or once, when the segment ends or
     # pauses for approval ("exit": an outside agent's one call, whose client waits for the answer;
     # a crash mid-call loses only a call its client saw fail, and the tool ledger keeps what ran).
-    durability: Durability = "sync"
+    durability: Durability = "async"
     appended: Appended | None = None  # given: the messages the segment appends are kept there
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -483,6 +484,9 @@ class ThreadRunner:
             requests=self.threads.requests,
             agent_cells=recorded_cells,
             background=self.background,
+            until_saved=functools.partial(self.store.saver.until_saved, record.thread_id)
+            if segment.durability == "async"
+            else None,
         )
 
     async def _renew_lease(self, thread_id: str) -> None:

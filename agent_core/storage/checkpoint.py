@@ -31,7 +31,7 @@ CHECKPOINT_CONNECTIONS = 1  # a server's connections to a PostgreSQL checkpointe
 
 @dataclass
 class AgentStore:
-    saver: Any  # a langgraph BaseCheckpointSaver
+    saver: Any  # a langgraph BaseCheckpointSaver with StepSaves mixed in (agent_core.storage.step_saves)
     ledger: ToolLedger
     kind: CheckpointerKind
     _stack: AsyncExitStack = field(default_factory=AsyncExitStack)
@@ -55,12 +55,16 @@ async def open_store(url: str, default_path: Path, database: Database | None = N
         # them (bench/server_start.py)
         from langgraph.checkpoint.memory import InMemorySaver
 
-        return AgentStore(InMemorySaver(), MemoryToolLedger(), "memory")
+        from agent_core.storage.step_saves import with_step_saves
+
+        return AgentStore(with_step_saves(InMemorySaver)(), MemoryToolLedger(), "memory")
     if kind == "postgres":
         return await _open_postgres(url, database)
     path = private_file(Path(url.removeprefix("sqlite:///")) if url else default_path)
     import aiosqlite
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    from agent_core.storage.step_saves import with_step_saves
 
     stack = AsyncExitStack()
     try:
@@ -68,7 +72,7 @@ async def open_store(url: str, default_path: Path, database: Database | None = N
         await conn.execute("PRAGMA journal_mode=WAL")
         # WAL + NORMAL: no fsync per commit (one per checkpoint of the WAL); survives a crash of the process.
         await conn.execute("PRAGMA synchronous=NORMAL")
-        saver = AsyncSqliteSaver(conn)
+        saver = with_step_saves(AsyncSqliteSaver)(conn)
         await saver.setup()
         ledger = SqliteToolLedger(conn)
         await ledger.setup()
@@ -130,7 +134,9 @@ async def _open_postgres(url: str, database: Database | None) -> AgentStore:
     stack = AsyncExitStack()
     await pool.open(wait=True, timeout=database.pool_timeout)
     stack.push_async_callback(pool.close)
-    saver = AsyncPostgresSaver(pool)
+    from agent_core.storage.step_saves import with_step_saves
+
+    saver = with_step_saves(AsyncPostgresSaver)(pool)
     try:
         await saver_setup(saver, url)
     except BaseException:

@@ -1,0 +1,131 @@
+"""A checkpointer that can say when a step's checkpoint is saved, so that a run can save in the
+background (LangGraph's durability "async": the model is asked while the step before it is being
+saved, issue 41) and still never act on a tool call that is not saved yet: the tools node waits
+for the checkpoint it runs from (`until_saved`) before it runs anything."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
+
+KEPT_THREADS = 1024  # threads whose newest saved checkpoint is remembered (a run's wait is milliseconds)
+SAVE_WAIT_SECONDS = 60.0  # a save slower than this is a database in trouble: the run fails and says so
+
+Saver = TypeVar("Saver", bound=BaseCheckpointSaver[Any])
+
+
+class SaveFailed(RuntimeError):
+    """The checkpoint a tool call was to run from was not saved: the call did not run."""
+
+
+class _Saved:
+    """Per thread (main graph, namespace ""): the newest checkpoint id known saved. LangGraph's ids
+    are time-ordered (uuid6), and a thread's checkpoints are saved in order (each save waits for the
+    one before it), so "saved up to id X" is one string per thread."""
+
+    def __init__(self) -> None:
+        self.newest: OrderedDict[str, str] = OrderedDict()
+        self.failed: dict[str, BaseException] = {}
+        self.changed = asyncio.Condition()
+
+    def has(self, thread_id: str, checkpoint_id: str) -> bool:
+        if thread_id in self.failed:
+            raise SaveFailed(f"the run's last step was not saved: {self.failed[thread_id]}")
+        newest = self.newest.get(thread_id)
+        return newest is not None and newest >= checkpoint_id
+
+    def knows(self, thread_id: str) -> bool:
+        return thread_id in self.newest
+
+    def note(self, thread_id: str, checkpoint_id: str) -> None:
+        if self.newest.get(thread_id, "") < checkpoint_id:
+            self.newest[thread_id] = checkpoint_id
+        self.newest.move_to_end(thread_id)
+        self.failed.pop(thread_id, None)
+        while len(self.newest) > KEPT_THREADS:
+            self.newest.popitem(last=False)
+
+
+class StepSaves(BaseCheckpointSaver[Any]):
+    """Mixed into a LangGraph saver (`with_step_saves`): notes each checkpoint of a thread's main
+    graph that it saved or read, and lets a node wait for the one it runs from."""
+
+    def _saved(self) -> _Saved:
+        saved: _Saved | None = self.__dict__.get("_step_saves")
+        if saved is None:  # made on first use: the saver's own __init__ stays LangGraph's
+            saved = self.__dict__["_step_saves"] = _Saved()
+        return saved
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        thread_id, main_graph = _thread_of(config)
+        try:
+            stored = await super().aput(config, checkpoint, metadata, new_versions)
+        except BaseException as exc:
+            if main_graph:
+                await self._settle(thread_id, None, exc)
+            raise
+        if main_graph:
+            await self._settle(thread_id, checkpoint["id"], None)
+        return stored
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        found = await super().aget_tuple(config)
+        thread_id, main_graph = _thread_of(config)
+        if found is not None and main_graph:  # read back from the database: saved
+            await self._settle(thread_id, found.checkpoint["id"], None)
+        return found
+
+    async def until_saved(self, thread_id: str, checkpoint_id: str) -> None:
+        """Return once checkpoint `checkpoint_id` of the thread is saved; SaveFailed if its save
+        failed or took longer than SAVE_WAIT_SECONDS."""
+        saved = self._saved()
+        if saved.has(thread_id, checkpoint_id):
+            return
+        if not saved.knows(thread_id):  # forgotten (a busy server): the database says
+            config: RunnableConfig = {
+                "configurable": {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}
+            }
+            if await self.aget_tuple(config) is not None:
+                return
+        try:
+            async with saved.changed:
+                await asyncio.wait_for(
+                    saved.changed.wait_for(lambda: saved.has(thread_id, checkpoint_id)), SAVE_WAIT_SECONDS
+                )
+        except TimeoutError:
+            raise SaveFailed(f"the run's last step was not saved within {SAVE_WAIT_SECONDS:g} s") from None
+
+    async def _settle(self, thread_id: str, checkpoint_id: str | None, failure: BaseException | None) -> None:
+        saved = self._saved()
+        async with saved.changed:
+            if checkpoint_id is not None:
+                saved.note(thread_id, checkpoint_id)
+            elif failure is not None:
+                saved.failed[thread_id] = failure
+            saved.changed.notify_all()
+
+
+def _thread_of(config: RunnableConfig) -> tuple[str, bool]:
+    configurable = config.get("configurable") or {}
+    return str(configurable.get("thread_id", "")), not configurable.get("checkpoint_ns")
+
+
+@functools.cache
+def with_step_saves(saver_class: type[Saver]) -> type[Saver]:
+    """`saver_class` with StepSaves mixed in (one class per saver class)."""
+    mixed: type[Saver] = type(f"StepSaving{saver_class.__name__}", (StepSaves, saver_class), {})
+    return mixed
