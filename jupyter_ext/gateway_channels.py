@@ -57,6 +57,8 @@ class GatewayChannels:
         self._reader: asyncio.Task[None] | None = None
         self._process_replaced = False
         self._unproven = False  # its last wait_for_ready went unanswered
+        self._proven = False  # a wait_for_ready was answered on this connection, by this kernel process
+        self._state = ""  # the kernel's execution_state, as its last status on iopub said
 
     async def start_channels(
         self, shell: bool = True, iopub: bool = True, stdin: bool = False, hb: bool = False, control: bool = False
@@ -71,7 +73,8 @@ class GatewayChannels:
 
     async def _connect(self) -> None:
         self._queues = {name: asyncio.Queue() for name in self._channels}
-        self._process_replaced = self._unproven = False
+        self._process_replaced = self._unproven = self._proven = False
+        self._state = ""
         gateway = GatewayClient.instance()
         url = url_path_join(gateway.ws_url or "", gateway.kernels_endpoint, url_escape(self.kernel_id), "channels")
         # The gateway's own TLS, token and timeouts, as jupyter_server's websocket proxy uses them.
@@ -99,6 +102,14 @@ class GatewayChannels:
         return self._reader is None or self._reader.done()
 
     @property
+    def proven_idle(self) -> bool:
+        """A kernel_info round trip was answered on this connection, the kernel's process has not
+        changed since (no status but busy and idle came), and its last status was idle: a cell can go
+        without another round trip (issue 41: one was ~50 ms through a gateway), as a local kernel's
+        does on jupyter_server's tracked state. A user's cell started meanwhile says busy first."""
+        return self._proven and self._state == "idle" and not self.stale and not self._unproven
+
+    @property
     def stale(self) -> bool:
         """Closed, or the kernel's process died under it ("restarting": the gateway restarted it,
         maybe on new ports, which the gateway's end of this connection may no longer reach)."""
@@ -109,14 +120,23 @@ class GatewayChannels:
         while (frame := await ws.read_message()) is not None:
             # A message with binary buffers comes as a binary frame (jupyter_server's legacy protocol).
             msg = deserialize_binary_message(frame) if isinstance(frame, bytes) else json.loads(frame)
-            if kernel_died(msg) and queues is self._queues:
-                self._process_replaced = True
+            if queues is self._queues:
+                self._note_status(msg)
             channel = queues.get(msg.get("channel"))
             if channel is None:
                 continue
             if channel.qsize() >= QUEUE_LIMIT:
                 channel.get_nowait()
             channel.put_nowait(msg)
+
+    def _note_status(self, msg: KernelMessage) -> None:
+        if kernel_died(msg):
+            self._process_replaced = True
+        if msg.get("channel") != "iopub" or msg["header"]["msg_type"] != "status":
+            return
+        self._state = str(msg["content"].get("execution_state", ""))
+        if self._state not in ("busy", "idle"):  # "starting": a new process, whose iopub is not proven
+            self._proven = False
 
     def _send(self, msg_type: str, content: JsonObject, channel: str = "shell") -> str:
         if self._ws is None:
@@ -188,6 +208,7 @@ class GatewayChannels:
             if channel in self._channels:
                 await self._answer(channel, asked, deadline)
         self._unproven = False
+        self._proven = True
 
     async def _answer(self, channel: str, asked: str, deadline: float | None) -> None:
         """Until request `asked` is answered on `channel` (its "idle", on iopub); RuntimeError at the deadline."""

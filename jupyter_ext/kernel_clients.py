@@ -142,15 +142,20 @@ class SharedClient:
     turn: asyncio.Lock = field(default_factory=asyncio.Lock)
     # The kernel process the client last proved connected to: a restart starts a new provisioner,
     # and a new process's iopub must be proven connected again before a cell's output can be trusted.
+    # A gateway's kernel has no process here: the count of its restarts made through this server.
     ready_for: object = None
 
-    def needs_ready(self, manager: KernelManagerProtocol) -> bool:
-        # A gateway restarts its kernel out of our sight, under the same id and websocket: proven at
-        # every turn, which over the websocket is one kernel_info round trip, not a wait for silence.
-        return is_remote(manager) or self.ready_for is not process_of(manager)
+    def needs_ready(self, manager: KernelManagerProtocol, restarts: int = 0) -> bool:
+        """Whether the next cell must first prove this client connected to the kernel's process (for a
+        gateway's, also that the kernel is idle). `restarts`: the kernel's restarts through this server."""
+        if isinstance(self.client, GatewayChannels):
+            # A gateway restarts its kernel out of our sight, under the same id and websocket: its own
+            # iopub says so ("restarting", "starting"), or a restart through this server counted it.
+            return self.ready_for != restarts or not self.client.proven_idle
+        return self.ready_for is not process_of(manager)
 
-    def mark_ready(self, manager: KernelManagerProtocol) -> None:
-        self.ready_for = process_of(manager)
+    def mark_ready(self, manager: KernelManagerProtocol, restarts: int = 0) -> None:
+        self.ready_for = restarts if isinstance(self.client, GatewayChannels) else process_of(manager)
 
     @property
     def stale(self) -> bool:
@@ -180,6 +185,11 @@ class KernelClients:
         self._outputs = outputs
         self._clients: dict[str, SharedClient] = {}
         self._connecting = asyncio.Lock()  # two first cells on one kernel make one client, not two
+
+    def proven_idle(self, kernel_id: str) -> bool:
+        """A gateway kernel whose kept client's own iopub shows it idle (GatewayChannels.proven_idle)."""
+        shared = self._clients.get(kernel_id)
+        return shared is not None and isinstance(shared.client, GatewayChannels) and shared.client.proven_idle
 
     async def get(
         self, kernel_id: str, manager: KernelManagerProtocol, kernel_manager: MappingKernelManagerProtocol

@@ -123,6 +123,7 @@ class KernelEnvironment:
         try:
             async with shared.turn:
                 turn_taken = True
+                restarts = self.restarts.count(kernel_id) if self.restarts is not None else 0
                 await self._wait_for_turn(
                     shared.client,
                     manager,
@@ -130,10 +131,10 @@ class KernelEnvironment:
                     call_id,
                     code,
                     emit,
-                    ready=not shared.needs_ready(manager),
+                    ready=not shared.needs_ready(manager, restarts),
                     placement=placement,
                 )
-                shared.mark_ready(manager)
+                shared.mark_ready(manager, restarts)
                 return await self._execute(shared.client, manager, kernel_id, call_id, code, emit, placement)
         except asyncio.CancelledError:
             if queued and not turn_taken:  # stopped before its turn: it never ran
@@ -174,7 +175,14 @@ class KernelEnvironment:
                 return False  # the request about to leave: this evaluation travels in it
             if not await self.evaluations.answered_within(kernel_id, BUSY_GRACE_SECONDS):
                 return True
-        return not await idle_within(self.kernel_manager.get_kernel(kernel_id), BUSY_GRACE_SECONDS)
+        return not await self._idle_within(kernel_id, self.kernel_manager.get_kernel(kernel_id))
+
+    async def _idle_within(self, kernel_id: str, manager: KernelManagerProtocol) -> bool:
+        """idle_within BUSY_GRACE_SECONDS; for a gateway kernel, from the cells' kept websocket when its
+        own iopub shows the kernel idle (asking costs a websocket and two kernel_info round trips)."""
+        if self.clients is not None and self.clients.proven_idle(kernel_id):
+            return True
+        return await idle_within(manager, BUSY_GRACE_SECONDS)
 
     async def kernel_history(self, n: int) -> list[tuple[int, str]]:
         """The last `n` inputs of the kernel's current session as (execution count, source), oldest
@@ -183,7 +191,7 @@ class KernelEnvironment:
         manager = self.kernel_manager.get_kernel(kernel_id)
         # With the grace kernel_busy gives: a probe of ours a moment ago (read_notebook's graph reads the
         # kernel's names first) still shows busy until its "idle" is read, and the history came back refused.
-        if not await idle_within(manager, BUSY_GRACE_SECONDS):
+        if not await self._idle_within(kernel_id, manager):
             raise ToolInputError("the kernel is busy running a cell")
         client = await connected_client(manager, outputs=False)
         try:

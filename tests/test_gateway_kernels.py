@@ -8,6 +8,7 @@ makes its own thread and names its own variables."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Iterator
@@ -186,6 +187,50 @@ def test_a_cell_approved_while_the_user_runs_one_waits_for_it(
     assert waiting["waiting_for_kernel"] is True and running["waiting_for_kernel"] is False
     assert texts(second, "gw_after_user") == "made by the user\n"
     assert second[-1]["status"] == "completed"
+
+
+def kernel_requests_until(ws: Any, marker: str) -> list[str]:
+    """What the kernel worked on, read from `ws` (iopub: every client's) before the watcher's own
+    marker request `marker` began: each request's msg_type (its "busy"), and each cell's code (its
+    execute_input; a silent evaluation has none)."""
+    seen = []
+    while True:
+        frame = json.loads(ws.recv())
+        kind, content = frame["header"]["msg_type"], frame["content"]
+        parent = frame.get("parent_header") or {}
+        if kind == "execute_input":
+            seen.append(f"cell: {content['code']}")
+        elif kind == "status" and content["execution_state"] == "busy":
+            if parent.get("msg_id") == marker:
+                return seen
+            seen.append(str(parent.get("msg_type")))
+
+
+def test_an_approved_cell_on_an_idle_gateway_kernel_costs_one_request(
+    server: JupyterProcess, gateway: KernelGatewayProcess, kernel: str, llm: FakeLLM
+) -> None:
+    """Issue 41: before each approved cell, a kernel_info round trip on the cells' websocket, and a
+    websocket of its own with two more to ask whether the kernel was busy (for the undo snapshot),
+    were ~50 ms through the gateway. Once this server's connection was proven, a cell on a kernel
+    its own iopub shows idle goes at once: its undo snapshot (a silent evaluation), then the cell."""
+    llm.script(
+        tool_call("run_cell", {"code": "gw_one = 1"}, id="gw_one"),
+        tool_call("run_cell", {"code": "gw_two = 2"}, id="gw_two"),
+        text("done"),
+    )
+    thread = new_thread(server)
+    events = run(server, thread, "set two variables")
+    events += approve(server, thread, events, "gw_one")  # the connection proven (or already, by earlier tests)
+    watcher = kernel_websocket.connect(gateway.url, kernel)  # every request's "busy" reaches every client
+    try:
+        kernel_websocket.until_done(watcher, kernel_websocket.send_execute(watcher, "pass"))  # what came before
+        events += approve(server, thread, events, "gw_two")
+        requests = kernel_requests_until(watcher, kernel_websocket.send_execute(watcher, "pass"))
+    finally:
+        watcher.close()
+    assert of_type(events, "run_finished")[-1]["status"] == "completed"
+    cell = requests.index("cell: gw_two = 2")
+    assert requests[: cell + 1] == ["execute_request", "execute_request", "cell: gw_two = 2"], requests
 
 
 def test_restart_kernel_restarts_the_gateway_kernel_and_cells_run_after_it(
