@@ -394,7 +394,9 @@ async def call_tools(state: AgentState, runtime: Runtime[RunContext]) -> AgentUp
     if ctx.until_saved is not None and runtime.execution_info is not None:
         # The step before this one (the model's call) is saved in the background: nothing runs
         # before it is, as a crash must not leave a ran call that the thread never knew of.
-        await ctx.until_saved(runtime.execution_info.checkpoint_id)
+        # The node's namespace ends with its own task ("tools:<id>"); its graph's is what comes before.
+        graph_ns = runtime.execution_info.checkpoint_ns.rpartition("|")[0]
+        await ctx.until_saved(graph_ns, runtime.execution_info.checkpoint_id)
     ctx.begin_node(state)
     update = await _call_tools(state, ctx)
     return {**update, **ctx.meter.state()} if not ctx.agent.is_subagent else update

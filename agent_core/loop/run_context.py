@@ -26,7 +26,7 @@ from agent_core.tools.external import ExternalToolSpec
 from agent_core.tools.gathering import EXTERNAL_TOOL_AGENTS
 from agent_core.undo.book import UndoBook
 
-StepSaved = Callable[[str], Awaitable[None]]  # returns once the checkpoint of that id is saved
+StepSaved = Callable[[str, str], Awaitable[None]]  # (checkpoint_ns, checkpoint_id): returns once it is saved
 
 
 @dataclass
@@ -154,6 +154,7 @@ class RunContext:
             background=self.background,
             requests=self.requests,
             agent_cells=self.agent_cells,
+            until_saved=self.until_saved,  # its graph saves into this one's checkpointer, as this one does
         )
         # The switches carry the task's id too: the panel nests what lies between them under the call.
         self.emit(

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
     from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
 
-KEPT_THREADS = 1024  # threads whose newest saved checkpoint is remembered (a run's wait is milliseconds)
+KEPT_GRAPHS = 1024  # graphs (a thread's, a sub-agent's in it) whose newest saved checkpoint is remembered
 SAVE_WAIT_SECONDS = 60.0  # a save slower than this is a database in trouble: the run fails and says so
 
 Saver = TypeVar("Saver", bound=BaseCheckpointSaver[Any])
@@ -26,37 +26,40 @@ class SaveFailed(RuntimeError):
     """The checkpoint a tool call was to run from was not saved: the call did not run."""
 
 
+Graph = tuple[str, str]  # (thread_id, checkpoint_ns): a thread's own graph (ns ""), or a sub-agent's in it
+
+
 class _Saved:
-    """Per thread (main graph, namespace ""): the newest checkpoint id known saved. LangGraph's ids
-    are time-ordered (uuid6), and a thread's checkpoints are saved in order (each save waits for the
-    one before it), so "saved up to id X" is one string per thread."""
+    """Per graph: the newest checkpoint id known saved. LangGraph's ids are time-ordered (uuid6), and
+    a graph's checkpoints are saved in order (each save waits for the one before it), so "saved up to
+    id X" is one string per graph."""
 
     def __init__(self) -> None:
-        self.newest: OrderedDict[str, str] = OrderedDict()
-        self.failed: dict[str, BaseException] = {}
+        self.newest: OrderedDict[Graph, str] = OrderedDict()
+        self.failed: dict[Graph, BaseException] = {}
         self.changed = asyncio.Condition()
 
-    def has(self, thread_id: str, checkpoint_id: str) -> bool:
-        if thread_id in self.failed:
-            raise SaveFailed(f"the run's last step was not saved: {self.failed[thread_id]}")
-        newest = self.newest.get(thread_id)
+    def has(self, graph: Graph, checkpoint_id: str) -> bool:
+        if graph in self.failed:
+            raise SaveFailed(f"the run's last step was not saved: {self.failed[graph]}")
+        newest = self.newest.get(graph)
         return newest is not None and newest >= checkpoint_id
 
-    def knows(self, thread_id: str) -> bool:
-        return thread_id in self.newest
+    def knows(self, graph: Graph) -> bool:
+        return graph in self.newest
 
-    def note(self, thread_id: str, checkpoint_id: str) -> None:
-        if self.newest.get(thread_id, "") < checkpoint_id:
-            self.newest[thread_id] = checkpoint_id
-        self.newest.move_to_end(thread_id)
-        self.failed.pop(thread_id, None)
-        while len(self.newest) > KEPT_THREADS:
+    def note(self, graph: Graph, checkpoint_id: str) -> None:
+        if self.newest.get(graph, "") < checkpoint_id:
+            self.newest[graph] = checkpoint_id
+        self.newest.move_to_end(graph)
+        self.failed.pop(graph, None)
+        while len(self.newest) > KEPT_GRAPHS:
             self.newest.popitem(last=False)
 
 
 class StepSaves(BaseCheckpointSaver[Any]):
-    """Mixed into a LangGraph saver (`with_step_saves`): notes each checkpoint of a thread's main
-    graph that it saved or read, and lets a node wait for the one it runs from."""
+    """Mixed into a LangGraph saver (`with_step_saves`): notes each checkpoint it saved or read, and
+    lets a node wait for the one it runs from."""
 
     def _saved(self) -> _Saved:
         saved: _Saved | None = self.__dict__.get("_step_saves")
@@ -71,57 +74,54 @@ class StepSaves(BaseCheckpointSaver[Any]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        thread_id, main_graph = _thread_of(config)
+        graph = _graph_of(config)
         try:
             stored = await super().aput(config, checkpoint, metadata, new_versions)
         except BaseException as exc:
-            if main_graph:
-                await self._settle(thread_id, None, exc)
+            await self._settle(graph, None, exc)
             raise
-        if main_graph:
-            await self._settle(thread_id, checkpoint["id"], None)
+        await self._settle(graph, checkpoint["id"], None)
         return stored
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         found = await super().aget_tuple(config)
-        thread_id, main_graph = _thread_of(config)
-        if found is not None and main_graph:  # read back from the database: saved
-            await self._settle(thread_id, found.checkpoint["id"], None)
+        if found is not None:  # read back from the database: saved
+            await self._settle(_graph_of(found.config), found.checkpoint["id"], None)
         return found
 
-    async def until_saved(self, thread_id: str, checkpoint_id: str) -> None:
-        """Return once checkpoint `checkpoint_id` of the thread is saved; SaveFailed if its save
-        failed or took longer than SAVE_WAIT_SECONDS."""
-        saved = self._saved()
-        if saved.has(thread_id, checkpoint_id):
+    async def until_saved(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> None:
+        """Return once checkpoint `checkpoint_id` of the thread's graph `checkpoint_ns` ("": its own, else
+        a sub-agent's) is saved; SaveFailed if its save failed or took longer than SAVE_WAIT_SECONDS."""
+        saved, graph = self._saved(), (thread_id, checkpoint_ns)
+        if saved.has(graph, checkpoint_id):
             return
-        if not saved.knows(thread_id):  # forgotten (a busy server): the database says
+        if not saved.knows(graph):  # forgotten (a busy server): the database says
             config: RunnableConfig = {
-                "configurable": {"thread_id": thread_id, "checkpoint_ns": "", "checkpoint_id": checkpoint_id}
+                "configurable": {"thread_id": thread_id, "checkpoint_ns": checkpoint_ns, "checkpoint_id": checkpoint_id}
             }
             if await self.aget_tuple(config) is not None:
                 return
         try:
             async with saved.changed:
                 await asyncio.wait_for(
-                    saved.changed.wait_for(lambda: saved.has(thread_id, checkpoint_id)), SAVE_WAIT_SECONDS
+                    saved.changed.wait_for(lambda: saved.has(graph, checkpoint_id)), SAVE_WAIT_SECONDS
                 )
         except TimeoutError:
             raise SaveFailed(f"the run's last step was not saved within {SAVE_WAIT_SECONDS:g} s") from None
 
-    async def _settle(self, thread_id: str, checkpoint_id: str | None, failure: BaseException | None) -> None:
+    async def _settle(self, graph: Graph, checkpoint_id: str | None, failure: BaseException | None) -> None:
         saved = self._saved()
         async with saved.changed:
             if checkpoint_id is not None:
-                saved.note(thread_id, checkpoint_id)
+                saved.note(graph, checkpoint_id)
             elif failure is not None:
-                saved.failed[thread_id] = failure
+                saved.failed[graph] = failure
             saved.changed.notify_all()
 
 
-def _thread_of(config: RunnableConfig) -> tuple[str, bool]:
+def _graph_of(config: RunnableConfig) -> Graph:
     configurable = config.get("configurable") or {}
-    return str(configurable.get("thread_id", "")), not configurable.get("checkpoint_ns")
+    return str(configurable.get("thread_id", "")), str(configurable.get("checkpoint_ns") or "")
 
 
 @functools.cache
