@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import queue
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agent_core.json_types import JsonObject
@@ -120,6 +121,24 @@ class KernelEvaluations:
             self._clients.done(kernel_id, shared)
             if not self._in_flight[kernel_id]:
                 del self._in_flight[kernel_id]
+
+    async def ask(
+        self,
+        kernel_id: str,
+        manager: KernelManagerProtocol,
+        kernel_manager: MappingKernelManagerProtocol,
+        send: Callable[[KernelChannels], str],
+        timeout: float,
+    ) -> JsonObject | None:
+        """The content of the shell reply to the request `send` makes on the kept client (its msg_id);
+        None if none came within `timeout`. A client of its own would cost a connection each time: on a
+        gateway, a websocket and the kernel_info round trips the gateway makes for it (issue 41)."""
+        shared = await self._clients.get(kernel_id, manager, kernel_manager)
+        try:
+            async with shared.turn:
+                return await shell_reply(shared.client, send(shared.client), timeout)
+        finally:
+            self._clients.done(kernel_id, shared)
 
     def close(self) -> None:
         self._clients.close()

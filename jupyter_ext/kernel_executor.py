@@ -47,6 +47,7 @@ BUSY_NOTICE_SECONDS = 0.3  # a kernel busy this long before our cell is running 
 INTERRUPT_GRACE_SECONDS = 1.5  # how long a cell may take to stop after an interrupt before the next
 MAX_INTERRUPTS = 3
 READY_SECONDS = 10.0
+HISTORY_SECONDS = 3.0  # for the kernel's history reply: an idle kernel answers in milliseconds
 KERNEL_DIED = "The kernel died while running this cell (out of memory?). Restart it and try again."
 KERNEL_RESTARTED = (
     "The kernel died while running this cell (out of memory?) and was restarted: its variables are gone. "
@@ -193,16 +194,15 @@ class KernelEnvironment:
         # kernel's names first) still shows busy until its "idle" is read, and the history came back refused.
         if not await self._idle_within(kernel_id, manager):
             raise ToolInputError("the kernel is busy running a cell")
-        client = await connected_client(manager, outputs=False)
-        try:
-            # The kernel's own session (0: the current one, from its memory), not a "tail": that reads the
-            # history database, which every kernel of this user writes, newest session first: another
-            # notebook's kernel started later would show as this one's inputs.
-            msg_id = client.history(raw=True, output=False, hist_access_type="range", session=0, start=1)
-            reply = await self._reply(client, msg_id, timeout=3)
-        finally:
-            client.stop_channels()
-        return latest_session(json_items(reply.get("history")))[-n:] if n > 0 else []
+        if self.evaluations is not None:
+            reply = await self.evaluations.ask(kernel_id, manager, self.kernel_manager, _ask_history, HISTORY_SECONDS)
+        else:
+            client = await connected_client(manager, outputs=False)
+            try:
+                reply = await shell_reply(client, _ask_history(client), HISTORY_SECONDS)
+            finally:
+                client.stop_channels()
+        return latest_session(json_items((reply or {}).get("history")))[-n:] if n > 0 else []
 
     async def evaluate_json(self, expression: str) -> Any:
         kernel_id = await self.resolve_kernel()
@@ -482,6 +482,13 @@ class KernelEnvironment:
 
 class _KernelGone(Exception):
     pass
+
+
+def _ask_history(client: KernelChannels) -> str:
+    """Ask for the inputs of the kernel's own session (0: the current one, from its memory), not a
+    "tail": that reads the history database, which every kernel of this user writes, newest session
+    first, so another notebook's kernel started later would show as this one's inputs. Its msg_id."""
+    return client.history(raw=True, output=False, hist_access_type="range", session=0, start=1)
 
 
 def latest_session(history: list[Any]) -> list[tuple[int, str]]:

@@ -211,8 +211,9 @@ def test_an_approved_cell_on_an_idle_gateway_kernel_costs_one_request(
 ) -> None:
     """Issue 41: before each approved cell, a kernel_info round trip on the cells' websocket, and a
     websocket of its own with two more to ask whether the kernel was busy (for the undo snapshot),
-    were ~50 ms through the gateway. Once this server's connection was proven, a cell on a kernel
-    its own iopub shows idle goes at once: its undo snapshot (a silent evaluation), then the cell."""
+    were ~50 ms through the gateway; after it, the stale check's history request opened a websocket
+    too. Once this server's connections were proven, a cell on a kernel their own iopub shows idle
+    goes at once (after its undo snapshot, a silent evaluation), and no kernel_info is asked at all."""
     llm.script(
         tool_call("run_cell", {"code": "gw_one = 1"}, id="gw_one"),
         tool_call("run_cell", {"code": "gw_two = 2"}, id="gw_two"),
@@ -231,6 +232,7 @@ def test_an_approved_cell_on_an_idle_gateway_kernel_costs_one_request(
     assert of_type(events, "run_finished")[-1]["status"] == "completed"
     cell = requests.index("cell: gw_two = 2")
     assert requests[: cell + 1] == ["execute_request", "execute_request", "cell: gw_two = 2"], requests
+    assert "kernel_info_request" not in requests and "history_request" in requests, requests
 
 
 def test_restart_kernel_restarts_the_gateway_kernel_and_cells_run_after_it(
