@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from agent_core.contract import CellStatus, make_event
 from agent_core.contract.event_fields import CellStartedEventDict, CellStartedFields, ErrorEventDict
-from agent_core.json_types import JsonObject, json_items, json_object
+from agent_core.json_types import JsonObject, json_object
 from agent_core.tools import CellPlacement, CellRun, ToolInputError
 from agent_core.tools.base import Emit, cell_finished
 from agent_core.tools.cell_progress import ProgressReader
@@ -33,6 +33,7 @@ from .kernel_clients import (
     process_of,
 )
 from .kernel_evaluations import KernelEvaluations, evaluate_once, shell_reply
+from .kernel_history import session_inputs
 from .kernel_restarts import KernelRestarts
 from .kernel_state import BUSY_GRACE_SECONDS, busy, idle_within
 
@@ -47,7 +48,6 @@ BUSY_NOTICE_SECONDS = 0.3  # a kernel busy this long before our cell is running 
 INTERRUPT_GRACE_SECONDS = 1.5  # how long a cell may take to stop after an interrupt before the next
 MAX_INTERRUPTS = 3
 READY_SECONDS = 10.0
-HISTORY_SECONDS = 3.0  # for the kernel's history reply: an idle kernel answers in milliseconds
 KERNEL_DIED = "The kernel died while running this cell (out of memory?). Restart it and try again."
 KERNEL_RESTARTED = (
     "The kernel died while running this cell (out of memory?) and was restarted: its variables are gone. "
@@ -194,15 +194,7 @@ class KernelEnvironment:
         # kernel's names first) still shows busy until its "idle" is read, and the history came back refused.
         if not await self._idle_within(kernel_id, manager):
             raise ToolInputError("the kernel is busy running a cell")
-        if self.evaluations is not None:
-            reply = await self.evaluations.ask(kernel_id, manager, self.kernel_manager, _ask_history, HISTORY_SECONDS)
-        else:
-            client = await connected_client(manager, outputs=False)
-            try:
-                reply = await shell_reply(client, _ask_history(client), HISTORY_SECONDS)
-            finally:
-                client.stop_channels()
-        return latest_session(json_items((reply or {}).get("history")))[-n:] if n > 0 else []
+        return await session_inputs(self.evaluations, kernel_id, manager, self.kernel_manager, n)
 
     async def evaluate_json(self, expression: str) -> Any:
         kernel_id = await self.resolve_kernel()
@@ -482,23 +474,6 @@ class KernelEnvironment:
 
 class _KernelGone(Exception):
     pass
-
-
-def _ask_history(client: KernelChannels) -> str:
-    """Ask for the inputs of the kernel's own session (0: the current one, from its memory), not a
-    "tail": that reads the history database, which every kernel of this user writes, newest session
-    first, so another notebook's kernel started later would show as this one's inputs. Its msg_id."""
-    return client.history(raw=True, output=False, hist_access_type="range", session=0, start=1)
-
-
-def latest_session(history: list[Any]) -> list[tuple[int, str]]:
-    """(line, source) of the newest session's entries, oldest first (a range of session 0 holds the
-    current session only; this also guards against a kernel that answers with more)."""
-    entries = [e for e in history if isinstance(e, (list, tuple)) and len(e) == 3]
-    if not entries:
-        return []
-    newest = max(e[0] for e in entries)
-    return sorted((int(line), str(source)) for session, line, source in entries if session == newest)
 
 
 def _unresponsive(kernel_id: str) -> ErrorEventDict:
