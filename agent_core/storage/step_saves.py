@@ -77,7 +77,7 @@ class StepSaves(BaseCheckpointSaver[Any]):
         graph = _graph_of(config)
         try:
             stored = await super().aput(config, checkpoint, metadata, new_versions)
-        except BaseException as exc:
+        except Exception as exc:  # not a cancellation: the write may still land, and its run is ending
             await self._settle(graph, None, exc)
             raise
         await self._settle(graph, checkpoint["id"], None)
