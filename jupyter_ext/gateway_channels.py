@@ -59,6 +59,7 @@ class GatewayChannels:
         self._unproven = False  # its last wait_for_ready went unanswered
         self._proven = False  # a wait_for_ready was answered on this connection, by this kernel process
         self._state = ""  # the kernel's execution_state, as its last status on iopub said
+        self._status_came = asyncio.Event()  # set by each status on iopub
 
     async def start_channels(
         self, shell: bool = True, iopub: bool = True, stdin: bool = False, hb: bool = False, control: bool = False
@@ -109,6 +110,21 @@ class GatewayChannels:
         does on jupyter_server's tracked state. A user's cell started meanwhile says busy first."""
         return self._proven and self._state == "idle" and not self.stale and not self._unproven
 
+    async def turns_idle(self, seconds: float) -> bool:
+        """proven_idle now, or within `seconds` when the kernel shows busy: a request of ours on another
+        client (an evaluation, the history) has its idle on the way here too. Woken by each status."""
+        deadline = asyncio.get_running_loop().time() + seconds
+        while not self.proven_idle:
+            left = deadline - asyncio.get_running_loop().time()
+            if not self._proven or self._state != "busy" or left <= 0:
+                return False
+            self._status_came.clear()
+            try:
+                await asyncio.wait_for(self._status_came.wait(), left)
+            except asyncio.TimeoutError:
+                return False
+        return True
+
     @property
     def stale(self) -> bool:
         """Closed, or the kernel's process died under it ("restarting": the gateway restarted it,
@@ -135,6 +151,7 @@ class GatewayChannels:
         if msg.get("channel") != "iopub" or msg["header"]["msg_type"] != "status":
             return
         self._state = str(msg["content"].get("execution_state", ""))
+        self._status_came.set()
         if self._state not in ("busy", "idle"):  # "starting": a new process, whose iopub is not proven
             self._proven = False
 

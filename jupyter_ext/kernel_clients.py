@@ -145,13 +145,14 @@ class SharedClient:
     # A gateway's kernel has no process here: the count of its restarts made through this server.
     ready_for: object = None
 
-    def needs_ready(self, manager: KernelManagerProtocol, restarts: int = 0) -> bool:
+    async def needs_ready(self, manager: KernelManagerProtocol, restarts: int = 0, grace: float = 0.0) -> bool:
         """Whether the next cell must first prove this client connected to the kernel's process (for a
-        gateway's, also that the kernel is idle). `restarts`: the kernel's restarts through this server."""
+        gateway's, also that the kernel is idle, given `grace` seconds to turn so). `restarts`: the
+        kernel's restarts made through this server."""
         if isinstance(self.client, GatewayChannels):
             # A gateway restarts its kernel out of our sight, under the same id and websocket: its own
             # iopub says so ("restarting", "starting"), or a restart through this server counted it.
-            return self.ready_for != restarts or not self.client.proven_idle
+            return self.ready_for != restarts or not await self.client.turns_idle(grace)
         return self.ready_for is not process_of(manager)
 
     def mark_ready(self, manager: KernelManagerProtocol, restarts: int = 0) -> None:
@@ -186,10 +187,15 @@ class KernelClients:
         self._clients: dict[str, SharedClient] = {}
         self._connecting = asyncio.Lock()  # two first cells on one kernel make one client, not two
 
-    def proven_idle(self, kernel_id: str) -> bool:
-        """A gateway kernel whose kept client's own iopub shows it idle (GatewayChannels.proven_idle)."""
+    async def turns_idle(self, kernel_id: str, seconds: float) -> bool:
+        """A gateway kernel whose kept client's own iopub shows it idle, now or within `seconds`
+        (GatewayChannels.turns_idle); False for a local kernel or one without a kept client."""
         shared = self._clients.get(kernel_id)
-        return shared is not None and isinstance(shared.client, GatewayChannels) and shared.client.proven_idle
+        return (
+            shared is not None
+            and isinstance(shared.client, GatewayChannels)
+            and await shared.client.turns_idle(seconds)
+        )
 
     async def get(
         self, kernel_id: str, manager: KernelManagerProtocol, kernel_manager: MappingKernelManagerProtocol

@@ -132,7 +132,7 @@ class KernelEnvironment:
                     call_id,
                     code,
                     emit,
-                    ready=not shared.needs_ready(manager, restarts),
+                    ready=not await shared.needs_ready(manager, restarts, BUSY_GRACE_SECONDS),
                     placement=placement,
                 )
                 shared.mark_ready(manager, restarts)
@@ -181,7 +181,7 @@ class KernelEnvironment:
     async def _idle_within(self, kernel_id: str, manager: KernelManagerProtocol) -> bool:
         """idle_within BUSY_GRACE_SECONDS; for a gateway kernel, from the cells' kept websocket when its
         own iopub shows the kernel idle (asking costs a websocket and two kernel_info round trips)."""
-        if self.clients is not None and self.clients.proven_idle(kernel_id):
+        if self.clients is not None and await self.clients.turns_idle(kernel_id, BUSY_GRACE_SECONDS):
             return True
         return await idle_within(manager, BUSY_GRACE_SECONDS)
 

@@ -53,9 +53,11 @@ async def agent_thread(api: Api, agent: str = "sdk") -> str:
 
 
 async def ask(api: Api, thread: str, message: str, after: int = 0) -> list[dict[str, Any]]:
-    """Send a message; the run's events up to its first card or its end."""
+    """Send a message; the run's events up to the end of its segment: its first card (a segment that
+    pauses for approval ends with run_finished "awaiting_approval", which may come in a later batch
+    than the card: the next `until(..., ("run_finished",))` must not stop at it) or the run's end."""
     await api.call("POST", f"threads/{thread}/runs", {"message": message, "notebook_path": ""}, expect=202)
-    return await until(api, thread, after, ("approval_required", "run_finished"))
+    return await until(api, thread, after, ("run_finished",))
 
 
 async def until(api: Api, thread: str, after: int, kinds: tuple[str, ...]) -> list[dict[str, Any]]:
