@@ -31,7 +31,7 @@ CHECKPOINT_CONNECTIONS = 1  # a server's connections to a PostgreSQL checkpointe
 
 @dataclass
 class AgentStore:
-    saver: Any  # a langgraph BaseCheckpointSaver with StepSaves mixed in (agent_core.storage.step_saves)
+    saver: Any  # a langgraph BaseCheckpointSaver with StepSaves (and, but in memory, ReusedReads) mixed in
     ledger: ToolLedger
     kind: CheckpointerKind
     _stack: AsyncExitStack = field(default_factory=AsyncExitStack)
@@ -64,6 +64,7 @@ async def open_store(url: str, default_path: Path, database: Database | None = N
     import aiosqlite
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
+    from agent_core.storage.reused_reads import sqlite_newest, with_reused_reads
     from agent_core.storage.step_saves import with_step_saves
 
     stack = AsyncExitStack()
@@ -72,7 +73,7 @@ async def open_store(url: str, default_path: Path, database: Database | None = N
         await conn.execute("PRAGMA journal_mode=WAL")
         # WAL + NORMAL: no fsync per commit (one per checkpoint of the WAL); survives a crash of the process.
         await conn.execute("PRAGMA synchronous=NORMAL")
-        saver = with_step_saves(AsyncSqliteSaver)(conn)
+        saver = with_reused_reads(with_step_saves(AsyncSqliteSaver), sqlite_newest)(conn)
         await saver.setup()
         ledger = SqliteToolLedger(conn)
         await ledger.setup()
@@ -134,9 +135,10 @@ async def _open_postgres(url: str, database: Database | None) -> AgentStore:
     stack = AsyncExitStack()
     await pool.open(wait=True, timeout=database.pool_timeout)
     stack.push_async_callback(pool.close)
+    from agent_core.storage.reused_reads import postgres_newest, with_reused_reads
     from agent_core.storage.step_saves import with_step_saves
 
-    saver = with_step_saves(AsyncPostgresSaver)(pool)
+    saver = with_reused_reads(with_step_saves(AsyncPostgresSaver), postgres_newest)(pool)
     try:
         await saver_setup(saver, url)
     except BaseException:

@@ -1,0 +1,139 @@
+"""A thread's newest checkpoint read twice in a row, read once (issue 41).
+
+A run reads the thread's state to answer its request (is an approval pending, which policy holds),
+and LangGraph reads the newest checkpoint again a few milliseconds later when the run's loop starts:
+the whole checkpoint, its pending writes, every message deserialized. `ReusedReads`, mixed into the
+SQLite and PostgreSQL savers, keeps what a newest-checkpoint read returned and hands it to the next
+such read of the same graph, once, if one light query says it is still the newest with the same
+writes (another server may have driven the thread in between: it holds the lease only while it
+runs). This process's own saves and deletions drop what is kept."""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple, copy_checkpoint
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
+
+KEPT_GRAPHS = 64  # a read is reused within moments or never: few are worth their messages' memory
+KEPT_SECONDS = 5.0
+
+Saver = TypeVar("Saver", bound=BaseCheckpointSaver[Any])
+Graph = tuple[str, str]  # (thread_id, checkpoint_ns)
+
+
+class NewestProbe(Protocol):
+    """One query: the graph's newest checkpoint id (None: none) and how many writes `checkpoint_id` has."""
+
+    async def __call__(self, saver: Any, graph: Graph, checkpoint_id: str) -> tuple[str | None, int]: ...
+
+
+class ReusedReads(BaseCheckpointSaver[Any]):
+    _probe: NewestProbe  # set by with_reused_reads, per dialect
+
+    def _kept(self) -> OrderedDict[Graph, tuple[float, CheckpointTuple | None]]:
+        kept: OrderedDict[Graph, tuple[float, CheckpointTuple | None]] | None = self.__dict__.get("_reused_reads")
+        if kept is None:  # made on first use: the saver's own __init__ stays LangGraph's
+            kept = self.__dict__["_reused_reads"] = OrderedDict()
+        return kept
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        configurable = config.get("configurable") or {}
+        if configurable.get("checkpoint_id"):  # a given checkpoint, not the newest: read as asked
+            return await super().aget_tuple(config)
+        graph = str(configurable.get("thread_id", "")), str(configurable.get("checkpoint_ns") or "")
+        kept = self._kept()
+        if (entry := kept.pop(graph, None)) is not None and time.monotonic() - entry[0] < KEPT_SECONDS:
+            found = entry[1]  # None: the graph had no checkpoint yet (a new thread's first run)
+            checkpoint_id = found.checkpoint["id"] if found is not None else None
+            writes = len(found.pending_writes or ()) if found is not None else 0
+            if await self._probe(self, graph, checkpoint_id or "") == (checkpoint_id, writes):
+                return _handed_on(found) if found is not None else None
+        found = await super().aget_tuple(config)
+        kept[graph] = (time.monotonic(), found)
+        while len(kept) > KEPT_GRAPHS:
+            kept.popitem(last=False)
+        return found
+
+    async def aput(
+        self,
+        config: RunnableConfig,
+        checkpoint: Checkpoint,
+        metadata: CheckpointMetadata,
+        new_versions: ChannelVersions,
+    ) -> RunnableConfig:
+        self._forget(config)
+        return await super().aput(config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
+        self._forget(config)
+        await super().aput_writes(config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        for graph in [graph for graph in self._kept() if graph[0] == thread_id]:
+            del self._kept()[graph]
+        await super().adelete_thread(thread_id)
+
+    def _forget(self, config: RunnableConfig) -> None:
+        configurable = config.get("configurable") or {}
+        self._kept().pop((str(configurable.get("thread_id", "")), str(configurable.get("checkpoint_ns") or "")), None)
+
+
+def _handed_on(found: CheckpointTuple) -> CheckpointTuple:
+    """A copy whose dicts the next reader may change (LangGraph's loop bumps its versions in place)."""
+    return CheckpointTuple(
+        found.config,
+        copy_checkpoint(found.checkpoint),
+        found.metadata.copy(),
+        found.parent_config,
+        list(found.pending_writes) if found.pending_writes is not None else None,
+    )
+
+
+async def sqlite_newest(saver: Any, graph: Graph, checkpoint_id: str) -> tuple[str | None, int]:
+    """For LangGraph's AsyncSqliteSaver: one hop to its connection's thread."""
+    async with saver.lock:
+        rows = await saver.conn.execute_fetchall(
+            "SELECT (SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ?"
+            " ORDER BY checkpoint_id DESC LIMIT 1),"
+            " (SELECT count(*) FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?)",
+            (*graph, *graph, checkpoint_id),
+        )
+    newest, writes = next(iter(rows))
+    return newest, int(writes)
+
+
+async def postgres_newest(saver: Any, graph: Graph, checkpoint_id: str) -> tuple[str | None, int]:
+    """For LangGraph's AsyncPostgresSaver (rows as dicts): one round trip."""
+    async with saver._cursor() as cur:
+        await cur.execute(
+            "SELECT (SELECT checkpoint_id FROM checkpoints WHERE thread_id = %s AND checkpoint_ns = %s"
+            " ORDER BY checkpoint_id DESC LIMIT 1) AS newest,"
+            " (SELECT count(*) FROM checkpoint_writes WHERE thread_id = %s AND checkpoint_ns = %s"
+            " AND checkpoint_id = %s) AS writes",
+            (*graph, *graph, checkpoint_id),
+        )
+        row = await cur.fetchone()
+    return row["newest"], int(row["writes"])
+
+
+_MIXED: dict[tuple[type[Any], NewestProbe], type[Any]] = {}
+
+
+def with_reused_reads(saver_class: type[Saver], probe: NewestProbe) -> type[Saver]:
+    """`saver_class` with ReusedReads mixed in, asking `probe` whether a kept read still holds (one
+    class per saver class)."""
+    mixed = _MIXED.get((saver_class, probe))
+    if mixed is None:
+        name = f"ReadReusing{saver_class.__name__}"
+        mixed = _MIXED[saver_class, probe] = type(name, (ReusedReads, saver_class), {"_probe": staticmethod(probe)})
+    return mixed

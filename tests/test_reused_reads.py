@@ -1,0 +1,112 @@
+"""A thread's newest checkpoint, read for a run's checks and again by LangGraph's loop a moment
+later, is deserialized once (agent_core.storage.reused_reads), never at the price of a stale read:
+what another process saved in between is what the second read returns. Over the real savers of
+both databases, two stores on one database standing for two servers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.base import empty_checkpoint
+
+from agent_core.storage.checkpoint import AgentStore, open_store
+from agent_core.storage.thread_store import ThreadStore
+
+pytestmark = pytest.mark.also_postgres
+
+
+class CountingSerde:
+    """The saver's own serializer, counting what it deserializes."""
+
+    def __init__(self, serde: Any) -> None:
+        self.serde = serde
+        self.loads = 0
+
+    def loads_typed(self, data: Any) -> Any:
+        self.loads += 1
+        return self.serde.loads_typed(data)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.serde, name)
+
+
+@asynccontextmanager
+async def two_servers(tmp_path: Path, database_url: str) -> AsyncIterator[tuple[Any, Any]]:
+    """Two checkpoint stores on one database, as two servers of one user have."""
+    threads = [ThreadStore(tmp_path / f"threads{n}.sqlite", owner="alice", database_url=database_url) for n in (0, 1)]
+    stores: list[AgentStore] = []
+    try:
+        for thread_store in threads:
+            await thread_store.open()
+            stores.append(await open_store(database_url, tmp_path / "checkpoints.sqlite", thread_store.database))
+        yield stores[0].saver, stores[1].saver
+    finally:
+        for store in stores:
+            await store.aclose()
+        for thread_store in threads:
+            await thread_store.close()
+
+
+def _config(thread: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+
+
+async def _save(saver: Any, thread: str, note: str) -> str:
+    """A checkpoint of `thread` whose one channel holds [`note`] (a list: PostgreSQL keeps it as a
+    blob, as it keeps messages); its id."""
+    checkpoint = empty_checkpoint()
+    checkpoint["channel_values"] = {"note": [note]}
+    checkpoint["channel_versions"] = {"note": note}
+    newest = await saver.aget_tuple(_config(thread))
+    config = newest.config if newest is not None else _config(thread)
+    await saver.aput(config, checkpoint, {"step": 1}, {"note": note})
+    return checkpoint["id"]
+
+
+async def test_the_newest_checkpoint_read_twice_is_deserialized_once(tmp_path: Path, database_url: str) -> None:
+    async with two_servers(tmp_path, database_url) as (saver, _):
+        await _read_twice(saver)
+
+
+async def _read_twice(saver: Any) -> None:
+    await _save(saver, "t", "first")
+    saver.serde = counting = CountingSerde(saver.serde)
+    checks = await saver.aget_tuple(_config("t"))
+    after_checks = counting.loads
+    assert after_checks > 0 and checks.checkpoint["channel_values"] == {"note": ["first"]}
+    loops = await saver.aget_tuple(_config("t"))  # the run's loop, a moment later
+    assert counting.loads == after_checks, "read again, not handed on"
+    assert loops.checkpoint == checks.checkpoint and loops.config == checks.config
+    loops.checkpoint["channel_versions"]["note"] = "bumped"  # what LangGraph's loop does to its copy
+    assert checks.checkpoint["channel_versions"] == {"note": "first"}
+    again = await saver.aget_tuple(_config("t"))  # handed on once: read afresh
+    assert counting.loads > after_checks and again.checkpoint["channel_versions"] == {"note": "first"}
+
+
+async def test_what_another_server_saved_in_between_is_what_the_next_read_returns(
+    tmp_path: Path, database_url: str
+) -> None:
+    async with two_servers(tmp_path, database_url) as (ours, theirs):
+        await _read_after_theirs(ours, theirs)
+
+
+async def _read_after_theirs(ours: Any, theirs: Any) -> None:
+    assert await ours.aget_tuple(_config("new")) is None  # a new thread: no checkpoint yet
+    await _save(theirs, "new", "theirs")
+    found = await ours.aget_tuple(_config("new"))
+    assert found is not None and found.checkpoint["channel_values"] == {"note": ["theirs"]}
+
+    await _save(ours, "t", "ours")
+    assert (await ours.aget_tuple(_config("t"))).checkpoint["channel_values"] == {"note": ["ours"]}
+    newer = await _save(theirs, "t", "newer")
+    found = await ours.aget_tuple(_config("t"))
+    assert found.checkpoint["id"] == newer and found.checkpoint["channel_values"] == {"note": ["newer"]}
+
+    assert (await ours.aget_tuple(_config("t"))).pending_writes == []
+    await theirs.aput_writes(found.config, [("note", "written")], "task-1")  # same checkpoint, a new write
+    found = await ours.aget_tuple(_config("t"))
+    assert [(task, channel, value) for task, channel, value in found.pending_writes] == [("task-1", "note", "written")]
