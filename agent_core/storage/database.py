@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import sqlite3
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -55,6 +56,8 @@ class DatabaseUnavailable(RuntimeError):
     Each write is one transaction, so a failed one left nothing half-written."""
 
 
+_WOULD_WAIT = object()  # a quick call SQLite could not do at once
+
 Notified = Callable[[str | None], None]  # a thread another process wrote to (None: maybe any, after a reconnect)
 
 
@@ -72,12 +75,14 @@ class Database(Protocol):
     def is_open(self) -> bool: ...
     async def open(self, notified: Notified) -> None: ...
     async def close(self) -> None: ...
-    async def call(self, fn: Callable[[Connection], Any]) -> Any:
-        """`fn(conn)` on a connection of its own (reads; one statement each)."""
+    async def call(self, fn: Callable[[Connection], Any], quick: bool = False) -> Any:
+        """`fn(conn)` on a connection of its own (reads; one statement each). `quick`: it reads a few
+        rows by key, so SQLite may run it at once on the event loop's own connection."""
         ...
 
-    async def write(self, fn: Callable[[Connection], Any]) -> Any:
-        """`fn(conn)` inside one write transaction: all of it or none."""
+    async def write(self, fn: Callable[[Connection], Any], quick: bool = False) -> Any:
+        """`fn(conn)` inside one write transaction: all of it or none. `quick`: as for call, a few
+        rows by key."""
         ...
 
     def lock_threads(self, conn: Connection, thread_ids: list[str]) -> None:
@@ -138,7 +143,14 @@ def open_database(
 class SqliteDatabase:
     """One connection on one thread: every call is one hop to it (not one per statement, fetch
     and commit: each hop wakes the event loop). Other processes (a kernel's %agent) share the
-    file; their writes are seen at the readers' next poll."""
+    file; their writes are seen at the readers' next poll.
+
+    A quick call (a few rows by key: a thread's record, its lease) runs at once on a second
+    connection, on the event loop's own thread, when SQLite can do it without waiting (no other
+    connection holds the write lock): a hop to the thread costs more than the statements, and far
+    more while the loop is busy, as the thread waits for the GIL between statements (issue 41: a
+    run's lease took 2-4 ms while the event stream's request was being served). When SQLite would
+    wait, the call takes the hop as any other."""
 
     kind = "sqlite"
     notifies = False
@@ -148,6 +160,8 @@ class SqliteDatabase:
         self._owner = owner  # a file from before owners existed is this user's: its threads become theirs
         self._conn: sqlite3.Connection | None = None
         self._executor: ThreadPoolExecutor | None = None
+        self._here: sqlite3.Connection | None = None  # the quick calls', used on _here_thread only
+        self._here_thread = 0
 
     @property
     def is_open(self) -> bool:
@@ -167,8 +181,16 @@ class SqliteDatabase:
             return conn
 
         self._conn = await asyncio.get_running_loop().run_in_executor(self._executor, connect)
+        # timeout=0: a quick call never waits for a lock on the loop's thread; it takes the hop instead.
+        here = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False, timeout=0)
+        here.execute("PRAGMA synchronous=NORMAL")
+        here.execute("PRAGMA wal_autocheckpoint=0")  # its commits never copy the WAL back: the thread's do
+        self._here, self._here_thread = here, threading.get_ident()
 
     async def close(self) -> None:
+        if self._here is not None:
+            here, self._here = self._here, None
+            here.close()
         if self._conn is not None:
             conn, self._conn = self._conn, None
             await asyncio.get_running_loop().run_in_executor(self._executor, conn.close)
@@ -176,13 +198,15 @@ class SqliteDatabase:
             self._executor.shutdown(wait=False)
             self._executor = None
 
-    async def call(self, fn: Callable[[Connection], Any]) -> Any:
+    async def call(self, fn: Callable[[Connection], Any], quick: bool = False) -> Any:
         conn = self._conn
         if conn is None:
             raise ValueError("the thread store is closed")
+        if quick and (done := self._at_once(fn)) is not _WOULD_WAIT:
+            return done
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, conn)
 
-    async def write(self, fn: Callable[[Connection], Any]) -> Any:
+    async def write(self, fn: Callable[[Connection], Any], quick: bool = False) -> Any:
         """BEGIN IMMEDIATE: the writer lock at once, so a read inside (the next seq) stays true."""
 
         def transaction(conn: Connection) -> Any:
@@ -195,7 +219,21 @@ class SqliteDatabase:
                 raise
             return result
 
-        return await self.call(transaction)
+        return await self.call(transaction, quick)
+
+    def _at_once(self, fn: Callable[[Connection], Any]) -> Any:
+        """`fn` on the loop's connection, or _WOULD_WAIT (nothing done) if SQLite would have to wait."""
+        here = self._here
+        if here is None or threading.get_ident() != self._here_thread:
+            return _WOULD_WAIT
+        try:
+            return fn(here)
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc):  # "database is locked", "database table is locked"
+                raise
+            if here.in_transaction:  # a statement after BEGIN waited: undone, and done on the thread
+                here.execute("ROLLBACK")
+            return _WOULD_WAIT
 
     def lock_threads(self, conn: Connection, thread_ids: list[str]) -> None:
         pass  # BEGIN IMMEDIATE already holds the whole file

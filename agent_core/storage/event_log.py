@@ -20,6 +20,7 @@ from agent_core.storage.database import Connection, Database
 
 LIVE_EVENTS_KEPT = 2000  # per thread: live-only events a slow reader may still catch up on
 TICK_SECONDS = 1.0  # how often waiting readers look again without being woken (other processes on SQLite)
+QUICK_BATCH = 16  # appends written at once on the loop's connection when SQLite can (Database.write): a few rows
 RECENT_EVENTS_KEPT, RECENT_BYTES_KEPT = 4096, 4 * 1024 * 1024  # per leased thread: events its readers get from memory
 
 EventObserver = Callable[[str, JsonObject], None]
@@ -170,7 +171,8 @@ class EventLog:
                 batch, self._appends = self._appends, []
                 try:
                     rows = await self.database.write(
-                        lambda conn: self._insert_events(conn, batch)  # noqa: B023 (awaited here)
+                        lambda conn: self._insert_events(conn, batch),  # noqa: B023 (awaited here)
+                        quick=len(batch) <= QUICK_BATCH,
                     )
                 except BaseException as exc:  # the transaction failed: every append in it did
                     for _, _, done in batch:
@@ -368,7 +370,7 @@ class EventLog:
     async def _max_seq(self, thread_id: str) -> int:
         if thread_id in self._recent:
             return self._last_seq[thread_id]
-        return await self.database.call(lambda conn: max_seq_in(conn, thread_id))
+        return await self.database.call(lambda conn: max_seq_in(conn, thread_id), quick=True)
 
 
 _TICK = object()  # a waiting reader's future resolved by the tick, not by new events

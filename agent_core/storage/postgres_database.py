@@ -192,14 +192,15 @@ class PostgresDatabase:
         except (psycopg.OperationalError, PoolTimeout) as exc:
             raise self._unavailable(exc) from None
 
-    async def call(self, fn: Callable[[Connection], Any]) -> Any:
+    async def call(self, fn: Callable[[Connection], Any], quick: bool = False) -> Any:
+        # quick or not: a round trip to the server either way, made from the pool's threads
         def read(pool: Any) -> Any:
             with pool.connection() as conn:
                 return fn(_Conn(conn))
 
         return await self._run(read)
 
-    async def write(self, fn: Callable[[Connection], Any]) -> Any:
+    async def write(self, fn: Callable[[Connection], Any], quick: bool = False) -> Any:
         def transaction(pool: Any) -> Any:
             with pool.connection() as conn, conn.transaction():
                 return fn(_Conn(conn))

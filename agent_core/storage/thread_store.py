@@ -80,15 +80,13 @@ class ThreadStore:
     def is_open(self) -> bool:
         return self.database.is_open
 
-    async def _call(self, fn: Callable[[Connection], Any]) -> Any:
-        return await self.database.call(fn)
+    async def _write(self, fn: Callable[[Connection], Any], quick: bool = False) -> Any:
+        """`fn` inside one write transaction (other processes share the store). `quick`: a few rows
+        by key (Database.write)."""
+        return await self.database.write(fn, quick)
 
-    async def _write(self, fn: Callable[[Connection], Any]) -> Any:
-        """`fn` inside one write transaction (other processes share the store)."""
-        return await self.database.write(fn)
-
-    async def _rows(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-        return await self._call(lambda conn: conn.execute(sql, params).fetchall())
+    async def _rows(self, sql: str, params: tuple[Any, ...], quick: bool = False) -> list[tuple[Any, ...]]:
+        return await self.database.call(lambda conn: conn.execute(sql, params).fetchall(), quick)
 
     async def open(self) -> None:
         await self.database.open(self.events.notified)
@@ -103,14 +101,17 @@ class ThreadStore:
         await self._write(
             lambda conn: conn.execute(
                 f"INSERT INTO threads ({RECORD_COLUMNS}, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row
-            )
+            ),
+            quick=True,
         )
         return record
 
     async def get(self, thread_id: str) -> ThreadRecord | None:
         """The owner's thread `thread_id`; None when there is none, or it is another owner's."""
         rows = await self._rows(
-            f"SELECT {RECORD_COLUMNS} FROM threads WHERE thread_id = ? AND owner = ?", (thread_id, self.owner)
+            f"SELECT {RECORD_COLUMNS} FROM threads WHERE thread_id = ? AND owner = ?",
+            (thread_id, self.owner),
+            quick=True,
         )
         return ThreadRecord(*rows[0]) if rows else None
 
@@ -143,7 +144,7 @@ class ThreadStore:
 
     async def update(self, thread_id: str, **fields: str) -> None:
         sql, params = self._update_sql(thread_id, fields)
-        await self._write(lambda conn: conn.execute(sql, params))
+        await self._write(lambda conn: conn.execute(sql, params), quick=True)
 
     async def delete(self, thread_id: str) -> None:
         def delete(conn: Connection) -> None:
@@ -182,7 +183,7 @@ class ThreadStore:
 
     async def take_lease(self, thread_id: str) -> bool:
         """Take (or renew) the right to drive `thread_id`; False while another process holds it."""
-        return self.events.leased(thread_id, await self._write(lambda conn: self._lease_in(conn, thread_id)))
+        return self.events.leased(thread_id, await self._write(lambda conn: self._lease_in(conn, thread_id), True))
 
     async def begin_run(self, thread_id: str, **fields: str) -> bool:
         """Take the lease and update the thread's record in one transaction (the hot path of a run's
@@ -195,7 +196,7 @@ class ThreadStore:
                 conn.execute(sql, params)
             return last_seq
 
-        return self.events.leased(thread_id, await self._write(begin))
+        return self.events.leased(thread_id, await self._write(begin, quick=True))
 
     async def release_lease(self, thread_id: str) -> None:
         self.events.released(thread_id)
@@ -204,13 +205,14 @@ class ThreadStore:
             conn.execute("DELETE FROM leases WHERE thread_id = ? AND owner = ?", (thread_id, self.process))
             self.database.notify(conn, {thread_id})  # readers elsewhere follow a run until its lease goes
 
-        await self._write(release)
+        await self._write(release, quick=True)
 
     async def leased_elsewhere(self, thread_id: str) -> str | None:
         """Who else drives `thread_id` right now (in words), or None."""
         rows = await self._rows(
             "SELECT holder, owner FROM leases WHERE thread_id = ? AND owner != ? AND until >= ?",
             (thread_id, self.process, time.time()),
+            quick=True,
         )
         if not rows or has_ended(rows[0][1]):
             return None
