@@ -124,3 +124,45 @@ def test_only_a_process_of_this_machine_that_has_ended_counts_as_ended() -> None
     assert not has_ended("/".join((uuid_part, "elsewhere", pid, "1"))), "another machine's: cannot tell"
     assert not has_ended(uuid_part) and not has_ended(""), "a name from before process names"
     assert str(os.getpid()) == pid
+
+
+async def test_a_quick_call_on_sqlite_is_answered_at_once_on_the_loops_thread(tmp_path: Path) -> None:
+    """A thread's record is read without a hop to the store's thread: the call never suspends."""
+    store = ThreadStore(tmp_path / "threads.sqlite", owner="alice")
+    await store.open()
+    try:
+        thread = (await store.create("nb.ipynb", "t")).thread_id
+        reading = store.get(thread)
+        with pytest.raises(StopIteration) as answered:
+            reading.send(None)
+        assert answered.value.value.title == "t"
+    finally:
+        await store.close()
+
+
+async def test_a_quick_write_that_would_wait_for_another_writer_waits_on_the_stores_thread(tmp_path: Path) -> None:
+    """While another process (a kernel's %agent) holds the file's write lock, a quick write neither
+    fails nor blocks the event loop: it waits its turn on the store's thread, then lands."""
+    import sqlite3
+
+    store = ThreadStore(tmp_path / "threads.sqlite", owner="alice")
+    await store.open()
+    kernel = sqlite3.connect(tmp_path / "threads.sqlite", isolation_level=None, check_same_thread=False)
+    try:
+        thread = (await store.create("nb.ipynb", "t")).thread_id
+        kernel.execute("BEGIN IMMEDIATE")
+        updating = asyncio.create_task(store.update(thread, title="renamed"))
+        ticks = 0
+        with pytest.raises(TimeoutError):  # it cannot land while the lock is held
+            async with asyncio.timeout(0.3):
+                while True:
+                    ticks += 1
+                    await asyncio.sleep(0)
+        assert ticks > 10, "the event loop went on meanwhile"
+        assert not updating.done()
+        kernel.execute("COMMIT")
+        await asyncio.wait_for(updating, 10)
+        assert (await store.get(thread)).title == "renamed"
+    finally:
+        kernel.close()
+        await store.close()
