@@ -110,3 +110,22 @@ async def _read_after_theirs(ours: Any, theirs: Any) -> None:
     await theirs.aput_writes(found.config, [("note", "written")], "task-1")  # same checkpoint, a new write
     found = await ours.aget_tuple(_config("t"))
     assert [(task, channel, value) for task, channel, value in found.pending_writes] == [("task-1", "note", "written")]
+
+
+async def test_a_checkpoints_history_read_twice_is_deserialized_once(tmp_path: Path, database_url: str) -> None:
+    """The messages' history (the writes that led to a checkpoint) is read by the run's checks and
+    again by LangGraph's loop: the second read is handed the first's, as what led to a checkpoint
+    never changes."""
+    async with two_servers(tmp_path, database_url) as (saver, _):
+        first = empty_checkpoint()
+        stored = await saver.aput(_config("t"), first, {"step": 1}, {})
+        await saver.aput_writes(stored, [("messages", ["hello"])], "task-1")
+        second = empty_checkpoint()
+        target = await saver.aput(stored, second, {"step": 2}, {})
+        saver.serde = counting = CountingSerde(saver.serde)
+        checks = await saver.aget_delta_channel_history(config=target, channels=["messages"])
+        after_checks = counting.loads
+        assert after_checks > 0 and [w[2] for w in checks["messages"]["writes"]] == [["hello"]]
+        loops = await saver.aget_delta_channel_history(config=target, channels=["messages"])
+        assert counting.loads == after_checks, "read again, not handed on"
+        assert loops == checks

@@ -2,11 +2,14 @@
 
 A run reads the thread's state to answer its request (is an approval pending, which policy holds),
 and LangGraph reads the newest checkpoint again a few milliseconds later when the run's loop starts:
-the whole checkpoint, its pending writes, every message deserialized. `ReusedReads`, mixed into the
-SQLite and PostgreSQL savers, keeps what a newest-checkpoint read returned and hands it to the next
-such read of the same graph, once, if one light query says it is still the newest with the same
-writes (another server may have driven the thread in between: it holds the lease only while it
-runs). This process's own saves and deletions drop what is kept."""
+the whole checkpoint, its pending writes, and the history of its messages (a delta channel: every
+checkpoint back to the last snapshot, each deserialized). `ReusedReads`, mixed into the SQLite and
+PostgreSQL savers, keeps what such a read returned and hands it to the next read of the same
+graph, once:
+- the newest checkpoint, if one light query says it is still the newest with the same writes
+  (another server may have driven the thread in between: it holds the lease only while it runs);
+  this process's own saves and deletions drop it;
+- a checkpoint's history, as is: what led to a checkpoint never changes."""
 
 from __future__ import annotations
 
@@ -17,16 +20,17 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple, copy_checkpoint
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
     from langchain_core.runnables import RunnableConfig
-    from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata
+    from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, DeltaChannelHistory
 
 KEPT_GRAPHS = 64  # a read is reused within moments or never: few are worth their messages' memory
 KEPT_SECONDS = 5.0
 
 Saver = TypeVar("Saver", bound=BaseCheckpointSaver[Any])
 Graph = tuple[str, str]  # (thread_id, checkpoint_ns)
+Histories = tuple[str, str, str, tuple[str, ...]]  # (thread_id, checkpoint_ns, checkpoint_id, channels)
 
 
 class NewestProbe(Protocol):
@@ -39,10 +43,16 @@ class ReusedReads(BaseCheckpointSaver[Any]):
     _probe: NewestProbe  # set by with_reused_reads, per dialect
 
     def _kept(self) -> OrderedDict[Graph, tuple[float, CheckpointTuple | None]]:
-        kept: OrderedDict[Graph, tuple[float, CheckpointTuple | None]] | None = self.__dict__.get("_reused_reads")
-        if kept is None:  # made on first use: the saver's own __init__ stays LangGraph's
-            kept = self.__dict__["_reused_reads"] = OrderedDict()
-        return kept
+        return self._memo("_reused_reads")
+
+    def _histories(self) -> OrderedDict[Histories, tuple[float, Mapping[str, DeltaChannelHistory]]]:
+        return self._memo("_reused_histories")
+
+    def _memo(self, name: str) -> OrderedDict[Any, Any]:
+        memo: OrderedDict[Any, Any] | None = self.__dict__.get(name)
+        if memo is None:  # made on first use: the saver's own __init__ stays LangGraph's
+            memo = self.__dict__[name] = OrderedDict()
+        return memo
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         configurable = config.get("configurable") or {}
@@ -57,9 +67,27 @@ class ReusedReads(BaseCheckpointSaver[Any]):
             if await self._probe(self, graph, checkpoint_id or "") == (checkpoint_id, writes):
                 return _handed_on(found) if found is not None else None
         found = await super().aget_tuple(config)
-        kept[graph] = (time.monotonic(), found)
-        while len(kept) > KEPT_GRAPHS:
-            kept.popitem(last=False)
+        _keep(kept, graph, found)
+        return found
+
+    async def aget_delta_channel_history(
+        self, *, config: RunnableConfig, channels: Sequence[str]
+    ) -> Mapping[str, DeltaChannelHistory]:
+        configurable = config.get("configurable") or {}
+        checkpoint_id = str(configurable.get("checkpoint_id") or "")
+        if not checkpoint_id:  # "the newest": that one may change
+            return await super().aget_delta_channel_history(config=config, channels=channels)
+        key = (
+            str(configurable.get("thread_id", "")),
+            str(configurable.get("checkpoint_ns") or ""),
+            checkpoint_id,
+            tuple(channels),
+        )
+        histories = self._histories()
+        if (entry := histories.pop(key, None)) is not None and time.monotonic() - entry[0] < KEPT_SECONDS:
+            return {channel: _history_copy(history) for channel, history in entry[1].items()}
+        found = await super().aget_delta_channel_history(config=config, channels=channels)
+        _keep(histories, key, found)
         return found
 
     async def aput(
@@ -79,13 +107,29 @@ class ReusedReads(BaseCheckpointSaver[Any]):
         await super().aput_writes(config, writes, task_id, task_path)
 
     async def adelete_thread(self, thread_id: str) -> None:
-        for graph in [graph for graph in self._kept() if graph[0] == thread_id]:
-            del self._kept()[graph]
+        memos: tuple[OrderedDict[Any, Any], ...] = (self._kept(), self._histories())
+        for memo in memos:
+            for key in [key for key in memo if key[0] == thread_id]:
+                del memo[key]
         await super().adelete_thread(thread_id)
 
     def _forget(self, config: RunnableConfig) -> None:
         configurable = config.get("configurable") or {}
         self._kept().pop((str(configurable.get("thread_id", "")), str(configurable.get("checkpoint_ns") or "")), None)
+
+
+def _keep(memo: OrderedDict[Any, tuple[float, Any]], key: object, value: object) -> None:
+    memo[key] = (time.monotonic(), value)
+    while len(memo) > KEPT_GRAPHS:
+        memo.popitem(last=False)
+
+
+def _history_copy(history: DeltaChannelHistory) -> DeltaChannelHistory:
+    """Its own list of writes for the next reader (the values are the stored ones, never changed)."""
+    copied: DeltaChannelHistory = {"writes": list(history["writes"])}
+    if "seed" in history:
+        copied["seed"] = history["seed"]
+    return copied
 
 
 def _handed_on(found: CheckpointTuple) -> CheckpointTuple:
