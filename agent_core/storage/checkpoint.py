@@ -73,7 +73,7 @@ async def open_store(url: str, default_path: Path, database: Database | None = N
         await conn.execute("PRAGMA journal_mode=WAL")
         # WAL + NORMAL: no fsync per commit (one per checkpoint of the WAL); survives a crash of the process.
         await conn.execute("PRAGMA synchronous=NORMAL")
-        saver = with_reused_reads(with_step_saves(AsyncSqliteSaver), sqlite_newest)(conn)
+        saver = with_step_saves(with_reused_reads(AsyncSqliteSaver, sqlite_newest))(conn)
         await saver.setup()
         ledger = SqliteToolLedger(conn)
         await ledger.setup()
@@ -138,7 +138,7 @@ async def _open_postgres(url: str, database: Database | None) -> AgentStore:
     from agent_core.storage.reused_reads import postgres_newest, with_reused_reads
     from agent_core.storage.step_saves import with_step_saves
 
-    saver = with_reused_reads(with_step_saves(AsyncPostgresSaver), postgres_newest)(pool)
+    saver = with_step_saves(with_reused_reads(AsyncPostgresSaver, postgres_newest))(pool)
     try:
         await saver_setup(saver, url)
     except BaseException:

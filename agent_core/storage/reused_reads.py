@@ -4,8 +4,8 @@ A run reads the thread's state to answer its request (is an approval pending, wh
 and LangGraph reads the newest checkpoint again a few milliseconds later when the run's loop starts:
 the whole checkpoint, its pending writes, and the history of its messages (a delta channel: every
 checkpoint back to the last snapshot, each deserialized). `ReusedReads`, mixed into the SQLite and
-PostgreSQL savers, keeps what such a read returned and hands it to the next read of the same
-graph, once:
+PostgreSQL savers, keeps a copy of what such a read returned and hands copies of it to the reads of
+the same graph in the next seconds (the state check, the loop's read, the panel's thread view):
 - the newest checkpoint, if one light query says it is still the newest with the same writes
   (another server may have driven the thread in between: it holds the lease only while it runs);
   this process's own saves and deletions drop it;
@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol
 
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple, copy_checkpoint
+
+from agent_core.storage.mixed_savers import Saver, mixed
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -28,7 +30,6 @@ if TYPE_CHECKING:
 KEPT_GRAPHS = 64  # a read is reused within moments or never: few are worth their messages' memory
 KEPT_SECONDS = 5.0
 
-Saver = TypeVar("Saver", bound=BaseCheckpointSaver[Any])
 Graph = tuple[str, str]  # (thread_id, checkpoint_ns)
 Histories = tuple[str, str, str, tuple[str, ...]]  # (thread_id, checkpoint_ns, checkpoint_id, channels)
 
@@ -60,14 +61,16 @@ class ReusedReads(BaseCheckpointSaver[Any]):
             return await super().aget_tuple(config)
         graph = str(configurable.get("thread_id", "")), str(configurable.get("checkpoint_ns") or "")
         kept = self._kept()
-        if (entry := kept.pop(graph, None)) is not None and time.monotonic() - entry[0] < KEPT_SECONDS:
+        if (entry := _fresh(kept, graph)) is not None:
             found = entry[1]  # None: the graph had no checkpoint yet (a new thread's first run)
             checkpoint_id = found.checkpoint["id"] if found is not None else None
             writes = len(found.pending_writes or ()) if found is not None else 0
             if await self._probe(self, graph, checkpoint_id or "") == (checkpoint_id, writes):
                 return _handed_on(found) if found is not None else None
+            kept.pop(graph, None)
         found = await super().aget_tuple(config)
-        _keep(kept, graph, found)
+        # A copy of its own: the reader may change its dicts (LangGraph's loop bumps versions in place).
+        _keep(kept, graph, _handed_on(found) if found is not None else None)
         return found
 
     async def aget_delta_channel_history(
@@ -84,11 +87,10 @@ class ReusedReads(BaseCheckpointSaver[Any]):
             tuple(channels),
         )
         histories = self._histories()
-        if (entry := histories.pop(key, None)) is not None and time.monotonic() - entry[0] < KEPT_SECONDS:
-            return {channel: _history_copy(history) for channel, history in entry[1].items()}
-        found = await super().aget_delta_channel_history(config=config, channels=channels)
-        _keep(histories, key, found)
-        return found
+        if (entry := _fresh(histories, key)) is None:
+            found = await super().aget_delta_channel_history(config=config, channels=channels)
+            entry = _keep(histories, key, {channel: _history_copy(history) for channel, history in found.items()})
+        return {channel: _history_copy(history) for channel, history in entry[1].items()}
 
     async def aput(
         self,
@@ -118,10 +120,20 @@ class ReusedReads(BaseCheckpointSaver[Any]):
         self._kept().pop((str(configurable.get("thread_id", "")), str(configurable.get("checkpoint_ns") or "")), None)
 
 
-def _keep(memo: OrderedDict[Any, tuple[float, Any]], key: object, value: object) -> None:
-    memo[key] = (time.monotonic(), value)
+def _keep(memo: OrderedDict[Any, tuple[float, Any]], key: object, value: object) -> tuple[float, Any]:
+    entry = memo[key] = (time.monotonic(), value)
     while len(memo) > KEPT_GRAPHS:
         memo.popitem(last=False)
+    return entry
+
+
+def _fresh(memo: OrderedDict[Any, tuple[float, Any]], key: object) -> tuple[float, Any] | None:
+    """The entry kept for `key` if read less than KEPT_SECONDS ago; an older one is dropped."""
+    entry = memo.get(key)
+    if entry is not None and time.monotonic() - entry[0] >= KEPT_SECONDS:
+        del memo[key]
+        return None
+    return entry
 
 
 def _history_copy(history: DeltaChannelHistory) -> DeltaChannelHistory:
@@ -133,7 +145,7 @@ def _history_copy(history: DeltaChannelHistory) -> DeltaChannelHistory:
 
 
 def _handed_on(found: CheckpointTuple) -> CheckpointTuple:
-    """A copy whose dicts the next reader may change (LangGraph's loop bumps its versions in place)."""
+    """A copy whose dicts its reader may change (LangGraph's loop bumps its versions in place)."""
     return CheckpointTuple(
         found.config,
         copy_checkpoint(found.checkpoint),
@@ -170,14 +182,6 @@ async def postgres_newest(saver: Any, graph: Graph, checkpoint_id: str) -> tuple
     return row["newest"], int(row["writes"])
 
 
-_MIXED: dict[tuple[type[Any], NewestProbe], type[Any]] = {}
-
-
 def with_reused_reads(saver_class: type[Saver], probe: NewestProbe) -> type[Saver]:
-    """`saver_class` with ReusedReads mixed in, asking `probe` whether a kept read still holds (one
-    class per saver class)."""
-    mixed = _MIXED.get((saver_class, probe))
-    if mixed is None:
-        name = f"ReadReusing{saver_class.__name__}"
-        mixed = _MIXED[saver_class, probe] = type(name, (ReusedReads, saver_class), {"_probe": staticmethod(probe)})
-    return mixed
+    """`saver_class` with ReusedReads mixed in, asking `probe` whether a kept read still holds."""
+    return mixed(ReusedReads, saver_class, "ReadReusing", _probe=staticmethod(probe))

@@ -6,11 +6,12 @@ for the checkpoint it runs from (`until_saved`) before it runs anything."""
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from agent_core.storage.mixed_savers import Saver, mixed
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -18,8 +19,6 @@ if TYPE_CHECKING:
 
 KEPT_GRAPHS = 1024  # graphs (a thread's, a sub-agent's in it) whose newest saved checkpoint is remembered
 SAVE_WAIT_SECONDS = 60.0  # a save slower than this is a database in trouble: the run fails and says so
-
-Saver = TypeVar("Saver", bound=BaseCheckpointSaver[Any])
 
 
 class SaveFailed(RuntimeError):
@@ -124,8 +123,6 @@ def _graph_of(config: RunnableConfig) -> Graph:
     return str(configurable.get("thread_id", "")), str(configurable.get("checkpoint_ns") or "")
 
 
-@functools.cache
 def with_step_saves(saver_class: type[Saver]) -> type[Saver]:
     """`saver_class` with StepSaves mixed in (one class per saver class)."""
-    mixed: type[Saver] = type(f"StepSaving{saver_class.__name__}", (StepSaves, saver_class), {})
-    return mixed
+    return mixed(StepSaves, saver_class, "StepSaving")

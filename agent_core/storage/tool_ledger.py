@@ -99,13 +99,16 @@ class SqliteToolLedger:
         await self._conn.commit()
 
     async def lookup(self, thread_id: str, call_id: str) -> ToolOutcome | None:
-        async with self._conn.execute(
-            "SELECT outcome FROM cellwright_tool_runs WHERE thread_id = ? AND call_id = ?", (thread_id, call_id)
-        ) as cursor:
-            row = await cursor.fetchone()
-        if row is None:
+        # One hop to the connection's thread (a cursor's execute, fetch and close were three, before
+        # every approved cell runs: issue 41).
+        rows = list(
+            await self._conn.execute_fetchall(
+                "SELECT outcome FROM cellwright_tool_runs WHERE thread_id = ? AND call_id = ?", (thread_id, call_id)
+            )
+        )
+        if not rows:
             return None
-        return INTERRUPTED if row[0] is None else _load(row[0])
+        return INTERRUPTED if rows[0][0] is None else _load(rows[0][0])
 
     async def forget_thread(self, thread_id: str) -> None:
         await self._conn.execute("DELETE FROM cellwright_tool_runs WHERE thread_id = ?", (thread_id,))

@@ -1,0 +1,22 @@
+"""A LangGraph saver class with one of our abilities mixed in, made once per (ability, saver) pair:
+the checkpointer's own class stays LangGraph's, and savers of one kind share one class."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+Saver = TypeVar("Saver", bound=BaseCheckpointSaver[Any])
+
+_MADE: dict[tuple[type[Any], type[Any], tuple[tuple[str, Any], ...]], type[Any]] = {}
+
+
+def mixed(ability: type[Any], saver_class: type[Saver], prefix: str, **attributes: Any) -> type[Saver]:
+    """`saver_class` with `ability` first in its MRO, named `prefix` + the saver's name."""
+    # A staticmethod is a new object each time: the function it holds names it.
+    key = (ability, saver_class, tuple(sorted((k, getattr(v, "__func__", v)) for k, v in attributes.items())))
+    made = _MADE.get(key)
+    if made is None:
+        made = _MADE[key] = type(f"{prefix}{saver_class.__name__}", (ability, saver_class), attributes)
+    return made
