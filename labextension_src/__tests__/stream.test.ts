@@ -147,10 +147,31 @@ test('a stream that closes before a just-started run shows is opened again', asy
       : streamResponse({ chunks: [sse([caughtUp(0), ...asMessages(events)])] })
   );
   const ended = next(thread.streamEnded);
-  thread.connect({ expectRun: true });
+  thread.connect({ expectRunAfter: thread.runsStarted });
   await ended;
   assert.equal(calls.length, 2);
   assert.equal(live.length, events.length, 'a new run is live from its first event');
+});
+
+test('a run whose run_started came before its request was answered is not waited for again', async () => {
+  // The server is fast: the open stream brings the run (run_started first) before the POST that
+  // asked for it is answered; the panel then asks to follow the run it already has.
+  const { events } = recording('single_agent.json');
+  const { thread, calls } = threadOn((_, n) =>
+    n === 1
+      ? streamResponse({ chunks: [sse([...asMessages(events), caughtUp(events.length)])] })
+      : streamResponse({ chunks: [sse([caughtUp(events.length)])] })
+  );
+  const before = thread.runsStarted; // read before the request went out
+  let ended = next(thread.streamEnded);
+  thread.connect();
+  await ended;
+  assert.ok(thread.runsStarted > before);
+  ended = next(thread.streamEnded);
+  thread.connect({ expectRunAfter: before }); // the request's answer
+  await ended;
+  assert.equal(calls.length, 2, 'read once more, not reopened until it gives up');
+  assert.equal(thread.view.status, 'idle');
 });
 
 test('a stream closed mid-run after delivering is read on at once', async () => {
@@ -178,7 +199,7 @@ test('a stream that keeps closing with nothing to send gives up', async () => {
     thread.errorRaised.connect((_, error) => errors.push((error as Error).message));
     let ended = false;
     thread.streamEnded.connect(() => (ended = true));
-    thread.connect({ expectRun: true });
+    thread.connect({ expectRunAfter: thread.runsStarted });
     for (let i = 0; i < 100 && !ended; i++) {
       await new Promise(resolve => setImmediate(resolve));
       mock.timers.tick(250);

@@ -72,11 +72,12 @@ export async function runAsCell(model: PanelModel, item: IToolItem): Promise<str
   if (!thread || runnableCode(item) === null) {
     return null;
   }
+  const runsStarted = thread.runsStarted;
   try {
     await model.api.stepAsCell(thread.threadId, item.id);
   } catch (error) {
     return errorMessage(model.trans, error);
   }
-  thread.connect({ expectRun: true });
+  thread.connect({ expectRunAfter: runsStarted });
   return null;
 }

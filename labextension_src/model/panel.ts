@@ -379,8 +379,9 @@ export class PanelModel implements IDisposable {
       }
       const disabledServers = this.disabledServers.take(thread.threadId, wasNew);
       const choices = { mode: this._mode, autonomy: this._autonomy.value, disabledServers };
+      const runsStarted = thread.runsStarted;
       await this.api.startRun(thread.threadId, startRunBody(message, choices, notebook, thread.notebookPath));
-      thread.connect({ expectRun: true });
+      thread.connect({ expectRunAfter: runsStarted });
       return true;
     } catch (error) {
       this.reportError(error);
@@ -405,9 +406,10 @@ export class PanelModel implements IDisposable {
     this._changed.emit();
     try {
       const body = decisionBody(decision, extra, this._notebook, thread.notebookPath);
+      const runsStarted = thread.runsStarted;
       await this.api.decide(thread.threadId, pending.id, body);
       thread.markDecided(pending.id);
-      thread.connect({ expectRun: true });
+      thread.connect({ expectRunAfter: runsStarted });
       return true;
     } catch (error) {
       this.reportError(error);

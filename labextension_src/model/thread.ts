@@ -83,6 +83,14 @@ export class ThreadModel implements IDisposable {
     return this._connection;
   }
 
+  /**
+   * How many `run_started` events this thread has shown: read it before asking
+   * for a run, and pass it to `connect` as `expectRunAfter`.
+   */
+  get runsStarted(): number {
+    return this._runsStarted;
+  }
+
   /** The message of the last network failure while reconnecting. */
   get lastError(): string | null {
     return this._connection === 'reconnecting' ? this._lastError : null;
@@ -162,15 +170,17 @@ export class ThreadModel implements IDisposable {
    *
    * @param options.replay what comes before `caught_up` is the thread's
    *   backlog: it rebuilds the view but is not live.
-   * @param options.expectRun a run was just started (or resumed): keep
-   *   reopening until its `run_started` arrives, even if the server closes
-   *   the first stream before it has anything to send.
+   * @param options.expectRunAfter a run was just started (or resumed), asked
+   *   for when `runsStarted` was this: keep reopening until its `run_started`
+   *   arrives, even if the server closes the first stream before it has
+   *   anything to send. A `run_started` that came on an open stream before
+   *   the request was answered is that run: nothing more is waited for.
    */
-  connect(options: { replay?: boolean; expectRun?: boolean } = {}): void {
+  connect(options: { replay?: boolean; expectRunAfter?: number } = {}): void {
     if (this._isDisposed) {
       return;
     }
-    if (options.expectRun) {
+    if (options.expectRunAfter !== undefined && this._runsStarted === options.expectRunAfter) {
       this._expectRun = true;
     }
     if (this._controller) {
@@ -200,6 +210,7 @@ export class ThreadModel implements IDisposable {
     }
     if (event.type === 'run_started') {
       this._expectRun = false;
+      this._runsStarted++;
     }
     this._lastEventAt = Date.now();
     if (live) {
@@ -309,6 +320,7 @@ export class ThreadModel implements IDisposable {
   private _lastEventAt = 0;
   private _catchingUp = false;
   private _expectRun = false;
+  private _runsStarted = 0;
   private _again = false;
   private _lastError: string | null = null;
   private _changedTimer: ReturnType<typeof setTimeout> | undefined;
