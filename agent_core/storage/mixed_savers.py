@@ -3,11 +3,15 @@ the checkpointer's own class stays LangGraph's, and savers of one kind share one
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+if TYPE_CHECKING:
+    from langchain_core.runnables import RunnableConfig
+
 Saver = TypeVar("Saver", bound=BaseCheckpointSaver[Any])
+Graph = tuple[str, str]  # (thread_id, checkpoint_ns): a thread's own graph (ns ""), or a sub-agent's in it
 
 _MADE: dict[tuple[type[Any], type[Any], tuple[tuple[str, Any], ...]], type[Any]] = {}
 
@@ -20,3 +24,9 @@ def mixed(ability: type[Any], saver_class: type[Saver], prefix: str, **attribute
     if made is None:
         made = _MADE[key] = type(f"{prefix}{saver_class.__name__}", (ability, saver_class), attributes)
     return made
+
+
+def graph_of(config: RunnableConfig) -> Graph:
+    """The graph a checkpoint config names."""
+    configurable = config.get("configurable") or {}
+    return str(configurable.get("thread_id", "")), str(configurable.get("checkpoint_ns") or "")

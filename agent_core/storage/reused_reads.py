@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple, copy_checkpoint
 
-from agent_core.storage.mixed_savers import Saver, mixed
+from agent_core.storage.mixed_savers import Graph, Saver, graph_of, mixed
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -30,7 +30,6 @@ if TYPE_CHECKING:
 KEPT_GRAPHS = 64  # a read is reused within moments or never: few are worth their messages' memory
 KEPT_SECONDS = 5.0
 
-Graph = tuple[str, str]  # (thread_id, checkpoint_ns)
 Histories = tuple[str, str, str, tuple[str, ...]]  # (thread_id, checkpoint_ns, checkpoint_id, channels)
 
 
@@ -59,7 +58,7 @@ class ReusedReads(BaseCheckpointSaver[Any]):
         configurable = config.get("configurable") or {}
         if configurable.get("checkpoint_id"):  # a given checkpoint, not the newest: read as asked
             return await super().aget_tuple(config)
-        graph = str(configurable.get("thread_id", "")), str(configurable.get("checkpoint_ns") or "")
+        graph = graph_of(config)
         kept = self._kept()
         if (entry := _fresh(kept, graph)) is not None:
             found = entry[1]  # None: the graph had no checkpoint yet (a new thread's first run)
@@ -80,12 +79,7 @@ class ReusedReads(BaseCheckpointSaver[Any]):
         checkpoint_id = str(configurable.get("checkpoint_id") or "")
         if not checkpoint_id:  # "the newest": that one may change
             return await super().aget_delta_channel_history(config=config, channels=channels)
-        key = (
-            str(configurable.get("thread_id", "")),
-            str(configurable.get("checkpoint_ns") or ""),
-            checkpoint_id,
-            tuple(channels),
-        )
+        key = (*graph_of(config), checkpoint_id, tuple(channels))
         histories = self._histories()
         if (entry := _fresh(histories, key)) is None:
             found = await super().aget_delta_channel_history(config=config, channels=channels)
@@ -116,8 +110,7 @@ class ReusedReads(BaseCheckpointSaver[Any]):
         await super().adelete_thread(thread_id)
 
     def _forget(self, config: RunnableConfig) -> None:
-        configurable = config.get("configurable") or {}
-        self._kept().pop((str(configurable.get("thread_id", "")), str(configurable.get("checkpoint_ns") or "")), None)
+        self._kept().pop(graph_of(config), None)
 
 
 def _keep(memo: OrderedDict[Any, tuple[float, Any]], key: object, value: object) -> tuple[float, Any]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from agent_core.storage.mixed_savers import Saver, mixed
+from agent_core.storage.mixed_savers import Graph, Saver, graph_of, mixed
 
 if TYPE_CHECKING:
     from langchain_core.runnables import RunnableConfig
@@ -23,9 +23,6 @@ SAVE_WAIT_SECONDS = 60.0  # a save slower than this is a database in trouble: th
 
 class SaveFailed(RuntimeError):
     """The checkpoint a tool call was to run from was not saved: the call did not run."""
-
-
-Graph = tuple[str, str]  # (thread_id, checkpoint_ns): a thread's own graph (ns ""), or a sub-agent's in it
 
 
 class _Saved:
@@ -73,7 +70,7 @@ class StepSaves(BaseCheckpointSaver[Any]):
         metadata: CheckpointMetadata,
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
-        graph = _graph_of(config)
+        graph = graph_of(config)
         try:
             stored = await super().aput(config, checkpoint, metadata, new_versions)
         except Exception as exc:  # not a cancellation: the write may still land, and its run is ending
@@ -85,7 +82,7 @@ class StepSaves(BaseCheckpointSaver[Any]):
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         found = await super().aget_tuple(config)
         if found is not None:  # read back from the database: saved
-            await self._settle(_graph_of(found.config), found.checkpoint["id"], None)
+            await self._settle(graph_of(found.config), found.checkpoint["id"], None)
         return found
 
     async def until_saved(self, thread_id: str, checkpoint_ns: str, checkpoint_id: str) -> None:
@@ -116,11 +113,6 @@ class StepSaves(BaseCheckpointSaver[Any]):
             elif failure is not None:
                 saved.failed[graph] = failure
             saved.changed.notify_all()
-
-
-def _graph_of(config: RunnableConfig) -> Graph:
-    configurable = config.get("configurable") or {}
-    return str(configurable.get("thread_id", "")), str(configurable.get("checkpoint_ns") or "")
 
 
 def with_step_saves(saver_class: type[Saver]) -> type[Saver]:
