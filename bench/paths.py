@@ -4,7 +4,7 @@ one kernel, the scripted model; rounds interleaved so both sides of a ratio see 
 
     python -m bench.paths [rounds]     # default 30: about a minute on the 2-core machine
 
-1. First token as the panel waits for it (POST runs, then open the thread's stream with
+1. First token as the panel waits for it (POST runs answered with the thread's stream,
    previews=1&waiting=1), without and with the notebook's kernel, vs the openai SDK straight to the
    same model (a kept client). A stream held open before the POST is not the panel's pattern: an
    idle thread's stream closes at once; the held-open stream is the approve path's (3).
@@ -36,6 +36,7 @@ from jupyter_client import BlockingKernelClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from agent_core.json_types import JsonObject  # noqa: E402
 from bench.cell_roundtrip import raw as raw_execute  # noqa: E402
 from bench.path_mcp import mcp_rounds  # noqa: E402
 from bench.path_stages import Clock, KernelObserver, Stages  # noqa: E402
@@ -75,12 +76,22 @@ def new_thread(s: Server, notebook: str) -> str:
     return str(s.http.post("cellwright/api/threads", json={"notebook_path": notebook}).json()["thread_id"])
 
 
-def read_stream(s: Server, thread: str, clock: Clock, wanted: dict[str, str], waiting: bool = True) -> int:
+def read_stream(
+    s: Server, thread: str, clock: Clock, wanted: dict[str, str], waiting: bool = True, run: JsonObject | None = None
+) -> int:
     """Read the thread's stream as the panel does until it closes, marking the first event of each
-    type in `wanted` (type -> stage); the last stored seq. Not `waiting`: it closes at a card."""
+    type in `wanted` (type -> stage); the last stored seq. Not `waiting`: it closes at a card. With
+    `run`, the stream is the answer of the POST that starts it (the panel's send)."""
     params = PANEL_STREAM if waiting else {"previews": "1"}
     after = 0
-    with s.http.stream("GET", f"cellwright/api/threads/{thread}/events", params=params) as r:
+    if run is None:
+        request = s.http.stream("GET", f"cellwright/api/threads/{thread}/events", params=params)
+    else:
+        url = f"cellwright/api/threads/{thread}/runs"
+        request = s.http.stream("POST", url, params=params, json=run, headers={"Accept": "text/event-stream"})
+    with request as r:
+        if r.status_code != 200:
+            raise RuntimeError(f"{r.status_code} {r.read()[:300]!r}")
         clock.mark("stream open")
         kind = ""
         for line in r.iter_lines():
@@ -109,15 +120,13 @@ def direct_first_token(s: Server, stages: Stages) -> None:
 
 
 def served_first_token(s: Server, stages: Stages, notebook: str, kernel: str | None) -> None:
-    """The panel's pattern: POST runs, then the stream (the run's events since the thread's start)."""
+    """The panel's pattern: POST runs answered with the thread's events (no stream is open: an idle
+    thread's closes), read until the run ends."""
     thread = new_thread(s, notebook)
     clock = Clock()
     s.llm.script(clock.stamped("model asked", text(REPLY)))
-    s.http.post(
-        f"cellwright/api/threads/{thread}/runs", json={"message": "hi", **({"kernel_id": kernel} if kernel else {})}
-    )
-    clock.mark("POST answered")
-    read_stream(s, thread, clock, {"token": "first token", "run_finished": "run_finished"})
+    run: JsonObject = {"message": "hi", **({"kernel_id": kernel} if kernel else {})}
+    read_stream(s, thread, clock, {"token": "first token", "run_finished": "run_finished"}, run=run)
     if kernel:
         s.requests_per_turn.append(s.observer.settle(clock, time.perf_counter(), s.kc.session.session))
     stages.add(clock)

@@ -12,6 +12,7 @@ from tornado import web
 from tornado.iostream import StreamClosedError
 
 from agent_core import fast_json
+from agent_core.json_types import JsonObject
 
 from . import acp_routes
 from .acp_routes import AgentsHandler, AlwaysAllowedHandler
@@ -134,7 +135,81 @@ class ThreadHandler(CellwrightHandler):
         self.finish()
 
 
-class RunsHandler(CellwrightHandler):
+class EventStreaming(CellwrightHandler):
+    """Writes a thread's events as Server-Sent Events: the stream route's answer, and the answer of a
+    POST that starts a run when it asks for one (`Accept: text/event-stream`): the client then reads
+    the run it started on the answer, with no second request before the first token (issue 41)."""
+
+    async def accepted(self) -> None:
+        await super().accepted()
+        # Read before any work: a POST that would answer 400 for a bad `after` must not start its run.
+        self._after_seq = self._after() if self.wants_events() else 0
+
+    def wants_events(self) -> bool:
+        return self.request.method == "GET" or "text/event-stream" in self.request.headers.get("Accept", "")
+
+    async def write_events(self, thread_id: str) -> None:
+        """Replay after `Last-Event-ID`/`after`, then follow the active run (query: previews, waiting)."""
+        after = self._after_seq
+        self.set_status(200)
+        self.set_header("Content-Type", "text/event-stream")
+        self.set_header("Cache-Control", "no-cache")
+        self.set_header("X-Accel-Buffering", "no")
+        # What is ready at one wake-up is flushed at once, in one write: without TCP_NODELAY, Nagle
+        # would hold that write back until the previous one is acknowledged (a delayed ACK: up to 40 ms).
+        self.request.connection.stream.set_nodelay(True)  # type: ignore[union-attr]
+        try:
+            previews = self.get_query_argument("previews", "0") in ("1", "true")
+            waiting = self.get_query_argument("waiting", "0") in ("1", "true")
+            # aclosing: a reader that leaves stops counting as a preview reader at once, not at GC.
+            # An unknown thread is refused (404) before the first batch: no event has been written.
+            async with aclosing(self.runs.follow_batches(thread_id, after, previews, waiting)) as batches:
+                async for batch in batches:
+                    for item in batch:
+                        self._write_item(item)
+                    await self.flush()
+                    if self.request.connection.stream.closed():  # type: ignore[union-attr]
+                        return
+        except StreamClosedError:
+            return  # the client went away; the run goes on
+        self.finish()
+
+    async def answer_run(self, thread_id: str, accepted: JsonObject) -> None:
+        """A started (or queued) run: its events when the client asked for them, else `accepted`."""
+        if self.wants_events():
+            await self.write_events(thread_id)
+        else:
+            self.write_json(accepted, 202)
+
+    def _write_item(self, item: StreamItem) -> None:
+        if item.kind == "ping":
+            self.write(": ping\n\n")
+            return
+        event = item.event or {}
+        # Live-only events and caught_up have no id: a reconnect resumes after the last stored one.
+        ident = f"id: {event['seq']}\n" if item.stored else ""
+        self.write(f"{ident}event: {event['type']}\ndata: {fast_json.dumps(event)}\n\n")
+
+    def _after(self) -> int:
+        raw = self.get_query_argument("after", None) or self.request.headers.get("Last-Event-ID") or "0"
+        try:
+            return min(max(0, int(raw)), MAX_SEQ)
+        except ValueError:
+            raise BadRequest(f"'after' / Last-Event-ID must be an integer sequence number, not {raw[:40]!r}.") from None
+
+
+class EventsHandler(EventStreaming):
+    """Server-Sent Events: replay after `Last-Event-ID`/`after`, then follow the active run."""
+
+    route = "threads/{thread_id}/events"
+
+    @web.authenticated
+    @authorized
+    async def get(self, thread_id: str) -> None:
+        await self.write_events(thread_id)
+
+
+class RunsHandler(EventStreaming):
     route = "threads/{thread_id}/runs"
 
     @web.authenticated
@@ -149,17 +224,17 @@ class RunsHandler(CellwrightHandler):
         record = await self.runs.thread(thread_id)
         hosted_run = await acp_routes.start_run(self, record, body.message)
         if hosted_run is not None:  # an outside agent's thread (issue 40)
-            self.write_json({"run_id": hosted_run}, 202)
+            await self.answer_run(thread_id, {"run_id": hosted_run})
             return
         waiting_run = await self.runs.background.queue_if_waiting(record, body.message)
         if waiting_run is not None:  # issue 38: kept for the model, given with the cell's outcome
-            self.write_json({"run_id": waiting_run, "queued": True}, 202)
+            await self.answer_run(thread_id, {"run_id": waiting_run, "queued": True})
             return
         run_id = await self.runs.start_run(thread_id, body.model_copy(update={"notebook_path": path}), record)
-        self.write_json({"run_id": run_id}, 202)
+        await self.answer_run(thread_id, {"run_id": run_id})
 
 
-class ContinueHandler(CellwrightHandler):
+class ContinueHandler(EventStreaming):
     """POST threads/{id}/continue: continue without waiting for the cell in the background (issue 38)."""
 
     route = "threads/{thread_id}/continue"
@@ -168,10 +243,10 @@ class ContinueHandler(CellwrightHandler):
     @authorized
     async def post(self, thread_id: str) -> None:
         await self.runs.thread(thread_id)  # another owner's thread is a 404
-        self.write_json({"run_id": await self.runs.background.continue_without_waiting(thread_id)}, 202)
+        await self.answer_run(thread_id, {"run_id": await self.runs.background.continue_without_waiting(thread_id)})
 
 
-class ApprovalHandler(CellwrightHandler):
+class ApprovalHandler(EventStreaming):
     route = "threads/{thread_id}/approvals/{tool_call_id}"
 
     @web.authenticated
@@ -182,8 +257,7 @@ class ApprovalHandler(CellwrightHandler):
         hosted_run = await acp_routes.decide(self, record, tool_call_id, decision)
         if hosted_run is None:
             hosted_run = await self.runs.decide(thread_id, tool_call_id, decision, record)
-        run_id = hosted_run
-        self.write_json({"run_id": run_id}, 202)
+        await self.answer_run(thread_id, {"run_id": hosted_run})
 
 
 class UndoHandler(CellwrightHandler):
@@ -208,54 +282,6 @@ class CancelHandler(CellwrightHandler):
         if not await acp_routes.cancel(self, thread_id):
             await self.runs.cancel(thread_id)
         self.write_json({"status": "cancelled"}, 202)
-
-
-class EventsHandler(CellwrightHandler):
-    """Server-Sent Events: replay after `Last-Event-ID`/`after`, then follow the active run."""
-
-    route = "threads/{thread_id}/events"
-
-    @web.authenticated
-    @authorized
-    async def get(self, thread_id: str) -> None:
-        after = self._after()
-        self.set_header("Content-Type", "text/event-stream")
-        self.set_header("Cache-Control", "no-cache")
-        self.set_header("X-Accel-Buffering", "no")
-        # What is ready at one wake-up is flushed at once, in one write: without TCP_NODELAY, Nagle
-        # would hold that write back until the previous one is acknowledged (a delayed ACK: up to 40 ms).
-        self.request.connection.stream.set_nodelay(True)  # type: ignore[union-attr]
-        try:
-            previews = self.get_query_argument("previews", "0") in ("1", "true")
-            waiting = self.get_query_argument("waiting", "0") in ("1", "true")
-            # aclosing: a reader that leaves stops counting as a preview reader at once, not at GC.
-            # An unknown thread is refused (404) before the first batch: no event has been written.
-            async with aclosing(self.runs.follow_batches(thread_id, after, previews, waiting)) as batches:
-                async for batch in batches:
-                    for item in batch:
-                        self._write_item(item)
-                    await self.flush()
-                    if self.request.connection.stream.closed():  # type: ignore[union-attr]
-                        return
-        except StreamClosedError:
-            return  # the client went away; the run goes on
-        self.finish()
-
-    def _write_item(self, item: StreamItem) -> None:
-        if item.kind == "ping":
-            self.write(": ping\n\n")
-            return
-        event = item.event or {}
-        # Live-only events and caught_up have no id: a reconnect resumes after the last stored one.
-        ident = f"id: {event['seq']}\n" if item.stored else ""
-        self.write(f"{ident}event: {event['type']}\ndata: {fast_json.dumps(event)}\n\n")
-
-    def _after(self) -> int:
-        raw = self.get_query_argument("after", None) or self.request.headers.get("Last-Event-ID") or "0"
-        try:
-            return min(max(0, int(raw)), MAX_SEQ)
-        except ValueError:
-            raise BadRequest(f"'after' / Last-Event-ID must be an integer sequence number, not {raw[:40]!r}.") from None
 
 
 class AgentCellsHandler(CellwrightHandler):

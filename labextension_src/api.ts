@@ -189,6 +189,12 @@ export async function requestAPI<T>(
   }
 }
 
+/** A POST that starts a run: its route (relative to the API) and JSON body. */
+export interface IRunRequest {
+  path: string;
+  body: StartRun | Decision;
+}
+
 function jsonInit(method: string, body: unknown): RequestInit {
   return {
     method,
@@ -284,22 +290,25 @@ export class CellwrightAPI {
     return answer?.threads ?? [];
   }
 
-  startRun(threadId: string, body: StartRun): Promise<RunAccepted> {
-    return this.request<RunAccepted>(
-      `threads/${enc(threadId)}/runs`,
-      jsonInit('POST', body)
-    );
+  /** POST threads/{id}/runs: start a run (see `post`). */
+  startRun(threadId: string, body: StartRun): IRunRequest {
+    return { path: `threads/${enc(threadId)}/runs`, body };
   }
 
-  decide(
-    threadId: string,
-    toolCallId: string,
-    body: Decision
-  ): Promise<RunAccepted> {
-    return this.request<RunAccepted>(
-      `threads/${enc(threadId)}/approvals/${enc(toolCallId)}`,
-      jsonInit('POST', body)
-    );
+  /** POST threads/{id}/approvals/{call}: decide the pending call (see `post`). */
+  decide(threadId: string, toolCallId: string, body: Decision): IRunRequest {
+    return {
+      path: `threads/${enc(threadId)}/approvals/${enc(toolCallId)}`,
+      body
+    };
+  }
+
+  /**
+   * Send a request that starts a run, answered 202. `ThreadModel.openWith`
+   * sends it answered with the thread's events instead.
+   */
+  post(request: IRunRequest): Promise<RunAccepted> {
+    return this.request<RunAccepted>(request.path, jsonInit('POST', request.body));
   }
 
   /** Undo one step in the kernel (a run: its steps newest first). */

@@ -1,5 +1,6 @@
 /**
- * The event stream client: `GET threads/{id}/events` read with
+ * The event stream client: `GET threads/{id}/events` (or first the POST that
+ * starts a run, answered with the same stream) read with
  * @microsoft/fetch-event-source rather than EventSource, because EventSource
  * cannot send Jupyter's token header. Requests go through
  * `ServerConnection.makeRequest`, so they authenticate exactly as
@@ -49,6 +50,22 @@ export interface IStreamHandlers {
   onRetry(error: unknown | null, delayMs: number): void;
 }
 
+/**
+ * A POST that starts a run and answers with the thread's events (`Accept:
+ * text/event-stream`): the stream's first request, so the run is read with
+ * no second request before its first token. Never sent twice: a failure
+ * before its answer is final (the run may not have started), and the
+ * stream's later requests are the GET.
+ */
+export interface IOpening {
+  /** The route, relative to the API, e.g. `threads/{id}/runs`. */
+  path: string;
+  /** The JSON body. */
+  body: string;
+  /** The POST was answered: null once the stream is open, else why it failed. */
+  onAnswered(error: unknown | null): void;
+}
+
 /** The server closed the stream while the thread was still expected to send. */
 class ClosedEarly extends Error {
   constructor(readonly received: number) {
@@ -85,23 +102,28 @@ export function toEvent(message: EventSourceMessage): StreamEvent | null {
  * aborts; rejects on an error that a retry cannot fix (a 4xx answer, the
  * stream closing again and again with nothing to send). Network errors and
  * 5xx answers are retried with backoff, resuming after `resumeAfter()`.
+ * With `opening`, the first request is that POST (see `IOpening`).
  */
 export function followEvents(
   settings: ServerConnection.ISettings,
   threadId: string,
   handlers: IStreamHandlers,
   signal: AbortSignal,
-  trans: TranslationBundle
+  trans: TranslationBundle,
+  opening: IOpening | null = null
 ): Promise<void> {
-  const path = `threads/${encodeURIComponent(threadId)}/events`;
+  const eventsPath = `threads/${encodeURIComponent(threadId)}/events`;
   // Previews show each token as the model writes it; the stored rows come coalesced, later.
   // `waiting`: the stream stays open while a card waits, so a decision made elsewhere (another
   // tab, another client) arrives as the thread's events, and the card and any banner go at once.
-  const url = URLExt.join(settings.baseUrl, API_NAMESPACE, path) + '?previews=1&waiting=1';
+  const query = '?previews=1&waiting=1';
+  const url = URLExt.join(settings.baseUrl, API_NAMESPACE, eventsPath) + query;
+  let pending = opening; // until its answer: then the stream's requests are the GET
   let failures = 0;
   let emptyCloses = 0;
   let received = 0;
   if (signal.aborted) {
+    opening?.onAnswered(new DOMException(trans.__('The request was stopped'), 'AbortError'));
     return Promise.resolve();
   }
   return fetchEventSource(url, {
@@ -118,14 +140,25 @@ export function followEvents(
       if (after !== null) {
         headers['Last-Event-ID'] = String(after);
       }
+      if (pending) {
+        const post = URLExt.join(settings.baseUrl, API_NAMESPACE, pending.path) + query;
+        headers['Content-Type'] = 'application/json';
+        const posted = { ...init, method: 'POST', body: pending.body, headers };
+        return ServerConnection.makeRequest(post, posted, settings);
+      }
       return ServerConnection.makeRequest(String(input), { ...init, headers }, settings);
     },
     onopen: async response => {
       if (!response.ok) {
-        throw await toAPIError(response, 'GET', path, trans);
+        const [method, path] = pending ? ['POST', pending.path] : ['GET', eventsPath];
+        throw await toAPIError(response, method, path, trans);
       }
       failures = 0;
       received = 0;
+      if (pending) {
+        pending.onAnswered(null);
+        pending = null;
+      }
       handlers.onOpen();
     },
     onmessage: message => {
@@ -154,6 +187,12 @@ export function followEvents(
       }
     },
     onerror: error => {
+      if (pending) {
+        // The POST was not answered with its events: sent again it might start a second run.
+        pending.onAnswered(error);
+        pending = null;
+        throw error;
+      }
       if (error instanceof ClosedEarly) {
         if (error.received > 0) {
           // A stream that delivered is no failure: read on at once.

@@ -82,6 +82,34 @@ AFTER = (
     Param("after", "query", "Replay the events after this seq."),
     Param("Last-Event-ID", "header", "As `after`, sent by a reconnecting EventSource."),
 )
+FOLLOWING = (
+    *AFTER,
+    Param(
+        "previews",
+        "query",
+        "1: also each token as the model writes it (live only, no `id:`), before its coalesced row is stored.",
+        "boolean",
+    ),
+    Param(
+        "waiting",
+        "query",
+        "1: stay open while the thread waits for a decision, until the run it resumes ends "
+        "(a decision made elsewhere arrives as events); without it the stream closes then.",
+        "boolean",
+    ),
+)
+# A POST that starts a run may answer with its events: no second request before the first token.
+ANSWERS_EVENTS = (
+    Param(
+        "Accept",
+        "header",
+        "text/event-stream: answer 200 with the thread's events, as GET threads/{thread_id}/events with the "
+        "parameters below (replayed after `after`, then live until the run ends), instead of 202. What the "
+        "request is refused for is refused as without it (a JSON error, nothing started).",
+        "string",
+    ),
+    *FOLLOWING,
+)
 
 ROUTES: tuple[Route, ...] = (
     Route("get", "health", "Version, model and storage of the server.", {200: Health}),
@@ -130,9 +158,10 @@ ROUTES: tuple[Route, ...] = (
         "post",
         "threads/{thread_id}/runs",
         "Start a run; 409 while one is active or awaiting approval.",
-        {202: RunAccepted},
+        {202: RunAccepted, 200: EVENT_STREAM},
         StartRun,
         (*BODY_ERRORS, 404, 409),
+        ANSWERS_EVENTS,
     ),
     Route(
         "get",
@@ -140,24 +169,16 @@ ROUTES: tuple[Route, ...] = (
         "The thread's events after `after`, then the active run's live.",
         {200: EVENT_STREAM},
         errors=(400, 404),
-        params=(
-            *AFTER,
-            Param(
-                "waiting",
-                "query",
-                "1: stay open while the thread waits for a decision, until the run it resumes ends "
-                "(a decision made elsewhere arrives as events); without it the stream closes then.",
-                "boolean",
-            ),
-        ),
+        params=FOLLOWING,
     ),
     Route(
         "post",
         "threads/{thread_id}/approvals/{tool_call_id}",
         "Approve, edit or reject the pending call.",
-        {202: RunAccepted},
+        {202: RunAccepted, 200: EVENT_STREAM},
         Decision,
         (*BODY_ERRORS, 404, 409),
+        ANSWERS_EVENTS,
     ),
     Route(
         "post",
@@ -248,8 +269,9 @@ ROUTES: tuple[Route, ...] = (
         "threads/{thread_id}/continue",
         "Continue without waiting for the cell that runs in the background (waiting_for_cell): the model gets its "
         "output so far and goes on while the cell runs; 409 when the thread is not waiting for a cell.",
-        {202: RunAccepted},
-        errors=(404, 409),
+        {202: RunAccepted, 200: EVENT_STREAM},
+        errors=(400, 404, 409),
+        params=ANSWERS_EVENTS,
     ),
     Route(
         "post",

@@ -64,7 +64,8 @@ async def open_store(url: str, default_path: Path, database: Database | None = N
     import aiosqlite
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    from agent_core.storage.reused_reads import sqlite_newest, with_reused_reads
+    from agent_core.storage.loop_connection import LoopConnection
+    from agent_core.storage.reused_reads import ReusedReads, sqlite_newest, with_reused_reads
     from agent_core.storage.step_saves import with_step_saves
 
     stack = AsyncExitStack()
@@ -75,6 +76,9 @@ async def open_store(url: str, default_path: Path, database: Database | None = N
         await conn.execute("PRAGMA synchronous=NORMAL")
         saver = with_step_saves(with_reused_reads(AsyncSqliteSaver, sqlite_newest))(conn)
         await saver.setup()
+        assert isinstance(saver, ReusedReads)
+        saver.loop_connection = LoopConnection(path)  # the probe's, at once on the loop's thread
+        stack.callback(saver.loop_connection.close)
         ledger = SqliteToolLedger(conn)
         await ledger.setup()
     except BaseException:

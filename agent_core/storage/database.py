@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import importlib
 import sqlite3
-import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any, Protocol
 from agent_core.config.database_url import DATABASE_TIMEOUT, is_postgres_url
 from agent_core.private_files import private_file
 from agent_core.redaction import redact_url
+from agent_core.storage.loop_connection import WOULD_WAIT, LoopConnection
 from agent_core.storage.request_log import MODEL_REQUESTS
 
 # The tables of the thread store and the tool ledger, in SQLite's words; the Postgres dialect
@@ -55,8 +55,6 @@ class DatabaseUnavailable(RuntimeError):
     """The database cannot be reached (down, restarting, or too slow): says which, never the password.
     Each write is one transaction, so a failed one left nothing half-written."""
 
-
-_WOULD_WAIT = object()  # a quick call SQLite could not do at once
 
 Notified = Callable[[str | None], None]  # a thread another process wrote to (None: maybe any, after a reconnect)
 
@@ -160,8 +158,7 @@ class SqliteDatabase:
         self._owner = owner  # a file from before owners existed is this user's: its threads become theirs
         self._conn: sqlite3.Connection | None = None
         self._executor: ThreadPoolExecutor | None = None
-        self._here: sqlite3.Connection | None = None  # the quick calls', used on _here_thread only
-        self._here_thread = 0
+        self._here: LoopConnection | None = None  # the quick calls'
 
     @property
     def is_open(self) -> bool:
@@ -181,16 +178,11 @@ class SqliteDatabase:
             return conn
 
         self._conn = await asyncio.get_running_loop().run_in_executor(self._executor, connect)
-        # timeout=0: a quick call never waits for a lock on the loop's thread; it takes the hop instead.
-        here = sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False, timeout=0)
-        here.execute("PRAGMA synchronous=NORMAL")
-        here.execute("PRAGMA wal_autocheckpoint=0")  # its commits never copy the WAL back: the thread's do
-        self._here, self._here_thread = here, threading.get_ident()
+        self._here = LoopConnection(self.path)
 
     async def close(self) -> None:
         if self._here is not None:
-            here, self._here = self._here, None
-            here.close()
+            self._here.close()
         if self._conn is not None:
             conn, self._conn = self._conn, None
             await asyncio.get_running_loop().run_in_executor(self._executor, conn.close)
@@ -202,7 +194,7 @@ class SqliteDatabase:
         conn = self._conn
         if conn is None:
             raise ValueError("the thread store is closed")
-        if quick and (done := self._at_once(fn)) is not _WOULD_WAIT:
+        if quick and self._here is not None and (done := self._here.at_once(fn)) is not WOULD_WAIT:
             return done
         return await asyncio.get_running_loop().run_in_executor(self._executor, fn, conn)
 
@@ -220,20 +212,6 @@ class SqliteDatabase:
             return result
 
         return await self.call(transaction, quick)
-
-    def _at_once(self, fn: Callable[[Connection], Any]) -> Any:
-        """`fn` on the loop's connection, or _WOULD_WAIT (nothing done) if SQLite would have to wait."""
-        here = self._here
-        if here is None or threading.get_ident() != self._here_thread:
-            return _WOULD_WAIT
-        try:
-            return fn(here)
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc):  # "database is locked", "database table is locked"
-                raise
-            if here.in_transaction:  # a statement after BEGIN waited: undone, and done on the thread
-                here.execute("ROLLBACK")
-            return _WOULD_WAIT
 
     def lock_threads(self, conn: Connection, thread_ids: list[str]) -> None:
         pass  # BEGIN IMMEDIATE already holds the whole file

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple, copy_checkpoint
 
+from agent_core.storage.loop_connection import WOULD_WAIT, LoopConnection
 from agent_core.storage.mixed_savers import Graph, Saver, graph_of, mixed
 
 if TYPE_CHECKING:
@@ -41,6 +42,8 @@ class NewestProbe(Protocol):
 
 class ReusedReads(BaseCheckpointSaver[Any]):
     _probe: NewestProbe  # set by with_reused_reads, per dialect
+    # SQLite: the probe's connection on the loop's thread (open_store's); the probe then needs no hop.
+    loop_connection: LoopConnection | None = None
 
     def _kept(self) -> OrderedDict[Graph, tuple[float, CheckpointTuple | None]]:
         return self._memo("_reused_reads")
@@ -148,16 +151,23 @@ def _handed_on(found: CheckpointTuple) -> CheckpointTuple:
     )
 
 
+_SQLITE_NEWEST = (
+    "SELECT (SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ?"
+    " ORDER BY checkpoint_id DESC LIMIT 1),"
+    " (SELECT count(*) FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?)"
+)
+
+
 async def sqlite_newest(saver: Any, graph: Graph, checkpoint_id: str) -> tuple[str | None, int]:
-    """For LangGraph's AsyncSqliteSaver: one hop to its connection's thread."""
-    async with saver.lock:
-        rows = await saver.conn.execute_fetchall(
-            "SELECT (SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? AND checkpoint_ns = ?"
-            " ORDER BY checkpoint_id DESC LIMIT 1),"
-            " (SELECT count(*) FROM writes WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?)",
-            (*graph, *graph, checkpoint_id),
-        )
-    newest, writes = next(iter(rows))
+    """For LangGraph's AsyncSqliteSaver: at once on the loop's connection (what other processes have
+    committed; this process's own saves drop a kept read themselves), else one hop to its thread."""
+    args = (*graph, *graph, checkpoint_id)
+    quick = saver.loop_connection
+    row: Any = quick.at_once(lambda conn: conn.execute(_SQLITE_NEWEST, args).fetchone()) if quick else WOULD_WAIT
+    if row is WOULD_WAIT:
+        async with saver.lock:
+            row = next(iter(await saver.conn.execute_fetchall(_SQLITE_NEWEST, args)))
+    newest, writes = row
     return newest, int(writes)
 
 

@@ -210,6 +210,8 @@ export interface IStreamPlan {
   fail?: boolean;
   /** The request's signal: an abort breaks the body, as it does in a browser. */
   signal?: AbortSignal;
+  /** Held open after the chunks until this settles (a stream the server keeps open). */
+  holdUntil?: Promise<void>;
 }
 
 /** A `text/event-stream` answer that writes `plan.chunks`, then closes or breaks. */
@@ -229,6 +231,7 @@ export function streamResponse(plan: IStreamPlan): Response {
         controller.enqueue(encoder.encode(chunk));
         await sleep(plan.pauseMs ?? 1);
       }
+      await plan.holdUntil;
       if (plan.fail) {
         controller.error(new TypeError('network down'));
       } else {
@@ -240,6 +243,11 @@ export function streamResponse(plan: IStreamPlan): Response {
     }
   });
   return new Response(body, { status: 200, headers: { 'Content-Type': 'text/event-stream' } });
+}
+
+/** The request asks to be answered with the thread's events (a POST that starts a run). */
+export function wantsEvents(call: ICall): boolean {
+  return (call.headers.get('accept') ?? '').includes('text/event-stream');
 }
 
 export function jsonResponse(status: number, body: unknown): Response {

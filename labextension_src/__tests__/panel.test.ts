@@ -11,7 +11,23 @@ import { afterEach, test } from 'node:test';
 import { APIError, CellwrightAPI, requestAPI } from '../api';
 import { ILiveEvent, IKeyValueStore, PanelModel } from '../model';
 import { agentLabel } from '../tokens';
-import { asMessages, caughtUp, fakeServer, Handler, ICall, jsonResponse, recording, sleep, sse, streamResponse, trans, until } from './helpers';
+import {
+  asMessages,
+  caughtUp,
+  ev,
+  fakeServer,
+  Handler,
+  ICall,
+  jsonResponse,
+  recording,
+  resetSeq,
+  sleep,
+  sse,
+  streamResponse,
+  trans,
+  until,
+  wantsEvents
+} from './helpers';
 
 const panels: PanelModel[] = [];
 
@@ -42,7 +58,7 @@ afterEach(() => {
   panels.splice(0).forEach(panel => panel.dispose());
 });
 
-test('send: creates the thread, starts the run with the notebook, follows it live', async () => {
+test('send: creates the thread, starts the run with the notebook, follows it live on the answer', async () => {
   const { events } = recording('single_agent.json');
   const paused = events.findIndex(e => e.type === 'run_finished') + 1;
   const { panel, calls, live } = panelOn(call => {
@@ -50,14 +66,24 @@ test('send: creates the thread, starts the run with the notebook, follows it liv
       case 'POST threads':
         return jsonResponse(201, { thread_id: 'thread-1', title: 'q', notebook_path: 'analysis.ipynb' });
       case 'POST threads/thread-1/runs':
-        return jsonResponse(202, { run_id: 'run-1' });
-      default:
+        if (!wantsEvents(call)) {
+          return jsonResponse(202, { run_id: 'run-1' });
+        }
         return streamResponse({ chunks: [sse([caughtUp(0), ...asMessages(events.slice(0, paused))])] });
+      default:
+        return jsonResponse(500, { error: 'internal', message: `unexpected ${route(call)}` });
     }
   });
   panel.setNotebook({ path: 'analysis.ipynb', kernelId: () => 'kernel-1' });
   assert.equal(await panel.send('load data.csv and show its shape'), true);
   await until(() => panel.view.status === 'awaiting_approval');
+  // One request for the run and its events: no GET of the stream before the first token.
+  assert.deepEqual(
+    calls.map(route).filter(r => r.startsWith('POST') || r.includes('events')),
+    ['POST threads', 'POST threads/thread-1/runs']
+  );
+  const query = new URL(calls[calls.length - 1].url).searchParams;
+  assert.deepEqual([query.get('previews'), query.get('waiting')], ['1', '1']);
   const run = calls.find(c => route(c) === 'POST threads/thread-1/runs');
   assert.deepEqual(JSON.parse(run!.body), {
     message: 'load data.csv and show its shape',
@@ -68,6 +94,60 @@ test('send: creates the thread, starts the run with the notebook, follows it liv
   });
   assert.equal(live.length, paused, 'a run started here is live from its first event');
   assert.equal(panel.pendingApproval?.id, 'call_load');
+});
+
+test('send: a refused or unanswered run request is reported once and never sent again', async () => {
+  for (const failure of ['refused', 'network'] as const) {
+    const { panel, calls } = panelOn(call => {
+      if (route(call) === 'POST threads') {
+        return jsonResponse(201, { thread_id: 'thread-1', title: 'q', notebook_path: null });
+      }
+      if (failure === 'network') {
+        throw new TypeError('Failed to fetch');
+      }
+      return jsonResponse(409, { error: 'conflict', message: 'A run is already active on this thread.' });
+    });
+    assert.equal(await panel.send('go'), false, failure);
+    await sleep(50); // a retry would come after 0 ms here (a failed open is never retried)
+    assert.deepEqual(calls.map(route), ['POST threads', 'POST threads/thread-1/runs'], failure);
+    assert.equal(panel.errors.length, 1, `${failure}: one report, not one more from the stream`);
+    if (failure === 'refused') {
+      assert.match(panel.errors[0].message, /already active/);
+    }
+    assert.equal(panel.thread?.connection, 'closed');
+  }
+});
+
+test('send while the stream is open: a plain POST, its run read on that stream', async () => {
+  resetSeq();
+  const started = ev('run_started', { message: 'again' });
+  let releaseHeld = (): void => undefined;
+  let held = false;
+  const { panel, calls } = panelOn(async call => {
+    if (route(call) === 'GET threads/thread-1/events' && !held) {
+      held = true;
+      // The stream held open while a background cell runs: it ends only when told.
+      return streamResponse({ chunks: [sse([caughtUp(0)])], holdUntil: new Promise(r => (releaseHeld = r)) });
+    }
+    if (route(call) === 'POST threads/thread-1/runs') {
+      assert.equal(wantsEvents(call), false);
+      return jsonResponse(202, { run_id: 'r2' });
+    }
+    return streamResponse({ chunks: [sse([...asMessages([started]), caughtUp(1)])] });
+  });
+  void panel.openThread('thread-1');
+  await until(() => panel.thread?.connection === 'open');
+  assert.equal(await panel.send('again'), true);
+  releaseHeld();
+  await until(() => panel.thread!.runsStarted === 1);
+  // The open stream ends (it was held open for something else) and is read again for the run.
+  assert.deepEqual(
+    calls
+      .map(route)
+      .filter(r => r.includes('runs') || r.includes('events'))
+      .slice(0, 3),
+    ['GET threads/thread-1/events', 'POST threads/thread-1/runs', 'GET threads/thread-1/events']
+  );
 });
 
 test('openThread: the backlog rebuilds the view and is not live', async () => {

@@ -29,7 +29,19 @@ import {
   withThreadDetail
 } from '../model';
 import { PublicConfig, Usage } from '../contract.gen';
-import { asMessages, caughtUp, ev, fakeServer, jsonResponse, resetSeq, sse, streamResponse, trans, until } from './helpers';
+import {
+  asMessages,
+  caughtUp,
+  ev,
+  fakeServer,
+  jsonResponse,
+  resetSeq,
+  sse,
+  streamResponse,
+  trans,
+  until,
+  wantsEvents
+} from './helpers';
 
 function memoryStore(): IKeyValueStore {
   const data = new Map<string, string>();
@@ -167,7 +179,7 @@ test('a run and a decision carry the mode and the live notebook cells', async ()
     if (call.method === 'POST' && path === 'threads') {
       return jsonResponse(201, { thread_id: 't1', title: 'go', notebook_path: 'nb.ipynb' });
     }
-    if (call.method === 'POST') {
+    if (call.method === 'POST' && !wantsEvents(call)) {
       return jsonResponse(202, { run_id: 'r1' });
     }
     return streamResponse({ chunks: [sse([caughtUp(0), ...asMessages(paused)])] });

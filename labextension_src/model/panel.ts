@@ -379,9 +379,8 @@ export class PanelModel implements IDisposable {
       }
       const disabledServers = this.disabledServers.take(thread.threadId, wasNew);
       const choices = { mode: this._mode, autonomy: this._autonomy.value, disabledServers };
-      const runsStarted = thread.runsStarted;
-      await this.api.startRun(thread.threadId, startRunBody(message, choices, notebook, thread.notebookPath));
-      thread.connect({ expectRunAfter: runsStarted });
+      const body = startRunBody(message, choices, notebook, thread.notebookPath);
+      await thread.start(this.api.startRun(thread.threadId, body));
       return true;
     } catch (error) {
       this.reportError(error);
@@ -406,10 +405,8 @@ export class PanelModel implements IDisposable {
     this._changed.emit();
     try {
       const body = decisionBody(decision, extra, this._notebook, thread.notebookPath);
-      const runsStarted = thread.runsStarted;
-      await this.api.decide(thread.threadId, pending.id, body);
+      await thread.start(this.api.decide(thread.threadId, pending.id, body));
       thread.markDecided(pending.id);
-      thread.connect({ expectRunAfter: runsStarted });
       return true;
     } catch (error) {
       this.reportError(error);

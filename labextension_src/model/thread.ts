@@ -8,8 +8,8 @@
 import { IDisposable } from '@lumino/disposable';
 import { ISignal, Signal } from '@lumino/signaling';
 
-import { CellwrightAPI, errorMessage } from '../api';
-import { followEvents } from '../stream';
+import { CellwrightAPI, errorMessage, IRunRequest } from '../api';
+import { followEvents, IOpening } from '../stream';
 import { ApprovalRequiredEvent, CellwrightEvent, ThreadDetail } from '../contract.gen';
 import { reduceEvent } from './reducer';
 import { withThreadDetail } from './threadUsage';
@@ -195,6 +195,50 @@ export class ThreadModel implements IDisposable {
     void this._follow(controller);
   }
 
+  /**
+   * Send `request` (a POST that starts a run) and follow the run. With no
+   * stream open, the POST is answered with the thread's events: no second
+   * request before the first token. With one open, it is sent plainly and
+   * the run's events come on that stream. Rejects with the request's error;
+   * a request that failed is never sent again.
+   */
+  async start(request: IRunRequest): Promise<void> {
+    const runsStarted = this._runsStarted;
+    if (!(await this._openWith(request))) {
+      await this._api.post(request);
+      this.connect({ expectRunAfter: runsStarted });
+    }
+  }
+
+  /** Open the stream with `request`; false, with nothing sent, while one is open. */
+  private _openWith(request: IRunRequest): Promise<boolean> {
+    if (this._isDisposed || this._controller) {
+      return Promise.resolve(false);
+    }
+    return new Promise<boolean>((resolve, reject) => {
+      let answered = false;
+      const opening: IOpening = {
+        path: request.path,
+        body: JSON.stringify(request.body),
+        onAnswered: error => {
+          if (!answered) {
+            answered = true;
+            if (error === null) {
+              resolve(true);
+            } else {
+              reject(error);
+            }
+          }
+        }
+      };
+      const controller = new AbortController();
+      this._controller = controller;
+      this._catchingUp = false;
+      this._again = false;
+      void this._follow(controller, opening);
+    });
+  }
+
   /** Apply one event; `live` events are re-emitted on `liveEvent`. */
   applyEvent(event: CellwrightEvent, live: boolean): void {
     if (isLiveOnly(event)) {
@@ -229,7 +273,15 @@ export class ThreadModel implements IDisposable {
     Signal.clearData(this);
   }
 
-  private async _follow(controller: AbortController): Promise<void> {
+  private async _follow(controller: AbortController, opening: IOpening | null = null): Promise<void> {
+    let openingFailed: unknown = null; // its caller reports it (openWith rejects), not errorRaised
+    const first: IOpening | null = opening && {
+      ...opening,
+      onAnswered: error => {
+        openingFailed = error;
+        opening.onAnswered(error);
+      }
+    };
     try {
       await followEvents(
         this._api.serverSettings,
@@ -254,14 +306,16 @@ export class ThreadModel implements IDisposable {
           }
         },
         controller.signal,
-        this._api.trans
+        this._api.trans,
+        first
       );
     } catch (error) {
       this._expectRun = false;
-      if (!controller.signal.aborted) {
+      if (!controller.signal.aborted && error !== openingFailed) {
         this._errorRaised.emit(error);
       }
     } finally {
+      opening?.onAnswered(new DOMException(this._api.trans.__('The request was stopped'), 'AbortError'));
       this._endCatchUp();
       if (this._controller === controller) {
         this._controller = null;

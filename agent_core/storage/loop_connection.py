@@ -1,0 +1,45 @@
+"""A SQLite connection for the event loop's own thread, for statements too small to be worth a hop to
+a connection's worker thread (issue 41): a hop costs more than a few rows by key, and far more while
+the loop is busy, as the worker waits for the GIL the loop holds. Opened with busy timeout 0: where
+SQLite would have to wait for a lock (another writer), nothing is done and the caller takes the hop."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+WOULD_WAIT = object()  # what `at_once` returns when SQLite could not do the call without waiting
+
+
+class LoopConnection:
+    """Made on the loop's thread, used there only (elsewhere every call answers WOULD_WAIT)."""
+
+    def __init__(self, path: Path) -> None:
+        self._conn: sqlite3.Connection | None = sqlite3.connect(
+            str(path), isolation_level=None, check_same_thread=False, timeout=0
+        )
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._conn.execute("PRAGMA wal_autocheckpoint=0")  # its commits never copy the WAL back: the worker's do
+        self._thread = threading.get_ident()
+
+    def at_once(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        """`fn` on this connection, or WOULD_WAIT (nothing done) if SQLite would have to wait."""
+        conn = self._conn
+        if conn is None or threading.get_ident() != self._thread:
+            return WOULD_WAIT
+        try:
+            return fn(conn)
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc):  # "database is locked", "database table is locked"
+                raise
+            if conn.in_transaction:  # a statement after BEGIN waited: undone, and done on the worker
+                conn.execute("ROLLBACK")
+            return WOULD_WAIT
+
+    def close(self) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            conn.close()
