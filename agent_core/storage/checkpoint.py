@@ -65,7 +65,8 @@ async def open_store(url: str, default_path: Path, database: Database | None = N
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     from agent_core.storage.loop_connection import LoopConnection
-    from agent_core.storage.reused_reads import ReusedReads, sqlite_newest, with_reused_reads
+    from agent_core.storage.loop_reads import LoopReads, with_loop_reads
+    from agent_core.storage.reused_reads import sqlite_newest, with_reused_reads
     from agent_core.storage.step_saves import with_step_saves
 
     stack = AsyncExitStack()
@@ -74,12 +75,13 @@ async def open_store(url: str, default_path: Path, database: Database | None = N
         await conn.execute("PRAGMA journal_mode=WAL")
         # WAL + NORMAL: no fsync per commit (one per checkpoint of the WAL); survives a crash of the process.
         await conn.execute("PRAGMA synchronous=NORMAL")
-        saver = with_step_saves(with_reused_reads(AsyncSqliteSaver, sqlite_newest))(conn)
+        saver = with_step_saves(with_reused_reads(with_loop_reads(AsyncSqliteSaver), sqlite_newest))(conn)
         await saver.setup()
-        assert isinstance(saver, ReusedReads)
-        saver.loop_connection = LoopConnection(path)  # the probe's, at once on the loop's thread
-        stack.callback(saver.loop_connection.close)
-        ledger = SqliteToolLedger(conn)
+        loop_connection = LoopConnection(path)
+        stack.callback(loop_connection.close)
+        assert isinstance(saver, LoopReads)
+        saver.loop_connection = loop_connection
+        ledger = SqliteToolLedger(conn, loop_connection)
         await ledger.setup()
     except BaseException:
         # aiosqlite's worker thread is not a daemon: a connection left open by a failed or cancelled

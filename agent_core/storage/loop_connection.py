@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,21 @@ class LoopConnection:
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.execute("PRAGMA wal_autocheckpoint=0")  # its commits never copy the WAL back: the worker's do
         self._thread = threading.get_ident()
+        self._writing = 0  # writes of this process on the worker's connection, not committed yet
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Around a write on the worker's connection: until it is committed, reads take the hop, so
+        they come after it in the worker's order, as they did (a read here would not see it yet)."""
+        self._writing += 1
+        try:
+            yield
+        finally:
+            self._writing -= 1
+
+    def read_at_once(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        """As `at_once`, for a read: WOULD_WAIT also while a write of this process is under way."""
+        return WOULD_WAIT if self._writing else self.at_once(fn)
 
     def at_once(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
         """`fn` on this connection, or WOULD_WAIT (nothing done) if SQLite would have to wait."""
@@ -43,3 +59,13 @@ class LoopConnection:
         if self._conn is not None:
             conn, self._conn = self._conn, None
             conn.close()
+
+
+def read_at_once(loop: LoopConnection | None, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+    """`loop.read_at_once(fn)`; WOULD_WAIT without a loop connection (the caller takes the hop)."""
+    return loop.read_at_once(fn) if loop is not None else WOULD_WAIT
+
+
+def writing(loop: LoopConnection | None) -> AbstractContextManager[None]:
+    """`loop.writing()`, or nothing to note without a loop connection."""
+    return loop.writing() if loop is not None else nullcontext()

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple, copy_checkpoint
 
-from agent_core.storage.loop_connection import WOULD_WAIT, LoopConnection
+from agent_core.storage.loop_connection import WOULD_WAIT, read_at_once
 from agent_core.storage.mixed_savers import Graph, Saver, graph_of, mixed
 
 if TYPE_CHECKING:
@@ -42,8 +42,6 @@ class NewestProbe(Protocol):
 
 class ReusedReads(BaseCheckpointSaver[Any]):
     _probe: NewestProbe  # set by with_reused_reads, per dialect
-    # SQLite: the probe's connection on the loop's thread (open_store's); the probe then needs no hop.
-    loop_connection: LoopConnection | None = None
 
     def _kept(self) -> OrderedDict[Graph, tuple[float, CheckpointTuple | None]]:
         return self._memo("_reused_reads")
@@ -159,11 +157,11 @@ _SQLITE_NEWEST = (
 
 
 async def sqlite_newest(saver: Any, graph: Graph, checkpoint_id: str) -> tuple[str | None, int]:
-    """For LangGraph's AsyncSqliteSaver: at once on the loop's connection (what other processes have
-    committed; this process's own saves drop a kept read themselves), else one hop to its thread."""
+    """For LangGraph's AsyncSqliteSaver with LoopReads: at once on the loop's connection (what other
+    processes have committed; this process's own saves drop a kept read themselves), else one hop to
+    its thread."""
     args = (*graph, *graph, checkpoint_id)
-    quick = saver.loop_connection
-    row: Any = quick.at_once(lambda conn: conn.execute(_SQLITE_NEWEST, args).fetchone()) if quick else WOULD_WAIT
+    row: Any = read_at_once(saver.loop_connection, lambda conn: conn.execute(_SQLITE_NEWEST, args).fetchone())
     if row is WOULD_WAIT:
         async with saver.lock:
             row = next(iter(await saver.conn.execute_fetchall(_SQLITE_NEWEST, args)))

@@ -8,6 +8,7 @@ from dataclasses import asdict, replace
 from typing import Any, Protocol
 
 from agent_core.output_digest import bounded
+from agent_core.storage.loop_connection import WOULD_WAIT, LoopConnection, read_at_once, writing
 from agent_core.tools.base import ToolOutcome
 
 INTERRUPTED = ToolOutcome(
@@ -71,10 +72,12 @@ class MemoryToolLedger:
 
 
 class SqliteToolLedger:
-    """Shares the checkpointer's aiosqlite connection (one file, one writer)."""
+    """Shares the checkpointer's aiosqlite connection (one file, one writer), and its connection on
+    the loop's thread for the lookup before every approved cell (issue 41)."""
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Any, loop_connection: LoopConnection | None = None) -> None:
         self._conn = conn
+        self._loop = loop_connection
 
     async def setup(self) -> None:
         await self._conn.execute(
@@ -85,34 +88,34 @@ class SqliteToolLedger:
         await self._conn.commit()
 
     async def started(self, thread_id: str, call_id: str) -> None:
-        await self._conn.execute(
-            "INSERT OR IGNORE INTO cellwright_tool_runs (thread_id, call_id, outcome) VALUES (?, ?, NULL)",
-            (thread_id, call_id),
-        )
-        await self._conn.commit()
+        with writing(self._loop):
+            await self._conn.execute(
+                "INSERT OR IGNORE INTO cellwright_tool_runs (thread_id, call_id, outcome) VALUES (?, ?, NULL)",
+                (thread_id, call_id),
+            )
+            await self._conn.commit()
 
     async def finished(self, thread_id: str, call_id: str, outcome: ToolOutcome) -> None:
-        await self._conn.execute(
-            "INSERT OR REPLACE INTO cellwright_tool_runs (thread_id, call_id, outcome) VALUES (?, ?, ?)",
-            (thread_id, call_id, _dump(outcome)),
-        )
-        await self._conn.commit()
+        with writing(self._loop):
+            await self._conn.execute(
+                "INSERT OR REPLACE INTO cellwright_tool_runs (thread_id, call_id, outcome) VALUES (?, ?, ?)",
+                (thread_id, call_id, _dump(outcome)),
+            )
+            await self._conn.commit()
 
     async def lookup(self, thread_id: str, call_id: str) -> ToolOutcome | None:
-        # One hop to the connection's thread (a cursor's execute, fetch and close were three, before
-        # every approved cell runs: issue 41).
-        rows = list(
-            await self._conn.execute_fetchall(
-                "SELECT outcome FROM cellwright_tool_runs WHERE thread_id = ? AND call_id = ?", (thread_id, call_id)
-            )
-        )
+        sql = "SELECT outcome FROM cellwright_tool_runs WHERE thread_id = ? AND call_id = ?"
+        rows = read_at_once(self._loop, lambda conn: conn.execute(sql, (thread_id, call_id)).fetchall())
+        if rows is WOULD_WAIT:  # one hop to the connection's thread
+            rows = list(await self._conn.execute_fetchall(sql, (thread_id, call_id)))
         if not rows:
             return None
         return INTERRUPTED if rows[0][0] is None else _load(rows[0][0])
 
     async def forget_thread(self, thread_id: str) -> None:
-        await self._conn.execute("DELETE FROM cellwright_tool_runs WHERE thread_id = ?", (thread_id,))
-        await self._conn.commit()
+        with writing(self._loop):
+            await self._conn.execute("DELETE FROM cellwright_tool_runs WHERE thread_id = ?", (thread_id,))
+            await self._conn.commit()
 
 
 class DatabaseToolLedger:
