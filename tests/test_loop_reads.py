@@ -66,7 +66,8 @@ async def test_the_newest_checkpoint_its_history_and_the_ledger_are_read_at_once
         history = _at_once(saver.aget_delta_channel_history(config=found.config, channels=["note"]))
         assert set(history) == {"note"}
         assert _at_once(store.ledger.lookup("t1", "call-1")) is None
-        await store.ledger.started("t1", "call-1")
+        _at_once(store.ledger.started("t1", "call-1"))  # before every approved cell: no hop either
+        assert _at_once(store.ledger.lookup("t1", "call-1")) is not None, "started: a crash now never reruns it"
         await store.ledger.finished("t1", "call-1", ToolOutcome("ok", content="done"))
         assert _at_once(store.ledger.lookup("t1", "call-1")).content == "done"
 
@@ -97,3 +98,23 @@ async def test_what_another_server_committed_is_what_the_read_returns(tmp_path: 
         assert found.checkpoint["channel_values"]["note"] == ["theirs"]
         await theirs.ledger.finished("t1", "call-3", ToolOutcome("ok", content="ran there"))
         assert _at_once(mine.ledger.lookup("t1", "call-3")).content == "ran there"
+
+
+async def test_a_start_recorded_while_another_connection_writes_waits_and_lands(tmp_path: Path) -> None:
+    """The ledger's `started` row is written at once unless another writer holds the file (a save of
+    another server, a kernel's %agent): then it waits its turn on the connection's thread, and lands."""
+    import sqlite3
+
+    async with sqlite_stores(tmp_path) as (store,):
+        other = sqlite3.connect(tmp_path / "checkpoints.sqlite", isolation_level=None, check_same_thread=False)
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            starting = asyncio.ensure_future(store.ledger.started("t1", "call-9"))
+            for _ in range(20):  # the loop goes on meanwhile: the write waits on the connection's thread
+                await asyncio.sleep(0)
+            assert not starting.done(), "it waits for the other writer (and did not fail)"
+            other.execute("COMMIT")
+            await asyncio.wait_for(starting, 10)
+        finally:
+            other.close()
+        assert await store.ledger.lookup("t1", "call-9") is not None

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from agent_core.config.database_url import DATABASE_TIMEOUT, is_postgres_url
 from agent_core.private_files import private_file
 from agent_core.redaction import redact_url
-from agent_core.storage.loop_connection import WOULD_WAIT, LoopConnection
+from agent_core.storage.loop_connection import WOULD_WAIT, LoopConnection, transaction
 from agent_core.storage.request_log import MODEL_REQUESTS
 
 # The tables of the thread store and the tool ledger, in SQLite's words; the Postgres dialect
@@ -200,18 +200,7 @@ class SqliteDatabase:
 
     async def write(self, fn: Callable[[Connection], Any], quick: bool = False) -> Any:
         """BEGIN IMMEDIATE: the writer lock at once, so a read inside (the next seq) stays true."""
-
-        def transaction(conn: Connection) -> Any:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                result = fn(conn)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            return result
-
-        return await self.call(transaction, quick)
+        return await self.call(transaction(fn), quick)
 
     def lock_threads(self, conn: Connection, thread_ids: list[str]) -> None:
         pass  # BEGIN IMMEDIATE already holds the whole file

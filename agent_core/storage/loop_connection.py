@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 WOULD_WAIT = object()  # what `at_once` returns when SQLite could not do the call without waiting
 
@@ -55,10 +55,38 @@ class LoopConnection:
                 conn.execute("ROLLBACK")
             return WOULD_WAIT
 
+    def write_at_once(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        """`fn` in a write transaction of its own on this connection, or WOULD_WAIT (nothing written)
+        while another connection holds the write lock."""
+        return self.at_once(transaction(fn))
+
     def close(self) -> None:
         if self._conn is not None:
             conn, self._conn = self._conn, None
             conn.close()
+
+
+class Executes(Protocol):
+    def execute(self, sql: str, params: tuple[Any, ...] = ...) -> Any: ...
+
+
+C = TypeVar("C", bound=Executes)
+
+
+def transaction(fn: Callable[[C], Any]) -> Callable[[C], Any]:
+    """`fn` in BEGIN IMMEDIATE ... COMMIT: the writer lock at once, so a read inside stays true."""
+
+    def within(conn: C) -> Any:
+        conn.execute("BEGIN IMMEDIATE")  # a lock SQLite would wait for fails here, before anything
+        try:
+            result = fn(conn)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return result
+
+    return within
 
 
 def read_at_once(loop: LoopConnection | None, fn: Callable[[sqlite3.Connection], Any]) -> Any:

@@ -88,11 +88,15 @@ class SqliteToolLedger:
         await self._conn.commit()
 
     async def started(self, thread_id: str, call_id: str) -> None:
+        sql = "INSERT OR IGNORE INTO cellwright_tool_runs (thread_id, call_id, outcome) VALUES (?, ?, NULL)"
+        # Before every approved cell: at once on the loop's connection unless a save holds the lock.
+        if (
+            self._loop is not None
+            and self._loop.write_at_once(lambda conn: conn.execute(sql, (thread_id, call_id))) is not WOULD_WAIT
+        ):
+            return
         with writing(self._loop):
-            await self._conn.execute(
-                "INSERT OR IGNORE INTO cellwright_tool_runs (thread_id, call_id, outcome) VALUES (?, ?, NULL)",
-                (thread_id, call_id),
-            )
+            await self._conn.execute(sql, (thread_id, call_id))
             await self._conn.commit()
 
     async def finished(self, thread_id: str, call_id: str, outcome: ToolOutcome) -> None:
