@@ -92,7 +92,12 @@ async def test_a_read_while_a_write_of_this_process_is_under_way_sees_that_write
 async def test_what_another_server_committed_is_what_the_read_returns(tmp_path: Path) -> None:
     async with sqlite_stores(tmp_path, 2) as (mine, theirs):
         await (await _save(mine.saver, "t1", "mine"))
-        assert (await mine.saver.aget_tuple(_config("t1"))).checkpoint["channel_values"]["note"] == ["mine"]
+        await (await _save(mine.saver, "t1", "mine again"))
+        found = await mine.saver.aget_tuple(_config("t1"))
+        assert found.checkpoint["channel_values"]["note"] == ["mine again"]
+        # Every kind of read at once first: none may leave a read open that pins an old snapshot.
+        await mine.saver.aget_delta_channel_history(config=found.config, channels=["note"])
+        await mine.ledger.lookup("t1", "call-3")
         await (await _save(theirs.saver, "t1", "theirs"))
         found = _at_once(mine.saver.aget_tuple(_config("t1")))
         assert found.checkpoint["channel_values"]["note"] == ["theirs"]
