@@ -118,6 +118,25 @@ test('send: a refused or unanswered run request is reported once and never sent 
   }
 });
 
+test('send: an answer that closes before its run_started is read again until the run shows', async () => {
+  resetSeq();
+  const started = ev('run_started', { message: 'go' });
+  const finished = ev('run_finished', { status: 'completed' });
+  const { panel, calls } = panelOn(call => {
+    if (route(call) === 'POST threads') {
+      return jsonResponse(201, { thread_id: 'thread-1', title: 'q', notebook_path: null });
+    }
+    if (route(call) === 'POST threads/thread-1/runs') {
+      // An outside agent's run: it starts after the answer, whose stream has nothing yet.
+      return streamResponse({ chunks: [sse([caughtUp(0)])] });
+    }
+    return streamResponse({ chunks: [sse([...asMessages([started, finished]), caughtUp(2)])] });
+  });
+  assert.equal(await panel.send('go'), true);
+  await until(() => panel.thread?.runsStarted === 1 && panel.thread.connection === 'closed');
+  assert.deepEqual(calls.map(route).slice(1, 3), ['POST threads/thread-1/runs', 'GET threads/thread-1/events']);
+});
+
 test('send while the stream is open: a plain POST, its run read on that stream', async () => {
   resetSeq();
   const started = ev('run_started', { message: 'again' });

@@ -204,14 +204,14 @@ export class ThreadModel implements IDisposable {
    */
   async start(request: IRunRequest): Promise<void> {
     const runsStarted = this._runsStarted;
-    if (!(await this._openWith(request))) {
+    if (!(await this._openWith(request, runsStarted))) {
       await this._api.post(request);
       this.connect({ expectRunAfter: runsStarted });
     }
   }
 
   /** Open the stream with `request`; false, with nothing sent, while one is open. */
-  private _openWith(request: IRunRequest): Promise<boolean> {
+  private _openWith(request: IRunRequest, runsStarted: number): Promise<boolean> {
     if (this._isDisposed || this._controller) {
       return Promise.resolve(false);
     }
@@ -224,6 +224,9 @@ export class ThreadModel implements IDisposable {
           if (!answered) {
             answered = true;
             if (error === null) {
+              // As after a plain POST: should this stream close before the run's run_started
+              // (an outside agent's run may start after the answer), it is read again for it.
+              this._expectRun = this._expectRun || this._runsStarted === runsStarted;
               resolve(true);
             } else {
               reject(error);
