@@ -6,47 +6,13 @@ that write, as it did; and what another server committed is what the read return
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from langgraph.checkpoint.base import empty_checkpoint
 
-from agent_core.storage.checkpoint import AgentStore, open_store
-from agent_core.storage.thread_store import ThreadStore
 from agent_core.tools.base import ToolOutcome
-
-
-@asynccontextmanager
-async def sqlite_stores(tmp_path: Path, n: int = 1) -> AsyncIterator[list[AgentStore]]:
-    """`n` checkpoint stores on one SQLite file, as `n` servers (or a server and a kernel) have."""
-    threads = [ThreadStore(tmp_path / f"threads{i}.sqlite", owner="alice") for i in range(n)]
-    stores: list[AgentStore] = []
-    try:
-        for thread_store in threads:
-            await thread_store.open()
-            stores.append(await open_store("", tmp_path / "checkpoints.sqlite", thread_store.database))
-        yield stores
-    finally:
-        for store in stores:
-            await store.aclose()
-        for thread_store in threads:
-            await thread_store.close()
-
-
-def _config(thread: str) -> dict[str, Any]:
-    return {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
-
-
-async def _save(saver: Any, thread: str, note: str) -> Any:
-    checkpoint = empty_checkpoint()
-    checkpoint["channel_values"] = {"note": [note]}
-    checkpoint["channel_versions"] = {"note": note}
-    newest = await saver.aget_tuple(_config(thread))
-    config = newest.config if newest is not None else _config(thread)
-    return saver.aput(config, checkpoint, {"step": 1}, {"note": note})
+from tests.checkpoint_stores import checkpoint_stores, config_of, save, start_save
 
 
 def _at_once(coroutine: Any) -> Any:
@@ -57,11 +23,11 @@ def _at_once(coroutine: Any) -> Any:
 
 
 async def test_the_newest_checkpoint_its_history_and_the_ledger_are_read_at_once(tmp_path: Path) -> None:
-    async with sqlite_stores(tmp_path) as (store,):
+    async with checkpoint_stores(tmp_path, "", 1) as (store,):
         saver = store.saver
-        await (await _save(saver, "t1", "first"))
-        await (await _save(saver, "t1", "second"))
-        found = _at_once(saver.aget_tuple(_config("t1")))
+        await save(saver, "t1", "first")
+        await save(saver, "t1", "second")
+        found = _at_once(saver.aget_tuple(config_of("t1")))
         assert found.checkpoint["channel_values"]["note"] == ["second"]
         history = _at_once(saver.aget_delta_channel_history(config=found.config, channels=["note"]))
         assert set(history) == {"note"}
@@ -73,12 +39,12 @@ async def test_the_newest_checkpoint_its_history_and_the_ledger_are_read_at_once
 
 
 async def test_a_read_while_a_write_of_this_process_is_under_way_sees_that_write(tmp_path: Path) -> None:
-    async with sqlite_stores(tmp_path) as (store,):
+    async with checkpoint_stores(tmp_path, "", 1) as (store,):
         saver = store.saver
-        await (await _save(saver, "t1", "first"))
-        saving = asyncio.ensure_future(await _save(saver, "t1", "second"))
+        await save(saver, "t1", "first")
+        saving = asyncio.ensure_future((await start_save(saver, "t1", "second"))[1])
         await asyncio.sleep(0)  # the save has started: its statements are queued on the connection's thread
-        found = await saver.aget_tuple(_config("t1"))
+        found = await saver.aget_tuple(config_of("t1"))
         assert found.checkpoint["channel_values"]["note"] == ["second"], "read before the save committed"
         await saving
         ledger = store.ledger
@@ -90,16 +56,16 @@ async def test_a_read_while_a_write_of_this_process_is_under_way_sees_that_write
 
 
 async def test_what_another_server_committed_is_what_the_read_returns(tmp_path: Path) -> None:
-    async with sqlite_stores(tmp_path, 2) as (mine, theirs):
-        await (await _save(mine.saver, "t1", "mine"))
-        await (await _save(mine.saver, "t1", "mine again"))
-        found = await mine.saver.aget_tuple(_config("t1"))
+    async with checkpoint_stores(tmp_path, "") as (mine, theirs):
+        await save(mine.saver, "t1", "mine")
+        await save(mine.saver, "t1", "mine again")
+        found = await mine.saver.aget_tuple(config_of("t1"))
         assert found.checkpoint["channel_values"]["note"] == ["mine again"]
         # Every kind of read at once first: none may leave a read open that pins an old snapshot.
         await mine.saver.aget_delta_channel_history(config=found.config, channels=["note"])
         await mine.ledger.lookup("t1", "call-3")
-        await (await _save(theirs.saver, "t1", "theirs"))
-        found = _at_once(mine.saver.aget_tuple(_config("t1")))
+        await save(theirs.saver, "t1", "theirs")
+        found = _at_once(mine.saver.aget_tuple(config_of("t1")))
         assert found.checkpoint["channel_values"]["note"] == ["theirs"]
         await theirs.ledger.finished("t1", "call-3", ToolOutcome("ok", content="ran there"))
         assert _at_once(mine.ledger.lookup("t1", "call-3")).content == "ran there"
@@ -110,7 +76,7 @@ async def test_a_start_recorded_while_another_connection_writes_waits_and_lands(
     another server, a kernel's %agent): then it waits its turn on the connection's thread, and lands."""
     import sqlite3
 
-    async with sqlite_stores(tmp_path) as (store,):
+    async with checkpoint_stores(tmp_path, "", 1) as (store,):
         other = sqlite3.connect(tmp_path / "checkpoints.sqlite", isolation_level=None, check_same_thread=False)
         try:
             other.execute("BEGIN IMMEDIATE")

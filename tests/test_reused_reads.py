@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 
-from agent_core.storage.checkpoint import AgentStore, open_store
-from agent_core.storage.thread_store import ThreadStore
+from tests.checkpoint_stores import checkpoint_stores, config_of, save
 
 pytestmark = pytest.mark.also_postgres
 
@@ -36,35 +35,9 @@ class CountingSerde:
 
 @asynccontextmanager
 async def two_servers(tmp_path: Path, database_url: str) -> AsyncIterator[tuple[Any, Any]]:
-    """Two checkpoint stores on one database, as two servers of one user have."""
-    threads = [ThreadStore(tmp_path / f"threads{n}.sqlite", owner="alice", database_url=database_url) for n in (0, 1)]
-    stores: list[AgentStore] = []
-    try:
-        for thread_store in threads:
-            await thread_store.open()
-            stores.append(await open_store(database_url, tmp_path / "checkpoints.sqlite", thread_store.database))
-        yield stores[0].saver, stores[1].saver
-    finally:
-        for store in stores:
-            await store.aclose()
-        for thread_store in threads:
-            await thread_store.close()
-
-
-def _config(thread: str) -> dict[str, Any]:
-    return {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
-
-
-async def _save(saver: Any, thread: str, note: str) -> str:
-    """A checkpoint of `thread` whose one channel holds [`note`] (a list: PostgreSQL keeps it as a
-    blob, as it keeps messages); its id."""
-    checkpoint = empty_checkpoint()
-    checkpoint["channel_values"] = {"note": [note]}
-    checkpoint["channel_versions"] = {"note": note}
-    newest = await saver.aget_tuple(_config(thread))
-    config = newest.config if newest is not None else _config(thread)
-    await saver.aput(config, checkpoint, {"step": 1}, {"note": note})
-    return checkpoint["id"]
+    """Two checkpoint stores on one database, as two servers of one user have: their savers."""
+    async with checkpoint_stores(tmp_path, database_url) as (mine, theirs):
+        yield mine.saver, theirs.saver
 
 
 async def test_the_newest_checkpoint_read_again_is_deserialized_once(tmp_path: Path, database_url: str) -> None:
@@ -73,18 +46,18 @@ async def test_the_newest_checkpoint_read_again_is_deserialized_once(tmp_path: P
 
 
 async def _read_twice(saver: Any) -> None:
-    await _save(saver, "t", "first")
+    await save(saver, "t", "first")
     saver.serde = counting = CountingSerde(saver.serde)
-    checks = await saver.aget_tuple(_config("t"))
+    checks = await saver.aget_tuple(config_of("t"))
     after_checks = counting.loads
     assert after_checks > 0 and checks.checkpoint["channel_values"] == {"note": ["first"]}
-    loops = await saver.aget_tuple(_config("t"))  # the run's loop, a moment later
+    loops = await saver.aget_tuple(config_of("t"))  # the run's loop, a moment later
     assert counting.loads == after_checks, "read again, not handed on"
     assert loops.checkpoint == checks.checkpoint and loops.config == checks.config
     # What LangGraph's loop does to the tuple it reads: no other reader sees it, nor the next one.
     loops.checkpoint["channel_versions"]["note"] = "bumped"
     checks.checkpoint["channel_versions"]["note"] = "bumped too"
-    again = await saver.aget_tuple(_config("t"))  # the panel's view of the thread, say
+    again = await saver.aget_tuple(config_of("t"))  # the panel's view of the thread, say
     assert counting.loads == after_checks
     assert again.checkpoint["channel_versions"] == {"note": "first"}
 
@@ -97,20 +70,20 @@ async def test_what_another_server_saved_in_between_is_what_the_next_read_return
 
 
 async def _read_after_theirs(ours: Any, theirs: Any) -> None:
-    assert await ours.aget_tuple(_config("new")) is None  # a new thread: no checkpoint yet
-    await _save(theirs, "new", "theirs")
-    found = await ours.aget_tuple(_config("new"))
+    assert await ours.aget_tuple(config_of("new")) is None  # a new thread: no checkpoint yet
+    await save(theirs, "new", "theirs")
+    found = await ours.aget_tuple(config_of("new"))
     assert found is not None and found.checkpoint["channel_values"] == {"note": ["theirs"]}
 
-    await _save(ours, "t", "ours")
-    assert (await ours.aget_tuple(_config("t"))).checkpoint["channel_values"] == {"note": ["ours"]}
-    newer = await _save(theirs, "t", "newer")
-    found = await ours.aget_tuple(_config("t"))
+    await save(ours, "t", "ours")
+    assert (await ours.aget_tuple(config_of("t"))).checkpoint["channel_values"] == {"note": ["ours"]}
+    newer = await save(theirs, "t", "newer")
+    found = await ours.aget_tuple(config_of("t"))
     assert found.checkpoint["id"] == newer and found.checkpoint["channel_values"] == {"note": ["newer"]}
 
-    assert (await ours.aget_tuple(_config("t"))).pending_writes == []
+    assert (await ours.aget_tuple(config_of("t"))).pending_writes == []
     await theirs.aput_writes(found.config, [("note", "written")], "task-1")  # same checkpoint, a new write
-    found = await ours.aget_tuple(_config("t"))
+    found = await ours.aget_tuple(config_of("t"))
     assert [(task, channel, value) for task, channel, value in found.pending_writes] == [("task-1", "note", "written")]
 
 
@@ -120,7 +93,7 @@ async def test_a_checkpoints_history_read_twice_is_deserialized_once(tmp_path: P
     never changes."""
     async with two_servers(tmp_path, database_url) as (saver, _):
         first = empty_checkpoint()
-        stored = await saver.aput(_config("t"), first, {"step": 1}, {})
+        stored = await saver.aput(config_of("t"), first, {"step": 1}, {})
         await saver.aput_writes(stored, [("messages", ["hello"])], "task-1")
         second = empty_checkpoint()
         target = await saver.aput(stored, second, {"step": 2}, {})

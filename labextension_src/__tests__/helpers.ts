@@ -9,6 +9,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 
 import { CellwrightEvent } from '../contract.gen';
+import type { IKeyValueStore } from '../model';
 
 // fetch-event-source reaches for `window` (timers) and `document` (page
 // visibility): Node has neither. They are installed only after
@@ -243,6 +244,17 @@ export function streamResponse(plan: IStreamPlan): Response {
     }
   });
   return new Response(body, { status: 200, headers: { 'Content-Type': 'text/event-stream' } });
+}
+
+/** A key-value store in memory (the panel's localStorage), its entries in `data`. */
+export function memoryStore(): IKeyValueStore & { data: Map<string, string> } {
+  const data = new Map<string, string>();
+  return {
+    data,
+    getItem: key => data.get(key) ?? null,
+    setItem: (key, value) => void data.set(key, value),
+    removeItem: key => void data.delete(key)
+  };
 }
 
 /** The request asks to be answered with the thread's events (a POST that starts a run). */

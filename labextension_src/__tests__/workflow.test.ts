@@ -19,7 +19,6 @@ import {
   EMPTY_VIEW,
   formError,
   formFromConfig,
-  IKeyValueStore,
   IRunEndItem,
   IUserItem,
   liveCells,
@@ -35,6 +34,7 @@ import {
   ev,
   fakeServer,
   jsonResponse,
+  memoryStore,
   resetSeq,
   sse,
   streamResponse,
@@ -42,15 +42,6 @@ import {
   until,
   wantsEvents
 } from './helpers';
-
-function memoryStore(): IKeyValueStore {
-  const data = new Map<string, string>();
-  return {
-    getItem: key => data.get(key) ?? null,
-    setItem: (key, value) => void data.set(key, value),
-    removeItem: key => void data.delete(key)
-  };
-}
 
 const usage = (prompt: number, completion: number, extra: Partial<Usage> = {}): Usage => ({
   prompt_tokens: prompt,
