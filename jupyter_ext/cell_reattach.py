@@ -28,6 +28,7 @@ from jupyter_client.asynchronous.client import AsyncKernelClient
 from agent_core.contract import CellStatus, make_event
 from agent_core.json_types import JsonObject, json_items
 from agent_core.output_digest import digest
+from agent_core.tools.background import KERNEL_DIED_MEANWHILE
 from agent_core.tools.base import Emit, ToolOutcome, cell_finished
 from agent_core.tools.cell_progress import ProgressReader
 
@@ -182,7 +183,7 @@ async def follow_again(kernel: ReattachedKernel, cell: LostCell, emit: Emit) -> 
     outputs: list[JsonObject] = []
     progress = ProgressReader(cell.call_id)
     history_id = channels.history(raw=True, output=False, hist_access_type="range", session=0, start=-1)
-    ended_here, history, done = False, None, False
+    ended_here, history, done, died = False, None, False, False
     try:
         while not done:
             try:
@@ -191,6 +192,7 @@ async def follow_again(kernel: ReattachedKernel, cell: LostCell, emit: Emit) -> 
                 if not kernel.alive():
                     outputs.append(_error("KernelDied", "The kernel died while this cell ran."))
                     emit(make_event("cell_output", id=cell.call_id, output=outputs[-1]))
+                    died = True
                     break
                 if event := progress.event(force=True):
                     emit(event)
@@ -208,7 +210,8 @@ async def follow_again(kernel: ReattachedKernel, cell: LostCell, emit: Emit) -> 
             ended_here = ended_here or idle
             # Our history request comes after the cell: its idle on iopub means all of the cell's came before.
             done = any(_parent(m) == history_id and went_idle(m) for m in burst)
-        history = await shell_reply(channels, history_id, POLL_SECONDS)
+        if not died:
+            history = await shell_reply(channels, history_id, POLL_SECONDS)
     except asyncio.CancelledError:
         await _interrupt(kernel, cell.msg_id)
         emit(cell_finished(cell.call_id, "aborted", None, started))
@@ -218,6 +221,9 @@ async def follow_again(kernel: ReattachedKernel, cell: LostCell, emit: Emit) -> 
         outputs.append(output)
         emit(make_event("cell_output", id=cell.call_id, output=output))
     kernel.stop()
+    if died:  # after it was found again (a local kernel stops with its server, a moment later)
+        emit(cell_finished(cell.call_id, "error", None, started))
+        return KERNEL_DIED_MEANWHILE
     count = _count_of(history, cell.code)
     status: CellStatus = "error" if any(o.get("output_type") == "error" for o in outputs) else "ok"
     if not ended_here:

@@ -182,3 +182,40 @@ def test_a_kernel_id_that_is_not_one_reaches_no_file(tmp_path: Path) -> None:
     for kernel_id in ("../secret", "..", "/etc/passwd", "1" * 36):
         assert asyncio.run(reattached(str(tmp_path), kernel_id)) is None
     assert asyncio.run(reattached(str(tmp_path), "0" * 8 + "-0000-0000-0000-" + "0" * 12)) is None  # no such file
+
+
+async def test_a_kernel_that_dies_while_its_cell_is_followed_again_is_told_as_died(tmp_path: Path) -> None:
+    """Found alive after the restart, then gone (a local kernel stops with its server a moment after
+    it, ipykernel's watch of its parent polls each second): the model is told the kernel died, not
+    that the cell ended while the server was down (seen once in CI, under load)."""
+    import uuid
+
+    from jupyter_client.manager import AsyncKernelManager
+
+    from agent_core.tools.background import KERNEL_DIED_MEANWHILE
+    from jupyter_ext.cell_reattach import LostCell, follow_again
+
+    kernel_id = str(uuid.uuid4())
+    manager = AsyncKernelManager(kernel_name="python3", connection_file=str(tmp_path / f"kernel-{kernel_id}.json"))
+    await manager.start_kernel()
+    runner = manager.client()
+    runner.start_channels()
+    try:
+        await runner.wait_for_ready(timeout=30)
+        code = "import time\nfor _ in range(1200):\n    time.sleep(0.05)\n"
+        msg_id = runner.execute(code)
+        kernel = await reattached(str(tmp_path), kernel_id)
+        assert kernel is not None, "the kernel is alive: found again"
+        events: list[dict[str, Any]] = []
+        following = asyncio.ensure_future(
+            follow_again(kernel, LostCell("c1", kernel_id, msg_id, code, "cw-c1"), events.append)
+        )
+        assert manager.provisioner is not None
+        os.kill(manager.provisioner.pid, signal.SIGKILL)  # type: ignore[attr-defined]  # LocalProvisioner's
+        outcome = await asyncio.wait_for(following, 30)
+    finally:
+        runner.stop_channels()
+        if await manager.is_alive():
+            await manager.shutdown_kernel(now=True)
+    assert outcome == KERNEL_DIED_MEANWHILE, outcome.content
+    assert of_type(events, "cell_finished")[-1]["status"] == "error"
