@@ -75,7 +75,7 @@ def completion_names(ns, payload):
 
 def names_expression() -> str:
     payload = {"budget": BUDGET, "scan": 5000, "limit": NAMES_LIMIT, "columns": COLUMNS_LIMIT}
-    return kernel_probe.probe_expression(SNAPSHOT_PROBE + _NAMES_PROBE, "completion_names", payload)
+    return kernel_probe.read_only_probe(SNAPSHOT_PROBE + _NAMES_PROBE, "completion_names", payload)
 
 
 @dataclass

@@ -247,14 +247,14 @@ class Snapshot:
 
 
 def snapshot_expression(limit: int = SNAPSHOT_LIMIT, budget: float = SNAPSHOT_BUDGET) -> str:
-    return kernel_probe.probe_expression(_PROBE, "snapshot", {"limit": limit, "budget": budget, "scan": MAX_SCANNED})
+    return kernel_probe.read_only_probe(_PROBE, "snapshot", {"limit": limit, "budget": budget, "scan": MAX_SCANNED})
 
 
 def summaries_expression(names: list[str], budget: float = SUMMARY_BUDGET) -> str:
     bad = [name for name in names if not is_variable_name(name)]
     if bad:
         raise ValueError(f"not variable names: {bad!r}")
-    return kernel_probe.probe_expression(_PROBE, "summaries", {"names": names, "budget": budget, "limits": LIMITS})
+    return kernel_probe.read_only_probe(_PROBE, "summaries", {"names": names, "budget": budget, "limits": LIMITS})
 
 
 class KernelBusy(ToolInputError):

@@ -27,7 +27,7 @@ async def namespace_names(env: ToolEnvironment | None) -> frozenset[str] | None:
     """The kernel's user names; None when it cannot tell (no kernel, busy, too many names)."""
     try:
         answer = await _evaluate(
-            env, kernel_probe.probe_expression(_PROBE, "names", {"limit": MAX_NAMES}), NAMES_TIMEOUT
+            env, kernel_probe.read_only_probe(_PROBE, "names", {"limit": MAX_NAMES}), NAMES_TIMEOUT
         )
     except (KernelBusy, ToolInputError):
         return None

@@ -75,6 +75,18 @@ def is_variable_name(name: object) -> bool:
     return isinstance(name, str) and len(name) <= 200 and name.isidentifier() and not keyword.iskeyword(name)
 
 
+class ReadOnlyExpression(str):
+    """An expression that runs none of the user's code (a probe's, or a plain read like the names in
+    globals()): the kernel may answer it on its quick path (agent_core.kernel_probes.quick_answers),
+    outside IPython's cell machinery. Code that may run the user's code (an @tool call, an undo copy,
+    an exploration) stays a plain str and goes through execute_request as a cell's would."""
+
+
+def read_only_probe(source: str, entry: str, payload: object) -> ReadOnlyExpression:
+    """probe_expression for a probe whose entry runs none of the user's code."""
+    return ReadOnlyExpression(probe_expression(source, entry, payload))
+
+
 def probe_expression(source: str, entry: str, payload: object) -> str:
     """One expression, evaluated in the kernel with the user's namespace as globals, that runs
     `entry(namespace, payload_json)` of `source` (after HELPERS). It looks up no global name (a

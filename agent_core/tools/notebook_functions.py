@@ -10,6 +10,7 @@ from typing import Any
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.json_types import JsonObject
 from agent_core.kernel_probes.introspection import KernelBusy, _evaluate
+from agent_core.kernel_probes.probe import ReadOnlyExpression
 from agent_core.tools.base import ToolContext, ToolEnvironment, ToolInputError, ToolOutcome
 from agent_core.tools.external import ExternalToolSpec, usable_schema, valid_name
 
@@ -21,8 +22,9 @@ _WITH_MODULE = (
 )
 
 
-def discovery_expression() -> str:
-    return _WITH_MODULE.format(body="m._discover() if m is not None else '[]'", module=_MODULE)
+def discovery_expression() -> ReadOnlyExpression:
+    # the registry's specs as JSON: no function of the user's is called
+    return ReadOnlyExpression(_WITH_MODULE.format(body="m._discover() if m is not None else '[]'", module=_MODULE))
 
 
 def call_expression(name: str, args: JsonObject) -> str:

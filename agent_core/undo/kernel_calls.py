@@ -7,7 +7,7 @@ from __future__ import annotations
 from agent_core.environment import ToolEnvironment, ToolInputError
 from agent_core.json_types import JsonObject, json_items
 from agent_core.kernel_probes.introspection import _evaluate  # the introspection probes' busy check and time limit
-from agent_core.kernel_probes.probe import probe_expression
+from agent_core.kernel_probes.probe import probe_expression, read_only_probe
 from agent_core.kernel_probes.snapshots import SOURCE
 
 MEASURE_TIMEOUT = 10.0  # sizes only: numpy's and pandas' own accounting, a bounded walk
@@ -17,8 +17,12 @@ MB = 1024 * 1024
 
 async def _call(env: ToolEnvironment, entry: str, payload: JsonObject, timeout: float) -> JsonObject:
     """The probe's answer; ToolInputError saying why there is none. A kernel busy with another cell
-    is not asked (the request would wait behind it): "kernel busy"."""
-    answer = await _evaluate(env, probe_expression(SOURCE, entry, payload), timeout)
+    is not asked (the request would wait behind it): "kernel busy". Only `measure` runs none of the
+    user's code (a copy may run an object's __deepcopy__)."""
+    expression = (
+        read_only_probe(SOURCE, entry, payload) if entry == "measure" else probe_expression(SOURCE, entry, payload)
+    )
+    answer = await _evaluate(env, expression, timeout)
     if not isinstance(answer, dict):
         raise ToolInputError("the kernel's answer was not understood")
     return answer
