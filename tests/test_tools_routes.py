@@ -56,6 +56,13 @@ async def test_diagnostics_route_knows_the_kernels_names(api: Api, jp_serverapp:
         }
     # The kernel was asked silently: no new names, no execution count.
     assert await env.evaluate_json(NAMES) == names_before and await env.evaluate_json(COUNT) == count_before
+    # A user's `sorted` and `set` are names like any other: never called by the question.
+    await run_in_kernel(jp_serverapp, "calls = []\ndef sorted(*a, **k):\n    calls.append(1)\nset = sorted")
+    _, data = await api.call(
+        "POST", "diagnostics", {"code": "print(df_known, set, x_unknown)", "path": NOTEBOOK}, expect=200
+    )
+    assert [d["message"] for d in data["diagnostics"]] == ["undefined name 'x_unknown'"]
+    assert await env.evaluate_json("__import__('json').dumps(len(calls))") == 0
     # Without a kernel: plain diagnostics, and a note saying why.
     _, data = await api.call("POST", "diagnostics", {"code": "print(df_known, unknown_x)"}, expect=200)
     assert [d["message"] for d in data["diagnostics"]] == ["undefined name 'df_known'", "undefined name 'unknown_x'"]

@@ -20,6 +20,12 @@ def names(ns, payload):
             if len(found) >= limit:
                 return json.dumps({"names": found, "cut": True})
     return json.dumps({"names": found, "cut": False})
+
+
+def defined(ns, payload):
+    import builtins
+
+    return json.dumps(sorted({name for name in list(ns) if type(name) is str} | set(dir(builtins))))
 """
 
 
@@ -34,3 +40,9 @@ async def namespace_names(env: ToolEnvironment | None) -> frozenset[str] | None:
     if not isinstance(answer, dict) or answer.get("cut") or not isinstance(answer.get("names"), list):
         return None
     return frozenset(name for name in answer["names"] if isinstance(name, str))
+
+
+def defined_names_expression() -> kernel_probe.ReadOnlyExpression:
+    """Every name the kernel's code can use, as a sorted JSON list: its namespace's (private ones
+    too) and the builtins. Looks up none of them: a user's `sorted` or `set` is never called."""
+    return kernel_probe.read_only_probe(_PROBE, "defined", {})

@@ -31,6 +31,7 @@ from typing import Any, TypedDict
 from pydantic import Field, model_validator
 
 from agent_core.kernel_probes.introspection import _evaluate
+from agent_core.kernel_probes.namespace_names import defined_names_expression
 from agent_core.tools.arguments import ToolArgs, argument_error
 from agent_core.tools.base import ToolContext, ToolEnvironment, ToolInputError, ToolOutcome, ToolSpec
 from agent_core.workspace import Workspace, WorkspaceError, human_size, relative_to_root, workspace_of
@@ -44,7 +45,6 @@ PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug"})  
 MAX_SOURCE_BYTES = 1024 * 1024
 LINT_TIMEOUT = 10.0
 KERNEL_NAMES_TIMEOUT = 2.0  # the approval card must not wait for a busy kernel
-KERNEL_NAMES = "__import__('json').dumps(sorted(set(globals()) | set(dir(__import__('builtins')))))"
 _UNDEFINED = re.compile(r"^undefined name '(.+)'$")
 
 # flake8's codes for pyflakes' messages, so the codes read as people know them.
@@ -276,7 +276,7 @@ async def kernel_names(env: ToolEnvironment | None, timeout: float = KERNEL_NAME
     """Names defined in the notebook's kernel (globals and builtins), or None when it cannot say. A busy
     kernel is not asked: the card would wait for the user's cell, and the question would stay queued."""
     try:
-        names = await _evaluate(env, KERNEL_NAMES, timeout)
+        names = await _evaluate(env, defined_names_expression(), timeout)
     except ToolInputError as exc:  # no kernel, a busy one (KernelBusy), a time-out, a kernel gone mid-request
         log.debug("kernel names unavailable: %s", exc)
         return None
