@@ -10,7 +10,8 @@ one kernel, the scripted model; rounds interleaved so both sides of a ratio see 
    idle thread's stream closes at once; the held-open stream is the approve path's (3).
 2. The kernel's requests per turn with a kernel (counted on its iopub).
 3. Approve -> cell_finished for `pass` on a stream held open while the card waits (waiting=1, as the
-   panel holds it) vs a raw jupyter-client execute on the same kernel.
+   panel holds it) vs a raw jupyter-client execute on the same kernel. Beside it, a run's two kernel
+   probes on the raw client, as IPython runs them and on the kernel's quick path.
 4. MCP tools/call read_notebook vs the same tool in our own tools node (tool_call -> tool_result).
 5. Inline completion with an instant model: the route's first piece vs the endpoint's whole reply.
 
@@ -37,11 +38,14 @@ from jupyter_client import BlockingKernelClient
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from agent_core.json_types import JsonObject  # noqa: E402
+from agent_core.kernel_probes.introspection import snapshot_expression  # noqa: E402
+from agent_core.tools.notebook_functions import discovery_expression  # noqa: E402
 from bench.cell_roundtrip import raw as raw_execute  # noqa: E402
 from bench.path_mcp import mcp_rounds  # noqa: E402
 from bench.path_stages import Clock, KernelObserver, Stages  # noqa: E402
 from devtools.fake_llm import FakeLLM, text, tool_call  # noqa: E402
 from devtools.jupyter_process import TOKEN, JupyterProcess  # noqa: E402
+from jupyter_ext.kernel_evaluations import expression_key, with_quick_installer  # noqa: E402
 
 REPLY = ["Hello", " there", ", this", " is", " a", " streamed", " answer."]
 SETTLE_SECONDS = 1.5  # > heap_settling.SETTLE_DELAY_SECONDS
@@ -180,6 +184,22 @@ def raw_cell(s: Server, stages: Stages) -> None:
     stages.add(clock)
 
 
+def run_probes(s: Server, stages: Stages, quick: bool) -> None:
+    """The two evaluations a run's start asks its kernel for (namespace snapshot, @tool discovery) in
+    one request on the raw client: as IPython runs them (plain keys) or on the kernel's quick path."""
+    expressions = [snapshot_expression(), discovery_expression()]
+    if quick:
+        request = with_quick_installer({expression_key(e, n): e for n, e in enumerate(expressions)})
+    else:
+        request = {f"e{n}": str(e) for n, e in enumerate(expressions)}
+    clock = Clock()
+    msg_id = s.kc.execute("", silent=True, store_history=False, user_expressions=request)
+    while s.kc.get_shell_msg(timeout=10)["parent_header"].get("msg_id") != msg_id:
+        pass
+    clock.mark("answered")
+    stages.add(clock)
+
+
 def direct_completion(s: Server, stages: Stages, prefix: str) -> None:
     """The endpoint's whole one-line reply, streamed, by the openai SDK (a kept client)."""
     clock = Clock()
@@ -227,6 +247,9 @@ def _ratio_lines(s: Server, mcp: Stages, node: Stages) -> list[str]:
         5,
     )
     over("MCP read_notebook / tools node (p50)", mcp.p50("answered") / node.p50("answered"), 1.5, "x")
+    probes = r["a run's kernel probes, on the quick path"].p50("answered")
+    ipython = r["a run's kernel probes, as IPython runs them"].p50("answered")
+    rows.append(f"  {'(no target) kernel probes: quick path / IPython (p50)':58s} {probes / ipython:6.2f} x")
     over(
         "first inline suggestion - endpoint's whole reply (p50)",
         r["completion route"].p50("first piece") - r["completion direct"].p50("whole reply"),
@@ -263,6 +286,7 @@ def main(rounds: int) -> None:
                 approve_to_cell(s, warm, -(w + 1))
                 direct_first_token(s, warm)
                 raw_cell(s, warm)
+                run_probes(s, warm, quick=True)  # installs the quick path on the first
                 direct_completion(s, warm, f"w{w} = pr")
                 routed_completion(s, warm, f"v{w} = pr")
             s.requests_per_turn.clear()
@@ -274,6 +298,8 @@ def main(rounds: int) -> None:
                 served_first_token(s, s.stages("served, no kernel"), "b.ipynb", None)
                 served_first_token(s, s.stages("served, with kernel"), "k.ipynb", kernel)
                 raw_cell(s, s.stages("raw"))
+                run_probes(s, s.stages("a run's kernel probes, as IPython runs them"), quick=False)
+                run_probes(s, s.stages("a run's kernel probes, on the quick path"), quick=True)
                 approve_to_cell(s, s.stages("approve -> cell_finished (held stream)"), n)
                 direct_completion(s, s.stages("completion direct"), f"value_{n} = pr")
                 routed_completion(s, s.stages("completion route"), f"total_{n} = pr")

@@ -44,11 +44,12 @@ def _quick_installer() -> str:
     return probe_expression(source, "install", {"version": hashlib.sha256(source.encode()).hexdigest()[:16]})
 
 
-def _key(expression: str, n: int) -> str:
+def expression_key(expression: str, n: int) -> str:
+    """The user_expressions key of a batch's `n`th expression: the quick path's own for a read-only one."""
     return f"{QUICK_PREFIX}{n}" if isinstance(expression, ReadOnlyExpression) else f"e{n}"
 
 
-def _with_installer(expressions: Expressions) -> Expressions:
+def with_quick_installer(expressions: Expressions) -> Expressions:
     """A request the quick path may answer carries its installer: the first one on a kernel (or after
     a restart) goes through IPython and installs it; the next ones are answered there, the installer
     answered without running."""
@@ -108,7 +109,7 @@ class KernelEvaluations:
             sending = self._in_flight.setdefault(kernel_id, set())
             sending.add(batch.results)
             batch.results.add_done_callback(sending.discard)
-        key = _key(expression, len(batch.expressions))
+        key = expression_key(expression, len(batch.expressions))
         batch.expressions[key] = expression
         assert batch.results is not None
         # shielded: a caller that gives up (its own time limit) leaves the batch to the others
@@ -144,7 +145,7 @@ class KernelEvaluations:
         shared = await self._clients.get(kernel_id, manager, kernel_manager)
         try:
             async with shared.turn:  # one request at a time per client: its replies are read in order
-                return await evaluate(shared.client, _with_installer(batch.expressions))
+                return await evaluate(shared.client, with_quick_installer(batch.expressions))
         finally:
             self._clients.done(kernel_id, shared)
             if not self._in_flight[kernel_id]:
