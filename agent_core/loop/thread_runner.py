@@ -173,8 +173,12 @@ class ThreadRunner:
             )
             return SegmentInput(graph_input, extra, mentions)
 
+        # Begun now, not when the segment's task first runs: the kernel answers while the POST's answer
+        # is written and the lease is taken (issue 41). The segment cancels it if the thread is taken.
+        preparing = asyncio.ensure_future(first_input())
+
         async def drive() -> str:
-            return await self._segment(record, run_id, first_input(), segment, env, settings, on_event, on_released)
+            return await self._segment(record, run_id, preparing, segment, env, settings, on_event, on_released)
 
         return PreparedRun(thread_id, run_id, drive)
 
