@@ -135,6 +135,39 @@ def start_servers(base: Path, count: int, env: dict[str, str]) -> list[JupyterPr
     return servers
 
 
+class CpuMeter:
+    """CPU seconds spent while a round runs: the whole machine's (servers, PostgreSQL, the model, this
+    client) and the servers' own, added up over the rounds measured with it."""
+
+    def __init__(self, servers: list[JupyterProcess]) -> None:
+        self._servers = [psutil.Process(s.proc.pid) for s in servers if s.proc]
+        self.machine = 0.0
+        self.servers = 0.0
+        self.runs = 0
+
+    def round(self, runs: list[float]) -> list[float]:
+        self.runs += len(runs)
+        return runs
+
+    def __enter__(self) -> CpuMeter:
+        self._machine, self._own = self._cpu()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        machine, own = self._cpu()
+        self.machine += machine - self._machine
+        self.servers += own - self._own
+
+    def _cpu(self) -> tuple[float, float]:
+        times = psutil.cpu_times()
+        own = sum(sum(p.cpu_times()[:2]) for p in self._servers)
+        return times.user + times.system, own
+
+    def per_run(self) -> str:
+        runs = max(self.runs, 1)
+        return f"CPU per run: {self.machine / runs * 1000:5.1f} ms on the machine, {self.servers / runs * 1000:5.1f} ms in the servers"
+
+
 def memory_mb(servers: list[JupyterProcess]) -> float:
     return sum(psutil.Process(s.proc.pid).memory_info().rss for s in servers if s.proc) / 2**20
 
@@ -167,12 +200,14 @@ def main(count: int, rounds: int) -> None:
                 baseline: list[float] = []
                 equal: list[float] = []
                 loaded: list[float] = []
+                few_cpu, many_cpu = CpuMeter(servers[:cores]), CpuMeter(servers)
                 for _ in range(rounds):  # alternated, so all see the same state of the machine
                     for _ in range(BASELINE_REPEATS):
                         baseline += asyncio.run(round_of(model, urls[:1]))
-                    equal += asyncio.run(round_of(model, urls[:cores], per_core))
-                    with watch:
-                        loaded += asyncio.run(round_of(model, urls))
+                    with few_cpu:
+                        equal += few_cpu.round(asyncio.run(round_of(model, urls[:cores], per_core)))
+                    with watch, many_cpu:
+                        loaded += many_cpu.round(asyncio.run(round_of(model, urls)))
                 peak = watch.peak
             finally:
                 watch.close()
@@ -202,6 +237,8 @@ def main(count: int, rounds: int) -> None:
         f"first token, {cores} servers x {per_core} threads at once (the same load): "
         f"p50 {pct(equal, 0.5):7.1f} ms   p95 {pct(equal, 0.95):7.1f} ms"
     )
+    print(f"  {cores} servers' rounds: {few_cpu.per_run()}")
+    print(f"  {count} servers' rounds: {many_cpu.per_run()}")
     print(f"ratio {count} servers / 1 server: p95 {pct(loaded, 0.95) / pct(baseline, 0.95):.1f}x")
     ratio = pct(loaded, 0.95) / pct(equal, 0.95)
     verdict = "meets" if ratio <= 1.5 else "MISSES"

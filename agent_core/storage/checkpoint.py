@@ -116,8 +116,9 @@ async def _open_postgres(url: str, database: Database | None) -> AgentStore:
 
     if not isinstance(database, PostgresDatabase):
         raise RuntimeError("the Postgres checkpointer needs the thread store on the same database")
-    # A pool whose connection is checked before use: after the database restarts, the next run
-    # reconnects (a bare connection would stay broken until Jupyter restarts). One connection:
+    # A pool whose connection is checked before use (unless handed out a moment ago: the thread
+    # store's RecentCheckouts): after the database restarts, the next run reconnects (a bare
+    # connection would stay broken until Jupyter restarts). One connection:
     # LangGraph's saver runs every statement under one lock of its own (AsyncPostgresSaver.lock),
     # so a second would never be used. Not the thread store's pool: the saver needs async
     # connections, the store's pool holds blocking ones.
@@ -129,7 +130,7 @@ async def _open_postgres(url: str, database: Database | None) -> AgentStore:
         timeout=database.pool_timeout,
         name="cellwright-checkpoints",
         reconnect_timeout=RECONNECT_SERIES,
-        check=AsyncConnectionPool.check_connection,
+        check=database.checkouts.acheck,
         kwargs={
             "autocommit": True,
             "prepare_threshold": 0,

@@ -2,9 +2,11 @@
 
 - Schema `cellwright`, created and migrated on start under an advisory lock (two servers starting
   together do not race), versioned in `cellwright.schema_version`.
-- A bounded pool of connections, each checked before use: after the database restarts, the next
-  call reconnects; a call while it is down fails with DatabaseUnavailable (a transaction is all
-  or nothing, so nothing is half-written). Every statement has a time limit.
+- A bounded pool of connections, each checked before use unless it was handed out a moment ago
+  with the listener's connection unbroken since (agent_core.storage.connection_checks): after the
+  database restarts, the next call reconnects; a call while it is down fails with
+  DatabaseUnavailable (a transaction is all or nothing, so nothing is half-written). Every
+  statement has a time limit.
 - Appenders to one thread queue on a per-thread advisory lock held until commit: seqs stay
   gap-free and ordered when two servers append.
 - A write's NOTIFY reaches the listener thread of the other servers of the same owner (one channel
@@ -25,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from agent_core.redaction import redact_url
+from agent_core.storage.connection_checks import RecentCheckouts
 from agent_core.storage.database import (
     LEASE_HOLDER,
     MODEL_REQUESTS,
@@ -115,6 +118,7 @@ class PostgresDatabase:
         self._pool: Any = None
         self._executor: ThreadPoolExecutor | None = None
         self._listening: threading.Event | None = None  # set: the listener should stop
+        self.checkouts = RecentCheckouts()  # which pooled connections go unchecked (the checkpoints' pool too)
 
     @property
     def is_open(self) -> bool:
@@ -138,7 +142,7 @@ class PostgresDatabase:
             timeout=self.pool_timeout,
             name="cellwright",
             reconnect_timeout=RECONNECT_SERIES,
-            check=ConnectionPool.check_connection,
+            check=self.checkouts.check,
             kwargs={
                 "autocommit": True,
                 "connect_timeout": CONNECT_TIMEOUT,
@@ -245,6 +249,7 @@ class PostgresDatabase:
             except RuntimeError:  # the loop closed under us: the server is stopping
                 return
             except Exception as exc:
+                self.checkouts.forget()  # the database may have dropped the pools' connections too
                 if stop.is_set():
                     return
                 log.warning(
