@@ -102,6 +102,10 @@ class ThreadFollowing:
                 # The status is saved before the segment's run_finished(awaiting_approval) is written.
                 record = await self.threads.get(thread_id) if waiting else None
                 if record is None or record.status != "awaiting_approval":
+                    if record is not None and (
+                        self.is_running(thread_id) or await event_log.events_after(thread_id, after, 1)
+                    ):
+                        continue  # decided while the record was read: its run started, follow it
                     return
                 undecided = True
             before, live_before = after, live
