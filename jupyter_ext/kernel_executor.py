@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from agent_core.contract import CellStatus, make_event
+from agent_core.contract import CellStatus, EventDict, make_event
 from agent_core.contract.event_fields import CellStartedEventDict, CellStartedFields, ErrorEventDict
 from agent_core.json_types import JsonObject, json_object
 from agent_core.tools import CellPlacement, CellRun, ToolInputError
 from agent_core.tools.base import Emit, cell_finished
 from agent_core.tools.cell_progress import ProgressReader
 
+from .cell_start import BUSY_NOTICE_SECONDS, CellStart
 from .iopub_outputs import kernel_died, outputs_of_burst, read_widgets, waiting_messages, went_idle
 from .kernel_clients import (
     KernelChannels,
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
     from agent_core.workspace import Workspace
 
 POLL_SECONDS = 1.0
-BUSY_NOTICE_SECONDS = 0.3  # a kernel busy this long before our cell is running someone else's
 INTERRUPT_GRACE_SECONDS = 1.5  # how long a cell may take to stop after an interrupt before the next
 MAX_INTERRUPTS = 3
 READY_SECONDS = 10.0
@@ -113,8 +113,8 @@ class KernelEnvironment:
         if self.clients is None:
             client = await connected_client(manager, outputs=True)
             try:
-                await self._wait_for_turn(client, manager, kernel_id, call_id, code, emit, placement=placement)
-                return await self._execute(client, manager, kernel_id, call_id, code, emit, placement)
+                waited = await self._wait_for_turn(client, manager, kernel_id, call_id, code, emit, placement=placement)
+                return await self._execute(client, manager, kernel_id, call_id, code, emit, placement, waited)
             finally:
                 client.stop_channels()
         shared = await self.clients.get(kernel_id, manager, self.kernel_manager)
@@ -125,7 +125,7 @@ class KernelEnvironment:
             async with shared.turn:
                 turn_taken = True
                 restarts = self.restarts.count(kernel_id) if self.restarts is not None else 0
-                await self._wait_for_turn(
+                waited = await self._wait_for_turn(
                     shared.client,
                     manager,
                     kernel_id,
@@ -136,7 +136,9 @@ class KernelEnvironment:
                     placement=placement,
                 )
                 shared.mark_ready(manager, restarts)
-                return await self._execute(shared.client, manager, kernel_id, call_id, code, emit, placement)
+                return await self._execute(
+                    shared.client, manager, kernel_id, call_id, code, emit, placement, queued or waited
+                )
         except asyncio.CancelledError:
             if queued and not turn_taken:  # stopped before its turn: it never ran
                 emit(cell_finished(call_id, "aborted", None, started))
@@ -221,10 +223,10 @@ class KernelEnvironment:
         emit: Emit,
         ready: bool = False,
         placement: CellPlacement | None = None,
-    ) -> None:
+    ) -> bool:
         """Wait while the kernel runs another cell (the user's), then until our client is connected.
         An approved cell waits as a queued cell would, however long; a Stop meanwhile leaves the
-        other cell alone, as this one has not been sent."""
+        other cell alone, as this one has not been sent. True when its cell_started said it waits."""
         started = time.monotonic()
         waiting = False
         # A gateway's execution_state can stay "busy" for good once it restarted a kernel that died
@@ -249,14 +251,14 @@ class KernelEnvironment:
                     except queue.Empty:
                         pass
                 if ready:  # a kept client already proved its iopub connected to this kernel process
-                    return
+                    return waiting
                 try:
                     # Checks that iopub is connected, so no output of the cell is missed; answered
                     # at once by an idle kernel, so it only fails when a user's cell started meanwhile.
                     await client.wait_for_ready(
                         timeout=BUSY_NOTICE_SECONDS if remote and not waiting else READY_SECONDS
                     )
-                    return
+                    return waiting
                 except RuntimeError:
                     if not await manager.is_alive():
                         raise NoKernel(
@@ -284,18 +286,30 @@ class KernelEnvironment:
         code: str,
         emit: Emit,
         placement: CellPlacement | None = None,
+        said_waiting: bool = False,
     ) -> CellRun:
+        """Send the cell and follow it to its end; `said_waiting`: its cell_started said it waits."""
         started = time.monotonic()
         outputs: list[JsonObject] = []
-        for attempt in range(2):
+        start = CellStart(
+            lambda msg_id, waiting: emit(self._started(call_id, code, kernel_id, msg_id, placement, waiting)),
+            said_waiting,
+        )
+
+        def cell_emit(event: EventDict) -> None:  # the cell's own events come after its cell_started
+            start.said()
+            emit(event)
+
+        for _attempt in range(2):
             msg_id = client.execute(code, store_history=True, allow_stdin=False)
-            if attempt == 0:
-                emit(self._started(call_id, code, kernel_id, msg_id, placement))
+            start.sent(msg_id)
             try:
-                status, count = await self._collect(client, manager, msg_id, call_id, outputs, emit, started)
+                status, count = await self._collect(
+                    client, manager, msg_id, call_id, outputs, cell_emit, started, start
+                )
             except asyncio.CancelledError:
                 stopped = await self._interrupt_until_stopped(client, kernel_id, msg_id)
-                emit(cell_finished(call_id, "aborted", None, started))
+                cell_emit(cell_finished(call_id, "aborted", None, started))
                 if not stopped:
                     emit(_unresponsive(kernel_id))
                 raise
@@ -306,7 +320,7 @@ class KernelEnvironment:
                 outputs.append(
                     _error_output("CellTimeout", f"Interrupted after the cell time-out of {self.cell_timeout} s.")
                 )
-                emit(make_event("cell_output", id=call_id, output=outputs[-1]))
+                cell_emit(make_event("cell_output", id=call_id, output=outputs[-1]))
                 if not stopped:
                     emit(_unresponsive(kernel_id))
                 status, count = "error", None
@@ -314,7 +328,7 @@ class KernelEnvironment:
             # interrupted cell's error (TESTING.md): that one never ran, so it is sent once more.
             if not (status == "aborted" and not outputs and count is None):
                 break
-        emit(cell_finished(call_id, status, count, started))
+        cell_emit(cell_finished(call_id, status, count, started))
         return CellRun(status, outputs, count, int((time.monotonic() - started) * 1000))
 
     async def _interrupt_until_stopped(self, client: KernelChannels, kernel_id: str, msg_id: str) -> bool:
@@ -343,6 +357,7 @@ class KernelEnvironment:
         outputs: list[JsonObject],
         emit: Emit,
         started: float,
+        start: CellStart,
     ) -> tuple[CellStatus, int | None]:
         """Forward this cell's outputs until the kernel is idle again; then read its reply. Its `\\r`
         redraws and progress widgets become coalesced `cell_progress` events (issue 38)."""
@@ -352,8 +367,11 @@ class KernelEnvironment:
         try:
             while True:
                 try:
-                    msg = await client.get_iopub_msg(timeout=POLL_SECONDS)
+                    msg = await client.get_iopub_msg(timeout=(wait := start.timeout(POLL_SECONDS)))
                 except queue.Empty:
+                    if wait < POLL_SECONDS:  # only the waiting notice was due: not a quiet poll interval
+                        start.quiet()
+                        continue
                     if event := progress.event():  # the last redraw of a bar that went quiet
                         emit(event)
                     await self._check_alive(manager, process, call_id, outputs, emit, started)
@@ -368,6 +386,7 @@ class KernelEnvironment:
                     reply = await shell_reply(client, msg_id, timeout=0)
                     continue
                 burst = [msg, *await waiting_messages(client)]
+                start.saw(burst, msg_id)
                 fresh, idle = outputs_of_burst(burst, msg_id)
                 read_widgets(progress, burst, msg_id)
                 for output in fresh:
@@ -423,15 +442,22 @@ class KernelEnvironment:
         return await shell_reply(client, msg_id, timeout) or {"status": "error"}
 
     def _started(
-        self, call_id: str, code: str, kernel_id: str, msg_id: str | None, placement: CellPlacement | None
+        self,
+        call_id: str,
+        code: str,
+        kernel_id: str,
+        msg_id: str | None,
+        placement: CellPlacement | None,
+        waiting: bool = False,
     ) -> CellStartedEventDict:
-        """The cell's cell_started: waiting for the kernel (`msg_id` None), or sent as request `msg_id`."""
+        """The cell's cell_started: waiting for the kernel (not sent yet: `msg_id` None; or `waiting`
+        behind another cell as request `msg_id`), or running as request `msg_id`."""
         fields: CellStartedFields = {
             "id": call_id,
             "code": code,
             "notebook_path": self.notebook_path,
             "kernel_id": kernel_id,
-            "waiting_for_kernel": msg_id is None,
+            "waiting_for_kernel": msg_id is None or waiting,
         }
         if msg_id is not None:  # the cell's messages are told by it after a restart (cell_reattach.py)
             fields["kernel_msg_id"] = msg_id

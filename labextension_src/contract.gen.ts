@@ -364,14 +364,14 @@ export interface CellStartedEvent {
   /** With `edit`: the cell's source before the edit (absent when it was longer than the bound). */
   previous_source?: string | null;
   /**
-   * The kernel is busy with another cell and this one waits; a second cell_started with false
-   * follows when it starts.
+   * The kernel is busy with another cell and this one waits (already sent to it when kernel_msg_id
+   * is present); a second cell_started with false follows when it starts.
    */
   waiting_for_kernel?: boolean;
   /** Where the cell came from; the panel keeps it in the cell's metadata as `cellwright`. */
   provenance?: Provenance | null;
   /**
-   * The msg_id of the cell's execute_request (once it runs): after a server restart, the cell's
+   * The msg_id of the cell's execute_request (once it is sent): after a server restart, the cell's
    * messages are told by it from the kernel's others (issue 38).
    */
   kernel_msg_id?: string | null;

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from devtools.polling import wait_for
+from jupyter_ext.kernel_clients import KernelClients
 from jupyter_ext.kernel_evaluations import KernelEvaluations
 from jupyter_ext.kernel_executor import KernelEnvironment
 from tests.conftest import NOTEBOOK
@@ -135,3 +137,43 @@ async def test_an_evaluation_of_ours_waiting_behind_a_users_cell_makes_the_kerne
         release.touch()
         user.stop_channels()
         env.evaluations.close()
+
+
+@pytest.mark.also_gateway
+async def test_a_cell_the_kernel_does_not_begin_at_once_is_said_to_wait(
+    jp_serverapp: Any, notebook_kernel: str, tmp_path: Path
+) -> None:
+    """A kernel's idle can be old news: on a gateway, the busy of another client's cell reaches the kept
+    websocket a moment after the gateway's own state says busy (CI's gateway test met it), so a cell can
+    be sent to a kernel that looked idle and queue there. Here the kernel blocks its loop after its cell
+    went idle, busy for any request, with no status saying so: the cell's first cell_started says it
+    waits (sent: with its request's id), the second that it runs."""
+    clients = KernelClients()
+    env = KernelEnvironment(
+        jp_serverapp.kernel_manager,
+        jp_serverapp.session_manager,
+        Path(jp_serverapp.root_dir),
+        NOTEBOOK,
+        clients=clients,
+    )
+    blocked = tmp_path / "blocked"
+    try:
+        await env.run_cell("c0", "pass", [].append)  # the kept client proves itself: later cells go at once
+        block = (
+            "import asyncio, pathlib, time\n"
+            "def hold():\n"
+            f"    pathlib.Path({str(blocked)!r}).touch()\n"
+            "    time.sleep(2)\n"
+            "asyncio.get_event_loop().call_later(0.1, hold)"
+        )
+        await env.run_cell("c1", block, [].append)
+        await asyncio.to_thread(wait_for, blocked.exists, "the kernel's loop to block", 10)
+        events: list[dict[str, Any]] = []
+        cell = await env.run_cell("c2", "print('ran')", events.append)
+    finally:
+        clients.close()
+    started = [e for e in events if e["type"] == "cell_started"]
+    assert [e["waiting_for_kernel"] for e in started] == [True, False], started
+    assert started[0]["kernel_msg_id"] == started[1]["kernel_msg_id"]
+    assert [e["type"] for e in events].index("cell_output") > events.index(started[1])
+    assert cell.status == "ok" and cell.outputs[0]["text"] == "ran\n"

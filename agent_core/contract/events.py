@@ -160,15 +160,15 @@ class CellStartedEvent(EventBase):
     )
     waiting_for_kernel: bool = Field(
         default=False,
-        description="The kernel is busy with another cell and this one waits; a second cell_started "
-        "with false follows when it starts.",
+        description="The kernel is busy with another cell and this one waits (already sent to it when "
+        "kernel_msg_id is present); a second cell_started with false follows when it starts.",
     )
     provenance: Provenance | None = Field(
         default=None, description="Where the cell came from; the panel keeps it in the cell's metadata as `cellwright`."
     )
     kernel_msg_id: str | None = Field(
         default=None,
-        description="The msg_id of the cell's execute_request (once it runs): after a server restart, the cell's "
+        description="The msg_id of the cell's execute_request (once it is sent): after a server restart, the cell's "
         "messages are told by it from the kernel's others (issue 38).",
     )
 
