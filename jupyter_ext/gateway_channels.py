@@ -27,6 +27,7 @@ from tornado.escape import url_escape
 from tornado.httpclient import HTTPRequest
 from tornado.websocket import WebSocketClientConnection, websocket_connect
 
+from agent_core.deadlines import within
 from agent_core.json_types import JsonObject
 
 from .iopub_outputs import kernel_died
@@ -200,9 +201,10 @@ class GatewayChannels:
         if waiting.empty() and self.closed:  # at once, not after each timeout: the executor then stops waiting
             raise ConnectionError(f"the gateway closed the websocket of kernel {self.kernel_id}")
         try:
-            if timeout is not None and timeout <= 0:
-                return waiting.get_nowait()
-            return await asyncio.wait_for(waiting.get(), timeout)
+            if not waiting.empty() or (timeout is not None and timeout <= 0):
+                return waiting.get_nowait()  # no task and no turn of the loop for a message already here
+            async with within(timeout):
+                return await waiting.get()
         except (asyncio.QueueEmpty, asyncio.TimeoutError):
             raise queue.Empty from None
 

@@ -137,11 +137,10 @@ class KernelEvaluations:
         kernel_manager: MappingKernelManagerProtocol,
         batch: _Batch,
     ) -> Results:
-        try:
-            await asyncio.sleep(0)  # the evaluations asked for in this turn of the loop join the batch
-        finally:
-            if self._gathering.get(kernel_id) is batch:
-                del self._gathering[kernel_id]
+        # A task's first step runs on the loop's next turn: every evaluation asked for in this one has
+        # joined the batch by then (a run's two probes, asked by the two tasks of one gather, do).
+        if self._gathering.get(kernel_id) is batch:
+            del self._gathering[kernel_id]
         shared = await self._clients.get(kernel_id, manager, kernel_manager)
         try:
             async with shared.turn:  # one request at a time per client: its replies are read in order

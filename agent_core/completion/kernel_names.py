@@ -8,6 +8,7 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 
+from agent_core.deadlines import within
 from agent_core.json_types import JsonObject
 from agent_core.kernel_probes import probe as kernel_probe
 from agent_core.kernel_probes.introspection import _PROBE as SNAPSHOT_PROBE
@@ -124,7 +125,8 @@ class KernelNames:
         try:
             if isinstance(env, KnowsKernelBusy) and await env.kernel_busy():
                 return None
-            answer = await asyncio.wait_for(env.evaluate_json(names_expression()), TIMEOUT)
+            async with within(TIMEOUT):  # sent now, not on the loop's next turn (deadlines.py)
+                answer = await env.evaluate_json(names_expression())
         except Exception:  # no kernel, a dead one, a time-out: the completion goes without names
             return None
         names = answer.get("names") if isinstance(answer, dict) else None

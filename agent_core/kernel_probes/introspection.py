@@ -9,6 +9,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_core.deadlines import within
 from agent_core.environment import KnowsKernelBusy, ToolEnvironment, ToolInputError
 from agent_core.json_types import JsonObject, json_items
 from agent_core.kernel_probes import probe as kernel_probe
@@ -271,7 +272,9 @@ async def _evaluate(env: ToolEnvironment | None, expression: str, timeout: float
     ):  # after a short grace: see KernelEnvironment.kernel_busy
         raise KernelBusy("kernel busy")
     try:
-        return await asyncio.wait_for(env.evaluate_json(expression), timeout)
+        # within, not wait_for: sent now, not on the loop's next turn after a POST's answer (deadlines.py)
+        async with within(timeout):
+            return await env.evaluate_json(expression)
     except asyncio.TimeoutError:
         raise ToolInputError(f"the kernel did not answer within {timeout:g} s") from None
     except ToolInputError:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Protocol, TypedDict, cast
 
 from agent_core.config.agent_settings import AgentSettings
+from agent_core.deadlines import within
 from agent_core.llm.chunks import (
     Delta,
     Usage,
@@ -130,7 +131,9 @@ async def complete(
 
     for attempt in range(1, settings.max_retries + 2):
         try:
-            return await asyncio.wait_for(_complete_once(settings, request, forward, sent), settings.response_timeout)
+            # within, not wait_for: sent now, not on the loop's next turn (agent_core/deadlines.py)
+            async with within(settings.response_timeout):
+                return await _complete_once(settings, request, forward, sent)
         except asyncio.TimeoutError:
             error = LLMError(
                 "llm_timeout", f"The model's reply took longer than {settings.response_timeout:g} s.", True
@@ -352,7 +355,7 @@ async def _read_stream(
         if sent is not None:
             await sent(exc.response.request)
         raise
-    except TimeoutError:
+    except asyncio.TimeoutError:
         if not idle.expired:
             raise
         raise openai.APITimeoutError(request=request) from None  # type: ignore[arg-type]

@@ -12,6 +12,7 @@ from agent_core.cell_graph import NotebookGraph
 from agent_core.cell_graph.graph import shown_name
 from agent_core.cell_graph.records import records
 from agent_core.contract.notebook_graph import GraphCell, NotebookGraphAnswer, StaleReasonInfo
+from agent_core.deadlines import within
 from agent_core.environment import HasKernelHistory, ToolEnvironment, ToolInputError
 from agent_core.json_types import JsonObject
 from agent_core.kernel_probes.namespace_names import namespace_names
@@ -40,7 +41,8 @@ async def kernel_facts(env: ToolEnvironment | None) -> KernelFacts:
     history: dict[int, str] = {}
     if isinstance(env, HasKernelHistory):
         try:
-            entries = await asyncio.wait_for(env.kernel_history(HISTORY_ENTRIES), HISTORY_TIMEOUT)
+            async with within(HISTORY_TIMEOUT):  # sent now, not on the loop's next turn (deadlines.py)
+                entries = await env.kernel_history(HISTORY_ENTRIES)
             history = {count: source for count, source in entries if isinstance(count, int)}
         except (asyncio.TimeoutError, ToolInputError):
             pass

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from agent_core.deadlines import within
 from agent_core.json_types import JsonObject, json_items
 from agent_core.output_digest import bounded, digest
 from agent_core.tools.arguments import ToolArgs
@@ -115,7 +116,8 @@ async def kernel_history(env: object) -> str:
         return ""
     history = env.kernel_history
     try:
-        entries = await asyncio.wait_for(history(HISTORY_ENTRIES), HISTORY_TIMEOUT + 1)
+        async with within(HISTORY_TIMEOUT + 1):  # sent now, not on the loop's next turn (deadlines.py)
+            entries = await history(HISTORY_ENTRIES)
     except (asyncio.TimeoutError, ToolInputError) as exc:
         return f"(the kernel's input history is not available: {exc or 'no answer'})"
     except Exception as exc:  # a dead kernel, a protocol error

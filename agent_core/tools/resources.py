@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import Field
 
+from agent_core.deadlines import within
 from agent_core.json_types import JsonObject
 from agent_core.kernel_probes import probe as kernel_probe
 from agent_core.kernel_probes.probe import is_variable_name
@@ -197,7 +198,8 @@ async def dataframe_sizes(
     if env is None:
         return {**result, **{name: {"error": "no kernel: send the notebook's kernel_id"} for name in valid}}
     try:
-        measured = await asyncio.wait_for(env.evaluate_json(probe_expression(valid)), timeout)
+        async with within(timeout):  # sent now, not on the loop's next turn (deadlines.py)
+            measured = await env.evaluate_json(probe_expression(valid))
     except asyncio.TimeoutError:
         problem = (
             f"the kernel did not answer within {timeout:g} s (it may be busy running a cell); try again when it is idle"
