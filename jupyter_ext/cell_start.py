@@ -1,12 +1,16 @@
-"""When an approved cell's cell_started says it runs: once the kernel began its request. A cell sent
-to a kernel that looked idle may still queue behind another client's cell (the busy that says so
-can be on its way): it is said to wait first, as a cell held back for a busy kernel is."""
+"""An approved cell's cell_started, and when it says the cell runs: once the kernel began its request.
+A cell sent to a kernel that looked idle may still queue behind another client's cell (the busy that
+says so can be on its way): it is said to wait first, as a cell held back for a busy kernel is."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from agent_core.contract import make_event
+from agent_core.contract.event_fields import CellStartedEventDict, CellStartedFields
+from agent_core.tools import CellPlacement
 
 from .kernel_clients import KernelMessage
 
@@ -55,3 +59,32 @@ class CellStart:
         """Before anything else of the cell is emitted (an output, its end): a cell_started went."""
         if not self.running and not self.said_waiting:
             self.begun()
+
+
+def cell_started(
+    call_id: str,
+    code: str,
+    notebook_path: str,
+    kernel_id: str,
+    msg_id: str | None,
+    placement: CellPlacement | None,
+    waiting: bool = False,
+) -> CellStartedEventDict:
+    """The cell's cell_started: waiting for the kernel (not sent yet: `msg_id` None; or `waiting`
+    behind another cell as request `msg_id`), or running as request `msg_id`."""
+    fields: CellStartedFields = {
+        "id": call_id,
+        "code": code,
+        "notebook_path": notebook_path,
+        "kernel_id": kernel_id,
+        "waiting_for_kernel": msg_id is None or waiting,
+    }
+    if msg_id is not None:  # the cell's messages are told by it after a restart (cell_reattach.py)
+        fields["kernel_msg_id"] = msg_id
+    if placement is not None:
+        fields["cell_id"], fields["edit"] = placement.cell_id, placement.edit
+        if placement.provenance:
+            fields["provenance"] = placement.provenance
+        if placement.previous_source is not None:
+            fields["previous_source"] = placement.previous_source
+    return make_event("cell_started", **fields)

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from agent_core.contract import CellStatus, EventDict, make_event
-from agent_core.contract.event_fields import CellStartedEventDict, CellStartedFields, ErrorEventDict
+from agent_core.contract.event_fields import ErrorEventDict
 from agent_core.json_types import JsonObject, json_object
 from agent_core.tools import CellPlacement, CellRun, ToolInputError
 from agent_core.tools.base import Emit, cell_finished
 from agent_core.tools.cell_progress import ProgressReader
 
-from .cell_start import BUSY_NOTICE_SECONDS, CellStart
+from .cell_start import BUSY_NOTICE_SECONDS, CellStart, cell_started
 from .iopub_outputs import kernel_died, outputs_of_burst, read_widgets, waiting_messages, went_idle
 from .kernel_clients import (
     KernelChannels,
@@ -120,7 +120,7 @@ class KernelEnvironment:
         shared = await self.clients.get(kernel_id, manager, self.kernel_manager)
         started, queued, turn_taken = time.monotonic(), shared.turn.locked(), False
         if queued:  # another run's cell is on this kernel
-            emit(self._started(call_id, code, kernel_id, None, placement))
+            emit(cell_started(call_id, code, self.notebook_path, kernel_id, None, placement))
         try:
             async with shared.turn:
                 turn_taken = True
@@ -241,7 +241,7 @@ class KernelEnvironment:
                     # for longer is another cell to wait for, and said so.
                     if not waiting and time.monotonic() - started >= BUSY_NOTICE_SECONDS:
                         waiting = True
-                        emit(self._started(call_id, code, kernel_id, None, placement))
+                        emit(cell_started(call_id, code, self.notebook_path, kernel_id, None, placement))
                     if not await manager.is_alive():
                         raise NoKernel(
                             f"the kernel of {self.notebook_path or kernel_id} died while the cell waited for it"
@@ -266,7 +266,7 @@ class KernelEnvironment:
                         ) from None
                     if remote and not waiting:
                         waiting = True
-                        emit(self._started(call_id, code, kernel_id, None, placement))
+                        emit(cell_started(call_id, code, self.notebook_path, kernel_id, None, placement))
                 except ConnectionError as exc:  # a gateway's websocket could not be made anew
                     raise NoKernel(
                         f"the connection to the kernel of {self.notebook_path or kernel_id} was lost ({exc}): the "
@@ -292,7 +292,9 @@ class KernelEnvironment:
         started = time.monotonic()
         outputs: list[JsonObject] = []
         start = CellStart(
-            lambda msg_id, waiting: emit(self._started(call_id, code, kernel_id, msg_id, placement, waiting)),
+            lambda msg_id, waiting: emit(
+                cell_started(call_id, code, self.notebook_path, kernel_id, msg_id, placement, waiting)
+            ),
             said_waiting,
         )
 
@@ -440,34 +442,6 @@ class KernelEnvironment:
 
     async def _reply(self, client: KernelChannels, msg_id: str, timeout: float = 10) -> JsonObject:
         return await shell_reply(client, msg_id, timeout) or {"status": "error"}
-
-    def _started(
-        self,
-        call_id: str,
-        code: str,
-        kernel_id: str,
-        msg_id: str | None,
-        placement: CellPlacement | None,
-        waiting: bool = False,
-    ) -> CellStartedEventDict:
-        """The cell's cell_started: waiting for the kernel (not sent yet: `msg_id` None; or `waiting`
-        behind another cell as request `msg_id`), or running as request `msg_id`."""
-        fields: CellStartedFields = {
-            "id": call_id,
-            "code": code,
-            "notebook_path": self.notebook_path,
-            "kernel_id": kernel_id,
-            "waiting_for_kernel": msg_id is None or waiting,
-        }
-        if msg_id is not None:  # the cell's messages are told by it after a restart (cell_reattach.py)
-            fields["kernel_msg_id"] = msg_id
-        if placement is not None:
-            fields["cell_id"], fields["edit"] = placement.cell_id, placement.edit
-            if placement.provenance:
-                fields["provenance"] = placement.provenance
-            if placement.previous_source is not None:
-                fields["previous_source"] = placement.previous_source
-        return make_event("cell_started", **fields)
 
     async def kernel_identity(self) -> str | None:
         try:
