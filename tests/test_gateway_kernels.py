@@ -267,8 +267,12 @@ def test_a_mentioned_dataframe_and_check_resource_read_the_gateway_kernel(
     events = approve(server, thread, run(server, thread, "make a frame"), "gw_df")
     mentioned = run(server, thread, "how much memory does @sales take?", events[-1]["seq"])
     assert of_type(mentioned, "run_started")[0]["mentions"] == [{"name": "sales", "kind": "variable", "ok": True}]
+    # The last context of the thread is this run's: the first run's (a snapshot, when an earlier test left a
+    # variable in the kernel) comes first.
     context = next(
-        m["content"] for m in llm.requests[-2]["messages"] if m["role"] == "user" and "[Context" in m["content"]
+        m["content"]
+        for m in reversed(llm.requests[-2]["messages"])
+        if m["role"] == "user" and "[Context" in m["content"]
     )
     assert "sales" in context and "pandas.DataFrame" in context and "units" in context, context
     report = tool_message(llm, "gw_res")
