@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import os
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from agent_core.deadlines import within
 from devtools.polling import wait_for
 from jupyter_ext.kernel_clients import KernelClients
 from jupyter_ext.kernel_evaluations import KernelEvaluations
@@ -146,8 +149,9 @@ async def test_a_cell_the_kernel_does_not_begin_at_once_is_said_to_wait(
     """A kernel's idle can be old news: on a gateway, the busy of another client's cell reaches the kept
     websocket a moment after the gateway's own state says busy (CI's gateway test met it), so a cell can
     be sent to a kernel that looked idle and queue there. Here the kernel blocks its loop after its cell
-    went idle, busy for any request, with no status saying so: the cell's first cell_started says it
-    waits (sent: with its request's id), the second that it runs."""
+    went idle, busy for any request, with no status saying so (it reads a FIFO that the test writes to
+    once the cell says it waits): the cell's first cell_started says it waits (sent: with its request's
+    id), the second that it runs."""
     clients = KernelClients()
     env = KernelEnvironment(
         jp_serverapp.kernel_manager,
@@ -156,21 +160,37 @@ async def test_a_cell_the_kernel_does_not_begin_at_once_is_said_to_wait(
         NOTEBOOK,
         clients=clients,
     )
-    blocked = tmp_path / "blocked"
+    blocked, release = tmp_path / "blocked", tmp_path / "release"
+    os.mkfifo(release)
+    events: list[dict[str, Any]] = []
+
+    def unblock() -> None:  # the kernel has the FIFO open for reading: this open does not wait
+        with suppress(OSError), open(os.open(release, os.O_WRONLY | os.O_NONBLOCK), "w") as fifo:
+            fifo.write("go")
+
+    def seen(event: dict[str, Any]) -> None:
+        events.append(event)
+        if event["type"] == "cell_started" and event["waiting_for_kernel"]:
+            unblock()
+
     try:
         await env.run_cell("c0", "pass", [].append)  # the kept client proves itself: later cells go at once
         block = (
-            "import asyncio, pathlib, time\n"
+            "import asyncio, pathlib\n"
             "def hold():\n"
             f"    pathlib.Path({str(blocked)!r}).touch()\n"
-            "    time.sleep(2)\n"
+            f"    open({str(release)!r}).read()\n"
             "asyncio.get_event_loop().call_later(0.1, hold)"
         )
         await env.run_cell("c1", block, [].append)
         await asyncio.to_thread(wait_for, blocked.exists, "the kernel's loop to block", 10)
-        events: list[dict[str, Any]] = []
-        cell = await env.run_cell("c2", "print('ran')", events.append)
+        try:
+            async with within(10):
+                cell = await env.run_cell("c2", "print('ran')", seen)
+        except asyncio.TimeoutError:
+            pytest.fail(f"the cell never said it waits, so the kernel was never let go: {events}")
     finally:
+        unblock()
         clients.close()
     started = [e for e in events if e["type"] == "cell_started"]
     assert [e["waiting_for_kernel"] for e in started] == [True, False], started
