@@ -232,19 +232,18 @@ class McpEndpoint:
                     )
                 elif kind == "tool_result" and same:
                     result = event
+                    # Answered as soon as the call's own segment has its result, not at the run's
+                    # end: the agent's next call, sent the moment it reads this, waits for that end.
+                    text = await self._runs.answered_now(thread_id, call_id, self._settings())
+                    if text is not None:
+                        return _answer(text, result)
                 elif kind == "error":
                     problem = str(event.get("message", ""))
                 elif kind == "run_finished" and result is not None:
-                    # Answered once the run has ended: the agent's next call, sent the moment it
-                    # reads this answer, finds the thread free; and the result is in the thread's
-                    # state only from then on (at its tool_result event the node had not returned).
+                    # A call answered by a later segment (after the user's decision): its result is
+                    # in the thread's state once that run has ended.
                     text = await self._runs.tool_result(thread_id, call_id, self._settings())
-                    return types.CallToolResult(
-                        content=[
-                            types.TextContent(type="text", text=text or str(result.get("summary") or result["status"]))
-                        ],
-                        is_error=result["status"] not in ("ok", "completed"),
-                    )
+                    return _answer(text, result)
                 elif kind == "cell_progress" and event.get("tool_call_id") == call_id:
                     percent = event.get("percent")
                     done = float(percent) if isinstance(percent, (int, float)) else 0.0
@@ -277,6 +276,14 @@ def with_notebook_path(schema: dict[str, Any]) -> JsonObject:  # a JSON schema, 
         },
     }
     return {**schema, "properties": properties, "required": [*schema.get("required", []), NOTEBOOK_ARG]}
+
+
+def _answer(text: str | None, result: JsonObject) -> types.CallToolResult:
+    """The call's answer: the tools node's result as it may leave, else its tool_result's summary."""
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text or str(result.get("summary") or result["status"]))],
+        is_error=result["status"] not in ("ok", "completed"),
+    )
 
 
 def _still(call_id: str, in_background: bool) -> types.CallToolResult:

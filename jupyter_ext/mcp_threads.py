@@ -64,8 +64,11 @@ class SessionThreads:
 
     async def _idle(self, thread_id: str) -> bool:
         """No call of ours on it, and no run of anyone's running or waiting for a decision. (A run that
-        has written its outcome and only finishes now counts as idle: a new run waits for it.)"""
+        only finishes now, its call answered, counts as idle: a new run waits for it.)"""
         if self._calls[thread_id]:
             return False
         record = await self._runs.threads.get(thread_id)
-        return record is not None and record.status not in ("running", "awaiting_approval")
+        if record is None:
+            return False
+        running = record.status == "running" and not self._runs.finishing(thread_id)
+        return not running and record.status != "awaiting_approval"

@@ -65,14 +65,16 @@ class RunManager(ThreadFollowing, LoggingConfigurable):
         self._active: dict[str, asyncio.Task[str]] = {}
         self._thread_locks: defaultdict[str, asyncio.Lock] = defaultdict(asyncio.Lock)
         self.mcp: Callable[[], McpManager] | None = None  # the extension's MCP manager, made on first use
-        # Threads whose segment has released them and only writes its run_finished now: a decision
-        # or a new run waits for that instead of being refused.
-        self._released: set[str] = set()
+        # Threads whose segment only finishes now (it has released them and writes its run_finished,
+        # or it was an outside call that has been answered and only saves and ends): a decision or a
+        # new run waits those milliseconds instead of being refused.
+        self._finishing: set[str] = set()
         # Runs of threads whose agent is an outside one (jupyter_ext.acp_host): streams follow them too.
         self.hosted_running: Callable[[str], bool] = lambda _thread_id: False
         self.background = BackgroundRuns(self)  # issue 38: runs that wait for a cell in the background
-        # Each outside call's segment, by call id: what it appended, to answer it from (tool_result).
-        self._outside: OrderedDict[str, tuple[str, Appended]] = OrderedDict()
+        # Each outside call's segment, by call id: its thread, what it appended (to answer it from:
+        # tool_result) and its task.
+        self._outside: OrderedDict[str, tuple[str, Appended, asyncio.Task[str]]] = OrderedDict()
 
     def _mcp_manager(self) -> McpManager | None:
         return self.mcp() if self.mcp is not None else None
@@ -241,12 +243,35 @@ class RunManager(ThreadFollowing, LoggingConfigurable):
             run = await runner.outside_call(
                 thread_id, call, self._environment(settings), settings, on_released=self._on_released(thread_id)
             )
+            self._launch(run)
             if run.appended is not None:
-                self._outside[call.tool_call_id] = (thread_id, run.appended)
+                self._outside[call.tool_call_id] = (thread_id, run.appended, self._active[thread_id])
                 while len(self._outside) > KEPT_ANSWERS:
                     self._outside.popitem(last=False)
-            self._launch(run)
             return after
+
+    async def answered_now(self, thread_id: str, call_id: str, settings: AgentSettings) -> str | None:
+        """An outside call's result as soon as its own segment's tools node has returned it, before
+        the segment saves and ends (issue 41: those milliseconds are not the client's to wait); the
+        thread then counts as finishing, so the client's next call waits for that end instead of
+        being refused. None when its segment ended without it (it paused for approval: a later
+        segment answers, and the thread's state has the result once that run has finished)."""
+        kept = self._outside.get(call_id)
+        if kept is None or kept[0] != thread_id:
+            return None
+        _, appended, task = kept
+        while (answer := appended.tool_result(call_id, settings)) is None and not task.done():
+            either: list[asyncio.Future[Any]] = [appended.next_added(), task]
+            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+        if answer is not None:
+            self._outside.pop(call_id, None)
+            if not task.done():
+                self._finishing.add(thread_id)
+        return answer
+
+    def finishing(self, thread_id: str) -> bool:
+        """The thread's run only finishes now: a new one waits for it (milliseconds), not refused."""
+        return thread_id in self._finishing
 
     async def tool_result(self, thread_id: str, call_id: str, settings: AgentSettings) -> str | None:
         """What the tools node answered to call `call_id`, as the thread's data policy lets it leave
@@ -308,12 +333,12 @@ class RunManager(ThreadFollowing, LoggingConfigurable):
         record = await self.thread(thread_id)
         async with self._thread_locks[thread_id]:
             task = self._active.get(thread_id)
-            if task is not None and thread_id not in self._released:
+            if task is not None and thread_id not in self._finishing:
                 await self._stop_task(thread_id)  # the run closes its open call itself
                 await self.background.stop_background(thread_id)  # a cell it went on without: interrupted
                 return
             await self.background.stop_background(thread_id)  # a cell in the background: interrupted
-            if task is not None:  # it waits for approval and only writes its run_finished now
+            if task is not None:  # it only finishes now (its run_finished, or an answered call's save)
                 await asyncio.wait([task])
             runner = await self.runner()
             await runner.ensure_not_leased(thread_id, "stop it")
@@ -343,13 +368,13 @@ class RunManager(ThreadFollowing, LoggingConfigurable):
     # -- internals
 
     async def _ensure_free(self, thread_id: str, message: str = "", lease: bool = True) -> None:
-        """Refuse while a run of the thread is active here; a segment that has released the thread
-        and only writes its `run_finished` is waited for (milliseconds), not refused. `lease`: also
+        """Refuse while a run of the thread is active here; a segment that only finishes now (see
+        `_finishing`) is waited for (milliseconds), not refused. `lease`: also
         refuse while another process holds the thread's lease (False where the runner's start,
         resume or outside call asks that itself, under the same lock: one database read, not two)."""
         task = self._active.get(thread_id)
         self.background.refuse_if_waiting(thread_id)
-        if task is not None and thread_id in self._released:
+        if task is not None and thread_id in self._finishing:
             await asyncio.wait([task])
         elif task is not None:
             raise Conflict(
@@ -362,7 +387,7 @@ class RunManager(ThreadFollowing, LoggingConfigurable):
         return lambda record: self._env_factory(record.notebook_path, record.kernel_id or None, settings)
 
     def _on_released(self, thread_id: str) -> Callable[[], None]:
-        return lambda: self._released.add(thread_id)
+        return lambda: self._finishing.add(thread_id)
 
     def _launch(self, run: PreparedRun) -> str:
         """The segment's task: the POST that asked for it answers at once, whatever the kernel does."""
@@ -384,7 +409,7 @@ class RunManager(ThreadFollowing, LoggingConfigurable):
             return "failed"
         finally:
             self._active.pop(run.thread_id, None)
-            self._released.discard(run.thread_id)
+            self._finishing.discard(run.thread_id)
             self.threads.events.wake(run.thread_id)  # event streams close once the run is over
             settle_soon(lambda: bool(self._active))
 
@@ -395,7 +420,7 @@ class RunManager(ThreadFollowing, LoggingConfigurable):
             await asyncio.wait([task])
 
     def _status(self, record: ThreadRecord, pending: Mapping[str, object] | None) -> str:
-        if record.thread_id in self._active and record.thread_id not in self._released:
+        if record.thread_id in self._active and record.thread_id not in self._finishing:
             return "running"
         if pending is not None:
             return "awaiting_approval"

@@ -254,3 +254,41 @@ async def test_two_sessions_and_parallel_calls_each_wait_for_their_own_card(
         results = await asyncio.wait_for(asyncio.gather(*calls), 60)
     for result, expected in zip(results, codes.values(), strict=True):
         assert not result.is_error and expected in text_of(result), text_of(result)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
+async def test_a_call_is_answered_before_its_run_has_saved_and_the_next_call_waits_for_that_end(
+    api: Api, mcp_url: str, token: str, database_url: str, notebook_kernel: str
+) -> None:
+    """An outside call's answer leaves when its tools node has the result, not after its step's save
+    and its run's end; the agent's next call, sent meanwhile, waits for that end in the same thread
+    (neither refused as busy nor sent to a new thread). The save is held by a lock on LangGraph's
+    checkpoint tables, taken from a connection of the test's own."""
+    import psycopg
+
+    async with connected(mcp_url, token, client="Burst") as session:
+        first = await session.call_tool("read_notebook", {"notebook_path": NOTEBOOK})
+        assert not first.is_error, text_of(first)
+        thread = await client_thread(api, "Burst via MCP")
+        with psycopg.connect(database_url) as saves:  # one transaction: the lock holds until it ends
+            saves.execute(
+                "LOCK TABLE cellwright.checkpoints, cellwright.checkpoint_blobs, cellwright.checkpoint_writes"
+                " IN EXCLUSIVE MODE"
+            )
+            answered = await asyncio.wait_for(session.call_tool("read_notebook", {"notebook_path": NOTEBOOK}), 10)
+            assert not answered.is_error and NOTEBOOK in text_of(answered), text_of(answered)
+            _, listed = await api.call("GET", "threads", expect=200)  # the thread store's, not the checkpoints'
+            assert [t["status"] for t in listed["threads"]] == ["running"], "its save waits for the lock"
+            following = asyncio.create_task(session.call_tool("read_notebook", {"notebook_path": NOTEBOOK}))
+            saves.commit()
+        again = await asyncio.wait_for(following, 30)
+        assert not again.is_error, text_of(again)
+    _, threads = await api.call("GET", "threads", expect=200)
+    assert [t["title"] for t in threads["threads"]] == ["Burst via MCP"]
+    events = await api.until_finished(thread, 0)
+    assert [e["status"] for e in of_type(events, "run_finished")] == ["completed"] * 3
+    assert [e["type"] for e in events if e["type"] in ("run_started", "run_finished")] == [
+        "run_started",
+        "run_finished",
+    ] * 3

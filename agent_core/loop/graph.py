@@ -399,6 +399,8 @@ async def call_tools(state: AgentState, runtime: Runtime[RunContext]) -> AgentUp
         await ctx.until_saved(graph_ns, runtime.execution_info.checkpoint_id)
     ctx.begin_node(state)
     update = await _call_tools(state, ctx)
+    if ctx.call_answered is not None and state.get("outside_call") is not None:
+        ctx.call_answered([state["messages"][-1], *update["messages"]["append"]])
     return {**update, **ctx.meter.state()} if not ctx.agent.is_subagent else update
 
 

@@ -17,6 +17,7 @@ from agent_core.loop.approvals import ApprovalCards
 from agent_core.loop.autonomy import ToolPolicy, policy_of
 from agent_core.loop.state import AgentState, new_run_input
 from agent_core.loop.thread_policy import narrowed
+from agent_core.messages import Message
 from agent_core.storage.request_log import RequestLog, ThreadAudit
 from agent_core.storage.tool_ledger import ToolLedger
 from agent_core.tools import TOOLS, ToolContext, ToolEnvironment, ToolInputError, ToolOutcome, ToolSpec
@@ -66,6 +67,9 @@ class RunContext:
     # A segment that saves its steps in the background (durability "async"): the tools node waits for
     # the checkpoint it runs from (the model's call, saved) before it acts. None: saved before it runs.
     until_saved: StepSaved | None = None
+    # An outside agent's call (its run is that one call): the tools node hands the call and its
+    # result here as soon as it has them, before the step is saved; its client is answered from them.
+    call_answered: Callable[[list[Message]], None] | None = None
 
     def __post_init__(self) -> None:
         if not self.tool_mode:
@@ -195,6 +199,7 @@ def run_context(
     agent_cells: AgentCellRecord | None = None,
     background: BackgroundHost | None = None,
     until_saved: StepSaved | None = None,
+    call_answered: Callable[[list[Message]], None] | None = None,
 ) -> RunContext:
     """The context of a run's top agent: the single agent, or the planner in multi mode."""
     agent = agent_for_mode(mode)
@@ -215,6 +220,7 @@ def run_context(
         agent_cells=agent_cells,
         background=background,
         until_saved=until_saved,
+        call_answered=call_answered,
     )
 
 

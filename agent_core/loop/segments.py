@@ -4,6 +4,7 @@ passes around."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -35,17 +36,33 @@ class PreparedRun:
     thread_id: str
     run_id: str
     drive: Callable[[], Awaitable[str]]
-    appended: Appended | None = None  # an outside call's: what its segment appends (its answer)
+    appended: Appended | None = None  # an outside call's: the call and its result, once its tools node has it
 
 
 @dataclass
 class Appended:
-    """The messages a segment appends to its thread, kept as it goes, and the data policy the thread
-    kept: an outside agent's call is answered from here, not from the thread's state read back (issue
-    41: a whole state read, ~4 ms on a short thread and more on a long one, for every MCP call)."""
+    """Messages that hold an outside agent's call and its result, and the data policy the thread
+    kept. An outside call's segment fills one as its tools node has the result: the call is answered
+    from there, not from the thread's state read back (issue 41: a whole state read, ~4 ms on a short
+    thread and more on a long one, for every MCP call) and not after the step's save."""
 
     thread_policy: object  # the state's "data_policy" (a narrower one a run asked for), or None
     messages: list[Message] = field(default_factory=list)
+    _waiting: list[asyncio.Future[None]] = field(default_factory=list, repr=False)
+
+    def add(self, messages: list[Message]) -> None:
+        """The call and its result (RunContext.call_answered)."""
+        self.messages.extend(messages)
+        for waiter in self._waiting:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._waiting.clear()
+
+    def next_added(self) -> asyncio.Future[None]:
+        """Resolved when the segment next adds messages."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiting.append(waiter)
+        return waiter
 
     def tool_result(self, call_id: str, settings: AgentSettings) -> str | None:
         """Call `call_id`'s result as it may leave to another program; None if this segment has none."""
@@ -66,9 +83,10 @@ class Segment:
     # ("async": the model is asked while the user's message is saved; the tools node waits for its
     # step's save before it acts, agent_core.storage.step_saves), or once, when the segment ends or
     # pauses for approval ("exit": an outside agent's one call, whose client waits for the answer;
-    # a crash mid-call loses only a call its client saw fail, and the tool ledger keeps what ran).
+    # a crash mid-call loses only a call its client saw fail, or one answered in the milliseconds
+    # before that save: the tool ledger and the thread's events keep what ran).
     durability: Durability = "async"
-    appended: Appended | None = None  # given: the messages the segment appends are kept there
+    appended: Appended | None = None  # given: an outside call's result is handed there (RunContext.call_answered)
 
 
 @dataclass(frozen=True)

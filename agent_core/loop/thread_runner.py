@@ -408,8 +408,6 @@ class ThreadRunner:
                 for update in chunk.values():
                     if isinstance(update, dict) and update.get("run_usage"):
                         run_usage = update["run_usage"]
-                    if segment.appended is not None and isinstance(update, dict) and "messages" in update:
-                        segment.appended.messages.extend(update["messages"]["append"])
         except StepInBackground:  # the cell goes on; the lease goes, and no model call is made until it ends
             status = "waiting_for_cell"
         except asyncio.CancelledError:
@@ -491,6 +489,7 @@ class ThreadRunner:
             until_saved=functools.partial(self.store.saver.until_saved, record.thread_id)
             if segment.durability == "async"
             else None,
+            call_answered=segment.appended.add if segment.appended is not None else None,
         )
 
     async def _renew_lease(self, thread_id: str) -> None:
