@@ -375,6 +375,7 @@ class RunManager(ThreadFollowing, LoggingConfigurable):
         task = self._active.get(thread_id)
         self.background.refuse_if_waiting(thread_id)
         if task is not None and thread_id in self._finishing:
+            self.log.debug("Cellwright: thread %s waits for its last run to finish", thread_id)
             await asyncio.wait([task])
         elif task is not None:
             raise Conflict(

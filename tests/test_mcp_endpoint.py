@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import mcp_types as types
@@ -23,6 +24,8 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from agent_core.tools import TOOLS
 from jupyter_ext.mcp_endpoint import CATALOG, with_notebook_path
 from tests.conftest import NOTEBOOK, Api, of_type
+
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -256,10 +259,31 @@ async def test_two_sessions_and_parallel_calls_each_wait_for_their_own_card(
         assert not result.is_error and expected in text_of(result), text_of(result)
 
 
+async def within(awaitable: Awaitable[T], what: str, seconds: float = 10) -> T:
+    """`awaitable`'s result; the test fails naming `what` if it takes over `seconds`."""
+    try:
+        return await asyncio.wait_for(awaitable, seconds)
+    except asyncio.TimeoutError:
+        pytest.fail(f"no {what} within {seconds} s")
+
+
+class _Logged(logging.Handler):
+    """Sets `seen` when the server logs a message containing `text`."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(logging.DEBUG)
+        self.text = text
+        self.seen = asyncio.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.text in record.getMessage():
+            self.seen.set()
+
+
 @pytest.mark.postgres
 @pytest.mark.parametrize("database_url", ["postgres"], indirect=True)
 async def test_a_call_is_answered_before_its_run_has_saved_and_the_next_call_waits_for_that_end(
-    api: Api, mcp_url: str, token: str, database_url: str, notebook_kernel: str
+    api: Api, jp_serverapp: Any, mcp_url: str, token: str, database_url: str, notebook_kernel: str
 ) -> None:
     """An outside call's answer leaves when its tools node has the result, not after its step's save
     and its run's end; the agent's next call, sent meanwhile, waits for that end in the same thread
@@ -271,16 +295,24 @@ async def test_a_call_is_answered_before_its_run_has_saved_and_the_next_call_wai
         first = await session.call_tool("read_notebook", {"notebook_path": NOTEBOOK})
         assert not first.is_error, text_of(first)
         thread = await client_thread(api, "Burst via MCP")
+        await api.until_finished(thread)  # that run has saved (it may still have been saving when answered)
         with psycopg.connect(database_url) as saves:  # one transaction: the lock holds until it ends
             saves.execute(
                 "LOCK TABLE cellwright.checkpoints, cellwright.checkpoint_blobs, cellwright.checkpoint_writes"
                 " IN EXCLUSIVE MODE"
             )
-            answered = await asyncio.wait_for(session.call_tool("read_notebook", {"notebook_path": NOTEBOOK}), 10)
+            answered = await within(session.call_tool("read_notebook", {"notebook_path": NOTEBOOK}), "its answer")
             assert not answered.is_error and NOTEBOOK in text_of(answered), text_of(answered)
             _, listed = await api.call("GET", "threads", expect=200)  # the thread store's, not the checkpoints'
             assert [t["status"] for t in listed["threads"]] == ["running"], "its save waits for the lock"
-            following = asyncio.create_task(session.call_tool("read_notebook", {"notebook_path": NOTEBOOK}))
+            log = jp_serverapp.web_app.settings["cellwright"].run_manager.log
+            waits = _Logged(f"thread {thread} waits for its last run to finish")
+            log.addHandler(waits)
+            try:
+                following = asyncio.create_task(session.call_tool("read_notebook", {"notebook_path": NOTEBOOK}))
+                await within(waits.seen.wait(), "the next call waiting for that run in the same thread")
+            finally:
+                log.removeHandler(waits)
             saves.commit()
         again = await asyncio.wait_for(following, 30)
         assert not again.is_error, text_of(again)
