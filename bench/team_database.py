@@ -11,7 +11,9 @@ server, against two baselines of the same run, as ratios:
   to queue for, so the ratio is what many servers cost beyond the CPU their runs need (issue 41).
 
 The servers share this machine's cores with PostgreSQL and the model: on 2 cores, 20 servers' first
-tokens measure the CPU they wait for as much as Cellwright. Their memory is printed; `--servers`
+tokens measure the CPU they wait for as much as Cellwright. Where that CPU goes is printed as the
+servers' CPU per run three ways: 20 servers at once, the same runs one server at a time (each
+process's own cost), and on as few servers as cores (runs sharing a loop and its transactions). Their memory is printed; `--servers`
 sets how many (default 20).
 
     python bench/team_database.py [--servers 20] [--rounds 5]
@@ -38,6 +40,7 @@ from bench.many_threads import pct  # noqa: E402
 from devtools.jupyter_process import TOKEN, JupyterProcess  # noqa: E402
 from devtools.model_process import ModelProcess  # noqa: E402
 from devtools.postgres_cluster import PostgresCluster, unavailable  # noqa: E402
+from jupyter_ext.heap_settling import SETTLE_DELAY_SECONDS  # noqa: E402
 
 THREADS_PER_SERVER = 2
 BASELINE_REPEATS = 4  # one server's rounds are short: more of them, for a p95 that is not just the slowest
@@ -163,6 +166,9 @@ class CpuMeter:
         own = sum(sum(p.cpu_times()[:2]) for p in self._servers)
         return times.user + times.system, own
 
+    def servers_per_run(self) -> float:
+        return self.servers / max(self.runs, 1)
+
     def per_run(self) -> str:
         runs = max(self.runs, 1)
         return f"CPU per run: {self.machine / runs * 1000:5.1f} ms on the machine, {self.servers / runs * 1000:5.1f} ms in the servers"
@@ -196,14 +202,19 @@ def main(count: int, rounds: int) -> None:
             per_core = count * THREADS_PER_SERVER // cores  # the same runs at once, on one server per core
             try:
                 asyncio.run(round_of(model, urls))  # warm: every server opens its pool and checkpointer
+                # and, idle after it, settles its heap (jupyter_ext.heap_settling), as a server in use has
+                time.sleep(SETTLE_DELAY_SECONDS + 0.5)
                 idle = watch.now()
                 baseline: list[float] = []
                 equal: list[float] = []
                 loaded: list[float] = []
-                few_cpu, many_cpu = CpuMeter(servers[:cores]), CpuMeter(servers)
+                few_cpu, many_cpu, one_cpu = CpuMeter(servers[:cores]), CpuMeter(servers), CpuMeter(servers)
                 for _ in range(rounds):  # alternated, so all see the same state of the machine
                     for _ in range(BASELINE_REPEATS):
                         baseline += asyncio.run(round_of(model, urls[:1]))
+                    for one in urls:  # the same runs, one server at a time: each process's own cost
+                        with one_cpu:
+                            one_cpu.round(asyncio.run(round_of(model, [one])))
                     with few_cpu:
                         equal += few_cpu.round(asyncio.run(round_of(model, urls[:cores], per_core)))
                     with watch, many_cpu:
@@ -239,6 +250,13 @@ def main(count: int, rounds: int) -> None:
     )
     print(f"  {cores} servers' rounds: {few_cpu.per_run()}")
     print(f"  {count} servers' rounds: {many_cpu.per_run()}")
+    print(f"  {count} servers, one at a time: {one_cpu.per_run()}")
+    print(
+        f"  CPU per run in the servers: {count} at once / one at a time {many_cpu.servers_per_run() / one_cpu.servers_per_run():.2f}x "
+        f"(what {count} processes interleaved on {cores} cores cost each run: caches and switches), "
+        f"one at a time / {cores} servers at once {one_cpu.servers_per_run() / few_cpu.servers_per_run():.2f}x "
+        "(what a server saves when its runs share its loop's turns and its database transactions)"
+    )
     print(f"ratio {count} servers / 1 server: p95 {pct(loaded, 0.95) / pct(baseline, 0.95):.1f}x")
     ratio = pct(loaded, 0.95) / pct(equal, 0.95)
     verdict = "meets" if ratio <= 1.5 else "MISSES"
