@@ -9,9 +9,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from agent_core.contract import EventDict, make_event
+from agent_core.contract import make_event
 from agent_core.contract.choices import Autonomy, Mode
-from agent_core.contract.event_fields import ApprovalRequiredEventDict, RunStartedFields
+from agent_core.contract.event_fields import ApprovalRequiredEventDict
 from agent_core.json_types import JsonObject, json_items
 from agent_core.loop.thread_policy import narrowed
 from agent_core.messages import CONTEXT_KEY, Message
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from agent_core.config.agent_settings import AgentSettings
     from agent_core.contract.shared import LiveCell
     from agent_core.loop.mentions import MentionView
-    from agent_core.loop.run_context import RunContext
     from agent_core.loop.state import AgentUpdate
 
 
@@ -150,30 +149,3 @@ def tool_notes(
         return kept, []
     text = "[Tools from outside Cellwright: " + " ".join(notes[:20])[:4000] + "]"
     return kept, [{"role": "user", "content": text, CONTEXT_KEY: True}]
-
-
-def run_started_event(started: RunStartedFields, mentions: list[MentionView] | None) -> EventDict:
-    """A segment's first event: what it runs, and the user's @mentions as resolved."""
-    return make_event("run_started", **started, **({"mentions": mentions} if mentions else {}))
-
-
-def arriving(
-    start: asyncio.Future[RunStart], context: RunContext, started: Callable[[list[MentionView]], None]
-) -> Callable[[], Awaitable[RunStart]]:
-    """What a new run's first model call awaits (RunContext.run_start): the run's start, once the kernel
-    has answered, its tools offered and its `run_started` said (the run's first event, as before)."""
-
-    async def arrived() -> RunStart:
-        run_start = await start
-        context.add_tools(run_start.extra)
-        started(run_start.mentions)
-        return run_start
-
-    return arrived
-
-
-def drop_unused(start: asyncio.Future[RunStart]) -> None:
-    """Cancel a run's start that no model call took (its segment ended first)."""
-    start.cancel()
-    if start.done() and not start.cancelled():
-        start.exception()  # it failed first: the segment's own end says so, asyncio need not log it

@@ -43,13 +43,11 @@ from agent_core.loop.run_tools import McpSource, RunTools, first_input
 from agent_core.loop.segments import (
     Appended,
     PreparedRun,
+    RunStart,
     Segment,
     SegmentInput,
     approval_event,
-    arriving,
     browser_cells,
-    drop_unused,
-    run_started_event,
 )
 from agent_core.loop.state import appended, outside_call_input
 from agent_core.loop.thread_policy import run_settings
@@ -72,6 +70,7 @@ if TYPE_CHECKING:  # the contract's route models and the tool registry load on a
     from agent_core.contract.notebook_cells import AgentCell
     from agent_core.contract.outside_tools import OutsideCall
     from agent_core.loop.graph import AgentGraph
+    from agent_core.loop.mentions import MentionView
     from agent_core.loop.run_context import RunContext
     from agent_core.tools import ToolEnvironment
     from agent_core.tools.external import ExternalToolSpec
@@ -400,11 +399,9 @@ class ThreadRunner:
             context = self._run_context(record, segment, env, settings, given.extra, emit)
             started: RunStartedFields = {"mode": segment.mode, "autonomy": segment.autonomy, "message": segment.message}
             if start is None:
-                emit(run_started_event(started, given.mentions))
+                emit(_run_started(started, given.mentions))
             else:
-                context.run_start = arriving(
-                    start, context, lambda mentions: emit(run_started_event(started, mentions))
-                )
+                context.run_start = _arriving(start, context, lambda mentions: emit(_run_started(started, mentions)))
             async for chunk in self.graph.astream(
                 given.graph_input,
                 self.config(thread_id),
@@ -436,7 +433,7 @@ class ThreadRunner:
             )
         finally:
             if start is not None:
-                drop_unused(start)  # a segment that ended before its first model call: nothing waits for it
+                _drop(start)  # a segment that ended before its first model call: nothing waits for it
             await self._finish(thread_id, emit, status, run_usage, renewing, on_released)
         if status == "waiting_for_cell" and self.background is not None:
             self.background.run_ended(thread_id, run_id)  # the cell's events go on into the log by a sink of its own
@@ -543,3 +540,28 @@ class ThreadRunner:
     async def delete_thread(self, thread_id: str) -> None:  # its record of model requests goes with it
         await self.store.delete_thread(thread_id)
         await self.threads.delete(thread_id)
+
+
+def _run_started(started: RunStartedFields, mentions: list[MentionView] | None) -> EventDict:
+    return make_event("run_started", **started, **({"mentions": mentions} if mentions else {}))
+
+
+def _arriving(
+    start: asyncio.Future[RunStart], context: RunContext, started: Callable[[list[MentionView]], None]
+) -> Callable[[], Awaitable[RunStart]]:
+    """What a new run's first model call awaits (RunContext.run_start): the run's start, once the kernel
+    has answered, its tools offered and its `run_started` said (the run's first event, as before)."""
+
+    async def arrived() -> RunStart:
+        run_start = await start
+        context.add_tools(run_start.extra)
+        started(run_start.mentions)
+        return run_start
+
+    return arrived
+
+
+def _drop(start: asyncio.Future[RunStart]) -> None:
+    start.cancel()
+    if start.done() and not start.cancelled():
+        start.exception()  # it failed first: the segment's own end says so, asyncio need not log it
