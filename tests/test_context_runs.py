@@ -80,28 +80,6 @@ async def test_snapshot_without_mentions_and_the_variables_route(
     assert code == 400
 
 
-async def test_a_runs_context_stays_before_its_message_in_the_thread(
-    api: Api, fake_llm: FakeLLM, jp_serverapp: Any, notebook_kernel: str
-) -> None:
-    """A run's context comes from the kernel while the run starts and is written by its first model
-    call, before the message it came with: the thread keeps that order, as the next run's request shows."""
-    await run_in_kernel(jp_serverapp, SETUP)
-    fake_llm.script(text("first answer"), text("second answer"))
-    thread = await api.new_thread()
-    after = 0
-    for message in ("plot @sales_df", "and by week?"):
-        await api.run(thread, message, kernel_id=notebook_kernel)
-        events = await api.until_finished(thread, after)
-        assert events[-1]["status"] == "completed"
-        after = events[-1]["seq"]
-    sent = fake_llm.requests[1]["messages"]
-    first = sent.index({"role": "user", "content": "plot @sales_df"})
-    assert sent[first - 1]["content"].startswith("[Context") and "sales_df" in sent[first - 1]["content"]
-    assert sent[first + 1] == {"role": "assistant", "content": "first answer"}
-    assert sent[-2]["content"].startswith("[Context") and sent[-1] == {"role": "user", "content": "and by week?"}
-    assert sum(m["content"].startswith("[Context") for m in sent if m["role"] == "user") == 2
-
-
 async def test_read_notebook_lists_user_cells_in_run_order(
     api: Api, fake_llm: FakeLLM, jp_serverapp: Any, jp_root_dir: Path, notebook_kernel: str
 ) -> None:

@@ -33,15 +33,7 @@ from agent_core.loop.approvals import decided_args, decided_context, decoded
 from agent_core.loop.history import compact
 from agent_core.loop.run_context import RunContext
 from agent_core.loop.stale_check import stale_note
-from agent_core.loop.state import (
-    AgentState,
-    AgentUpdate,
-    Failure,
-    appended,
-    context_written,
-    parse_args,
-    with_context,
-)
+from agent_core.loop.state import AgentState, AgentUpdate, Failure, appended, parse_args
 from agent_core.messages import IMAGES_KEY, PREIMAGE_KEY, Message, ToolCall
 from agent_core.prompts import prompt_text
 from agent_core.storage.tool_ledger import STOPPED
@@ -150,13 +142,8 @@ def _count(ctx: RunContext, turn: ModelTurn, messages: list[Message]) -> None:
 
 async def call_model(state: AgentState, runtime: Runtime[RunContext]) -> AgentUpdate:
     ctx = runtime.context
-    start = await ctx.take_run_start()  # a new run's context, from the kernel: its first call waits for it
-    if start is not None:
-        state = with_context(state, start.context, start.kept)
     ctx.begin_node(state)
     update = await _call_model(state, ctx)
-    if start is not None:
-        update = context_written(update, start.context, start.kept)
     return {**update, **ctx.meter.state()} if not ctx.agent.is_subagent else update
 
 

@@ -15,7 +15,6 @@ from agent_core.loop import usage as token_usage
 from agent_core.loop.agents import AGENTS, AgentConfig, agent_for_mode
 from agent_core.loop.approvals import ApprovalCards
 from agent_core.loop.autonomy import ToolPolicy, policy_of
-from agent_core.loop.segments import RunStart
 from agent_core.loop.state import AgentState, new_run_input
 from agent_core.loop.thread_policy import narrowed
 from agent_core.messages import Message
@@ -71,30 +70,14 @@ class RunContext:
     # An outside agent's call (its run is that one call): the tools node hands the call and its
     # result here as soon as it has them, before the step is saved; its client is answered from them.
     call_answered: Callable[[list[Message]], None] | None = None
-    # A new run's: what the kernel answers as the run starts (segments.RunStart), for its first model
-    # call to wait for and add (once; None after, and for every other segment).
-    run_start: Callable[[], Awaitable[RunStart]] | None = None
 
     def __post_init__(self) -> None:
         if not self.tool_mode:
             self.tool_mode = "prompt" if self.settings.tool_calling == "prompt" else "native"
         self.ledger_scope = self.ledger_scope or self.thread_id
         self.tools: dict[str, ToolSpec] = {name: TOOLS[name] for name in self.agent.tools}
-        self._offer(self.extra_tools)
-
-    def add_tools(self, extra: Mapping[str, ToolSpec]) -> None:
-        """More of this run's MCP and notebook tools (they came with its start: RunStart)."""
-        self.extra_tools.update(extra)
-        self._offer(extra)
-
-    def _offer(self, extra: Mapping[str, ToolSpec]) -> None:
-        if self.agent.name in EXTERNAL_TOOL_AGENTS:  # the agents that act; the registry's names win
-            self.tools.update({name: spec for name, spec in extra.items() if name not in TOOLS})
-
-    async def take_run_start(self) -> RunStart | None:
-        """A new run's start, on its first model call: waited for once (None after)."""
-        arriving, self.run_start = self.run_start, None
-        return None if arriving is None else await arriving()
+        if self.agent.name in EXTERNAL_TOOL_AGENTS:
+            self.tools.update({name: spec for name, spec in self.extra_tools.items() if name not in TOOLS})
 
     @property
     def audit(self) -> ThreadAudit | None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from agent_core.config.agent_settings import AgentSettings
 from agent_core.json_types import JsonObject, json_items
 from agent_core.loop.mentions import run_context_notes
-from agent_core.loop.segments import RunStart, tool_notes
+from agent_core.loop.segments import with_tool_notes
 from agent_core.loop.state import new_run_input
 from agent_core.tools.gathering import gather_tools
 from agent_core.undo.book import UndoBook
@@ -19,6 +19,7 @@ from agent_core.undo.steps import pending_notes
 
 if TYPE_CHECKING:
     from agent_core.contract.bodies import StartRun
+    from agent_core.loop.mentions import MentionView
     from agent_core.loop.state import AgentUpdate
     from agent_core.mcp.manager import McpManager
     from agent_core.tools import ToolEnvironment
@@ -52,7 +53,7 @@ class RunTools:
         self._kept[thread_id] = found
         return found
 
-    async def run_start(
+    async def first_segment(
         self,
         thread_id: str,
         request: StartRun,
@@ -60,13 +61,20 @@ class RunTools:
         settings: AgentSettings,
         prior: JsonObject,
         undo: UndoBook,
-    ) -> RunStart:
-        """What a new run adds to its input once the kernel (and the MCP servers) have answered: its
-        context, the state it keeps, its outside tools and mentions. The notebook's @tool functions and
-        the run's context are both read from the kernel: asked at once, it answers one after the other
-        with no round trip in between."""
+    ) -> tuple[AgentUpdate, list[MentionView], dict[str, ExternalToolSpec]]:
+        """A new run's graph input (the message after its context and notes), the mentions for
+        `run_started`, and its outside tools. The notebook's @tool functions and the run's context
+        are both read from the kernel: asked at once, it answers one after the other with no round
+        trip in between."""
+        disabled = request.disabled_mcp_servers
         (extra, notes), (context, mentions, told) = await asyncio.gather(
-            self.of(thread_id, disabled_servers(request, prior), env, settings, fresh=True),
+            self.of(
+                thread_id,
+                disabled if disabled is not None else [str(n) for n in json_items(prior.get("disabled_mcp_servers"))],
+                env,
+                settings,
+                fresh=True,
+            ),
             run_context_notes(
                 request.message,
                 env,
@@ -75,25 +83,15 @@ class RunTools:
                 pending_notes(undo, thread_id),
             ),
         )
-        kept, noted = tool_notes(extra, notes, prior)
-        return RunStart([*context, *noted], {**told, **kept}, extra, mentions)
-
-
-def first_input(request: StartRun) -> AgentUpdate:
-    """A new run's graph input: the user's message, last (its context goes before it: RunStart)."""
-    graph_input = new_run_input(
-        request.message, request.mode, None, request.autonomy, request.data_policy, request.background_after
-    )
-    if request.disabled_mcp_servers is not None:  # kept with the thread (in its state) until another list comes
-        graph_input["disabled_mcp_servers"] = list(request.disabled_mcp_servers)
-    return graph_input
-
-
-def disabled_servers(request: StartRun, prior: JsonObject) -> list[str]:
-    """The MCP servers the run does not use: the request's list, else the thread's."""
-    if request.disabled_mcp_servers is not None:
-        return list(request.disabled_mcp_servers)
-    return [str(name) for name in json_items(prior.get("disabled_mcp_servers"))]
+        graph_input: AgentUpdate = {
+            **new_run_input(
+                request.message, request.mode, context, request.autonomy, request.data_policy, request.background_after
+            ),
+            **told,
+        }
+        if disabled is not None:  # kept with the thread (in its state) until another list comes
+            graph_input["disabled_mcp_servers"] = list(disabled)
+        return with_tool_notes(graph_input, extra, notes, prior), mentions, extra
 
 
 def _str_or_none(value: object) -> str | None:

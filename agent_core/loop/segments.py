@@ -96,25 +96,7 @@ class SegmentInput:
 
     graph_input: Any  # a new run's AgentUpdate, an approval's Command, None to drive on from the saved state
     extra: dict[str, ExternalToolSpec]
-    mentions: list[MentionView] | None = None  # for run_started
-    # A new run's: what the kernel answers (its context and @tool functions), asked as the run starts.
-    # The graph starts meanwhile; the run's first model call waits for it.
-    start: asyncio.Future[RunStart] | None = None
-
-
-@dataclass(frozen=True)
-class RunStart:
-    """What a new run adds once the kernel and the MCP servers have answered: the context messages
-    to place before the user's message (its mentions or namespace snapshot, a kernel restart, undone
-    steps, notes on outside tools), the state it keeps (the kernel told about, the notebook's @tool
-    functions), its outside tools, and the mentions for `run_started`. The graph starts while the
-    kernel answers, and the run's first model call adds it (issue 41: LangGraph's start is no longer
-    on the first token's path)."""
-
-    context: list[Message]
-    kept: AgentUpdate
-    extra: dict[str, ExternalToolSpec]
-    mentions: list[MentionView]
+    mentions: list[MentionView] | None = None  # a new run's, for run_started
 
 
 def browser_cells(cells: list[LiveCell] | None) -> list[JsonObject] | None:
@@ -130,12 +112,14 @@ def approval_event(payload: dict[str, Any]) -> ApprovalRequiredEventDict:
     return event
 
 
-def tool_notes(
-    tools: dict[str, ExternalToolSpec], notes: list[str], prior: JsonObject
-) -> tuple[AgentUpdate, list[Message]]:
-    """The notebook tools a new run has, kept so that the next run can tell the model which of them
-    are gone (a kernel restart forgets them), and the notes about outside tools as a context message
-    (hidden from the thread's view, as other context is)."""
+def with_tool_notes(
+    graph_input: AgentUpdate, tools: dict[str, ExternalToolSpec], notes: list[str], prior: JsonObject
+) -> AgentUpdate:
+    """A new run's input with the notes about external tools, before the user's message (hidden
+    from the thread's view, as other context is), and the notebook tools it has, so that the next
+    run can tell the model which of them are gone (a kernel restart forgets them)."""
+    if not isinstance(graph_input, dict) or "messages" not in graph_input:
+        return graph_input
     now = [name for name, spec in tools.items() if spec.origin.get("kind") == "notebook"]
     gone = [name for name in json_items(prior.get("notebook_tools")) if name not in now]
     if gone:
@@ -144,8 +128,10 @@ def tool_notes(
             f"The notebook's @tool functions {gone[:20]} are gone (the kernel restarted, or they were "
             "removed): do not call them; the cell that defines them must run again first.",
         ]
-    kept: AgentUpdate = {"notebook_tools": now}
+    graph_input = {**graph_input, "notebook_tools": now}
     if not notes:
-        return kept, []
+        return graph_input
     text = "[Tools from outside Cellwright: " + " ".join(notes[:20])[:4000] + "]"
-    return kept, [{"role": "user", "content": text, CONTEXT_KEY: True}]
+    messages = list(graph_input["messages"]["append"])
+    messages.insert(len(messages) - 1, {"role": "user", "content": text, CONTEXT_KEY: True})
+    return {**graph_input, "messages": {"append": messages}}

@@ -14,16 +14,10 @@ from agent_core.loop import usage as token_usage
 from agent_core.messages import Message, ToolCall
 
 
-class _MessagesAdded(TypedDict):
+class MessagesAppend(TypedDict):
+    """A node's write to `messages`: the messages to add (see appended)."""
+
     append: list[Message]
-
-
-class MessagesAppend(_MessagesAdded, total=False):
-    """A node's write to `messages`: the messages to add (see appended), and, from a new run's first
-    model call, the run's context to place before the user's message, which the run's input put last
-    (the context comes from the kernel, which answers while the run starts: RunStart)."""
-
-    before_last: list[Message]
 
 
 def appended(*messages: Message) -> MessagesAppend:
@@ -35,12 +29,7 @@ def appended(*messages: Message) -> MessagesAppend:
 def append_messages(current: list[Message], writes: Sequence[MessagesAppend | list[Message]]) -> list[Message]:
     merged = list(current)
     for write in writes:
-        if isinstance(write, list):
-            merged.extend(write)
-            continue
-        if "before_last" in write:
-            merged[-1:-1] = write["before_last"]
-        merged.extend(write["append"])
+        merged.extend(write["append"] if isinstance(write, dict) else write)
     return merged
 
 
@@ -151,20 +140,3 @@ def parse_args(raw: str | JsonObject | None) -> tuple[JsonObject | None, str | N
     if not isinstance(value, dict):
         return None, "the arguments must be a JSON object"
     return value, None
-
-
-def with_context(state: AgentState, context: list[Message], kept: AgentUpdate) -> AgentState:
-    """`state` as a new run's first model call sees it once the run's context has come (RunStart):
-    the context before the user's message, which the run's input put last."""
-    messages = list(state.get("messages", []))
-    seen: AgentState = {**state, **kept}  # type: ignore[typeddict-item]
-    seen["messages"] = [*messages[:-1], *context, *messages[-1:]]
-    return seen
-
-
-def context_written(update: AgentUpdate, context: list[Message], kept: AgentUpdate) -> AgentUpdate:
-    """That call's `update`, writing the context where `with_context` showed it, and the state it keeps."""
-    written: AgentUpdate = {**kept, **update}
-    messages = update.get("messages") or appended()
-    written["messages"] = {**messages, "before_last": context}
-    return written

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from langgraph.types import Command
 
@@ -39,16 +39,8 @@ from agent_core.loop.refusals import (
     ThreadNotFound,
 )
 from agent_core.loop.run_context import run_context
-from agent_core.loop.run_tools import McpSource, RunTools, first_input
-from agent_core.loop.segments import (
-    Appended,
-    PreparedRun,
-    RunStart,
-    Segment,
-    SegmentInput,
-    approval_event,
-    browser_cells,
-)
+from agent_core.loop.run_tools import McpSource, RunTools
+from agent_core.loop.segments import Appended, PreparedRun, Segment, SegmentInput, approval_event, browser_cells
 from agent_core.loop.state import appended, outside_call_input
 from agent_core.loop.thread_policy import run_settings
 from agent_core.loop.thread_view import autonomy_of, driver_of, mode_of, pending_approval, stuck, title_from
@@ -70,7 +62,6 @@ if TYPE_CHECKING:  # the contract's route models and the tool registry load on a
     from agent_core.contract.notebook_cells import AgentCell
     from agent_core.contract.outside_tools import OutsideCall
     from agent_core.loop.graph import AgentGraph
-    from agent_core.loop.mentions import MentionView
     from agent_core.loop.run_context import RunContext
     from agent_core.tools import ToolEnvironment
     from agent_core.tools.external import ExternalToolSpec
@@ -174,14 +165,20 @@ class ThreadRunner:
         env = environment(record)
         run_id = uuid.uuid4().hex
 
-        # Asked now, not when the segment's task first runs: the kernel answers while the POST's answer
-        # is written, the lease is taken and the graph starts (issue 41); the run's first model call
-        # waits for it. The segment cancels it if the thread is taken or it ends before that call.
-        start = asyncio.ensure_future(self._tools.run_start(thread_id, request, env, settings, prior, self.undo))
-        given = SegmentInput(first_input(request), {}, start=start)
+        async def first_input() -> SegmentInput:
+            # Resolved in the segment's own time, while it takes the lease: a caller answering HTTP does
+            # not wait for the kernel, and the first token waits for the longer of the two, not both.
+            graph_input, mentions, extra = await self._tools.first_segment(
+                thread_id, request, env, settings, prior, self.undo
+            )
+            return SegmentInput(graph_input, extra, mentions)
+
+        # Begun now, not when the segment's task first runs: the kernel answers while the POST's answer
+        # is written and the lease is taken (issue 41). The segment cancels it if the thread is taken.
+        preparing = asyncio.ensure_future(first_input())
 
         async def drive() -> str:
-            return await self._segment(record, run_id, given, segment, env, settings, on_event, on_released)
+            return await self._segment(record, run_id, preparing, segment, env, settings, on_event, on_released)
 
         return PreparedRun(thread_id, run_id, drive)
 
@@ -380,15 +377,12 @@ class ThreadRunner:
             preparing.set_result(prepare)
         else:
             preparing = asyncio.ensure_future(prepare)
-        start = prepare.start if isinstance(prepare, SegmentInput) else None
-        reading: list[asyncio.Future[Any]] = [preparing] if start is None else [preparing, start]
         try:
             if not await self.threads.begin_run(thread_id, status="running", last_run_id=run_id):
                 raise ThreadBusy(await self.threads.leased_elsewhere(thread_id) or "another process")
         except BaseException:
-            for read in reading:
-                read.cancel()
-            await asyncio.gather(*reading, return_exceptions=True)  # they only read: nothing to undo
+            preparing.cancel()
+            await asyncio.gather(preparing, return_exceptions=True)  # it only read: nothing to undo
             raise
         renewing = asyncio.create_task(self._renew_lease(thread_id))
         emit = EventPump(self.threads.events, thread_id, run_id, agent_for_mode(segment.mode).name, on_event)
@@ -398,10 +392,9 @@ class ThreadRunner:
             given = await preparing
             context = self._run_context(record, segment, env, settings, given.extra, emit)
             started: RunStartedFields = {"mode": segment.mode, "autonomy": segment.autonomy, "message": segment.message}
-            if start is None:
-                emit(_run_started(started, given.mentions))
-            else:
-                context.run_start = _arriving(start, context, lambda mentions: emit(_run_started(started, mentions)))
+            if given.mentions:
+                started["mentions"] = given.mentions
+            emit(make_event("run_started", **started))
             async for chunk in self.graph.astream(
                 given.graph_input,
                 self.config(thread_id),
@@ -432,8 +425,6 @@ class ThreadRunner:
                 )
             )
         finally:
-            if start is not None:
-                _drop(start)  # a segment that ended before its first model call: nothing waits for it
             await self._finish(thread_id, emit, status, run_usage, renewing, on_released)
         if status == "waiting_for_cell" and self.background is not None:
             self.background.run_ended(thread_id, run_id)  # the cell's events go on into the log by a sink of its own
@@ -540,28 +531,3 @@ class ThreadRunner:
     async def delete_thread(self, thread_id: str) -> None:  # its record of model requests goes with it
         await self.store.delete_thread(thread_id)
         await self.threads.delete(thread_id)
-
-
-def _run_started(started: RunStartedFields, mentions: list[MentionView] | None) -> EventDict:
-    return make_event("run_started", **started, **({"mentions": mentions} if mentions else {}))
-
-
-def _arriving(
-    start: asyncio.Future[RunStart], context: RunContext, started: Callable[[list[MentionView]], None]
-) -> Callable[[], Awaitable[RunStart]]:
-    """What a new run's first model call awaits (RunContext.run_start): the run's start, once the kernel
-    has answered, its tools offered and its `run_started` said (the run's first event, as before)."""
-
-    async def arrived() -> RunStart:
-        run_start = await start
-        context.add_tools(run_start.extra)
-        started(run_start.mentions)
-        return run_start
-
-    return arrived
-
-
-def _drop(start: asyncio.Future[RunStart]) -> None:
-    start.cancel()
-    if start.done() and not start.cancelled():
-        start.exception()  # it failed first: the segment's own end says so, asyncio need not log it

@@ -1,7 +1,7 @@
 """A run's tools from outside: the MCP servers' (agent_core.mcp) and the notebook's @tool functions
 (agent_core.tools.notebook_functions), gathered at the start of every run segment and given to the graph's
 RunContext beside the static registry. Gathering never fails a run: what is missing becomes a note
-(agent_core.loop.segments.tool_notes: they go before the run's message)."""
+(agent_core.loop.segments.with_tool_notes puts the notes before the run's message)."""
 
 from __future__ import annotations
 
