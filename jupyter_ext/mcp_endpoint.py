@@ -234,7 +234,7 @@ class McpEndpoint:
                     result = event
                     # Answered as soon as the call's own segment has its result, not at the run's
                     # end: the agent's next call, sent the moment it reads this, waits for that end.
-                    text = await self._runs.answered_now(thread_id, call_id, self._settings())
+                    text = self._runs.answered_now(thread_id, call_id, self._settings())
                     if text is not None:
                         return _answer(text, result)
                 elif kind == "error":

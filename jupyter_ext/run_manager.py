@@ -250,19 +250,18 @@ class RunManager(ThreadFollowing, LoggingConfigurable):
                     self._outside.popitem(last=False)
             return after
 
-    async def answered_now(self, thread_id: str, call_id: str, settings: AgentSettings) -> str | None:
-        """An outside call's result as soon as its own segment's tools node has returned it, before
-        the segment saves and ends (issue 41: those milliseconds are not the client's to wait); the
-        thread then counts as finishing, so the client's next call waits for that end instead of
-        being refused. None when its segment ended without it (it paused for approval: a later
-        segment answers, and the thread's state has the result once that run has finished)."""
+    def answered_now(self, thread_id: str, call_id: str, settings: AgentSettings) -> str | None:
+        """An outside call's result once its `tool_result` event is read: its own segment's tools node
+        handed it over as it emitted that event, before the segment saves and ends (issue 41: those
+        milliseconds are not the client's to wait); the thread then counts as finishing, so the
+        client's next call waits for that end instead of being refused. None when that segment has
+        no result (it paused for approval or was stopped: a later segment, or the stop, answers, and
+        the thread's state has it once that run has finished)."""
         kept = self._outside.get(call_id)
         if kept is None or kept[0] != thread_id:
             return None
         _, appended, task = kept
-        while (answer := appended.tool_result(call_id, settings)) is None and not task.done():
-            either: list[asyncio.Future[Any]] = [appended.next_added(), task]
-            await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+        answer = appended.tool_result(call_id, settings)
         if answer is not None:
             self._outside.pop(call_id, None)
             if not task.done():

@@ -4,7 +4,6 @@ passes around."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -48,21 +47,10 @@ class Appended:
 
     thread_policy: object  # the state's "data_policy" (a narrower one a run asked for), or None
     messages: list[Message] = field(default_factory=list)
-    _waiting: list[asyncio.Future[None]] = field(default_factory=list, repr=False)
 
     def add(self, messages: list[Message]) -> None:
         """The call and its result (RunContext.call_answered)."""
         self.messages.extend(messages)
-        for waiter in self._waiting:
-            if not waiter.done():
-                waiter.set_result(None)
-        self._waiting.clear()
-
-    def next_added(self) -> asyncio.Future[None]:
-        """Resolved when the segment next adds messages."""
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiting.append(waiter)
-        return waiter
 
     def tool_result(self, call_id: str, settings: AgentSettings) -> str | None:
         """Call `call_id`'s result as it may leave to another program; None if this segment has none."""
