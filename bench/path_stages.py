@@ -84,9 +84,10 @@ class KernelMessage:
 
 
 class KernelObserver:
-    """A second client of a kernel that only reads iopub: every request the kernel serves, whoever
-    sent it, shows there as a busy/idle pair, so the server's kernel round trips per turn are
-    counted and timed without touching the server."""
+    """A second client of a kernel that only reads iopub: every request the kernel's dispatcher serves,
+    whoever sent it, shows there as a busy/idle pair, so the server's kernel round trips per turn are
+    counted and timed without touching the server. The quick path's answers to read-only probes come
+    before the dispatcher and show nothing (agent_core.kernel_probes.quick_answers)."""
 
     def __init__(self, connection_file: Path) -> None:
         self._client = BlockingKernelClient(connection_file=str(connection_file))

@@ -8,7 +8,8 @@ one kernel, the scripted model; rounds interleaved so both sides of a ratio see 
    previews=1&waiting=1), without and with the notebook's kernel, vs the openai SDK straight to the
    same model (a kept client). A stream held open before the POST is not the panel's pattern: an
    idle thread's stream closes at once; the held-open stream is the approve path's (3).
-2. The kernel's requests per turn with a kernel (counted on its iopub).
+2. The kernel's requests per turn with a kernel that its dispatcher served (counted on its iopub: a
+   run's probes, answered on the kernel's quick path before the dispatcher, publish no status, so 0).
 3. Approve -> cell_finished for `pass` on a stream held open while the card waits (waiting=1, as the
    panel holds it) vs a raw jupyter-client execute on the same kernel. Beside it, a run's two kernel
    probes on the raw client, as IPython runs them and on the kernel's quick path.
@@ -317,7 +318,8 @@ def main(rounds: int) -> None:
         print("\n".join(stages.lines()))
     turns = s.requests_per_turn
     print(
-        f"  kernel requests per turn with a kernel (iopub): median {sorted(turns)[len(turns) // 2]}, max {max(turns)}"
+        f"  kernel requests per turn with a kernel through its dispatcher (iopub; the quick path's say nothing): "
+        f"median {sorted(turns)[len(turns) // 2]}, max {max(turns)}"
     )
     print("against issue 41's targets (same run; printed, not asserted):")
     print("\n".join(_ratio_lines(s, mcp, node)))

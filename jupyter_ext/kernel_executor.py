@@ -164,7 +164,8 @@ class KernelEnvironment:
     async def kernel_busy(self) -> bool:
         """Whether the notebook's kernel is running a cell now: an evaluation would wait behind it.
         The state the server tracks from iopub lags the shell's reply: our own evaluation a moment
-        ago (a run's start makes two) still shows as busy until its "idle" is read. So a busy
+        ago still shows as busy until its "idle" is read (one IPython answered: the quick path's
+        answers to read-only probes publish no status). So a busy
         kernel gets BUSY_GRACE_SECONDS to turn idle, woken by the state's change, not polled: a
         50 ms poll here was most of a run's time to first token with a kernel. An evaluation of ours
         in flight gets the same grace to be answered: one sent just before a user's cell started
@@ -192,8 +193,8 @@ class KernelEnvironment:
         first. A busy kernel would answer only after its cell: ToolInputError instead of a wait."""
         kernel_id = await self.resolve_kernel()
         manager = self.kernel_manager.get_kernel(kernel_id)
-        # With the grace kernel_busy gives: a probe of ours a moment ago (read_notebook's graph reads the
-        # kernel's names first) still shows busy until its "idle" is read, and the history came back refused.
+        # With the grace kernel_busy gives: an evaluation of ours a moment ago that IPython answered (on a
+        # kernel without the quick path) still shows busy until its "idle" is read: the history came back refused.
         if not await self._idle_within(kernel_id, manager):
             raise ToolInputError("the kernel is busy running a cell")
         return await session_inputs(self.evaluations, kernel_id, manager, self.kernel_manager, n)

@@ -144,3 +144,75 @@ async def test_other_clients_requests_still_run_as_cells(jp_serverapp: Any, note
         user.stop_channels()
         assert env.evaluations is not None
         env.evaluations.close()
+
+
+async def _statuses_until_idle(client: Any, msg_id: str) -> list[str]:
+    """The parent msg_ids of the status messages `client` reads on iopub until `msg_id`'s idle."""
+    seen = []
+    while True:
+        msg = await client.get_iopub_msg(timeout=10)
+        if msg["msg_type"] != "status":
+            continue
+        parent = msg["parent_header"].get("msg_id")
+        seen.append(parent)
+        if parent == msg_id and msg["content"]["execution_state"] == "idle":
+            return seen
+
+
+async def test_a_probe_answered_on_the_quick_path_says_nothing_on_iopub(
+    jp_serverapp: Any, notebook_kernel: str
+) -> None:
+    """Every iopub client (the server's activity watch, each open tab) read a busy and an idle for each
+    probe the user never asked for; the quick path now answers before the kernel's dispatcher
+    publishes them. A request it does not answer still has both."""
+    env = _env(jp_serverapp)
+    user = jp_serverapp.kernel_manager.get_kernel(notebook_kernel).client()
+    user.start_channels()
+    try:
+        await user.wait_for_ready(timeout=30)  # its iopub subscription is live: nothing published is missed
+        await namespace_snapshot(env)  # installs the quick path (through IPython: busy and idle)
+        before = user.execute("pass")
+        await _statuses_until_idle(user, before)
+        assert (await namespace_snapshot(env)).note == ""  # answered on the quick path
+        assert await env.evaluate_json(ReadOnlyExpression("__import__('json').dumps(6 * 7)")) == 42
+        after = user.execute("pass")
+        assert await _statuses_until_idle(user, after) == [after, after]  # its busy and idle, nothing before
+        plain = await env.evaluate_json("__import__('json').dumps(1)")  # not read-only: IPython answers it
+        marker = user.execute("pass")
+        statuses = await _statuses_until_idle(user, marker)
+        assert plain == 1 and len(statuses) == 4 and statuses[2:] == [marker, marker], statuses
+    finally:
+        user.stop_channels()
+        assert env.evaluations is not None
+        env.evaluations.close()
+
+
+async def test_a_probe_request_with_a_wrong_signature_is_not_answered(jp_serverapp: Any, notebook_kernel: str) -> None:
+    """A probes-only request signed with another key (someone who can reach the kernel's port but does
+    not hold its key) gets no answer, and the kernel goes on answering signed ones. ipykernel's shell
+    thread checks the signature before any dispatcher sees the request; the quick path checks it again
+    as it deserializes, for a kernel whose dispatcher gets it first."""
+    from jupyter_client.session import Session
+
+    env = _env(jp_serverapp)
+    user = jp_serverapp.kernel_manager.get_kernel(notebook_kernel).client()
+    user.start_channels()
+    try:
+        await namespace_snapshot(env)  # installed
+        forged = Session(key=b"not the kernel's key", username="attacker")
+        content = {
+            "code": "",
+            "silent": True,
+            "store_history": False,
+            "user_expressions": {"cellwright_quick_0": "__import__('os').getcwd()"},
+            "allow_stdin": False,
+        }
+        sent = forged.send(user.shell_channel.socket, "execute_request", content)
+        marker = user.kernel_info()
+        reply = await user.get_shell_msg(timeout=10)  # in order: a reply to the forged one would come first
+        assert reply["parent_header"]["msg_id"] == marker != sent["header"]["msg_id"], reply
+        assert (await namespace_snapshot(env)).note == ""
+    finally:
+        user.stop_channels()
+        assert env.evaluations is not None
+        env.evaluations.close()
