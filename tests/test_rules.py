@@ -20,6 +20,7 @@ from agent_core.impact import (
     rules_prompt_section,
 )
 from agent_core.impact.rules import MAX_RULE_CHARS, MAX_RULES, MAX_RULES_BYTES, parse_rule
+from agent_core.undo.rules import prompt_section, rules_of
 
 PHRASINGS = [
     ("Never install packages", "installs", ()),
@@ -123,6 +124,7 @@ def test_rules_path_cannot_leave_the_root(tmp_path: Path) -> None:
     root.mkdir()
     os.symlink(outside, root / ".cellwright")
     assert load_rules(root) == []
+    assert rules_of(root) == [] and prompt_section(root) == ""  # what the system prompt and the cards read
     with pytest.raises(ValueError, match="outside"):
         append_rule(root, "no network access")
     assert (outside / "rules.md").read_text() == "- never install packages\n"

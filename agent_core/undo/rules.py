@@ -4,10 +4,11 @@ the server use them: the system prompt's section, the card's warnings, a reject 
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
-from agent_core.impact.rules import append_rule, load_rules, rules_path, rules_prompt_section
+from agent_core.impact.rules import RULES_FILE, append_rule, load_rules, rules_path, rules_prompt_section
 
 log = logging.getLogger(__name__)
 
@@ -19,6 +20,9 @@ PARSED_KEPT = 64
 def rules_of(root: Path) -> list[Any]:
     """The rules; none when the file cannot be read (a help, never a reason to fail a run)."""
     try:
+        # Most workspaces have no rules: one stat says so. rules_path's check that the file does not
+        # lead out of the root resolves every folder of the path (~0.2 ms, before each model call).
+        os.stat(os.path.join(root, RULES_FILE))
         path = rules_path(Path(root))
         stat = path.stat()
     except (OSError, ValueError):  # no rules file (or one leading out of the root): no rules
