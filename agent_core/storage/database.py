@@ -83,6 +83,11 @@ class Database(Protocol):
         rows by key."""
         ...
 
+    async def write_one(self, sql: str, params: tuple[Any, ...], quick: bool = False) -> None:
+        """One write statement, atomic by itself: on PostgreSQL no BEGIN and COMMIT around it (two
+        round trips fewer); SQLite runs it as `write` does."""
+        ...
+
     def lock_threads(self, conn: Connection, thread_ids: list[str]) -> None:
         """Inside a write: make concurrent appenders to these threads wait for this transaction."""
         ...
@@ -201,6 +206,9 @@ class SqliteDatabase:
     async def write(self, fn: Callable[[Connection], Any], quick: bool = False) -> Any:
         """BEGIN IMMEDIATE: the writer lock at once, so a read inside (the next seq) stays true."""
         return await self.call(transaction(fn), quick)
+
+    async def write_one(self, sql: str, params: tuple[Any, ...], quick: bool = False) -> None:
+        await self.write(lambda conn: conn.execute(sql, params), quick)
 
     def lock_threads(self, conn: Connection, thread_ids: list[str]) -> None:
         pass  # BEGIN IMMEDIATE already holds the whole file

@@ -211,6 +211,14 @@ class PostgresDatabase:
 
         return await self._run(transaction)
 
+    async def write_one(self, sql: str, params: tuple[Any, ...], quick: bool = False) -> None:
+        # autocommit: the statement commits by itself
+        def one(pool: Any) -> None:
+            with pool.connection() as conn:
+                _Conn(conn).execute(sql, params)
+
+        await self._run(one)
+
     def lock_threads(self, conn: Connection, thread_ids: list[str]) -> None:
         # One statement for the batch, locking in one order everywhere (sorted, then a row at a
         # time: the subquery's order): two servers locking the same threads cannot deadlock.

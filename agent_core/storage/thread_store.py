@@ -98,11 +98,8 @@ class ThreadStore:
         now = time.time()
         record = ThreadRecord(uuid.uuid4().hex, title, notebook_path, now, now, "idle", agent=agent)
         row = (record.thread_id, title, notebook_path, now, now, record.status, "", "", agent, self.owner)
-        await self._write(
-            lambda conn: conn.execute(
-                f"INSERT INTO threads ({RECORD_COLUMNS}, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row
-            ),
-            quick=True,
+        await self.database.write_one(
+            f"INSERT INTO threads ({RECORD_COLUMNS}, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row, quick=True
         )
         return record
 
@@ -143,8 +140,7 @@ class ThreadStore:
         )
 
     async def update(self, thread_id: str, **fields: str) -> None:
-        sql, params = self._update_sql(thread_id, fields)
-        await self._write(lambda conn: conn.execute(sql, params), quick=True)
+        await self.database.write_one(*self._update_sql(thread_id, fields), quick=True)
 
     async def delete(self, thread_id: str) -> None:
         def delete(conn: Connection) -> None:

@@ -131,15 +131,14 @@ class DatabaseToolLedger:
 
     async def started(self, thread_id: str, call_id: str) -> None:
         sql = "INSERT INTO tool_runs (thread_id, call_id, outcome) VALUES (?, ?, NULL) ON CONFLICT DO NOTHING"
-        await self._db.write(lambda conn: conn.execute(sql, (thread_id, call_id)))
+        await self._db.write_one(sql, (thread_id, call_id))
 
     async def finished(self, thread_id: str, call_id: str, outcome: ToolOutcome) -> None:
         sql = (
             "INSERT INTO tool_runs (thread_id, call_id, outcome) VALUES (?, ?, ?)"
             " ON CONFLICT (thread_id, call_id) DO UPDATE SET outcome = excluded.outcome"
         )
-        raw = _dump(outcome)
-        await self._db.write(lambda conn: conn.execute(sql, (thread_id, call_id, raw)))
+        await self._db.write_one(sql, (thread_id, call_id, _dump(outcome)))
 
     async def lookup(self, thread_id: str, call_id: str) -> ToolOutcome | None:
         sql = "SELECT outcome FROM tool_runs WHERE thread_id = ? AND call_id = ?"
@@ -149,4 +148,4 @@ class DatabaseToolLedger:
         return INTERRUPTED if rows[0][0] is None else _load(rows[0][0])
 
     async def forget_thread(self, thread_id: str) -> None:
-        await self._db.write(lambda conn: conn.execute("DELETE FROM tool_runs WHERE thread_id = ?", (thread_id,)))
+        await self._db.write_one("DELETE FROM tool_runs WHERE thread_id = ?", (thread_id,))
