@@ -22,9 +22,8 @@ def rules_of(root: Path) -> list[Any]:
     try:
         # Most workspaces have no rules: one stat says so. rules_path's check that the file does not
         # lead out of the root resolves every folder of the path (~0.2 ms, before each model call).
-        os.stat(os.path.join(root, RULES_FILE))
+        stat = os.stat(os.path.join(root, RULES_FILE))
         path = rules_path(Path(root))
-        stat = path.stat()
     except (OSError, ValueError):  # no rules file (or one leading out of the root): no rules
         return []
     version = (stat.st_mtime_ns, stat.st_size)
