@@ -22,6 +22,7 @@ import psycopg
 import pytest
 
 from agent_core.contract.routes import ROUTES, Route
+from agent_core.storage import postgres_database
 from agent_core.storage.thread_store import ThreadStore
 from devtools.fake_llm import FakeLLM, text, tool_call
 from devtools.jupyter_process import TOKEN, JupyterProcess
@@ -237,6 +238,62 @@ async def test_another_owners_writes_never_wake_this_owners_readers(postgres_url
     finally:
         for store in (alice, bob, bob_again):
             await store.close()
+
+
+async def test_a_server_alone_with_its_owner_sends_no_notifications(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL wakes every listening session of the database at each NOTIFY, whatever its
+    channel: a server that is its owner's only listener sends none; another of the owner's servers
+    joining is heard at once (its readers are woken), and leaving is noticed (issue 41)."""
+    monkeypatch.setattr(postgres_database, "PEERS_RECHECK", 0.2)
+    alices_channel = postgres_database.channel("alice")
+    with psycopg.connect(postgres_url, autocommit=True, application_name="an observer") as observer:
+        observer.execute(f"LISTEN {alices_channel}")
+
+        async def heard(until: str = "observer:marker") -> list[str]:
+            """What the channel carried before `until`; by default up to now (the observer's own marker)."""
+            if until == "observer:marker":
+                observer.execute("SELECT pg_notify(%s, 'observer:marker')", (alices_channel,))
+
+            def read() -> list[str]:
+                notes: list[str] = []
+                for note in observer.notifies(timeout=10):
+                    if note.payload == until:
+                        return notes
+                    notes.append(note.payload)
+                raise AssertionError(f"{until!r} never came; heard {notes}")
+
+            return await asyncio.to_thread(read)
+
+        alice = ThreadStore(tmp_path / "unused", owner="alice", database_url=postgres_url)
+        await alice.open()
+        alone = alice.database
+        assert isinstance(alone, postgres_database.PostgresDatabase)
+        try:
+            # The listener looks for its owner's other listeners before it says hello.
+            await heard(until=f"{alice.process}:")
+            assert not alone.peers_listening
+            thread = (await alice.create("a.ipynb", "a")).thread_id
+            await alice.events.append(thread, {"type": "token", "text": "one"})
+            assert not [note for note in await heard() if thread in note], "alone, alice's server notified"
+
+            again = ThreadStore(tmp_path / "unused", owner="alice", database_url=postgres_url)
+            told: list[str | None] = []
+            again.events.notified = told.append  # type: ignore[method-assign]
+            await again.open()
+            try:
+                await asyncio.wait_for(_until(lambda: alone.peers_listening), 10)
+                await alice.events.append(thread, {"type": "token", "text": "two"})
+                await asyncio.wait_for(_until(lambda: thread in told), 10)
+            finally:
+                await again.close()
+            await asyncio.wait_for(_until(lambda: not alone.peers_listening), 10)
+            await heard()  # what was sent while both listened
+            await alice.events.append(thread, {"type": "token", "text": "three"})
+            assert not [note for note in await heard() if thread in note], "alone again, alice's server notified"
+        finally:
+            await alice.close()
 
 
 async def _until(check: Any) -> None:

@@ -11,6 +11,7 @@
   gap-free and ordered when two servers append.
 - A write's NOTIFY reaches the listener thread of the other servers of the same owner (one channel
   per owner: another user's server is never told of this user's threads), which wakes their readers.
+  A server that is its owner's only listener sends none (see `PostgresDatabase.notify`).
 - Connections per process: `pool_size` in the pool, one for the listener (and, in a process that
   runs the agent, one for its checkpoints: agent_core/storage/checkpoint.py)."""
 
@@ -51,6 +52,7 @@ RECONNECT_SERIES = 5.0
 STATEMENT_TIMEOUT_MS = 15_000
 CONNECT_TIMEOUT = 5  # seconds, per connection attempt
 LISTEN_RETRY_MAX = 5.0  # seconds between the listener's reconnection attempts, at most
+PEERS_RECHECK = 5.0  # seconds between the listener's looks at whether its owner's other listeners are still there
 
 
 def _pg_types(sql: str) -> str:
@@ -119,6 +121,9 @@ class PostgresDatabase:
         self._executor: ThreadPoolExecutor | None = None
         self._listening: threading.Event | None = None  # set: the listener should stop
         self.checkouts = RecentCheckouts()  # which pooled connections go unchecked (the checkpoints' pool too)
+        # Whether another process listens on the owner's channel (set by the listener thread; until
+        # it has looked, assume so).
+        self._peers = True
 
     @property
     def is_open(self) -> bool:
@@ -228,8 +233,37 @@ class PostgresDatabase:
         )
 
     def notify(self, conn: Connection, thread_ids: set[str]) -> None:
+        """Only while another process of the owner listens. PostgreSQL signals every listening
+        session of the database at each NOTIFY, whatever its channel: on a shared database each
+        append would wake every server's listener, and its own (issue 41: 20 servers, one owner
+        each). A listener that joins says so on the channel (`_hello`), so notifications resume at
+        once; an append committing in that same instant reaches its readers at their next tick."""
+        if not self._peers:
+            return
         payloads = [f"{self._process}:{thread_id}" for thread_id in sorted(thread_ids)]
         conn.execute("SELECT pg_notify(?, p) FROM unnest(?::text[]) AS p", (channel(self.owner), payloads))
+
+    def _hello(self, conn: Any) -> None:
+        """On the listener's connection, once it listens: look whether another listener of the
+        owner is there, then tell them this one is (a payload without a thread). One that joins
+        after the look is heard, since this one already listens."""
+        self._look_for_peers(conn)
+        conn.execute("SELECT pg_notify(%s, %s)", (channel(self.owner), f"{self._process}:"))
+
+    @property
+    def peers_listening(self) -> bool:
+        """Whether another process of the owner listens for this one's writes (as last seen)."""
+        return self._peers
+
+    def _look_for_peers(self, conn: Any) -> None:
+        # application_name is visible to every role; a name cut at 63 bytes can only make a peer
+        # seem present, which costs notifications, never a missed one.
+        row = conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name = %s"
+            " AND datname = current_database() AND pid <> pg_backend_pid())",
+            (application_name("listen", self.owner),),
+        ).fetchone()
+        self._peers = bool(row and row[0])
 
     def _listen(self, loop: asyncio.AbstractEventLoop, notified: Notified, stop: threading.Event) -> None:
         """The listener thread: one connection of its own, reconnected after the database restarts
@@ -246,18 +280,28 @@ class PostgresDatabase:
                     application_name=application_name("listen", self.owner),
                 ) as conn:
                     conn.execute(f"LISTEN {channel(self.owner)}")
+                    self._hello(conn)
                     if not first:
                         loop.call_soon_threadsafe(notified, None)
                     first, delay = False, 0.2
+                    looked = time.monotonic()
                     while not stop.is_set():
                         for note in conn.notifies(timeout=0.5):
                             process, _, thread_id = note.payload.partition(":")
-                            if process != self._process:
+                            if process == self._process:
+                                continue
+                            if not thread_id:  # another listener of the owner joined
+                                self._peers = True
+                            else:
                                 loop.call_soon_threadsafe(notified, thread_id)
+                        if self._peers and time.monotonic() - looked >= PEERS_RECHECK:
+                            self._look_for_peers(conn)  # the others may have gone
+                            looked = time.monotonic()
             except RuntimeError:  # the loop closed under us: the server is stopping
                 return
             except Exception as exc:
                 self.checkouts.forget()  # the database may have dropped the pools' connections too
+                self._peers = True  # unknown until the listener is back: others may have joined meanwhile
                 if stop.is_set():
                     return
                 log.warning(
