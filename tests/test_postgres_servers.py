@@ -68,6 +68,7 @@ async def test_servers_starting_together_create_the_schema_once(tmp_path: Path, 
     import psycopg
 
     from agent_core.storage.checkpoint import open_store
+    from agent_core.storage.postgres_database import VERSIONS
     from agent_core.storage.thread_store import ThreadStore
 
     stores = [ThreadStore(tmp_path / "unused.sqlite", owner="alice", database_url=postgres_url) for _ in range(4)]
@@ -80,7 +81,7 @@ async def test_servers_starting_together_create_the_schema_once(tmp_path: Path, 
             await agent.aclose()
         with psycopg.connect(postgres_url) as conn:
             versions = conn.execute("SELECT version FROM cellwright.schema_version ORDER BY version").fetchall()
-            assert versions == [(1,), (2,), (3,), (4,)]
+            assert versions == [(v,) for v in sorted(VERSIONS)]
             tables = {
                 row[0]
                 for row in conn.execute(

@@ -40,6 +40,38 @@ async def test_two_writers_never_reuse_a_seq(tmp_path: Path, database_url: str) 
         await kernel.close()
 
 
+async def test_appends_sharing_a_transaction_are_each_stored_as_given(tmp_path: Path, database_url: str) -> None:
+    """Appends to two threads that share one transaction (one of them not JSON): each thread's rows
+    get its next seqs in call order, each row reads back (from the database, by another process) as
+    it was appended with its seq and thread, and the event that cannot be stored fails alone."""
+    writer, reader = two_stores(tmp_path, database_url)
+    await writer.open()
+    await reader.open()
+    try:
+        a, b = [(await writer.create("nb.ipynb", name)).thread_id for name in "ab"]
+        await writer.events.append(a, {"type": "run_started"})
+        appends: list[tuple[str, dict[str, object]]] = [
+            (a, {"type": "token", "text": "x", "seq": 99, "thread_id": "someone else's"}),
+            (b, {"type": "token", "text": "y"}),
+            (a, {"type": "tool_result", "value": object()}),
+            (a, {"type": "token", "text": "z", "nested": {"seq": 1, "quote": '"seq":'}}),
+            (b, {}),
+        ]
+        results = await asyncio.gather(*(writer.events.append(t, e) for t, e in appends), return_exceptions=True)
+        assert isinstance(results[2], TypeError), results[2]
+        expected = {
+            a: [{"type": "run_started", "seq": 1, "thread_id": a}]
+            + [{**appends[i][1], "seq": seq, "thread_id": a} for i, seq in ((0, 2), (3, 3))],
+            b: [{**appends[i][1], "seq": seq, "thread_id": b} for i, seq in ((1, 1), (4, 2))],
+        }
+        for thread, rows in expected.items():
+            assert await reader.events.events_after(thread, 0) == rows
+        assert [results[i] for i in (0, 1, 3, 4)] == [expected[a][1], expected[b][0], expected[a][2], expected[b][1]]
+    finally:
+        await writer.close()
+        await reader.close()
+
+
 async def test_one_process_drives_a_thread_at_a_time(tmp_path: Path, database_url: str) -> None:
     import agent_core.storage.thread_store as store_module
 

@@ -88,6 +88,12 @@ class Database(Protocol):
         round trips fewer); SQLite runs it as `write` does."""
         ...
 
+    async def append_events(self, rows: list[tuple[str, str]], quick: bool = False) -> list[int]:
+        """Store each (thread_id, body) as its thread's next event, in order, in one transaction,
+        as `event_data(seq, body)`: their seqs. Appenders to one thread queue (lock_threads), and
+        other processes hear of it (notify). `quick`: a few rows, as for call."""
+        ...
+
     def lock_threads(self, conn: Connection, thread_ids: list[str]) -> None:
         """Inside a write: make concurrent appenders to these threads wait for this transaction."""
         ...
@@ -95,6 +101,33 @@ class Database(Protocol):
     def notify(self, conn: Connection, thread_ids: set[str]) -> None:
         """Inside a write: tell other processes' readers, at commit, that these threads changed."""
         ...
+
+
+def event_data(seq: int, body: str) -> str:
+    """An event's stored text: `body` (the event as a JSON object without its seq, never empty: it
+    names its thread) with the seq put first. PostgreSQL's append_events function writes the same
+    text (agent_core/storage/postgres_database.py, APPEND_EVENTS)."""
+    return f'{{"seq":{seq},{body[1:]}'
+
+
+def max_seq_in(conn: Connection, thread_id: str) -> int:
+    """The thread's last stored seq (0 if none), inside a transaction."""
+    return conn.execute("SELECT MAX(seq) FROM events WHERE thread_id = ?", (thread_id,)).fetchone()[0] or 0
+
+
+def insert_events(conn: Connection, rows: list[tuple[str, str]]) -> list[int]:
+    """`Database.append_events` inside a write transaction that already excludes other appenders:
+    each thread's last seq read once, then counted on."""
+    last: dict[str, int] = {}
+    seqs = []
+    for thread_id, body in rows:
+        seq = (last[thread_id] if thread_id in last else max_seq_in(conn, thread_id)) + 1
+        conn.execute(
+            "INSERT INTO events (thread_id, seq, data) VALUES (?, ?, ?)", (thread_id, seq, event_data(seq, body))
+        )
+        last[thread_id] = seq
+        seqs.append(seq)
+    return seqs
 
 
 # What a postgresql:// database_url needs: the `postgres` extra (psycopg, its pool, LangGraph's saver).
@@ -209,6 +242,10 @@ class SqliteDatabase:
 
     async def write_one(self, sql: str, params: tuple[Any, ...], quick: bool = False) -> None:
         await self.write(lambda conn: conn.execute(sql, params), quick)
+
+    async def append_events(self, rows: list[tuple[str, str]], quick: bool = False) -> list[int]:
+        # BEGIN IMMEDIATE holds the whole file; other processes see the rows at their next poll
+        return list(await self.write(lambda conn: insert_events(conn, rows), quick))
 
     def lock_threads(self, conn: Connection, thread_ids: list[str]) -> None:
         pass  # BEGIN IMMEDIATE already holds the whole file

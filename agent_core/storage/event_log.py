@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from agent_core import fast_json
 from agent_core.json_types import JsonObject
-from agent_core.storage.database import Connection, Database
+from agent_core.storage.database import Database, event_data, max_seq_in
 
 LIVE_EVENTS_KEPT = 2000  # per thread: live-only events a slow reader may still catch up on
 TICK_SECONDS = 1.0  # how often waiting readers look again without being woken (other processes on SQLite)
@@ -169,11 +169,14 @@ class EventLog:
         try:
             while self._appends:
                 batch, self._appends = self._appends, []
+                bodies = [_body(thread_id, event) for thread_id, event, _ in batch]
+                rows = [
+                    (thread_id, body)
+                    for (thread_id, _, _), body in zip(batch, bodies, strict=True)
+                    if isinstance(body, str)
+                ]
                 try:
-                    rows = await self.database.write(
-                        lambda conn: self._insert_events(conn, batch),  # noqa: B023 (awaited here)
-                        quick=len(batch) <= QUICK_BATCH,
-                    )
+                    seqs = await self.database.append_events(rows, quick=len(rows) <= QUICK_BATCH) if rows else []
                 except BaseException as exc:  # the transaction failed: every append in it did
                     for _, _, done in batch:
                         if not done.done():
@@ -181,9 +184,14 @@ class EventLog:
                     if isinstance(exc, asyncio.CancelledError):
                         raise
                     continue
-                for (thread_id, _, done), row in zip(batch, rows, strict=False):
+                stored = iter(seqs)
+                for (thread_id, _, done), body in zip(batch, bodies, strict=True):
                     # Rows are noted here, in commit order, even for an appender that was cancelled meanwhile.
-                    outcome = row if isinstance(row, Exception) else self._stored(thread_id, *row)
+                    if isinstance(body, str):
+                        seq = next(stored)
+                        outcome: JsonObject | Exception = self._stored(thread_id, seq, event_data(seq, body))
+                    else:
+                        outcome = body
                     if done.done():
                         continue
                     if isinstance(outcome, Exception):
@@ -196,20 +204,6 @@ class EventLog:
                 for _, _, done in self._appends:
                     done.cancel()
                 self._appends = []
-
-    def _insert_events(self, conn: Connection, batch: list[_Append]) -> list[tuple[int, str] | Exception]:
-        thread_ids = [thread_id for thread_id, _, _ in batch]
-        self.database.lock_threads(conn, thread_ids)  # another server may append to these threads
-        # Under those locks the last seq cannot move but by us: read once per thread, then counted.
-        last = {thread_id: max_seq_in(conn, thread_id) for thread_id in dict.fromkeys(thread_ids)}
-        rows: list[tuple[int, str] | Exception] = []
-        for thread_id, event, _ in batch:
-            row = _insert_event(conn, thread_id, event, last[thread_id] + 1)
-            if not isinstance(row, Exception):
-                last[thread_id] = row[0]
-            rows.append(row)
-        self.database.notify(conn, set(thread_ids))
-        return rows
 
     def _stored(self, thread_id: str, seq: int, data: str) -> JsonObject:
         """Note a committed row (memory for readers, the last seq) and wake the readers."""
@@ -376,19 +370,10 @@ class EventLog:
 _TICK = object()  # a waiting reader's future resolved by the tick, not by new events
 
 
-def _insert_event(
-    conn: Connection, thread_id: str, event: Mapping[str, object], seq: int
-) -> tuple[int, str] | Exception:
-    """Insert `event` as the thread's row `seq`: (seq, stored JSON), or why this one event could not
-    be (it is not JSON): the other appends of the transaction still go in."""
+def _body(thread_id: str, event: Mapping[str, object]) -> str | Exception:
+    """`event` as stored but for its seq (Database.append_events puts it in), or why this one event
+    cannot be (it is not JSON): the other appends of the batch still go in."""
     try:
-        data = fast_json.dumps({**event, "seq": seq, "thread_id": thread_id})
+        return fast_json.dumps({**{key: value for key, value in event.items() if key != "seq"}, "thread_id": thread_id})
     except (TypeError, ValueError) as exc:
         return exc
-    conn.execute("INSERT INTO events (thread_id, seq, data) VALUES (?, ?, ?)", (thread_id, seq, data))
-    return seq, data
-
-
-def max_seq_in(conn: Connection, thread_id: str) -> int:
-    """The thread's last stored seq (0 if none), inside a transaction."""
-    return conn.execute("SELECT MAX(seq) FROM events WHERE thread_id = ?", (thread_id,)).fetchone()[0] or 0

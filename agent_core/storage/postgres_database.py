@@ -59,6 +59,40 @@ def _pg_types(sql: str) -> str:
     return sql.replace(" REAL", " DOUBLE PRECISION").replace(" INTEGER", " BIGINT")
 
 
+# Database.append_events in one statement: the lock, each thread's last seq, the rows and the
+# notification, where a transaction block of its own took five or six round trips. Each statement
+# of a PL/pgSQL function reads a snapshot of its own, so the last seq is read after the locks are
+# granted: an appender that held one has committed. The rows' text is agent_core.storage.database's
+# event_data; the locks are lock_threads' (appenders of either kind queue for each other).
+APPEND_EVENTS = """
+CREATE OR REPLACE FUNCTION cellwright.append_events(threads text[], bodies text[], channel text, process text)
+RETURNS bigint[] LANGUAGE plpgsql AS $$
+DECLARE
+    seqs bigint[] := '{}';
+    last jsonb := '{}';
+    next_seq bigint;
+BEGIN
+    PERFORM pg_advisory_xact_lock(hashtextextended(t, 0))
+        FROM (SELECT DISTINCT t FROM unnest(threads) AS t ORDER BY t) AS s;
+    FOR i IN 1 .. coalesce(array_length(threads, 1), 0) LOOP
+        next_seq := coalesce(
+            (last ->> threads[i])::bigint,
+            (SELECT MAX(e.seq) FROM cellwright.events AS e WHERE e.thread_id = threads[i]),
+            0
+        ) + 1;
+        INSERT INTO cellwright.events (thread_id, seq, data)
+            VALUES (threads[i], next_seq, '{"seq":' || next_seq || ',' || substr(bodies[i], 2));
+        last := last || jsonb_build_object(threads[i], next_seq);
+        seqs := seqs || next_seq;
+    END LOOP;
+    IF channel IS NOT NULL THEN
+        PERFORM pg_notify(channel, process || ':' || t) FROM (SELECT DISTINCT t FROM unnest(threads) AS t ORDER BY t) AS s;
+    END IF;
+    RETURN seqs;
+END
+$$
+"""
+
 # version -> its statements (run once, in order, inside the migration transaction).
 VERSIONS: dict[int, tuple[str, ...]] = {
     1: (
@@ -74,6 +108,7 @@ VERSIONS: dict[int, tuple[str, ...]] = {
     2: THREAD_OWNER,
     3: tuple(_pg_types(statement) for statement in MODEL_REQUESTS),  # the record of model requests
     4: THREAD_AGENT,  # the ACP agent a thread hosts (issue 40)
+    5: (APPEND_EVENTS,),  # an append in one round trip (issue 41)
 }
 
 
@@ -223,6 +258,20 @@ class PostgresDatabase:
                 _Conn(conn).execute(sql, params)
 
         await self._run(one)
+
+    async def append_events(self, rows: list[tuple[str, str]], quick: bool = False) -> list[int]:
+        threads = [thread_id for thread_id, _ in rows]
+        bodies = [body for _, body in rows]
+        told = channel(self.owner) if self._peers else None  # see notify
+
+        def append(pool: Any) -> list[int]:
+            with pool.connection() as conn:
+                row = conn.execute(
+                    "SELECT append_events(%s, %s, %s::text, %s)", (threads, bodies, told, self._process)
+                ).fetchone()
+                return list(row[0])
+
+        return list(await self._run(append))
 
     def lock_threads(self, conn: Connection, thread_ids: list[str]) -> None:
         # One statement for the batch, locking in one order everywhere (sorted, then a row at a

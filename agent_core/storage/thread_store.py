@@ -18,8 +18,8 @@ from typing import Any
 
 from agent_core.config.database_url import DATABASE_TIMEOUT
 from agent_core.json_types import JsonObject
-from agent_core.storage.database import Connection, open_database
-from agent_core.storage.event_log import EventLog, max_seq_in
+from agent_core.storage.database import Connection, max_seq_in, open_database
+from agent_core.storage.event_log import EventLog
 from agent_core.storage.process_names import has_ended, new_process_name
 from agent_core.storage.request_log import RequestLog
 
