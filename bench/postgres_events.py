@@ -28,9 +28,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.many_threads import _record_sends, delays_from, pct, tokens_of  # noqa: E402
-from devtools.fake_llm import FakeLLM, text  # noqa: E402
+from bench.many_threads import delays_from, pct, tokens_of  # noqa: E402
 from devtools.jupyter_process import TOKEN, JupyterProcess  # noqa: E402
+from devtools.model_process import ModelProcess  # noqa: E402
 from devtools.postgres_cluster import PostgresCluster, unavailable  # noqa: E402
 
 START_DELAY = 1.5  # the scripted model waits: every reader is connected before tokens flow
@@ -84,8 +84,9 @@ def appends_per_second(path: str, url: str, processes: int, threads: int, events
 # -- 2. SSE delivery through real servers
 
 
-async def _read(client: httpx.AsyncClient, thread: str, by_first: dict[str, list[str]]) -> tuple[list[float], bool]:
-    """One thread's stored token rows as they arrive; (delay per token, the run completed)."""
+async def _read(client: httpx.AsyncClient, thread: str) -> tuple[list[tuple[float, str]], str, bool]:
+    """One thread's stored token rows as they arrive: (when each row was read and its text, the
+    whole text, the run completed)."""
     import json
 
     pieces: list[tuple[float, str]] = []
@@ -104,12 +105,16 @@ async def _read(client: httpx.AsyncClient, thread: str, by_first: dict[str, list
                     completed = completed or kind == "run_finished"
         if not completed:
             await asyncio.sleep(0.05)  # not started yet on the driving server: ask again
-    first = stored[: stored.find(" ", 1)]
-    return delays_from(pieces, by_first[first]), completed
+    return pieces, stored, completed
 
 
 async def delivery(
-    llm: FakeLLM, drivers: list[JupyterProcess], readers: list[JupyterProcess], threads: int, count: int, pace: float
+    model: ModelProcess,
+    drivers: list[JupyterProcess],
+    readers: list[JupyterProcess],
+    threads: int,
+    count: int,
+    pace: float,
 ) -> list[float]:
     headers = {"Authorization": f"token {TOKEN}"}
     limits = httpx.Limits(max_connections=4 * threads, max_keepalive_connections=4 * threads)
@@ -125,7 +130,8 @@ async def delivery(
             for n in range(threads)
         ]
         scripts = [tokens_of(n, count) for n in range(threads)]
-        llm.script(*[text(tokens, chunk_delay=pace, delay_before=START_DELAY) for tokens in scripts])
+        model.script(scripts, pace, START_DELAY)
+        model.sends()  # forget the warm-up's
         by_first = {tokens[0]: tokens for tokens in scripts}
         posted = await asyncio.gather(
             *[
@@ -135,9 +141,14 @@ async def delivery(
         )
         assert all(r.status_code == 202 for r in posted), [r.text for r in posted if r.status_code != 202][:3]
         # Each thread is read on the server that does not drive it (with one server: that one).
-        results = await asyncio.gather(*[_read(read[(n + 1) % len(read)], t, by_first) for n, t in enumerate(ids)])
-        assert all(done for _, done in results)
-        return [d for ds, _ in results for d in ds]
+        results = await asyncio.gather(*[_read(read[(n + 1) % len(read)], t) for n, t in enumerate(ids)])
+        assert all(done for _, _, done in results)
+        sent = model.sends()
+        return [
+            delay
+            for pieces, stored, _ in results
+            for delay in delays_from(pieces, by_first[stored[: stored.find(" ", 1)]], sent)
+        ]
     finally:
         for client in clients:
             await client.aclose()
@@ -157,39 +168,46 @@ def main(threads: int, events: int, count: int, pace_ms: float) -> None:
     reason = unavailable()
     if reason:
         sys.exit(reason)
-    _record_sends()
-    cluster = PostgresCluster().start()
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            sqlite_rate = appends_per_second(str(Path(tmp) / "threads.sqlite"), "", 1, threads, events)
-            pg_rate = appends_per_second(str(Path(tmp) / "unused.sqlite"), cluster.new_database(), 2, threads, events)
-        print(f"appends: {threads} threads x {events} events")
-        print(f"  SQLite, 1 process:             {sqlite_rate:9.0f} events/s")
-        print(f"  PostgreSQL, 2 processes:       {pg_rate:9.0f} events/s   ratio {pg_rate / sqlite_rate:.2f}x")
+    # The model's process forks first: before this one has threads of its own (the appenders' queues)
+    with ModelProcess() as model:
+        cluster = PostgresCluster().start()
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                sqlite_rate = appends_per_second(str(Path(tmp) / "threads.sqlite"), "", 1, threads, events)
+                pg_url = cluster.new_database()
+                pg_rate = appends_per_second(str(Path(tmp) / "unused.sqlite"), pg_url, 2, threads, events)
+            print(f"appends: {threads} threads x {events} events")
+            print(f"  SQLite, 1 process:             {sqlite_rate:9.0f} events/s")
+            print(f"  PostgreSQL, 2 processes:       {pg_rate:9.0f} events/s   ratio {pg_rate / sqlite_rate:.2f}x")
+            figures = {
+                name: _delivery_through(model, url, count_servers, threads, count, pace_ms)
+                for name, url, count_servers in (("sqlite", "", 1), ("postgres", cluster.new_database(), 2))
+            }
+        finally:
+            cluster.stop()
+    s, p = figures["sqlite"], figures["postgres"]
+    print(f"SSE delivery: {threads} runs x {count} tokens, one per {pace_ms:g} ms (rows coalesced per 50 ms)")
+    print(f"  SQLite, 1 server:                      p50 {pct(s, 0.5):7.1f} ms  p95 {pct(s, 0.95):7.1f} ms")
+    print(
+        f"  PostgreSQL, 2 servers, read elsewhere: p50 {pct(p, 0.5):7.1f} ms  p95 {pct(p, 0.95):7.1f} ms   "
+        f"p95 ratio {pct(p, 0.95) / max(pct(s, 0.95), 0.001):.2f}x"
+    )
 
-        figures = {}
-        with FakeLLM() as llm:
-            for name, url, count_servers in (("sqlite", "", 1), ("postgres", cluster.new_database(), 2)):
-                env = {"OPENAI_BASE_URL": llm.base_url, "OPENAI_API_KEY": "k", "CELLWRIGHT_MODEL": "fake-model"}
-                if url:
-                    env["CELLWRIGHT_DATABASE_URL"] = url
-                llm.script(*[text("warm")] * count_servers)
-                with tempfile.TemporaryDirectory() as tmp:
-                    servers = _servers(Path(tmp), env, count_servers)
-                    try:
-                        figures[name] = asyncio.run(delivery(llm, servers, servers, threads, count, pace_ms / 1000))
-                    finally:
-                        for server in servers:
-                            server.stop()
-        s, p = figures["sqlite"], figures["postgres"]
-        print(f"SSE delivery: {threads} runs x {count} tokens, one per {pace_ms:g} ms (rows coalesced per 50 ms)")
-        print(f"  SQLite, 1 server:                      p50 {pct(s, 0.5):7.1f} ms  p95 {pct(s, 0.95):7.1f} ms")
-        print(
-            f"  PostgreSQL, 2 servers, read elsewhere: p50 {pct(p, 0.5):7.1f} ms  p95 {pct(p, 0.95):7.1f} ms   "
-            f"p95 ratio {pct(p, 0.95) / max(pct(s, 0.95), 0.001):.2f}x"
-        )
-    finally:
-        cluster.stop()
+
+def _delivery_through(
+    model: ModelProcess, url: str, count_servers: int, threads: int, count: int, pace_ms: float
+) -> list[float]:
+    env = {"OPENAI_BASE_URL": model.base_url, "OPENAI_API_KEY": "k", "CELLWRIGHT_MODEL": "fake-model"}
+    if url:
+        env["CELLWRIGHT_DATABASE_URL"] = url
+    model.script([[" warm"]] * count_servers)
+    with tempfile.TemporaryDirectory() as tmp:
+        servers = _servers(Path(tmp), env, count_servers)
+        try:
+            return asyncio.run(delivery(model, servers, servers, threads, count, pace_ms / 1000))
+        finally:
+            for server in servers:
+                server.stop()
 
 
 if __name__ == "__main__":
