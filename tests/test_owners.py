@@ -245,7 +245,8 @@ async def test_a_server_alone_with_its_owner_sends_no_notifications(
 ) -> None:
     """PostgreSQL wakes every listening session of the database at each NOTIFY, whatever its
     channel: a server that is its owner's only listener sends none; another of the owner's servers
-    joining is heard at once (its readers are woken), and leaving is noticed (issue 41)."""
+    joining is heard at once (its readers are woken), leaving is noticed, and a listener that never
+    says hello is found (issue 41)."""
     monkeypatch.setattr(postgres_database, "PEERS_RECHECK", 0.2)
     alices_channel = postgres_database.channel("alice")
     with psycopg.connect(postgres_url, autocommit=True, application_name="an observer") as observer:
@@ -292,6 +293,16 @@ async def test_a_server_alone_with_its_owner_sends_no_notifications(
             await heard()  # what was sent while both listened
             await alice.events.append(thread, {"type": "token", "text": "three"})
             assert not [note for note in await heard() if thread in note], "alone again, alice's server notified"
+
+            # A listener that never says hello (a server of an earlier release) is found by looking.
+            with psycopg.connect(
+                postgres_url, autocommit=True, application_name=postgres_database.application_name("listen", "alice")
+            ) as older:
+                older.execute(f"LISTEN {alices_channel}")
+                await asyncio.wait_for(_until(lambda: alone.peers_listening), 10)
+                await alice.events.append(thread, {"type": "token", "text": "four"})
+                notes = await asyncio.to_thread(lambda: [n.payload for n in older.notifies(timeout=10, stop_after=1)])
+                assert notes == [f"{alice.process}:{thread}"]
         finally:
             await alice.close()
 

@@ -52,7 +52,7 @@ RECONNECT_SERIES = 5.0
 STATEMENT_TIMEOUT_MS = 15_000
 CONNECT_TIMEOUT = 5  # seconds, per connection attempt
 LISTEN_RETRY_MAX = 5.0  # seconds between the listener's reconnection attempts, at most
-PEERS_RECHECK = 5.0  # seconds between the listener's looks at whether its owner's other listeners are still there
+PEERS_RECHECK = 5.0  # seconds between the listener's looks at whether its owner's other listeners are there
 
 
 def _pg_types(sql: str) -> str:
@@ -343,8 +343,10 @@ class PostgresDatabase:
                                 self._peers = True
                             else:
                                 loop.call_soon_threadsafe(notified, thread_id)
-                        if self._peers and time.monotonic() - looked >= PEERS_RECHECK:
-                            self._look_for_peers(conn)  # the others may have gone
+                        if time.monotonic() - looked >= PEERS_RECHECK:
+                            # The others may have gone; or one joined unheard (a release before the
+                            # hello, or a hello sent while this connection was being made again)
+                            self._look_for_peers(conn)
                             looked = time.monotonic()
             except RuntimeError:  # the loop closed under us: the server is stopping
                 return
