@@ -93,6 +93,18 @@ async def test_one_process_drives_a_thread_at_a_time(tmp_path: Path, database_ur
         finally:
             store_module.LEASE_SECONDS = saved
         assert not await server.leased_elsewhere(thread) and await server.take_lease(thread)
+        # A run's start: the lease and the record in one transaction, or neither.
+        await server.events.append(thread, {"type": "run_started"})
+        assert await server.begin_run(thread, status="running", last_run_id="r1")
+        assert not await kernel.begin_run(thread, status="failed", last_run_id="r2"), "the server holds it"
+        record = await kernel.get(thread)
+        assert record is not None and (record.status, record.last_run_id) == ("running", "r1")
+        await server.release_lease(thread)
+        assert await kernel.begin_run(thread, status="running", last_run_id="r2")
+        record = await server.get(thread)
+        assert record is not None and (record.status, record.last_run_id) == ("running", "r2")
+        await kernel.events.append(thread, {"type": "token", "text": "mine now"})
+        assert [e["seq"] for e in await server.events.events_after(thread, 0)] == [1, 2], "the taker knew the last seq"
     finally:
         await server.close()
         await kernel.close()

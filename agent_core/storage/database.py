@@ -12,6 +12,7 @@ import importlib
 import sqlite3
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -94,6 +95,12 @@ class Database(Protocol):
         other processes hear of it (notify). `quick`: a few rows, as for call."""
         ...
 
+    async def take_lease(self, take: LeaseTake) -> int | None:
+        """Take or renew a thread's lease and, when taken with a run's status, set the thread's
+        record, in one transaction: the thread's last seq, or None when another process holds the
+        lease (one that may have ended: the caller looks)."""
+        ...
+
     def lock_threads(self, conn: Connection, thread_ids: list[str]) -> None:
         """Inside a write: make concurrent appenders to these threads wait for this transaction."""
         ...
@@ -101,6 +108,43 @@ class Database(Protocol):
     def notify(self, conn: Connection, thread_ids: set[str]) -> None:
         """Inside a write: tell other processes' readers, at commit, that these threads changed."""
         ...
+
+
+@dataclass(frozen=True)
+class LeaseTake:
+    """A lease asked for: `process` (named `holder` to users) drives `thread_id` until `until`
+    (seconds since the epoch, as `now`). With `status`, the start of a run of the owner's thread:
+    its record gets the status and `run_id`."""
+
+    thread_id: str
+    process: str
+    holder: str
+    now: float
+    until: float
+    owner: str
+    status: str | None = None
+    run_id: str = ""
+
+
+# Taken when free, expired, or already this process's; the statement changes no row otherwise.
+# PostgreSQL's take_lease function (postgres_database.TAKE_LEASE) runs the same three statements.
+LEASE_UPSERT = (
+    "INSERT INTO leases (thread_id, owner, until, holder) VALUES (?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE"
+    " SET owner = excluded.owner, until = excluded.until, holder = excluded.holder"
+    " WHERE leases.owner = excluded.owner OR leases.until < ?"
+)
+
+
+def take_lease_in(conn: Connection, take: LeaseTake) -> int | None:
+    """`Database.take_lease` inside a write transaction."""
+    if conn.execute(LEASE_UPSERT, (take.thread_id, take.process, take.until, take.holder, take.now)).rowcount != 1:
+        return None
+    if take.status is not None:
+        conn.execute(
+            "UPDATE threads SET status = ?, last_run_id = ?, updated_at = ? WHERE thread_id = ? AND owner = ?",
+            (take.status, take.run_id, take.now, take.thread_id, take.owner),
+        )
+    return max_seq_in(conn, take.thread_id)
 
 
 def event_data(seq: int, body: str) -> str:
@@ -246,6 +290,10 @@ class SqliteDatabase:
     async def append_events(self, rows: list[tuple[str, str]], quick: bool = False) -> list[int]:
         # BEGIN IMMEDIATE holds the whole file; other processes see the rows at their next poll
         return list(await self.write(lambda conn: insert_events(conn, rows), quick))
+
+    async def take_lease(self, take: LeaseTake) -> int | None:
+        last_seq: int | None = await self.write(lambda conn: take_lease_in(conn, take), quick=True)
+        return last_seq
 
     def lock_threads(self, conn: Connection, thread_ids: list[str]) -> None:
         pass  # BEGIN IMMEDIATE already holds the whole file

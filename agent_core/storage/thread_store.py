@@ -18,7 +18,7 @@ from typing import Any
 
 from agent_core.config.database_url import DATABASE_TIMEOUT
 from agent_core.json_types import JsonObject
-from agent_core.storage.database import Connection, max_seq_in, open_database
+from agent_core.storage.database import Connection, LeaseTake, open_database
 from agent_core.storage.event_log import EventLog
 from agent_core.storage.process_names import has_ended, new_process_name
 from agent_core.storage.request_log import RequestLog
@@ -153,46 +153,31 @@ class ThreadStore:
         await self._write(delete)
         self.events.deleted(thread_id)
 
-    def _lease_in(self, conn: Connection, thread_id: str) -> int | None:
-        """Take or renew the lease inside a transaction; the thread's last seq if taken, else None."""
-        now = time.time()
-        upsert = (
-            "INSERT INTO leases (thread_id, owner, until, holder) VALUES (?, ?, ?, ?) ON CONFLICT (thread_id) DO UPDATE"
-            " SET owner = excluded.owner, until = excluded.until, holder = excluded.holder"
-            " WHERE leases.owner = excluded.owner OR leases.until < ?"
-        )
-        params = (thread_id, self.process, now + LEASE_SECONDS, self.holder, now)
-        if conn.execute(upsert, params).rowcount != 1:
-            if not self._clear_ended_holder(conn, thread_id):
-                return None
-            conn.execute(upsert, params)
-        return max_seq_in(conn, thread_id)
-
     def _clear_ended_holder(self, conn: Connection, thread_id: str) -> bool:
         """Drop the lease of a holder that has ended (this machine's process, killed or crashed);
-        whether there was one. Only on a refused take, so the hot path stays one statement."""
+        whether there was one. Only after a refused take, so the hot path stays one call."""
         rows = conn.execute("SELECT owner FROM leases WHERE thread_id = ?", (thread_id,)).fetchall()
         if not rows or not has_ended(rows[0][0]):
             return False
         conn.execute("DELETE FROM leases WHERE thread_id = ? AND owner = ?", (thread_id, rows[0][0]))
         return True
 
+    async def _take(self, thread_id: str, status: str | None = None, run_id: str = "") -> bool:
+        now = time.time()
+        take = LeaseTake(thread_id, self.process, self.holder, now, now + LEASE_SECONDS, self.owner, status, run_id)
+        last_seq = await self.database.take_lease(take)
+        if last_seq is None and await self._write(lambda conn: self._clear_ended_holder(conn, thread_id), True):
+            last_seq = await self.database.take_lease(take)  # another process may have taken it meanwhile
+        return self.events.leased(thread_id, last_seq)
+
     async def take_lease(self, thread_id: str) -> bool:
         """Take (or renew) the right to drive `thread_id`; False while another process holds it."""
-        return self.events.leased(thread_id, await self._write(lambda conn: self._lease_in(conn, thread_id), True))
+        return await self._take(thread_id)
 
-    async def begin_run(self, thread_id: str, **fields: str) -> bool:
-        """Take the lease and update the thread's record in one transaction (the hot path of a run's
-        start); False, and nothing updated, while another process holds the lease."""
-        sql, params = self._update_sql(thread_id, fields)
-
-        def begin(conn: Connection) -> int | None:
-            last_seq = self._lease_in(conn, thread_id)
-            if last_seq is not None:
-                conn.execute(sql, params)
-            return last_seq
-
-        return self.events.leased(thread_id, await self._write(begin, quick=True))
+    async def begin_run(self, thread_id: str, *, status: str, last_run_id: str) -> bool:
+        """Take the lease and set the thread's status and last run in one transaction (the hot path
+        of a run's start); False, and nothing updated, while another process holds the lease."""
+        return await self._take(thread_id, status, last_run_id)
 
     async def release_lease(self, thread_id: str) -> None:
         self.events.released(thread_id)
