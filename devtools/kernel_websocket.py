@@ -5,6 +5,7 @@ Kernel Gateway (which serves the same `api/kernels/<id>/channels`)."""
 from __future__ import annotations
 
 import json
+import socket
 import uuid
 from typing import Any
 
@@ -28,13 +29,22 @@ def send_execute(ws: websocket.WebSocket, code: str, username: str = "user") -> 
     return str(message["header"]["msg_id"])
 
 
-def until_done(ws: websocket.WebSocket, msg_id: str) -> dict[str, Any]:
+def acks_at_once(ws: websocket.WebSocket) -> None:
+    """Linux's quick-ack mode on the connection, until the kernel leaves it (jupyter_ext's
+    gateway_channels.acks_at_once says why a gateway's answers need it)."""
+    ws.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+
+
+def until_done(ws: websocket.WebSocket, msg_id: str, quick_acks: bool = False) -> dict[str, Any]:
     """Read frames until the request `msg_id` has its execute_reply and the kernel's idle after it
-    (in either order, as a notebook waits for both); the reply."""
+    (in either order, as a notebook waits for both); the reply. `quick_acks`: acknowledge each
+    frame at once (acks_at_once), as Cellwright's gateway client does."""
     reply: dict[str, Any] | None = None
     idle = False
     while reply is None or not idle:
         frame = json.loads(ws.recv())
+        if quick_acks:
+            acks_at_once(ws)
         if frame.get("parent_header", {}).get("msg_id") != msg_id:
             continue  # another client's output: every client of the kernel gets iopub
         kind = frame["header"]["msg_type"]
