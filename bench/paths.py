@@ -16,8 +16,9 @@ one kernel, the scripted model; rounds interleaved so both sides of a ratio see 
 4. MCP tools/call read_notebook vs the same tool in our own tools node (tool_call -> tool_result).
 5. Inline completion with an instant model: the route's first piece vs the endpoint's whole reply.
 
-The gateway path (bench/gateway_cell.py) and many servers on PostgreSQL (bench/postgres_events.py,
-bench/many_threads.py) start servers of their own and are run apart.
+The gateway path (bench/gateway_cell.py, run after this one by the test command) and many servers
+on PostgreSQL (bench/team_database.py, bench/postgres_events.py) start servers of their own and are
+run apart.
 """
 
 from __future__ import annotations

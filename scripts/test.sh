@@ -138,4 +138,7 @@ python -m tests.slowest .output/junit-*.xml || true
 # The paths a user waits on against their floors (issue 41), so a slowdown shows in every log: printed,
 # never failing the run (the machines are noisy). 20 rounds: about a minute on the 2-core machine.
 step "speed of the paths (printed)" python -m bench.paths 20 || echo "  bench.paths did not finish (not a failure)" >&2
+# The gateway kernel's cell starts a Kernel Gateway of its own (~7 s): a slowdown there went unseen once.
+step "speed of a gateway kernel's cell (printed)" python bench/gateway_cell.py 15 ||
+  echo "  bench/gateway_cell.py did not finish (not a failure)" >&2
 exit "$status"
