@@ -5,13 +5,14 @@ Kernel Gateway (which serves the same `api/kernels/<id>/channels`)."""
 from __future__ import annotations
 
 import json
-import socket
 import uuid
 from typing import Any
 
 import websocket
 from jupyter_client.jsonutil import json_default
 from jupyter_client.session import Session
+
+from jupyter_ext.gateway_channels import quick_ack
 
 
 def connect(http_url: str, kernel_id: str, token: str | None = None, timeout: float = 30) -> websocket.WebSocket:
@@ -30,9 +31,9 @@ def send_execute(ws: websocket.WebSocket, code: str, username: str = "user") -> 
 
 
 def acks_at_once(ws: websocket.WebSocket) -> None:
-    """Linux's quick-ack mode on the connection, until the kernel leaves it (jupyter_ext's
-    gateway_channels.acks_at_once says why a gateway's answers need it)."""
-    ws.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+    """Acknowledge what comes next at once, as Cellwright's gateway client does
+    (jupyter_ext.gateway_channels.acks_at_once says why a gateway's answers need it)."""
+    quick_ack(ws.sock)
 
 
 def until_done(ws: websocket.WebSocket, msg_id: str, quick_acks: bool = False) -> dict[str, Any]:

@@ -262,13 +262,19 @@ def acks_at_once(ws: WebSocketClientConnection) -> None:
     (the kernel's "busy") it holds the next until that one is acknowledged; and Linux delays an
     acknowledgement by up to 40 ms on a connection that has just sent, hoping to carry it on the
     next send. A `pass` through a gateway took ~45 ms instead of ~7 (issue 41). Quick-ack mode is
-    not kept by the kernel: set again after each send and each message read. A no-op where
-    TCP_QUICKACK does not exist (not Linux)."""
-    quick_ack = getattr(socket, "TCP_QUICKACK", None)
+    not kept by the kernel: set again after each send and each message read."""
     stream = getattr(ws.protocol, "stream", None)
-    if quick_ack is None or stream is None or stream.closed():
+    if stream is not None and not stream.closed():
+        quick_ack(stream.socket)
+
+
+def quick_ack(sock: socket.socket) -> None:
+    """Linux's quick-ack mode on `sock`, until the kernel leaves it; a no-op where TCP_QUICKACK
+    does not exist (not Linux) or the socket is closing (its reader sees the end)."""
+    flag = getattr(socket, "TCP_QUICKACK", None)
+    if flag is None:
         return
     try:
-        stream.socket.setsockopt(socket.IPPROTO_TCP, quick_ack, 1)
-    except OSError:  # closing under us: the reader sees the end
+        sock.setsockopt(socket.IPPROTO_TCP, flag, 1)
+    except OSError:
         pass

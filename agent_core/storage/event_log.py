@@ -374,6 +374,8 @@ def _body(thread_id: str, event: Mapping[str, object]) -> str | Exception:
     """`event` as stored but for its seq (Database.append_events puts it in), or why this one event
     cannot be (it is not JSON): the other appends of the batch still go in."""
     try:
-        return fast_json.dumps({**{key: value for key, value in event.items() if key != "seq"}, "thread_id": thread_id})
+        stored = {key: value for key, value in event.items() if key != "seq"}
+        stored["thread_id"] = thread_id
+        return fast_json.dumps(stored)
     except (TypeError, ValueError) as exc:
         return exc

@@ -299,7 +299,8 @@ class PostgresDatabase:
                 ).fetchone()
                 return list(row[0])
 
-        return list(await self._run(append))
+        seqs: list[int] = await self._run(append)
+        return seqs
 
     async def take_lease(self, take: LeaseTake) -> int | None:
         params = (take.thread_id, take.process, take.holder, take.now, take.until, take.owner, take.status, take.run_id)
