@@ -221,22 +221,27 @@ def test_a_server_holds_at_most_two_pools_and_one_listener(team: Team, llm: Fake
 async def test_another_owners_writes_never_wake_this_owners_readers(postgres_url: str, tmp_path: Path) -> None:
     """Notifications go on a channel per owner: bob's server is never told of alice's threads (only
     his own servers' writes wake his readers)."""
-    alice = ThreadStore(tmp_path / "unused", owner="alice", database_url=postgres_url)
+    alice, alice_again = (ThreadStore(tmp_path / "unused", owner="alice", database_url=postgres_url) for _ in range(2))
     bob, bob_again = (ThreadStore(tmp_path / "unused", owner="bob", database_url=postgres_url) for _ in range(2))
     told: list[str | None] = []
     bob.events.notified = told.append  # type: ignore[method-assign]  # what bob's listener passes on
-    for store in (alice, bob, bob_again):
+    alice_told: list[str | None] = []
+    alice_again.events.notified = alice_told.append  # type: ignore[method-assign]
+    stores = (alice, alice_again, bob, bob_again)
+    for store in stores:
         await store.open()
     try:
+        # Each owner has a second server listening, so both notify (alone, a server sends none).
+        await asyncio.wait_for(_until(lambda: all(s.database.peers_listening for s in (alice, bob_again))), 10)  # type: ignore[attr-defined]
         alices = (await alice.create("a.ipynb", "a")).thread_id
         bobs = (await bob_again.create("b.ipynb", "b")).thread_id
         await alice.events.append(alices, {"type": "token", "text": "secret"})
         await bob_again.events.append(bobs, {"type": "token", "text": "mine"})  # committed after alice's
-        await asyncio.wait_for(_until(lambda: bobs in told), 10)
+        await asyncio.wait_for(_until(lambda: bobs in told and alices in alice_told), 10)
         # Notifications come in commit order: had alice's reached bob's listener, it would be here.
         assert alices not in told and set(told) <= {bobs, None}
     finally:
-        for store in (alice, bob, bob_again):
+        for store in stores:
             await store.close()
 
 
