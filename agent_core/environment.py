@@ -96,6 +96,15 @@ class HasKernelProcess(Protocol):
 
 
 @runtime_checkable
+class AsksAhead(Protocol):
+    def ask_ahead(self, expressions: list[str]) -> None:
+        """Send these evaluations to the kernel now, before anyone awaits them: evaluate_json of one of
+        them in the next moments takes that answer instead of asking again (a run's first probes
+        leave while its request is still being answered)."""
+        ...
+
+
+@runtime_checkable
 class KnowsKernelBusy(Protocol):
     async def kernel_busy(self) -> bool:
         """Whether the kernel is running a cell now (a probe would wait behind it)."""

@@ -7,13 +7,18 @@ at once (its context and its @tool functions): those asked for in the same turn 
 travel in one execute_request, one user_expression each, on the kept client. A request of read-only
 expressions only (ReadOnlyExpression) also carries the installer of the kernel's quick path
 (agent_core.kernel_probes.quick_answers) and is answered there once it is installed: ~1 ms instead
-of ~2.5 ms of IPython's cell machinery before the expressions run (issue 41)."""
+of ~2.5 ms of IPython's cell machinery before the expressions run (issue 41).
+
+A run's start also asks for those two ahead (`ask_ahead`), as soon as its POST has been checked: the
+request leaves while the server answers the POST and takes the thread's lease, and the run's own
+evaluations moments later take the answer (or wait for it) instead of asking again."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
 import queue
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
@@ -33,6 +38,9 @@ from .kernel_clients import (
 )
 
 EVALUATION_TIMEOUT = 30.0  # the callers' own limits are shorter; this one only bounds a lost reply
+# An answer asked for ahead serves an evaluation asked this soon after it was sent, once; a later one
+# asks anew (a cell may have run since: the namespace it described is not the kernel's any more).
+AHEAD_SECONDS = 2.0
 
 Expressions = dict[str, str]  # user_expressions: key -> expression
 Results = dict[str, JsonObject]  # key -> {"status": "ok", "data": ...} or {"status": "error", "ename", "evalue"}
@@ -86,6 +94,15 @@ class _Batch:
     results: asyncio.Future[Results] | None = None
 
 
+@dataclass
+class _Ahead:
+    """A batch asked for ahead: the key of each expression nobody has taken yet, and when it was sent."""
+
+    keys: dict[str, str]  # expression -> its key in the batch
+    results: asyncio.Future[Results]
+    asked: float = field(default_factory=time.monotonic)
+
+
 class KernelEvaluations:
     """The server's evaluation clients, one per kernel, and the batch each is gathering."""
 
@@ -93,6 +110,7 @@ class KernelEvaluations:
         self._clients = KernelClients(outputs=False)
         self._gathering: dict[str, _Batch] = {}
         self._in_flight: dict[str, set[asyncio.Future[Results]]] = {}
+        self._ahead: dict[str, _Ahead] = {}
 
     async def evaluate(
         self,
@@ -102,6 +120,49 @@ class KernelEvaluations:
         expression: str,
     ) -> JsonObject:
         """The kernel's user_expressions entry for `expression`; {} when it did not answer."""
+        taken = self._take_ahead(kernel_id, expression)
+        if taken is not None:
+            results, key = taken
+        else:
+            batch = self._batch(kernel_id, manager, kernel_manager)
+            key = self._join(batch, expression)
+            assert batch.results is not None
+            results = batch.results
+        # shielded: a caller that gives up (its own time limit) leaves the batch to the others
+        return (await asyncio.shield(results)).get(key) or {}
+
+    def ask_ahead(
+        self,
+        kernel_id: str,
+        manager: KernelManagerProtocol,
+        kernel_manager: MappingKernelManagerProtocol,
+        expressions: list[str],
+    ) -> None:
+        """Send `expressions` on the loop's next turn, before anyone awaits them: `evaluate` of one of
+        them within AHEAD_SECONDS takes this answer, once. Nothing is sent while an evaluation of ours
+        is in flight on that kernel (it may wait behind a user's cell: this one would too)."""
+        if not expressions or self._in_flight.get(kernel_id):
+            return
+        batch = self._batch(kernel_id, manager, kernel_manager)
+        assert batch.results is not None
+        self._ahead[kernel_id] = _Ahead({e: self._join(batch, e) for e in expressions}, batch.results)
+
+    def _take_ahead(self, kernel_id: str, expression: str) -> tuple[asyncio.Future[Results], str] | None:
+        ahead = self._ahead.get(kernel_id)
+        if ahead is None:
+            return None
+        if time.monotonic() - ahead.asked > AHEAD_SECONDS:
+            del self._ahead[kernel_id]
+            return None
+        key = ahead.keys.pop(expression, None)
+        if not ahead.keys:
+            del self._ahead[kernel_id]
+        return None if key is None else (ahead.results, key)
+
+    def _batch(
+        self, kernel_id: str, manager: KernelManagerProtocol, kernel_manager: MappingKernelManagerProtocol
+    ) -> _Batch:
+        """The batch gathering on that kernel in this turn of the loop, or a new one sent on the next."""
         batch = self._gathering.get(kernel_id)
         if batch is None:
             batch = self._gathering[kernel_id] = _Batch()
@@ -109,12 +170,13 @@ class KernelEvaluations:
             sending = self._in_flight.setdefault(kernel_id, set())
             sending.add(batch.results)
             batch.results.add_done_callback(sending.discard)
+        return batch
+
+    @staticmethod
+    def _join(batch: _Batch, expression: str) -> str:
         key = expression_key(expression, len(batch.expressions))
         batch.expressions[key] = expression
-        assert batch.results is not None
-        # shielded: a caller that gives up (its own time limit) leaves the batch to the others
-        results = await asyncio.shield(batch.results)
-        return results.get(key) or {}
+        return key
 
     def joinable(self, kernel_id: str) -> bool:
         """Whether a batch is gathering on that kernel with nothing else of ours in flight: an evaluation

@@ -199,6 +199,16 @@ class KernelEnvironment:
             raise ToolInputError("the kernel is busy running a cell")
         return await session_inputs(self.evaluations, kernel_id, manager, self.kernel_manager, n)
 
+    def ask_ahead(self, expressions: list[str]) -> None:
+        """agent_core's AsksAhead: the kernel named for this run gets them now (one found only through
+        the notebook's session is left to the evaluations themselves: finding it is a wait). Not a
+        kernel that runs a cell: they would wait behind it, and the run asks for nothing then."""
+        if self.evaluations is None or not self.kernel_id or self.kernel_id not in self.kernel_manager:
+            return
+        manager = self.kernel_manager.get_kernel(self.kernel_id)
+        if manager.execution_state != "busy":
+            self.evaluations.ask_ahead(self.kernel_id, manager, self.kernel_manager, expressions)
+
     async def evaluate_json(self, expression: str) -> Any:
         kernel_id = await self.resolve_kernel()
         manager = self.kernel_manager.get_kernel(kernel_id)

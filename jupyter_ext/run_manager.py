@@ -198,12 +198,19 @@ class RunManager(ThreadFollowing, LoggingConfigurable):
         """Start a run of `body` (its notebook_path already checked against the root); `record`: the
         owner's thread as the caller has just read it (the runner reads it again under the lock)."""
         from agent_core.llm.failures import not_configured
+        from agent_core.loop.run_tools import ask_probes_ahead
 
         if record is None:  # another owner's thread is a 404, before a lease or a setting says more
-            await self.thread(thread_id)
+            record = await self.thread(thread_id)
         settings = self._settings()
         if not settings.llm_configured:
             raise BadRequest(not_configured().message, "llm_not_configured")
+        # The run's first kernel probes leave on the loop's next turn, while the thread is read again
+        # and its lease taken; the run takes their answer when it asks (issue 41). They only read: a
+        # run refused below leaves an answer nobody takes.
+        kernel_id = body.kernel_id or record.kernel_id or None
+        notebook_path = body.notebook_path or record.notebook_path
+        ask_probes_ahead(self._env_factory(notebook_path, kernel_id, settings), body.message, settings)
         async with self._thread_locks[thread_id]:
             await self._ensure_free(thread_id, lease=False)
             runner = await self.runner()

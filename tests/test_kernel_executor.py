@@ -100,6 +100,48 @@ async def test_evaluations_asked_together_travel_in_one_request(jp_serverapp: An
         env.evaluations.close()
 
 
+async def _sent(evaluations: KernelEvaluations, kernel_id: str) -> None:
+    """A turn of the loop or two, nobody awaiting: then the batch gathering on that kernel has left."""
+    for _ in range(100):
+        await asyncio.sleep(0)
+        if not evaluations.joinable(kernel_id):
+            return
+
+
+async def test_evaluations_asked_ahead_leave_at_once_and_are_taken_once(
+    jp_serverapp: Any, notebook_kernel: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's first probes are asked ahead, before anyone awaits them: the request leaves on the
+    loop's next turn, before an evaluation asked after that, and the run's own evaluations of the same expressions take its answer (no
+    request of their own), once each; a later one, or one asked after AHEAD_SECONDS, asks anew."""
+    from jupyter_ext import kernel_evaluations
+
+    env = _env(jp_serverapp, notebook_kernel)
+    cell = await env.run_cell("setup", COUNT_EXECUTE_REQUESTS, lambda event: None)
+    assert cell.status == "ok", cell.outputs
+    env.evaluations = KernelEvaluations()
+    later = REQUESTS + " "  # another expression with the same value: asked after, it leaves after
+    tools = "__import__('json').dumps('tools')"
+    try:
+        assert await env.kernel_busy() is False  # a kernel that runs a cell is not asked ahead
+        env.ask_ahead([REQUESTS, tools])
+        await _sent(env.evaluations, notebook_kernel)
+        after = await env.evaluate_json(later)
+        assert await env.evaluate_json(REQUESTS) == after - 1  # counted before `later`: sent ahead of it
+        assert await env.evaluate_json(tools) == "tools"
+        assert await env.evaluate_json(later) == after + 1  # the two above made no request
+        assert await env.evaluate_json(REQUESTS) == after + 2  # taken once: asked anew
+
+        monkeypatch.setattr(kernel_evaluations, "AHEAD_SECONDS", 0.0)
+        before = await env.evaluate_json(later)
+        assert await env.kernel_busy() is False
+        env.ask_ahead([REQUESTS])
+        await _sent(env.evaluations, notebook_kernel)
+        assert await env.evaluate_json(REQUESTS) == before + 2  # too old to take: its own request
+    finally:
+        env.evaluations.close()
+
+
 async def test_an_evaluation_of_ours_waiting_behind_a_users_cell_makes_the_kernel_busy(
     jp_serverapp: Any, notebook_kernel: str, tmp_path: Path
 ) -> None:
@@ -123,10 +165,7 @@ async def test_an_evaluation_of_ours_waiting_behind_a_users_cell_makes_the_kerne
         # Ours, with no busy check of its own: its batch is made now, sent once the loop turns.
         expression = "__import__('json').dumps(7)"
         ours = asyncio.ensure_future(env.evaluations.evaluate(notebook_kernel, manager, env.kernel_manager, expression))
-        for _ in range(100):  # a turn of the loop or two: then its request has left (no longer gathering)
-            await asyncio.sleep(0)
-            if not env.evaluations.joinable(notebook_kernel):
-                break
+        await _sent(env.evaluations, notebook_kernel)
         started = asyncio.get_running_loop().time()
         assert await env.kernel_busy() is True
         snapshot = await namespace_snapshot(env)

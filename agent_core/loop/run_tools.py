@@ -9,11 +9,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from agent_core.config.agent_settings import AgentSettings
+from agent_core.environment import AsksAhead
 from agent_core.json_types import JsonObject, json_items
-from agent_core.loop.mentions import run_context_notes
+from agent_core.kernel_probes.introspection import snapshot_expression
+from agent_core.loop.mentions import parse_mentions, run_context_notes
 from agent_core.loop.segments import with_tool_notes
 from agent_core.loop.state import new_run_input
 from agent_core.tools.gathering import gather_tools
+from agent_core.tools.notebook_functions import discovery_expression
 from agent_core.undo.book import UndoBook
 from agent_core.undo.steps import pending_notes
 
@@ -96,3 +99,16 @@ class RunTools:
 
 def _str_or_none(value: object) -> str | None:
     return value if isinstance(value, str) else None
+
+
+def ask_probes_ahead(env: ToolEnvironment, message: str, settings: AgentSettings) -> None:
+    """Where the environment can (AsksAhead), send now the kernel evaluations a new run's
+    `first_segment` makes (notebook_tools' @tool discovery; context_for's namespace snapshot when the
+    message @mentions nothing): they leave while the run's request is answered and its lease taken,
+    not a few turns of the loop later, and the kernel's answer is there when the run asks (issue 41)."""
+    if not isinstance(env, AsksAhead):
+        return
+    probes: list[str] = [discovery_expression()]
+    if settings.namespace_snapshot and not parse_mentions(message):
+        probes.append(snapshot_expression())
+    env.ask_ahead(probes)
