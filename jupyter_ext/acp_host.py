@@ -19,7 +19,6 @@ from agent_core.contract import make_event
 from agent_core.json_types import JsonObject
 from agent_core.loop.event_pump import EventPump
 from agent_core.loop.refusals import ThreadBusy
-from agent_core.storage.thread_store import LEASE_SECONDS
 from agent_core.workspace import Workspace
 
 from .acp_always import AlwaysAllowed
@@ -293,12 +292,6 @@ class HostedThread:
             await pump.drain()
 
 
-async def _renew_lease(store: ThreadStore, thread_id: str) -> None:
-    while True:
-        await asyncio.sleep(LEASE_SECONDS / 3)
-        await store.take_lease(thread_id)
-
-
 class AcpHost:
     """The hosted threads of one server (made on first use; their processes end with it)."""
 
@@ -364,7 +357,7 @@ class AcpHost:
         run_id = uuid.uuid4().hex
         if not await self._store.begin_run(record.thread_id, status="running", last_run_id=run_id):
             raise ThreadBusy(await self._store.leased_elsewhere(record.thread_id) or "another process")
-        hosted.renewing = asyncio.create_task(_renew_lease(self._store, record.thread_id))
+        hosted.renewing = self._store.keep_lease(record.thread_id)
         hosted.had_turns = hosted.had_turns or bool(record.last_run_id)
         hosted.stopped, hosted.cards, hosted.events, hosted.active = False, 0, 0, True
         hosted.client.new_run()

@@ -1,16 +1,15 @@
 """The one driver of a thread, for the server and the in-kernel `%agent` magic alike: start, resume
 with a decision, stop, recover after a crash, and the lease that lets one process drive a thread at
-a time. Events go into the thread's log, approvals come out of interrupts, a stop leaves the thread
-consistent. Who owns the task (RunManager, or the magic's worker) and shows refusals is the caller's."""
+a time. What may be asked of a thread is checked here and its segment prepared; segment_driver.py
+drives it (events into the thread's log, approvals out of interrupts, a stop that leaves the thread
+consistent). Who owns the task (RunManager, or the magic's worker) and shows refusals is the caller's."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import functools
-import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
@@ -18,17 +17,9 @@ from typing import TYPE_CHECKING, TypedDict
 from langgraph.types import Command
 
 from agent_core.config.agent_settings import AgentSettings
-from agent_core.contract import EventDict, make_event
-from agent_core.contract.choices import RunStatus
-from agent_core.contract.event_fields import RunFinishedFields, RunStartedFields
-from agent_core.json_types import JsonObject
-from agent_core.llm.failures import LLMError
 from agent_core.llm.sdk_clients import close_clients
-from agent_core.loop.agent_cells import notebook_agent_cells
-from agent_core.loop.agents import agent_for_mode
 from agent_core.loop.approvals import ApprovalCards
 from agent_core.loop.background_steps import BackgroundSteps
-from agent_core.loop.event_pump import EventPump
 from agent_core.loop.graph import build_graph
 from agent_core.loop.refusals import (
     ApprovalPending,
@@ -38,19 +29,15 @@ from agent_core.loop.refusals import (
     ThreadBusy,
     ThreadNotFound,
 )
-from agent_core.loop.run_context import run_context
 from agent_core.loop.run_tools import McpSource, RunTools
-from agent_core.loop.segments import Appended, PreparedRun, Segment, SegmentInput, approval_event, browser_cells
-from agent_core.loop.state import appended, outside_call_input
+from agent_core.loop.segment_driver import EventSink, SegmentDriver, graph_config
+from agent_core.loop.segments import Appended, PreparedRun, Segment, SegmentInput, browser_cells
+from agent_core.loop.state import outside_call_input
 from agent_core.loop.thread_policy import run_settings
 from agent_core.loop.thread_view import autonomy_of, driver_of, mode_of, pending_approval, stuck, title_from
-from agent_core.loop.usage import public
-from agent_core.messages import Message
 from agent_core.storage.checkpoint import AgentStore, open_store
-from agent_core.storage.thread_store import LEASE_SECONDS, ThreadRecord, ThreadStore
-from agent_core.storage.tool_ledger import INTERRUPTED, STOPPED
+from agent_core.storage.thread_store import ThreadRecord, ThreadStore
 from agent_core.tools import TOOLS
-from agent_core.tools.background import IN_BACKGROUND, StepInBackground
 from agent_core.undo.book import UndoBook
 from agent_core.undo.rules import save_rule
 
@@ -59,14 +46,9 @@ if TYPE_CHECKING:  # the contract's route models and the tool registry load on a
     from langgraph.types import StateSnapshot
 
     from agent_core.contract.bodies import Decision, StartRun
-    from agent_core.contract.notebook_cells import AgentCell
     from agent_core.contract.outside_tools import OutsideCall
     from agent_core.loop.graph import AgentGraph
-    from agent_core.loop.run_context import RunContext
     from agent_core.tools import ToolEnvironment
-    from agent_core.tools.external import ExternalToolSpec
-
-log = logging.getLogger(__name__)
 
 
 def _approval_cards() -> ApprovalCards:
@@ -81,7 +63,6 @@ class _RecordUpdates(TypedDict, total=False):
     title: str
 
 
-EventSink = Callable[[JsonObject], None]  # sees each event as the log stored it (seq and all)
 EnvironmentFor = Callable[[ThreadRecord], "ToolEnvironment"]  # where a thread's tools act (its notebook's kernel)
 
 
@@ -101,9 +82,11 @@ class ThreadRunner:
     # issue 38: the server's follower of cells that outlive their run (None: the magic's cells never do)
     background: BackgroundSteps | None = None
     _tools: RunTools = field(init=False, repr=False)  # each thread's outside tools, kept for its resumed segments
+    _driver: SegmentDriver = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._tools = RunTools(self.mcp)
+        self._driver = SegmentDriver(self.graph, self.store, self.threads, self.undo, self.approvals, self.background)
 
     @classmethod
     async def open(
@@ -126,7 +109,7 @@ class ThreadRunner:
 
     @staticmethod
     def config(thread_id: str) -> RunnableConfig:
-        return {"configurable": {"thread_id": thread_id}}
+        return graph_config(thread_id)
 
     async def snapshot(self, thread_id: str) -> StateSnapshot:
         return await self.graph.aget_state(self.config(thread_id), subgraphs=True)
@@ -178,7 +161,7 @@ class ThreadRunner:
         preparing = asyncio.ensure_future(first_input())
 
         async def drive() -> str:
-            return await self._segment(record, run_id, preparing, segment, env, settings, on_event, on_released)
+            return await self._driver.drive(record, run_id, preparing, segment, env, settings, on_event, on_released)
 
         return PreparedRun(thread_id, run_id, drive)
 
@@ -232,7 +215,7 @@ class ThreadRunner:
             return SegmentInput(resume, extra)
 
         async def drive() -> str:
-            return await self._segment(record, run_id, resumed(), segment, env, settings, on_event, on_released)
+            return await self._driver.drive(record, run_id, resumed(), segment, env, settings, on_event, on_released)
 
         return PreparedRun(thread_id, run_id, drive)
 
@@ -271,7 +254,7 @@ class ThreadRunner:
 
         async def drive() -> str:
             given = SegmentInput(graph_input, {})
-            return await self._segment(record, run_id, given, segment, env, settings, None, on_released)
+            return await self._driver.drive(record, run_id, given, segment, env, settings, None, on_released)
 
         return PreparedRun(thread_id, run_id, drive, appended)
 
@@ -340,7 +323,7 @@ class ThreadRunner:
             return SegmentInput(None, extra)
 
         async def drive() -> str:
-            return await self._segment(record, run_id, driven_on(), segment, env, settings, None, on_released)
+            return await self._driver.drive(record, run_id, driven_on(), segment, env, settings, None, on_released)
 
         return PreparedRun(record.thread_id, run_id, drive)
 
@@ -352,181 +335,9 @@ class ThreadRunner:
             )
         return record
 
-    # -- driving
-
-    async def _segment(
-        self,
-        record: ThreadRecord,
-        run_id: str,
-        prepare: Awaitable[SegmentInput] | SegmentInput,
-        segment: Segment,
-        env: ToolEnvironment,
-        settings: AgentSettings,
-        on_event: EventSink | None = None,
-        on_released: Callable[[], None] | None = None,
-    ) -> str:
-        """One segment of a run: until the graph ends, pauses for approval, fails or is cancelled.
-        Returns the run_finished status; every event is in the thread's log when it returns. The
-        thread is released (lease, then `on_released`) before `run_finished` is written: a client
-        that acts on that event finds the thread free. `prepare` (its tools and input) is gathered
-        while the lease is taken; it is cancelled when the thread cannot be taken."""
-        thread_id = record.thread_id
-        preparing: asyncio.Future[SegmentInput]
-        if isinstance(prepare, SegmentInput):
-            preparing = asyncio.get_running_loop().create_future()
-            preparing.set_result(prepare)
-        else:
-            preparing = asyncio.ensure_future(prepare)
-        try:
-            if not await self.threads.begin_run(thread_id, status="running", last_run_id=run_id):
-                raise ThreadBusy(await self.threads.leased_elsewhere(thread_id) or "another process")
-        except BaseException:
-            preparing.cancel()
-            await asyncio.gather(preparing, return_exceptions=True)  # it only read: nothing to undo
-            raise
-        renewing = asyncio.create_task(self._renew_lease(thread_id))
-        emit = EventPump(self.threads.events, thread_id, run_id, agent_for_mode(segment.mode).name, on_event)
-        status: RunStatus = "completed"
-        run_usage: JsonObject | None = None
-        try:
-            given = await preparing
-            context = self._run_context(record, segment, env, settings, given.extra, emit)
-            started: RunStartedFields = {"mode": segment.mode, "autonomy": segment.autonomy, "message": segment.message}
-            if given.mentions:
-                started["mentions"] = given.mentions
-            emit(make_event("run_started", **started))
-            async for chunk in self.graph.astream(
-                given.graph_input,
-                self.config(thread_id),
-                context=context,
-                stream_mode="updates",
-                durability=segment.durability,
-            ):
-                for interrupt in chunk.get("__interrupt__", ()):
-                    emit(approval_event(interrupt.value))
-                    status = "awaiting_approval"
-                for update in chunk.values():
-                    if isinstance(update, dict) and update.get("run_usage"):
-                        run_usage = update["run_usage"]
-        except StepInBackground:  # the cell goes on; the lease goes, and no model call is made until it ends
-            status = "waiting_for_cell"
-        except asyncio.CancelledError:
-            status = "cancelled"
-            await self.close_open_call(thread_id, emit)
-        except LLMError as exc:
-            status = "failed"
-            emit(make_event("error", kind=exc.kind, message=exc.message, retryable=exc.retryable))
-        except Exception as exc:  # a bug: keep the thread usable and say so
-            log.exception("run %s of thread %s failed", run_id, thread_id)
-            status = "failed"
-            emit(
-                make_event(
-                    "error", kind="internal", message=f"Cellwright failed: {type(exc).__name__}: {exc}", retryable=False
-                )
-            )
-        finally:
-            await self._finish(thread_id, emit, status, run_usage, renewing, on_released)
-        if status == "waiting_for_cell" and self.background is not None:
-            self.background.run_ended(thread_id, run_id)  # the cell's events go on into the log by a sink of its own
-        return status
-
-    async def _finish(
-        self,
-        thread_id: str,
-        emit: EventPump,
-        status: RunStatus,
-        run_usage: JsonObject | None,
-        renewing: asyncio.Task[None],
-        on_released: Callable[[], None] | None,
-    ) -> None:
-        exists = False
-        try:
-            exists = await self.threads.get(thread_id) is not None  # deleted meanwhile: nothing more to write
-            if exists:
-                await emit.flush()
-                await self.threads.update(thread_id, status=status)
-        finally:  # a failed save must not leave the thread leased to nobody for 30 s
-            renewing.cancel()
-            await self.threads.release_lease(thread_id)
-            if on_released is not None:
-                on_released()
-        if exists:
-            finished: RunFinishedFields = {"status": status}
-            if run_usage and run_usage["prompt_tokens"]:
-                finished["usage"] = public(run_usage)
-            emit(make_event("run_finished", **finished))
-            await emit.drain()
-
-    def _run_context(
-        self,
-        record: ThreadRecord,
-        segment: Segment,
-        env: ToolEnvironment,
-        settings: AgentSettings,
-        extra: dict[str, ExternalToolSpec],
-        emit: EventPump,
-    ) -> RunContext:
-        async def recorded_cells(path: str) -> list[AgentCell]:
-            await emit.flush()  # this run's cells so far are in the record, not only on their way to it
-            return await notebook_agent_cells(self.threads, path)
-
-        return run_context(
-            record.thread_id,
-            settings,
-            env,
-            self.store.ledger,
-            emit,
-            record.notebook_path,
-            segment.mode,
-            segment.notebook_cells,
-            extra,
-            undo=self.undo,
-            approvals=self.approvals,
-            driver=segment.driver,
-            requests=self.threads.requests,
-            agent_cells=recorded_cells,
-            background=self.background,
-            until_saved=functools.partial(self.store.saver.until_saved, record.thread_id)
-            if segment.durability == "async"
-            else None,
-            call_answered=segment.appended.add if segment.appended is not None else None,
-        )
-
-    async def _renew_lease(self, thread_id: str) -> None:
-        while True:
-            await asyncio.sleep(LEASE_SECONDS / 3)
-            await self.threads.take_lease(thread_id)
-
     async def stop_pending(self, thread_id: str, run_id: str) -> bool:
         """Stop a thread that waits for approval: the call is answered as stopped and never runs."""
-        emit = EventPump(self.threads.events, thread_id, run_id)
-        closed = await self.close_open_call(thread_id, emit)
-        if closed:
-            emit(make_event("run_finished", status="cancelled"))
-            await self.threads.update(thread_id, status="cancelled")
-        await emit.drain()
-        return closed
-
-    async def close_open_call(self, thread_id: str, emit: Callable[[EventDict], None]) -> bool:
-        """After a stop, answer the call the tools step was on (pending approval, or cut off while
-        running) with its recorded outcome, so the thread is consistent and the call never runs again."""
-        snapshot = await self.graph.aget_state(self.config(thread_id))
-        if snapshot.next != ("tools",):
-            return False
-        call = snapshot.values["messages"][-1]["tool_calls"][0]
-        ledger = self.store.ledger
-        outcome = await ledger.lookup(thread_id, call["id"])
-        if outcome is None or outcome.content in (INTERRUPTED.content, IN_BACKGROUND.content):
-            outcome = STOPPED
-            await ledger.finished(thread_id, call["id"], outcome)
-        tool_message: Message = {"role": "tool", "tool_call_id": call["id"], "content": outcome.content}
-        await self.graph.aupdate_state(
-            self.config(thread_id), {"messages": appended(tool_message), "done": True}, as_node="tools"
-        )
-        name = call["function"]["name"]
-        stopped = outcome.content == STOPPED.content
-        emit(outcome.result_event(call["id"], name, stopped=stopped))
-        return True
+        return await self._driver.stop_pending(thread_id, run_id)
 
     async def delete_thread(self, thread_id: str) -> None:  # its record of model requests goes with it
         await self.store.delete_thread(thread_id)

@@ -9,6 +9,7 @@ thread that does not exist: every route that looks a thread up answers 404 for i
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import Callable
@@ -178,6 +179,17 @@ class ThreadStore:
         """Take the lease and set the thread's status and last run in one transaction (the hot path
         of a run's start); False, and nothing updated, while another process holds the lease."""
         return await self._take(thread_id, status, last_run_id)
+
+    def keep_lease(self, thread_id: str) -> asyncio.Task[None]:
+        """Renew the lease on `thread_id` a few times per LEASE_SECONDS until the task is cancelled
+        (while a run, or an outside agent's turn, goes on)."""
+
+        async def renew() -> None:
+            while True:
+                await asyncio.sleep(LEASE_SECONDS / 3)
+                await self.take_lease(thread_id)
+
+        return asyncio.create_task(renew())
 
     async def release_lease(self, thread_id: str) -> None:
         self.events.released(thread_id)
