@@ -21,7 +21,7 @@ import pytest
 from jupyter_client import BlockingKernelClient
 from jupyter_client.manager import KernelManager
 
-from agent_core.config.configurable import os_user
+from agent_core.config.storage_settings import os_user
 from agent_core.kernel_side.session import notebook_path, workspace_root
 from agent_core.storage.thread_store import ThreadStore
 from devtools.fake_llm import FakeLLM, text, tool_call

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from agent_core.config.configurable import os_user
+from agent_core.config.storage_settings import os_user
 from agent_core.storage.thread_store import ThreadStore
 from devtools.fake_llm import FakeLLM, tool_call
 from tests.test_magic import Kernel, kernel, llm, places  # noqa: F401 (the magic's fixtures)

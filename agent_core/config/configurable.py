@@ -7,7 +7,6 @@ config saved (agent_core.config.saved_settings); the agent gets an immutable Age
 
 from __future__ import annotations
 
-import getpass
 import os
 import re
 from collections.abc import Mapping
@@ -24,10 +23,10 @@ from agent_core.config.acp_agents import AcpAgentSettings
 from agent_core.config.agent_settings import AgentSettings, ToolCalling, Vision, endpoint_of
 from agent_core.config.completion_settings import CompletionSettings
 from agent_core.config.data_policy_settings import DataPolicySettings
-from agent_core.config.database_url import DATABASE_TIMEOUT
 from agent_core.config.endpoint_keys import EndpointKeys, read_saved_keys
 from agent_core.config.mcp_endpoint_settings import McpEndpointSettings
 from agent_core.config.sandbox_settings import SandboxSettings  # issue 37
+from agent_core.config.storage_settings import StorageSettings
 from agent_core.config.string_list import StringList
 from agent_core.json_types import JsonObject
 from agent_core.redaction import SECRET_PARAMS, redact_url
@@ -47,6 +46,7 @@ class Cellwright(
     CompletionSettings,
     SandboxSettings,
     AcpAgentSettings,
+    StorageSettings,
 ):
     """Cellwright's settings. Tagged `runtime=True`: PUT config may change it at run time (saved in
     <data_dir>/settings.json, which wins over the config files). Tagged `env=...`: the environment
@@ -85,30 +85,6 @@ class Cellwright(
     ).tag(config=True, runtime=True)
     auto_approve_notebook_tools = StringList(
         help="Functions the notebook registers with @tool(read_only=True) that run without asking, by name."
-    ).tag(config=True)
-    database_url = Unicode(
-        help="Where threads and checkpoints are kept: '' for SQLite files in data_dir, a file path, 'memory', "
-        "or postgresql://... for servers that share threads. Env: CELLWRIGHT_DATABASE_URL.",
-    ).tag(config=True, env="CELLWRIGHT_DATABASE_URL")
-    database_pool_size = Int(
-        2,
-        help="Connections to a PostgreSQL database_url in a server's pool for threads and events. A server holds "
-        "this many at most, plus one for the agent's checkpoints and one that listens for the writes of its "
-        "owner's other servers. Env: CELLWRIGHT_DATABASE_POOL_SIZE.",
-    ).tag(config=True, env="CELLWRIGHT_DATABASE_POOL_SIZE")
-    database_timeout = Float(
-        DATABASE_TIMEOUT,
-        help="Seconds a call to a PostgreSQL database_url waits for a connection before it fails: while the "
-        "database is down, the panel hears that it is unavailable after this long. Default: 10. "
-        "Env: CELLWRIGHT_DATABASE_TIMEOUT.",
-    ).tag(config=True, env="CELLWRIGHT_DATABASE_TIMEOUT")
-    owner = Unicode(
-        help="The user whose threads this server (or %agent kernel) keeps and shows; it sees no other user's. "
-        "Default: JUPYTERHUB_USER under JupyterHub, else the operating system's user running Jupyter. "
-        "Env: CELLWRIGHT_OWNER.",
-    ).tag(config=True, env="CELLWRIGHT_OWNER")
-    checkpointer_url = Unicode(
-        help="The older name of database_url, read when database_url is not set. Env: CELLWRIGHT_CHECKPOINTER_URL.",
     ).tag(config=True)
     max_model_calls = Int(
         _AGENT.max_model_calls,
@@ -197,9 +173,6 @@ class Cellwright(
 
     # -- environment defaults: used only when no config sets the trait
 
-    def _env(self, name: str) -> str:
-        return self._environ.get(self.traits()[name].metadata["env"], "")
-
     @default("model")
     def _default_model(self) -> str:
         return self._env("model")
@@ -215,35 +188,6 @@ class Cellwright(
     @default("tool_calling")
     def _default_tool_calling(self) -> str:
         return self._env("tool_calling") or _AGENT.tool_calling
-
-    @default("database_url")
-    def _default_database_url(self) -> str:
-        # A config's checkpointer_url is an explicit choice: it beats either environment variable.
-        return (
-            self.checkpointer_url or self._env("database_url") or self._environ.get("CELLWRIGHT_CHECKPOINTER_URL", "")
-        )
-
-    @default("database_pool_size")
-    def _default_database_pool_size(self) -> int:
-        raw = self._env("database_pool_size")
-        try:
-            return int(raw) if raw else 2
-        except ValueError:
-            raise TraitError(f"database_pool_size must be a whole number of connections, not {raw!r}.") from None
-
-    @default("database_timeout")
-    def _default_database_timeout(self) -> float:
-        raw = self._env("database_timeout")
-        try:
-            return float(raw) if raw else DATABASE_TIMEOUT
-        except ValueError:
-            raise TraitError(f"database_timeout must be a number of seconds, not {raw!r}.") from None
-
-    @default("owner")
-    def _default_owner(self) -> str:
-        # Not the request's identity: on a plain server, each token-authenticated request without
-        # a login cookie is a new anonymous user. The user the server runs for is stable.
-        return self._env("owner") or self._environ.get("JUPYTERHUB_USER", "") or os_user()
 
     @default("data_dir")
     def _default_data_dir(self) -> str:
@@ -296,21 +240,6 @@ class Cellwright(
         if bad:
             raise TraitError(f"auto_approve_notebook_tools takes Python function names, not {bad}.")
         return list(proposal.value)
-
-    @validate("database_pool_size")
-    def _pool_size(self, proposal: Any) -> int:
-        if proposal.value < 1:
-            raise TraitError(
-                f"database_pool_size must be 1 or more (connections per pool), not {proposal.value}: a server with "
-                "no connection could not read a thread."
-            )
-        return int(proposal.value)
-
-    @validate("owner")
-    def _owner(self, proposal: Any) -> str:
-        if not proposal.value.strip():
-            raise TraitError("owner must name a user, not be empty: threads are kept per user.")
-        return str(proposal.value)
 
     @validate(
         "command_timeout", "cell_timeout", "request_timeout", "connect_timeout", "response_timeout", "database_timeout"
@@ -480,15 +409,6 @@ class Cellwright(
                 env = trait.metadata.get("env")
                 source = f" (from the environment variable {env})" if env and self._environ.get(env) else ""
                 raise SettingsError(f"Cellwright.{name}{source}: {exc}") from None
-
-
-def os_user() -> str:
-    """The operating system's name of the user running this process (its uid where it has none,
-    as in a container run with an arbitrary uid)."""
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):  # no name in the environment nor in the password database
-        return f"uid-{os.getuid()}"
 
 
 def load(**kwargs: Any) -> Cellwright:
