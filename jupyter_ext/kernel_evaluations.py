@@ -40,7 +40,7 @@ from .kernel_clients import (
 EVALUATION_TIMEOUT = 30.0  # the callers' own limits are shorter; this one only bounds a lost reply
 # An answer asked for ahead serves an evaluation asked this soon after it was sent, once; a later one
 # asks anew (a cell may have run since: the namespace it described is not the kernel's any more).
-AHEAD_SECONDS = 2.0
+AHEAD_SECONDS = 1.0
 
 Expressions = dict[str, str]  # user_expressions: key -> expression
 Results = dict[str, JsonObject]  # key -> {"status": "ok", "data": ...} or {"status": "error", "ename", "evalue"}
